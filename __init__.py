@@ -1,0 +1,27 @@
+"""gesa: graph-enhanced, entity-aware reading comprehension models for 🤗 Transformers.
+
+The flat modules beside this file (`configuration_gesa.py`, `modeling_gesa.py`, `processing_gesa.py`, ...) are
+also copied next to every saved checkpoint, where `trust_remote_code=True` loads them without this package.
+"""
+
+from .configuration_gesa import ABLATION_PRESETS, DEFAULT_LABEL_SWITCHES, GesaConfig
+from .modeling_gesa import (
+    GesaEntitySpanQAOutput,
+    GesaForEntitySpanQA,
+    GesaModel,
+    GesaModelOutput,
+    GesaPreTrainedModel,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ABLATION_PRESETS",
+    "DEFAULT_LABEL_SWITCHES",
+    "GesaConfig",
+    "GesaEntitySpanQAOutput",
+    "GesaForEntitySpanQA",
+    "GesaModel",
+    "GesaModelOutput",
+    "GesaPreTrainedModel",
+]

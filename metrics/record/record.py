@@ -1,0 +1,253 @@
+"""The ReCoRD metric (exact match and token F1), as the official ReCoRD v1.0 evaluation script defines it.
+
+Two ways to use it:
+
+* as an ``evaluate`` module, offline, from its folder::
+
+      import evaluate
+      record = evaluate.load("path/to/gesa/metrics/record")
+      record.compute(
+          predictions=[{"id": "q1", "prediction_text": "Barack Obama"}],
+          references=[{"id": "q1", "answers": ["Obama", "Barack Obama"]}],
+      )  # {'exact_match': 100.0, 'f1': 100.0}
+
+* as plain functions, after importing this file by path (it imports nothing from the rest of gesa):
+  ``normalize_answer``, ``exact_match_score``, ``f1_score``, ``metric_max_over_ground_truths``,
+  ``compute_record_scores`` and ``merge_window_predictions`` (per-window candidate scores -> one answer per
+  query, the way ``examples/run_record.py`` turns model logits into ``eval_predictions.json``).
+
+Official definitions reproduced here:
+
+* ``normalize_answer``: lower-case, drop every ``string.punctuation`` character, replace the whole words
+  ``a``/``an``/``the`` by a space, collapse whitespace.
+* exact match: normalised strings equal; token F1: bag-of-tokens overlap of the normalised strings (0 when
+  nothing overlaps, including when either side normalises to nothing).
+* per query: the maximum over its gold answers; overall: the mean over all reference queries, in percent.
+  A reference query with no prediction scores 0 (and still counts); predictions for unknown ids are ignored.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import datasets
+import evaluate
+
+_CITATION = """\
+@article{zhang2018record,
+  title={{ReCoRD}: Bridging the Gap between Human and Machine Commonsense Reading Comprehension},
+  author={Zhang, Sheng and Liu, Xiaodong and Liu, Jingjing and Gao, Jianfeng and Duh, Kevin and Van Durme, Benjamin},
+  journal={arXiv preprint arXiv:1810.12885},
+  year={2018}
+}
+"""
+
+_DESCRIPTION = """\
+ReCoRD (Reading Comprehension with Commonsense Reasoning Dataset) is scored with exact match (EM) and token-level
+F1 after answer normalisation (lower case, no punctuation, no articles a/an/the, single spaces), taking for each
+query the best score over its gold answers and averaging over queries, in percent. This module reproduces the
+official ReCoRD v1.0 evaluation script.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions: list of dicts, one per query, with
+        - 'id': the query id (str),
+        - 'prediction_text': the predicted answer (str).
+    references: list of dicts, one per query, with
+        - 'id': the query id (str), unique,
+        - 'answers': the gold answer strings (list of str, at least one).
+Returns:
+    'exact_match': mean exact match over the reference queries, in percent (0-100),
+    'f1': mean token F1 over the reference queries, in percent (0-100).
+    A reference query without a prediction scores 0 on both. (``evaluate`` itself insists on as many prediction
+    rows as reference rows; to score a partial prediction file call ``compute_record_scores`` directly.)
+Examples:
+    >>> record = evaluate.load("metrics/record")
+    >>> record.compute(
+    ...     predictions=[{"id": "q1", "prediction_text": "the Eiffel Tower"}],
+    ...     references=[{"id": "q1", "answers": ["Eiffel Tower"]}],
+    ... )
+    {'exact_match': 100.0, 'f1': 100.0}
+"""
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = frozenset(string.punctuation)
+
+
+def normalize_answer(s: str) -> str:
+    """Lower text and remove punctuation, articles and extra whitespace (official ReCoRD normalisation)."""
+    text = s.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match_score(prediction: str, ground_truth: str) -> float:
+    """1.0 when the normalised strings are equal, else 0.0."""
+    return float(normalize_answer(prediction) == normalize_answer(ground_truth))
+
+
+def f1_score(prediction: str, ground_truth: str) -> float:
+    """Token-level F1 between the normalised strings (0.0 when no token is shared)."""
+    prediction_tokens = normalize_answer(prediction).split()
+    ground_truth_tokens = normalize_answer(ground_truth).split()
+    common = Counter(prediction_tokens) & Counter(ground_truth_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0.0
+    precision = num_same / len(prediction_tokens)
+    recall = num_same / len(ground_truth_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def metric_max_over_ground_truths(
+    metric_fn: Callable[[str, str], float], prediction: str, ground_truths: Iterable[str]
+) -> float:
+    """The best score of ``prediction`` against any of the gold answers."""
+    scores = [metric_fn(prediction, ground_truth) for ground_truth in ground_truths]
+    if not scores:
+        raise ValueError("metric_max_over_ground_truths needs at least one gold answer.")
+    return max(scores)
+
+
+def compute_record_scores(predictions: Mapping[str, str], references: Mapping[str, Sequence[str]]) -> dict[str, float]:
+    """Official ReCoRD EM and F1 (percent) of ``{query_id: answer_text}`` against ``{query_id: [gold texts]}``.
+
+    Every reference query counts; a missing prediction scores 0. Predictions for ids absent from
+    ``references`` are ignored, as in the official script.
+
+    Raises:
+        ValueError: when ``references`` is empty or a query has no gold answer (the official script would
+            fail on it too), or when an answer is not a string.
+    """
+    if not references:
+        raise ValueError("compute_record_scores needs at least one reference query.")
+    exact_match = f1 = 0.0
+    for query_id, ground_truths in references.items():
+        if isinstance(ground_truths, str):
+            raise ValueError(f"references[{query_id!r}] must be a list of answer strings, not a single string.")
+        ground_truths = list(ground_truths)
+        if not ground_truths:
+            raise ValueError(f"references[{query_id!r}] has no gold answer.")
+        if query_id not in predictions:
+            continue
+        prediction = predictions[query_id]
+        if not isinstance(prediction, str):
+            raise ValueError(f"predictions[{query_id!r}] must be a string, got {type(prediction).__name__}.")
+        exact_match += metric_max_over_ground_truths(exact_match_score, prediction, ground_truths)
+        f1 += metric_max_over_ground_truths(f1_score, prediction, ground_truths)
+    total = len(references)
+    return {"exact_match": exact_match / total, "f1": 100.0 * f1 / total}
+
+
+def merge_window_predictions(
+    example_ids: Sequence[str],
+    candidate_texts: Sequence[Sequence[str]],
+    scores: Sequence[Sequence[float]] | Any,
+) -> dict[str, str]:
+    """Merge per-window candidate scores into one answer per query.
+
+    A long passage is split into several windows (features) that share one query id. For each query, every
+    candidate's score is grouped by its normalised text (``normalize_answer``) and the best score over all
+    mentions in all windows is kept; the answer is the text with the highest merged score.
+
+    Args:
+        example_ids: the query id of each window, length ``N``.
+        candidate_texts: per window, the candidate text of each entity slot, aligned with ``scores``; the
+            empty string marks a slot that is no candidate (the placeholder entity 0, padding). A row may be
+            shorter than its score row (extra scores, e.g. batch padding, are ignored), never longer.
+        scores: per window, one score per entity slot (a list of lists or an ``(N, E)`` array / tensor).
+
+    Returns:
+        ``{query_id: answer_text}`` with every id of ``example_ids``, in first-seen order. The text returned is
+        the surface form of the best-scoring mention (first seen on ties). A query none of whose windows holds a
+        candidate gets ``""``. Ties between different texts go to the one seen first.
+
+    Raises:
+        ValueError: when the three inputs disagree in length, a window has more candidate texts than scores,
+            or a candidate's score is NaN.
+    """
+    if not (len(example_ids) == len(candidate_texts) == len(scores)):
+        raise ValueError(
+            f"merge_window_predictions: {len(example_ids)} example ids, {len(candidate_texts)} candidate rows and "
+            f"{len(scores)} score rows must be the same number of windows."
+        )
+    # query id -> normalised text -> [best score, surface text]
+    best: dict[str, dict[str, list]] = {}
+    for window, (query_id, texts, row) in enumerate(zip(example_ids, candidate_texts, scores, strict=True)):
+        per_query = best.setdefault(query_id, {})
+        row = row.tolist() if hasattr(row, "tolist") else list(row)
+        if len(texts) > len(row):
+            raise ValueError(
+                f"merge_window_predictions: window {window} (query {query_id!r}) has {len(texts)} candidate "
+                f"texts but only {len(row)} scores."
+            )
+        for text, score in zip(texts, row[: len(texts)], strict=True):
+            if not text:
+                continue
+            score = float(score)
+            if math.isnan(score):
+                raise ValueError(f"merge_window_predictions: NaN score for {text!r} in window {window}.")
+            key = normalize_answer(text)
+            entry = per_query.get(key)
+            if entry is None:
+                per_query[key] = [score, text]
+            elif score > entry[0]:
+                entry[0], entry[1] = score, text
+    answers: dict[str, str] = {}
+    for query_id, per_query in best.items():
+        answer, top = "", -math.inf
+        for score, text in per_query.values():
+            if not answer or score > top:
+                answer, top = text, score
+        answers[query_id] = answer
+    return answers
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class Record(evaluate.Metric):
+    """``evaluate`` wrapper around :func:`compute_record_scores`."""
+
+    def _info(self) -> evaluate.MetricInfo:
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features(
+                {
+                    "predictions": {"id": datasets.Value("string"), "prediction_text": datasets.Value("string")},
+                    "references": {
+                        "id": datasets.Value("string"),
+                        "answers": datasets.Sequence(datasets.Value("string")),
+                    },
+                }
+            ),
+            codebase_urls=["https://sheng-z.github.io/ReCoRD-explorer/"],
+            reference_urls=["https://arxiv.org/abs/1810.12885"],
+        )
+
+    def _compute(self, predictions: list[dict], references: list[dict]) -> dict[str, float]:
+        predicted = {p["id"]: p["prediction_text"] for p in predictions}
+        gold: dict[str, list[str]] = {}
+        for reference in references:
+            if reference["id"] in gold:
+                raise ValueError(f"Query id {reference['id']!r} appears twice in the references.")
+            gold[reference["id"]] = list(reference["answers"])
+        return compute_record_scores(predicted, gold)
+
+
+__all__ = [
+    "Record",
+    "compute_record_scores",
+    "exact_match_score",
+    "f1_score",
+    "merge_window_predictions",
+    "metric_max_over_ground_truths",
+    "normalize_answer",
+]

@@ -1,0 +1,1035 @@
+"""GESA: Graph-Enhanced Self-Attention on the LUKE backbone (Foolad & Kiani, 2023).
+
+Reads like the paper: relative-position labels (3.3), embeddings (3.1), entity-aware self-attention with
+label embeddings (3.4, Eq. 1), layer, encoder, model, the ReCoRD score head (3.5), and LUKE conversion (4.1).
+
+Flat module: copied next to every saved checkpoint, so it imports only its sibling `configuration_gesa`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.activations import ACT2FN
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.utils import ModelOutput, logging
+
+from .configuration_gesa import GesaConfig
+
+logger = logging.get_logger(__name__)
+
+# Values of `global_attention_mask`.
+LOCAL, CLS_GLOBAL, QUESTION_GLOBAL = 0, 1, 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Relative-position labels (paper 3.3, spec section 4)
+# ---------------------------------------------------------------------------------------------
+
+
+class RelativeLabels:
+    """Layout of a layer's label table. Row 0 is the fixed zero vector: "no label term" for that pair.
+
+    `[1, 2k+1]` w2w distances; then CLS, question, PLC-question, mention, non-mention, e2e self, PLC edge,
+    SENT edge, MATCH edge, no edge, shared edge label; then `2k+1` entity-index distances (e2e_local).
+    """
+
+    NULL = 0
+
+    def __init__(self, max_relative_position: int) -> None:
+        k = max_relative_position
+        self.k = k
+        self.distance_offset = 1
+        base = 2 * k + 2
+        (
+            self.cls_global,
+            self.question_global,
+            self.plc_question,
+            self.mention,
+            self.non_mention,
+            self.self_edge,
+            self.plc_edge,
+            self.sent_edge,
+            self.match_edge,
+            self.no_edge,
+            self.any_edge,
+        ) = range(base, base + 11)
+        self.entity_distance_offset = base + 11
+        self.size = self.entity_distance_offset + 2 * k + 1
+
+    def distance(self, relative: torch.Tensor, offset: int) -> torch.Tensor:
+        return relative.clamp(-self.k, self.k) + (self.k + offset)
+
+
+def mention_membership(entity_position_ids: torch.Tensor, word_length: int) -> torch.Tensor:
+    """`(B, E, M)` mention positions (-1 padded) -> `(B, E, L)` bool, True where word l is in entity e's mention."""
+    batch_size, entity_length, _ = entity_position_ids.shape
+    membership = torch.zeros(
+        batch_size, entity_length, word_length + 1, dtype=torch.bool, device=entity_position_ids.device
+    )
+    # padded positions (-1) land in the extra last column, which is dropped
+    index = torch.where(entity_position_ids < 0, word_length, entity_position_ids)
+    membership.scatter_(2, index, True)
+    return membership[:, :, :word_length]
+
+
+def build_relative_labels(
+    config: GesaConfig,
+    word_length: int,
+    global_attention_mask: torch.Tensor | None,
+    entity_position_ids: torch.Tensor | None,
+    placeholder_entity_mask: torch.Tensor | None,
+    entity_string_ids: torch.Tensor | None,
+    entity_sentence_ids: torch.Tensor | None,
+    batch_size: int,
+    device: torch.device,
+) -> torch.Tensor:
+    """Label index of every token pair, `(B, P, P)` long with `P = L + E`, built on `device` (spec section 4).
+
+    Rows are queries, columns keys; words first, then entities. Precedence inside each block follows the
+    spec: later assignments below overwrite earlier ones.
+    """
+    labels = RelativeLabels(config.max_relative_position)
+    switches = config.label_switches
+    L = word_length
+    positions = torch.arange(L, device=device)
+
+    # w2w: clipped distance, then question-global, then CLS-global
+    if switches["w2w_distance"]:
+        w2w = labels.distance(positions[None, :] - positions[:, None], labels.distance_offset)
+        w2w = w2w.expand(batch_size, L, L)
+    else:
+        w2w = torch.zeros(batch_size, L, L, dtype=torch.long, device=device)
+    if global_attention_mask is not None:
+        for kind, switch, label in (
+            (QUESTION_GLOBAL, "question_global", labels.question_global),
+            (CLS_GLOBAL, "cls_global", labels.cls_global),
+        ):
+            if switches[switch]:
+                is_kind = global_attention_mask == kind
+                w2w = torch.where(is_kind[:, :, None] | is_kind[:, None, :], label, w2w)
+    if entity_position_ids is None:
+        return w2w.contiguous()
+
+    E = entity_position_ids.size(1)
+    if placeholder_entity_mask is None:
+        placeholder = torch.zeros(batch_size, E, dtype=torch.bool, device=device)
+    else:
+        placeholder = placeholder_entity_mask.bool()
+    if entity_string_ids is None:
+        entity_string_ids = torch.full((batch_size, E), -1, dtype=torch.long, device=device)
+    if entity_sentence_ids is None:
+        entity_sentence_ids = torch.full((batch_size, E), -1, dtype=torch.long, device=device)
+
+    # e2w (entity rows, word columns); w2e is its transpose (one shared label set)
+    if switches["w2e_e2w"]:
+        e2w = torch.full((batch_size, E, L), labels.non_mention, dtype=torch.long, device=device)
+        if switches["mention"]:
+            same_string = (entity_string_ids[:, :, None] == entity_string_ids[:, None, :]) & (
+                entity_string_ids[:, :, None] >= 0
+            )
+            same_string = same_string | torch.eye(E, dtype=torch.bool, device=device)
+            membership = mention_membership(entity_position_ids, L)
+            # entity e is linked to every word of any mention whose string equals e's string
+            linked = torch.bmm(same_string.float(), membership.float()) > 0
+            e2w = torch.where(linked, labels.mention, e2w)
+        if switches["plc_question"] and global_attention_mask is not None:
+            plc_question = placeholder[:, :, None] & (global_attention_mask == QUESTION_GLOBAL)[:, None, :]
+            e2w = torch.where(plc_question, labels.plc_question, e2w)
+    else:
+        e2w = torch.zeros(batch_size, E, L, dtype=torch.long, device=device)
+    w2e = e2w.transpose(1, 2)
+
+    # e2e: none, MATCH, SENT, PLC, self (graph) or entity-index distances (e2e_local)
+    entity_index = torch.arange(E, device=device)
+    if not switches["e2e"]:
+        e2e = torch.zeros(batch_size, E, E, dtype=torch.long, device=device)
+    elif not switches["e2e_graph"]:
+        e2e = labels.distance(entity_index[None, :] - entity_index[:, None], labels.entity_distance_offset)
+        e2e = e2e.expand(batch_size, E, E)
+    else:
+        single = switches["single_edge_label"]
+        e2e = torch.full((batch_size, E, E), labels.no_edge, dtype=torch.long, device=device)
+        has_sentence = entity_sentence_ids >= 0
+        same_sentence = (entity_sentence_ids[:, :, None] == entity_sentence_ids[:, None, :]) & has_sentence[:, :, None]
+        if switches["match_edges"]:
+            same_string = (entity_string_ids[:, :, None] == entity_string_ids[:, None, :]) & (
+                entity_string_ids[:, :, None] >= 0
+            )
+            match = same_string & ~same_sentence & has_sentence[:, :, None] & has_sentence[:, None, :]
+            e2e = torch.where(match, labels.any_edge if single else labels.match_edge, e2e)
+        if switches["sent_edges"]:
+            e2e = torch.where(same_sentence, labels.any_edge if single else labels.sent_edge, e2e)
+        if switches["plc_edges"]:
+            plc = placeholder[:, :, None] | placeholder[:, None, :]
+            e2e = torch.where(plc, labels.any_edge if single else labels.plc_edge, e2e)
+        e2e = torch.where(torch.eye(E, dtype=torch.bool, device=device), labels.self_edge, e2e)
+
+    top = torch.cat([w2w.expand(batch_size, L, L), w2e], dim=2)
+    bottom = torch.cat([e2w, e2e.expand(batch_size, E, E)], dim=2)
+    return torch.cat([top, bottom], dim=1)
+
+
+def build_attention_allowed(
+    attention_mask: torch.Tensor,
+    word_length: int,
+    global_attention_mask: torch.Tensor | None,
+    attention_window: int | None,
+) -> torch.Tensor:
+    """Bool `(B, 1, P, P)` (or `(B, 1, 1, P)` without a window): may query i attend to key j.
+
+    Keys are masked by padding; with `attention_window`, word pairs farther apart than the window are masked
+    unless one side is a global token.
+    """
+    key_allowed = attention_mask.bool()[:, None, None, :]
+    if attention_window is None:
+        return key_allowed
+    L = word_length
+    P = attention_mask.size(1)
+    positions = torch.arange(L, device=attention_mask.device)
+    near = (positions[None, :] - positions[:, None]).abs() <= attention_window
+    near = near.expand(attention_mask.size(0), L, L)
+    if global_attention_mask is not None:
+        is_global = global_attention_mask != LOCAL
+        near = near | is_global[:, :, None] | is_global[:, None, :]
+    allowed = torch.ones(attention_mask.size(0), P, P, dtype=torch.bool, device=attention_mask.device)
+    allowed[:, :L, :L] = near
+    return allowed[:, None] & key_allowed
+
+
+# ---------------------------------------------------------------------------------------------
+# Embeddings (paper 3.1): no absolute positions unless switched on
+# ---------------------------------------------------------------------------------------------
+
+
+def create_position_ids_from_input_ids(input_ids: torch.Tensor, padding_idx: int) -> torch.Tensor:
+    """LUKE/RoBERTa positions: `padding_idx + 1 + index` for real tokens, `padding_idx` for padding."""
+    mask = input_ids.ne(padding_idx).int()
+    return (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + padding_idx
+
+
+class GesaEmbeddings(nn.Module):
+    """Word token embedding + token-type embedding (+ LUKE's absolute positions when configured)."""
+
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.position_embeddings = (
+            nn.Embedding(config.max_position_embeddings, config.hidden_size, padding_idx=config.pad_token_id)
+            if config.use_absolute_position_embeddings
+            else None
+        )
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.padding_idx = config.pad_token_id
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None,
+        token_type_ids: torch.Tensor,
+        inputs_embeds: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """`(B, L)` ids -> `(B, L, D)`."""
+        if inputs_embeds is None:
+            inputs_embeds = self.word_embeddings(input_ids)
+        embeddings = inputs_embeds + self.token_type_embeddings(token_type_ids)
+        if self.position_embeddings is not None:
+            if position_ids is None:
+                if input_ids is not None:
+                    position_ids = create_position_ids_from_input_ids(input_ids, self.padding_idx)
+                else:
+                    length = inputs_embeds.size(1)
+                    position_ids = torch.arange(
+                        self.padding_idx + 1, length + self.padding_idx + 1, device=inputs_embeds.device
+                    ).expand(inputs_embeds.shape[:2])
+            embeddings = embeddings + self.position_embeddings(position_ids)
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+class GesaEntityEmbeddings(nn.Module):
+    """Entity embedding (entity_emb_size) -> dense to hidden + token type (+ LUKE's averaged mention positions)."""
+
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__()
+        self.entity_embeddings = nn.Embedding(config.entity_vocab_size, config.entity_emb_size, padding_idx=0)
+        self.entity_embedding_dense = (
+            nn.Linear(config.entity_emb_size, config.hidden_size, bias=False)
+            if config.entity_emb_size != config.hidden_size
+            else None
+        )
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.position_embeddings = (
+            nn.Embedding(config.max_position_embeddings, config.hidden_size)
+            if config.use_absolute_position_embeddings
+            else None
+        )
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(
+        self, entity_ids: torch.Tensor, entity_token_type_ids: torch.Tensor, entity_position_ids: torch.Tensor | None
+    ) -> torch.Tensor:
+        """`(B, E)` ids -> `(B, E, D)`. Positions are used only with absolute position embeddings."""
+        embeddings = self.entity_embeddings(entity_ids)
+        if self.entity_embedding_dense is not None:
+            embeddings = self.entity_embedding_dense(embeddings)
+        embeddings = embeddings + self.token_type_embeddings(entity_token_type_ids)
+        if self.position_embeddings is not None and entity_position_ids is not None:
+            # LUKE: the entity's position embedding is the mean over its mention's word positions
+            # (LUKE's position ids are word indices shifted by nothing: it uses raw indices here)
+            position_embeddings = self.position_embeddings(entity_position_ids.clamp(min=0))
+            present = (entity_position_ids != -1).type_as(position_embeddings).unsqueeze(-1)
+            position_embeddings = (position_embeddings * present).sum(dim=-2) / present.sum(dim=-2).clamp(min=1e-7)
+            embeddings = embeddings + position_embeddings
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+# ---------------------------------------------------------------------------------------------
+# Entity-aware self-attention with relative-position labels (paper Eq. 1)
+# ---------------------------------------------------------------------------------------------
+
+
+class GesaSelfAttention(nn.Module):
+    """Eq. 1: four query matrices by token-type pair, shared K/V, `q_i . r_label(i,j)` added to the scores.
+
+    One fused attention call: each token carries two queries `[q_to_word ; q_to_entity]` and each key a
+    type-masked copy (`[k ; 0]` for words, `[0 ; k]` for entities), so one product yields all four blocks.
+    """
+
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_size = config.hidden_size // config.num_attention_heads
+        self.all_head_size = self.num_heads * self.head_size
+        self.entity_aware = config.use_entity_aware_attention
+        self.w2w_query = nn.Linear(config.hidden_size, self.all_head_size)
+        if self.entity_aware:
+            self.w2e_query = nn.Linear(config.hidden_size, self.all_head_size)
+            self.e2w_query = nn.Linear(config.hidden_size, self.all_head_size)
+            self.e2e_query = nn.Linear(config.hidden_size, self.all_head_size)
+        self.key = nn.Linear(config.hidden_size, self.all_head_size)
+        self.value = nn.Linear(config.hidden_size, self.all_head_size)
+        self.dropout_prob = config.attention_probs_dropout_prob
+        self.label_embeddings = (
+            nn.Embedding(config.num_relative_labels, self.head_size, padding_idx=RelativeLabels.NULL)
+            if config.use_relative_labels
+            else None
+        )
+        self.value_label_embeddings = (
+            nn.Embedding(config.num_relative_labels, self.head_size, padding_idx=RelativeLabels.NULL)
+            if config.use_relative_labels and config.use_value_labels
+            else None
+        )
+        self.config = config
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        return x.view(x.size(0), x.size(1), self.num_heads, self.head_size).transpose(1, 2)
+
+    def _queries(self, words: torch.Tensor, entities: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per token, the query used against word keys and the one used against entity keys: 2 x `(B, H, P, d)`."""
+        if entities is None:
+            to_word = self._heads(self.w2w_query(words))
+            return to_word, to_word
+        if not self.entity_aware:
+            both = self._heads(self.w2w_query(torch.cat([words, entities], dim=1)))
+            return both, both
+        to_word = torch.cat([self.w2w_query(words), self.e2w_query(entities)], dim=1)
+        to_entity = torch.cat([self.w2e_query(words), self.e2e_query(entities)], dim=1)
+        return self._heads(to_word), self._heads(to_entity)
+
+    def _label_scores(
+        self, q_to_word: torch.Tensor, q_to_entity: torch.Tensor, labels: torch.Tensor, word_length: int
+    ) -> torch.Tensor:
+        """`q_i . r_label(i,j)`: `(B, H, P, P)`, a gather from `q . R^T` (R shared across heads)."""
+        table = self.label_embeddings.weight
+        num_labels = table.size(0)
+        scores_to_word = torch.matmul(q_to_word, table.t())
+        if q_to_entity is q_to_word or labels.size(-1) == word_length:
+            label_scores = scores_to_word
+            index = labels
+        else:
+            label_scores = torch.cat([scores_to_word, torch.matmul(q_to_entity, table.t())], dim=-1)
+            # entity columns read the to-entity half of the label scores
+            column_offset = torch.zeros(labels.size(-1), dtype=labels.dtype, device=labels.device)
+            column_offset[word_length:] = num_labels
+            index = labels + column_offset
+        B, H, P, _ = label_scores.shape
+        return torch.gather(label_scores, 3, index[:, None].expand(B, H, P, index.size(-1)))
+
+    def forward(
+        self,
+        words: torch.Tensor,
+        entities: torch.Tensor | None,
+        allowed: torch.Tensor,
+        labels: torch.Tensor | None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`(B, L, D)`, `(B, E, D)` -> context `(B, P, D)` and, on request, attention probabilities `(B, H, P, P)`.
+
+        `allowed`: bool `(B, 1, P|1, P)`; `labels`: `(B, P, P)` label ids or None for no label term.
+        """
+        word_length = words.size(1)
+        tokens = words if entities is None else torch.cat([words, entities], dim=1)
+        key = self._heads(self.key(tokens))
+        value = self._heads(self.value(tokens))
+        q_to_word, q_to_entity = self._queries(words, entities)
+        scale = 1.0 / math.sqrt(self.head_size)
+
+        use_labels = self.label_embeddings is not None and labels is not None
+        label_scores = self._label_scores(q_to_word, q_to_entity, labels, word_length) if use_labels else None
+        masked_value = torch.finfo(q_to_word.dtype).min
+        dropout_p = self.dropout_prob if self.training else 0.0
+        eager = (
+            output_attentions
+            or self.value_label_embeddings is not None
+            or self.config._attn_implementation == "eager"
+        )
+
+        if q_to_entity is q_to_word:
+            query, key_for_query = q_to_word, key
+        else:
+            # [q_to_word ; q_to_entity] . [k ; 0] or [0 ; k] selects the right query per key type
+            query = torch.cat([q_to_word, q_to_entity], dim=-1)
+            is_entity_key = torch.zeros(1, 1, key.size(2), 1, dtype=key.dtype, device=key.device)
+            is_entity_key[:, :, word_length:] = 1
+            key_for_query = torch.cat([key * (1 - is_entity_key), key * is_entity_key], dim=-1)
+
+        if eager:
+            scores = torch.matmul(query, key_for_query.transpose(-1, -2))
+            if label_scores is not None:
+                scores = scores + label_scores
+            scores = (scores * scale).masked_fill(~allowed, masked_value)
+            probs = F.dropout(torch.softmax(scores, dim=-1), p=dropout_p, training=self.training)
+            context = torch.matmul(probs, value)
+            if self.value_label_embeddings is not None:
+                # V-type labels: sum_j a_ij r^V_label(i,j), by pooling probabilities per label first
+                B, H, P, _ = probs.shape
+                per_label = probs.new_zeros(B, H, P, self.value_label_embeddings.num_embeddings)
+                per_label.scatter_add_(3, labels[:, None].expand(B, H, P, labels.size(-1)), probs)
+                context = context + torch.matmul(per_label, self.value_label_embeddings.weight)
+        else:
+            if label_scores is not None:
+                bias = (label_scores * scale).masked_fill(~allowed, masked_value)
+            else:
+                bias = torch.zeros(allowed.shape, dtype=query.dtype, device=query.device).masked_fill(
+                    ~allowed, masked_value
+                )
+            context = F.scaled_dot_product_attention(
+                query, key_for_query, value, attn_mask=bias, dropout_p=dropout_p, scale=scale
+            )
+            probs = None
+        context = context.transpose(1, 2).reshape(tokens.size(0), tokens.size(1), self.all_head_size)
+        return context, probs
+
+
+class GesaSelfOutput(nn.Module):
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + residual)
+
+
+class GesaAttention(nn.Module):
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__()
+        self.self = GesaSelfAttention(config)
+        self.output = GesaSelfOutput(config)
+
+    def forward(
+        self,
+        words: torch.Tensor,
+        entities: torch.Tensor | None,
+        allowed: torch.Tensor,
+        labels: torch.Tensor | None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        context, probs = self.self(words, entities, allowed, labels, output_attentions)
+        tokens = words if entities is None else torch.cat([words, entities], dim=1)
+        return self.output(context, tokens), probs
+
+
+# ---------------------------------------------------------------------------------------------
+# Layer and encoder
+# ---------------------------------------------------------------------------------------------
+
+
+class GesaIntermediate(nn.Module):
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.intermediate_act_fn = ACT2FN[config.hidden_act]
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.intermediate_act_fn(self.dense(hidden_states))
+
+
+class GesaOutput(nn.Module):
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + residual)
+
+
+class GesaLayer(GradientCheckpointingLayer):
+    """Attention + feed-forward over the concatenated word and entity sequence, split back afterwards."""
+
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__()
+        self.attention = GesaAttention(config)
+        self.intermediate = GesaIntermediate(config)
+        self.output = GesaOutput(config)
+
+    def forward(
+        self,
+        words: torch.Tensor,
+        entities: torch.Tensor | None,
+        allowed: torch.Tensor,
+        labels: torch.Tensor | None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """`(B, L, D)`, `(B, E, D)` -> the same shapes, plus attention probabilities on request."""
+        attended, probs = self.attention(words, entities, allowed, labels, output_attentions)
+        tokens = self.output(self.intermediate(attended), attended)
+        word_length = words.size(1)
+        new_entities = None if entities is None else tokens[:, word_length:]
+        return tokens[:, :word_length], new_entities, probs
+
+
+@dataclass
+class GesaModelOutput(ModelOutput):
+    """
+    Args:
+        last_hidden_state: `(B, L, D)` word representations of the last layer.
+        entity_last_hidden_state: `(B, E, D)` entity representations of the last layer.
+        pooler_output: `(B, D)` tanh(dense(`<s>`)).
+        hidden_states: per layer (embeddings first) `(B, L, D)`, with `output_hidden_states`.
+        entity_hidden_states: per layer `(B, E, D)`, with `output_hidden_states`.
+        attentions: per layer `(B, H, P, P)` over words then entities, with `output_attentions`.
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    entity_last_hidden_state: torch.FloatTensor | None = None
+    pooler_output: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    entity_hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class GesaEncoder(nn.Module):
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.layer = nn.ModuleList([GesaLayer(config) for _ in range(config.num_hidden_layers)])
+        self.gradient_checkpointing = False
+
+    def forward(
+        self,
+        words: torch.Tensor,
+        entities: torch.Tensor | None,
+        allowed: torch.Tensor,
+        labels: torch.Tensor | None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> GesaModelOutput:
+        all_words = (words,) if output_hidden_states else None
+        all_entities = (entities,) if output_hidden_states and entities is not None else None
+        all_attentions = () if output_attentions else None
+        for layer in self.layer:
+            words, entities, probs = layer(words, entities, allowed, labels, output_attentions)
+            if output_hidden_states:
+                all_words += (words,)
+                if entities is not None:
+                    all_entities += (entities,)
+            if output_attentions:
+                all_attentions += (probs,)
+        return GesaModelOutput(
+            last_hidden_state=words,
+            entity_last_hidden_state=entities,
+            hidden_states=all_words,
+            entity_hidden_states=all_entities,
+            attentions=all_attentions,
+        )
+
+
+class GesaPooler(nn.Module):
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.activation = nn.Tanh()
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.activation(self.dense(hidden_states[:, 0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Pre-trained model base: weights init, LUKE conversion, added word tokens
+# ---------------------------------------------------------------------------------------------
+
+
+class GesaPreTrainedModel(PreTrainedModel):
+    config_class = GesaConfig
+    base_model_prefix = "gesa"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings"]
+
+    def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs) -> None:
+        """`PreTrainedModel.save_pretrained`, with `auto_map` also naming the base model for `AutoModel`."""
+        auto_map = dict(getattr(self.config, "auto_map", None) or {})
+        base_class = type(self.base_model)
+        auto_map.setdefault("AutoModel", f"{base_class.__module__.split('.')[-1]}.{base_class.__name__}")
+        self.config.auto_map = auto_map
+        super().save_pretrained(save_directory, *args, **kwargs)
+
+    def init_added_word_embeddings(self, sources: dict[int, int]) -> None:
+        """Grow the word table to hold new token ids and copy each from its source token (spec section 1).
+
+        Args:
+            sources: `{new_token_id: existing_token_id}`, e.g. `GesaProcessor.added_token_sources()`.
+        """
+        embeddings = self.get_input_embeddings()
+        needed = max(sources, default=-1) + 1
+        for new_id, source_id in sources.items():
+            if source_id >= min(embeddings.num_embeddings, needed) or source_id < 0:
+                raise ValueError(f"sources[{new_id}]={source_id} is not an existing word token id.")
+        if needed > embeddings.num_embeddings:
+            self.resize_token_embeddings(needed, mean_resizing=False)
+            embeddings = self.get_input_embeddings()
+        with torch.no_grad():
+            for new_id, source_id in sources.items():
+                embeddings.weight[new_id] = embeddings.weight[source_id]
+
+    @classmethod
+    def from_luke_pretrained(
+        cls,
+        pretrained_model_name_or_path: str | os.PathLike,
+        keep_entity_aware_queries: bool = False,
+        entity_rows: list[int] | None = None,
+        **config_overrides,
+    ) -> GesaPreTrainedModel:
+        """Build this GESA class from a transformers LUKE checkpoint (`LukeModel` or any `LukeFor*`).
+
+        LUKE's word `query` is copied into all four query matrices (paper 4.1) unless
+        `keep_entity_aware_queries`; key/value/output/FFN/LayerNorm/embeddings map one to one; absolute position
+        tables are dropped unless `use_absolute_position_embeddings=True`; label tables and heads start fresh.
+        `entity_rows` keeps only those rows of LUKE's entity table (in that order; e.g. `[PAD]`, `[UNK]`,
+        `[MASK]`). Every GESA parameter not filled from LUKE and every LUKE weight left unused is logged and
+        returned in `model.luke_conversion_info`.
+        """
+        from transformers import AutoConfig, LukeModel
+
+        luke_config = AutoConfig.from_pretrained(pretrained_model_name_or_path)
+        if luke_config.model_type != "luke":
+            raise ValueError(
+                f"{pretrained_model_name_or_path!s} is a {luke_config.model_type!r} checkpoint, not LUKE; "
+                "from_luke_pretrained converts LUKE checkpoints (e.g. studio-ousia/luke-large). "
+                "Load GESA checkpoints with from_pretrained."
+            )
+        luke, luke_loading = LukeModel.from_pretrained(pretrained_model_name_or_path, output_loading_info=True)
+        luke_state = luke.state_dict()
+        fields = (
+            "vocab_size entity_vocab_size hidden_size entity_emb_size num_hidden_layers num_attention_heads "
+            "intermediate_size hidden_act hidden_dropout_prob attention_probs_dropout_prob max_position_embeddings "
+            "type_vocab_size initializer_range layer_norm_eps use_entity_aware_attention classifier_dropout "
+            "pad_token_id bos_token_id eos_token_id"
+        ).split()
+        config_kwargs = {name: getattr(luke_config, name) for name in fields if hasattr(luke_config, name)}
+        config_kwargs["use_entity_aware_attention"] = True
+        if entity_rows is not None:
+            config_kwargs["entity_vocab_size"] = len(entity_rows)
+        config_kwargs.update(config_overrides)
+        config = GesaConfig(**config_kwargs)
+        model = cls(config)
+
+        # GESA key -> (tensor, LUKE key it came from)
+        mapped: dict[str, tuple[torch.Tensor, str]] = {}
+        for key, tensor in luke_state.items():
+            if ".attention.self.query." in key:
+                for name in ("w2w_query", "w2e_query", "e2w_query", "e2e_query"):
+                    mapped[key.replace(".query.", f".{name}.")] = (tensor, key)
+            elif ".position_embeddings." in key and not config.use_absolute_position_embeddings:
+                continue
+            elif key == "entity_embeddings.entity_embeddings.weight" and entity_rows is not None:
+                mapped[key] = (tensor[torch.as_tensor(entity_rows, dtype=torch.long)], key)
+            elif not any(f".attention.self.{n}." in key for n in ("w2e_query", "e2w_query", "e2e_query")):
+                mapped[key] = (tensor, key)
+            elif keep_entity_aware_queries:
+                mapped[key] = (tensor, key)
+        base = model.base_model
+        base_state = base.state_dict()
+        used = {}
+        for key, (tensor, _) in mapped.items():
+            if key not in base_state:
+                continue
+            if tensor.shape != base_state[key].shape:
+                raise ValueError(
+                    f"LUKE weight {key} has shape {tuple(tensor.shape)} but GESA expects {tuple(base_state[key].shape)}; "
+                    "check the config overrides passed to from_luke_pretrained."
+                )
+            used[key] = tensor
+        base.load_state_dict(used, strict=False)
+        prefix = f"{cls.base_model_prefix}." if model is not base else ""
+        missing = sorted(prefix + k for k in base_state if k not in used)
+        if prefix:
+            missing += sorted(k for k in model.state_dict() if not k.startswith(prefix))
+        luke_keys_used = {mapped[k][1] for k in used}
+        unused = sorted(k for k in luke_state if k not in luke_keys_used)
+        unused += sorted(luke_loading.get("unexpected_keys", []))
+        for key in missing:
+            logger.info("GESA parameter %s is newly initialised (not in the LUKE checkpoint).", key)
+        for key in unused:
+            if not keep_entity_aware_queries and any(f".{n}." in key for n in ("w2e_query", "e2w_query", "e2e_query")):
+                logger.info("LUKE weight %s is replaced by LUKE's word query (paper 4.1).", key)
+            else:
+                logger.warning("LUKE weight %s is not used by %s.", key, cls.__name__)
+        model.luke_conversion_info = {"missing_keys": missing, "unexpected_keys": unused}
+        logger.warning(
+            "Converted LUKE checkpoint %s: %d GESA parameters newly initialised, %d LUKE weights unused.",
+            pretrained_model_name_or_path,
+            len(missing),
+            len(unused),
+        )
+        return model
+
+
+# ---------------------------------------------------------------------------------------------
+# The model
+# ---------------------------------------------------------------------------------------------
+
+
+class GesaModel(GesaPreTrainedModel):
+    """LUKE-style encoder of words and entities whose attention carries GESA's relative-position labels."""
+
+    def __init__(self, config: GesaConfig, add_pooling_layer: bool = True) -> None:
+        super().__init__(config)
+        self.embeddings = GesaEmbeddings(config)
+        self.entity_embeddings = GesaEntityEmbeddings(config)
+        self.encoder = GesaEncoder(config)
+        self.pooler = GesaPooler(config) if add_pooling_layer else None
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.word_embeddings = value
+
+    def get_entity_embeddings(self) -> nn.Embedding:
+        return self.entity_embeddings.entity_embeddings
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_token_type_ids: torch.LongTensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        global_attention_mask: torch.LongTensor | None = None,
+        placeholder_entity_mask: torch.Tensor | None = None,
+        entity_string_ids: torch.LongTensor | None = None,
+        entity_sentence_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> GesaModelOutput | tuple:
+        """Encode words `(B, L)` and entities `(B, E)`; see the README table for every input's shape and meaning."""
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if kwargs:
+            raise ValueError(
+                f"GesaModel.forward got unexpected inputs {sorted(kwargs)}; see the README for the accepted inputs."
+            )
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("Pass exactly one of input_ids or inputs_embeds.")
+        reference = input_ids if input_ids is not None else inputs_embeds
+        batch_size, word_length = reference.shape[:2]
+        device = reference.device
+
+        if attention_mask is None:
+            attention_mask = torch.ones(batch_size, word_length, dtype=torch.long, device=device)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros(batch_size, word_length, dtype=torch.long, device=device)
+        if entity_ids is not None:
+            entity_length = entity_ids.size(1) if entity_ids.dim() == 2 else -1
+            if entity_attention_mask is None:
+                entity_attention_mask = torch.ones(batch_size, entity_length, dtype=torch.long, device=device)
+            if entity_token_type_ids is None:
+                entity_token_type_ids = torch.zeros(batch_size, entity_length, dtype=torch.long, device=device)
+        self._check_inputs(
+            batch_size,
+            word_length,
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            global_attention_mask=global_attention_mask,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_token_type_ids=entity_token_type_ids,
+            entity_position_ids=entity_position_ids,
+            placeholder_entity_mask=placeholder_entity_mask,
+            entity_string_ids=entity_string_ids,
+            entity_sentence_ids=entity_sentence_ids,
+        )
+
+        words = self.embeddings(input_ids, token_type_ids, inputs_embeds=inputs_embeds, position_ids=position_ids)
+        entities = None
+        if entity_ids is not None:
+            if entity_position_ids is None:
+                entity_position_ids = torch.full((*entity_ids.shape, 1), -1, dtype=torch.long, device=device)
+            entities = self.entity_embeddings(entity_ids, entity_token_type_ids, entity_position_ids)
+            attention_mask = torch.cat([attention_mask, entity_attention_mask], dim=1)
+
+        allowed = build_attention_allowed(
+            attention_mask, word_length, global_attention_mask, self.config.attention_window
+        )
+        labels = None
+        if self.config.use_relative_labels:
+            labels = build_relative_labels(
+                self.config,
+                word_length,
+                global_attention_mask,
+                entity_position_ids if entities is not None else None,
+                placeholder_entity_mask,
+                entity_string_ids,
+                entity_sentence_ids,
+                batch_size,
+                device,
+            )
+        encoded = self.encoder(words, entities, allowed, labels, output_attentions, output_hidden_states)
+        encoded.pooler_output = self.pooler(encoded.last_hidden_state) if self.pooler is not None else None
+        return encoded if return_dict else encoded.to_tuple()
+
+    def _check_inputs(self, batch_size: int, word_length: int, **inputs: torch.Tensor | None) -> None:
+        """Raise a `ValueError` naming the input for shapes or values the model would silently misread."""
+        if torch.compiler.is_compiling():
+            return
+        entity_ids = inputs["entity_ids"]
+        word_shaped = ("input_ids", "attention_mask", "token_type_ids", "global_attention_mask")
+        entity_shaped = (
+            "entity_attention_mask",
+            "entity_token_type_ids",
+            "placeholder_entity_mask",
+            "entity_string_ids",
+            "entity_sentence_ids",
+        )
+        for name in word_shaped:
+            value = inputs[name]
+            if value is not None and tuple(value.shape) != (batch_size, word_length):
+                raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (batch, words) = "
+                                 f"{(batch_size, word_length)}.")
+        if entity_ids is None:
+            for name in (*entity_shaped, "entity_position_ids"):
+                if inputs[name] is not None:
+                    raise ValueError(f"{name} was given without entity_ids; pass entity_ids too or drop {name}.")
+        else:
+            if entity_ids.dim() != 2 or entity_ids.size(0) != batch_size:
+                raise ValueError(f"entity_ids has shape {tuple(entity_ids.shape)}; expected (batch={batch_size}, "
+                                 "entities).")
+            entity_length = entity_ids.size(1)
+            for name in entity_shaped:
+                value = inputs[name]
+                if value is not None and tuple(value.shape) != (batch_size, entity_length):
+                    raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (batch, entities) = "
+                                     f"{(batch_size, entity_length)}.")
+            positions = inputs["entity_position_ids"]
+            if positions is not None:
+                if positions.dim() != 3 or tuple(positions.shape[:2]) != (batch_size, entity_length):
+                    raise ValueError(
+                        f"entity_position_ids has shape {tuple(positions.shape)}; expected (batch, entities, "
+                        f"mention_length) with batch, entities = {(batch_size, entity_length)}."
+                    )
+                if positions.numel() and (positions.min() < -1 or positions.max() >= word_length):
+                    raise ValueError(
+                        f"entity_position_ids must be word positions in [0, {word_length - 1}] or -1 for padding; "
+                        f"got values in [{int(positions.min())}, {int(positions.max())}]."
+                    )
+            if entity_ids.numel() and (entity_ids.min() < 0 or entity_ids.max() >= self.config.entity_vocab_size):
+                raise ValueError(
+                    f"entity_ids must be in [0, {self.config.entity_vocab_size - 1}] (entity_vocab_size); got "
+                    f"values in [{int(entity_ids.min())}, {int(entity_ids.max())}]."
+                )
+        input_ids = inputs["input_ids"]
+        if input_ids is not None and input_ids.numel():
+            if input_ids.min() < 0 or input_ids.max() >= self.config.vocab_size:
+                raise ValueError(
+                    f"input_ids must be in [0, {self.config.vocab_size - 1}] (vocab_size); got values in "
+                    f"[{int(input_ids.min())}, {int(input_ids.max())}]. Added tokens need "
+                    "init_added_word_embeddings(processor.added_token_sources())."
+                )
+        for name in ("token_type_ids", "entity_token_type_ids"):
+            value = inputs[name]
+            if value is not None and value.numel() and (value.min() < 0 or value.max() >= self.config.type_vocab_size):
+                raise ValueError(f"{name} must be in [0, {self.config.type_vocab_size - 1}] (type_vocab_size).")
+        global_mask = inputs["global_attention_mask"]
+        if global_mask is not None and global_mask.numel() and (global_mask.min() < 0 or global_mask.max() > 2):
+            raise ValueError(
+                "global_attention_mask must hold 0 (local), 1 (CLS-global) or 2 (question-global); got values in "
+                f"[{int(global_mask.min())}, {int(global_mask.max())}]."
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# ReCoRD head (paper 3.5)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class GesaEntitySpanQAOutput(ModelOutput):
+    """
+    Args:
+        loss: scalar binary cross-entropy averaged over the real candidates, when `labels` are given.
+        logits: `(B, E)` candidate scores; the placeholder and padded entities hold `finfo.min`.
+    """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    entity_hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class GesaForEntitySpanQA(GesaPreTrainedModel):
+    """Cloze-style QA (ReCoRD): `logit_e = w . dropout([y_PLC ; y_e]) + b` for every candidate entity e."""
+
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__(config)
+        self.gesa = GesaModel(config, add_pooling_layer=False)
+        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(2 * config.hidden_size, 1)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_token_type_ids: torch.LongTensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        global_attention_mask: torch.LongTensor | None = None,
+        placeholder_entity_mask: torch.Tensor | None = None,
+        entity_string_ids: torch.LongTensor | None = None,
+        entity_sentence_ids: torch.LongTensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> GesaEntitySpanQAOutput | tuple:
+        """Score candidates: `logits` `(B, E)`; `labels` `(B, E)` in {0, 1} gives the BCE `loss`."""
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if entity_ids is None:
+            raise ValueError("GesaForEntitySpanQA needs entity_ids: the placeholder entity and the candidates.")
+        outputs = self.gesa(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_token_type_ids=entity_token_type_ids,
+            entity_position_ids=entity_position_ids,
+            global_attention_mask=global_attention_mask,
+            placeholder_entity_mask=placeholder_entity_mask,
+            entity_string_ids=entity_string_ids,
+            entity_sentence_ids=entity_sentence_ids,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        logits, loss = score_candidates(
+            self.classifier,
+            self.dropout,
+            outputs.entity_last_hidden_state,
+            entity_attention_mask,
+            placeholder_entity_mask,
+            labels,
+        )
+        output = GesaEntitySpanQAOutput(
+            loss=loss,
+            logits=logits,
+            hidden_states=outputs.hidden_states,
+            entity_hidden_states=outputs.entity_hidden_states,
+            attentions=outputs.attentions,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+def score_candidates(
+    classifier: nn.Linear,
+    dropout: nn.Module,
+    entity_states: torch.Tensor,
+    entity_attention_mask: torch.Tensor | None,
+    placeholder_entity_mask: torch.Tensor | None,
+    labels: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Paper Eq. 2 on `(B, E, D)` entity states -> `(B, E)` logits (non-candidates masked) and the BCE loss.
+
+    The placeholder is `placeholder_entity_mask`'s entity, else entity 0 (spec section 1).
+    """
+    batch_size, entity_length, _ = entity_states.shape
+    device = entity_states.device
+    if placeholder_entity_mask is None:
+        placeholder = torch.zeros(batch_size, entity_length, dtype=torch.bool, device=device)
+        placeholder[:, 0] = True
+    else:
+        placeholder = placeholder_entity_mask.bool()
+    if entity_attention_mask is None:
+        entity_attention_mask = torch.ones(batch_size, entity_length, dtype=torch.bool, device=device)
+    candidates = entity_attention_mask.bool() & ~placeholder
+    placeholder_index = placeholder.float().argmax(dim=1)
+    placeholder_states = entity_states[torch.arange(batch_size, device=device), placeholder_index]
+    pair = torch.cat([placeholder_states[:, None].expand_as(entity_states), entity_states], dim=-1)
+    logits = classifier(dropout(pair)).squeeze(-1)
+    loss = None
+    if labels is not None:
+        if tuple(labels.shape) != (batch_size, entity_length):
+            raise ValueError(f"labels has shape {tuple(labels.shape)}; expected (batch, entities) = "
+                             f"{(batch_size, entity_length)}.")
+        per_candidate = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype), reduction="none")
+        weights = candidates.to(logits.dtype)
+        loss = (per_candidate * weights).sum() / weights.sum().clamp(min=1.0)
+    logits = logits.masked_fill(~candidates, torch.finfo(logits.dtype).min)
+    return logits, loss
+
+
+GesaConfig.register_for_auto_class()
+GesaModel.register_for_auto_class("AutoModel")
+GesaForEntitySpanQA.register_for_auto_class("AutoModelForQuestionAnswering")
+
+__all__ = [
+    "GesaEntitySpanQAOutput",
+    "GesaForEntitySpanQA",
+    "GesaModel",
+    "GesaModelOutput",
+    "GesaPreTrainedModel",
+    "RelativeLabels",
+    "build_attention_allowed",
+    "build_relative_labels",
+]

@@ -1,0 +1,313 @@
+"""The ReCoRD metric module (metrics/record/record.py) against a plain re-implementation of the official script.
+
+The reference functions below are written out here from the official ReCoRD v1.0 evaluation script's
+definitions; they deliberately import nothing from the module under test.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import re
+import string
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+METRIC_DIR = ROOT / "metrics" / "record"
+SAMPLE_DEV = ROOT / "examples" / "data" / "record_sample_dev.jsonl"
+
+
+def _load_module():
+    spec = importlib.util.spec_from_file_location("gesa_record_metric_under_test", METRIC_DIR / "record.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+record = _load_module()
+
+
+# ---- plain reference implementation of the official formulas -------------------------------------------------
+def ref_normalize(s):
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def ref_f1(prediction, ground_truth):
+    p = ref_normalize(prediction).split()
+    g = ref_normalize(ground_truth).split()
+    same = sum((Counter(p) & Counter(g)).values())
+    if same == 0:
+        return 0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def ref_em(prediction, ground_truth):
+    return ref_normalize(prediction) == ref_normalize(ground_truth)
+
+
+def ref_evaluate(dataset, predictions):
+    """The official ``evaluate(dataset, predictions)`` loop over SuperGLUE-shaped passages."""
+    f1 = em = total = 0
+    for passage in dataset:
+        for qa in passage["qas"]:
+            total += 1
+            if qa["id"] not in predictions:
+                continue
+            golds = [a["text"] for a in qa["answers"]]
+            em += max(ref_em(predictions[qa["id"]], g) for g in golds)
+            f1 += max(ref_f1(predictions[qa["id"]], g) for g in golds)
+    return {"exact_match": 100.0 * em / total, "f1": 100.0 * f1 / total}
+
+
+def ref_merge(example_ids, candidate_texts, scores):
+    """Max score per normalised text over all windows of a query, then the argmax text (normalised)."""
+    per_query = {}
+    for qid, texts, row in zip(example_ids, candidate_texts, scores, strict=True):
+        table = per_query.setdefault(qid, {})
+        for j, text in enumerate(texts):
+            if text == "":
+                continue
+            key = ref_normalize(text)
+            table[key] = max(table.get(key, -np.inf), float(row[j]))
+    return {qid: (max(table, key=table.get) if table else None) for qid, table in per_query.items()}
+
+
+# ---- random strings that exercise every normalisation rule ----------------------------------------------------
+WORDS = [
+    "a",
+    "an",
+    "the",
+    "The",
+    "A",
+    "AN",
+    "Obama",
+    "banana",
+    "theatre",
+    "another",
+    "U.S.",
+    "St.",
+    "O'Neil",
+    "New",
+    "York",
+    "José",
+    "naïve",
+    "co-operate",
+    "—",
+    "–",
+    "3-2",
+    "2:19",
+    "it's",
+    "x",
+    "y",
+    "",
+    "THE",
+    "a.",
+    "(the)",
+]
+SEPARATORS = [" ", "  ", "\t", "\n", ",", ".", "-", "'", " - ", "\u00a0"]
+
+
+def random_text(rng: random.Random) -> str:
+    n = rng.randint(0, 5)
+    out = ""
+    for _ in range(n):
+        out += rng.choice(WORDS) + rng.choice(SEPARATORS)
+    return out
+
+
+def test_normalize_known_cases():
+    assert record.normalize_answer("The  Eiffel-Tower!") == "eiffeltower"
+    assert record.normalize_answer("An apple a day") == "apple day"
+    assert record.normalize_answer("banana theatre another") == "banana theatre another"  # articles only whole words
+    assert record.normalize_answer("U.S. (the) A.") == "us"  # punctuation goes first, then the articles
+    assert record.normalize_answer("Tomás\u00a0Ferreira") == "tomás ferreira"
+    assert record.normalize_answer("3–2") == "3–2"  # the en dash is not in string.punctuation: kept, as officially
+    assert record.normalize_answer("") == ""
+    assert record.normalize_answer("\u2014the\u2014") == "\u2014 \u2014"  # an article becomes a space, not nothing
+
+
+def test_scores_known_cases():
+    assert record.exact_match_score("the Obama", "Obama") == 1.0
+    assert record.exact_match_score("Barack Obama", "Obama") == 0.0
+    assert record.f1_score("Barack Obama", "Obama") == pytest.approx(2 / 3)
+    assert record.f1_score("the", "a") == 0.0  # both normalise to nothing: no shared token, F1 0 (official)
+    assert record.exact_match_score("the", "a") == 1.0
+    assert record.f1_score("new new york", "new york york") == pytest.approx(2 / 3)
+    assert record.metric_max_over_ground_truths(record.f1_score, "Obama", ["Bush", "Barack Obama"]) == pytest.approx(
+        2 / 3
+    )
+    with pytest.raises(ValueError, match="at least one gold answer"):
+        record.metric_max_over_ground_truths(record.f1_score, "Obama", [])
+
+
+def test_functions_match_reference_on_random_strings():
+    rng = random.Random(0)
+    for _ in range(3000):
+        a, b = random_text(rng), random_text(rng)
+        assert record.normalize_answer(a) == ref_normalize(a), (a,)
+        assert record.exact_match_score(a, b) == float(ref_em(a, b)), (a, b)
+        assert record.f1_score(a, b) == pytest.approx(ref_f1(a, b), abs=1e-12), (a, b)
+
+
+def test_compute_record_scores_known_values():
+    predictions = {"q1": "the Eiffel Tower", "q2": "Barack Obama", "q3": "Paris", "unknown": "ignored"}
+    references = {"q1": ["Eiffel Tower"], "q2": ["Obama", "Bush"], "q3": ["London"], "q4": ["Rome"]}
+    scores = record.compute_record_scores(predictions, references)
+    # q1 EM 1 F1 1; q2 EM 0 F1 2/3; q3 0 0; q4 unanswered 0 0 but counted
+    assert scores["exact_match"] == pytest.approx(100 * 1 / 4)
+    assert scores["f1"] == pytest.approx(100 * (1 + 2 / 3) / 4)
+    assert set(scores) == {"exact_match", "f1"}
+    with pytest.raises(ValueError, match="at least one reference"):
+        record.compute_record_scores({}, {})
+    with pytest.raises(ValueError, match="no gold answer"):
+        record.compute_record_scores({"q": "x"}, {"q": []})
+    with pytest.raises(ValueError, match="list of answer strings"):
+        record.compute_record_scores({"q": "x"}, {"q": "x"})
+
+
+def test_compute_record_scores_matches_official_loop_on_sample():
+    dataset = [json.loads(line) for line in SAMPLE_DEV.read_text(encoding="utf-8").splitlines()]
+    rng = random.Random(1)
+    for trial in range(20):
+        predictions = {}
+        for passage in dataset:
+            text = passage["passage"]["text"]
+            entity_texts = [text[e["start"] : e["end"] + 1] for e in passage["passage"]["entities"]]
+            for qa in passage["qas"]:
+                if rng.random() < 0.1:
+                    continue  # unanswered
+                if rng.random() < 0.2:
+                    predictions[qa["id"]] = random_text(rng)
+                else:
+                    predictions[qa["id"]] = rng.choice(entity_texts)
+        if trial == 0:  # one all-correct round
+            predictions = {qa["id"]: qa["answers"][0]["text"] for p in dataset for qa in p["qas"]}
+        references = {qa["id"]: [a["text"] for a in qa["answers"]] for p in dataset for qa in p["qas"]}
+        got = record.compute_record_scores(predictions, references)
+        want = ref_evaluate(dataset, predictions)
+        assert got["exact_match"] == pytest.approx(want["exact_match"], abs=1e-9)
+        assert got["f1"] == pytest.approx(want["f1"], abs=1e-9)
+        if trial == 0:
+            assert got == {"exact_match": 100.0, "f1": 100.0}
+
+
+def test_merge_window_predictions_hand_case():
+    # q1 spans two windows; "Obama" is weak in window 0 and strongest in window 1 ("the Obama" normalises the same).
+    example_ids = ["q1", "q1", "q2", "q3"]
+    candidate_texts = [
+        ["", "Obama", "Bush", "Clinton"],
+        ["", "the Obama", "Bush"],  # shorter row: the trailing score is batch padding and is ignored
+        ["", "Paris", "Lyon"],
+        [""],  # a window with no candidate at all
+    ]
+    scores = np.array(
+        [
+            [99.0, 0.1, 0.8, 0.5],
+            [99.0, 0.9, 0.2, 50.0],
+            [99.0, -1.0, -2.0, -100.0],
+            [99.0, -100.0, -100.0, -100.0],
+        ]
+    )
+    merged = record.merge_window_predictions(example_ids, candidate_texts, scores)
+    assert merged == {"q1": "the Obama", "q2": "Paris", "q3": ""}
+    # Same through a torch tensor and plain lists.
+    assert record.merge_window_predictions(example_ids, candidate_texts, torch.tensor(scores)) == merged
+    assert record.merge_window_predictions(example_ids, candidate_texts, scores.tolist()) == merged
+    # Equal scores: the text seen first wins.
+    assert record.merge_window_predictions(["q"], [["", "Lyon", "Paris"]], [[0.0, 0.5, 0.5]]) == {"q": "Lyon"}
+    # Without window 1 the best text of q1 is Bush.
+    assert record.merge_window_predictions(["q1"], candidate_texts[:1], scores[:1]) == {"q1": "Bush"}
+
+
+def test_merge_window_predictions_errors():
+    with pytest.raises(ValueError, match="same number of windows"):
+        record.merge_window_predictions(["q1"], [["", "a"], ["", "b"]], [[0.0, 1.0]])
+    with pytest.raises(ValueError, match="only 2 scores"):
+        record.merge_window_predictions(["q1"], [["", "a", "b"]], [[0.0, 1.0]])
+    with pytest.raises(ValueError, match="NaN"):
+        record.merge_window_predictions(["q1"], [["", "a"]], [[0.0, float("nan")]])
+
+
+def test_merge_window_predictions_matches_reference_on_random_windows():
+    rng = random.Random(2)
+    names = ["Obama", "the Obama", "Bush", "Paris", "PARIS.", "Lyon", "New York", "new york", "Tomás", "José"]
+    for _ in range(200):
+        n_windows = rng.randint(1, 12)
+        example_ids = [f"q{rng.randint(0, 3)}" for _ in range(n_windows)]
+        width = rng.randint(1, 8)
+        candidate_texts, rows = [], []
+        for _ in range(n_windows):
+            k = rng.randint(1, width)
+            candidate_texts.append([""] + [rng.choice(names) for _ in range(k - 1)])
+            rows.append([rng.uniform(-5, 5) for _ in range(width)])  # padded to the batch width
+        merged = record.merge_window_predictions(example_ids, candidate_texts, np.array(rows))
+        want = ref_merge(example_ids, candidate_texts, rows)
+        assert list(merged) == list(dict.fromkeys(example_ids))
+        for qid, best_key in want.items():
+            if best_key is None:
+                assert merged[qid] == ""
+                continue
+            assert ref_normalize(merged[qid]) == best_key
+            # the surface text returned is a mention of that query carrying the winning score
+            top = max(
+                row[j]
+                for q, texts, row in zip(example_ids, candidate_texts, rows, strict=True)
+                if q == qid
+                for j, t in enumerate(texts)
+                if t and ref_normalize(t) == best_key
+            )
+            assert any(
+                t == merged[qid] and row[j] == top
+                for q, texts, row in zip(example_ids, candidate_texts, rows, strict=True)
+                if q == qid
+                for j, t in enumerate(texts)
+            )
+
+
+def test_metric_class_in_process():
+    metric = record.Record()
+    out = metric.compute(
+        predictions=[{"id": "q1", "prediction_text": "Barack Obama"}, {"id": "q2", "prediction_text": "x"}],
+        references=[{"id": "q1", "answers": ["Obama"]}, {"id": "q2", "answers": ["x", "y"]}],
+    )
+    assert out["exact_match"] == pytest.approx(50.0)
+    assert out["f1"] == pytest.approx(100 * (2 / 3 + 1) / 2)
+    with pytest.raises(ValueError, match="appears twice"):
+        record.Record().compute(
+            predictions=[{"id": "q1", "prediction_text": "x"}, {"id": "q2", "prediction_text": "x"}],
+            references=[{"id": "q1", "answers": ["x"]}, {"id": "q1", "answers": ["y"]}],
+        )
+
+
+def test_evaluate_load_from_local_path_offline(tmp_path):
+    """``evaluate.load("<repo>/metrics/record")`` works with the Hub switched off, in a fresh process."""
+    code = (
+        "import json, sys, evaluate\n"
+        "m = evaluate.load(sys.argv[1])\n"
+        "print(json.dumps(m.compute(predictions=[{'id': 'a', 'prediction_text': 'the Eiffel Tower'},"
+        " {'id': 'b', 'prediction_text': 'Barack Obama'}],"
+        " references=[{'id': 'a', 'answers': ['Eiffel Tower']}, {'id': 'b', 'answers': ['Obama']}])))\n"
+    )
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_EVALUATE_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    env["HF_HOME"] = str(tmp_path / "hf_home")
+    env["HF_MODULES_CACHE"] = str(tmp_path / "modules")
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(METRIC_DIR)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["exact_match"] == pytest.approx(50.0)
+    assert out["f1"] == pytest.approx(100 * (1 + 2 / 3) / 2)

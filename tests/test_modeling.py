@@ -1,0 +1,534 @@
+"""GESA core: LUKE equivalence, labels (spec section 4), Eq. 1, padding, save/load, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from transformers import LukeModel
+
+from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel
+from gesa.modeling_gesa import RelativeLabels, build_relative_labels
+
+TINY = dict(
+    vocab_size=64,
+    entity_vocab_size=4,
+    hidden_size=32,
+    entity_emb_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    max_relative_position=3,
+)
+
+
+def tiny_config(**overrides) -> GesaConfig:
+    return GesaConfig(**{**TINY, **overrides})
+
+
+def record_like_batch(vocab_size: int = 64, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Two examples shaped like ReCoRD features; the second is padded (words and entities)."""
+    g = torch.Generator().manual_seed(seed)
+    L, E = 14, 5
+    input_ids = torch.randint(5, vocab_size, (2, L), generator=g)
+    attention_mask = torch.ones(2, L, dtype=torch.long)
+    attention_mask[1, 11:] = 0
+    input_ids[1, 11:] = 1
+    # <s> q q [PLC] q </s> </s> d d d d d d </s>
+    global_attention_mask = torch.zeros(2, L, dtype=torch.long)
+    global_attention_mask[:, 0] = 1
+    global_attention_mask[:, 1:5] = 2
+    entity_position_ids = torch.full((2, E, 3), -1)
+    entity_position_ids[:, 0, 0] = 3  # placeholder on [PLC]
+    entity_position_ids[:, 1, :2] = torch.tensor([7, 8])
+    entity_position_ids[:, 2, 0] = 9
+    entity_position_ids[0, 3, :2] = torch.tensor([11, 12])
+    entity_position_ids[0, 4, 0] = 10
+    entity_attention_mask = torch.ones(2, E, dtype=torch.long)
+    entity_attention_mask[1, 3:] = 0
+    return dict(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        entity_ids=torch.full((2, E), 2),
+        entity_attention_mask=entity_attention_mask,
+        entity_position_ids=entity_position_ids,
+        global_attention_mask=global_attention_mask,
+        placeholder_entity_mask=torch.tensor([[1, 0, 0, 0, 0], [1, 0, 0, 0, 0]]),
+        entity_string_ids=torch.tensor([[-1, 0, 1, 0, 2], [-1, 0, 1, -1, -1]]),
+        entity_sentence_ids=torch.tensor([[-1, 0, 0, 1, 1], [-1, 0, 1, -1, -1]]),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 1-2. LUKE equivalence and conversion
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.needs_shared
+def test_luke_preset_reproduces_luke_model(tiny_luke_dir):
+    luke = LukeModel.from_pretrained(tiny_luke_dir).eval()
+    gesa = GesaModel.from_luke_pretrained(
+        tiny_luke_dir, use_absolute_position_embeddings=True, use_relative_labels=False
+    ).eval()
+    batch = record_like_batch(vocab_size=1000)
+    luke_inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask",
+                                         "entity_position_ids")}
+    with torch.no_grad():
+        for inputs in (luke_inputs, {k: luke_inputs[k] for k in ("input_ids", "attention_mask")}):
+            expected = luke(**inputs)
+            actual = gesa(**inputs)
+            real = inputs["attention_mask"].bool()
+            torch.testing.assert_close(actual.last_hidden_state[real], expected.last_hidden_state[real],
+                                       atol=1e-5, rtol=0)
+            torch.testing.assert_close(actual.pooler_output, expected.pooler_output, atol=1e-5, rtol=0)
+            if "entity_ids" in inputs:
+                torch.testing.assert_close(actual.entity_last_hidden_state, expected.entity_last_hidden_state,
+                                           atol=1e-5, rtol=0)
+    # the named ablation preset is the same model
+    assert GesaConfig(ablation="luke").use_absolute_position_embeddings
+    assert not GesaConfig(ablation="luke").use_relative_labels
+
+
+@pytest.mark.needs_shared
+def test_conversion_copies_word_query_into_four_queries(tiny_luke_dir):
+    luke = LukeModel.from_pretrained(tiny_luke_dir)
+    model = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir)
+    for luke_layer, layer in zip(luke.encoder.layer, model.gesa.encoder.layer, strict=True):
+        attn = layer.attention.self
+        for name in ("w2w_query", "w2e_query", "e2w_query", "e2e_query"):
+            assert torch.equal(getattr(attn, name).weight, luke_layer.attention.self.query.weight), name
+            assert torch.equal(getattr(attn, name).bias, luke_layer.attention.self.query.bias), name
+        assert torch.equal(attn.key.weight, luke_layer.attention.self.key.weight)
+        assert torch.equal(layer.output.dense.weight, luke_layer.output.dense.weight)
+    assert model.config.model_type == "gesa" and not model.config.use_absolute_position_embeddings
+    info = model.luke_conversion_info
+    # fresh: the label table of each layer and the head; unused: LUKE's position tables
+    assert "classifier.weight" in info["missing_keys"]
+    assert "gesa.encoder.layer.0.attention.self.label_embeddings.weight" in info["missing_keys"]
+    assert "embeddings.position_embeddings.weight" in info["unexpected_keys"]
+
+
+@pytest.mark.needs_shared
+def test_conversion_keeps_entity_aware_queries_and_shrinks_entity_table(tmp_path):
+    from tiny_luke import build_tiny_luke
+
+    path = build_tiny_luke(tmp_path / "luke", tie_entity_queries=False)
+    luke = LukeModel.from_pretrained(path)
+    model = GesaModel.from_luke_pretrained(path, keep_entity_aware_queries=True, entity_rows=[0, 2])
+    attn, luke_attn = model.encoder.layer[1].attention.self, luke.encoder.layer[1].attention.self
+    assert torch.equal(attn.w2w_query.weight, luke_attn.query.weight)
+    assert torch.equal(attn.e2e_query.weight, luke_attn.e2e_query.weight)
+    assert not torch.equal(attn.e2e_query.weight, luke_attn.query.weight)
+    table = luke.entity_embeddings.entity_embeddings.weight
+    assert torch.equal(model.entity_embeddings.entity_embeddings.weight, table[[0, 2]])
+    assert model.config.entity_vocab_size == 2
+
+
+def test_conversion_refuses_other_checkpoints(tmp_path):
+    from transformers import BertConfig, BertModel
+
+    BertModel(BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=8)).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="not LUKE"):
+        GesaModel.from_luke_pretrained(tmp_path)
+
+
+def test_added_word_tokens_start_from_their_source_tokens():
+    model = GesaModel(tiny_config())
+    model.init_added_word_embeddings({64: 10, 65: 11})
+    table = model.get_input_embeddings().weight
+    assert table.shape[0] == 66 and model.config.vocab_size == 66
+    assert torch.equal(table[64], table[10]) and torch.equal(table[65], table[11])
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Labels, computed by hand from spec section 4
+# ---------------------------------------------------------------------------------------------
+
+
+def spec_labels(batch: dict, b: int, config: GesaConfig) -> list[list[int]]:
+    """Spec section 4 written plainly, one pair at a time."""
+    lab = RelativeLabels(config.max_relative_position)
+    sw = config.label_switches
+    k = config.max_relative_position
+    g = batch["global_attention_mask"][b].tolist()
+    pos = batch["entity_position_ids"][b].tolist()
+    strings = batch["entity_string_ids"][b].tolist()
+    sents = batch["entity_sentence_ids"][b].tolist()
+    plc = batch["placeholder_entity_mask"][b].tolist()
+    L, E = len(g), len(strings)
+    mentions = [{p for p in pos[e] if p >= 0} for e in range(E)]
+
+    def w2w(i, j):
+        if sw["cls_global"] and (g[i] == 1 or g[j] == 1):
+            return lab.cls_global
+        if sw["question_global"] and (g[i] == 2 or g[j] == 2):
+            return lab.question_global
+        if not sw["w2w_distance"]:
+            return 0
+        return 1 + max(-k, min(k, j - i)) + k
+
+    def w2e(word, e):
+        if not sw["w2e_e2w"]:
+            return 0
+        if sw["plc_question"] and plc[e] and g[word] == 2:
+            return lab.plc_question
+        linked = any(word in mentions[o] for o in range(E) if o == e or (strings[o] >= 0 and strings[o] == strings[e]))
+        if sw["mention"] and linked:
+            return lab.mention
+        return lab.non_mention
+
+    def e2e(i, j):
+        if not sw["e2e"]:
+            return 0
+        if not sw["e2e_graph"]:
+            return lab.entity_distance_offset + max(-k, min(k, j - i)) + k
+        edge = (lambda kind: lab.any_edge) if sw["single_edge_label"] else (lambda kind: kind)
+        if i == j:
+            return lab.self_edge
+        if sw["plc_edges"] and (plc[i] or plc[j]):
+            return edge(lab.plc_edge)
+        if sw["sent_edges"] and sents[i] >= 0 and sents[i] == sents[j]:
+            return edge(lab.sent_edge)
+        if sw["match_edges"] and strings[i] >= 0 and strings[i] == strings[j] and sents[i] >= 0 and sents[j] >= 0:
+            return edge(lab.match_edge)
+        return lab.no_edge
+
+    rows = []
+    for i in range(L + E):
+        row = []
+        for j in range(L + E):
+            if i < L and j < L:
+                row.append(w2w(i, j))
+            elif i < L:
+                row.append(w2e(i, j - L))
+            elif j < L:
+                row.append(w2e(j, i - L))
+            else:
+                row.append(e2e(i - L, j - L))
+        rows.append(row)
+    return rows
+
+
+def model_labels(batch: dict, config: GesaConfig) -> torch.Tensor:
+    return build_relative_labels(
+        config,
+        batch["input_ids"].size(1),
+        batch["global_attention_mask"],
+        batch["entity_position_ids"],
+        batch["placeholder_entity_mask"],
+        batch["entity_string_ids"],
+        batch["entity_sentence_ids"],
+        batch["input_ids"].size(0),
+        torch.device("cpu"),
+    )
+
+
+def test_labels_pinned_by_hand():
+    config = tiny_config()
+    lab = RelativeLabels(3)
+    batch = record_like_batch()
+    labels = model_labels(batch, config)[0]
+    L = 14
+    assert labels[0, 9] == lab.cls_global and labels[9, 0] == lab.cls_global  # CLS beats question and distance
+    assert labels[0, 2] == lab.cls_global  # CLS precedes question
+    assert labels[2, 12] == lab.question_global and labels[12, 2] == lab.question_global
+    assert labels[6, 7] == 1 + 1 + 3 and labels[7, 6] == 1 - 1 + 3  # distance +1 / -1, k = 3
+    assert labels[6, 13] == 1 + 3 + 3 and labels[13, 6] == 1  # clipped at +k / -k
+    assert labels[L + 0, 3] == lab.plc_question  # placeholder <-> [PLC] is a question token: precedence
+    assert labels[L + 0, 2] == lab.plc_question and labels[2, L + 0] == lab.plc_question
+    assert labels[L + 1, 7] == lab.mention and labels[8, L + 1] == lab.mention
+    assert labels[L + 1, 11] == lab.mention  # entity 3 has entity 1's string: its mention is linked too
+    assert labels[L + 2, 7] == lab.non_mention and labels[L + 4, 11] == lab.non_mention
+    assert labels[L + 1, L + 1] == lab.self_edge
+    assert labels[L + 0, L + 3] == lab.plc_edge and labels[L + 3, L + 0] == lab.plc_edge
+    assert labels[L + 1, L + 2] == lab.sent_edge and labels[L + 3, L + 4] == lab.sent_edge
+    assert labels[L + 1, L + 3] == lab.match_edge  # same string, different sentences
+    assert labels[L + 2, L + 4] == lab.no_edge
+
+
+@pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
+def test_labels_match_spec_in_every_block(ablation):
+    config = tiny_config(ablation=ablation)
+    batch = record_like_batch()
+    labels = model_labels(batch, config)
+    for b in range(2):
+        assert labels[b].tolist() == spec_labels(batch, b, config)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Attention equals a plain eager reference of Eq. 1
+# ---------------------------------------------------------------------------------------------
+
+
+def reference_attention(attn, words, entities, attention_mask, labels):
+    """Eq. 1 pair by pair: a_ij = softmax_j((q_i.k_j + q_i.r_ij)/sqrt(d)), y_i = sum_j a_ij (v_j [+ r^V_ij])."""
+    H, d = attn.num_heads, attn.head_size
+    x = torch.cat([words, entities], dim=1)
+    B, P, _ = x.shape
+    L = words.size(1)
+    out = torch.zeros(B, P, H * d)
+    for b in range(B):
+        keys = attn.key(x[b]).view(P, H, d)
+        values = attn.value(x[b]).view(P, H, d)
+        for i in range(P):
+            for h in range(H):
+                scores = []
+                for j in range(P):
+                    matrix = {(True, True): attn.w2w_query, (True, False): attn.w2e_query,
+                              (False, True): attn.e2w_query, (False, False): attn.e2e_query}[(i < L, j < L)]
+                    q = matrix(x[b, i]).view(H, d)[h]
+                    score = q @ keys[j, h]
+                    if attn.label_embeddings is not None:
+                        score = score + q @ attn.label_embeddings.weight[labels[b, i, j]]
+                    score = score / math.sqrt(d)
+                    scores.append(score if attention_mask[b, j] else torch.tensor(torch.finfo(torch.float).min))
+                a = torch.softmax(torch.stack(scores), dim=0)
+                y = sum(a[j] * values[j, h] for j in range(P))
+                if attn.value_label_embeddings is not None:
+                    y = y + sum(a[j] * attn.value_label_embeddings.weight[labels[b, i, j]] for j in range(P))
+                out[b, i, h * d:(h + 1) * d] = y
+    return out
+
+
+@pytest.mark.parametrize("value_labels", [False, True])
+@pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
+def test_attention_equals_plain_eq1(ablation, value_labels):
+    torch.manual_seed(0)
+    config = tiny_config(ablation=ablation, use_value_labels=value_labels, num_attention_heads=2, hidden_size=8,
+                         entity_emb_size=8)
+    model = GesaModel(config).eval()
+    attn = model.encoder.layer[0].attention.self
+    if attn.label_embeddings is not None:
+        # trained tables are far from zero; make the label term matter
+        torch.nn.init.normal_(attn.label_embeddings.weight, std=1.0)
+        attn.label_embeddings.weight.data[0] = 0
+    if attn.value_label_embeddings is not None:
+        torch.nn.init.normal_(attn.value_label_embeddings.weight, std=1.0)
+        attn.value_label_embeddings.weight.data[0] = 0
+    batch = record_like_batch()
+    words = torch.randn(2, 14, 8)
+    entities = torch.randn(2, 5, 8)
+    mask = torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1)
+    labels = model_labels(batch, config) if config.use_relative_labels else None
+    allowed = mask.bool()[:, None, None, :]
+    with torch.no_grad():
+        expected = reference_attention(attn, words, entities, mask, labels)
+        for implementation in ("sdpa", "eager"):
+            config._attn_implementation = implementation
+            actual, _ = attn(words, entities, allowed, labels)
+            torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Padding invariance
+# ---------------------------------------------------------------------------------------------
+
+
+def test_example_alone_equals_example_in_padded_batch():
+    torch.manual_seed(0)
+    model = GesaForEntitySpanQA(tiny_config()).eval()
+    batch = record_like_batch()
+    with torch.no_grad():
+        together = model(**batch, output_hidden_states=True)
+        alone_inputs = {k: v[1:2, :11] if v.dim() >= 2 and k in ("input_ids", "attention_mask",
+                                                                 "global_attention_mask") else v[1:2]
+                        for k, v in batch.items()}
+        alone_inputs = {k: (v[:, :3] if k.startswith("entity") or k == "placeholder_entity_mask" else v)
+                        for k, v in alone_inputs.items()}
+        alone = model(**alone_inputs, output_hidden_states=True)
+    torch.testing.assert_close(alone.logits[0], together.logits[1, :3], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(alone.hidden_states[-1][0], together.hidden_states[-1][1, :11], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(alone.entity_hidden_states[-1][0], together.entity_hidden_states[-1][1, :3],
+                               atol=1e-5, rtol=1e-5)
+    assert (together.logits[1, 3:] == torch.finfo(torch.float).min).all()  # padded candidates never win
+    assert (together.logits[:, 0] == torch.finfo(torch.float).min).all()  # nor the placeholder
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Save / load with trust_remote_code, gradients, checkpointing, precision
+# ---------------------------------------------------------------------------------------------
+
+
+def test_save_and_load_with_remote_code_in_fresh_process(tmp_path):
+    torch.manual_seed(0)
+    model = GesaForEntitySpanQA(tiny_config(ablation="no_match_edges")).eval()
+    batch = record_like_batch()
+    with torch.no_grad():
+        expected = model(**batch).logits
+    out_dir = tmp_path / "ckpt"
+    model.save_pretrained(out_dir)
+    torch.save(batch, tmp_path / "batch.pt")
+    saved = json.loads((out_dir / "config.json").read_text())
+    assert saved["auto_map"]["AutoModelForQuestionAnswering"] == "modeling_gesa.GesaForEntitySpanQA"
+    assert saved["auto_map"]["AutoModel"] == "modeling_gesa.GesaModel"
+    assert (out_dir / "modeling_gesa.py").exists() and (out_dir / "configuration_gesa.py").exists()
+    script = textwrap.dedent(f"""
+        import sys, torch
+        assert not any('gesa' in p for p in sys.path if p), sys.path
+        from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering
+        config = AutoConfig.from_pretrained({str(out_dir)!r}, trust_remote_code=True)
+        assert type(config).__name__ == 'GesaConfig' and config.label_switches['match_edges'] is False
+        model = AutoModelForQuestionAnswering.from_pretrained({str(out_dir)!r}, trust_remote_code=True).eval()
+        assert 'transformers_modules' in type(model).__module__, type(model).__module__
+        batch = torch.load({str(tmp_path / 'batch.pt')!r})
+        with torch.no_grad():
+            logits = model(**batch).logits
+        torch.save(logits, {str(tmp_path / 'logits.pt')!r})
+        base = AutoModel.from_pretrained({str(out_dir)!r}, trust_remote_code=True)
+        assert type(base).__name__ == 'GesaModel'
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["HF_HUB_OFFLINE"] = "1"
+    env["HF_MODULES_CACHE"] = str(tmp_path / "modules")
+    result = subprocess.run([sys.executable, "-I", "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    torch.testing.assert_close(torch.load(tmp_path / "logits.pt"), expected, atol=1e-6, rtol=0)
+
+
+def test_gradients_reach_every_parameter():
+    torch.manual_seed(0)
+    model = GesaModel(tiny_config(use_value_labels=True))
+    batch = record_like_batch()
+    out = model(**batch)
+    (out.last_hidden_state.pow(2).mean() + out.entity_last_hidden_state.pow(2).mean() + out.pooler_output.sum()).backward()
+    no_grad = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    assert no_grad == [], no_grad
+
+    head = GesaForEntitySpanQA(tiny_config(classifier_dropout=0.0))
+    labels = torch.zeros(2, 5)
+    labels[:, 1] = 1
+    head(**batch, labels=labels).loss.backward()
+    no_grad = {n for n, p in head.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0}
+    # the head reads entities only: the last layer's word-row queries cannot matter
+    last = f"gesa.encoder.layer.{head.config.num_hidden_layers - 1}.attention.self"
+    assert no_grad == {f"{last}.{q}.{w}" for q in ("w2w_query", "w2e_query") for w in ("weight", "bias")}
+
+
+def test_gradient_checkpointing_matches_plain_backward():
+    torch.manual_seed(0)
+    model = GesaForEntitySpanQA(tiny_config())
+    batch = record_like_batch()
+    labels = torch.zeros(2, 5)
+    labels[:, 2] = 1
+    model.train()
+    model(**batch, labels=labels).loss.backward()
+    plain = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model(**batch, labels=labels).loss.backward()
+    for name, param in model.named_parameters():
+        torch.testing.assert_close(param.grad, plain[name], atol=1e-6, rtol=1e-5, msg=name)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_has_no_nan_with_fully_padded_rows(dtype):
+    torch.manual_seed(0)
+    model = GesaForEntitySpanQA(tiny_config(attention_window=1)).to(dtype).eval()
+    batch = record_like_batch()
+    # an example whose tail words see only padding inside their window
+    batch["attention_mask"][1, 6:] = 0
+    with torch.no_grad():
+        out = model(**batch, output_hidden_states=True)
+    assert not torch.isnan(out.hidden_states[-1]).any()
+    assert not torch.isnan(out.logits).any()
+
+
+def test_attention_window_masks_far_local_pairs_only():
+    torch.manual_seed(0)
+    model = GesaModel(tiny_config(attention_window=2)).eval()
+    batch = {k: v for k, v in record_like_batch().items()}
+    with torch.no_grad():
+        probs = model(**batch, output_attentions=True).attentions[0][0, 0]
+    assert probs[8, 12] == 0 and probs[12, 8] == 0  # local words 4 apart
+    assert probs[8, 10] > 0 and probs[8, 0] > 0 and probs[0, 12] > 0 and probs[12, 2] > 0  # near / global
+    assert probs[8, 14 + 4] > 0  # entities are not windowed
+
+
+def test_torch_compile_runs():
+    torch.manual_seed(0)
+    model = GesaForEntitySpanQA(tiny_config()).eval()
+    batch = record_like_batch()
+    with torch.no_grad():
+        expected = model(**batch).logits
+        compiled = torch.compile(model, backend="aot_eager", fullgraph=False)
+        torch.testing.assert_close(compiled(**batch).logits, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_structure_inputs_are_optional():
+    torch.manual_seed(0)
+    model = GesaModel(tiny_config()).eval()
+    batch = record_like_batch()
+    with torch.no_grad():
+        words_only = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        no_structure = model(**{k: batch[k] for k in ("input_ids", "attention_mask", "entity_ids",
+                                                      "entity_attention_mask", "entity_position_ids")})
+    assert words_only.entity_last_hidden_state is None
+    assert no_structure.entity_last_hidden_state.shape == (2, 5, 32)
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Bad input
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("attention_mask", torch.ones(2, 13, dtype=torch.long), "attention_mask has shape"),
+        ("global_attention_mask", torch.full((2, 14), 3), "global_attention_mask must hold"),
+        ("entity_attention_mask", torch.ones(2, 4, dtype=torch.long), "entity_attention_mask has shape"),
+        ("entity_position_ids", torch.full((2, 5, 3), 14), "entity_position_ids must be word positions"),
+        ("entity_position_ids", torch.full((2, 5), 1), "entity_position_ids has shape"),
+        ("entity_string_ids", torch.zeros(1, 5, dtype=torch.long), "entity_string_ids has shape"),
+        ("entity_ids", torch.full((2, 5), 9), "entity_ids must be in"),
+        ("input_ids", torch.full((2, 14), 64), "input_ids must be in"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(field, value, message):
+    model = GesaForEntitySpanQA(tiny_config())
+    batch = record_like_batch()
+    batch[field] = value
+    with pytest.raises(ValueError, match=message):
+        model(**batch)
+
+
+def test_structure_input_without_entities_is_refused():
+    model = GesaModel(tiny_config())
+    batch = record_like_batch()
+    with pytest.raises(ValueError, match="entity_string_ids was given without entity_ids"):
+        model(input_ids=batch["input_ids"], entity_string_ids=batch["entity_string_ids"])
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"label_switches": {"sent_edge": False}}, r"label_switches\['sent_edge'\] is not a label switch"),
+        ({"label_switches": {"sent_edges": "no"}}, r"label_switches\['sent_edges'\] must be True or False"),
+        ({"ablation": "no_graph"}, "ablation='no_graph' is unknown"),
+        ({"hidden_size": 30}, "hidden_size=30 must be a multiple of num_attention_heads"),
+        ({"max_relative_position": 0}, "max_relative_position must be a positive integer"),
+        ({"attention_window": -1}, "attention_window must be None or a non-negative integer"),
+    ],
+)
+def test_bad_config_values_raise_clear_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_config(**kwargs)
+
+
+def test_unexpected_forward_inputs_are_refused():
+    model = GesaModel(tiny_config())
+    with pytest.raises(ValueError, match="unexpected inputs"):
+        model(input_ids=torch.ones(1, 3, dtype=torch.long), entity_graph=torch.ones(1))

@@ -1,0 +1,77 @@
+"""Build tiny, random LUKE checkpoints offline, the way users' real ones are laid out.
+
+The checkpoint is saved with ``save_pretrained`` (weights, config and a ``LukeTokenizer`` built from
+the shared RoBERTa BPE files) so that tests load it through the very code path used for
+``studio-ousia/luke-large``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from transformers import LukeConfig, LukeModel, LukeTokenizer
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+ROBERTA_DIR = SHARED / "tokenizers" / "roberta-base"
+RECORD_DIR = SHARED / "data" / "record"
+HOTPOT_DIR = SHARED / "data" / "hotpotqa"
+ENTITY_VOCAB = {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3}
+
+
+def shared_available() -> bool:
+    return ROBERTA_DIR.is_dir() and RECORD_DIR.is_dir()
+
+
+def build_luke_tokenizer() -> LukeTokenizer:
+    """LUKE's word tokenizer (RoBERTa BPE) with the four special entities only."""
+    return LukeTokenizer(
+        vocab=str(ROBERTA_DIR / "vocab.json"),
+        merges=str(ROBERTA_DIR / "merges.txt"),
+        entity_vocab=dict(ENTITY_VOCAB),
+        task=None,
+    )
+
+
+def tiny_luke_config(vocab_size: int, **overrides) -> LukeConfig:
+    kwargs = dict(
+        vocab_size=vocab_size,
+        entity_vocab_size=len(ENTITY_VOCAB),
+        hidden_size=32,
+        entity_emb_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=600,
+        type_vocab_size=1,
+        layer_norm_eps=1e-5,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    kwargs.update(overrides)
+    return LukeConfig(**kwargs)
+
+
+def build_tiny_luke(
+    path: str | os.PathLike, seed: int = 0, tie_entity_queries: bool = True, **config_overrides
+) -> Path:
+    """Save a random tiny ``LukeModel`` + ``LukeTokenizer`` under ``path`` and return it.
+
+    ``tie_entity_queries`` sets w2e/e2w/e2e queries equal to the word query, as in the released
+    LUKE checkpoints (LUKE is pre-trained without entity-aware attention).
+    """
+    path = Path(path)
+    tokenizer = build_luke_tokenizer()
+    torch.manual_seed(seed)
+    model = LukeModel(tiny_luke_config(len(tokenizer), **config_overrides)).eval()
+    if tie_entity_queries:
+        with torch.no_grad():
+            for layer in model.encoder.layer:
+                attn = layer.attention.self
+                for name in ("w2e_query", "e2w_query", "e2e_query"):
+                    getattr(attn, name).weight.copy_(attn.query.weight)
+                    getattr(attn, name).bias.copy_(attn.query.bias)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
