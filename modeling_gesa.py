@@ -203,6 +203,21 @@ def build_attention_allowed(
     return allowed[:, None] & key_allowed
 
 
+@dataclass
+class AttentionStructure:
+    """Everything a layer needs to know about which pairs attend and with which label; built once per batch.
+
+    Args:
+        allowed: bool `(B, 1, P, P)` or `(B, 1, 1, P)`: may query i attend to key j.
+        labels: `(B, P, P)` label ids (`RelativeLabels`), or None for no label term.
+        word_length: `L`; tokens `[0, L)` are words, `[L, P)` entities.
+    """
+
+    allowed: torch.Tensor
+    labels: torch.Tensor | None
+    word_length: int
+
+
 # ---------------------------------------------------------------------------------------------
 # Embeddings (paper 3.1): no absolute positions unless switched on
 # ---------------------------------------------------------------------------------------------
@@ -368,15 +383,15 @@ class GesaSelfAttention(nn.Module):
         self,
         words: torch.Tensor,
         entities: torch.Tensor | None,
-        allowed: torch.Tensor,
-        labels: torch.Tensor | None,
+        structure: AttentionStructure,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`(B, L, D)`, `(B, E, D)` -> context `(B, P, D)` and, on request, attention probabilities `(B, H, P, P)`.
 
-        `allowed`: bool `(B, 1, P|1, P)`; `labels`: `(B, P, P)` label ids or None for no label term.
+        `structure`: which pairs attend and with which label (`AttentionStructure`).
         """
         word_length = words.size(1)
+        allowed, labels = structure.allowed, structure.labels
         tokens = words if entities is None else torch.cat([words, entities], dim=1)
         key = self._heads(self.key(tokens))
         value = self._heads(self.value(tokens))
@@ -388,9 +403,7 @@ class GesaSelfAttention(nn.Module):
         masked_value = torch.finfo(q_to_word.dtype).min
         dropout_p = self.dropout_prob if self.training else 0.0
         eager = (
-            output_attentions
-            or self.value_label_embeddings is not None
-            or self.config._attn_implementation == "eager"
+            output_attentions or self.value_label_embeddings is not None or self.config._attn_implementation == "eager"
         )
 
         if q_to_entity is q_to_word:
@@ -451,11 +464,10 @@ class GesaAttention(nn.Module):
         self,
         words: torch.Tensor,
         entities: torch.Tensor | None,
-        allowed: torch.Tensor,
-        labels: torch.Tensor | None,
+        structure: AttentionStructure,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        context, probs = self.self(words, entities, allowed, labels, output_attentions)
+        context, probs = self.self(words, entities, structure, output_attentions)
         tokens = words if entities is None else torch.cat([words, entities], dim=1)
         return self.output(context, tokens), probs
 
@@ -499,12 +511,11 @@ class GesaLayer(GradientCheckpointingLayer):
         self,
         words: torch.Tensor,
         entities: torch.Tensor | None,
-        allowed: torch.Tensor,
-        labels: torch.Tensor | None,
+        structure: AttentionStructure,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """`(B, L, D)`, `(B, E, D)` -> the same shapes, plus attention probabilities on request."""
-        attended, probs = self.attention(words, entities, allowed, labels, output_attentions)
+        attended, probs = self.attention(words, entities, structure, output_attentions)
         tokens = self.output(self.intermediate(attended), attended)
         word_length = words.size(1)
         new_entities = None if entities is None else tokens[:, word_length:]
@@ -542,8 +553,7 @@ class GesaEncoder(nn.Module):
         self,
         words: torch.Tensor,
         entities: torch.Tensor | None,
-        allowed: torch.Tensor,
-        labels: torch.Tensor | None,
+        structure: AttentionStructure,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
     ) -> GesaModelOutput:
@@ -551,7 +561,7 @@ class GesaEncoder(nn.Module):
         all_entities = (entities,) if output_hidden_states and entities is not None else None
         all_attentions = () if output_attentions else None
         for layer in self.layer:
-            words, entities, probs = layer(words, entities, allowed, labels, output_attentions)
+            words, entities, probs = layer(words, entities, structure, output_attentions)
             if output_hidden_states:
                 all_words += (words,)
                 if entities is not None:
@@ -803,6 +813,31 @@ class GesaModel(GesaPreTrainedModel):
             entities = self.entity_embeddings(entity_ids, entity_token_type_ids, entity_position_ids)
             attention_mask = torch.cat([attention_mask, entity_attention_mask], dim=1)
 
+        structure = self.build_attention_structure(
+            attention_mask,
+            word_length,
+            global_attention_mask,
+            entity_position_ids if entities is not None else None,
+            placeholder_entity_mask,
+            entity_string_ids,
+            entity_sentence_ids,
+        )
+        encoded = self.encoder(words, entities, structure, output_attentions, output_hidden_states)
+        encoded.pooler_output = self.pooler(encoded.last_hidden_state) if self.pooler is not None else None
+        return encoded if return_dict else encoded.to_tuple()
+
+    def build_attention_structure(
+        self,
+        attention_mask: torch.Tensor,
+        word_length: int,
+        global_attention_mask: torch.Tensor | None = None,
+        entity_position_ids: torch.Tensor | None = None,
+        placeholder_entity_mask: torch.Tensor | None = None,
+        entity_string_ids: torch.Tensor | None = None,
+        entity_sentence_ids: torch.Tensor | None = None,
+    ) -> AttentionStructure:
+        """Masks and labels shared by every layer, from the compact inputs; `attention_mask` is `(B, P)`."""
+        batch_size = attention_mask.size(0)
         allowed = build_attention_allowed(
             attention_mask, word_length, global_attention_mask, self.config.attention_window
         )
@@ -812,16 +847,14 @@ class GesaModel(GesaPreTrainedModel):
                 self.config,
                 word_length,
                 global_attention_mask,
-                entity_position_ids if entities is not None else None,
+                entity_position_ids,
                 placeholder_entity_mask,
                 entity_string_ids,
                 entity_sentence_ids,
                 batch_size,
-                device,
+                attention_mask.device,
             )
-        encoded = self.encoder(words, entities, allowed, labels, output_attentions, output_hidden_states)
-        encoded.pooler_output = self.pooler(encoded.last_hidden_state) if self.pooler is not None else None
-        return encoded if return_dict else encoded.to_tuple()
+        return AttentionStructure(allowed=allowed, labels=labels, word_length=word_length)
 
     def _check_inputs(self, batch_size: int, word_length: int, **inputs: torch.Tensor | None) -> None:
         """Raise a `ValueError` naming the input for shapes or values the model would silently misread."""
@@ -839,22 +872,26 @@ class GesaModel(GesaPreTrainedModel):
         for name in word_shaped:
             value = inputs[name]
             if value is not None and tuple(value.shape) != (batch_size, word_length):
-                raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (batch, words) = "
-                                 f"{(batch_size, word_length)}.")
+                raise ValueError(
+                    f"{name} has shape {tuple(value.shape)}; expected (batch, words) = {(batch_size, word_length)}."
+                )
         if entity_ids is None:
             for name in (*entity_shaped, "entity_position_ids"):
                 if inputs[name] is not None:
                     raise ValueError(f"{name} was given without entity_ids; pass entity_ids too or drop {name}.")
         else:
             if entity_ids.dim() != 2 or entity_ids.size(0) != batch_size:
-                raise ValueError(f"entity_ids has shape {tuple(entity_ids.shape)}; expected (batch={batch_size}, "
-                                 "entities).")
+                raise ValueError(
+                    f"entity_ids has shape {tuple(entity_ids.shape)}; expected (batch={batch_size}, entities)."
+                )
             entity_length = entity_ids.size(1)
             for name in entity_shaped:
                 value = inputs[name]
                 if value is not None and tuple(value.shape) != (batch_size, entity_length):
-                    raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (batch, entities) = "
-                                     f"{(batch_size, entity_length)}.")
+                    raise ValueError(
+                        f"{name} has shape {tuple(value.shape)}; expected (batch, entities) = "
+                        f"{(batch_size, entity_length)}."
+                    )
             positions = inputs["entity_position_ids"]
             if positions is not None:
                 if positions.dim() != 3 or tuple(positions.shape[:2]) != (batch_size, entity_length):
@@ -1010,8 +1047,9 @@ def score_candidates(
     loss = None
     if labels is not None:
         if tuple(labels.shape) != (batch_size, entity_length):
-            raise ValueError(f"labels has shape {tuple(labels.shape)}; expected (batch, entities) = "
-                             f"{(batch_size, entity_length)}.")
+            raise ValueError(
+                f"labels has shape {tuple(labels.shape)}; expected (batch, entities) = {(batch_size, entity_length)}."
+            )
         per_candidate = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype), reduction="none")
         weights = candidates.to(logits.dtype)
         loss = (per_candidate * weights).sum() / weights.sum().clamp(min=1.0)
@@ -1029,6 +1067,7 @@ __all__ = [
     "GesaModel",
     "GesaModelOutput",
     "GesaPreTrainedModel",
+    "AttentionStructure",
     "RelativeLabels",
     "build_attention_allowed",
     "build_relative_labels",

@@ -14,7 +14,7 @@ import torch
 from transformers import LukeModel
 
 from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel
-from gesa.modeling_gesa import RelativeLabels, build_relative_labels
+from gesa.modeling_gesa import AttentionStructure, RelativeLabels, build_relative_labels
 
 TINY = dict(
     vocab_size=64,
@@ -79,19 +79,23 @@ def test_luke_preset_reproduces_luke_model(tiny_luke_dir):
         tiny_luke_dir, use_absolute_position_embeddings=True, use_relative_labels=False
     ).eval()
     batch = record_like_batch(vocab_size=1000)
-    luke_inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask",
-                                         "entity_position_ids")}
+    luke_inputs = {
+        k: batch[k]
+        for k in ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask", "entity_position_ids")
+    }
     with torch.no_grad():
         for inputs in (luke_inputs, {k: luke_inputs[k] for k in ("input_ids", "attention_mask")}):
             expected = luke(**inputs)
             actual = gesa(**inputs)
             real = inputs["attention_mask"].bool()
-            torch.testing.assert_close(actual.last_hidden_state[real], expected.last_hidden_state[real],
-                                       atol=1e-5, rtol=0)
+            torch.testing.assert_close(
+                actual.last_hidden_state[real], expected.last_hidden_state[real], atol=1e-5, rtol=0
+            )
             torch.testing.assert_close(actual.pooler_output, expected.pooler_output, atol=1e-5, rtol=0)
             if "entity_ids" in inputs:
-                torch.testing.assert_close(actual.entity_last_hidden_state, expected.entity_last_hidden_state,
-                                           atol=1e-5, rtol=0)
+                torch.testing.assert_close(
+                    actual.entity_last_hidden_state, expected.entity_last_hidden_state, atol=1e-5, rtol=0
+                )
     # the named ablation preset is the same model
     assert GesaConfig(ablation="luke").use_absolute_position_embeddings
     assert not GesaConfig(ablation="luke").use_relative_labels
@@ -135,8 +139,9 @@ def test_conversion_keeps_entity_aware_queries_and_shrinks_entity_table(tmp_path
 def test_conversion_refuses_other_checkpoints(tmp_path):
     from transformers import BertConfig, BertModel
 
-    BertModel(BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                         intermediate_size=8)).save_pretrained(tmp_path)
+    BertModel(
+        BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
+    ).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="not LUKE"):
         GesaModel.from_luke_pretrained(tmp_path)
 
@@ -283,8 +288,12 @@ def reference_attention(attn, words, entities, attention_mask, labels):
             for h in range(H):
                 scores = []
                 for j in range(P):
-                    matrix = {(True, True): attn.w2w_query, (True, False): attn.w2e_query,
-                              (False, True): attn.e2w_query, (False, False): attn.e2e_query}[(i < L, j < L)]
+                    matrix = {
+                        (True, True): attn.w2w_query,
+                        (True, False): attn.w2e_query,
+                        (False, True): attn.e2w_query,
+                        (False, False): attn.e2e_query,
+                    }[(i < L, j < L)]
                     q = matrix(x[b, i]).view(H, d)[h]
                     score = q @ keys[j, h]
                     if attn.label_embeddings is not None:
@@ -295,7 +304,7 @@ def reference_attention(attn, words, entities, attention_mask, labels):
                 y = sum(a[j] * values[j, h] for j in range(P))
                 if attn.value_label_embeddings is not None:
                     y = y + sum(a[j] * attn.value_label_embeddings.weight[labels[b, i, j]] for j in range(P))
-                out[b, i, h * d:(h + 1) * d] = y
+                out[b, i, h * d : (h + 1) * d] = y
     return out
 
 
@@ -303,8 +312,9 @@ def reference_attention(attn, words, entities, attention_mask, labels):
 @pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
 def test_attention_equals_plain_eq1(ablation, value_labels):
     torch.manual_seed(0)
-    config = tiny_config(ablation=ablation, use_value_labels=value_labels, num_attention_heads=2, hidden_size=8,
-                         entity_emb_size=8)
+    config = tiny_config(
+        ablation=ablation, use_value_labels=value_labels, num_attention_heads=2, hidden_size=8, entity_emb_size=8
+    )
     model = GesaModel(config).eval()
     attn = model.encoder.layer[0].attention.self
     if attn.label_embeddings is not None:
@@ -324,7 +334,7 @@ def test_attention_equals_plain_eq1(ablation, value_labels):
         expected = reference_attention(attn, words, entities, mask, labels)
         for implementation in ("sdpa", "eager"):
             config._attn_implementation = implementation
-            actual, _ = attn(words, entities, allowed, labels)
+            actual, _ = attn(words, entities, AttentionStructure(allowed, labels, 14))
             torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
 
 
@@ -339,16 +349,22 @@ def test_example_alone_equals_example_in_padded_batch():
     batch = record_like_batch()
     with torch.no_grad():
         together = model(**batch, output_hidden_states=True)
-        alone_inputs = {k: v[1:2, :11] if v.dim() >= 2 and k in ("input_ids", "attention_mask",
-                                                                 "global_attention_mask") else v[1:2]
-                        for k, v in batch.items()}
-        alone_inputs = {k: (v[:, :3] if k.startswith("entity") or k == "placeholder_entity_mask" else v)
-                        for k, v in alone_inputs.items()}
+        alone_inputs = {
+            k: v[1:2, :11]
+            if v.dim() >= 2 and k in ("input_ids", "attention_mask", "global_attention_mask")
+            else v[1:2]
+            for k, v in batch.items()
+        }
+        alone_inputs = {
+            k: (v[:, :3] if k.startswith("entity") or k == "placeholder_entity_mask" else v)
+            for k, v in alone_inputs.items()
+        }
         alone = model(**alone_inputs, output_hidden_states=True)
     torch.testing.assert_close(alone.logits[0], together.logits[1, :3], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(alone.hidden_states[-1][0], together.hidden_states[-1][1, :11], atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(alone.entity_hidden_states[-1][0], together.entity_hidden_states[-1][1, :3],
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        alone.entity_hidden_states[-1][0], together.entity_hidden_states[-1][1, :3], atol=1e-5, rtol=1e-5
+    )
     assert (together.logits[1, 3:] == torch.finfo(torch.float).min).all()  # padded candidates never win
     assert (together.logits[:, 0] == torch.finfo(torch.float).min).all()  # nor the placeholder
 
@@ -379,18 +395,19 @@ def test_save_and_load_with_remote_code_in_fresh_process(tmp_path):
         assert type(config).__name__ == 'GesaConfig' and config.label_switches['match_edges'] is False
         model = AutoModelForQuestionAnswering.from_pretrained({str(out_dir)!r}, trust_remote_code=True).eval()
         assert 'transformers_modules' in type(model).__module__, type(model).__module__
-        batch = torch.load({str(tmp_path / 'batch.pt')!r})
+        batch = torch.load({str(tmp_path / "batch.pt")!r})
         with torch.no_grad():
             logits = model(**batch).logits
-        torch.save(logits, {str(tmp_path / 'logits.pt')!r})
+        torch.save(logits, {str(tmp_path / "logits.pt")!r})
         base = AutoModel.from_pretrained({str(out_dir)!r}, trust_remote_code=True)
         assert type(base).__name__ == 'GesaModel'
     """)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["HF_HUB_OFFLINE"] = "1"
     env["HF_MODULES_CACHE"] = str(tmp_path / "modules")
-    result = subprocess.run([sys.executable, "-I", "-c", script], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     torch.testing.assert_close(torch.load(tmp_path / "logits.pt"), expected, atol=1e-6, rtol=0)
 
@@ -400,7 +417,9 @@ def test_gradients_reach_every_parameter():
     model = GesaModel(tiny_config(use_value_labels=True))
     batch = record_like_batch()
     out = model(**batch)
-    (out.last_hidden_state.pow(2).mean() + out.entity_last_hidden_state.pow(2).mean() + out.pooler_output.sum()).backward()
+    (
+        out.last_hidden_state.pow(2).mean() + out.entity_last_hidden_state.pow(2).mean() + out.pooler_output.sum()
+    ).backward()
     no_grad = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
     assert no_grad == [], no_grad
 
@@ -473,8 +492,12 @@ def test_structure_inputs_are_optional():
     batch = record_like_batch()
     with torch.no_grad():
         words_only = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-        no_structure = model(**{k: batch[k] for k in ("input_ids", "attention_mask", "entity_ids",
-                                                      "entity_attention_mask", "entity_position_ids")})
+        no_structure = model(
+            **{
+                k: batch[k]
+                for k in ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask", "entity_position_ids")
+            }
+        )
     assert words_only.entity_last_hidden_state is None
     assert no_structure.entity_last_hidden_state.shape == (2, 5, 32)
 

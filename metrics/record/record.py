@@ -143,7 +143,7 @@ def compute_record_scores(predictions: Mapping[str, str], references: Mapping[st
         exact_match += metric_max_over_ground_truths(exact_match_score, prediction, ground_truths)
         f1 += metric_max_over_ground_truths(f1_score, prediction, ground_truths)
     total = len(references)
-    return {"exact_match": exact_match / total, "f1": 100.0 * f1 / total}
+    return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
 
 
 def merge_window_predictions(
