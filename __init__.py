@@ -5,6 +5,8 @@ also copied next to every saved checkpoint, where `trust_remote_code=True` loads
 """
 
 from .configuration_gesa import ABLATION_PRESETS, DEFAULT_LABEL_SWITCHES, GesaConfig
+from .configuration_variants import ErnieConfig, KarConfig, XhConfig
+from .modeling_ernie import ErnieForDenoisingEntityAutoencoder, ErnieForEntitySpanQA, ErnieModel
 from .modeling_gesa import (
     GesaEntitySpanQAOutput,
     GesaForEntitySpanQA,
@@ -12,6 +14,8 @@ from .modeling_gesa import (
     GesaModelOutput,
     GesaPreTrainedModel,
 )
+from .modeling_kar import KarForEntitySpanQA, KarModel
+from .modeling_xh import XhForEntitySpanQA, XhForFactVerification, XhForMultiHopQA, XhModel
 
 __version__ = "0.1.0"
 
@@ -24,4 +28,17 @@ __all__ = [
     "GesaModel",
     "GesaModelOutput",
     "GesaPreTrainedModel",
+    # variants
+    "ErnieConfig",
+    "ErnieForDenoisingEntityAutoencoder",
+    "ErnieForEntitySpanQA",
+    "ErnieModel",
+    "KarConfig",
+    "KarForEntitySpanQA",
+    "KarModel",
+    "XhConfig",
+    "XhForEntitySpanQA",
+    "XhForFactVerification",
+    "XhForMultiHopQA",
+    "XhModel",
 ]

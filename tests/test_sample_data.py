@@ -76,7 +76,7 @@ def test_files_match_builder():
     spec.loader.exec_module(builder)
     for split, items in (("train", builder.TRAIN), ("dev", builder.DEV)):
         expected = builder.render_jsonl(builder.build_rows(split, items))
-        assert SPLITS[split].read_text(encoding="utf-8") == expected, f"rerun examples/data/build_record_sample.py"
+        assert SPLITS[split].read_text(encoding="utf-8") == expected, "rerun examples/data/build_record_sample.py"
     text, entities, mentions = builder.parse_marked("By [[Ann Lee]] in [[Café Nord]].")
     assert text == "By Ann Lee in Café Nord."
     assert entities == [{"start": 3, "end": 9}, {"start": 14, "end": 22}]

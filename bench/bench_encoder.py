@@ -1,0 +1,302 @@
+"""GESA encoder step (forward + backward, every label family on) vs `transformers.LukeModel` at the same dims.
+
+Prints, measured side by side in one run: step time of each and their ratio, peak memory of each, and the
+achieved GFLOP/s of each as a fraction of a plain large matmul measured in the same run.
+
+    python bench/bench_encoder.py                                  # CPU fp32: 2 layers, 512 words + 32 entities, batch 2
+    python bench/bench_encoder.py --layers 4 --repeats 9
+    python bench/bench_encoder.py --device cuda --dtype bfloat16 --layers 24 --batch 8   # GPU: tokens/s and MFU
+
+Timing: the two models alternate step by step (order flipped every round) after warm-up steps, so both see the
+same machine state; reported are medians over rounds, and the ratio is the median of the per-round ratios.
+`--clock thread` times the main thread's CPU time instead of elapsed time (OpenMP told to sleep, not spin, while
+waiting): on cores shared with other jobs it measures the step's own work, which elapsed time cannot.
+
+Peak memory: CPU has no allocator statistics, so each model runs in a fresh subprocess: one warm-up step, then
+`malloc_trim` (free heap back to the OS), reset of the kernel's resident high-water mark (`/proc/self/clear_refs`),
+one measured step; peak = `VmHWM` after the step - `VmRSS` before it, i.e. the most memory the step ever held
+(activations, gradients and transients; the weights are resident before). On CUDA it is
+`torch.cuda.max_memory_allocated` over one step, minus what was allocated before it.
+
+FLOPs: counted per model with `torch.utils.flop_counter.FlopCounterMode` over one step (matrix products, as
+GFLOP/s is usually reported): "executed" is what the model runs (GESA's fused product carries two queries per
+token, and its label terms), "model" is LUKE's count for both, the work a user asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+_ARGV = " ".join(sys.argv[1:]).replace("=", " ").split()
+if "--clock" in _ARGV and _ARGV[_ARGV.index("--clock") + 1 :][:1] == ["thread"]:
+    # idle OpenMP threads must sleep, not spin, for the main thread's CPU time to be its share of the work;
+    # OpenMP reads this when it starts, so before torch is imported
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--hidden", type=int, default=1024)
+    parser.add_argument("--heads", type=int, default=16)
+    parser.add_argument("--ffn", type=int, default=4096)
+    parser.add_argument("--words", type=int, default=512)
+    parser.add_argument("--entities", type=int, default=32)
+    parser.add_argument("--question", type=int, default=40, help="question tokens (global, after <s>)")
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=7, help="timed rounds (one step of each model per round)")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument(
+        "--clock",
+        default="wall",
+        choices=["wall", "thread"],
+        help="wall: elapsed time; thread: CPU time of the main thread (CPU only, robust to other jobs on the cores)",
+    )
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    parser.add_argument("--no-dropout", action="store_true", help="dropout 0 (default: LUKE's 0.1, train mode)")
+    parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--memory-probe", choices=["luke", "gesa"], help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def add_repo_to_path() -> None:
+    """`import gesa` works installed (editable) or from a plain checkout."""
+    try:
+        import gesa  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, str(ROOT.parent))
+
+
+def build_models(args: argparse.Namespace):
+    from transformers import LukeConfig, LukeModel
+
+    add_repo_to_path()
+    from gesa import GesaConfig, GesaModel
+
+    dropout = 0.0 if args.no_dropout else 0.1
+    dims = dict(
+        vocab_size=1000,
+        entity_vocab_size=4,
+        hidden_size=args.hidden,
+        entity_emb_size=256,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        intermediate_size=args.ffn,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
+    torch.manual_seed(0)
+    luke = LukeModel(
+        LukeConfig(**dims, max_position_embeddings=max(514, args.words + 2), use_entity_aware_attention=True),
+        add_pooling_layer=False,
+    )
+    gesa = GesaModel(GesaConfig(**dims), add_pooling_layer=False)  # every label family on (the defaults)
+    dtype = getattr(torch, args.dtype)
+    return luke.to(args.device, dtype).train(), gesa.to(args.device, dtype).train()
+
+
+def make_inputs(args: argparse.Namespace) -> tuple[dict, dict]:
+    """ReCoRD-shaped batch: `<s>`, question tokens (one is `[PLC]`), passage with entity mentions, no padding."""
+    g = torch.Generator().manual_seed(0)
+    B, L, E, Q = args.batch, args.words, args.entities, args.question
+    input_ids = torch.randint(5, 1000, (B, L), generator=g)
+    global_attention_mask = torch.zeros(B, L, dtype=torch.long)
+    global_attention_mask[:, 0] = 1
+    global_attention_mask[:, 1 : 1 + Q] = 2
+    entity_position_ids = torch.full((B, E, 4), -1)
+    entity_position_ids[:, 0, 0] = Q // 2  # the placeholder entity on [PLC]
+    starts = torch.randint(Q + 3, L - 3, (B, E), generator=g)
+    for offset in range(2):
+        entity_position_ids[:, 1:, offset] = starts[:, 1:] + offset
+    luke_inputs = dict(
+        input_ids=input_ids,
+        attention_mask=torch.ones(B, L, dtype=torch.long),
+        entity_ids=torch.full((B, E), 2),
+        entity_attention_mask=torch.ones(B, E, dtype=torch.long),
+        entity_position_ids=entity_position_ids,
+    )
+    gesa_inputs = dict(
+        luke_inputs,
+        global_attention_mask=global_attention_mask,
+        placeholder_entity_mask=(torch.arange(E) == 0).long().expand(B, E).clone(),
+        entity_string_ids=torch.randint(0, max(1, E // 3), (B, E), generator=g),
+        entity_sentence_ids=starts * 20 // L,
+    )
+    return (
+        {k: v.to(args.device) for k, v in luke_inputs.items()},
+        {k: v.to(args.device) for k, v in gesa_inputs.items()},
+    )
+
+
+def step(model: torch.nn.Module, inputs: dict) -> None:
+    out = model(**inputs)
+    (out.last_hidden_state.float().mean() + out.entity_last_hidden_state.float().mean()).backward()
+    model.zero_grad(set_to_none=True)
+
+
+now = time.perf_counter  # the clock of every timing (`--clock`)
+
+
+def set_clock(args: argparse.Namespace) -> None:
+    global now
+    if args.clock == "thread" and args.device.startswith("cuda"):
+        raise SystemExit("--clock thread measures CPU time; use the wall clock on a GPU")
+    now = time.thread_time if args.clock == "thread" else time.perf_counter
+
+
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def count_flops(model: torch.nn.Module, inputs: dict) -> int:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        step(model, inputs)
+    return counter.get_total_flops()
+
+
+def matmul_gflops(args: argparse.Namespace, size: int = 4096, repeats: int = 5) -> list[float]:
+    """GFLOP/s of a plain `size x size` matmul in the run's dtype: the machine's practical limit."""
+    dtype = getattr(torch, args.dtype)
+    a = torch.randn(size, size, device=args.device, dtype=dtype)
+    b = torch.randn(size, size, device=args.device, dtype=dtype)
+    a @ b
+    rates = []
+    for _ in range(repeats):
+        synchronize(args.device)
+        start = now()
+        a @ b
+        synchronize(args.device)
+        rates.append(2 * size**3 / (now() - start) / 1e9)
+    return rates
+
+
+def memory_probe(args: argparse.Namespace) -> dict:
+    """Peak memory of one step of one model (run in a fresh process; see the module docstring)."""
+    luke, gesa = build_models(args)
+    model = luke if args.memory_probe == "luke" else gesa
+    del luke, gesa
+    luke_inputs, gesa_inputs = make_inputs(args)
+    inputs = luke_inputs if args.memory_probe == "luke" else gesa_inputs
+    step(model, inputs)
+    if args.device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        step(model, inputs)
+        torch.cuda.synchronize()
+        return {"peak_bytes": torch.cuda.max_memory_allocated() - before, "method": "cuda max_memory_allocated"}
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
+    before = _proc_status("VmRSS")
+    step(model, inputs)
+    return {"peak_bytes": _proc_status("VmHWM") - before, "method": "RSS high-water mark (VmHWM - VmRSS before)"}
+
+
+def _proc_status(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def peak_memory(args: argparse.Namespace, which: str, argv: list[str]) -> dict:
+    command = [sys.executable, __file__, *argv, "--memory-probe", which]
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"memory probe for {which} failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print("no CUDA device here: running the CPU variant instead (--device cpu --dtype float32)")
+        args.device, args.dtype = "cpu", "float32"
+        argv = [*argv, "--device", "cpu", "--dtype", "float32"]
+    set_clock(args)
+    if args.memory_probe:
+        print(json.dumps(memory_probe(args)))
+        return
+
+    luke, gesa = build_models(args)
+    luke_inputs, gesa_inputs = make_inputs(args)
+    models = {"luke": (luke, luke_inputs), "gesa": (gesa, gesa_inputs)}
+    flops = {name: count_flops(model, inputs) for name, (model, inputs) in models.items()}
+    for _ in range(args.warmup):
+        for model, inputs in models.values():
+            step(model, inputs)
+    times: dict[str, list[float]] = {"luke": [], "gesa": []}
+    matmul: list[float] = []
+    for round_index in range(args.repeats):
+        order = ["luke", "gesa"] if round_index % 2 == 0 else ["gesa", "luke"]
+        for name in order:
+            model, inputs = models[name]
+            synchronize(args.device)
+            start = now()
+            step(model, inputs)
+            synchronize(args.device)
+            times[name].append(now() - start)
+        matmul.extend(matmul_gflops(args, repeats=1))
+    matmul.extend(matmul_gflops(args))
+    del luke, gesa, models
+
+    memory = {}
+    if not args.skip_memory:
+        memory = {name: peak_memory(args, name, argv) for name in ("luke", "gesa")}
+
+    median = {name: statistics.median(values) for name, values in times.items()}
+    ratios = [g / lk for g, lk in zip(times["gesa"], times["luke"], strict=True)]
+    peak_rate = statistics.median(matmul)
+    tokens = args.batch * (args.words + args.entities)
+    print(
+        f"device {args.device} ({torch.get_num_threads()} threads), {args.dtype}, torch {torch.__version__}; "
+        f"{args.layers} layers, hidden {args.hidden}, {args.heads} heads, FFN {args.ffn}, batch {args.batch} x "
+        f"({args.words} words + {args.entities} entities), dropout {0.0 if args.no_dropout else 0.1}, "
+        f"{args.repeats} rounds, {args.clock} clock"
+    )
+    print(f"plain {args.dtype} 4096^3 matmul: median {peak_rate:.1f} GFLOP/s (best {max(matmul):.1f})")
+    header = f"{'model':<6} {'step s (median)':>16} {'min':>8} {'tokens/s':>9} {'exec GFLOP':>11} {'GFLOP/s':>8}"
+    header += f" {'of matmul':>9} {'model GFLOP/s':>14} {'MFU':>6}"
+    if memory:
+        header += f" {'peak MiB':>9}"
+    print(header)
+    for name in ("luke", "gesa"):
+        executed = flops[name] / median[name] / 1e9
+        useful = flops["luke"] / median[name] / 1e9
+        row = f"{name:<6} {median[name]:>16.3f} {min(times[name]):>8.3f} {tokens / median[name]:>9.0f}"
+        row += f" {flops[name] / 1e9:>11.1f} {executed:>8.1f} {executed / peak_rate:>9.1%}"
+        row += f" {useful:>14.1f} {useful / peak_rate:>6.1%}"
+        if memory:
+            row += f" {memory[name]['peak_bytes'] / 2**20:>9.0f}"
+        print(row)
+    print(
+        f"GESA / LUKE step time: {statistics.median(ratios):.3f}x (median of per-round ratios; "
+        f"range {min(ratios):.3f}-{max(ratios):.3f})"
+    )
+    if memory:
+        ratio = memory["gesa"]["peak_bytes"] / memory["luke"]["peak_bytes"]
+        print(f"GESA / LUKE peak memory: {ratio:.3f}x ({memory['gesa']['method']})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""Registry of the ReCoRD models `run_record.py --variant NAME` can train: GESA, LUKE and the variants on the backbone.
+
+Each `VariantSpec` says which QA class to build, how (from a LUKE checkpoint with `from_luke_pretrained` + config
+overrides, or from scratch with config kwargs), and which features it trains on:
+
+| name    | QA class                 | features                                                          | entity table |
+|---------|--------------------------|-------------------------------------------------------------------|--------------|
+| `gesa`  | `GesaForEntitySpanQA`    | `GesaProcessor`                                                   | shrink       |
+| `luke`  | `GesaForEntitySpanQA`    | `GesaProcessor` (config `ablation="luke"`: LUKE exactly)          | shrink       |
+| `kar`   | `KarForEntitySpanQA`     | `GesaProcessor` + `KnowledgeInputBuilder("kar")` in the collator  | keep (= KB)  |
+| `ernie` | `ErnieForEntitySpanQA`   | `GesaProcessor` + `KnowledgeInputBuilder("ernie")` in the collator | keep (= KB)  |
+| `xh`    | `XhForEntitySpanQA`      | `XhProcessor.encode_record_graphs` + `XhGraphCollator`            | shrink       |
+
+"keep" means: do not pass `entity_rows` (do not shrink the tokenizer's entity vocabulary): KAR and ERNIE use LUKE's
+entity table as their knowledge base and its titles for candidate generation. XH's logits are `(G, C)` over each
+graph's `candidate_texts` (one graph per query), where GESA's are `(B, E)` over each window's `candidate_texts`.
+
+Usage (what `run_record.py` does for `--variant`)::
+
+    spec = VARIANTS[name]
+    model = spec.from_luke(path, entity_rows=rows if spec.shrink_entity_table else None)  # or spec.from_scratch(**kw)
+    if spec.uses_gesa_features:
+        collator = spec.wrap_collator(processor.get_data_collator(), tokenizer)   # GesaProcessor features
+    else:
+        xh = spec.make_processor(tokenizer, max_node_length=..., max_query_length=...)
+        features, collator = xh.encode_record_graphs(records), xh.get_data_collator()
+    model.init_added_word_embeddings(processor.added_token_sources())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from transformers import AutoConfig, PreTrainedModel, PreTrainedTokenizerBase
+
+from gesa import GesaConfig, GesaForEntitySpanQA
+from gesa.configuration_variants import ErnieConfig, KarConfig, XhConfig
+from gesa.modeling_ernie import ErnieForEntitySpanQA
+from gesa.modeling_kar import KarForEntitySpanQA
+from gesa.modeling_xh import XhForEntitySpanQA
+from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
+from gesa.processing_xh import XhProcessor
+
+Collator = Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
+
+
+def _xh_hops(num_hidden_layers: int, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """XH's default K = 3 hop layers, at most the model's depth (tiny test models have 2 layers)."""
+    if "xh_num_hop_layers" in overrides:
+        return {}
+    return {"xh_num_hop_layers": min(3, num_hidden_layers)}
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """How `run_record.py` builds and feeds one model family.
+
+    Args:
+        name: the `--variant` value.
+        description: one line for `--help`.
+        model_class: the ReCoRD QA class (`...ForEntitySpanQA`).
+        config_class: its config class.
+        config_overrides: config values fixed by the variant (e.g. `ablation="luke"`), for both constructions.
+        uses_gesa_features: True: `GesaProcessor` windows; False: `XhProcessor` graphs.
+        shrink_entity_table: whether the script may keep only LUKE's special entities (`entity_rows`).
+        knowledge_variant: `"kar"`/`"ernie"`: the collator adds that variant's KB inputs.
+    """
+
+    name: str
+    description: str
+    model_class: type[PreTrainedModel]
+    config_class: type[GesaConfig]
+    config_overrides: Mapping[str, Any] = field(default_factory=dict)
+    uses_gesa_features: bool = True
+    shrink_entity_table: bool = True
+    knowledge_variant: str | None = None
+
+    def _overrides(self, num_hidden_layers: int, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        merged = {**self.config_overrides, **overrides}
+        if self.config_class is XhConfig:
+            merged.update(_xh_hops(num_hidden_layers, merged))
+        return merged
+
+    def from_luke(
+        self,
+        name_or_path: str,
+        keep_entity_aware_queries: bool = False,
+        entity_rows: list[int] | None = None,
+        **overrides: Any,
+    ) -> PreTrainedModel:
+        """`model_class.from_luke_pretrained(...)` with the variant's config overrides (then `overrides`)."""
+        if entity_rows is not None and not self.shrink_entity_table:
+            raise ValueError(
+                f"--variant {self.name} uses LUKE's entity table as its knowledge base: do not shrink it (entity_rows)."
+            )
+        layers = AutoConfig.from_pretrained(name_or_path).num_hidden_layers
+        return self.model_class.from_luke_pretrained(
+            name_or_path,
+            keep_entity_aware_queries=keep_entity_aware_queries,
+            entity_rows=entity_rows,
+            **self._overrides(layers, overrides),
+        )
+
+    def from_scratch(self, **config_kwargs: Any) -> PreTrainedModel:
+        """A randomly initialised model: `model_class(config_class(**config_kwargs, **variant overrides))`."""
+        layers = config_kwargs.get("num_hidden_layers", GesaConfig().num_hidden_layers)
+        config = self.config_class(**self._overrides(layers, config_kwargs))
+        return self.model_class(config)
+
+    def wrap_collator(
+        self,
+        collator: Collator,
+        tokenizer: PreTrainedTokenizerBase,
+        alias_table: Mapping[str, Sequence[tuple[int | str, float]]] | None = None,
+        max_candidates: int = 30,
+    ) -> Collator:
+        """The GESA collator, plus the KB inputs for KAR/ERNIE (title match in the tokenizer's entity vocabulary and
+        the optional alias table); unchanged for the other variants."""
+        if self.knowledge_variant is None:
+            return collator
+        candidates = EntityCandidateGenerator.from_tokenizer(tokenizer, alias_table, max_candidates)
+        return KnowledgeCollator(collator, KnowledgeInputBuilder(tokenizer, candidates, self.knowledge_variant))
+
+    def make_processor(self, tokenizer: PreTrainedTokenizerBase, **kwargs: Any) -> XhProcessor:
+        """XH's graph processor (`max_node_length`, `max_query_length`, `max_nodes`, ...)."""
+        if self.uses_gesa_features:
+            raise ValueError(f"--variant {self.name} trains on GesaProcessor features, not XH graphs.")
+        return XhProcessor(tokenizer, **kwargs)
+
+
+VARIANTS: dict[str, VariantSpec] = {
+    spec.name: spec
+    for spec in (
+        VariantSpec("gesa", "GESA: relative-position labels on LUKE", GesaForEntitySpanQA, GesaConfig),
+        VariantSpec(
+            "luke",
+            "LUKE exactly (absolute positions, no labels)",
+            GesaForEntitySpanQA,
+            GesaConfig,
+            config_overrides={"ablation": "luke"},
+        ),
+        VariantSpec(
+            "kar",
+            "KnowBERT-KAR: knowledge attention and recontextualisation (KB: LUKE's entity table)",
+            KarForEntitySpanQA,
+            KarConfig,
+            shrink_entity_table=False,
+            knowledge_variant="kar",
+        ),
+        VariantSpec(
+            "ernie",
+            "ERNIE: knowledge-entity stream and information fusion in the top layers",
+            ErnieForEntitySpanQA,
+            ErnieConfig,
+            shrink_entity_table=False,
+            knowledge_variant="ernie",
+        ),
+        VariantSpec(
+            "xh",
+            "Transformer-XH: sentence graph with extra-hop attention among sentence hubs",
+            XhForEntitySpanQA,
+            XhConfig,
+            uses_gesa_features=False,
+        ),
+    )
+}
+
+__all__ = ["VARIANTS", "VariantSpec"]

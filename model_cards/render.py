@@ -1,0 +1,370 @@
+"""Render the model card (``README.md``) of a trained checkpoint from ``model_cards/template.md``.
+
+Used by ``examples/run_record.py`` after training/evaluation; also usable on its own::
+
+    python model_cards/render.py OUTPUT_DIR [--model_name NAME] [--base_model ID] [--dataset_name super_glue ...]
+
+The YAML metadata (``library_name``, ``tags``, ``datasets``, ``base_model``, ``model-index`` with the ReCoRD exact
+match and F1 read from ``all_results.json``) is produced by ``huggingface_hub.ModelCardData`` so that the Hub parses
+it; the body is the Jinja template beside this file. Imports nothing from the rest of gesa (the examples load it by
+path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+TEMPLATE = Path(__file__).resolve().with_name("template.md")
+BASE_TAGS = ["gesa", "luke", "record", "reading-comprehension", "custom_code"]
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "gesa": {
+        "title": "GESA (Graph-Enhanced Self-Attention)",
+        "tags": [],
+        "description": (
+            "GESA (Foolad & Kiani, 2023) replaces LUKE's absolute position embeddings with relative-position labels "
+            "inside LUKE's entity-aware self-attention: word pairs get CLS-global, question-global or clipped-distance "
+            "labels; word-entity pairs get placeholder-question, mention or non-mention labels; entity pairs follow a "
+            "heterogeneous graph (placeholder, same-sentence and string-match edges). Each label adds `q_i . r_ij` to "
+            "the attention score."
+        ),
+    },
+    "luke": {
+        "title": "LUKE (entity-aware self-attention, GESA code path)",
+        "tags": [],
+        "description": (
+            "LUKE (Yamada et al., 2020) run through GESA's code with the `luke` ablation: absolute position "
+            "embeddings on and no relative-position labels, which reproduces `transformers.LukeModel` exactly. It is "
+            "the baseline GESA is compared with."
+        ),
+    },
+    "kar": {
+        "title": "LUKE + KnowBERT-KAR",
+        "tags": ["knowbert"],
+        "description": (
+            "LUKE with KnowBERT's Knowledge Attention and Recontextualization (Peters et al., 2019) inserted between "
+            "two encoder layers: mention spans are linked to knowledge-base entity embeddings and the word states are "
+            "recontextualised with word-to-entity-span attention."
+        ),
+        "citation": (
+            "@inproceedings{peters2019knowbert,\n"
+            "  title     = {Knowledge Enhanced Contextual Word Representations},\n"
+            "  author    = {Peters, Matthew E. and Neumann, Mark and Logan, Robert and Schwartz, Roy and Joshi, Vidur "
+            "and Singh, Sameer and Smith, Noah A.},\n"
+            "  booktitle = {Proceedings of EMNLP-IJCNLP 2019},\n"
+            "  pages     = {43--54},\n"
+            "  year      = {2019},\n"
+            "  doi       = {10.18653/v1/D19-1005}\n"
+            "}"
+        ),
+    },
+    "xh": {
+        "title": "LUKE + Transformer-XH",
+        "tags": ["transformer-xh"],
+        "description": (
+            "LUKE with Transformer-XH's eXtra Hop attention (Zhao et al., 2020) in its top layers: each passage "
+            "sentence is a node (with the query) and the node hubs attend to the hubs of sentences that share an "
+            "entity string."
+        ),
+        "citation": (
+            "@inproceedings{zhao2020transformerxh,\n"
+            "  title     = {Transformer-{XH}: Multi-Evidence Reasoning with eXtra Hop Attention},\n"
+            "  author    = {Zhao, Chen and Xiong, Chenyan and Rosset, Corby and Song, Xia and Bennett, Paul and "
+            "Tiwary, Saurabh},\n"
+            "  booktitle = {International Conference on Learning Representations (ICLR)},\n"
+            "  year      = {2020}\n"
+            "}"
+        ),
+    },
+    "ernie": {
+        "title": "LUKE + ERNIE information fusion",
+        "tags": ["ernie"],
+        "description": (
+            "LUKE with ERNIE's knowledgeable-encoder fusion (Zhang et al., 2019) in its top layers: a token stream and "
+            "an entity stream, each with its own attention, exchange information through a fusion layer at the first "
+            "token of every mention."
+        ),
+        "citation": (
+            "@inproceedings{zhang2019ernie,\n"
+            "  title     = {{ERNIE}: Enhanced Language Representation with Informative Entities},\n"
+            "  author    = {Zhang, Zhengyan and Han, Xu and Liu, Zhiyuan and Jiang, Xin and Sun, Maosong and Liu, Qun},\n"
+            "  booktitle = {Proceedings of the 57th Annual Meeting of the Association for Computational Linguistics},\n"
+            "  pages     = {1441--1451},\n"
+            "  year      = {2019},\n"
+            "  doi       = {10.18653/v1/P19-1139}\n"
+            "}"
+        ),
+    },
+}
+
+# (label in the card, TrainingArguments field)
+_TRAINING_FIELDS = [
+    ("learning rate", "learning_rate"),
+    ("train batch size (per device)", "per_device_train_batch_size"),
+    ("eval batch size (per device)", "per_device_eval_batch_size"),
+    ("gradient accumulation steps", "gradient_accumulation_steps"),
+    ("epochs", "num_train_epochs"),
+    ("max steps", "max_steps"),
+    ("optimizer", "optim"),
+    ("Adam beta1", "adam_beta1"),
+    ("Adam beta2", "adam_beta2"),
+    ("Adam epsilon", "adam_epsilon"),
+    ("weight decay", "weight_decay"),
+    ("lr scheduler", "lr_scheduler_type"),
+    ("warmup steps (a value < 1 is a fraction of training)", "warmup_steps"),
+    ("max grad norm", "max_grad_norm"),
+    ("seed", "seed"),
+]
+_DATA_FIELDS = [
+    ("max sequence length (words)", "max_seq_length"),
+    ("document stride", "doc_stride"),
+    ("max query length", "max_query_length"),
+    ("max train samples", "max_train_samples"),
+    ("max eval samples", "max_eval_samples"),
+]
+_CONFIG_FIELDS = [
+    "num_hidden_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "intermediate_size",
+    "entity_emb_size",
+    "vocab_size",
+    "entity_vocab_size",
+    "use_absolute_position_embeddings",
+    "use_relative_labels",
+    "max_relative_position",
+    "use_value_labels",
+    "attention_window",
+    "ablation",
+    "kar_layer",
+    "kar_entity_threshold",
+    "xh_num_hop_layers",
+    "ernie_num_fusion_layers",
+]
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if hasattr(value, "value") and not isinstance(value, str | int | bool):  # enums (optim, scheduler)
+        return str(value.value)
+    return str(value)
+
+
+def training_hyperparameters(training_args: Mapping[str, Any] | None, world_size: int = 1) -> list[tuple[str, str]]:
+    """``(name, value)`` rows of the training hyper-parameters worth publishing, from ``TrainingArguments``."""
+    if not training_args:
+        return []
+    rows = []
+    for label, field in _TRAINING_FIELDS:
+        value = training_args.get(field)
+        if value is None or (field == "max_steps" and value is not None and value <= 0):
+            continue
+        rows.append((label, _fmt(value)))
+    per_device = training_args.get("per_device_train_batch_size")
+    accumulation = training_args.get("gradient_accumulation_steps") or 1
+    if per_device is not None:
+        rows.append(("total train batch size", str(per_device * accumulation * max(world_size, 1))))
+    rows.append(("processes", str(max(world_size, 1))))
+    precision = "bf16" if training_args.get("bf16") else "fp16" if training_args.get("fp16") else "fp32"
+    rows.append(("mixed precision", precision))
+    if training_args.get("gradient_checkpointing"):
+        rows.append(("gradient checkpointing", "yes"))
+    for name in ("deepspeed", "fsdp"):
+        if training_args.get(name):
+            rows.append((name, _fmt(training_args[name])))
+    return rows
+
+
+def data_hyperparameters(data_args: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """``(name, value)`` rows of the preprocessing settings (window length, stride, query length, limits)."""
+    if not data_args:
+        return []
+    return [(label, _fmt(data_args[field])) for label, field in _DATA_FIELDS if data_args.get(field) is not None]
+
+
+def config_rows(config: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """``(name, value)`` rows of the architecture fields present in ``config`` (a ``config.to_dict()``).
+
+    Config fields are returned in backticks; the two summaries of ``label_switches`` are plain text.
+    """
+    if not config:
+        return []
+    rows = [(f"`{field}`", _fmt(config[field])) for field in _CONFIG_FIELDS if field in config]
+    switches = config.get("label_switches")
+    if isinstance(switches, Mapping):
+        off = sorted(name for name, on in switches.items() if not on and name != "single_edge_label")
+        rows.append(("label switches off", ", ".join(off) if off else "none"))
+        rows.append(("single edge label", _fmt(bool(switches.get("single_edge_label", False)))))
+    return rows
+
+
+def _framework_versions() -> list[tuple[str, str]]:
+    rows = [("Python", platform.python_version())]
+    for package in ("torch", "transformers", "tokenizers", "datasets", "accelerate", "evaluate"):
+        try:
+            rows.append((package, metadata.version(package)))
+        except metadata.PackageNotFoundError:
+            continue
+    return rows
+
+
+def _dataset_description(
+    dataset_name: str | None, dataset_config_name: str | None, train_files: list[str], eval_files: list[str]
+) -> tuple[str, str, str]:
+    """(type for the model-index, human-readable name, markdown sentence) of the training/evaluation data."""
+    if dataset_name:
+        pretty = "ReCoRD (SuperGLUE)" if dataset_config_name == "record" else dataset_name
+        config = f", config `{dataset_config_name}`" if dataset_config_name else ""
+        return dataset_name, pretty, f"the Hub dataset `{dataset_name}`{config}"
+
+    def listed(files: list[str]) -> str:
+        return ", ".join(f"`{name}`" for name in dict.fromkeys(Path(f).name for f in files))
+
+    parts = []
+    if train_files:
+        parts.append(f"training data {listed(train_files)}")
+    if eval_files:
+        parts.append(f"evaluation data {listed(eval_files)}")
+    sentence = "ReCoRD-format local files (" + "; ".join(parts) + ")" if parts else "ReCoRD-format local files"
+    return "json", "ReCoRD-format JSON lines", sentence
+
+
+def render_model_card(
+    model_name: str,
+    results: Mapping[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
+    training_args: Mapping[str, Any] | None = None,
+    data_args: Mapping[str, Any] | None = None,
+    base_model: str | None = None,
+    dataset_name: str | None = None,
+    dataset_config_name: str | None = None,
+    train_files: list[str] | None = None,
+    eval_files: list[str] | None = None,
+    eval_split: str = "validation",
+    variant: str = "gesa",
+    repo_id: str | None = None,
+    world_size: int = 1,
+    license: str = "apache-2.0",
+    template_path: str | os.PathLike = TEMPLATE,
+) -> str:
+    """The full ``README.md`` text (YAML metadata + body) of one trained checkpoint.
+
+    Args:
+        model_name: name shown in the card and the ``model-index``.
+        results: ``all_results.json`` content; ``eval_exact_match`` / ``eval_f1`` (percent) become the
+            ``model-index`` results, ``eval_samples`` the number of evaluated queries.
+        config: the model config as a dict (``config.to_dict()``).
+        training_args: ``TrainingArguments.to_dict()``.
+        data_args: the data arguments (``max_seq_length``, ``doc_stride``, ``max_query_length``, ...).
+        base_model: the checkpoint training started from (a Hub id becomes ``base_model`` metadata).
+        dataset_name / dataset_config_name: Hub dataset used (e.g. ``super_glue`` / ``record``), else
+        train_files / eval_files: the local data files.
+        eval_split: split name reported in the ``model-index``.
+        variant: ``gesa``, ``luke``, ``kar``, ``xh`` or ``ernie``.
+        repo_id: id used in the loading snippet (defaults to ``model_name``).
+        world_size: number of training processes (for the total batch size).
+        license: license identifier for the metadata.
+        template_path: the Jinja template.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}")
+    info = VARIANTS[variant]
+    results = dict(results or {})
+    train_files, eval_files = list(train_files or []), list(eval_files or [])
+    dataset_type, dataset_pretty, dataset_sentence = _dataset_description(
+        dataset_name, dataset_config_name, train_files, eval_files
+    )
+    eval_results = []
+    for key, metric_type, metric_name in (("eval_exact_match", "exact_match", "Exact Match"), ("eval_f1", "f1", "F1")):
+        if results.get(key) is not None:
+            eval_results.append(
+                EvalResult(
+                    task_type="question-answering",
+                    task_name="Cloze-style question answering (ReCoRD)",
+                    dataset_type=dataset_type,
+                    dataset_name=dataset_pretty,
+                    dataset_config=dataset_config_name if dataset_name else None,
+                    dataset_split=eval_split,
+                    metric_type=metric_type,
+                    metric_name=metric_name,
+                    metric_value=round(float(results[key]), 2),
+                )
+            )
+    is_hub_id = bool(base_model) and not Path(base_model).exists() and base_model.count("/") == 1
+    card_data = ModelCardData(
+        model_name=model_name,
+        library_name="transformers",
+        license=license,
+        tags=BASE_TAGS + [t for t in info["tags"] if t not in BASE_TAGS],
+        datasets=[dataset_name] if dataset_name else None,
+        base_model=base_model if is_hub_id else None,
+        metrics=["exact_match", "f1"],
+        eval_results=eval_results or None,
+    )
+    card = ModelCard.from_template(
+        card_data,
+        template_path=str(template_path),
+        model_name=model_name,
+        repo_id=repo_id or model_name,
+        variant=variant,
+        variant_title=info["title"],
+        variant_description=info["description"],
+        variant_citation=info.get("citation"),
+        base_model=base_model,
+        dataset_sentence=dataset_sentence,
+        eval_split=eval_split,
+        exact_match=None if results.get("eval_exact_match") is None else f"{float(results['eval_exact_match']):.2f}",
+        f1=None if results.get("eval_f1") is None else f"{float(results['eval_f1']):.2f}",
+        eval_samples=results.get("eval_samples"),
+        train_loss=None if results.get("train_loss") is None else f"{float(results['train_loss']):.4f}",
+        config_rows=config_rows(config),
+        training_rows=training_hyperparameters(training_args, world_size),
+        data_rows=data_hyperparameters(data_args),
+        framework_rows=_framework_versions(),
+    )
+    return str(card)
+
+
+def write_model_card(output_dir: str | os.PathLike, **kwargs: Any) -> Path:
+    """Render the card for ``output_dir`` and write it to ``output_dir/README.md``.
+
+    ``results`` defaults to ``output_dir/all_results.json`` and ``config`` to ``output_dir/config.json`` when they
+    exist; ``model_name`` defaults to the folder name. Other keyword arguments go to :func:`render_model_card`.
+    """
+    output_dir = Path(output_dir)
+    for key, filename in (("results", "all_results.json"), ("config", "config.json")):
+        if kwargs.get(key) is None and (output_dir / filename).is_file():
+            kwargs[key] = json.loads((output_dir / filename).read_text(encoding="utf-8"))
+    kwargs.setdefault("model_name", output_dir.resolve().name)
+    path = output_dir / "README.md"
+    path.write_text(render_model_card(**kwargs), encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: re-render the card of an existing output folder."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("output_dir")
+    parser.add_argument("--model_name")
+    parser.add_argument("--repo_id")
+    parser.add_argument("--base_model")
+    parser.add_argument("--dataset_name")
+    parser.add_argument("--dataset_config_name")
+    parser.add_argument("--variant", default="gesa", choices=sorted(VARIANTS))
+    args = parser.parse_args(argv)
+    kwargs = {k: v for k, v in vars(args).items() if k != "output_dir" and v is not None}
+    print(write_model_card(args.output_dir, **kwargs))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,553 @@
+"""ERNIE's knowledgeable encoder (information fusion) on GESA's LUKE backbone.
+
+Zhang et al. 2019, "ERNIE: Enhanced Language Representation with Informative Entities" (seed 004; spec
+`variants.md`). Below the top M layers (`ernie_num_fusion_layers`) the backbone runs unchanged (ERNIE's T-Encoder).
+In each of the top M layers (the K-Encoder's aggregators):
+
+- token stream: the backbone layer's own attention gives `w~_j` for every token (LUKE's entity tokens included);
+- entity stream: the knowledge entities `e_k` (KB embeddings: LUKE's entity table or a user-supplied one), each
+  aligned to the first word token of its mention, have their own multi-head self-attention (+ residual, LayerNorm),
+  giving `e~_k`;
+- information fusion, for token j aligned to entity k:
+      h_j = gelu(W~_t w~_j + W~_e e~_k + b~);  w_j = out_t(h_j);  e_k = out_e(h_j)
+  and for a token with no aligned entity `h_j = gelu(W~_t w~_j + b~)`, `w_j = out_t(h_j)`.
+  `W~_t, b~` are the backbone layer's FFN input (`intermediate.dense`) and `W_t, b_t` its FFN output
+  (`output.dense`); `W~_e, W_e, b_e` are new. With `ernie_fusion_output="residual_layernorm"` (default, ERNIE's
+  released code and the backbone's own sublayer) `out_t(h_j) = LayerNorm(w~_j + dropout(W_t h_j + b_t))` and
+  `out_e(h_j) = LayerNorm_e(e~_k + dropout(W_e h_j + b_e))`; with `"gelu"` the paper's equations literally,
+  `out_t(h_j) = gelu(W_t h_j + b_t)`, `out_e(h_j) = gelu(W_e h_j + b_e)`.
+
+Optional dEA pre-training (`ErnieForDenoisingEntityAutoencoder`): `p(e_j | w_i) = softmax_j(linear(w_i) . e_j)` over
+the sequence's entities, inputs corrupted by `corrupt_entity_alignments` (5% replaced, 15% alignment masked, 80% kept).
+
+Flat module: copied next to every saved checkpoint, so it imports only its siblings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import initialization as init
+from transformers.activations import ACT2FN
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.utils import ModelOutput
+
+from .configuration_variants import ErnieConfig
+from .modeling_gesa import (
+    AttentionStructure,
+    GesaEntitySpanQAOutput,
+    GesaLayer,
+    GesaModel,
+    GesaPreTrainedModel,
+    score_candidates,
+)
+from .modeling_variants import (
+    KnowledgeBase,
+    LayerOutputs,
+    check_kb_ids,
+    check_shape,
+    embed_backbone_inputs,
+    knowledge_table,
+    set_knowledge_base,
+)
+
+
+class ErnieEntityAttention(nn.Module):
+    """The entity stream's multi-head self-attention in the entity dimension, with BERT's output sublayer.
+
+    `e~ = LayerNorm(e + dropout(W_o MultiHead(e, e, e)))`; an entity attends to the real entities of its sequence.
+    """
+
+    def __init__(self, config: ErnieConfig) -> None:
+        super().__init__()
+        size = config.entity_emb_size
+        self.num_heads = config.ernie_entity_num_attention_heads
+        self.head_size = size // self.num_heads
+        self.query = nn.Linear(size, size)
+        self.key = nn.Linear(size, size)
+        self.value = nn.Linear(size, size)
+        self.dense = nn.Linear(size, size)
+        self.LayerNorm = nn.LayerNorm(size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.attention_dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        return x.view(x.size(0), x.size(1), self.num_heads, self.head_size).transpose(1, 2)
+
+    def forward(self, entities: torch.Tensor, entity_mask: torch.Tensor) -> torch.Tensor:
+        """`(B, N, E)`, bool `(B, N)` -> `(B, N, E)`."""
+        q, k, v = self._heads(self.query(entities)), self._heads(self.key(entities)), self._heads(self.value(entities))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size)
+        allowed = entity_mask[:, None, None, :]
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+        probs = torch.softmax(scores, dim=-1) * allowed.to(scores.dtype)
+        context = torch.matmul(self.attention_dropout(probs), v).transpose(1, 2).reshape(entities.shape)
+        return self.LayerNorm(entities + self.dropout(self.dense(context)))
+
+
+class ErnieFusionLayer(GradientCheckpointingLayer):
+    """One aggregator: the backbone layer's attention, the entity stream's attention, the information fusion.
+
+    Holds only ERNIE's new parameters; the backbone layer (attention, `W~_t`, `W_t`) is passed to `forward`, so the
+    backbone keeps its checkpoint names (`encoder.layer.N.*`).
+    """
+
+    def __init__(self, config: ErnieConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.entity_attention = ErnieEntityAttention(config)
+        self.entity_to_intermediate = nn.Linear(config.entity_emb_size, config.intermediate_size, bias=False)  # W~_e
+        self.intermediate_to_entity = nn.Linear(config.intermediate_size, config.entity_emb_size)  # W_e, b_e
+        self.entity_LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.output_act = ACT2FN["gelu"]
+
+    def forward(
+        self,
+        layer: GesaLayer,
+        words: torch.Tensor,
+        entities: torch.Tensor | None,
+        structure: AttentionStructure,
+        knowledge: torch.Tensor,
+        knowledge_mask: torch.Tensor,
+        alignment: torch.Tensor,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor | None]:
+        """
+        Args:
+            layer: the backbone layer this aggregator replaces.
+            words: `(B, L, D)`; entities: `(B, E, D)` LUKE entity tokens or None; structure: the attention structure.
+            knowledge: `(B, N, E_kb)` knowledge-entity stream `e_k`.
+            knowledge_mask: bool `(B, N)`, True for real knowledge entities.
+            alignment: `(B, N)` word index `j` of each knowledge entity (the first token of its mention); any value
+                for padding.
+
+        Returns:
+            words `(B, L, D)`, LUKE entities `(B, E, D)` or None, knowledge `(B, N, E_kb)`, attention probabilities.
+        """
+        word_length = words.size(1)
+        attended, probs = layer.attention(words, entities, structure, output_attentions)  # w~, (B, P, D)
+        knowledge_attended = self.entity_attention(knowledge, knowledge_mask)  # e~, (B, N, E_kb)
+        pre = layer.intermediate.dense(attended)  # W~_t w~_j + b~, (B, P, I)
+        entity_term = self.entity_to_intermediate(knowledge_attended) * knowledge_mask[..., None].to(pre.dtype)
+        index = alignment.clamp(0, word_length - 1)[..., None].expand_as(entity_term)
+        pre = torch.cat([pre[:, :word_length].scatter_add(1, index, entity_term), pre[:, word_length:]], dim=1)
+        hidden = layer.intermediate.intermediate_act_fn(pre)  # h_j, (B, P, I)
+        aligned_hidden = hidden.gather(1, index)  # h_j(k), (B, N, I)
+        if self.config.ernie_fusion_output == "residual_layernorm":
+            tokens = layer.output(hidden, attended)
+            new_knowledge = self.entity_LayerNorm(
+                knowledge_attended + self.dropout(self.intermediate_to_entity(aligned_hidden))
+            )
+        else:
+            tokens = self.output_act(layer.output.dense(hidden))
+            new_knowledge = self.output_act(self.intermediate_to_entity(aligned_hidden))
+        new_entities = None if entities is None else tokens[:, word_length:]
+        return tokens[:, :word_length], new_entities, new_knowledge, probs
+
+
+@dataclass
+class ErnieModelOutput(ModelOutput):
+    """`GesaModelOutput` plus the knowledge-entity stream.
+
+    Args:
+        last_hidden_state: `(B, L, D)`; entity_last_hidden_state: `(B, E, D)` LUKE entity tokens; pooler_output.
+        knowledge_last_hidden_state: `(B, N, E_kb)` knowledge-entity stream after the last fusion layer.
+        hidden_states, entity_hidden_states, attentions: per layer, as in `GesaModelOutput`.
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    entity_last_hidden_state: torch.FloatTensor | None = None
+    pooler_output: torch.FloatTensor | None = None
+    knowledge_last_hidden_state: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    entity_hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class ErniePreTrainedModel(GesaPreTrainedModel):
+    """GESA's pre-trained base (LUKE conversion, added tokens, `save_pretrained` with `AutoModel`) with ERNIE fusion."""
+
+    config_class = ErnieConfig
+    _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings", "ErnieFusionLayer"]
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Linear/LayerNorm/Embedding as GESA (normal(0, initializer_range) for `W~_e`, `W_e`); an unset KB is 0."""
+        super()._init_weights(module)
+        if isinstance(module, KnowledgeBase):
+            init.zeros_(module.embeddings)
+
+    def set_knowledge_base(self, embeddings: torch.Tensor) -> None:
+        """Use `embeddings` `(kb_size, entity_emb_size)` as the (frozen) KB instead of the backbone's entity table."""
+        set_knowledge_base(self.base_model, embeddings)
+
+
+class ErnieModel(ErniePreTrainedModel, GesaModel):
+    """GESA's encoder whose top `ernie_num_fusion_layers` layers fuse a knowledge-entity stream into the words.
+
+    Inputs: GESA's (README "Model inputs") plus
+
+    - `ernie_entity_ids` `(B, N)` long: KB rows of the entities mentioned in the text, `-1` padded;
+    - `ernie_entity_positions` `(B, N)` long: word index of the first token of each entity's mention (the alignment),
+      `-1` for padding only. At most one entity per word.
+
+    Without `ernie_entity_ids` no token is aligned and the model computes exactly its backbone.
+    """
+
+    def __init__(self, config: ErnieConfig, add_pooling_layer: bool = True) -> None:
+        super().__init__(config, add_pooling_layer=add_pooling_layer)
+        self.fusion_layers = nn.ModuleList([ErnieFusionLayer(config) for _ in range(config.ernie_num_fusion_layers)])
+        self.knowledge_base = KnowledgeBase(config.kb_size, config.entity_emb_size) if config.kb_size else None
+        self.post_init()
+
+    def _knowledge_inputs(
+        self,
+        batch_size: int,
+        word_length: int,
+        attention_mask: torch.Tensor,
+        ernie_entity_ids: torch.Tensor | None,
+        ernie_entity_positions: torch.Tensor | None,
+        device: torch.device,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Check the knowledge inputs; returns ids `(B, N)` (-1 padded), mask `(B, N)`, alignment `(B, N)`."""
+        if ernie_entity_ids is None:
+            if ernie_entity_positions is not None:
+                raise ValueError("ernie_entity_positions was given without ernie_entity_ids.")
+            empty = torch.full((batch_size, 1), -1, dtype=torch.long, device=device)
+            return empty, empty >= 0, empty.clamp(min=0)
+        if ernie_entity_positions is None:
+            raise ValueError(
+                "ernie_entity_positions is required with ernie_entity_ids: the word index of the first token of each "
+                "entity's mention (the token-entity alignment), -1 for padding."
+            )
+        if ernie_entity_ids.dim() != 2 or ernie_entity_ids.size(0) != batch_size:
+            raise ValueError(
+                f"ernie_entity_ids has shape {tuple(ernie_entity_ids.shape)}; expected (batch={batch_size}, entities)."
+            )
+        check_shape(
+            "ernie_entity_positions", ernie_entity_positions, tuple(ernie_entity_ids.shape), "(batch, entities)"
+        )
+        check_kb_ids("ernie_entity_ids", ernie_entity_ids, knowledge_table(self).size(0))
+        real = ernie_entity_ids >= 0
+        if not torch.compiler.is_compiling() and real.any():
+            positions = ernie_entity_positions[real]
+            if (positions < 0).any():
+                raise ValueError(
+                    "ernie_entity_positions: every real entity (ernie_entity_ids >= 0) needs its alignment, the word "
+                    "index of its mention's first token; found -1 (missing alignment)."
+                )
+            if (positions >= word_length).any():
+                raise ValueError(
+                    f"ernie_entity_positions must be word indices in [0, {word_length - 1}]; got "
+                    f"{int(positions.max())}."
+                )
+            aligned = ernie_entity_positions.clamp(0, word_length - 1)
+            if not attention_mask.bool().gather(1, aligned)[real].all():
+                raise ValueError("ernie_entity_positions: an entity is aligned to a padding word (attention_mask 0).")
+            counts = torch.zeros(batch_size, word_length, dtype=torch.long, device=device)
+            counts.scatter_add_(1, aligned, real.long())
+            if (counts > 1).any():
+                raise ValueError("ernie_entity_positions: two entities are aligned to the same word; align each once.")
+        return ernie_entity_ids, real, ernie_entity_positions.clamp(min=0)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_token_type_ids: torch.LongTensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        global_attention_mask: torch.LongTensor | None = None,
+        placeholder_entity_mask: torch.Tensor | None = None,
+        entity_string_ids: torch.LongTensor | None = None,
+        entity_sentence_ids: torch.LongTensor | None = None,
+        ernie_entity_ids: torch.LongTensor | None = None,
+        ernie_entity_positions: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> ErnieModelOutput | tuple:
+        """Encode words `(B, L)`, LUKE entities `(B, E)` and knowledge entities `(B, N)`."""
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if kwargs:
+            raise ValueError(
+                f"ErnieModel.forward got unexpected inputs {sorted(kwargs)}; see the ERNIE model card for the inputs."
+            )
+        inputs = embed_backbone_inputs(
+            self,
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_token_type_ids=entity_token_type_ids,
+            entity_position_ids=entity_position_ids,
+            global_attention_mask=global_attention_mask,
+            placeholder_entity_mask=placeholder_entity_mask,
+            entity_string_ids=entity_string_ids,
+            entity_sentence_ids=entity_sentence_ids,
+            inputs_embeds=inputs_embeds,
+        )
+        words, entities = inputs.words, inputs.entities
+        batch_size, word_length = words.shape[:2]
+        knowledge_ids, knowledge_mask, alignment = self._knowledge_inputs(
+            batch_size, word_length, inputs.attention_mask, ernie_entity_ids, ernie_entity_positions, words.device
+        )
+        table = knowledge_table(self)
+        knowledge = (table[knowledge_ids.clamp(min=0)] * knowledge_mask[..., None].to(table.dtype)).to(words.dtype)
+
+        collected = LayerOutputs(words, entities, output_hidden_states, output_attentions)
+        first_fusion = self.config.num_hidden_layers - self.config.ernie_num_fusion_layers
+        for index, layer in enumerate(self.encoder.layer):
+            if index < first_fusion:
+                words, entities, probs = layer(words, entities, inputs.structure, output_attentions)
+            else:
+                words, entities, knowledge, probs = self.fusion_layers[index - first_fusion](
+                    layer,
+                    words,
+                    entities,
+                    inputs.structure,
+                    knowledge,
+                    knowledge_mask,
+                    alignment,
+                    output_attentions,
+                )
+            collected.add(words, entities, probs)
+        output = ErnieModelOutput(
+            last_hidden_state=words,
+            entity_last_hidden_state=entities,
+            pooler_output=self.pooler(words) if self.pooler is not None else None,
+            knowledge_last_hidden_state=knowledge,
+            hidden_states=collected.words,
+            entity_hidden_states=collected.entities,
+            attentions=collected.attentions,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+class ErnieForEntitySpanQA(ErniePreTrainedModel):
+    """ReCoRD with ERNIE fusion: GESA's head (paper 3.5) on the LUKE entity states of `ErnieModel`."""
+
+    def __init__(self, config: ErnieConfig) -> None:
+        super().__init__(config)
+        self.gesa = ErnieModel(config, add_pooling_layer=False)
+        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(2 * config.hidden_size, 1)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_token_type_ids: torch.LongTensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        global_attention_mask: torch.LongTensor | None = None,
+        placeholder_entity_mask: torch.Tensor | None = None,
+        entity_string_ids: torch.LongTensor | None = None,
+        entity_sentence_ids: torch.LongTensor | None = None,
+        ernie_entity_ids: torch.LongTensor | None = None,
+        ernie_entity_positions: torch.LongTensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> GesaEntitySpanQAOutput | tuple:
+        """Score candidates: `logits` `(B, E)`; `labels` `(B, E)` in {0, 1} gives the BCE `loss`."""
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if entity_ids is None:
+            raise ValueError("ErnieForEntitySpanQA needs entity_ids: the placeholder entity and the candidates.")
+        outputs = self.gesa(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_token_type_ids=entity_token_type_ids,
+            entity_position_ids=entity_position_ids,
+            global_attention_mask=global_attention_mask,
+            placeholder_entity_mask=placeholder_entity_mask,
+            entity_string_ids=entity_string_ids,
+            entity_sentence_ids=entity_sentence_ids,
+            ernie_entity_ids=ernie_entity_ids,
+            ernie_entity_positions=ernie_entity_positions,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        logits, loss = score_candidates(
+            self.classifier,
+            self.dropout,
+            outputs.entity_last_hidden_state,
+            entity_attention_mask,
+            placeholder_entity_mask,
+            labels,
+        )
+        output = GesaEntitySpanQAOutput(
+            loss=loss,
+            logits=logits,
+            hidden_states=outputs.hidden_states,
+            entity_hidden_states=outputs.entity_hidden_states,
+            attentions=outputs.attentions,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+# ---------------------------------------------------------------------------------------------
+# dEA: denoising entity auto-encoder
+# ---------------------------------------------------------------------------------------------
+
+
+def corrupt_entity_alignments(
+    ernie_entity_ids: torch.Tensor,
+    ernie_entity_positions: torch.Tensor,
+    word_length: int,
+    kb_size: int,
+    replace_prob: float = 0.05,
+    mask_prob: float = 0.15,
+    generator: torch.Generator | None = None,
+) -> dict[str, torch.Tensor]:
+    """ERNIE's dEA corruption of token-entity alignments, with the targets.
+
+    Each real alignment is, independently: replaced by a random KB entity with `replace_prob` (5%), masked (the entity
+    is removed from the input, the token must still predict it) with `mask_prob` (15%), kept otherwise (80%).
+
+    Args:
+        ernie_entity_ids: `(B, N)` KB rows, -1 padded. ernie_entity_positions: `(B, N)` alignments, -1 padded.
+        word_length: `L`. kb_size: rows a replacement is drawn from.
+
+    Returns:
+        `ernie_entity_ids`, `ernie_entity_positions` (corrupted inputs; masked entities become -1/-1),
+        `dea_candidate_ids` `(B, N)` (the uncorrupted entities: the softmax's candidates) and `dea_labels` `(B, L)`
+        (for every originally aligned word, the index of its entity among the candidates; -100 elsewhere).
+    """
+    real = ernie_entity_ids >= 0
+    draw = torch.rand(ernie_entity_ids.shape, generator=generator, device=ernie_entity_ids.device)
+    replace = real & (draw < replace_prob)
+    masked = real & (draw >= replace_prob) & (draw < replace_prob + mask_prob)
+    random_ids = torch.randint(0, kb_size, ernie_entity_ids.shape, generator=generator, device=ernie_entity_ids.device)
+    ids = torch.where(replace, random_ids, ernie_entity_ids).masked_fill(masked, -1)
+    positions = ernie_entity_positions.masked_fill(masked, -1)
+    labels = torch.full(
+        (ernie_entity_ids.size(0), word_length), -100, dtype=torch.long, device=ernie_entity_ids.device
+    )
+    entity_index = torch.arange(ernie_entity_ids.size(1), device=ernie_entity_ids.device).expand_as(ernie_entity_ids)
+    rows = torch.arange(ernie_entity_ids.size(0), device=ernie_entity_ids.device)[:, None].expand_as(ernie_entity_ids)
+    labels[rows[real], ernie_entity_positions[real]] = entity_index[real]
+    return {
+        "ernie_entity_ids": ids,
+        "ernie_entity_positions": positions,
+        "dea_candidate_ids": ernie_entity_ids,
+        "dea_labels": labels,
+    }
+
+
+@dataclass
+class ErnieDeaOutput(ModelOutput):
+    """
+    Args:
+        loss: cross-entropy of `dea_labels` under `p(e_j | w_i)`, when `dea_labels` are given.
+        logits: `(B, L, N)` `linear(w_i) . e_j` over the sequence's candidate entities (padding: `finfo.min`).
+        last_hidden_state: `(B, L, D)`.
+    """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    last_hidden_state: torch.FloatTensor | None = None
+
+
+class ErnieForDenoisingEntityAutoencoder(ErniePreTrainedModel):
+    """ERNIE's dEA objective (alone; MLM/NSP are the backbone's own pre-training):
+    `p(e_j | w_i) = softmax_j(linear(w_i^o) . e_j)` over the sequence's entities, `linear` = dense + gelu + LayerNorm
+    into the entity dimension (ERNIE's entity prediction head). Corrupt inputs with `corrupt_entity_alignments`."""
+
+    def __init__(self, config: ErnieConfig) -> None:
+        super().__init__(config)
+        self.gesa = ErnieModel(config, add_pooling_layer=False)
+        self.transform = nn.Linear(config.hidden_size, config.entity_emb_size)
+        self.transform_act = ACT2FN[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        ernie_entity_ids: torch.LongTensor | None = None,
+        ernie_entity_positions: torch.LongTensor | None = None,
+        dea_candidate_ids: torch.LongTensor | None = None,
+        dea_labels: torch.LongTensor | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> ErnieDeaOutput | tuple:
+        """`dea_candidate_ids` `(B, N)` (default: `ernie_entity_ids`) and `dea_labels` `(B, L)` as returned by
+        `corrupt_entity_alignments`."""
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        outputs = self.gesa(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_position_ids=entity_position_ids,
+            ernie_entity_ids=ernie_entity_ids,
+            ernie_entity_positions=ernie_entity_positions,
+            return_dict=True,
+            **kwargs,
+        )
+        candidates = dea_candidate_ids if dea_candidate_ids is not None else ernie_entity_ids
+        if candidates is None:
+            raise ValueError("ErnieForDenoisingEntityAutoencoder needs dea_candidate_ids (or ernie_entity_ids).")
+        check_kb_ids("dea_candidate_ids", candidates, knowledge_table(self.gesa).size(0))
+        table = knowledge_table(self.gesa)
+        candidate_embeddings = table[candidates.clamp(min=0)].to(outputs.last_hidden_state.dtype)  # (B, N, E_kb)
+        projected = self.LayerNorm(self.transform_act(self.transform(outputs.last_hidden_state)))  # (B, L, E_kb)
+        logits = torch.matmul(projected, candidate_embeddings.transpose(1, 2))
+        logits = logits.masked_fill(~(candidates >= 0)[:, None, :], torch.finfo(logits.dtype).min)
+        loss = None
+        if dea_labels is not None:
+            check_shape("dea_labels", dea_labels, tuple(logits.shape[:2]), "(batch, words)")
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), dea_labels.reshape(-1), ignore_index=-100)
+        output = ErnieDeaOutput(loss=loss, logits=logits, last_hidden_state=outputs.last_hidden_state)
+        return output if return_dict else output.to_tuple()
+
+
+ErnieConfig.register_for_auto_class()
+ErnieModel.register_for_auto_class("AutoModel")
+ErnieForEntitySpanQA.register_for_auto_class("AutoModelForQuestionAnswering")
+
+__all__ = [
+    "ErnieDeaOutput",
+    "ErnieEntityAttention",
+    "ErnieForDenoisingEntityAutoencoder",
+    "ErnieForEntitySpanQA",
+    "ErnieFusionLayer",
+    "ErnieModel",
+    "ErnieModelOutput",
+    "ErniePreTrainedModel",
+    "corrupt_entity_alignments",
+]

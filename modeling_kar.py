@@ -1,0 +1,625 @@
+"""KnowBERT's Knowledge Attention and Recontextualization (KAR) on GESA's LUKE backbone.
+
+Peters et al. 2019, "Knowledge Enhanced Contextual Word Representations" (seed 004; spec `variants.md`). The KAR block
+sits between backbone layers `kar_layer` and `kar_layer + 1` and rewrites the word states `H` (B, L, D):
+
+1. `H_proj = H W1 + b1` (hidden D -> entity dim E).
+2. `s_m`: self-attentive pooling of `H_proj` over mention m's word span; then one transformer layer of mention-span
+   self-attention among the C mentions (KnowBERT's span encoder).
+3. Linker: `psi_mk = MLP([s_m . e_mk / sqrt(E) ; prior_mk])` for each candidate KB entity `e_mk`; optional supervised
+   loss `L_EL = -sum_m log softmax(psi_m)[gold]`.
+4. `psi~` = softmax over the candidates with `psi >= delta`, 0 below; `e~_m = sum_k psi~_mk e_mk`, or the NULL
+   embedding when no candidate passes; `s'_m = s_m + e~_m`.
+5. `H'_proj = MLP(MultiHeadAttn(H_proj, S', S'))` (KnowBERT's span-attention layer: attention and feed-forward,
+   each with residual + LayerNorm); `H' = dropout(H'_proj W2 + b2) + H`, `W2` initialised as the pseudo-inverse of
+   `W1` (`kar_output_init="pinv"`) or as zero (`"zero"`: the model starts as its backbone).
+
+LUKE's entity tokens pass the block unchanged. The KB is the backbone's entity table unless a separate one is set.
+
+Flat module: copied next to every saved checkpoint, so it imports only its siblings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import initialization as init
+from transformers.activations import ACT2FN
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.utils import ModelOutput
+
+from .configuration_variants import KarConfig
+from .modeling_gesa import GesaEntitySpanQAOutput, GesaModel, GesaPreTrainedModel, score_candidates
+from .modeling_variants import (
+    KnowledgeBase,
+    LayerOutputs,
+    check_kb_ids,
+    check_shape,
+    embed_backbone_inputs,
+    knowledge_table,
+    set_knowledge_base,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Building blocks in the entity dimension
+# ---------------------------------------------------------------------------------------------
+
+
+class KarAttention(nn.Module):
+    """Multi-head attention of queries `(B, Q, E)` over keys/values `(B, S, E)`; BERT-style output sublayer.
+
+    `LayerNorm(queries + dropout(W_o . attention))`. Queries with no valid key get a zero attention context.
+    """
+
+    def __init__(self, config: KarConfig) -> None:
+        super().__init__()
+        size = config.entity_emb_size
+        self.num_heads = config.kar_num_attention_heads
+        self.head_size = size // self.num_heads
+        self.query = nn.Linear(size, size)
+        self.key = nn.Linear(size, size)
+        self.value = nn.Linear(size, size)
+        self.dense = nn.Linear(size, size)
+        self.LayerNorm = nn.LayerNorm(size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.attention_dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        return x.view(x.size(0), x.size(1), self.num_heads, self.head_size).transpose(1, 2)
+
+    def forward(
+        self, queries: torch.Tensor, keys: torch.Tensor, key_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`(B, Q, E)`, `(B, S, E)`, bool `(B, S)` -> `(B, Q, E)` and the attention probabilities `(B, H, Q, S)`."""
+        q, k, v = self._heads(self.query(queries)), self._heads(self.key(keys)), self._heads(self.value(keys))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size)
+        allowed = key_mask[:, None, None, :]
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+        # a row with no valid key would be uniform over padding: zero it instead
+        probs = torch.softmax(scores, dim=-1) * allowed.to(scores.dtype)
+        context = torch.matmul(self.attention_dropout(probs), v)
+        context = context.transpose(1, 2).reshape(queries.shape)
+        return self.LayerNorm(queries + self.dropout(self.dense(context))), probs
+
+
+class KarFeedForward(nn.Module):
+    """`LayerNorm(x + dropout(W_b act(W_a x + c_a) + c_b))` in the entity dimension."""
+
+    def __init__(self, config: KarConfig) -> None:
+        super().__init__()
+        self.intermediate = nn.Linear(config.entity_emb_size, config.kar_intermediate_size)
+        self.activation = ACT2FN[config.hidden_act]
+        self.output = nn.Linear(config.kar_intermediate_size, config.entity_emb_size)
+        self.LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(x + self.dropout(self.output(self.activation(self.intermediate(x)))))
+
+
+class KarTransformerLayer(nn.Module):
+    """Attention (queries over keys) then feed-forward: KnowBERT's span encoder and span-attention layer."""
+
+    def __init__(self, config: KarConfig) -> None:
+        super().__init__()
+        self.attention = KarAttention(config)
+        self.feed_forward = KarFeedForward(config)
+
+    def forward(
+        self, queries: torch.Tensor, keys: torch.Tensor, key_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        attended, probs = self.attention(queries, keys, key_mask)
+        return self.feed_forward(attended), probs
+
+
+class KarLinker(nn.Module):
+    """KnowBERT's `DotAttentionWithPrior`: `psi_mk = w2 . relu(W1 [s_m . e_mk / sqrt(E) ; prior_mk] + b1) + b2`."""
+
+    def __init__(self, config: KarConfig) -> None:
+        super().__init__()
+        self.hidden = nn.Linear(2, config.kar_linker_hidden_size)
+        self.score = nn.Linear(config.kar_linker_hidden_size, 1)
+
+    def forward(
+        self, spans: torch.Tensor, candidate_embeddings: torch.Tensor, candidate_priors: torch.Tensor
+    ) -> torch.Tensor:
+        """`(B, C, E)`, `(B, C, K, E)`, `(B, C, K)` -> raw scores `psi` `(B, C, K)` (invalid candidates not masked)."""
+        dot = (spans.unsqueeze(2) * candidate_embeddings).sum(-1) / math.sqrt(candidate_embeddings.size(-1))
+        features = torch.stack([dot, candidate_priors.to(dot.dtype)], dim=-1)
+        return self.score(F.relu(self.hidden(features))).squeeze(-1)
+
+
+def threshold_link_weights(
+    scores: torch.Tensor, candidate_mask: torch.Tensor, threshold: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Step 4's `psi~`: softmax over valid candidates with `psi >= threshold`, exactly 0 for the others.
+
+    Args:
+        scores: `(B, C, K)` raw linker scores `psi`.
+        candidate_mask: bool `(B, C, K)`, True for real candidates.
+        threshold: `delta`.
+
+    Returns:
+        weights `(B, C, K)` (each row sums to 1, or to 0 when nothing passes) and bool `(B, C)` "some candidate
+        passed" (False rows take the NULL embedding).
+    """
+    passing = candidate_mask & (scores >= threshold)
+    logits = scores.masked_fill(~passing, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(logits, dim=-1) * passing.to(scores.dtype)
+    return weights, passing.any(dim=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The KAR block
+# ---------------------------------------------------------------------------------------------
+
+
+class KarLayer(GradientCheckpointingLayer):
+    """Steps 1-5 of the module docstring; `bert_to_kg` is `W1, b1` and `kg_to_bert` is `W2, b2`."""
+
+    def __init__(self, config: KarConfig) -> None:
+        super().__init__()
+        self.config = config
+        size = config.entity_emb_size
+        self.bert_to_kg = nn.Linear(config.hidden_size, size)
+        self.span_attention_logits = nn.Linear(size, 1)
+        self.span_encoder = KarTransformerLayer(config)
+        self.linker = KarLinker(config)
+        self.null_embedding = nn.Parameter(torch.zeros(size))
+        self.recontextualizer = KarTransformerLayer(config)
+        self.kg_to_bert = nn.Linear(size, config.hidden_size)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def pool_spans(self, projected: torch.Tensor, mention_spans: torch.Tensor) -> torch.Tensor:
+        """Self-attentive span pooling: `(B, L, E)`, `(B, C, 2)` inclusive spans (-1 padded) -> `(B, C, E)`."""
+        positions = torch.arange(projected.size(1), device=projected.device)
+        inside = (positions[None, None, :] >= mention_spans[..., :1]) & (
+            positions[None, None, :] <= mention_spans[..., 1:]
+        )
+        inside = inside & (mention_spans[..., :1] >= 0)
+        logits = self.span_attention_logits(projected).squeeze(-1)[:, None, :]  # (B, 1, L)
+        logits = logits.masked_fill(~inside, torch.finfo(logits.dtype).min)
+        weights = torch.softmax(logits, dim=-1) * inside.to(logits.dtype)
+        return torch.matmul(weights, projected)
+
+    def forward(
+        self,
+        words: torch.Tensor,
+        mention_spans: torch.Tensor,
+        candidate_embeddings: torch.Tensor,
+        candidate_priors: torch.Tensor,
+        candidate_mask: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Steps 1-5 on one batch.
+
+        Args:
+            words: `(B, L, D)` backbone word states `H` after layer `kar_layer`.
+            mention_spans: `(B, C, 2)` inclusive word spans of the candidate mentions, `-1` padded.
+            candidate_embeddings: `(B, C, K, E)` KB embeddings `e_mk` of each mention's candidates.
+            candidate_priors: `(B, C, K)` priors `p_mk`.
+            candidate_mask: bool `(B, C, K)`, True for real candidates.
+
+        Returns (a tuple, so that gradient checkpointing can wrap the block):
+            words `(B, L, D)`: the recontextualised `H'`;
+            linking_scores `(B, C, K)`: `psi`, `finfo.min` for padded candidates;
+            linking_weights `(B, C, K)`: `psi~`;
+            span_states `(B, C, E)`: the knowledge-enhanced spans `s'_m`;
+            null_mask bool `(B, C)`: True where the mention took the NULL embedding;
+            span_attentions `(B, H, L, C)`: the word-to-span attention of the recontextualisation.
+        """
+        span_mask = mention_spans[..., 0] >= 0
+        projected = self.bert_to_kg(words)
+        spans = self.pool_spans(projected, mention_spans)
+        spans, _ = self.span_encoder(spans, spans, span_mask)
+        scores = self.linker(spans, candidate_embeddings, candidate_priors)
+        weights, linked = threshold_link_weights(scores, candidate_mask, self.config.kar_entity_threshold)
+        entity = torch.einsum("bck,bcke->bce", weights, candidate_embeddings)
+        entity = torch.where(linked[..., None], entity, self.null_embedding.to(entity.dtype))
+        enhanced = spans + entity
+        recontextualised, span_attentions = self.recontextualizer(projected, enhanced, span_mask)
+        new_words = self.dropout(self.kg_to_bert(recontextualised)) + words
+        linking_scores = scores.masked_fill(~candidate_mask, torch.finfo(scores.dtype).min)
+        return new_words, linking_scores, weights, enhanced, ~linked, span_attentions
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class KarModelOutput(ModelOutput):
+    """`GesaModelOutput` plus the KAR block's linking results.
+
+    Args:
+        last_hidden_state: `(B, L, D)` word states of the last layer.
+        entity_last_hidden_state: `(B, E, D)` LUKE entity states of the last layer.
+        pooler_output: `(B, D)`.
+        hidden_states, entity_hidden_states, attentions: per layer, as in `GesaModelOutput` (the state after layer
+            `kar_layer` is recorded after the KAR block).
+        linking_scores: `(B, C, K)` linker scores `psi` (`finfo.min` for padded candidates).
+        linking_weights: `(B, C, K)` `psi~`.
+        null_mask: bool `(B, C)`, True where the mention took the NULL embedding.
+        linking_loss: scalar `L_EL` (per-example sum over mentions, batch mean) when `kar_gold_candidates` is given.
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    entity_last_hidden_state: torch.FloatTensor | None = None
+    pooler_output: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    entity_hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+    linking_scores: torch.FloatTensor | None = None
+    linking_weights: torch.FloatTensor | None = None
+    null_mask: torch.BoolTensor | None = None
+    linking_loss: torch.FloatTensor | None = None
+
+
+class KarPreTrainedModel(GesaPreTrainedModel):
+    """GESA's pre-trained base (LUKE conversion, added tokens, `save_pretrained` with `AutoModel`) with a KAR block."""
+
+    config_class = KarConfig
+    _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings", "KarLayer"]
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Linear/LayerNorm/Embedding as GESA. KAR: NULL embedding 0; `W2 = pinv(W1)`, `b2 = -W2 b1` (or 0); the
+        linker's output bias `delta + 1`, so that at the start every candidate passes the threshold and the task loss
+        reaches the linker even without supervised linking (KnowBERT pre-trained its linkers with `L_EL` first)."""
+        super()._init_weights(module)
+        if isinstance(module, KarLayer):
+            init.zeros_(module.null_embedding)
+            init.constant_(module.linker.score.bias, float(self.config.kar_entity_threshold) + 1.0)
+            if self.config.kar_output_init == "pinv":
+                w1 = module.bert_to_kg.weight.float()  # (E, D): H_proj = W1 h + b1
+                w2 = torch.linalg.pinv(w1)  # (D, E): W1 W2 = I_E
+                init.copy_(module.kg_to_bert.weight, w2.to(module.kg_to_bert.weight.dtype))
+                init.copy_(
+                    module.kg_to_bert.bias, (-(w2 @ module.bert_to_kg.bias.float())).to(module.kg_to_bert.bias.dtype)
+                )
+            else:
+                init.zeros_(module.kg_to_bert.weight)
+                init.zeros_(module.kg_to_bert.bias)
+        elif isinstance(module, KnowledgeBase):
+            init.zeros_(module.embeddings)
+
+    def set_knowledge_base(self, embeddings: torch.Tensor) -> None:
+        """Use `embeddings` `(kb_size, entity_emb_size)` as the (frozen) KB instead of the backbone's entity table."""
+        set_knowledge_base(self.base_model, embeddings)
+
+
+class KarModel(KarPreTrainedModel, GesaModel):
+    """GESA's encoder with the KAR block after layer `kar_layer`.
+
+    Inputs: GESA's (README "Model inputs") plus the KAR candidates:
+
+    - `kar_mention_spans` `(B, C, 2)` long: inclusive word spans of candidate mentions, `-1` padded. Default: the
+      spans of the real, non-placeholder LUKE entities (`entity_position_ids`).
+    - `kar_candidate_ids` `(B, C, K)` long: KB rows of each mention's candidates, `-1` padded. Default: none (every
+      mention takes the NULL embedding).
+    - `kar_candidate_priors` `(B, C, K)` float: candidate priors (e.g. alias-table probabilities). Default: uniform
+      over each mention's real candidates.
+    - `kar_gold_candidates` `(B, C)` long: index of the gold candidate in `[0, K)` or `-1` (no supervision); gives
+      `linking_loss`.
+    """
+
+    def __init__(self, config: KarConfig, add_pooling_layer: bool = True) -> None:
+        super().__init__(config, add_pooling_layer=add_pooling_layer)
+        self.kar = KarLayer(config)
+        self.knowledge_base = KnowledgeBase(config.kb_size, config.entity_emb_size) if config.kb_size else None
+        self.post_init()
+
+    def _kar_inputs(
+        self,
+        batch_size: int,
+        word_length: int,
+        device: torch.device,
+        entity_position_ids: torch.Tensor | None,
+        entity_attention_mask: torch.Tensor | None,
+        placeholder_entity_mask: torch.Tensor | None,
+        kar_mention_spans: torch.Tensor | None,
+        kar_candidate_ids: torch.Tensor | None,
+        kar_candidate_priors: torch.Tensor | None,
+        kar_gold_candidates: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Check the KAR inputs, fill the defaults; returns spans `(B,C,2)`, ids `(B,C,K)`, priors, gold."""
+        if kar_mention_spans is None:
+            if kar_candidate_ids is not None:
+                raise ValueError(
+                    "kar_candidate_ids was given without kar_mention_spans; pass the mention spans the candidates "
+                    "belong to."
+                )
+            kar_mention_spans = self._spans_from_entities(
+                batch_size, device, entity_position_ids, entity_attention_mask, placeholder_entity_mask
+            )
+        if kar_mention_spans.dim() != 3 or kar_mention_spans.size(0) != batch_size or kar_mention_spans.size(2) != 2:
+            raise ValueError(
+                f"kar_mention_spans has shape {tuple(kar_mention_spans.shape)}; expected (batch={batch_size}, "
+                "mentions, 2) inclusive word spans."
+            )
+        num_mentions = kar_mention_spans.size(1)
+        if not torch.compiler.is_compiling() and kar_mention_spans.numel():
+            start, end = kar_mention_spans[..., 0], kar_mention_spans[..., 1]
+            padded = (start == -1) & (end == -1)
+            bad = ~padded & ((start < 0) | (end < start) | (end >= word_length))
+            if bad.any():
+                b, c = (int(i) for i in bad.nonzero()[0])
+                raise ValueError(
+                    f"kar_mention_spans[{b}, {c}] = {kar_mention_spans[b, c].tolist()} is not an inclusive word span in "
+                    f"[0, {word_length - 1}] (or [-1, -1] for padding)."
+                )
+        if kar_candidate_priors is not None and kar_candidate_ids is None:
+            raise ValueError("kar_candidate_priors was given without kar_candidate_ids.")
+        if kar_gold_candidates is not None and kar_candidate_ids is None:
+            raise ValueError("kar_gold_candidates was given without kar_candidate_ids.")
+        if kar_candidate_ids is None:
+            kar_candidate_ids = torch.full((batch_size, num_mentions, 1), -1, dtype=torch.long, device=device)
+        if kar_candidate_ids.dim() != 3 or tuple(kar_candidate_ids.shape[:2]) != (batch_size, num_mentions):
+            raise ValueError(
+                f"kar_candidate_ids has shape {tuple(kar_candidate_ids.shape)}; expected (batch, mentions, "
+                f"candidates) with batch, mentions = {(batch_size, num_mentions)} from kar_mention_spans."
+            )
+        check_kb_ids("kar_candidate_ids", kar_candidate_ids, knowledge_table(self).size(0))
+        valid = kar_candidate_ids >= 0
+        if kar_candidate_priors is None:
+            kar_candidate_priors = valid.float() / valid.sum(-1, keepdim=True).clamp(min=1)
+        check_shape(
+            "kar_candidate_priors",
+            kar_candidate_priors,
+            tuple(kar_candidate_ids.shape),
+            "(batch, mentions, candidates)",
+        )
+        if kar_gold_candidates is not None:
+            check_shape("kar_gold_candidates", kar_gold_candidates, (batch_size, num_mentions), "(batch, mentions)")
+            gold = kar_gold_candidates.clamp(min=0)
+            real = kar_gold_candidates >= 0
+            if not torch.compiler.is_compiling() and (
+                (kar_gold_candidates >= kar_candidate_ids.size(2)).any()
+                or (kar_gold_candidates < -1).any()
+                or (real & ~valid.gather(2, gold.clamp(max=kar_candidate_ids.size(2) - 1)[..., None])[..., 0]).any()
+            ):
+                raise ValueError(
+                    "kar_gold_candidates must index a real candidate of its mention (in [0, candidates)) or be -1."
+                )
+        return kar_mention_spans, kar_candidate_ids, kar_candidate_priors, kar_gold_candidates
+
+    @staticmethod
+    def _spans_from_entities(
+        batch_size: int,
+        device: torch.device,
+        entity_position_ids: torch.Tensor | None,
+        entity_attention_mask: torch.Tensor | None,
+        placeholder_entity_mask: torch.Tensor | None,
+    ) -> torch.Tensor:
+        if entity_position_ids is None:
+            return torch.full((batch_size, 1, 2), -1, dtype=torch.long, device=device)
+        present = entity_position_ids >= 0
+        start = entity_position_ids.masked_fill(~present, torch.iinfo(torch.long).max).amin(-1)
+        end = entity_position_ids.amax(-1)
+        real = present.any(-1)
+        if entity_attention_mask is not None:
+            real = real & entity_attention_mask.bool()
+        if placeholder_entity_mask is not None:
+            real = real & ~placeholder_entity_mask.bool()
+        spans = torch.stack([start, end], dim=-1)
+        return torch.where(real[..., None], spans, torch.full_like(spans, -1))
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_token_type_ids: torch.LongTensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        global_attention_mask: torch.LongTensor | None = None,
+        placeholder_entity_mask: torch.Tensor | None = None,
+        entity_string_ids: torch.LongTensor | None = None,
+        entity_sentence_ids: torch.LongTensor | None = None,
+        kar_mention_spans: torch.LongTensor | None = None,
+        kar_candidate_ids: torch.LongTensor | None = None,
+        kar_candidate_priors: torch.Tensor | None = None,
+        kar_gold_candidates: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> KarModelOutput | tuple:
+        """Encode words `(B, L)` and entities `(B, E)` with the KAR block after layer `kar_layer`."""
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if kwargs:
+            raise ValueError(
+                f"KarModel.forward got unexpected inputs {sorted(kwargs)}; see the KAR model card for the inputs."
+            )
+        inputs = embed_backbone_inputs(
+            self,
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_token_type_ids=entity_token_type_ids,
+            entity_position_ids=entity_position_ids,
+            global_attention_mask=global_attention_mask,
+            placeholder_entity_mask=placeholder_entity_mask,
+            entity_string_ids=entity_string_ids,
+            entity_sentence_ids=entity_sentence_ids,
+            inputs_embeds=inputs_embeds,
+        )
+        words, entities = inputs.words, inputs.entities
+        batch_size, word_length = words.shape[:2]
+        spans, candidate_ids, priors, gold = self._kar_inputs(
+            batch_size,
+            word_length,
+            words.device,
+            entity_position_ids,
+            inputs.entity_attention_mask,
+            placeholder_entity_mask,
+            kar_mention_spans,
+            kar_candidate_ids,
+            kar_candidate_priors,
+            kar_gold_candidates,
+        )
+        candidate_mask = candidate_ids >= 0
+        table = knowledge_table(self)
+        candidate_embeddings = table[candidate_ids.clamp(min=0)] * candidate_mask[..., None].to(table.dtype)
+
+        collected = LayerOutputs(words, entities, output_hidden_states, output_attentions)
+        block = None
+        for index in range(self.config.num_hidden_layers + 1):
+            if index == self.config.kar_layer:
+                block = self.kar(words, spans, candidate_embeddings.to(words.dtype), priors, candidate_mask)
+                words = block[0]
+                collected.replace_last(words)
+            if index < self.config.num_hidden_layers:
+                words, entities, probs = self.encoder.layer[index](
+                    words, entities, inputs.structure, output_attentions
+                )
+                collected.add(words, entities, probs)
+        _, linking_scores, linking_weights, _, null_mask, _ = block
+
+        linking_loss = None
+        if gold is not None:
+            log_probs = torch.log_softmax(linking_scores.float(), dim=-1)
+            supervised = gold >= 0
+            picked = log_probs.gather(2, gold.clamp(min=0)[..., None])[..., 0]
+            linking_loss = -(picked * supervised).sum() / batch_size
+        output = KarModelOutput(
+            last_hidden_state=words,
+            entity_last_hidden_state=entities,
+            pooler_output=self.pooler(words) if self.pooler is not None else None,
+            hidden_states=collected.words,
+            entity_hidden_states=collected.entities,
+            attentions=collected.attentions,
+            linking_scores=linking_scores,
+            linking_weights=linking_weights,
+            null_mask=null_mask,
+            linking_loss=linking_loss,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+@dataclass
+class KarEntitySpanQAOutput(GesaEntitySpanQAOutput):
+    """
+    Args:
+        loss: task BCE (when `labels`) + `kar_linking_loss_weight * linking_loss` (when `kar_gold_candidates`).
+        logits: `(B, E)` candidate scores; the placeholder and padded entities hold `finfo.min`.
+        linking_loss: scalar `L_EL`, when `kar_gold_candidates` is given.
+        linking_scores: `(B, C, K)` linker scores `psi`.
+        linking_weights: `(B, C, K)` `psi~`.
+    """
+
+    linking_loss: torch.FloatTensor | None = None
+    linking_scores: torch.FloatTensor | None = None
+    linking_weights: torch.FloatTensor | None = None
+
+
+class KarForEntitySpanQA(KarPreTrainedModel):
+    """ReCoRD with KnowBERT-KAR: GESA's head (paper 3.5) on the entity states of `KarModel`."""
+
+    def __init__(self, config: KarConfig) -> None:
+        super().__init__(config)
+        self.gesa = KarModel(config, add_pooling_layer=False)
+        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(2 * config.hidden_size, 1)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_token_type_ids: torch.LongTensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        global_attention_mask: torch.LongTensor | None = None,
+        placeholder_entity_mask: torch.Tensor | None = None,
+        entity_string_ids: torch.LongTensor | None = None,
+        entity_sentence_ids: torch.LongTensor | None = None,
+        kar_mention_spans: torch.LongTensor | None = None,
+        kar_candidate_ids: torch.LongTensor | None = None,
+        kar_candidate_priors: torch.Tensor | None = None,
+        kar_gold_candidates: torch.LongTensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> KarEntitySpanQAOutput | tuple:
+        """Score candidates: `logits` `(B, E)`; `labels` `(B, E)` in {0, 1} gives the BCE `loss` (+ `L_EL`)."""
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if entity_ids is None:
+            raise ValueError("KarForEntitySpanQA needs entity_ids: the placeholder entity and the candidates.")
+        outputs = self.gesa(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_token_type_ids=entity_token_type_ids,
+            entity_position_ids=entity_position_ids,
+            global_attention_mask=global_attention_mask,
+            placeholder_entity_mask=placeholder_entity_mask,
+            entity_string_ids=entity_string_ids,
+            entity_sentence_ids=entity_sentence_ids,
+            kar_mention_spans=kar_mention_spans,
+            kar_candidate_ids=kar_candidate_ids,
+            kar_candidate_priors=kar_candidate_priors,
+            kar_gold_candidates=kar_gold_candidates,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        logits, loss = score_candidates(
+            self.classifier,
+            self.dropout,
+            outputs.entity_last_hidden_state,
+            entity_attention_mask,
+            placeholder_entity_mask,
+            labels,
+        )
+        if outputs.linking_loss is not None:
+            weighted = self.config.kar_linking_loss_weight * outputs.linking_loss
+            loss = weighted if loss is None else loss + weighted
+        output = KarEntitySpanQAOutput(
+            loss=loss,
+            logits=logits,
+            hidden_states=outputs.hidden_states,
+            entity_hidden_states=outputs.entity_hidden_states,
+            attentions=outputs.attentions,
+            linking_loss=outputs.linking_loss,
+            linking_scores=outputs.linking_scores,
+            linking_weights=outputs.linking_weights,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+KarConfig.register_for_auto_class()
+KarModel.register_for_auto_class("AutoModel")
+KarForEntitySpanQA.register_for_auto_class("AutoModelForQuestionAnswering")
+
+__all__ = [
+    "KarEntitySpanQAOutput",
+    "KarForEntitySpanQA",
+    "KarLayer",
+    "KarModel",
+    "KarModelOutput",
+    "KarPreTrainedModel",
+    "threshold_link_weights",
+]

@@ -1,0 +1,205 @@
+"""Pieces shared by the variants on GESA's backbone (`modeling_kar`, `modeling_xh`, `modeling_ernie`).
+
+- `embed_backbone_inputs`: what `GesaModel.forward` does before its encoder (defaults, input checks, word and entity
+  embeddings, attention structure), for variants that run the backbone layers one at a time.
+- `LayerOutputs`: collects per-layer states and attention maps exactly as `GesaEncoder` does.
+- `KnowledgeBase`: the user-supplied, frozen entity table of KAR and ERNIE (`kb_size` in their configs); without it
+  the knowledge base is the backbone's own entity table (LUKE's Wikipedia entities).
+
+Flat module: copied next to every saved checkpoint, so it imports only its siblings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .modeling_gesa import AttentionStructure, GesaModel
+
+
+@dataclass
+class BackboneInputs:
+    """The backbone's first-layer inputs.
+
+    Args:
+        words: `(B, L, D)` word embeddings.
+        entities: `(B, E, D)` entity embeddings, or None without `entity_ids`.
+        structure: the attention structure shared by every layer.
+        attention_mask: `(B, L)` word mask (1 = real token).
+        entity_attention_mask: `(B, E)` entity mask, or None without entities.
+    """
+
+    words: torch.Tensor
+    entities: torch.Tensor | None
+    structure: AttentionStructure
+    attention_mask: torch.Tensor
+    entity_attention_mask: torch.Tensor | None
+
+
+def embed_backbone_inputs(
+    model: GesaModel,
+    input_ids: torch.Tensor | None = None,
+    attention_mask: torch.Tensor | None = None,
+    token_type_ids: torch.Tensor | None = None,
+    position_ids: torch.Tensor | None = None,
+    entity_ids: torch.Tensor | None = None,
+    entity_attention_mask: torch.Tensor | None = None,
+    entity_token_type_ids: torch.Tensor | None = None,
+    entity_position_ids: torch.Tensor | None = None,
+    global_attention_mask: torch.Tensor | None = None,
+    placeholder_entity_mask: torch.Tensor | None = None,
+    entity_string_ids: torch.Tensor | None = None,
+    entity_sentence_ids: torch.Tensor | None = None,
+    inputs_embeds: torch.Tensor | None = None,
+) -> BackboneInputs:
+    """`GesaModel.forward` up to its encoder: same defaults, same input checks, same embeddings and structure.
+
+    Inputs are GESA's (README "Model inputs"): words `(B, L)`, entities `(B, E)`, `entity_position_ids` `(B, E, M)`.
+    """
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("Pass exactly one of input_ids or inputs_embeds.")
+    reference = input_ids if input_ids is not None else inputs_embeds
+    batch_size, word_length = reference.shape[:2]
+    device = reference.device
+    if attention_mask is None:
+        attention_mask = torch.ones(batch_size, word_length, dtype=torch.long, device=device)
+    if token_type_ids is None:
+        token_type_ids = torch.zeros(batch_size, word_length, dtype=torch.long, device=device)
+    if entity_ids is not None:
+        entity_length = entity_ids.size(1) if entity_ids.dim() == 2 else -1
+        if entity_attention_mask is None:
+            entity_attention_mask = torch.ones(batch_size, entity_length, dtype=torch.long, device=device)
+        if entity_token_type_ids is None:
+            entity_token_type_ids = torch.zeros(batch_size, entity_length, dtype=torch.long, device=device)
+    model._check_inputs(
+        batch_size,
+        word_length,
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        global_attention_mask=global_attention_mask,
+        entity_ids=entity_ids,
+        entity_attention_mask=entity_attention_mask,
+        entity_token_type_ids=entity_token_type_ids,
+        entity_position_ids=entity_position_ids,
+        placeholder_entity_mask=placeholder_entity_mask,
+        entity_string_ids=entity_string_ids,
+        entity_sentence_ids=entity_sentence_ids,
+    )
+    words = model.embeddings(input_ids, token_type_ids, inputs_embeds=inputs_embeds, position_ids=position_ids)
+    entities = None
+    full_mask = attention_mask
+    if entity_ids is not None:
+        if entity_position_ids is None:
+            entity_position_ids = torch.full((*entity_ids.shape, 1), -1, dtype=torch.long, device=device)
+        entities = model.entity_embeddings(entity_ids, entity_token_type_ids, entity_position_ids)
+        full_mask = torch.cat([attention_mask, entity_attention_mask], dim=1)
+    structure = model.build_attention_structure(
+        full_mask,
+        word_length,
+        global_attention_mask,
+        entity_position_ids if entities is not None else None,
+        placeholder_entity_mask,
+        entity_string_ids,
+        entity_sentence_ids,
+    )
+    return BackboneInputs(words, entities, structure, attention_mask, entity_attention_mask)
+
+
+class LayerOutputs:
+    """Per-layer word/entity states and attention maps, collected the way `GesaEncoder` does."""
+
+    def __init__(
+        self, words: torch.Tensor, entities: torch.Tensor | None, output_hidden_states: bool, output_attentions: bool
+    ) -> None:
+        self.words = (words,) if output_hidden_states else None
+        self.entities = (entities,) if output_hidden_states and entities is not None else None
+        self.attentions = () if output_attentions else None
+
+    def add(self, words: torch.Tensor, entities: torch.Tensor | None, probs: torch.Tensor | None) -> None:
+        if self.words is not None:
+            self.words += (words,)
+            if entities is not None:
+                self.entities += (entities,)
+        if self.attentions is not None:
+            self.attentions += (probs,)
+
+    def replace_last(self, words: torch.Tensor) -> None:
+        """A block after the last layer changed the words (KAR, XH hubs): the recorded state is the changed one."""
+        if self.words is not None:
+            self.words = self.words[:-1] + (words,)
+
+
+class KnowledgeBase(nn.Module):
+    """A user-supplied entity embedding table `(kb_size, entity_emb_size)`, kept frozen (a persistent buffer).
+
+    KnowBERT and ERNIE both keep their KB embeddings fixed while training; as a buffer the table is saved and loaded
+    with the model but never touched by an optimizer.
+    """
+
+    def __init__(self, kb_size: int, embedding_size: int) -> None:
+        super().__init__()
+        self.register_buffer("embeddings", torch.zeros(kb_size, embedding_size), persistent=True)
+
+    @property
+    def size(self) -> int:
+        return self.embeddings.size(0)
+
+
+def knowledge_table(model: GesaModel) -> torch.Tensor:
+    """The knowledge base `(kb_size, entity_emb_size)`: the model's `knowledge_base` if set, else its entity table."""
+    knowledge_base = getattr(model, "knowledge_base", None)
+    if knowledge_base is not None:
+        return knowledge_base.embeddings
+    return model.get_entity_embeddings().weight
+
+
+def set_knowledge_base(model: GesaModel, embeddings: torch.Tensor) -> None:
+    """Install a user-supplied KB `(kb_size, entity_emb_size)` on `model` (a KAR or ERNIE base model)."""
+    width = model.config.entity_emb_size
+    if embeddings.dim() != 2 or embeddings.size(1) != width:
+        raise ValueError(
+            f"knowledge base embeddings have shape {tuple(embeddings.shape)}; expected (kb_size, entity_emb_size="
+            f"{width})."
+        )
+    device = model.get_entity_embeddings().weight.device
+    knowledge_base = KnowledgeBase(embeddings.size(0), width).to(device)
+    knowledge_base.embeddings.copy_(embeddings.detach().to(device=device, dtype=knowledge_base.embeddings.dtype))
+    knowledge_base._is_hf_initialized = True
+    model.knowledge_base = knowledge_base
+    model.config.kb_size = embeddings.size(0)
+
+
+def check_kb_ids(name: str, ids: torch.Tensor, kb_size: int) -> None:
+    """`ids` must be KB rows in `[0, kb_size)` or -1 for padding; raise a `ValueError` naming `name` otherwise."""
+    if torch.compiler.is_compiling() or not ids.numel():
+        return
+    if ids.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        raise ValueError(f"{name} must be integer KB ids, got dtype {ids.dtype}.")
+    low, high = int(ids.min()), int(ids.max())
+    if low < -1 or high >= kb_size:
+        raise ValueError(
+            f"{name} must be knowledge-base rows in [0, {kb_size - 1}] (kb_size) or -1 for padding; got values in "
+            f"[{low}, {high}]. Candidate ids index the KB table: the entity vocabulary when kb_size is None, else "
+            "the rows given to set_knowledge_base."
+        )
+
+
+def check_shape(name: str, value: torch.Tensor | None, expected: tuple[int, ...], meaning: str) -> None:
+    """Raise a `ValueError` naming the input when `value` is present and not of shape `expected`."""
+    if value is not None and tuple(value.shape) != tuple(expected):
+        raise ValueError(f"{name} has shape {tuple(value.shape)}; expected {meaning} = {tuple(expected)}.")
+
+
+__all__ = [
+    "BackboneInputs",
+    "KnowledgeBase",
+    "LayerOutputs",
+    "check_kb_ids",
+    "check_shape",
+    "embed_backbone_inputs",
+    "knowledge_table",
+    "set_knowledge_base",
+]

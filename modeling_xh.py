@@ -1,0 +1,724 @@
+"""Transformer-XH (eXtra Hop attention) on GESA's LUKE backbone.
+
+Zhao et al. 2020, "Transformer-XH: Multi-Evidence Reasoning with eXtra Hop Attention" (seed 001; spec `variants.md`).
+The input is a batch of graphs of text sequences: graph g has up to N nodes, each node a full backbone input starting
+with `<s>` (its hub), and a node adjacency `E` with `E[g, tau, eta] = 1` when node tau attends to node eta.
+
+- Layers below the last K (`xh_num_hop_layers`, paper: 3) are the plain backbone, node by node.
+- After each of the last K layers, each hub attends to its neighbours' hubs with separate multi-head hop projections
+  (Eq. 7) `h^_tau = sum_eta softmax_eta(q^_tau . k^_eta / sqrt(d)) v^_eta` over `eta` with `E[tau, eta] = 1`; then
+  `h~_tau,0 = Linear([h_tau,0 ; h^_tau])` (Eq. 8) replaces the hub, and every other token is unchanged (Eq. 9). A node
+  without neighbours gets `h^ = 0`. The combine Linear starts at `[I | 0]`, so a fresh model equals its backbone on
+  every node until training opens the hop path. As in the released code (microsoft/Transformer-XH), the hop attention
+  reads the layer's output hub.
+- Heads: ReCoRD (GESA's head on each node's placeholder and mentions, max over a candidate's mentions), HotpotQA
+  (node relevance, Eq. 11, and answer start/end inside a node, Eq. 12) and FEVER
+  (`p(y | X, E) = sum_tau p(s | tau) p(y | tau)`, Eqs. 14-16).
+
+Padded nodes (`node_mask` 0) are dropped before the backbone and never attend or get attended.
+
+Flat module: copied next to every saved checkpoint, so it imports only its siblings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import initialization as init
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.utils import ModelOutput
+
+from .configuration_variants import XhConfig
+from .modeling_gesa import GesaModel, GesaPreTrainedModel, score_candidates
+from .modeling_variants import LayerOutputs, embed_backbone_inputs
+
+NODE_WORD_INPUTS = ("attention_mask", "token_type_ids", "global_attention_mask")
+NODE_ENTITY_INPUTS = (
+    "entity_attention_mask",
+    "entity_token_type_ids",
+    "placeholder_entity_mask",
+    "entity_string_ids",
+    "entity_sentence_ids",
+)
+
+
+class XhCombine(nn.Linear):
+    """Eq. 8's `Linear([h_tau,0 ; h^_tau])`, `2D -> D`; initialised to `[I | 0]` with bias 0 (`_init_weights`)."""
+
+    def __init__(self, hidden_size: int) -> None:
+        super().__init__(2 * hidden_size, hidden_size)
+
+
+class XhHopLayer(GradientCheckpointingLayer):
+    """Eqs. 7-8 on the hubs of a batch of graphs: hop attention among neighbours, then the combine Linear."""
+
+    def __init__(self, config: XhConfig) -> None:
+        super().__init__()
+        self.num_heads = config.xh_num_hop_attention_heads
+        self.head_size = config.hidden_size // self.num_heads
+        self.hop_query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.hop_key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.hop_value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.combine = XhCombine(config.hidden_size)
+        self.dropout = nn.Dropout(config.xh_hop_dropout)
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        return x.view(x.size(0), x.size(1), self.num_heads, self.head_size).transpose(1, 2)
+
+    def forward(self, hubs: torch.Tensor, adjacency: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """
+        Args:
+            hubs: `(G, N, D)` hub states `h_tau,0` after the layer.
+            adjacency: bool `(G, N, N)`, True where node tau (row) attends to node eta (column).
+
+        Returns:
+            the new hubs `h~_tau,0` `(G, N, D)` and the hop attention probabilities `(G, H, N, N)`.
+        """
+        q, k, v = self._heads(self.hop_query(hubs)), self._heads(self.hop_key(hubs)), self._heads(self.hop_value(hubs))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size)
+        allowed = adjacency[:, None]
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+        # no neighbour: the masked softmax is uniform over nothing; zero it so that h^ = 0
+        probs = torch.softmax(scores, dim=-1) * allowed.to(scores.dtype)
+        hop = torch.matmul(self.dropout(probs), v).transpose(1, 2).reshape(hubs.shape)
+        return self.combine(torch.cat([hubs, hop], dim=-1)), probs
+
+
+@dataclass
+class XhModelOutput(ModelOutput):
+    """
+    Args:
+        last_hidden_state: `(G, N, L, D)` word states of every node (zeros for padded nodes).
+        entity_last_hidden_state: `(G, N, E, D)` entity states of every node, or None without entities.
+        hub_states: `(G, N, D)` final hub (`<s>`) states `h_tau,0`.
+        pooler_output: `(G, N, D)` tanh(dense(hub)), when the model has a pooler.
+        hidden_states: per layer (embeddings first) `(G, N, L, D)`, with `output_hidden_states`.
+        entity_hidden_states: per layer `(G, N, E, D)`, with `output_hidden_states`.
+        attentions: per layer `(G, N, H, P, P)` in-sequence attention, with `output_attentions`.
+        hop_attentions: per hop layer `(G, H, N, N)`, with `output_attentions`.
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    entity_last_hidden_state: torch.FloatTensor | None = None
+    hub_states: torch.FloatTensor | None = None
+    pooler_output: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    entity_hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+    hop_attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class XhPreTrainedModel(GesaPreTrainedModel):
+    """GESA's pre-trained base (LUKE conversion, added tokens, `save_pretrained` with `AutoModel`) for graphs."""
+
+    config_class = XhConfig
+    _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings", "XhHopLayer"]
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Linear/LayerNorm/Embedding as GESA; the combine Linear of every hop layer starts at `[I | 0]`, bias 0."""
+        super()._init_weights(module)
+        if isinstance(module, XhCombine):
+            size = module.out_features
+            identity = torch.cat([torch.eye(size), torch.zeros(size, size)], dim=1)
+            init.copy_(module.weight, identity.to(module.weight.dtype))
+            init.zeros_(module.bias)
+
+
+def _flatten_nodes(value: torch.Tensor | None, node_index: torch.Tensor) -> torch.Tensor | None:
+    """`(G, N, ...)` -> `(T, ...)`, the real nodes only."""
+    if value is None:
+        return None
+    return value.reshape(-1, *value.shape[2:])[node_index]
+
+
+def _unflatten_nodes(value: torch.Tensor, node_index: torch.Tensor, graphs: int, nodes: int) -> torch.Tensor:
+    """`(T, ...)` -> `(G, N, ...)`, zeros for padded nodes."""
+    full = value.new_zeros(graphs * nodes, *value.shape[1:])
+    return full.index_copy(0, node_index, value).view(graphs, nodes, *value.shape[1:])
+
+
+class XhModel(XhPreTrainedModel, GesaModel):
+    """GESA's encoder over a batch of graphs of sequences, with hop attention after each of the last K layers.
+
+    Inputs: GESA's per-node inputs with a leading graph and node axis (README "Model inputs" with `(B, ...)` read as
+    `(G, N, ...)`), plus
+
+    - `node_adjacency` `(G, N, N)` (bool or 0/1): `node_adjacency[g, tau, eta] = 1` when node tau attends to node eta;
+    - `node_mask` `(G, N)`: 1 for real nodes; default: nodes with at least one real word.
+    """
+
+    def __init__(self, config: XhConfig, add_pooling_layer: bool = True) -> None:
+        super().__init__(config, add_pooling_layer=add_pooling_layer)
+        self.hop_layers = nn.ModuleList([XhHopLayer(config) for _ in range(config.xh_num_hop_layers)])
+        self.post_init()
+
+    def _check_graph_inputs(
+        self,
+        graphs: int,
+        nodes: int,
+        node_mask: torch.Tensor,
+        node_adjacency: torch.Tensor | None,
+        inputs: dict[str, torch.Tensor | None],
+    ) -> torch.Tensor:
+        """Validate the graph-shaped inputs; returns the bool adjacency restricted to real nodes `(G, N, N)`."""
+        if node_adjacency is None:
+            raise ValueError(
+                f"node_adjacency is required: a (graphs, nodes, nodes) = {(graphs, nodes, nodes)} matrix with 1 where "
+                "node tau attends to node eta (all zeros for no edges)."
+            )
+        if tuple(node_adjacency.shape) != (graphs, nodes, nodes):
+            raise ValueError(
+                f"node_adjacency has shape {tuple(node_adjacency.shape)}; expected (graphs, nodes, nodes) = "
+                f"{(graphs, nodes, nodes)} from input_ids (graphs, nodes, words)."
+            )
+        if tuple(node_mask.shape) != (graphs, nodes):
+            raise ValueError(
+                f"node_mask has shape {tuple(node_mask.shape)}; expected (graphs, nodes) = {(graphs, nodes)}."
+            )
+        if not torch.compiler.is_compiling():
+            if node_adjacency.dtype != torch.bool and not ((node_adjacency == 0) | (node_adjacency == 1)).all():
+                raise ValueError("node_adjacency must hold 0/1 (or bool) entries.")
+            if not node_mask.bool().any(dim=1).all():
+                raise ValueError("node_mask: every graph needs at least one real node.")
+        for name, value in inputs.items():
+            if value is not None and tuple(value.shape[:2]) != (graphs, nodes):
+                raise ValueError(
+                    f"{name} has shape {tuple(value.shape)}; expected a leading (graphs, nodes) = {(graphs, nodes)} "
+                    "like input_ids."
+                )
+        real = node_mask.bool()
+        return node_adjacency.bool() & real[:, :, None] & real[:, None, :]
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_token_type_ids: torch.LongTensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        global_attention_mask: torch.LongTensor | None = None,
+        placeholder_entity_mask: torch.Tensor | None = None,
+        entity_string_ids: torch.LongTensor | None = None,
+        entity_sentence_ids: torch.LongTensor | None = None,
+        node_adjacency: torch.Tensor | None = None,
+        node_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> XhModelOutput | tuple:
+        """Encode graphs: words `(G, N, L)`, entities `(G, N, E)`, `node_adjacency` `(G, N, N)`."""
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if kwargs:
+            raise ValueError(
+                f"XhModel.forward got unexpected inputs {sorted(kwargs)}; see the XH model card for the inputs."
+            )
+        reference = input_ids if input_ids is not None else inputs_embeds
+        if reference is None or reference.dim() != (3 if input_ids is not None else 4):
+            raise ValueError(
+                "XhModel takes graphs of sequences: input_ids of shape (graphs, nodes, words) (or inputs_embeds "
+                f"(graphs, nodes, words, hidden)); got {None if reference is None else tuple(reference.shape)}."
+            )
+        graphs, nodes = reference.shape[:2]
+        if node_mask is None:
+            node_mask = (
+                attention_mask.bool().any(-1)
+                if attention_mask is not None
+                else torch.ones(graphs, nodes, dtype=torch.bool, device=reference.device)
+            )
+        node_inputs = {
+            "attention_mask": attention_mask,
+            "token_type_ids": token_type_ids,
+            "position_ids": position_ids,
+            "global_attention_mask": global_attention_mask,
+            "entity_ids": entity_ids,
+            "entity_attention_mask": entity_attention_mask,
+            "entity_token_type_ids": entity_token_type_ids,
+            "entity_position_ids": entity_position_ids,
+            "placeholder_entity_mask": placeholder_entity_mask,
+            "entity_string_ids": entity_string_ids,
+            "entity_sentence_ids": entity_sentence_ids,
+        }
+        adjacency = self._check_graph_inputs(graphs, nodes, node_mask, node_adjacency, node_inputs)
+        node_index = node_mask.bool().reshape(-1).nonzero().squeeze(1)
+        flat = {name: _flatten_nodes(value, node_index) for name, value in node_inputs.items()}
+        inputs = embed_backbone_inputs(
+            self,
+            input_ids=_flatten_nodes(input_ids, node_index),
+            inputs_embeds=_flatten_nodes(inputs_embeds, node_index),
+            **flat,
+        )
+        words, entities = inputs.words, inputs.entities
+        collected = LayerOutputs(words, entities, output_hidden_states, output_attentions)
+        hop_attentions = () if output_attentions else None
+        first_hop = self.config.num_hidden_layers - self.config.xh_num_hop_layers
+        for index, layer in enumerate(self.encoder.layer):
+            words, entities, probs = layer(words, entities, inputs.structure, output_attentions)
+            collected.add(words, entities, probs)
+            if index >= first_hop:
+                hubs = _unflatten_nodes(words[:, 0], node_index, graphs, nodes)
+                new_hubs, hop_probs = self.hop_layers[index - first_hop](hubs, adjacency)
+                new_hubs = new_hubs.reshape(graphs * nodes, -1)[node_index]
+                words = torch.cat([new_hubs[:, None], words[:, 1:]], dim=1)
+                collected.replace_last(words)
+                if hop_attentions is not None:
+                    hop_attentions += (hop_probs,)
+
+        def per_node(value: torch.Tensor | None) -> torch.Tensor | None:
+            return None if value is None else _unflatten_nodes(value, node_index, graphs, nodes)
+
+        hub_states = per_node(words[:, 0])
+        output = XhModelOutput(
+            last_hidden_state=per_node(words),
+            entity_last_hidden_state=per_node(entities),
+            hub_states=hub_states,
+            pooler_output=per_node(self.pooler(words)) if self.pooler is not None else None,
+            hidden_states=None if collected.words is None else tuple(per_node(x) for x in collected.words),
+            entity_hidden_states=None
+            if collected.entities is None
+            else tuple(per_node(x) for x in collected.entities),
+            attentions=None if collected.attentions is None else tuple(per_node(x) for x in collected.attentions),
+            hop_attentions=hop_attentions,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+# ---------------------------------------------------------------------------------------------
+# ReCoRD: sentence nodes, GESA's head per node, max over a candidate's mentions
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class XhEntitySpanQAOutput(ModelOutput):
+    """
+    Args:
+        loss: binary cross-entropy averaged over the candidates that have at least one mention, when `labels`.
+        logits: `(G, C)` candidate scores (max over the candidate's mentions in all nodes); `finfo.min` for a
+            candidate with no mention.
+        mention_logits: `(G, N, E)` GESA head score of each mention with its node's placeholder; `finfo.min` for
+            the placeholder, padding and padded nodes.
+        hub_states: `(G, N, D)`.
+        hop_attentions: per hop layer `(G, H, N, N)`, with `output_attentions`.
+    """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    mention_logits: torch.FloatTensor | None = None
+    hub_states: torch.FloatTensor | None = None
+    hop_attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class XhForEntitySpanQA(XhPreTrainedModel):
+    """ReCoRD with Transformer-XH (spec): nodes are the passage's sentences, each with the query; edges join
+    sentences sharing an entity string. Each node carries its copy of the placeholder and its candidate mentions;
+    `logit(mention) = w . dropout([y_PLC(node) ; y_mention]) + b` (GESA's head), and a candidate's logit is the max
+    over its mentions. `entity_string_ids` are graph-wide candidate indices in `[0, C)`; `labels` `(G, C)`.
+    Features: `processing_xh.XhProcessor.encode_record_graphs`.
+    """
+
+    def __init__(self, config: XhConfig) -> None:
+        super().__init__(config)
+        self.gesa = XhModel(config, add_pooling_layer=False)
+        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(2 * config.hidden_size, 1)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_token_type_ids: torch.LongTensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        global_attention_mask: torch.LongTensor | None = None,
+        placeholder_entity_mask: torch.Tensor | None = None,
+        entity_string_ids: torch.LongTensor | None = None,
+        entity_sentence_ids: torch.LongTensor | None = None,
+        node_adjacency: torch.Tensor | None = None,
+        node_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> XhEntitySpanQAOutput | tuple:
+        """Score candidates of each graph: `logits` `(G, C)`; `labels` `(G, C)` in {0, 1} gives the BCE `loss`."""
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if entity_ids is None or entity_string_ids is None or placeholder_entity_mask is None:
+            raise ValueError(
+                "XhForEntitySpanQA needs entity_ids, placeholder_entity_mask and entity_string_ids (graph-wide "
+                "candidate indices) per node; build them with processing_xh.XhProcessor."
+            )
+        outputs = self.gesa(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_token_type_ids=entity_token_type_ids,
+            entity_position_ids=entity_position_ids,
+            global_attention_mask=global_attention_mask,
+            placeholder_entity_mask=placeholder_entity_mask,
+            entity_string_ids=entity_string_ids,
+            entity_sentence_ids=entity_sentence_ids,
+            node_adjacency=node_adjacency,
+            node_mask=node_mask,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        graphs, nodes, entity_length = entity_ids.shape
+        if node_mask is None:
+            node_mask = (
+                attention_mask.bool().any(-1) if attention_mask is not None else entity_ids.new_ones(graphs, nodes)
+            )
+        if entity_attention_mask is None:
+            entity_attention_mask = torch.ones_like(entity_ids)
+        states = outputs.entity_last_hidden_state.reshape(graphs * nodes, entity_length, -1)
+        real_node = node_mask.bool().reshape(-1, 1)
+        mention_logits, _ = score_candidates(
+            self.classifier,
+            self.dropout,
+            states,
+            entity_attention_mask.reshape(graphs * nodes, entity_length).bool() & real_node,
+            placeholder_entity_mask.reshape(graphs * nodes, entity_length),
+            None,
+        )
+        placeholder = placeholder_entity_mask.bool()
+        is_mention = (
+            entity_attention_mask.bool() & ~placeholder & (entity_string_ids >= 0) & node_mask.bool()[..., None]
+        )
+        if labels is not None and (labels.dim() != 2 or labels.size(0) != graphs):
+            raise ValueError(f"labels has shape {tuple(labels.shape)}; expected (graphs={graphs}, candidates).")
+        num_candidates = labels.size(1) if labels is not None else int(entity_string_ids.max().clamp(min=0)) + 1
+        if not torch.compiler.is_compiling() and (entity_string_ids[is_mention] >= num_candidates).any():
+            raise ValueError(
+                f"entity_string_ids must be graph-wide candidate indices in [0, {num_candidates - 1}] (labels has "
+                f"{num_candidates} candidates); got {int(entity_string_ids[is_mention].max())}."
+            )
+        minimum = torch.finfo(mention_logits.dtype).min
+        mention_logits = mention_logits.view(graphs, nodes, entity_length).masked_fill(~is_mention, minimum)
+        graph_index = torch.arange(graphs, device=entity_ids.device)[:, None, None].expand_as(entity_string_ids)
+        slot = (graph_index * num_candidates + entity_string_ids.clamp(min=0))[is_mention]
+        logits = mention_logits.new_full((graphs * num_candidates,), minimum)
+        logits = logits.scatter_reduce(0, slot, mention_logits[is_mention], reduce="amax", include_self=True)
+        logits = logits.view(graphs, num_candidates)
+        has_mention = torch.zeros(graphs * num_candidates, dtype=torch.bool, device=logits.device)
+        has_mention[slot] = True
+        has_mention = has_mention.view(graphs, num_candidates)
+        loss = None
+        if labels is not None:
+            per_candidate = F.binary_cross_entropy_with_logits(
+                logits.masked_fill(~has_mention, 0.0), labels.to(logits.dtype), reduction="none"
+            )
+            weights = has_mention.to(logits.dtype)
+            loss = (per_candidate * weights).sum() / weights.sum().clamp(min=1.0)
+        output = XhEntitySpanQAOutput(
+            loss=loss,
+            logits=logits,
+            mention_logits=mention_logits,
+            hub_states=outputs.hub_states,
+            hop_attentions=outputs.hop_attentions,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+# ---------------------------------------------------------------------------------------------
+# HotpotQA: node relevance (Eq. 11) and answer span in a node (Eq. 12)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class XhMultiHopQAOutput(ModelOutput):
+    """
+    Args:
+        loss: `relevance_loss + span_loss`, when `relevant_node` (and spans) are given.
+        relevance_logits: `(G, N)`; `p(relevance | tau) = softmax over real nodes` (padded: `finfo.min`).
+        start_logits, end_logits: `(G, N, L)`; softmax over the node's context tokens (others: `finfo.min`).
+        relevance_loss: cross-entropy of the relevant node.
+        span_loss: mean of the start and end cross-entropies inside the relevant node.
+        hub_states: `(G, N, D)`.
+        hop_attentions: per hop layer `(G, H, N, N)`, with `output_attentions`.
+    """
+
+    loss: torch.FloatTensor | None = None
+    relevance_logits: torch.FloatTensor | None = None
+    start_logits: torch.FloatTensor | None = None
+    end_logits: torch.FloatTensor | None = None
+    relevance_loss: torch.FloatTensor | None = None
+    span_loss: torch.FloatTensor | None = None
+    hub_states: torch.FloatTensor | None = None
+    hop_attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class XhForMultiHopQA(XhPreTrainedModel):
+    """HotpotQA with Transformer-XH: `p(relevance|tau) = softmax(Linear(h_tau,0))` over nodes (Eq. 11) and
+    `p(start|tau,i), p(end|tau,j) = softmax(Linear(h_tau,i))` over the node's context tokens (Eq. 12), trained jointly.
+    Features: `processing_xh.XhProcessor.encode_hotpot_graphs`. Prediction: `decode_answers`.
+    """
+
+    def __init__(self, config: XhConfig) -> None:
+        super().__init__(config)
+        self.gesa = XhModel(config, add_pooling_layer=False)
+        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = nn.Dropout(dropout)
+        self.relevance = nn.Linear(config.hidden_size, 1)
+        self.span = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        global_attention_mask: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        node_adjacency: torch.Tensor | None = None,
+        node_mask: torch.Tensor | None = None,
+        relevant_node: torch.LongTensor | None = None,
+        start_positions: torch.LongTensor | None = None,
+        end_positions: torch.LongTensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> XhMultiHopQAOutput | tuple:
+        """`relevant_node` `(G,)` (-100: none) and `start_positions`/`end_positions` `(G,)` token indices inside the
+        relevant node (-100: no span, e.g. yes/no answers) give the loss."""
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        outputs = self.gesa(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            global_attention_mask=global_attention_mask,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_position_ids=entity_position_ids,
+            node_adjacency=node_adjacency,
+            node_mask=node_mask,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        graphs, nodes, length = input_ids.shape if input_ids is not None else outputs.last_hidden_state.shape[:3]
+        if node_mask is None:
+            node_mask = attention_mask.bool().any(-1) if attention_mask is not None else torch.ones(graphs, nodes)
+        node_mask = node_mask.bool().to(outputs.hub_states.device)
+        minimum = torch.finfo(outputs.hub_states.dtype).min
+        relevance_logits = (
+            self.relevance(self.dropout(outputs.hub_states)).squeeze(-1).masked_fill(~node_mask, minimum)
+        )
+        context = node_mask[..., None].expand(graphs, nodes, length)
+        if attention_mask is not None:
+            context = context & attention_mask.bool()
+        if global_attention_mask is not None:
+            context = context & (global_attention_mask == 0)
+        span_logits = self.span(self.dropout(outputs.last_hidden_state)).masked_fill(~context[..., None], minimum)
+        start_logits, end_logits = span_logits.unbind(-1)
+
+        loss = relevance_loss = span_loss = None
+        if relevant_node is not None:
+            check = {
+                "relevant_node": relevant_node,
+                "start_positions": start_positions,
+                "end_positions": end_positions,
+            }
+            for name, value in check.items():
+                if value is not None and tuple(value.shape) != (graphs,):
+                    raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (graphs,) = ({graphs},).")
+            relevance_loss = F.cross_entropy(relevance_logits, relevant_node, ignore_index=-100)
+            loss = relevance_loss
+            if start_positions is not None and end_positions is not None:
+                has_span = (relevant_node >= 0) & (start_positions >= 0) & (end_positions >= 0)
+                if has_span.any():
+                    rows = has_span.nonzero().squeeze(1)
+                    node = relevant_node[rows]
+                    start = F.cross_entropy(start_logits[rows, node], start_positions[rows])
+                    end = F.cross_entropy(end_logits[rows, node], end_positions[rows])
+                    span_loss = (start + end) / 2
+                    loss = loss + span_loss
+        output = XhMultiHopQAOutput(
+            loss=loss,
+            relevance_logits=relevance_logits,
+            start_logits=start_logits,
+            end_logits=end_logits,
+            relevance_loss=relevance_loss,
+            span_loss=span_loss,
+            hub_states=outputs.hub_states,
+            hop_attentions=outputs.hop_attentions,
+        )
+        return output if return_dict else output.to_tuple()
+
+    @staticmethod
+    def decode_answers(output: XhMultiHopQAOutput, max_answer_length: int = 30) -> list[tuple[int, int, int]]:
+        """Paper's inference: the most relevant node, then its best span `start <= end < start + max_answer_length`.
+
+        Returns one `(node, start, end)` per graph (token indices inside the node).
+        """
+        answers = []
+        for graph in range(output.relevance_logits.size(0)):
+            node = int(output.relevance_logits[graph].argmax())
+            start_logits, end_logits = output.start_logits[graph, node], output.end_logits[graph, node]
+            length = start_logits.size(0)
+            positions = torch.arange(length, device=start_logits.device)
+            allowed = (positions[None, :] >= positions[:, None]) & (
+                positions[None, :] < positions[:, None] + max_answer_length
+            )
+            scores = (start_logits[:, None] + end_logits[None, :]).masked_fill(~allowed, float("-inf"))
+            best = int(scores.flatten().argmax())
+            answers.append((node, best // length, best % length))
+        return answers
+
+
+# ---------------------------------------------------------------------------------------------
+# FEVER: p(y | X, E) = sum_tau p(s | tau) p(y | tau)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class XhFactVerificationOutput(ModelOutput):
+    """
+    Args:
+        loss: `-log p(y* | X, E)` + the node-importance loss `-log sum_{tau in gold} p(s | tau)`, when labels are given.
+        logits: `(G, Y)` `log p(y | X, E)`.
+        probs: `(G, Y)` `p(y | X, E)`; each row sums to 1.
+        node_label_probs: `(G, N, Y)` `p(y | tau)` (Eq. 14).
+        node_importance: `(G, N)` `p(s | tau)` (Eq. 15), a distribution over the real nodes.
+        hop_attentions: per hop layer `(G, H, N, N)`, with `output_attentions`.
+    """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    probs: torch.FloatTensor | None = None
+    node_label_probs: torch.FloatTensor | None = None
+    node_importance: torch.FloatTensor | None = None
+    hop_attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class XhForFactVerification(XhPreTrainedModel):
+    """FEVER with Transformer-XH: per-node label distribution `p(y|tau) = softmax(Linear(h_tau,0))` (Eq. 14), node
+    importance `p(s|tau) = softmax_tau(Linear(h_tau,0))` (Eq. 15), claim label `p(y|X,E) = sum_tau p(s|tau) p(y|tau)`
+    (Eq. 16). Labels: `labels` `(G,)` class ids; `node_labels` `(G, N)` 1 on gold evidence nodes (optional)."""
+
+    def __init__(self, config: XhConfig) -> None:
+        super().__init__(config)
+        self.gesa = XhModel(config, add_pooling_layer=False)
+        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = nn.Dropout(dropout)
+        self.node_classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.node_scorer = nn.Linear(config.hidden_size, 1)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        global_attention_mask: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        node_adjacency: torch.Tensor | None = None,
+        node_mask: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        node_labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> XhFactVerificationOutput | tuple:
+        """Claim verification over the evidence graph: `probs` `(G, Y)` = Eq. 16."""
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        outputs = self.gesa(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            global_attention_mask=global_attention_mask,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_position_ids=entity_position_ids,
+            node_adjacency=node_adjacency,
+            node_mask=node_mask,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        hubs = self.dropout(outputs.hub_states)
+        graphs, nodes = hubs.shape[:2]
+        if node_mask is None:
+            node_mask = attention_mask.bool().any(-1) if attention_mask is not None else torch.ones(graphs, nodes)
+        node_mask = node_mask.bool().to(hubs.device)
+        node_label_log_probs = torch.log_softmax(self.node_classifier(hubs).float(), dim=-1)
+        importance_logits = self.node_scorer(hubs).squeeze(-1).float()
+        importance_logits = importance_logits.masked_fill(~node_mask, torch.finfo(importance_logits.dtype).min)
+        importance_log_probs = torch.log_softmax(importance_logits, dim=-1)
+        # log sum_tau p(s|tau) p(y|tau), over real nodes only
+        joint = importance_log_probs[..., None] + node_label_log_probs
+        joint = joint.masked_fill(~node_mask[..., None], float("-inf"))
+        logits = torch.logsumexp(joint, dim=1)
+        loss = None
+        if labels is not None:
+            loss = F.nll_loss(logits, labels)
+        if node_labels is not None:
+            if tuple(node_labels.shape) != (graphs, nodes):
+                raise ValueError(
+                    f"node_labels has shape {tuple(node_labels.shape)}; expected (graphs, nodes) = {(graphs, nodes)}."
+                )
+            gold = node_labels.bool() & node_mask
+            has_gold = gold.any(dim=1)
+            if has_gold.any():
+                gold_log_prob = torch.logsumexp(importance_log_probs.masked_fill(~gold, float("-inf")), dim=1)
+                node_loss = -gold_log_prob[has_gold].mean()
+                loss = node_loss if loss is None else loss + node_loss
+        importance = importance_log_probs.exp() * node_mask
+        output = XhFactVerificationOutput(
+            loss=loss,
+            logits=logits,
+            probs=logits.exp(),
+            node_label_probs=node_label_log_probs.exp(),
+            node_importance=importance,
+            hop_attentions=outputs.hop_attentions,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+XhConfig.register_for_auto_class()
+XhModel.register_for_auto_class("AutoModel")
+XhForEntitySpanQA.register_for_auto_class("AutoModelForQuestionAnswering")
+XhForMultiHopQA.register_for_auto_class("AutoModelForQuestionAnswering")
+XhForFactVerification.register_for_auto_class("AutoModelForSequenceClassification")
+
+__all__ = [
+    "XhCombine",
+    "XhEntitySpanQAOutput",
+    "XhFactVerificationOutput",
+    "XhForEntitySpanQA",
+    "XhForFactVerification",
+    "XhForMultiHopQA",
+    "XhHopLayer",
+    "XhModel",
+    "XhModelOutput",
+    "XhMultiHopQAOutput",
+    "XhPreTrainedModel",
+]

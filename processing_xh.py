@@ -1,0 +1,498 @@
+"""Transformer-XH graphs of text sequences from ReCoRD and HotpotQA records, and their collator.
+
+ReCoRD (spec `variants.md`): one graph per query. Nodes are the passage's sentences (spaCy's rule-based sentencizer on
+the article, each `@highlight` line its own sentence; a boundary inside a candidate mention is dropped), each node
+`<s> Q' </s> </s> S' </s>` with the query (`@placeholder` -> `[PLC]`) and the sentence with every candidate mention
+wrapped in `[ENT]` markers. Entities of a node: its placeholder (on `[PLC]`) and its mentions; `entity_string_ids` are
+graph-wide candidate indices (one per normalised candidate string) and `labels` mark the gold ones. Edges join two
+sentences that share a candidate string (both directions).
+
+HotpotQA (distractor layout, HF rows: `question`, `answer`, `supporting_facts`, `context.title/sentences`): one graph
+per question, one node per paragraph, `<s> question </s> </s> title: paragraph </s>`. Edges, as Wikipedia links are
+not in the distractor data: `"title_mention"` (default, directed: paragraph tau attends to paragraph eta when tau
+mentions eta's title, the paper's hyperlink direction), `"bidirectional"` or `"full"`. Labels: the relevant node is the
+supporting paragraph holding the answer, with the answer's token span in it (yes/no answers: span -100).
+
+Features are python lists per graph; `XhGraphCollator` pads them to `(G, N, L)` tensors for `modeling_xh`.
+
+Flat module: copied next to every saved checkpoint, so it imports only third-party packages and its siblings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from tokenizers import AddedToken
+from transformers import PreTrainedTokenizerBase
+from transformers.utils import logging
+
+from .processing_gesa import (
+    ADDED_TOKEN_SOURCES,
+    ENTITY_MARKER_TOKEN,
+    LUKE_MASK_ENTITY_ID,
+    PLACEHOLDER_TOKEN,
+    RECORD_HIGHLIGHT,
+    RECORD_PLACEHOLDER,
+    RecordExample,
+    normalize_entity_string,
+    to_record_examples,
+)
+
+logger = logging.get_logger(__name__)
+
+HOTPOT_EDGES = ("title_mention", "bidirectional", "full")
+_PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
+_SPACY: dict[str, Any] = {}
+
+
+def _sentencizer() -> Any:
+    if "nlp" not in _SPACY:
+        import spacy
+
+        nlp = spacy.blank("en")
+        nlp.add_pipe("sentencizer")
+        _SPACY["nlp"] = nlp
+    return _SPACY["nlp"]
+
+
+def _whitespace_to_spaces(text: str) -> str:
+    """Every whitespace character becomes one space (offsets unchanged)."""
+    return "".join(" " if ch.isspace() else ch for ch in text)
+
+
+def record_sentences(passage: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Exclusive character ranges of the sentences of a ReCoRD passage.
+
+    The article body is split by spaCy's rule-based sentencizer; every `@highlight` line is one sentence; the
+    `@highlight` markers belong to no sentence. A boundary falling strictly inside a mention `spans` is removed, so
+    every mention lies in one sentence.
+    """
+    pieces = []  # (start, end) of the body and of each highlight line
+    marker = re.compile(re.escape(RECORD_HIGHLIGHT) + r"\s*")
+    cursor = 0
+    for match in marker.finditer(passage):
+        pieces.append((cursor, match.start(), cursor == 0))
+        cursor = match.end()
+    pieces.append((cursor, len(passage), cursor == 0))
+    sentences = []
+    nlp = _sentencizer()
+    for start, end, is_body in pieces:
+        text = passage[start:end]
+        if not text.strip():
+            continue
+        if is_body:
+            for sentence in nlp(text).sents:
+                sentences.append([start + sentence.start_char, start + sentence.end_char])
+        else:
+            sentences.append([start, end])
+    merged: list[list[int]] = []
+    for sentence in sentences:
+        if merged and any(s < sentence[0] < e for s, e in spans):
+            merged[-1][1] = sentence[1]
+        else:
+            merged.append(sentence)
+    return [(s, e) for s, e in merged]
+
+
+def _strip_title(title: str) -> str:
+    return normalize_entity_string(_PARENTHETICAL.sub("", title))
+
+
+@dataclass
+class XhGraphCollator:
+    """Pads graph features to tensors for `modeling_xh` (python lists in, torch tensors out).
+
+    Returns `input_ids`, `attention_mask`, `global_attention_mask`: `(G, N, L)`; with entities `entity_ids`,
+    `entity_attention_mask`, `placeholder_entity_mask`, `entity_string_ids`, `entity_sentence_ids`: `(G, N, E)` and
+    `entity_position_ids` `(G, N, E, M)`; `node_mask` `(G, N)`; `node_adjacency` `(G, N, N)`; and the labels present:
+    `labels` `(G, C)` (ReCoRD, 0-padded), `relevant_node`, `start_positions`, `end_positions` `(G,)` (HotpotQA),
+    `node_labels` `(G, N)`. String columns (`example_id`, `candidate_texts`, ...) are kept as lists when
+    `keep_eval_columns`.
+    """
+
+    pad_token_id: int = 1
+    entity_id: int = LUKE_MASK_ENTITY_ID
+    keep_eval_columns: bool = False
+
+    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        if not features:
+            raise ValueError("XhGraphCollator got an empty batch")
+        graphs = len(features)
+        nodes = max(len(f["input_ids"]) for f in features)
+        length = max(len(ids) for f in features for ids in f["input_ids"])
+        batch: dict[str, Any] = {}
+        input_ids = torch.full((graphs, nodes, length), self.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros(graphs, nodes, length, dtype=torch.long)
+        global_mask = torch.zeros(graphs, nodes, length, dtype=torch.long)
+        node_mask = torch.zeros(graphs, nodes, dtype=torch.long)
+        adjacency = torch.zeros(graphs, nodes, nodes, dtype=torch.long)
+        for g, feature in enumerate(features):
+            count = len(feature["input_ids"])
+            node_mask[g, :count] = 1
+            adjacency[g, :count, :count] = torch.tensor(feature["node_adjacency"], dtype=torch.long).view(count, count)
+            for n, ids in enumerate(feature["input_ids"]):
+                input_ids[g, n, : len(ids)] = torch.tensor(ids)
+                attention_mask[g, n, : len(ids)] = 1
+                global_mask[g, n, : len(ids)] = torch.tensor(feature["global_attention_mask"][n])
+        batch.update(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            global_attention_mask=global_mask,
+            node_mask=node_mask,
+            node_adjacency=adjacency,
+        )
+        if "entity_position_ids" in features[0]:
+            entities = max(len(e) for f in features for e in f["entity_position_ids"])
+            mention = max((len(p) for f in features for e in f["entity_position_ids"] for p in e), default=1)
+            entity_attention = torch.zeros(graphs, nodes, entities, dtype=torch.long)
+            positions = torch.full((graphs, nodes, entities, mention), -1, dtype=torch.long)
+            padded = {
+                name: torch.full((graphs, nodes, entities), pad, dtype=torch.long)
+                for name, pad in (
+                    ("placeholder_entity_mask", 0),
+                    ("entity_string_ids", -1),
+                    ("entity_sentence_ids", -1),
+                )
+            }
+            for g, feature in enumerate(features):
+                for n, node_positions in enumerate(feature["entity_position_ids"]):
+                    entity_attention[g, n, : len(node_positions)] = 1
+                    for e, words in enumerate(node_positions):
+                        positions[g, n, e, : len(words)] = torch.tensor(words)
+                    for name, values in padded.items():
+                        values[g, n, : len(node_positions)] = torch.tensor(feature[name][n], dtype=torch.long)
+            batch.update(
+                entity_ids=torch.where(entity_attention.bool(), self.entity_id, 0),
+                entity_attention_mask=entity_attention,
+                entity_position_ids=positions,
+                **padded,
+            )
+        if "labels" in features[0]:
+            candidates = max(len(f["labels"]) for f in features)
+            labels = torch.zeros(graphs, max(candidates, 1))
+            for g, feature in enumerate(features):
+                labels[g, : len(feature["labels"])] = torch.tensor(feature["labels"], dtype=torch.float)
+            batch["labels"] = labels
+        for name in ("relevant_node", "start_positions", "end_positions"):
+            if name in features[0]:
+                batch[name] = torch.tensor([f[name] for f in features], dtype=torch.long)
+        if "node_labels" in features[0]:
+            node_labels = torch.zeros(graphs, nodes, dtype=torch.long)
+            for g, feature in enumerate(features):
+                node_labels[g, : len(feature["node_labels"])] = torch.tensor(feature["node_labels"])
+            batch["node_labels"] = node_labels
+        if self.keep_eval_columns:
+            for name in ("example_id", "candidate_texts", "answers", "titles", "answer"):
+                if name in features[0]:
+                    batch[name] = [f[name] for f in features]
+        return batch
+
+
+class XhProcessor:
+    """Builds Transformer-XH graph features from ReCoRD and HotpotQA records.
+
+    Args:
+        tokenizer: LUKE's (or RoBERTa's) word tokenizer; the `[HL]`, `[PLC]`, `[ENT]` word tokens are added exactly as
+            `GesaProcessor` adds them, so both processors give the same ids.
+        max_node_length: word tokens per node, special tokens included; longer sentences/paragraphs are truncated (a
+            mention or answer cut off is dropped, and counted in `stats`).
+        max_query_length: query tokens kept per node (LUKE: 90), around `[PLC]`.
+        max_nodes: nodes kept per graph (the first ones); `None` keeps all.
+        hotpot_edges: `"title_mention"`, `"bidirectional"` or `"full"` (see the module docstring).
+        entity_mask_id: entity id of every entity token (`[MASK]`, LUKE's ReCoRD setting).
+    """
+
+    def __init__(
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        max_node_length: int = 256,
+        max_query_length: int = 90,
+        max_nodes: int | None = None,
+        hotpot_edges: str = "title_mention",
+        entity_mask_id: int | None = None,
+    ) -> None:
+        if hotpot_edges not in HOTPOT_EDGES:
+            raise ValueError(f"hotpot_edges must be one of {HOTPOT_EDGES}, got {hotpot_edges!r}.")
+        if max_node_length < max_query_length + 8:
+            raise ValueError(
+                f"max_node_length={max_node_length} leaves no room for the node text after max_query_length="
+                f"{max_query_length} query tokens and the special tokens."
+            )
+        self.tokenizer = tokenizer
+        self.max_node_length = max_node_length
+        self.max_query_length = max_query_length
+        self.max_nodes = max_nodes
+        self.hotpot_edges = hotpot_edges
+        vocab = getattr(tokenizer, "entity_vocab", None) or {}
+        self.entity_mask_id = (
+            entity_mask_id if entity_mask_id is not None else vocab.get("[MASK]", LUKE_MASK_ENTITY_ID)
+        )
+        tokenizer.add_tokens(
+            [
+                AddedToken(token, lstrip=True, rstrip=False, single_word=False, normalized=False, special=True)
+                for token in ADDED_TOKEN_SOURCES
+            ],
+            special_tokens=True,
+        )
+        self.placeholder_id = tokenizer.convert_tokens_to_ids(PLACEHOLDER_TOKEN)
+        self.marker_id = tokenizer.convert_tokens_to_ids(ENTITY_MARKER_TOKEN)
+        self.stats: dict[str, int] = {}
+
+    def added_token_sources(self) -> dict[int, int]:
+        """New word token id -> existing token id that initialises it (as `GesaProcessor.added_token_sources`)."""
+        return {
+            self.tokenizer.convert_tokens_to_ids(new): self.tokenizer.convert_tokens_to_ids(source)
+            for new, source in ADDED_TOKEN_SOURCES.items()
+        }
+
+    def get_data_collator(self, keep_eval_columns: bool = False) -> XhGraphCollator:
+        return XhGraphCollator(self.tokenizer.pad_token_id, self.entity_mask_id, keep_eval_columns)
+
+    def _count(self, key: str) -> None:
+        self.stats[key] = self.stats.get(key, 0) + 1
+
+    def _report(self, before: Mapping[str, int]) -> None:
+        """Log every cap that applied during one encode call (caps are counted in `stats`, never silent)."""
+        applied = {key: count - before.get(key, 0) for key, count in self.stats.items() if count > before.get(key, 0)}
+        if applied:
+            logger.warning(
+                f"XhProcessor: caps applied {applied} (max_node_length={self.max_node_length}, "
+                f"max_query_length={self.max_query_length}, max_nodes={self.max_nodes})"
+            )
+
+    # ------------------------------------------------------------------ tokenisation
+
+    def _tokens(self, text: str, leading_space: bool) -> list[int]:
+        text = text.strip()
+        if not text:
+            return []
+        return self.tokenizer.convert_tokens_to_ids(self.tokenizer.tokenize((" " if leading_space else "") + text))
+
+    def _encode_with_spans(
+        self, text: str, spans: Sequence[tuple[int, int]], markers: bool
+    ) -> tuple[list[int], list[list[int]]]:
+        """Word ids of `text` and, per span (exclusive, sorted, disjoint), the positions of its tokens.
+
+        With `markers`, each span is wrapped in `[ENT]` tokens. Whitespace before a span is the span's leading space.
+        """
+        text = _whitespace_to_spaces(text)
+        ids: list[int] = []
+        positions: list[list[int]] = []
+        cursor = 0
+        for start, end in spans:
+            before = text[cursor:start]
+            ids += self._tokens(before, leading_space=bool(ids) and before[:1].isspace())
+            if markers:
+                ids.append(self.marker_id)
+            leading = bool(ids) and start > 0 and text[start - 1].isspace()
+            mention = self._tokens(text[start:end], leading_space=leading)
+            positions.append(list(range(len(ids), len(ids) + len(mention))))
+            ids += mention
+            if markers:
+                ids.append(self.marker_id)
+            cursor = end
+        rest = text[cursor:]
+        ids += self._tokens(rest, leading_space=bool(ids) and rest[:1].isspace())
+        return ids, positions
+
+    def _query_ids(self, query: str) -> tuple[list[int], int]:
+        """Query word ids with `[PLC]`, cut to `max_query_length` around it; returns (ids, index of `[PLC]`)."""
+        if query.count(RECORD_PLACEHOLDER) != 1:
+            raise ValueError(f"a ReCoRD query needs exactly one {RECORD_PLACEHOLDER}: {query!r}")
+        left, right = query.split(RECORD_PLACEHOLDER)
+        left_ids = self._tokens(_whitespace_to_spaces(left), leading_space=False)
+        right_ids = self._tokens(_whitespace_to_spaces(right), leading_space=right[:1].isspace())
+        ids = left_ids + [self.placeholder_id] + right_ids
+        plc = len(left_ids)
+        if len(ids) > self.max_query_length:
+            self._count("truncated_queries")
+            start = max(0, min(plc - self.max_query_length // 2, len(ids) - self.max_query_length))
+            ids = ids[start : start + self.max_query_length]
+            plc -= start
+        return ids, plc
+
+    def _node(self, question_ids: list[int], text_ids: list[int]) -> tuple[list[int], list[int], int]:
+        """`<s> Q </s> </s> T </s>` (T truncated); returns ids, global attention mask and the offset of T."""
+        tokenizer = self.tokenizer
+        room = self.max_node_length - len(question_ids) - 4
+        if len(text_ids) > room:
+            self._count("truncated_nodes")
+            text_ids = text_ids[:room]
+        ids = [tokenizer.cls_token_id, *question_ids, tokenizer.sep_token_id, tokenizer.sep_token_id, *text_ids]
+        ids.append(tokenizer.sep_token_id)
+        global_mask = [1] + [2] * len(question_ids) + [0] * (len(ids) - 1 - len(question_ids))
+        return ids, global_mask, len(question_ids) + 3
+
+    # ------------------------------------------------------------------ ReCoRD
+
+    def encode_record_graphs(self, records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """One graph feature per query of ReCoRD records (original/SuperGLUE records or flattened Hub rows)."""
+        before = dict(self.stats)
+        features = [self.encode_record_example(example) for example in to_record_examples(records)]
+        self._report(before)
+        return features
+
+    def encode_record_example(self, example: RecordExample) -> dict[str, Any]:
+        """The XH graph of one ReCoRD query (`processing_gesa.RecordExample`, exclusive spans)."""
+        if not example.entity_spans:
+            raise ValueError(f"ReCoRD example {example.example_id!r}: XH graphs need annotated candidate entities.")
+        passage = example.passage
+        spans = sorted(set(example.entity_spans))
+        normalized = [normalize_entity_string(passage[s:e]) for s, e in spans]
+        candidate_index: dict[str, int] = {}
+        candidate_texts: list[str] = []
+        for (start, end), key in zip(spans, normalized, strict=True):
+            if key not in candidate_index:
+                candidate_index[key] = len(candidate_texts)
+                candidate_texts.append(passage[start:end])
+        query_ids, plc = self._query_ids(example.query)
+        sentences = record_sentences(passage, spans)
+        if self.max_nodes is not None and len(sentences) > self.max_nodes:
+            self._count("truncated_graphs")
+            sentences = sentences[: self.max_nodes]
+        feature: dict[str, list] = {name: [] for name in (
+            "input_ids", "global_attention_mask", "entity_position_ids", "placeholder_entity_mask",
+            "entity_string_ids", "entity_sentence_ids",
+        )}  # fmt: skip
+        node_strings: list[set[int]] = []
+        for node, (s_start, s_end) in enumerate(sentences):
+            inside = [(i, s, e) for i, (s, e) in enumerate(spans) if s_start <= s and e <= s_end]
+            local = [(s - s_start, e - s_start) for _, s, e in inside]
+            text_ids, mention_positions = self._encode_with_spans(passage[s_start:s_end], local, markers=True)
+            ids, global_mask, offset = self._node(query_ids, text_ids)
+            positions = [[plc + 1]]
+            strings, sentence_ids, placeholder = [-1], [-1], [1]
+            kept = set()
+            for (index, _, _), words in zip(inside, mention_positions, strict=True):
+                words = [offset + w for w in words]
+                if not words or words[-1] >= len(ids) - 1:  # cut off by truncation (ids[-1] is </s>)
+                    self._count("truncated_mentions")
+                    continue
+                string_id = candidate_index[normalized[index]]
+                positions.append(words)
+                strings.append(string_id)
+                sentence_ids.append(node)
+                placeholder.append(0)
+                kept.add(string_id)
+            feature["input_ids"].append(ids)
+            feature["global_attention_mask"].append(global_mask)
+            feature["entity_position_ids"].append(positions)
+            feature["placeholder_entity_mask"].append(placeholder)
+            feature["entity_string_ids"].append(strings)
+            feature["entity_sentence_ids"].append(sentence_ids)
+            node_strings.append(kept)
+        count = len(sentences)
+        adjacency = [
+            [int(a != b and bool(node_strings[a] & node_strings[b])) for b in range(count)] for a in range(count)
+        ]
+        feature.update(
+            node_adjacency=adjacency,
+            example_id=example.example_id,
+            candidate_texts=candidate_texts,
+        )
+        if example.answers is not None:
+            gold = {normalize_entity_string(answer) for answer in example.answers}
+            feature["labels"] = [float(normalize_entity_string(text) in gold) for text in candidate_texts]
+            feature["answers"] = list(example.answers)
+        return feature
+
+    # ------------------------------------------------------------------ HotpotQA
+
+    def encode_hotpot_graphs(self, records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """One graph feature per HotpotQA question (HF layout; the original list-of-pairs `context` works too)."""
+        before = dict(self.stats)
+        features = [self.encode_hotpot_record(record, position) for position, record in enumerate(records)]
+        self._report(before)
+        return features
+
+    def encode_hotpot_record(self, record: Mapping[str, Any], position: int = 0) -> dict[str, Any]:
+        """The XH graph of one HotpotQA question: paragraphs as nodes, relevance and answer-span labels."""
+        context = record["context"]
+        if isinstance(context, Mapping):
+            titles, paragraphs = list(context["title"]), [list(s) for s in context["sentences"]]
+        else:  # original release: [[title, [sentences]], ...]
+            titles, paragraphs = [c[0] for c in context], [list(c[1]) for c in context]
+        supporting = record.get("supporting_facts", {})
+        supporting_titles = (
+            list(supporting["title"]) if isinstance(supporting, Mapping) else [fact[0] for fact in supporting]
+        )
+        if self.max_nodes is not None and len(titles) > self.max_nodes:
+            self._count("truncated_graphs")
+            titles, paragraphs = titles[: self.max_nodes], paragraphs[: self.max_nodes]
+        question = _whitespace_to_spaces(record["question"])
+        question_ids = self._tokens(question, leading_space=False)[: self.max_query_length]
+        answer = str(record.get("answer", ""))
+        texts = [
+            _whitespace_to_spaces(f"{title}: {''.join(sentences)}")
+            for title, sentences in zip(titles, paragraphs, strict=True)
+        ]
+        relevant, answer_span = self._hotpot_answer(texts, titles, supporting_titles, answer)
+        feature: dict[str, Any] = {"input_ids": [], "global_attention_mask": []}
+        start_position = end_position = -100
+        for node, text in enumerate(texts):
+            spans = [answer_span] if node == relevant and answer_span is not None else []
+            text_ids, span_positions = self._encode_with_spans(text, spans, markers=False)
+            ids, global_mask, offset = self._node(question_ids, text_ids)
+            if spans and span_positions[0]:
+                first, last = offset + span_positions[0][0], offset + span_positions[0][-1]
+                if last < len(ids) - 1:
+                    start_position, end_position = first, last
+                else:
+                    self._count("truncated_answers")
+            feature["input_ids"].append(ids)
+            feature["global_attention_mask"].append(global_mask)
+        keys = [_strip_title(title) for title in titles]
+        lowered = [normalize_entity_string(text) for text in texts]
+        count = len(texts)
+        adjacency = []
+        for a in range(count):
+            row = []
+            for b in range(count):
+                if a == b:
+                    row.append(0)
+                elif self.hotpot_edges == "full":
+                    row.append(1)
+                else:
+                    mentions = bool(keys[b]) and f" {keys[b]} " in f" {lowered[a]} "
+                    mentioned = bool(keys[a]) and f" {keys[a]} " in f" {lowered[b]} "
+                    row.append(int(mentions or (self.hotpot_edges == "bidirectional" and mentioned)))
+            adjacency.append(row)
+        example_id = record.get("_id", record.get("id"))
+        if example_id is None:
+            digest = hashlib.sha1(f"{position}\x00{record['question']}".encode()).hexdigest()
+            example_id = f"sha1-{digest[:16]}"
+        feature.update(
+            node_adjacency=adjacency,
+            relevant_node=relevant,
+            start_positions=start_position,
+            end_positions=end_position,
+            node_labels=[int(title in supporting_titles) for title in titles],
+            example_id=str(example_id),
+            titles=titles,
+            answer=answer,
+        )
+        return feature
+
+    @staticmethod
+    def _hotpot_answer(
+        texts: Sequence[str], titles: Sequence[str], supporting_titles: Sequence[str], answer: str
+    ) -> tuple[int, tuple[int, int] | None]:
+        """(relevant node, exclusive character span of the answer in it or None)."""
+        order = [i for i, t in enumerate(titles) if t in supporting_titles]
+        order += [i for i in range(len(titles)) if i not in order]
+        if answer and answer.lower() not in ("yes", "no"):
+            for flags in (0, re.IGNORECASE):
+                pattern = re.compile(rf"(?<!\w){re.escape(answer)}(?!\w)", flags)
+                for node in order:
+                    match = pattern.search(texts[node], len(titles[node]) + 2)
+                    if match:
+                        return node, (match.start(), match.end())
+        return (order[0] if order else -100), None
+
+
+__all__ = ["HOTPOT_EDGES", "XhGraphCollator", "XhProcessor", "record_sentences"]

@@ -1,0 +1,256 @@
+"""Fast attention paths: the fused dense path and the linear-cost windowed path equal the dense eager computation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from gesa import ABLATION_PRESETS, GesaConfig, GesaModel, modeling_gesa
+from gesa.modeling_gesa import _FusedAttention
+
+TINY = dict(
+    vocab_size=64,
+    entity_vocab_size=4,
+    hidden_size=16,
+    entity_emb_size=8,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=24,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    max_relative_position=5,
+)
+
+
+def long_batch(word_lengths: list[int], entities: int = 6, question: int = 4, seed: int = 0) -> dict:
+    """ReCoRD-shaped examples of different lengths padded to the longest: `<s>`, question tokens (one of them
+    `[PLC]`), passage; entities with mentions in the passage, repeated strings and sentences, then padding."""
+    g = torch.Generator().manual_seed(seed)
+    B, L, E = len(word_lengths), max(word_lengths), entities
+    batch = dict(
+        input_ids=torch.randint(5, 64, (B, L), generator=g),
+        attention_mask=torch.zeros(B, L, dtype=torch.long),
+        global_attention_mask=torch.zeros(B, L, dtype=torch.long),
+        entity_ids=torch.full((B, E), 2),
+        entity_attention_mask=torch.ones(B, E, dtype=torch.long),
+        entity_position_ids=torch.full((B, E, 3), -1),
+        placeholder_entity_mask=torch.zeros(B, E, dtype=torch.long),
+        entity_string_ids=torch.full((B, E), -1),
+        entity_sentence_ids=torch.full((B, E), -1),
+    )
+    for b, length in enumerate(word_lengths):
+        batch["attention_mask"][b, :length] = 1
+        batch["input_ids"][b, length:] = 1
+        batch["global_attention_mask"][b, 0] = 1
+        batch["global_attention_mask"][b, 1 : 1 + question] = 2
+        batch["entity_position_ids"][b, 0, 0] = 2  # the placeholder sits on a question token
+        batch["placeholder_entity_mask"][b, 0] = 1
+        real = E if b == 0 else E - 2  # the other examples pad their last entities
+        batch["entity_attention_mask"][b, real:] = 0
+        passage = torch.arange(question + 3, length)
+        for e in range(1, real):
+            start = int(passage[torch.randint(len(passage) - 1, (1,), generator=g)])
+            batch["entity_position_ids"][b, e, :2] = torch.tensor([start, start + 1])
+            batch["entity_string_ids"][b, e] = e % 3
+            batch["entity_sentence_ids"][b, e] = start * 3 // length
+    return batch
+
+
+def model_with_labels(seed: int = 0, **overrides) -> GesaModel:
+    torch.manual_seed(seed)
+    model = GesaModel(GesaConfig(**{**TINY, **overrides})).train()
+    for layer in model.encoder.layer:
+        table = layer.attention.self.label_embeddings
+        if table is not None:
+            # trained tables are far from zero; make every label term matter
+            torch.nn.init.normal_(table.weight, std=1.0)
+    return model
+
+
+def outputs_and_grads(model: GesaModel, batch: dict, implementation: str) -> tuple[list[torch.Tensor], dict]:
+    model.config._attn_implementation = implementation
+    model.zero_grad()
+    out = model(**batch)
+    real = batch["attention_mask"].bool()
+    words = out.last_hidden_state[real]
+    (words.pow(2).mean() + out.entity_last_hidden_state.pow(2).mean()).backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    return [words, out.entity_last_hidden_state], grads
+
+
+def assert_same(fast, dense, atol: float) -> None:
+    (fast_out, fast_grads), (dense_out, dense_grads) = fast, dense
+    for a, b in zip(fast_out, dense_out, strict=True):
+        torch.testing.assert_close(a, b, atol=atol, rtol=atol)
+    assert fast_grads.keys() == dense_grads.keys()
+    for name, grad in dense_grads.items():
+        torch.testing.assert_close(fast_grads[name], grad, atol=atol, rtol=atol, msg=name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Windowed (linear) path == dense masked eager path
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("block, chunk_bytes", [(8, 1), (8, None), (64, None)])
+@pytest.mark.parametrize(
+    "lengths, window",
+    [([40, 40], 3), ([53, 37], 5), ([64, 64], 8), ([97, 71], 1), ([30, 21], 0), ([45, 45], 200)],
+)
+def test_windowed_equals_dense_masked(monkeypatch, block, chunk_bytes, lengths, window):
+    # lengths not multiples of the block, padding, windows below, at and above k = 5, window 0 and one > length;
+    # chunk_bytes=1: every chunk of the scores is one head and one block
+    monkeypatch.setattr(modeling_gesa, "WINDOW_BLOCK", block)
+    if chunk_bytes:
+        monkeypatch.setattr(modeling_gesa, "SCORE_BLOCK_BYTES", chunk_bytes)
+    model = model_with_labels(attention_window=window)
+    batch = long_batch(lengths)
+    assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-4)
+
+
+@pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
+def test_windowed_equals_dense_masked_for_every_ablation(monkeypatch, ablation):
+    monkeypatch.setattr(modeling_gesa, "WINDOW_BLOCK", 8)
+    model = model_with_labels(attention_window=4, ablation=ablation)
+    batch = long_batch([43, 29])
+    assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-4)
+
+
+@pytest.mark.parametrize("inputs", ["words_only", "no_globals", "no_structure"])
+def test_windowed_equals_dense_masked_with_missing_inputs(monkeypatch, inputs):
+    monkeypatch.setattr(modeling_gesa, "WINDOW_BLOCK", 8)
+    model = model_with_labels(attention_window=3)
+    batch = long_batch([33, 26])
+    if inputs == "words_only":
+        batch = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask")}
+    elif inputs == "no_globals":
+        batch.pop("global_attention_mask")
+    else:
+        batch = {k: batch[k] for k in ("input_ids", "attention_mask", "entity_ids", "entity_position_ids")}
+    real = batch["attention_mask"].bool()
+    words = []
+    for implementation in ("sdpa", "eager"):
+        model.config._attn_implementation = implementation
+        words.append(model(**batch).last_hidden_state[real])
+    torch.testing.assert_close(words[0], words[1], atol=1e-4, rtol=1e-4)
+
+
+class LargestTensor(TorchDispatchMode):
+    """Records the largest number of elements of any tensor an operation returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.largest = max(self.largest, t.numel())
+        return out
+
+
+def test_windowed_attention_allocates_nothing_quadratic():
+    model = model_with_labels(attention_window=4, num_hidden_layers=1)
+    L = 1024
+    batch = long_batch([L, L - 100])
+    with LargestTensor() as probe:
+        out = model(**batch)
+        (out.last_hidden_state.sum() + out.entity_last_hidden_state.sum()).backward()
+    B, H, width = 2, TINY["num_attention_heads"], modeling_gesa.WINDOW_BLOCK + 2 * 4
+    # the biggest tensors are the window scores (B, H, L, width + globals + entities), far below one (P, P) matrix
+    assert probe.largest <= B * H * L * (width + 5 + 6) < L * L
+
+
+# ---------------------------------------------------------------------------------------------
+# Fused dense path == eager path
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
+def test_fused_equals_eager_for_every_ablation(monkeypatch, ablation):
+    monkeypatch.setattr(modeling_gesa, "SCORE_BLOCK_BYTES", 1)  # one head per score block: the loop is exercised
+    model = model_with_labels(ablation=ablation)
+    batch = long_batch([37, 30])
+    assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-5)
+
+
+@pytest.mark.parametrize("entity_aware", [True, False])
+def test_fused_equals_eager_without_entities_or_entity_aware_queries(entity_aware):
+    model = model_with_labels(use_entity_aware_attention=entity_aware)
+    batch = long_batch([25, 19])
+    words_only = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask")}
+    for inputs in (batch, words_only):
+        results = []
+        for implementation in ("sdpa", "eager"):
+            model.config._attn_implementation = implementation
+            out = model(**inputs)
+            results.append(out.last_hidden_state[inputs["attention_mask"].bool()])
+        torch.testing.assert_close(results[0], results[1], atol=1e-5, rtol=1e-5)
+
+
+def test_fused_attention_backward_with_dropout_is_the_gradient():
+    """gradcheck in float64 with the dropout masks fixed by reseeding: the hand-written backward is exact."""
+    model = model_with_labels(num_hidden_layers=1)
+    batch = long_batch([9, 7], entities=3, question=2)
+    structure = model.build_attention_structure(
+        torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1),
+        9,
+        batch["global_attention_mask"],
+        batch["entity_position_ids"],
+        batch["placeholder_entity_mask"],
+        batch["entity_string_ids"],
+        batch["entity_sentence_ids"],
+    )
+    attention = model.encoder.layer[0].attention.self.double()
+    plan = modeling_gesa._dense_plan(structure.tokens, 9, 2, torch.float64)
+    g = torch.Generator().manual_seed(0)
+    B, H, P, d, L = 2, 2, 12, 8, 9
+    q_word, q_entity, key, value = (torch.randn(B, H, P, d, generator=g, dtype=torch.float64) for _ in range(4))
+    terms = attention._label_terms(q_word, q_entity, structure.tokens, L)
+    G = plan.global_slots.size(1)
+    rows = torch.randn(B, H, G, L, generator=g, dtype=torch.float64)
+    columns = torch.randn(B, H, L, G, generator=g, dtype=torch.float64)
+    word_terms = torch.cat([terms.distance, terms.w2e], dim=-1)
+    inputs = [q_word, q_entity, key, value, word_terms, rows, columns, terms.e2w, terms.e2e]
+    inputs = [t.detach().clone().requires_grad_() for t in inputs]
+
+    def attend(*tensors):
+        torch.manual_seed(1)  # the same dropout masks at every evaluation
+        return _FusedAttention.apply(*tensors, plan, 0.3)
+
+    assert torch.autograd.gradcheck(attend, inputs, eps=1e-6, atol=1e-6, fast_mode=True)
+    assert (attend(*inputs) != _FusedAttention.apply(*inputs, plan, 0.0)).any()  # dropout did act
+
+
+def test_windowed_attention_backward_with_dropout_is_the_gradient(monkeypatch):
+    """gradcheck of the local-row function in float64 (dropout masks fixed by reseeding), over several chunks."""
+    monkeypatch.setattr(modeling_gesa, "WINDOW_BLOCK", 4)
+    monkeypatch.setattr(modeling_gesa, "SCORE_BLOCK_BYTES", 1)
+    model = model_with_labels(num_hidden_layers=1, attention_window=6)
+    batch = long_batch([11, 9], entities=3, question=2)
+    structure = model.build_attention_structure(
+        torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1),
+        11,
+        batch["global_attention_mask"],
+        batch["entity_position_ids"],
+        batch["placeholder_entity_mask"],
+        batch["entity_string_ids"],
+        batch["entity_sentence_ids"],
+    )
+    B, H, P, d, L = 2, 2, 14, 8, 11
+    plan = modeling_gesa._window_plan(structure.tokens, L, H, torch.float64)
+    assert plan.blocks == 3 and plan.heads_per_chunk == 1 and plan.blocks_per_chunk == 1
+    g = torch.Generator().manual_seed(0)
+    k, E = structure.tokens.distance_k, P - L
+    # q_word, q_entity, key, value, distance terms, rank terms (NULL, question, CLS), w2e terms
+    shapes = [(B, H, L, d), (B, H, L, d), (B, H, P, d), (B, H, P, d), (B, H, L, 2 * k + 1), (B, H, L, 3), (B, H, L, E)]
+    inputs = [torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True) for shape in shapes]
+
+    def attend(*tensors):
+        torch.manual_seed(1)  # the same dropout masks at every evaluation
+        return modeling_gesa._WindowedAttention.apply(*tensors, plan, 0.3)
+
+    assert torch.autograd.gradcheck(attend, inputs, eps=1e-6, atol=1e-6, fast_mode=True)
+    assert (attend(*inputs) != modeling_gesa._WindowedAttention.apply(*inputs, plan, 0.0)).any()

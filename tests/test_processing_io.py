@@ -1,0 +1,199 @@
+"""GesaProcessor plumbing: save/load and AutoProcessor from a saved folder, collator, datasets.map, Trainer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from datasets import Dataset, load_dataset
+from test_processing import NER_MODEL, RAW_PASSAGE, RAW_QUERY, features_of, hub_rows, load_records
+from tiny_luke import RECORD_DIR, ROBERTA_DIR
+from transformers import AutoTokenizer, RobertaTokenizer, Trainer, TrainingArguments
+
+from gesa import GesaConfig, GesaForEntitySpanQA
+from gesa.processing_gesa import MODEL_INPUT_NAMES, GesaDataCollator, GesaProcessor
+
+pytestmark = pytest.mark.needs_shared
+
+TINY_GESA = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    entity_vocab_size=4,
+    entity_emb_size=16,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
+
+
+@pytest.fixture(scope="module")
+def processor(tiny_luke_dir) -> GesaProcessor:
+    return GesaProcessor(AutoTokenizer.from_pretrained(tiny_luke_dir), spacy_model=NER_MODEL, max_seq_length=256)
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    return load_records()
+
+
+def test_save_and_from_pretrained_round_trip(processor, records, tmp_path):
+    processor.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "processor_config.json").read_text())
+    assert saved["max_seq_length"] == 256 and saved["spacy_model"] == NER_MODEL
+    assert saved["auto_map"] == {"AutoProcessor": "processing_gesa.GesaProcessor"}
+    assert (tmp_path / "processing_gesa.py").read_text() == open(sys.modules[GesaProcessor.__module__].__file__).read()
+    reloaded = GesaProcessor.from_pretrained(tmp_path)
+    assert len(reloaded.tokenizer) == len(processor.tokenizer)
+    assert reloaded.added_token_sources() == processor.added_token_sources()
+    assert reloaded.entity_mask_id == processor.entity_mask_id == 2
+    assert reloaded.encode_records(records[:8]) == processor.encode_records(records[:8])
+    assert GesaProcessor.from_pretrained(tmp_path, max_seq_length=128).max_seq_length == 128
+
+
+def test_auto_processor_and_model_from_a_saved_folder_in_a_fresh_process(processor, tmp_path):
+    """Users' path: one folder with the model, the tokenizer and the processor, its code copied in by save_pretrained."""
+    checkpoint = tmp_path / "gesa-tiny"
+    torch.manual_seed(0)
+    model = GesaForEntitySpanQA(GesaConfig(vocab_size=len(processor.tokenizer), **TINY_GESA)).eval()
+    model.save_pretrained(checkpoint)
+    processor.save_pretrained(checkpoint)
+    batch = processor(RAW_PASSAGE, RAW_QUERY, return_tensors="pt")
+    with torch.no_grad():
+        expected = model(**batch).logits
+    script = textwrap.dedent(f"""
+        import json, torch
+        from transformers import AutoModelForQuestionAnswering, AutoProcessor
+        processor = AutoProcessor.from_pretrained({str(checkpoint)!r}, trust_remote_code=True)
+        assert 'transformers_modules' in type(processor).__module__, type(processor).__module__
+        model = AutoModelForQuestionAnswering.from_pretrained({str(checkpoint)!r}, trust_remote_code=True).eval()
+        batch = processor({RAW_PASSAGE!r}, {RAW_QUERY!r}, return_tensors="pt")
+        with torch.no_grad():
+            logits = model(**batch).logits
+        print(json.dumps({{"class": type(processor).__name__, "candidates": batch.candidate_texts,
+                          "max_seq_length": processor.max_seq_length, "logits": logits.tolist()}}))
+    """)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TOKENIZERS_PARALLELISM="false")
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded["class"] == "GesaProcessor" and loaded["max_seq_length"] == 256
+    assert loaded["candidates"] == batch.candidate_texts
+    torch.testing.assert_close(torch.tensor(loaded["logits"]), expected, atol=1e-5, rtol=0)
+
+
+def test_collator_pads_words_entities_and_mentions(processor, records):
+    features = features_of(processor.encode_records(records[:6], return_candidate_spans=True))
+    features.sort(key=lambda feature: len(feature["entity_ids"]))
+    batch = GesaDataCollator(pad_token_id=processor.tokenizer.pad_token_id)(features)
+    assert set(batch) == set(MODEL_INPUT_NAMES) | {"labels"}
+    word_length = max(len(feature["input_ids"]) for feature in features)
+    entity_length = max(len(feature["entity_ids"]) for feature in features)
+    mention_length = max(len(row) for feature in features for row in feature["entity_position_ids"])
+    assert batch["input_ids"].shape == (len(features), word_length)
+    assert batch["entity_ids"].shape == batch["labels"].shape == (len(features), entity_length)
+    assert batch["entity_position_ids"].shape == (len(features), entity_length, mention_length)
+    assert batch["labels"].dtype == torch.float32 and batch["input_ids"].dtype == torch.long
+    padding = {
+        "input_ids": processor.tokenizer.pad_token_id,
+        "attention_mask": 0,
+        "token_type_ids": 0,
+        "global_attention_mask": 0,
+        "entity_ids": 0,
+        "entity_attention_mask": 0,
+        "entity_token_type_ids": 0,
+        "placeholder_entity_mask": 0,
+        "entity_string_ids": -1,
+        "entity_sentence_ids": -1,
+        "labels": 0,
+    }
+    shortest = features[0]
+    assert len(shortest["entity_ids"]) < entity_length
+    for name, pad in padding.items():
+        row = batch[name][0].tolist()
+        assert row[: len(shortest[name])] == shortest[name]
+        assert set(row[len(shortest[name]) :]) == {pad}, name
+    positions = batch["entity_position_ids"][0]
+    for entity, row in enumerate(shortest["entity_position_ids"]):
+        assert positions[entity].tolist() == row + [-1] * (mention_length - len(row))
+    assert (positions[len(shortest["entity_ids"]) :] == -1).all()
+    kept = GesaDataCollator(pad_token_id=1, keep_eval_columns=True, pad_to_multiple_of=64)(features)
+    assert kept["candidate_texts"] == [feature["candidate_texts"] for feature in features]
+    assert kept["example_id"] == [feature["example_id"] for feature in features]
+    assert kept["input_ids"].shape[1] % 64 == 0
+
+
+def test_dataset_map_with_workers_matches_direct_encoding(processor, records, tmp_path):
+    rows = [row for record in records for row in hub_rows(record)]
+    expected = processor.encode_records(rows)
+    hub_dataset = Dataset.from_list(rows)
+    mapped = processor.process_dataset(hub_dataset, num_proc=2, batch_size=16)
+    assert mapped.num_rows == len(expected["input_ids"])
+    assert mapped.to_dict() == expected
+    # original SuperGLUE jsonl, as `load_dataset("json")` reads it (one row per passage, queries in `qas`)
+    record_file = tmp_path / "records.jsonl"
+    record_file.write_text((RECORD_DIR / "explorer_dev60.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    json_dataset = load_dataset("json", data_files=str(record_file), split="train", cache_dir=str(tmp_path / "c"))
+    mapped_records = processor.process_dataset(json_dataset, batch_size=7)
+    assert mapped_records.to_dict() == processor.encode_records(records[64:])
+
+
+def train_two_steps(processor, records, tmp_path, accepts_loss_kwargs: bool | None) -> tuple:
+    train = processor.process_dataset(Dataset.from_list([row for r in records[:8] for row in hub_rows(r)]))
+    torch.manual_seed(0)
+    model = GesaForEntitySpanQA(GesaConfig(vocab_size=len(processor.tokenizer), **TINY_GESA))
+    model.init_added_word_embeddings(processor.added_token_sources())
+    if accepts_loss_kwargs is not None:
+        model.accepts_loss_kwargs = accepts_loss_kwargs
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        max_steps=2,
+        learning_rate=1e-3,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+        dataloader_num_workers=0,
+    )
+    before = [parameter.detach().clone() for parameter in model.classifier.parameters()]
+    trainer = Trainer(model=model, args=args, train_dataset=train, data_collator=processor.get_data_collator())
+    result = trainer.train()
+    changed = any(not torch.equal(b, a) for b, a in zip(before, model.classifier.parameters(), strict=True))
+    return result, changed
+
+
+def test_trainer_trains_on_processed_records(processor, records, tmp_path):
+    # Trainer's `num_items_in_batch` is turned off here: this test is about the dataset and the collator.
+    result, changed = train_two_steps(processor, records, tmp_path, accepts_loss_kwargs=False)
+    assert result.global_step == 2 and torch.isfinite(torch.tensor(result.training_loss)) and changed
+
+
+def test_trainer_trains_with_the_model_as_it_is(processor, records, tmp_path):
+    # the model declines Trainer's num_items_in_batch itself (accepts_loss_kwargs = False)
+    result, changed = train_two_steps(processor, records, tmp_path, accepts_loss_kwargs=None)
+    assert result.global_step == 2 and changed
+
+
+def test_roberta_fast_tokenizer_gives_the_same_tokens(processor, records, caplog):
+    roberta = RobertaTokenizer(vocab=str(ROBERTA_DIR / "vocab.json"), merges=str(ROBERTA_DIR / "merges.txt"))
+    roberta_processor = GesaProcessor(roberta, max_seq_length=processor.max_seq_length)
+    assert roberta_processor.entity_mask_id == 2 and "no entity vocabulary" in caplog.text
+    luke_columns = processor.encode_records(records[:10])
+    roberta_columns = roberta_processor.encode_records(records[:10])
+    for name in set(luke_columns) - {"input_ids"}:
+        assert roberta_columns[name] == luke_columns[name], name
+    for luke_ids, roberta_ids in zip(luke_columns["input_ids"], roberta_columns["input_ids"], strict=True):
+        luke_tokens = processor.tokenizer.convert_ids_to_tokens(luke_ids)
+        assert roberta.convert_ids_to_tokens(roberta_ids) == luke_tokens
+    sources = roberta_processor.added_token_sources()
+    assert sorted(roberta.convert_ids_to_tokens(list(sources))) == ["[ENT]", "[HL]", "[PLC]"]
+    assert roberta.convert_ids_to_tokens([sources[roberta.convert_tokens_to_ids("[HL]")]]) == ["@"]

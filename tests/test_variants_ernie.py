@@ -1,0 +1,308 @@
+"""ERNIE fusion on the GESA backbone: identity, the fusion equations against a plain implementation (aligned and
+unaligned tokens, both output forms), dEA, bad input, and conversion + training + fresh-process reload."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_modeling import TINY, record_like_batch
+from variant_helpers import gesa_features, hashed_alias_table, reload_in_fresh_process, same_backbone, train_steps
+
+from gesa import GesaModel
+from gesa.configuration_variants import ErnieConfig
+from gesa.modeling_ernie import (
+    ErnieForDenoisingEntityAutoencoder,
+    ErnieForEntitySpanQA,
+    ErnieModel,
+    corrupt_entity_alignments,
+)
+from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
+
+ENTITY_IDS = torch.tensor([[1, 3, 2], [2, -1, -1]])
+POSITIONS = torch.tensor([[7, 9, 11], [7, -1, -1]])  # first word of a mention; example 1 has one entity
+
+
+def ernie_config(**overrides) -> ErnieConfig:
+    return ErnieConfig(**{**TINY, **overrides})
+
+
+def ernie_batch() -> dict:
+    return {**record_like_batch(), "ernie_entity_ids": ENTITY_IDS.clone(), "ernie_entity_positions": POSITIONS.clone()}
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Identity: fusion disabled -> the backbone
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fusion_layers", [1, 2])
+def test_no_knowledge_entities_equals_backbone(fusion_layers):
+    torch.manual_seed(0)
+    backbone = GesaModel(ernie_config()).eval()
+    model = ErnieModel(ernie_config(ernie_num_fusion_layers=fusion_layers)).eval()
+    missing = same_backbone(model, backbone)
+    assert missing and all(key.startswith("fusion_layers.") for key in missing), missing
+    batch = record_like_batch()
+    with torch.no_grad():
+        expected = backbone(**batch, output_hidden_states=True)
+        for inputs in (
+            batch,
+            {**batch, "ernie_entity_ids": torch.full((2, 2), -1), "ernie_entity_positions": torch.full((2, 2), -1)},
+        ):
+            actual = model(**inputs, output_hidden_states=True)
+            real = batch["attention_mask"].bool()
+            torch.testing.assert_close(
+                actual.last_hidden_state[real], expected.last_hidden_state[real], atol=1e-5, rtol=0
+            )
+            torch.testing.assert_close(
+                actual.entity_last_hidden_state, expected.entity_last_hidden_state, atol=1e-5, rtol=0
+            )
+            torch.testing.assert_close(actual.pooler_output, expected.pooler_output, atol=1e-5, rtol=0)
+
+
+def test_zero_entity_projection_equals_backbone_and_otherwise_fusion_acts():
+    torch.manual_seed(0)
+    backbone = GesaModel(ernie_config()).eval()
+    model = ErnieModel(ernie_config(ernie_num_fusion_layers=2)).eval()
+    same_backbone(model, backbone)
+    batch = ernie_batch()
+    with torch.no_grad():
+        expected = backbone(**record_like_batch())
+        fused = model(**batch)
+        for fusion in model.fusion_layers:
+            fusion.entity_to_intermediate.weight.zero_()  # W~_e = 0: the knowledge stream runs but is not fused
+        unfused = model(**batch)
+    real = batch["attention_mask"].bool()
+    torch.testing.assert_close(unfused.last_hidden_state[real], expected.last_hidden_state[real], atol=1e-5, rtol=0)
+    torch.testing.assert_close(unfused.entity_last_hidden_state, expected.entity_last_hidden_state, atol=1e-5, rtol=0)
+    assert (fused.last_hidden_state[0, 7] - expected.last_hidden_state[0, 7]).abs().max() > 1e-3
+    assert model.config.ernie_num_fusion_layers == 2 and ErnieConfig().ernie_num_fusion_layers == 12
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. The fusion equations, token by token
+# ---------------------------------------------------------------------------------------------
+
+
+def plain_entity_attention(module, entities: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Multi-head self-attention among the real entities, then LayerNorm(e + W_o context), one entity at a time."""
+    heads, size = module.num_heads, module.head_size
+    out = torch.zeros_like(entities)
+    for b in range(entities.size(0)):
+        q = module.query(entities[b]).view(-1, heads, size)
+        k = module.key(entities[b]).view(-1, heads, size)
+        v = module.value(entities[b]).view(-1, heads, size)
+        for i in range(entities.size(1)):
+            context = []
+            for h in range(heads):
+                scores = torch.stack([q[i, h] @ k[j, h] / math.sqrt(size) for j in range(entities.size(1))])
+                real = mask[b]
+                weights = torch.softmax(scores[real], dim=0) if real.any() else scores[real]
+                context.append((weights[:, None] * v[real, h]).sum(0))
+            out[b, i] = module.LayerNorm(entities[b, i] + module.dense(torch.cat(context)))
+    return out
+
+
+@pytest.mark.parametrize("fusion_output", ["residual_layernorm", "gelu"])
+def test_fusion_layer_matches_the_equations(fusion_output):
+    torch.manual_seed(0)
+    model = ErnieModel(ernie_config(ernie_num_fusion_layers=1, ernie_fusion_output=fusion_output)).eval()
+    with torch.no_grad():
+        for parameter in model.fusion_layers.parameters():  # trained-looking, not identity-like, weights
+            parameter.normal_(std=0.2)
+    batch = ernie_batch()
+    with torch.no_grad():
+        out = model(**batch, output_hidden_states=True)
+        layer, fusion = model.encoder.layer[1], model.fusion_layers[0]
+        words_in, entities_in = out.hidden_states[1], out.entity_hidden_states[1]  # inputs of the top layer
+        table = model.get_entity_embeddings().weight
+        knowledge_mask = ENTITY_IDS >= 0
+        knowledge_in = table[ENTITY_IDS.clamp(min=0)] * knowledge_mask[..., None]
+        structure = model.build_attention_structure(
+            torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1),
+            14,
+            batch["global_attention_mask"],
+            batch["entity_position_ids"],
+            batch["placeholder_entity_mask"],
+            batch["entity_string_ids"],
+            batch["entity_sentence_ids"],
+        )
+        attended, _ = layer.attention(words_in, entities_in, structure)  # w~_j for every token
+        e_tilde = plain_entity_attention(fusion.entity_attention, knowledge_in, knowledge_mask)
+        W_t, b_t = layer.intermediate.dense.weight, layer.intermediate.dense.bias  # W~_t, b~
+        W_e = fusion.entity_to_intermediate.weight  # W~_e
+        W_out, b_out = layer.output.dense.weight, layer.output.dense.bias  # W_t, b_t
+        W_ent, b_ent = fusion.intermediate_to_entity.weight, fusion.intermediate_to_entity.bias  # W_e, b_e
+        aligned_words = 0
+        for b in range(2):
+            aligned = {int(p): k for k, p in enumerate(POSITIONS[b].tolist()) if p >= 0}
+            for j in range(attended.size(1)):
+                w = attended[b, j]
+                if j in aligned:  # h_j = gelu(W~_t w~_j + W~_e e~_k + b~)
+                    k = aligned[j]
+                    h = F.gelu(W_t @ w + W_e @ e_tilde[b, k] + b_t)
+                    aligned_words += 1
+                else:  # h_j = gelu(W~_t w~_j + b~)
+                    h = F.gelu(W_t @ w + b_t)
+                if fusion_output == "gelu":
+                    w_new = F.gelu(W_out @ h + b_out)
+                else:
+                    w_new = layer.output.LayerNorm(w + W_out @ h + b_out)
+                target = out.last_hidden_state[b, j] if j < 14 else out.entity_last_hidden_state[b, j - 14]
+                torch.testing.assert_close(target, w_new, atol=1e-5, rtol=1e-5)
+                if j in aligned:
+                    if fusion_output == "gelu":
+                        e_new = F.gelu(W_ent @ h + b_ent)
+                    else:
+                        e_new = fusion.entity_LayerNorm(e_tilde[b, k] + W_ent @ h + b_ent)
+                    torch.testing.assert_close(out.knowledge_last_hidden_state[b, k], e_new, atol=1e-5, rtol=1e-5)
+    assert aligned_words == 4
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. dEA: corruption scheme and head
+# ---------------------------------------------------------------------------------------------
+
+
+def test_dea_corruption_proportions_and_targets():
+    batch, entities, length, kb = 200, 100, 120, 50
+    ids = torch.randint(0, kb, (batch, entities))
+    positions = torch.arange(entities).expand(batch, entities).clone()
+    ids[:, -10:] = -1
+    positions[:, -10:] = -1
+    out = corrupt_entity_alignments(ids, positions, length, kb, generator=torch.Generator().manual_seed(0))
+    real = ids >= 0
+    masked = real & (out["ernie_entity_ids"] == -1)
+    assert torch.equal(masked, real & (out["ernie_entity_positions"] == -1))
+    changed = real & ~masked & (out["ernie_entity_ids"] != ids)
+    total = int(real.sum())
+    assert abs(int(masked.sum()) / total - 0.15) < 0.01
+    # replaced entities: 5%, less the random draws that hit the same entity (1/kb)
+    assert abs(int(changed.sum()) / total - 0.05 * (1 - 1 / kb)) < 0.006
+    assert (out["ernie_entity_ids"][~real] == -1).all() and torch.equal(out["dea_candidate_ids"], ids)
+    labels = out["dea_labels"]
+    assert torch.equal(labels[:, :90], torch.arange(90).expand(batch, 90))  # every aligned word -> its entity
+    assert (labels[:, 90:] == -100).all()
+
+
+def test_dea_head_scores_tokens_against_the_sequence_entities():
+    torch.manual_seed(0)
+    model = ErnieForDenoisingEntityAutoencoder(ernie_config()).eval()
+    batch = ernie_batch()
+    corrupted = corrupt_entity_alignments(ENTITY_IDS, POSITIONS, 14, 4, generator=torch.Generator().manual_seed(1))
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask")}
+    inputs["entity_position_ids"] = batch["entity_position_ids"]
+    with torch.no_grad():
+        out = model(**inputs, **corrupted)
+    table = model.gesa.get_entity_embeddings().weight
+    projected = model.LayerNorm(F.gelu(model.transform(out.last_hidden_state)))
+    for b in range(2):
+        for n, entity in enumerate(ENTITY_IDS[b].tolist()):
+            if entity >= 0:
+                torch.testing.assert_close(out.logits[b, :, n], projected[b] @ table[entity], atol=1e-5, rtol=1e-5)
+            else:
+                assert (out.logits[b, :, n] == torch.finfo(torch.float).min).all()
+    targets = corrupted["dea_labels"]
+    expected = F.cross_entropy(out.logits.reshape(-1, 3), targets.reshape(-1), ignore_index=-100)
+    assert math.isclose(float(out.loss), float(expected), rel_tol=1e-6)
+    model.train()
+    model(**inputs, **corrupted).loss.backward()
+    assert model.transform.weight.grad.abs().sum() > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Bad input
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"ernie_entity_positions": None}, "ernie_entity_positions is required with ernie_entity_ids"),
+        ({"ernie_entity_positions": torch.tensor([[7, -1, 11], [7, -1, -1]])}, "missing alignment"),
+        ({"ernie_entity_positions": torch.tensor([[7, 9, 14], [7, -1, -1]])}, r"word indices in \[0, 13\]"),
+        ({"ernie_entity_positions": torch.tensor([[7, 7, 11], [7, -1, -1]])}, "two entities are aligned to the same"),
+        ({"ernie_entity_positions": torch.tensor([[7, 9, 11], [12, -1, -1]])}, "aligned to a padding word"),
+        ({"ernie_entity_positions": torch.tensor([[7, 9], [7, -1]])}, "ernie_entity_positions has shape"),
+        (
+            {"ernie_entity_ids": torch.tensor([[1, 3, 4], [2, -1, -1]])},
+            r"ernie_entity_ids must be knowledge-base rows",
+        ),
+        ({"ernie_entity_ids": None}, "ernie_entity_positions was given without ernie_entity_ids"),
+    ],
+)
+def test_bad_knowledge_inputs_raise_clear_errors(changes, message):
+    model = ErnieForEntitySpanQA(ernie_config())
+    batch = ernie_batch()
+    for key, value in changes.items():
+        if value is None:
+            del batch[key]
+        else:
+            batch[key] = value
+    with pytest.raises(ValueError, match=message):
+        model(**batch)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"ernie_num_fusion_layers": 3}, r"ernie_num_fusion_layers must be an integer in \[0, num_hidden_layers=2\]"),
+        ({"ernie_entity_num_attention_heads": 3}, "entity_emb_size=16 must be a multiple of"),
+        ({"ernie_fusion_output": "tanh"}, "ernie_fusion_output='tanh' is unknown"),
+    ],
+)
+def test_bad_ernie_config_values_raise_clear_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ernie_config(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. LUKE conversion, training on the shared ReCoRD sample, save / reload with trust_remote_code
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.needs_shared
+def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
+    from transformers import LukeTokenizer
+
+    torch.manual_seed(0)
+    tokenizer = LukeTokenizer.from_pretrained(tiny_luke_dir)
+    model = ErnieForEntitySpanQA.from_luke_pretrained(tiny_luke_dir, classifier_dropout=0.0)
+    missing = model.luke_conversion_info["missing_keys"]
+    assert "gesa.fusion_layers.0.entity_to_intermediate.weight" in missing and "classifier.weight" in missing
+    assert model.config.model_type == "gesa_ernie" and model.config.ernie_num_fusion_layers == 1
+
+    features, processor = gesa_features(tokenizer, count=3)
+    model.init_added_word_embeddings(processor.added_token_sources())
+    model.set_knowledge_base(torch.randn(50, model.config.entity_emb_size))
+    alias_table = hashed_alias_table({t for f in features for t in f["candidate_texts"]}, kb_size=50)
+    builder = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator(alias_table=alias_table), "ernie")
+    collate = KnowledgeCollator(processor.get_data_collator(), builder)
+    batches = [collate(features[i : i + 4]) for i in range(0, min(len(features), 8), 4)]
+    first = batches[0]
+    ids, positions = first["ernie_entity_ids"], first["ernie_entity_positions"]
+    assert (ids >= 0).sum() > 4
+    # each knowledge entity sits on the first word of a LUKE entity's mention
+    for b, n in (ids >= 0).nonzero().tolist():
+        assert (first["entity_position_ids"][b, :, 0] == positions[b, n]).any()
+    before, after = train_steps(model, batches, steps=12)
+    print(f"ERNIE ReCoRD loss before {before:.4f} after {after:.4f}")
+    assert after < 0.8 * before, (before, after)
+
+    model.eval()
+    with torch.no_grad():
+        expected = model(**first).logits
+    out_dir = tmp_path / "ernie"
+    model.save_pretrained(out_dir)
+    saved = json.loads((out_dir / "config.json").read_text())
+    assert saved["auto_map"]["AutoModelForQuestionAnswering"] == "modeling_ernie.ErnieForEntitySpanQA"
+    assert saved["auto_map"]["AutoModel"] == "modeling_ernie.ErnieModel"
+    inputs = {k: v for k, v in first.items() if k != "labels"}
+    reloaded = reload_in_fresh_process(
+        out_dir, inputs, tmp_path, "AutoModelForQuestionAnswering", "ErnieForEntitySpanQA", "ErnieModel"
+    )
+    torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)

@@ -1,0 +1,470 @@
+"""Transformer-XH on the GESA backbone: identity per node, hop locality and direction on a chain, permutation
+equivariance, batching, FEVER aggregation, HotpotQA/ReCoRD graphs, bad input, and conversion + training + reload."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from test_modeling import TINY
+from variant_helpers import record_rows, reload_in_fresh_process, same_backbone, train_steps
+
+from gesa import GesaModel
+from gesa.configuration_variants import XhConfig
+from gesa.modeling_xh import XhForEntitySpanQA, XhForFactVerification, XhForMultiHopQA, XhModel
+from gesa.processing_xh import XhGraphCollator, record_sentences
+
+LAYERS, HOPS = 3, 2
+
+
+def xh_config(**overrides) -> XhConfig:
+    return XhConfig(**{**TINY, "num_hidden_layers": LAYERS, "xh_num_hop_layers": HOPS, **overrides})
+
+
+def graph_feature(num_nodes: int, lengths: list[int], seed: int, candidates: int = 3) -> dict:
+    """A ReCoRD-like graph feature (python lists, as `XhProcessor` emits): per node `<s> q [PLC] q </s> </s> d ... </s>`
+    with the placeholder on position 2 and two mentions of graph-wide candidates."""
+    g = torch.Generator().manual_seed(seed)
+    feature = {k: [] for k in ("input_ids", "global_attention_mask", "entity_position_ids", "placeholder_entity_mask")}
+    feature.update(entity_string_ids=[], entity_sentence_ids=[])
+    for node in range(num_nodes):
+        length = max(lengths[node], 10)  # room for <s> q [PLC] q </s> </s> m m ... m </s>
+        ids = torch.randint(5, 64, (length,), generator=g).tolist()
+        ids[0], ids[4], ids[5], ids[-1] = 0, 2, 2, 2
+        feature["input_ids"].append(ids)
+        feature["global_attention_mask"].append([1, 2, 2, 2] + [0] * (length - 4))
+        strings = torch.randint(0, candidates, (2,), generator=g).tolist()
+        feature["entity_position_ids"].append([[2], [6, 7], [length - 2]])
+        feature["placeholder_entity_mask"].append([1, 0, 0])
+        feature["entity_string_ids"].append([-1, *strings])
+        feature["entity_sentence_ids"].append([-1, node, node])
+    feature["node_adjacency"] = [[0] * num_nodes for _ in range(num_nodes)]
+    feature["labels"] = [float(c == 0) for c in range(candidates)]
+    return feature
+
+
+def collate(features: list[dict]) -> dict:
+    return XhGraphCollator(pad_token_id=1, entity_id=2)(features)
+
+
+def randomise_hops(model: XhModel, std: float = 0.3, seed: int = 0) -> None:
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for hop in model.hop_layers:
+            for parameter in hop.parameters():
+                parameter.normal_(std=std)
+
+
+def node_inputs(batch: dict, g: int, n: int) -> dict:
+    """One node of a graph batch as a GESA batch of one, without its padding."""
+    length = int(batch["attention_mask"][g, n].sum())
+    entities = int(batch["entity_attention_mask"][g, n].sum())
+    words = {k: batch[k][g, n, :length][None] for k in ("input_ids", "attention_mask", "global_attention_mask")}
+    ents = {
+        k: batch[k][g, n, :entities][None]
+        for k in ("entity_ids", "entity_attention_mask", "placeholder_entity_mask", "entity_string_ids")
+    }
+    ents["entity_sentence_ids"] = batch["entity_sentence_ids"][g, n, :entities][None]
+    ents["entity_position_ids"] = batch["entity_position_ids"][g, n, :entities][None]
+    return {**words, **ents}
+
+
+GRAPH_KEYS = (
+    "input_ids",
+    "attention_mask",
+    "global_attention_mask",
+    "entity_ids",
+    "entity_attention_mask",
+    "entity_position_ids",
+    "placeholder_entity_mask",
+    "entity_string_ids",
+    "entity_sentence_ids",
+    "node_mask",
+    "node_adjacency",
+)
+
+
+def model_inputs(batch: dict) -> dict:
+    return {k: batch[k] for k in GRAPH_KEYS}
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Identity: no edges, combine [I | 0] -> the backbone on every node
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("with_edges", [False, True])
+def test_no_edges_and_identity_combine_equal_backbone_per_node(with_edges):
+    torch.manual_seed(0)
+    backbone = GesaModel(xh_config()).eval()
+    model = XhModel(xh_config()).eval()
+    missing = same_backbone(model, backbone)
+    assert missing and all(key.startswith("hop_layers.") for key in missing)
+    batch = collate([graph_feature(3, [9, 7, 11], seed=1), graph_feature(2, [8, 10], seed=2)])
+    if with_edges:  # with combine = [I | 0] the hop path exists but contributes nothing yet
+        batch["node_adjacency"][:, :2, :2] = torch.tensor([[0, 1], [1, 0]])
+    else:
+        randomise_hops(model)  # any hop projections: without edges h^ = 0, so [I | 0] keeps the hub
+        with torch.no_grad():
+            for hop in model.hop_layers:
+                hop.combine.weight.copy_(torch.cat([torch.eye(32), torch.zeros(32, 32)], dim=1))
+                hop.combine.bias.zero_()
+    with torch.no_grad():
+        out = model(**model_inputs(batch))
+        for g, n in ((0, 0), (0, 1), (0, 2), (1, 0), (1, 1)):
+            expected = backbone(**node_inputs(batch, g, n))
+            length = expected.last_hidden_state.size(1)
+            torch.testing.assert_close(
+                out.last_hidden_state[g, n, :length], expected.last_hidden_state[0], atol=1e-5, rtol=0
+            )
+            torch.testing.assert_close(
+                out.entity_last_hidden_state[g, n, :3], expected.entity_last_hidden_state[0], atol=1e-5, rtol=0
+            )
+            torch.testing.assert_close(out.pooler_output[g, n], expected.pooler_output[0], atol=1e-5, rtol=0)
+    assert (out.last_hidden_state[1, 2] == 0).all()  # the padded node
+
+
+def test_combine_starts_at_identity_and_hops_then_matter():
+    torch.manual_seed(0)
+    model = XhModel(xh_config()).eval()
+    for hop in model.hop_layers:
+        torch.testing.assert_close(hop.combine.weight, torch.cat([torch.eye(32), torch.zeros(32, 32)], dim=1))
+        assert not hop.combine.bias.any()
+    batch = collate([graph_feature(3, [9, 7, 11], seed=1)])
+    batch["node_adjacency"][0] = torch.tensor([[0, 1, 1], [1, 0, 1], [1, 1, 0]])
+    with torch.no_grad():
+        plain = model(**model_inputs(batch)).hub_states
+        randomise_hops(model)
+        hopped = model(**model_inputs(batch)).hub_states
+    assert (plain - hopped).abs().max() > 1e-2
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Hop locality and direction on a directed chain
+# ---------------------------------------------------------------------------------------------
+
+
+def chain_batch(num_nodes: int = 6) -> dict:
+    batch = collate([graph_feature(num_nodes, [9] * num_nodes, seed=3)])
+    for node in range(num_nodes - 1):
+        batch["node_adjacency"][0, node + 1, node] = 1  # node i+1 attends to node i: information flows 0 -> 1 -> ...
+    return batch
+
+
+def hub_change(model: XhModel, batch: dict, node: int) -> torch.Tensor:
+    """Per node, the largest change of the final hub when `node`'s words are perturbed."""
+    perturbed = {k: v.clone() for k, v in batch.items()}
+    perturbed["input_ids"][0, node, 1:4] = (perturbed["input_ids"][0, node, 1:4] + 11) % 60 + 4
+    with torch.no_grad():
+        before = model(**model_inputs(batch)).hub_states[0]
+        after = model(**model_inputs(perturbed)).hub_states[0]
+    return (before - after).abs().amax(-1)
+
+
+def test_hop_locality_on_a_directed_chain():
+    torch.manual_seed(0)
+    model = XhModel(xh_config()).eval()
+    randomise_hops(model)
+    change = hub_change(model, chain_batch(), node=0)
+    # K = 2 hop layers: nodes 0, 1, 2 see the perturbation, nodes 3 and beyond cannot
+    assert (change[: HOPS + 1] > 1e-4).all(), change
+    assert (change[HOPS + 1 :] < 1e-6).all(), change
+
+
+def test_hop_direction_is_respected():
+    torch.manual_seed(0)
+    model = XhModel(xh_config()).eval()
+    randomise_hops(model)
+    batch = chain_batch()
+    # perturbing the last node of the chain reaches no other node: edges only point backwards to it
+    change = hub_change(model, batch, node=5)
+    assert change[5] > 1e-4 and (change[:5] < 1e-6).all(), change
+    # reversed edges: node i attends to node i+1, so the last node now reaches K hops back
+    batch["node_adjacency"] = batch["node_adjacency"].transpose(1, 2).contiguous()
+    change = hub_change(model, batch, node=5)
+    assert (change[5 - HOPS :] > 1e-4).all() and (change[: 5 - HOPS] < 1e-6).all(), change
+
+
+def test_nodes_without_neighbours_get_no_hop_and_no_nan():
+    torch.manual_seed(0)
+    model = XhModel(xh_config()).eval()
+    randomise_hops(model)
+    batch = collate([graph_feature(3, [9, 8, 10], seed=4), graph_feature(1, [7], seed=5)])
+    batch["node_adjacency"][0, 0, 1] = 1  # only node 0 of graph 0 has a neighbour
+    with torch.no_grad():
+        out = model(**model_inputs(batch), output_attentions=True)
+    assert not torch.isnan(out.last_hidden_state).any()
+    for probs in out.hop_attentions:
+        assert torch.allclose(probs[0, :, 0, 1], torch.ones(1)) and (probs[0, :, 0, [0, 2]] == 0).all()
+        assert (probs[0, :, 1:] == 0).all() and (probs[1] == 0).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Permutation equivariance and batching
+# ---------------------------------------------------------------------------------------------
+
+
+def test_permutation_equivariance():
+    torch.manual_seed(0)
+    model = XhForEntitySpanQA(xh_config()).eval()
+    randomise_hops(model.gesa)
+    batch = collate([graph_feature(5, [9, 7, 11, 8, 10], seed=6)])
+    batch["node_adjacency"][0] = (torch.rand(5, 5, generator=torch.Generator().manual_seed(0)) > 0.5).long()
+    batch["node_adjacency"][0].fill_diagonal_(0)
+    perm = torch.tensor([3, 0, 4, 1, 2])
+    permuted = {k: v for k, v in batch.items()}
+    for key in GRAPH_KEYS:
+        if key != "node_adjacency":
+            permuted[key] = batch[key][:, perm]
+    permuted["node_adjacency"] = batch["node_adjacency"][:, perm][:, :, perm]
+    with torch.no_grad():
+        out = model(**batch, output_hidden_states=True)
+        out_permuted = model(**permuted)
+        hubs = model.gesa(**model_inputs(batch)).hub_states
+        hubs_permuted = model.gesa(**model_inputs(permuted)).hub_states
+    torch.testing.assert_close(hubs_permuted, hubs[:, perm], atol=1e-5, rtol=0)
+    torch.testing.assert_close(out_permuted.mention_logits, out.mention_logits[:, perm], atol=1e-5, rtol=0)
+    torch.testing.assert_close(out_permuted.logits, out.logits, atol=1e-5, rtol=0)  # candidates are graph-wide
+
+
+def test_batch_of_graphs_equals_each_graph_alone():
+    torch.manual_seed(0)
+    model = XhForEntitySpanQA(xh_config(classifier_dropout=0.0)).eval()
+    randomise_hops(model.gesa)
+    features = [graph_feature(2, [6, 9], seed=7), graph_feature(4, [9, 12, 7, 8], seed=8, candidates=4)]
+    features[0]["node_adjacency"] = [[0, 1], [1, 0]]
+    features[1]["node_adjacency"] = [[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [1, 0, 0, 0]]
+    together_batch = collate(features)
+    with torch.no_grad():
+        together = model(**together_batch)
+        for g, feature in enumerate(features):
+            alone = model(**collate([feature]))
+            nodes, length = alone.hub_states.shape[1], collate([feature])["input_ids"].shape[2]
+            torch.testing.assert_close(together.hub_states[g, :nodes], alone.hub_states[0], atol=1e-5, rtol=0)
+            candidates = alone.logits.size(1)
+            torch.testing.assert_close(together.logits[g, :candidates], alone.logits[0], atol=1e-5, rtol=0)
+            assert length <= together_batch["input_ids"].shape[2]
+    assert (together.logits[0, 3:] == torch.finfo(torch.float).min).all()  # graph 0 has 3 candidates
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Heads: FEVER aggregation, HotpotQA relevance and spans, ReCoRD candidates
+# ---------------------------------------------------------------------------------------------
+
+
+def test_fever_probabilities_sum_to_one_and_follow_eq16():
+    torch.manual_seed(0)
+    model = XhForFactVerification(xh_config(classifier_dropout=0.0)).eval()
+    randomise_hops(model.gesa)
+    batch = collate([graph_feature(3, [9, 7, 11], seed=9), graph_feature(2, [8, 10], seed=10)])
+    batch["node_adjacency"][0] = 1 - torch.eye(3, dtype=torch.long)
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask", "node_mask")}
+    inputs["node_adjacency"] = batch["node_adjacency"]
+    labels, node_labels = torch.tensor([2, 0]), torch.tensor([[0, 1, 1], [1, 0, 0]])
+    with torch.no_grad():
+        out = model(**inputs, labels=labels, node_labels=node_labels)
+    assert model.config.id2label == {0: "SUPPORTS", 1: "REFUTES", 2: "NOT ENOUGH INFO"}
+    torch.testing.assert_close(out.probs.sum(-1), torch.ones(2))
+    torch.testing.assert_close(out.node_importance.sum(-1), torch.ones(2))
+    assert out.node_importance[1, 2] == 0  # padded node
+    plain = (out.node_importance[..., None] * out.node_label_probs).sum(1)
+    torch.testing.assert_close(out.probs, plain, atol=1e-6, rtol=1e-5)
+    expected_loss = -(plain[0, 2].log() + plain[1, 0].log()) / 2
+    expected_loss += (
+        -((out.node_importance[0, 1] + out.node_importance[0, 2]).log() + out.node_importance[1, 0].log()) / 2
+    )
+    assert math.isclose(float(out.loss), float(expected_loss), rel_tol=1e-5)
+
+
+def test_record_head_takes_the_max_over_a_candidates_mentions():
+    torch.manual_seed(0)
+    model = XhForEntitySpanQA(xh_config(classifier_dropout=0.0)).eval()
+    batch = collate([graph_feature(3, [9, 7, 11], seed=11, candidates=4)])
+    with torch.no_grad():
+        out = model(**batch)
+    strings = batch["entity_string_ids"][0]
+    for candidate in range(4):
+        mentions = out.mention_logits[0][strings == candidate]
+        expected = mentions.max() if mentions.numel() else torch.tensor(torch.finfo(torch.float).min)
+        torch.testing.assert_close(out.logits[0, candidate], expected)
+    assert (out.mention_logits[0, :, 0] == torch.finfo(torch.float).min).all()  # placeholders are no candidate
+
+
+@pytest.mark.needs_shared
+def test_hotpot_graphs_and_multihop_head(tmp_path):
+    from tiny_luke import HOTPOT_DIR, build_luke_tokenizer
+
+    from gesa.processing_xh import XhProcessor
+
+    tokenizer = build_luke_tokenizer()
+    processor = XhProcessor(tokenizer, max_node_length=128, max_query_length=40)
+    records = json.loads((HOTPOT_DIR / "hotpot_dev_distractor_first100.json").read_text())[:30]
+    features = processor.encode_hotpot_graphs(records)
+    assert len(features) == 30
+    spans = 0
+    for record, feature in zip(records, features, strict=True):
+        count = len(feature["input_ids"])
+        assert all(feature["node_adjacency"][i][i] == 0 for i in range(count))
+        assert feature["titles"][feature["relevant_node"]] in record["supporting_facts"]["title"] or (
+            feature["start_positions"] >= 0
+        )
+        if feature["start_positions"] >= 0:
+            ids = feature["input_ids"][feature["relevant_node"]]
+            text = tokenizer.decode(ids[feature["start_positions"] : feature["end_positions"] + 1]).strip()
+            assert text.lower() == record["answer"].lower(), (text, record["answer"])
+            spans += 1
+        elif record["answer"] in ("yes", "no"):
+            assert feature["end_positions"] == -100
+    assert spans >= 20, spans  # all but yes/no and answers cut by the node length
+    # title_mention edges are directed: "Kiss and Tell (1945 film)" mentions Shirley Temple, not the other way round
+    kiss = features[1]
+    titles = kiss["titles"]
+    a, b = titles.index("Kiss and Tell (1945 film)"), titles.index("Shirley Temple")
+    assert kiss["node_adjacency"][a][b] == 1 and kiss["node_adjacency"][b][a] == 0
+
+    torch.manual_seed(0)
+    config = xh_config(vocab_size=len(tokenizer), classifier_dropout=0.0, max_relative_position=16)
+    model = XhForMultiHopQA(config)
+    collator = processor.get_data_collator()
+    batches = [collator([features[i]]) for i in (1, 4)]
+    for batch in batches:
+        batch.pop("node_labels")
+    before, after = train_steps(model, batches, steps=10, lr=3e-3)
+    print(f"XH HotpotQA loss before {before:.4f} after {after:.4f}")
+    assert after < before
+    model.eval()
+    with torch.no_grad():
+        out = model(**batches[0])
+    answers = XhForMultiHopQA.decode_answers(out, max_answer_length=10)
+    for (node, start, end), mask in zip(answers, batches[0]["global_attention_mask"], strict=True):
+        assert start <= end < start + 10 and mask[node, start] == 0  # a context token of the chosen node
+
+
+@pytest.mark.needs_shared
+def test_record_graphs_follow_the_spec():
+    from tiny_luke import build_luke_tokenizer
+
+    from gesa.processing_gesa import normalize_entity_string, to_record_examples
+    from gesa.processing_xh import XhProcessor
+
+    tokenizer = build_luke_tokenizer()
+    processor = XhProcessor(tokenizer, max_node_length=256)
+    rows = record_rows(4)
+    examples = to_record_examples(rows)
+    features = processor.encode_record_graphs(rows)
+    assert len(features) == len(examples)
+    plc = tokenizer.convert_tokens_to_ids("[PLC]")
+    for example, feature in zip(examples, features, strict=True):
+        sentences = record_sentences(example.passage, example.entity_spans)
+        assert len(feature["input_ids"]) == len(sentences)
+        mentions_seen = 0
+        for node, ids in enumerate(feature["input_ids"]):
+            assert ids[feature["entity_position_ids"][node][0][0]] == plc  # the placeholder rides in every node
+            assert feature["placeholder_entity_mask"][node][0] == 1
+            for words, string_id in zip(
+                feature["entity_position_ids"][node][1:], feature["entity_string_ids"][node][1:], strict=True
+            ):
+                text = tokenizer.decode([ids[w] for w in words]).strip()
+                assert normalize_entity_string(text) == normalize_entity_string(feature["candidate_texts"][string_id])
+                mentions_seen += 1
+        assert mentions_seen == len(set(example.entity_spans))  # every mention in exactly one node
+        strings = [set(s[1:]) for s in feature["entity_string_ids"]]
+        for a in range(len(strings)):
+            for b in range(len(strings)):
+                assert feature["node_adjacency"][a][b] == int(a != b and bool(strings[a] & strings[b]))
+        gold = {normalize_entity_string(answer) for answer in example.answers}
+        assert [normalize_entity_string(t) in gold for t in feature["candidate_texts"]] == [
+            bool(label) for label in feature["labels"]
+        ]
+        assert any(feature["labels"])
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Bad input
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("node_adjacency", torch.zeros(2, 3, 2, dtype=torch.long), r"node_adjacency has shape \(2, 3, 2\)"),
+        ("node_adjacency", torch.zeros(2, 4, 4, dtype=torch.long), r"expected \(graphs, nodes, nodes\) = \(2, 3, 3\)"),
+        ("node_adjacency", torch.full((2, 3, 3), 2), "node_adjacency must hold 0/1"),
+        ("node_adjacency", None, "node_adjacency is required"),
+        ("node_mask", torch.ones(2, 4), r"node_mask has shape \(2, 4\)"),
+        ("node_mask", torch.zeros(2, 3), "every graph needs at least one real node"),
+        ("entity_string_ids", torch.zeros(2, 2, 3, dtype=torch.long), "entity_string_ids has shape"),
+    ],
+)
+def test_bad_graph_inputs_raise_clear_errors(field, value, message):
+    model = XhForEntitySpanQA(xh_config())
+    batch = collate([graph_feature(3, [9, 7, 11], seed=1), graph_feature(2, [8, 10], seed=2)])
+    batch[field] = value
+    with pytest.raises(ValueError, match=message):
+        model(**batch)
+
+
+def test_flat_inputs_and_out_of_range_candidates_are_refused():
+    model = XhForEntitySpanQA(xh_config())
+    batch = collate([graph_feature(2, [8, 10], seed=2)])
+    with pytest.raises(ValueError, match=r"input_ids of shape \(graphs, nodes, words\)"):
+        model.gesa(input_ids=batch["input_ids"][0], node_adjacency=batch["node_adjacency"])
+    with pytest.raises(ValueError, match="entity_string_ids must be graph-wide candidate indices"):
+        model(**{**batch, "labels": torch.zeros(1, 1)})
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"xh_num_hop_layers": 4}, r"xh_num_hop_layers must be an integer in \[0, num_hidden_layers=3\]"),
+        ({"xh_num_hop_attention_heads": 5}, "hidden_size=32 must be a multiple of xh_num_hop_attention_heads=5"),
+        ({"xh_hop_dropout": 1.0}, r"xh_hop_dropout must be in \[0, 1\)"),
+    ],
+)
+def test_bad_xh_config_values_raise_clear_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        xh_config(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. LUKE conversion, training on the shared ReCoRD sample, save / reload with trust_remote_code
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.needs_shared
+def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
+    from transformers import LukeTokenizer
+
+    from gesa.processing_xh import XhProcessor
+
+    torch.manual_seed(0)
+    tokenizer = LukeTokenizer.from_pretrained(tiny_luke_dir)
+    model = XhForEntitySpanQA.from_luke_pretrained(tiny_luke_dir, xh_num_hop_layers=2, classifier_dropout=0.0)
+    missing = model.luke_conversion_info["missing_keys"]
+    assert "gesa.hop_layers.0.combine.weight" in missing and "classifier.weight" in missing
+    assert model.config.model_type == "gesa_xh"
+    processor = XhProcessor(tokenizer, max_node_length=96, max_query_length=40, max_nodes=8)
+    model.init_added_word_embeddings(processor.added_token_sources())
+    features = [f for f in processor.encode_record_graphs(record_rows(3)) if any(f["labels"])]
+    collator = processor.get_data_collator()
+    batches = [collator(features[i : i + 2]) for i in range(0, min(len(features), 4), 2)]
+    before, after = train_steps(model, batches, steps=12)
+    print(f"XH ReCoRD loss before {before:.4f} after {after:.4f}")
+    assert after < 0.8 * before, (before, after)
+
+    model.eval()
+    first = batches[0]
+    with torch.no_grad():
+        expected = model(**first).logits
+    out_dir = tmp_path / "xh"
+    model.save_pretrained(out_dir)
+    saved = json.loads((out_dir / "config.json").read_text())
+    assert saved["auto_map"]["AutoModelForQuestionAnswering"] == "modeling_xh.XhForEntitySpanQA"
+    assert saved["auto_map"]["AutoModel"] == "modeling_xh.XhModel"
+    # labels fix the candidate axis (without them it ends at the last candidate with a mention)
+    reloaded = reload_in_fresh_process(
+        out_dir, first, tmp_path, "AutoModelForQuestionAnswering", "XhForEntitySpanQA", "XhModel"
+    )
+    torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)

@@ -1,0 +1,105 @@
+"""Helpers shared by the tests of the variants (KAR, XH, ERNIE): real ReCoRD features, a short training loop and a
+fresh-process reload with `trust_remote_code`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zlib
+from pathlib import Path
+
+import torch
+from tiny_luke import RECORD_DIR
+
+TRAIN_FILE = RECORD_DIR / "fewglue_train32.jsonl"
+
+
+def record_rows(count: int) -> list[dict]:
+    """The first `count` records (passages with their queries) of the shared ReCoRD training sample."""
+    lines = TRAIN_FILE.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines[:count]]
+
+
+def gesa_features(tokenizer, count: int = 4, max_seq_length: int = 128) -> tuple[list[dict], object]:
+    """`GesaProcessor` features of the shared sample (windows of `max_seq_length`) and the processor."""
+    from gesa.processing_gesa import GesaProcessor
+
+    processor = GesaProcessor(tokenizer, max_seq_length=max_seq_length, doc_stride=64, max_query_length=40)
+    columns = processor.encode_records(record_rows(count))
+    features = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+    # keep windows that hold a gold answer, so that every batch has a positive
+    features = [feature for feature in features if any(feature["labels"])]
+    return features, processor
+
+
+def hashed_alias_table(texts, kb_size: int, per_alias: int = 3) -> dict[str, list[tuple[int, float]]]:
+    """A deterministic alias table: every text gets `per_alias` KB rows (by CRC32) with priors summing to 1."""
+    table = {}
+    priors = [0.6, 0.3, 0.1][:per_alias]
+    for text in texts:
+        if not text:
+            continue
+        seed = zlib.crc32(text.encode())
+        table[text] = [((seed + 7 * k) % kb_size, prior) for k, prior in enumerate(priors)]
+    return table
+
+
+def train_steps(model, batches: list[dict], steps: int = 12, lr: float = 3e-3) -> tuple[float, float]:
+    """AdamW for `steps` steps cycling over `batches`; returns the mean loss over `batches` (eval mode) before/after."""
+
+    def mean_loss() -> float:
+        model.eval()
+        with torch.no_grad():
+            return sum(float(model(**batch).loss) for batch in batches) / len(batches)
+
+    before = mean_loss()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    for step in range(steps):
+        loss = model(**batches[step % len(batches)]).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return before, mean_loss()
+
+
+def reload_in_fresh_process(
+    out_dir: Path, inputs: dict, tmp_path: Path, auto_class: str, expected_class: str, base_class: str
+) -> torch.Tensor:
+    """Load `out_dir` with `auto_class.from_pretrained(trust_remote_code=True)` in a clean `python -I` process run
+    from elsewhere; returns its `logits` on `inputs`. Also checks `AutoModel` gives `base_class`."""
+    torch.save(inputs, tmp_path / "inputs.pt")
+    script = textwrap.dedent(f"""
+        import sys, torch
+        assert not any('gesa' in p for p in sys.path if p), sys.path
+        import transformers
+        from transformers import AutoConfig, AutoModel
+        auto = getattr(transformers, {auto_class!r})
+        model = auto.from_pretrained({str(out_dir)!r}, trust_remote_code=True).eval()
+        assert type(model).__name__ == {expected_class!r}, type(model).__name__
+        assert 'transformers_modules' in type(model).__module__, type(model).__module__
+        inputs = torch.load({str(tmp_path / "inputs.pt")!r})
+        with torch.no_grad():
+            logits = model(**inputs).logits
+        torch.save(logits, {str(tmp_path / "reloaded_logits.pt")!r})
+        base = AutoModel.from_pretrained({str(out_dir)!r}, trust_remote_code=True)
+        assert type(base).__name__ == {base_class!r}, type(base).__name__
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["HF_HUB_OFFLINE"] = "1"
+    env["HF_MODULES_CACHE"] = str(tmp_path / "modules")
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return torch.load(tmp_path / "reloaded_logits.pt")
+
+
+def same_backbone(variant_model, gesa_model) -> None:
+    """Copy `gesa_model`'s weights into the backbone of `variant_model`; every other key must be the variant's own."""
+    missing, unexpected = variant_model.load_state_dict(gesa_model.state_dict(), strict=False)
+    assert not unexpected, unexpected
+    return missing
