@@ -552,6 +552,13 @@ def _dense_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype:
     return plan
 
 
+def _softmax_(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dimension, in place on CPU (no second score buffer)."""
+    if scores.device.type == "cpu":
+        return torch.ops.aten._softmax.out(scores, -1, False, out=scores)
+    return torch.softmax(scores, dim=-1)
+
+
 class _FusedAttention(torch.autograd.Function):
     """`softmax(q k^T + label terms, padding masked) v` with dropout, one `_DensePlan` score block at a time.
 
@@ -599,7 +606,7 @@ class _FusedAttention(torch.autograd.Function):
                     scores[:, :, L:] += torch.bmm(q_entity[b, heads], entity_keys[b, heads].transpose(1, 2))
                 if len(plan.padded_keys[b]):
                     scores.index_fill_(2, plan.padded_keys[b], torch.finfo(scores.dtype).min)
-                torch.ops.aten._softmax.out(scores, -1, False, out=scores)  # in place: no second P x P buffer
+                scores = _softmax_(scores)
                 if dropout_p > 0:
                     # bernoulli as rand < keep: the same distribution at a third of bernoulli_'s CPU cost
                     kept = torch.rand_like(scores).lt_(1.0 - dropout_p)
@@ -940,7 +947,9 @@ class _WindowedAttention(torch.autograd.Function):
         save = any(ctx.needs_input_grad)
 
         def rows_padded(x):
-            return F.pad(x, (0, 0, 0, padding)).contiguous() if x is not None else None
+            if x is None:
+                return None
+            return F.pad(x, (0, 0, 0, padding)) if padding else x.contiguous()
 
         q_word, q_entity = rows_padded(q_word), rows_padded(q_entity)
         distance, rank, w2e = rows_padded(distance), rows_padded(rank), rows_padded(w2e)
@@ -975,7 +984,7 @@ class _WindowedAttention(torch.autograd.Function):
                     to_entity.add_(w2e[b, heads, rows])
                 parts.append(to_entity.masked_fill_(~plan.entity_allowed[b], masked))
             scores = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
-            torch.ops.aten._softmax.out(scores, -1, False, out=scores)
+            scores = _softmax_(scores)
             used = scores
             if dropout_p > 0:
                 used = torch.rand_like(scores).lt_(1.0 - dropout_p)

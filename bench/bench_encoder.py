@@ -68,6 +68,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     parser.add_argument("--no-dropout", action="store_true", help="dropout 0 (default: LUKE's 0.1, train mode)")
+    parser.add_argument("--ablation", help="GesaConfig ablation preset for GESA (default: every label family on)")
+    parser.add_argument(
+        "--sdpa-probe",
+        action="store_true",
+        help="also print which scaled_dot_product_attention kernel runs (and how fast) for this run's shapes",
+    )
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--memory-probe", choices=["luke", "gesa"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -104,7 +110,7 @@ def build_models(args: argparse.Namespace):
         LukeConfig(**dims, max_position_embeddings=max(514, args.words + 2), use_entity_aware_attention=True),
         add_pooling_layer=False,
     )
-    gesa = GesaModel(GesaConfig(**dims), add_pooling_layer=False)  # every label family on (the defaults)
+    gesa = GesaModel(GesaConfig(**dims, ablation=args.ablation), add_pooling_layer=False)
     dtype = getattr(torch, args.dtype)
     return luke.to(args.device, dtype).train(), gesa.to(args.device, dtype).train()
 
@@ -185,6 +191,43 @@ def matmul_gflops(args: argparse.Namespace, size: int = 4096, repeats: int = 5) 
         synchronize(args.device)
         rates.append(2 * size**3 / (now() - start) / 1e9)
     return rates
+
+
+def sdpa_probe(args: argparse.Namespace) -> None:
+    """Which `scaled_dot_product_attention` kernel runs for an additive bias with and without gradient, and with
+    dropout, at this run's attention shape (forward + backward): the reason GESA does not feed SDPA its label bias."""
+    from torch.profiler import profile
+
+    dtype = getattr(torch, args.dtype)
+    P, d = args.words + args.entities, args.hidden // args.heads
+    shape = (args.batch, args.heads, P, d)
+    q, k, v = (torch.randn(shape, device=args.device, dtype=dtype, requires_grad=True) for _ in range(3))
+    cases = {
+        "no bias": (None, 0.0),
+        "bias (B,1,P,P), no grad": (torch.zeros(args.batch, 1, P, P, device=args.device, dtype=dtype), 0.0),
+        "bias (B,H,P,P) needing grad": (torch.zeros(*shape[:3], P, device=args.device, dtype=dtype), 0.0),
+        "bias (B,1,P,P), dropout 0.1": (torch.zeros(args.batch, 1, P, P, device=args.device, dtype=dtype), 0.1),
+    }
+    cases["bias (B,H,P,P) needing grad"][0].requires_grad_()
+    print(f"scaled_dot_product_attention, q/k/v {tuple(shape)}, forward + backward:")
+    for name, (bias, dropout) in cases.items():
+
+        def run(bias: torch.Tensor | None = bias, dropout: float = dropout) -> None:
+            attention = torch.nn.functional.scaled_dot_product_attention
+            attention(q, k, v, attn_mask=bias, dropout_p=dropout).sum().backward()
+
+        run()
+        times = []
+        for _ in range(3):
+            synchronize(args.device)
+            start = now()
+            run()
+            synchronize(args.device)
+            times.append(now() - start)
+        with profile() as prof:
+            run()
+        kernels = sorted({e.key for e in prof.key_averages() if e.key.startswith("aten::_scaled_dot_product")})
+        print(f"  {name:<30} {statistics.median(times):7.3f} s  {', '.join(kernels)}")
 
 
 def memory_probe(args: argparse.Namespace) -> dict:
@@ -272,7 +315,7 @@ def main(argv: list[str] | None = None) -> None:
         f"device {args.device} ({torch.get_num_threads()} threads), {args.dtype}, torch {torch.__version__}; "
         f"{args.layers} layers, hidden {args.hidden}, {args.heads} heads, FFN {args.ffn}, batch {args.batch} x "
         f"({args.words} words + {args.entities} entities), dropout {0.0 if args.no_dropout else 0.1}, "
-        f"{args.repeats} rounds, {args.clock} clock"
+        f"{args.repeats} rounds, {args.clock} clock" + (f", GESA ablation {args.ablation}" if args.ablation else "")
     )
     print(f"plain {args.dtype} 4096^3 matmul: median {peak_rate:.1f} GFLOP/s (best {max(matmul):.1f})")
     header = f"{'model':<6} {'step s (median)':>16} {'min':>8} {'tokens/s':>9} {'exec GFLOP':>11} {'GFLOP/s':>8}"
@@ -296,6 +339,8 @@ def main(argv: list[str] | None = None) -> None:
     if memory:
         ratio = memory["gesa"]["peak_bytes"] / memory["luke"]["peak_bytes"]
         print(f"GESA / LUKE peak memory: {ratio:.3f}x ({memory['gesa']['method']})")
+    if args.sdpa_probe:
+        sdpa_probe(args)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,12 @@ tokens ``[HL] [PLC] [ENT]`` start from ``@ # *``) or a GESA checkpoint (loaded a
 flag works (``--bf16``, ``--gradient_checkpointing``, ``--deepspeed``, ``--fsdp``, ``--push_to_hub``,
 ``--hub_model_id``, ``--resume_from_checkpoint``, ...), and so does ``accelerate launch`` / ``torchrun``.
 
+``--variant`` picks the model family from ``examples/variants.py``: ``gesa`` (default), ``luke`` (LUKE exactly),
+``kar`` (KnowBERT-KAR) and ``ernie`` (ERNIE) on GESA's windows with their knowledge inputs added by the collator (they
+keep the LUKE checkpoint's entity table, their knowledge base), and ``xh`` (Transformer-XH: one sentence graph per
+query, nodes of at most ``--max_seq_length`` tokens, annotated candidates only). Each works from a LUKE checkpoint,
+from its own checkpoint and for the embedded demo; the output folder reloads with ``trust_remote_code``.
+
 Outputs in ``--output_dir``: ``config.json`` (with ``auto_map``), the flat code files, ``model.safetensors``, the
 processor and tokenizer files, ``eval_predictions.json`` (``{query_id: answer_text}``), ``all_results.json``
 (``eval_exact_match``, ``eval_f1``, ...) and a model card ``README.md`` rendered from ``model_cards/template.md``.
@@ -238,6 +244,10 @@ def check_arguments(model_args: ModelArguments, data_args: DataTrainingArguments
     if model_args.variant == "luke" and model_args.ablation not in (None, "luke"):
         raise RunRecordError(f"--variant luke is the 'luke' ablation; it cannot be combined with --ablation "
                              f"{model_args.ablation}")  # fmt: skip
+    if not VARIANTS[model_args.variant].uses_gesa_features and data_args.candidate_source == "ner":
+        raise RunRecordError(
+            f"--variant {model_args.variant} needs annotated candidate entities; not --candidate_source ner"
+        )
     if not (args.do_train or args.do_eval):
         raise RunRecordError("nothing to do: pass --do_train and/or --do_eval")
     if data_args.doc_stride < 1 or data_args.max_seq_length < 16 or data_args.max_query_length < 1:
@@ -626,7 +636,9 @@ def copy_processor_code(processor: Any, output_dir: str) -> None:
 class RecordEvaluator:
     """``compute_metrics`` for ``Trainer``: merge window scores per query, then the official ReCoRD metric.
 
-    The evaluation features keep their order through ``Trainer.evaluate`` (sequential sampler; the distributed
+    A feature is a window (GESA features: logits ``(B, E)`` over its ``candidate_texts``) or, for ``--variant xh``, a
+    query's whole graph (logits ``(G, C)`` over the graph's ``candidate_texts``): ``merge_window_predictions`` takes
+    both, one row per feature; scores past a row's candidates (batch padding) are ignored. The evaluation features keep their order through ``Trainer.evaluate`` (sequential sampler; the distributed
     gather drops the padding duplicates), so row ``i`` of the predictions belongs to feature ``i``.
     """
 
@@ -644,7 +656,7 @@ class RecordEvaluator:
             logits = logits[0]
         logits = np.asarray(logits, dtype=np.float32)
         if logits.shape[0] != len(self.example_ids):
-            raise RuntimeError(f"got scores for {logits.shape[0]} windows, expected {len(self.example_ids)}")
+            raise RuntimeError(f"got scores for {logits.shape[0]} features, expected {len(self.example_ids)}")
         merged = record_metric.merge_window_predictions(self.example_ids, self.candidate_texts, logits)
         self.predictions = {query_id: merged[query_id] for query_id in self.references if query_id in merged}
         return record_metric.compute_record_scores(self.predictions, self.references)
