@@ -563,16 +563,17 @@ class _FusedAttention(torch.autograd.Function):
     """`softmax(q k^T + label terms, padding masked) v` with dropout, one `_DensePlan` score block at a time.
 
     `q_word` meets the word keys, `q_entity` the entity keys (None: `q_word` meets all keys). The label terms
-    arrive compact, each block over the labels it can use: `word_terms` `(B, H, L, 2k + 1 + E)` (per word row: a
-    term per clipped distance, then its w2e term per entity), `rows` `(B, H, G, L)` and `columns` `(B, H, L, G)`
-    (global words' rows and columns of the w2w block), `e2w` `(B, H, E, L)`, `e2e` `(B, H, E, E)`. The forward
-    spreads them into a block's scores by one gather and two row/column copies; the backward sums the score
-    gradients back per label (band diagonals and the two clipped ends), so no `(B, H, P, P)` index or bias
-    tensor ever exists. Only the probabilities (and the dropout mask, as bool) are kept for the backward.
+    arrive compact, each block over the labels it can use: `distance_table` `(2k + 1, d)` (the distance labels'
+    embeddings: a block's word rows get `q . r` per clipped distance, computed in the block, in cache),
+    `w2e` `(B, H, L, E)`, `rows` `(B, H, G, L)` and `columns` `(B, H, L, G)` (global words' rows and columns of
+    the w2w block), `e2w` `(B, H, E, L)`, `e2e` `(B, H, E, E)`. The forward spreads them into a block's scores by
+    one gather and two row/column copies; the backward sums the score gradients back per label (band diagonals
+    and the two clipped ends), so no `(B, H, P, P)` index or bias tensor ever exists. Only the probabilities (and
+    the dropout mask, as bool) are kept for the backward. `distance_table` None: no label terms at all.
     """
 
     @staticmethod
-    def forward(ctx, q_word, q_entity, key, value, word_terms, rows, columns, e2w, e2e, plan, dropout_p):
+    def forward(ctx, q_word, q_entity, key, value, distance_table, w2e, rows, columns, e2w, e2e, plan, dropout_p):
         B, H, P, _ = q_word.shape
         L = plan.word_length
         save = any(ctx.needs_input_grad)
@@ -590,11 +591,14 @@ class _FusedAttention(torch.autograd.Function):
             for h0 in range(0, H, plan.heads_per_block):
                 heads = slice(h0, min(h0 + plan.heads_per_block, H))
                 n = heads.stop - heads.start
-                if word_terms is None:
+                if distance_table is None:
                     scores = torch.bmm(q_word[b, heads], word_keys[b, heads].transpose(1, 2))
                 else:
                     scores = q_word.new_empty(n, P, P)
-                    torch.gather(word_terms[b, heads], 2, plan.word_index.expand(n, L, P), out=scores[:, :L])
+                    terms = torch.matmul(q_word[b, heads, :L], distance_table.t())
+                    if w2e is not None:
+                        terms = torch.cat([terms, w2e[b, heads]], dim=-1)
+                    torch.gather(terms, 2, plan.word_index.expand(n, L, P), out=scores[:, :L])
                     if columns is not None and len(global_words):
                         scores[:, :L].index_copy_(2, global_words, columns[b, heads, :, : len(global_words)])
                         scores[:, :, :L].index_copy_(1, global_words, rows[b, heads, : len(global_words)])
@@ -620,14 +624,14 @@ class _FusedAttention(torch.autograd.Function):
         if dropout_p > 0:
             context.mul_(1.0 / (1.0 - dropout_p))  # scale the small output rather than the P x P probabilities
         if save:
-            ctx.save_for_backward(q_word, q_entity, word_keys, entity_keys, value, context, *saved)
+            ctx.save_for_backward(q_word, q_entity, word_keys, entity_keys, value, context, distance_table, *saved)
             ctx.plan, ctx.dropout_p = plan, dropout_p
-            ctx.shapes = [None if t is None else t.shape for t in (word_terms, rows, columns, e2w, e2e)]
+            ctx.shapes = [None if t is None else t.shape for t in (w2e, rows, columns, e2w, e2e)]
         return context
 
     @staticmethod
     def backward(ctx, grad_context):
-        q_word, q_entity, word_keys, entity_keys, value, context, *saved = ctx.saved_tensors
+        q_word, q_entity, word_keys, entity_keys, value, context, distance_table, *saved = ctx.saved_tensors
         plan, dropout_p = ctx.plan, ctx.dropout_p
         B, H, P, _ = q_word.shape
         L = plan.word_length
@@ -642,8 +646,9 @@ class _FusedAttention(torch.autograd.Function):
             torch.empty_like(value),
         )
         grad_q_entity = None if q_entity is None else torch.empty_like(q_entity)
-        word_terms_shape, rows_shape, columns_shape, e2w_shape, e2e_shape = ctx.shapes
-        grad_word_terms = None if word_terms_shape is None else q_word.new_empty(word_terms_shape)
+        w2e_shape, rows_shape, columns_shape, e2w_shape, e2e_shape = ctx.shapes
+        grad_table = None if distance_table is None else torch.zeros_like(distance_table)
+        grad_w2e = None if w2e_shape is None else q_word.new_empty(w2e_shape)
         grad_rows = None if rows_shape is None else q_word.new_zeros(rows_shape)
         grad_columns = None if columns_shape is None else q_word.new_zeros(columns_shape)
         grad_e2w = None if e2w_shape is None else q_word.new_empty(e2w_shape)
@@ -667,7 +672,7 @@ class _FusedAttention(torch.autograd.Function):
                     to_entities = grad_scores[:, :, L:]
                     torch.bmm(to_entities, entity_keys[b, heads], out=grad_q_entity[b, heads])
                     grad_key[b, heads, L:] = torch.bmm(to_entities.transpose(1, 2), q_entity[b, heads])
-                if grad_word_terms is None:
+                if distance_table is None:
                     continue
                 if grad_e2w is not None:
                     grad_e2w[b, heads] = grad_scores[:, L:, :L]
@@ -679,13 +684,20 @@ class _FusedAttention(torch.autograd.Function):
                     words.index_fill_(1, global_words, 0)
                     grad_columns[b, heads, :, : len(global_words)] = words.index_select(2, global_words)
                     words.index_fill_(2, global_words, 0)
-                _word_term_sums(grad_scores[:, :L], plan, out=grad_word_terms[b, heads])
+                sums = _word_term_sums(grad_scores[:, :L], plan)
+                C = distance_table.size(0)
+                distance_sums, word_queries = sums[..., :C], q_word[b, heads, :L]
+                grad_q_word[b, heads, :L] += torch.matmul(distance_sums, distance_table)
+                grad_table += torch.bmm(distance_sums.transpose(1, 2), word_queries).sum(0)
+                if grad_w2e is not None:
+                    grad_w2e[b, heads] = sums[..., C:]
         return (
             grad_q_word,
             grad_q_entity,
             grad_key,
             grad_value,
-            grad_word_terms,
+            grad_table,
+            grad_w2e,
             grad_rows,
             grad_columns,
             grad_e2w,
@@ -695,19 +707,19 @@ class _FusedAttention(torch.autograd.Function):
         )
 
 
-def _word_term_sums(grad_words: torch.Tensor, plan: _DensePlan, out: torch.Tensor) -> None:
-    """Word-row score gradients `(n, L, P)` -> per row, the sum per clipped distance and each w2e term: `out`
-    `(n, L, 2k + 1 + E)`. Overwrites the word-pair gradients (their prefix sums find the clipped ends)."""
+def _word_term_sums(grad_words: torch.Tensor, plan: _DensePlan) -> torch.Tensor:
+    """Word-row score gradients `(n, L, P)` -> per row, the sum per clipped distance and each w2e term `(n, L,
+    2k + 1 + E)`. Overwrites the word-pair gradients (their prefix sums find the clipped ends)."""
     k, L = plan.distance_k, plan.word_length
     n = grad_words.size(0)
     if k == 0:
-        out[..., 1:] = grad_words[..., L:]
-        out[..., 0] = grad_words[..., :L].sum(-1)
-        return
+        return torch.cat([grad_words[..., :L].sum(-1, keepdim=True), grad_words[..., L:]], dim=-1)
+    out = grad_words.new_empty(n, L, plan.term_index.size(1))
     # one gather reads the inner distance labels and the entity columns; then the clipped ends
     torch.gather(grad_words, 2, plan.term_index.expand(n, L, plan.term_index.size(1)), out=out)
     out.mul_(plan.term_inner)
     _clipped_end_sums(grad_words[..., :L], k, plan.end_index, plan.left_valid, out)
+    return out
 
 
 def _band_sum_plan(
@@ -749,14 +761,15 @@ class _LabelTerms:
     """Scaled label terms `q_i . r_l`, per block over the labels that block can use.
 
     Args:
-        distance: `(B, H, L, 2k + 1)` w2w clipped distances (one NULL column when distance labels are off).
+        distance: `(B, H, L, 2k + 1)` w2w clipped distances (one NULL column when distance labels are off), or
+            None when the consumer computes them.
         rank: `(B, H, L, 3)` the `RelativeLabels.rank_labels` (NULL, question, CLS), or None.
         w2e: `(B, H, L, E)`, e2w: `(B, H, E, L)`, e2e: `(B, H, E, E)`: the terms of each pair, or None.
         distance_table, rank_table: the label embeddings behind `distance` and `rank` (`(labels, d)`), for terms
             of a few more queries.
     """
 
-    distance: torch.Tensor
+    distance: torch.Tensor | None
     distance_table: torch.Tensor
     rank: torch.Tensor | None = None
     rank_table: torch.Tensor | None = None
@@ -1388,9 +1401,17 @@ class GesaSelfAttention(nn.Module):
         return torch.gather(label_scores, 3, index[:, None].expand(B, H, P, index.size(-1)))
 
     def _label_terms(
-        self, q_to_word: torch.Tensor, q_to_entity: torch.Tensor, tokens: TokenStructure, word_length: int
+        self,
+        q_to_word: torch.Tensor,
+        q_to_entity: torch.Tensor,
+        tokens: TokenStructure,
+        word_length: int,
+        distance: bool = True,
     ) -> _LabelTerms:
-        """`q_i . r_l` for the few labels l each block can use (queries come scaled, so the terms do too)."""
+        """`q_i . r_l` for the few labels l each block can use (queries come scaled, so the terms do too).
+
+        `distance=False` leaves the distance terms to the consumer (`_FusedAttention` computes them per block).
+        """
         table = self.label_embeddings.weight
         layout = tokens.layout
         L, k = word_length, tokens.distance_k
@@ -1398,7 +1419,7 @@ class GesaSelfAttention(nn.Module):
         word_queries = q_to_word[:, :, :L]
         # w2w: 2k + 1 clipped distances (or the NULL label alone), the global ranks
         distance_rows = table[layout.distance_offset : layout.distance_offset + 2 * k + 1] if k else table[:1]
-        terms = _LabelTerms(torch.matmul(word_queries, distance_rows.t()), distance_rows)
+        terms = _LabelTerms(torch.matmul(word_queries, distance_rows.t()) if distance else None, distance_rows)
         if tokens.word_ranks is not None:
             terms.rank_table = table[list(layout.rank_labels)]
             terms.rank = torch.matmul(word_queries, terms.rank_table.t())
@@ -1429,7 +1450,7 @@ class GesaSelfAttention(nn.Module):
         tokens, L = structure.tokens, structure.word_length
         terms = None
         if tokens.use_labels and self.label_embeddings is not None:
-            terms = self._label_terms(q_to_word, q_to_entity, tokens, L)
+            terms = self._label_terms(q_to_word, q_to_entity, tokens, L, distance=tokens.attention_window is not None)
         if tokens.attention_window is not None:
             return _windowed_attention(q_to_word, q_to_entity, key, value, terms, tokens, L, dropout_p)
         if terms is None and dropout_p == 0.0:
@@ -1439,10 +1460,9 @@ class GesaSelfAttention(nn.Module):
             return F.scaled_dot_product_attention(query, key_for_query, value, attn_mask=mask, scale=1.0)
         plan = _dense_plan(tokens, L, self.num_heads, q_to_word.dtype)
         q_entity = None if q_to_entity is q_to_word or key.size(2) == L else q_to_entity
-        word_terms = rows = columns = e2w = e2e = None
+        table = rows = columns = w2e = e2w = e2e = None
         if terms is not None:
-            word_terms = terms.distance if terms.w2e is None else torch.cat([terms.distance, terms.w2e], dim=-1)
-            e2w, e2e = terms.e2w, terms.e2e
+            table, w2e, e2w, e2e = terms.distance_table, terms.w2e, terms.e2w, terms.e2e
             if plan.global_slots is not None:
                 B, H = q_to_word.shape[:2]
                 G = plan.global_slots.size(1)
@@ -1451,7 +1471,7 @@ class GesaSelfAttention(nn.Module):
                 global_rank_terms = terms.rank.gather(2, plan.global_slots[:, None, :, None].expand(B, H, G, 3))
                 rows = global_rank_terms.gather(3, plan.row_ranks.expand(B, H, G, L))
         return _FusedAttention.apply(
-            q_to_word, q_entity, key, value, word_terms, rows, columns, e2w, e2e, plan, dropout_p
+            q_to_word, q_entity, key, value, table, w2e, rows, columns, e2w, e2e, plan, dropout_p
         )
 
 

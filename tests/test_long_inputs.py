@@ -208,12 +208,11 @@ def test_fused_attention_backward_with_dropout_is_the_gradient():
     g = torch.Generator().manual_seed(0)
     B, H, P, d, L = 2, 2, 12, 8, 9
     q_word, q_entity, key, value = (torch.randn(B, H, P, d, generator=g, dtype=torch.float64) for _ in range(4))
-    terms = attention._label_terms(q_word, q_entity, structure.tokens, L)
+    terms = attention._label_terms(q_word, q_entity, structure.tokens, L, distance=False)
     G = plan.global_slots.size(1)
     rows = torch.randn(B, H, G, L, generator=g, dtype=torch.float64)
     columns = torch.randn(B, H, L, G, generator=g, dtype=torch.float64)
-    word_terms = torch.cat([terms.distance, terms.w2e], dim=-1)
-    inputs = [q_word, q_entity, key, value, word_terms, rows, columns, terms.e2w, terms.e2e]
+    inputs = [q_word, q_entity, key, value, terms.distance_table, terms.w2e, rows, columns, terms.e2w, terms.e2e]
     inputs = [t.detach().clone().requires_grad_() for t in inputs]
 
     def attend(*tensors):
