@@ -7,6 +7,11 @@ achieved GFLOP/s of each as a fraction of a plain large matmul measured in the s
     python bench/bench_encoder.py --layers 4 --repeats 9
     python bench/bench_encoder.py --device cuda --dtype bfloat16 --layers 24 --batch 8   # GPU: tokens/s and MFU
 
+Allocator: on CPU each timing runs under glibc's malloc as it comes, then with heap reuse (`--malloc`; see
+`bench/common.py`): LUKE's `(B, H, P, P)` attention tensors cross glibc's 32 MiB mmap threshold at these dims and
+page-fault every step, GESA's per-block scores do not, so the first comparison flatters GESA and the second does
+not.
+
 Timing: the two models alternate step by step (order flipped every round) after warm-up steps, so both see the
 same machine state; reported are medians over rounds, and the ratio is the median of the per-round ratios.
 `--clock thread` times the main thread's CPU time instead of elapsed time (OpenMP told to sleep, not spin, while
@@ -26,24 +31,16 @@ token, and its label terms), "model" is LUKE's count for both, the work a user a
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
-from pathlib import Path
 
-_ARGV = " ".join(sys.argv[1:]).replace("=", " ").split()
-if "--clock" in _ARGV and _ARGV[_ARGV.index("--clock") + 1 :][:1] == ["thread"]:
-    # idle OpenMP threads must sleep, not spin, for the main thread's CPU time to be its share of the work;
-    # OpenMP reads this when it starts, so before torch is imported
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import common
+import torch
+from common import median
 
-import torch  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
+common.threads_from_argv()
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -58,15 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=7, help="timed rounds (one step of each model per round)")
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument(
-        "--clock",
-        default="wall",
-        choices=["wall", "thread"],
-        help="wall: elapsed time; thread: CPU time of the main thread (CPU only, robust to other jobs on the cores)",
-    )
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    common.add_common_arguments(parser)
     parser.add_argument("--no-dropout", action="store_true", help="dropout 0 (default: LUKE's 0.1, train mode)")
     parser.add_argument("--ablation", help="GesaConfig ablation preset for GESA (default: every label family on)")
     parser.add_argument(
@@ -79,20 +68,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def add_repo_to_path() -> None:
-    """`import gesa` works installed (editable) or from a plain checkout."""
-    try:
-        import gesa  # noqa: F401
-    except ImportError:
-        sys.path.insert(0, str(ROOT.parent))
-
-
 def build_models(args: argparse.Namespace):
     from transformers import LukeConfig, LukeModel
 
-    add_repo_to_path()
-    from gesa import GesaConfig, GesaModel
-
+    gesa = common.import_gesa()
     dropout = 0.0 if args.no_dropout else 0.1
     dims = dict(
         vocab_size=1000,
@@ -110,9 +89,9 @@ def build_models(args: argparse.Namespace):
         LukeConfig(**dims, max_position_embeddings=max(514, args.words + 2), use_entity_aware_attention=True),
         add_pooling_layer=False,
     )
-    gesa = GesaModel(GesaConfig(**dims, ablation=args.ablation), add_pooling_layer=False)
+    model = gesa.GesaModel(gesa.GesaConfig(**dims, ablation=args.ablation), add_pooling_layer=False)
     dtype = getattr(torch, args.dtype)
-    return luke.to(args.device, dtype).train(), gesa.to(args.device, dtype).train()
+    return luke.to(args.device, dtype).train(), model.to(args.device, dtype).train()
 
 
 def make_inputs(args: argparse.Namespace) -> tuple[dict, dict]:
@@ -148,51 +127,6 @@ def make_inputs(args: argparse.Namespace) -> tuple[dict, dict]:
     )
 
 
-def step(model: torch.nn.Module, inputs: dict) -> None:
-    out = model(**inputs)
-    (out.last_hidden_state.float().mean() + out.entity_last_hidden_state.float().mean()).backward()
-    model.zero_grad(set_to_none=True)
-
-
-now = time.perf_counter  # the clock of every timing (`--clock`)
-
-
-def set_clock(args: argparse.Namespace) -> None:
-    global now
-    if args.clock == "thread" and args.device.startswith("cuda"):
-        raise SystemExit("--clock thread measures CPU time; use the wall clock on a GPU")
-    now = time.thread_time if args.clock == "thread" else time.perf_counter
-
-
-def synchronize(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def count_flops(model: torch.nn.Module, inputs: dict) -> int:
-    from torch.utils.flop_counter import FlopCounterMode
-
-    with FlopCounterMode(display=False) as counter:
-        step(model, inputs)
-    return counter.get_total_flops()
-
-
-def matmul_gflops(args: argparse.Namespace, size: int = 4096, repeats: int = 5) -> list[float]:
-    """GFLOP/s of a plain `size x size` matmul in the run's dtype: the machine's practical limit."""
-    dtype = getattr(torch, args.dtype)
-    a = torch.randn(size, size, device=args.device, dtype=dtype)
-    b = torch.randn(size, size, device=args.device, dtype=dtype)
-    a @ b
-    rates = []
-    for _ in range(repeats):
-        synchronize(args.device)
-        start = now()
-        a @ b
-        synchronize(args.device)
-        rates.append(2 * size**3 / (now() - start) / 1e9)
-    return rates
-
-
 def sdpa_probe(args: argparse.Namespace) -> None:
     """Which `scaled_dot_product_attention` kernel runs for an additive bias with and without gradient, and with
     dropout, at this run's attention shape (forward + backward): the reason GESA does not feed SDPA its label bias."""
@@ -219,44 +153,26 @@ def sdpa_probe(args: argparse.Namespace) -> None:
         run()
         times = []
         for _ in range(3):
-            synchronize(args.device)
-            start = now()
+            common.synchronize(args.device)
+            start = common.now()
             run()
-            synchronize(args.device)
-            times.append(now() - start)
+            common.synchronize(args.device)
+            times.append(common.now() - start)
         with profile() as prof:
             run()
         kernels = sorted({e.key for e in prof.key_averages() if e.key.startswith("aten::_scaled_dot_product")})
-        print(f"  {name:<30} {statistics.median(times):7.3f} s  {', '.join(kernels)}")
+        print(f"  {name:<30} {median(times):7.3f} s  {', '.join(kernels)}")
 
 
 def memory_probe(args: argparse.Namespace) -> dict:
-    """Peak memory of one step of one model (run in a fresh process; see the module docstring)."""
+    """Peak memory of one step of one model (run in a fresh process; see `common.peak_step_memory`)."""
     luke, gesa = build_models(args)
     model = luke if args.memory_probe == "luke" else gesa
     del luke, gesa
     luke_inputs, gesa_inputs = make_inputs(args)
     inputs = luke_inputs if args.memory_probe == "luke" else gesa_inputs
-    step(model, inputs)
-    if args.device.startswith("cuda"):
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        before = torch.cuda.memory_allocated()
-        step(model, inputs)
-        torch.cuda.synchronize()
-        return {"peak_bytes": torch.cuda.max_memory_allocated() - before, "method": "cuda max_memory_allocated"}
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
-    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
-    before = _proc_status("VmRSS")
-    step(model, inputs)
-    return {"peak_bytes": _proc_status("VmHWM") - before, "method": "RSS high-water mark (VmHWM - VmRSS before)"}
-
-
-def _proc_status(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{field} not in /proc/self/status")
+    common.step(model, inputs)
+    return common.peak_step_memory(model, inputs, args.device)
 
 
 def peak_memory(args: argparse.Namespace, which: str, argv: list[str]) -> dict:
@@ -268,15 +184,28 @@ def peak_memory(args: argparse.Namespace, which: str, argv: list[str]) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def time_models(args: argparse.Namespace, models: dict) -> tuple[dict[str, list[float]], list[float]]:
+    """Warm-up, then rounds of one step of each model (order flipped every round) and one plain matmul."""
+    for _ in range(args.warmup):
+        for model, inputs in models.values():
+            common.step(model, inputs)
+    times: dict[str, list[float]] = {name: [] for name in models}
+    matmul: list[float] = []
+    for round_index in range(args.repeats):
+        order = list(models) if round_index % 2 == 0 else list(models)[::-1]
+        for name in order:
+            times[name].append(common.timed_step(*models[name], args.device))
+        matmul.extend(common.matmul_gflops(args.device, args.dtype, repeats=1))
+    matmul.extend(common.matmul_gflops(args.device, args.dtype))
+    return times, matmul
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        print("no CUDA device here: running the CPU variant instead (--device cpu --dtype float32)")
-        args.device, args.dtype = "cpu", "float32"
-        argv = [*argv, "--device", "cpu", "--dtype", "float32"]
-    set_clock(args)
+    argv = common.fall_back_to_cpu(args, argv)
+    common.set_clock(args.clock, args.device)
     if args.memory_probe:
         print(json.dumps(memory_probe(args)))
         return
@@ -284,32 +213,19 @@ def main(argv: list[str] | None = None) -> None:
     luke, gesa = build_models(args)
     luke_inputs, gesa_inputs = make_inputs(args)
     models = {"luke": (luke, luke_inputs), "gesa": (gesa, gesa_inputs)}
-    flops = {name: count_flops(model, inputs) for name, (model, inputs) in models.items()}
-    for _ in range(args.warmup):
-        for model, inputs in models.values():
-            step(model, inputs)
-    times: dict[str, list[float]] = {"luke": [], "gesa": []}
-    matmul: list[float] = []
-    for round_index in range(args.repeats):
-        order = ["luke", "gesa"] if round_index % 2 == 0 else ["gesa", "luke"]
-        for name in order:
-            model, inputs = models[name]
-            synchronize(args.device)
-            start = now()
-            step(model, inputs)
-            synchronize(args.device)
-            times[name].append(now() - start)
-        matmul.extend(matmul_gflops(args, repeats=1))
-    matmul.extend(matmul_gflops(args))
+    flops = {name: common.count_flops(model, inputs) for name, (model, inputs) in models.items()}
+    # glibc as it comes first: heap reuse, once switched on, stays on for the process
+    runs = {}
+    for mode in common.malloc_modes(args):
+        if mode == "reuse":
+            common.use_heap_reuse()
+        runs[mode] = time_models(args, models)
     del luke, gesa, models
 
     memory = {}
     if not args.skip_memory:
         memory = {name: peak_memory(args, name, argv) for name in ("luke", "gesa")}
 
-    median = {name: statistics.median(values) for name, values in times.items()}
-    ratios = [g / lk for g, lk in zip(times["gesa"], times["luke"], strict=True)]
-    peak_rate = statistics.median(matmul)
     tokens = args.batch * (args.words + args.entities)
     print(
         f"device {args.device} ({torch.get_num_threads()} threads), {args.dtype}, torch {torch.__version__}; "
@@ -317,28 +233,33 @@ def main(argv: list[str] | None = None) -> None:
         f"({args.words} words + {args.entities} entities), dropout {0.0 if args.no_dropout else 0.1}, "
         f"{args.repeats} rounds, {args.clock} clock" + (f", GESA ablation {args.ablation}" if args.ablation else "")
     )
-    print(f"plain {args.dtype} 4096^3 matmul: median {peak_rate:.1f} GFLOP/s (best {max(matmul):.1f})")
-    header = f"{'model':<6} {'step s (median)':>16} {'min':>8} {'tokens/s':>9} {'exec GFLOP':>11} {'GFLOP/s':>8}"
-    header += f" {'of matmul':>9} {'model GFLOP/s':>14} {'MFU':>6}"
+    for mode, (times, matmul) in runs.items():
+        if args.device == "cpu":
+            print(f"\n[{mode}] {common.MALLOC_MODES[mode]}")
+        peak_rate = median(matmul)
+        print(f"plain {args.dtype} 4096^3 matmul: median {peak_rate:.1f} GFLOP/s (best {max(matmul):.1f})")
+        header = f"{'model':<6} {'step s (median)':>16} {'min':>8} {'tokens/s':>9} {'exec GFLOP':>11}"
+        header += f" {'GFLOP/s':>8} {'of matmul':>9} {'model GFLOP/s':>14} {'MFU':>6}"
+        print(header)
+        seconds = {name: median(values) for name, values in times.items()}
+        for name in ("luke", "gesa"):
+            executed = flops[name] / seconds[name] / 1e9
+            useful = flops["luke"] / seconds[name] / 1e9
+            row = f"{name:<6} {seconds[name]:>16.3f} {min(times[name]):>8.3f} {tokens / seconds[name]:>9.0f}"
+            row += f" {flops[name] / 1e9:>11.1f} {executed:>8.1f} {executed / peak_rate:>9.1%}"
+            row += f" {useful:>14.1f} {useful / peak_rate:>6.1%}"
+            print(row)
+        ratios = [g / lk for g, lk in zip(times["gesa"], times["luke"], strict=True)]
+        print(
+            f"GESA / LUKE step time: {median(ratios):.3f}x (median of per-round ratios; "
+            f"range {min(ratios):.3f}-{max(ratios):.3f})"
+        )
     if memory:
-        header += f" {'peak MiB':>9}"
-    print(header)
-    for name in ("luke", "gesa"):
-        executed = flops[name] / median[name] / 1e9
-        useful = flops["luke"] / median[name] / 1e9
-        row = f"{name:<6} {median[name]:>16.3f} {min(times[name]):>8.3f} {tokens / median[name]:>9.0f}"
-        row += f" {flops[name] / 1e9:>11.1f} {executed:>8.1f} {executed / peak_rate:>9.1%}"
-        row += f" {useful:>14.1f} {useful / peak_rate:>6.1%}"
-        if memory:
-            row += f" {memory[name]['peak_bytes'] / 2**20:>9.0f}"
-        print(row)
-    print(
-        f"GESA / LUKE step time: {statistics.median(ratios):.3f}x (median of per-round ratios; "
-        f"range {min(ratios):.3f}-{max(ratios):.3f})"
-    )
-    if memory:
+        print()
+        for name in ("luke", "gesa"):
+            print(f"peak memory of one step, {name}: {memory[name]['peak_bytes'] / 2**20:.0f} MiB")
         ratio = memory["gesa"]["peak_bytes"] / memory["luke"]["peak_bytes"]
-        print(f"GESA / LUKE peak memory: {ratio:.3f}x ({memory['gesa']['method']})")
+        print(f"GESA / LUKE peak memory: {ratio:.3f}x ({memory['gesa']['method']}, glibc as it comes)")
     if args.sdpa_probe:
         sdpa_probe(args)
 

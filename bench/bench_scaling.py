@@ -8,6 +8,10 @@ the dense (no window) model up to N words for contrast.
     python bench/bench_scaling.py --window 256 --k 256 --dense-up-to 2048
     python bench/bench_scaling.py --device cuda --dtype bfloat16 --layers 24 --batch 2   # GPU: tokens/s and MFU
 
+On CPU every length is timed under glibc's malloc as it comes and with heap reuse (`--malloc`, see
+`bench/common.py`): past ~4096 words a step's activations cross glibc's 32 MiB mmap threshold and page-fault on
+every step, which bends the time curve of any model; heap reuse shows the model's own growth.
+
 Timing: medians over `--repeats` steps after a warm-up step (`--clock thread`: the main thread's CPU time, robust to
 other jobs on the cores; see `bench_encoder.py`). Peak memory: as in `bench_encoder.py` (each length in a
 fresh subprocess; CPU: RSS high-water mark of one step over the resident model; CUDA: max_memory_allocated).
@@ -16,24 +20,16 @@ fresh subprocess; CPU: RSS high-water mark of one step over the resident model; 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
-from pathlib import Path
 
-_ARGV = " ".join(sys.argv[1:]).replace("=", " ").split()
-if "--clock" in _ARGV and _ARGV[_ARGV.index("--clock") + 1 :][:1] == ["thread"]:
-    # idle OpenMP threads must sleep, not spin, for the main thread's CPU time to be its share of the work;
-    # OpenMP reads this when it starts, so before torch is imported
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import common
+import torch
+from common import median
 
-import torch  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
+common.threads_from_argv()
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -49,31 +45,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--question", type=int, default=40, help="question tokens (global, after <s>)")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument(
-        "--clock",
-        default="wall",
-        choices=["wall", "thread"],
-        help="wall: elapsed time; thread: CPU time of the main thread (CPU only, robust to other jobs on the cores)",
-    )
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    common.add_common_arguments(parser)
     parser.add_argument("--no-dropout", action="store_true", help="dropout 0 (default: 0.1, train mode)")
     parser.add_argument("--dense-up-to", type=int, default=0, help="also the dense model up to this many words")
     parser.add_argument("--skip-memory", action="store_true")
-    parser.add_argument("--probe", nargs=2, metavar=("KIND", "WORDS"), help=argparse.SUPPRESS)
+    parser.add_argument("--probe", nargs=3, metavar=("KIND", "WORDS", "MALLOC"), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
 def build(args: argparse.Namespace, words: int, windowed: bool):
-    try:
-        from gesa import GesaConfig, GesaModel
-    except ImportError:
-        sys.path.insert(0, str(ROOT.parent))
-        from gesa import GesaConfig, GesaModel
+    gesa = common.import_gesa()
     dropout = 0.0 if args.no_dropout else 0.1
     torch.manual_seed(0)
-    config = GesaConfig(
+    config = gesa.GesaConfig(
         vocab_size=1000,
         entity_vocab_size=4,
         hidden_size=args.hidden,
@@ -86,7 +70,7 @@ def build(args: argparse.Namespace, words: int, windowed: bool):
         max_relative_position=args.k,
         attention_window=args.window if windowed else None,
     )
-    model = GesaModel(config, add_pooling_layer=False).to(args.device, getattr(torch, args.dtype)).train()
+    model = gesa.GesaModel(config, add_pooling_layer=False).to(args.device, getattr(torch, args.dtype)).train()
     g = torch.Generator().manual_seed(0)
     B, L, E, Q = args.batch, words, args.entities, args.question
     global_attention_mask = torch.zeros(B, L, dtype=torch.long)
@@ -109,100 +93,37 @@ def build(args: argparse.Namespace, words: int, windowed: bool):
     return model, {k: v.to(args.device) for k, v in inputs.items()}
 
 
-def step(model: torch.nn.Module, inputs: dict) -> None:
-    out = model(**inputs)
-    (out.last_hidden_state.float().mean() + out.entity_last_hidden_state.float().mean()).backward()
-    model.zero_grad(set_to_none=True)
-
-
-now = time.perf_counter  # the clock of every timing (`--clock`)
-
-
-def set_clock(args: argparse.Namespace) -> None:
-    global now
-    if args.clock == "thread" and args.device.startswith("cuda"):
-        raise SystemExit("--clock thread measures CPU time; use the wall clock on a GPU")
-    now = time.thread_time if args.clock == "thread" else time.perf_counter
-
-
-def synchronize(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def probe(args: argparse.Namespace, kind: str, words: int) -> dict:
-    """One length in a fresh process: FLOPs, step times, then the peak memory of one more step."""
-    from torch.utils.flop_counter import FlopCounterMode
-
+def probe(args: argparse.Namespace, kind: str, words: int, malloc: str) -> dict:
+    """One length in a fresh process: FLOPs, step times, then (glibc as it comes) the peak memory of one step."""
+    if malloc == "reuse":
+        common.use_heap_reuse()
     model, inputs = build(args, words, windowed=kind == "windowed")
-    with FlopCounterMode(display=False) as counter:
-        step(model, inputs)
-    times = []
-    for _ in range(args.repeats):
-        synchronize(args.device)
-        start = now()
-        step(model, inputs)
-        synchronize(args.device)
-        times.append(now() - start)
+    flops = common.count_flops(model, inputs)
+    times = [common.timed_step(model, inputs, args.device) for _ in range(args.repeats)]
     peak = None
-    if not args.skip_memory:
-        if args.device.startswith("cuda"):
-            torch.cuda.reset_peak_memory_stats()
-            before = torch.cuda.memory_allocated()
-            step(model, inputs)
-            torch.cuda.synchronize()
-            peak = torch.cuda.max_memory_allocated() - before
-        else:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-            Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
-            before = _proc_status("VmRSS")
-            step(model, inputs)
-            peak = _proc_status("VmHWM") - before
-    return {"times": times, "flops": counter.get_total_flops(), "peak_bytes": peak}
+    if not args.skip_memory and malloc == "glibc":
+        peak = common.peak_step_memory(model, inputs, args.device)["peak_bytes"]
+    return {"times": times, "flops": flops, "peak_bytes": peak}
 
 
-def _proc_status(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
-def run_probe(args: argparse.Namespace, argv: list[str], kind: str, words: int) -> dict:
-    command = [sys.executable, __file__, *argv, "--probe", kind, str(words)]
+def run_probe(args: argparse.Namespace, argv: list[str], kind: str, words: int, malloc: str) -> dict:
+    command = [sys.executable, __file__, *argv, "--probe", kind, str(words), malloc]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if result.returncode != 0:
-        raise RuntimeError(f"{kind} at {words} words failed:\n{result.stderr[-3000:]}")
+        raise RuntimeError(f"{kind} at {words} words ({malloc}) failed:\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def matmul_gflops(args: argparse.Namespace, size: int = 4096, repeats: int = 5) -> float:
-    dtype = getattr(torch, args.dtype)
-    a = torch.randn(size, size, device=args.device, dtype=dtype)
-    b = torch.randn(size, size, device=args.device, dtype=dtype)
-    a @ b
-    rates = []
-    for _ in range(repeats):
-        synchronize(args.device)
-        start = now()
-        a @ b
-        synchronize(args.device)
-        rates.append(2 * size**3 / (now() - start) / 1e9)
-    return statistics.median(rates)
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        print("no CUDA device here: running the CPU variant instead (--device cpu --dtype float32)")
-        args.device, args.dtype = "cpu", "float32"
-        argv = [*argv, "--device", "cpu", "--dtype", "float32"]
-    set_clock(args)
+    argv = common.fall_back_to_cpu(args, argv)
+    common.set_clock(args.clock, args.device)
     if args.probe:
-        print(json.dumps(probe(args, args.probe[0], int(args.probe[1]))))
+        kind, words, malloc = args.probe
+        print(json.dumps(probe(args, kind, int(words), malloc)))
         return
     print(
         f"device {args.device} ({args.threads} threads), {args.dtype}, torch {torch.__version__}; GESA {args.layers} "
@@ -210,39 +131,42 @@ def main(argv: list[str] | None = None) -> None:
         f"entities, <s> + {args.question} global question tokens; attention_window {args.window}, k {args.k}; "
         f"dropout {0.0 if args.no_dropout else 0.1}; median of {args.repeats} steps, {args.clock} clock"
     )
-    rate = matmul_gflops(args)
+    modes = common.malloc_modes(args)
+    if args.device == "cpu":
+        for mode in modes:
+            print(f"[{mode}] {common.MALLOC_MODES[mode]}")
+    rate = median(common.matmul_gflops(args.device, args.dtype))
     print(f"plain {args.dtype} 4096^3 matmul: {rate:.1f} GFLOP/s")
-    header = f"{'model':<9} {'words':>6} {'step s':>8} {'x prev':>7} {'tokens/s':>9} {'GFLOP/s':>8} {'of matmul':>9}"
+    header = f"{'model':<16} {'words':>6} {'step s':>8} {'x prev':>7} {'tokens/s':>9} {'GFLOP/s':>8} {'of matmul':>9}"
     header += "" if args.skip_memory else f" {'peak MiB':>9} {'x prev':>7}"
     print(header)
     kinds = [("windowed", args.lengths)]
     if args.dense_up_to:
         kinds.append(("dense", [n for n in args.lengths if n <= args.dense_up_to]))
-    doubling = {}
+    doubling: dict[str, list[float]] = {}
     for kind, lengths in kinds:
-        previous = None
-        for words in lengths:
-            result = run_probe(args, argv, kind, words)
-            seconds = statistics.median(result["times"])
-            tokens = args.batch * (words + args.entities)
-            achieved = result["flops"] / seconds / 1e9
-            row = f"{kind:<9} {words:>6} {seconds:>8.3f}"
-            row += f" {seconds / previous['seconds']:>7.2f}" if previous else f" {'':>7}"
-            row += f" {tokens / seconds:>9.0f} {achieved:>8.1f} {achieved / rate:>9.1%}"
-            if not args.skip_memory:
+        for mode in modes:
+            name, previous = f"{kind} [{mode}]", None
+            for words in lengths:
+                result = run_probe(args, argv, kind, words, mode)
+                seconds = median(result["times"])
+                tokens = args.batch * (words + args.entities)
+                achieved = result["flops"] / seconds / 1e9
+                row = f"{name:<16} {words:>6} {seconds:>8.3f}"
+                row += f" {seconds / previous['seconds']:>7.2f}" if previous else f" {'':>7}"
+                row += f" {tokens / seconds:>9.0f} {achieved:>8.1f} {achieved / rate:>9.1%}"
                 peak = result["peak_bytes"]
-                row += f" {peak / 2**20:>9.0f}"
-                row += f" {peak / previous['peak']:>7.2f}" if previous else f" {'':>7}"
-            print(row, flush=True)
-            if previous and kind == "windowed" and previous["words"] >= 1024:
-                doubling.setdefault("time", []).append(seconds / previous["seconds"])
-                if not args.skip_memory:
-                    doubling.setdefault("memory", []).append(result["peak_bytes"] / previous["peak"])
-            previous = {"words": words, "seconds": seconds, "peak": result["peak_bytes"]}
+                if peak is not None:
+                    row += f" {peak / 2**20:>9.0f}"
+                    row += f" {peak / previous['peak']:>7.2f}" if previous else f" {'':>7}"
+                print(row, flush=True)
+                if previous and kind == "windowed" and previous["words"] >= 1024:
+                    doubling.setdefault(f"{name} time", []).append(seconds / previous["seconds"])
+                    if peak is not None:
+                        doubling.setdefault(f"{name} memory", []).append(peak / previous["peak"])
+                previous = {"words": words, "seconds": seconds, "peak": peak}
     for name, ratios in doubling.items():
-        print(
-            f"windowed {name} ratio per doubling from 1024 words: max {max(ratios):.2f}, mean {statistics.mean(ratios):.2f}"
-        )
+        print(f"{name} ratio per doubling from 1024 words: max {max(ratios):.2f}, median {median(ratios):.2f}")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from gesa import ABLATION_PRESETS, GesaConfig, GesaModel, modeling_gesa
-from gesa.modeling_gesa import _FusedAttention
+from gesa import ABLATION_PRESETS, GesaConfig, GesaModel, attention_gesa
+from gesa.attention_gesa import FusedAttention
 
 TINY = dict(
     vocab_size=64,
@@ -101,9 +101,9 @@ def assert_same(fast, dense, atol: float) -> None:
 def test_windowed_equals_dense_masked(monkeypatch, block, chunk_bytes, lengths, window):
     # lengths not multiples of the block, padding, windows below, at and above k = 5, window 0 and one > length;
     # chunk_bytes=1: every chunk of the scores is one head and one block
-    monkeypatch.setattr(modeling_gesa, "WINDOW_BLOCK", block)
+    monkeypatch.setattr(attention_gesa, "WINDOW_BLOCK", block)
     if chunk_bytes:
-        monkeypatch.setattr(modeling_gesa, "SCORE_BLOCK_BYTES", chunk_bytes)
+        monkeypatch.setattr(attention_gesa, "SCORE_BLOCK_BYTES", chunk_bytes)
     model = model_with_labels(attention_window=window)
     batch = long_batch(lengths)
     assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-4)
@@ -111,7 +111,7 @@ def test_windowed_equals_dense_masked(monkeypatch, block, chunk_bytes, lengths, 
 
 @pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
 def test_windowed_equals_dense_masked_for_every_ablation(monkeypatch, ablation):
-    monkeypatch.setattr(modeling_gesa, "WINDOW_BLOCK", 8)
+    monkeypatch.setattr(attention_gesa, "WINDOW_BLOCK", 8)
     model = model_with_labels(attention_window=4, ablation=ablation)
     batch = long_batch([43, 29])
     assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-4)
@@ -119,7 +119,7 @@ def test_windowed_equals_dense_masked_for_every_ablation(monkeypatch, ablation):
 
 @pytest.mark.parametrize("inputs", ["words_only", "no_globals", "no_structure"])
 def test_windowed_equals_dense_masked_with_missing_inputs(monkeypatch, inputs):
-    monkeypatch.setattr(modeling_gesa, "WINDOW_BLOCK", 8)
+    monkeypatch.setattr(attention_gesa, "WINDOW_BLOCK", 8)
     model = model_with_labels(attention_window=3)
     batch = long_batch([33, 26])
     if inputs == "words_only":
@@ -158,7 +158,7 @@ def test_windowed_attention_allocates_nothing_quadratic():
     with LargestTensor() as probe:
         out = model(**batch)
         (out.last_hidden_state.sum() + out.entity_last_hidden_state.sum()).backward()
-    B, H, width = 2, TINY["num_attention_heads"], modeling_gesa.WINDOW_BLOCK + 2 * 4
+    B, H, width = 2, TINY["num_attention_heads"], attention_gesa.WINDOW_BLOCK + 2 * 4
     # the biggest tensors are the window scores (B, H, L, width + globals + entities), far below one (P, P) matrix
     assert probe.largest <= B * H * L * (width + 5 + 6) < L * L
 
@@ -170,7 +170,7 @@ def test_windowed_attention_allocates_nothing_quadratic():
 
 @pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
 def test_fused_equals_eager_for_every_ablation(monkeypatch, ablation):
-    monkeypatch.setattr(modeling_gesa, "SCORE_BLOCK_BYTES", 1)  # one head per score block: the loop is exercised
+    monkeypatch.setattr(attention_gesa, "SCORE_BLOCK_BYTES", 1)  # one head per score block: the loop is exercised
     model = model_with_labels(ablation=ablation)
     batch = long_batch([37, 30])
     assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-5)
@@ -204,7 +204,7 @@ def test_fused_attention_backward_with_dropout_is_the_gradient():
         batch["entity_sentence_ids"],
     )
     attention = model.encoder.layer[0].attention.self.double()
-    plan = modeling_gesa._dense_plan(structure.tokens, 9, 2, torch.float64)
+    plan = attention_gesa.dense_plan(structure.tokens, 9, 2, torch.float64)
     g = torch.Generator().manual_seed(0)
     B, H, P, d, L = 2, 2, 12, 8, 9
     q_word, q_entity, key, value = (torch.randn(B, H, P, d, generator=g, dtype=torch.float64) for _ in range(4))
@@ -217,16 +217,16 @@ def test_fused_attention_backward_with_dropout_is_the_gradient():
 
     def attend(*tensors):
         torch.manual_seed(1)  # the same dropout masks at every evaluation
-        return _FusedAttention.apply(*tensors, plan, 0.3)
+        return FusedAttention.apply(*tensors, plan, 0.3)
 
     assert torch.autograd.gradcheck(attend, inputs, eps=1e-6, atol=1e-6, fast_mode=True)
-    assert (attend(*inputs) != _FusedAttention.apply(*inputs, plan, 0.0)).any()  # dropout did act
+    assert (attend(*inputs) != FusedAttention.apply(*inputs, plan, 0.0)).any()  # dropout did act
 
 
 def test_windowed_attention_backward_with_dropout_is_the_gradient(monkeypatch):
     """gradcheck of the local-row function in float64 (dropout masks fixed by reseeding), over several chunks."""
-    monkeypatch.setattr(modeling_gesa, "WINDOW_BLOCK", 4)
-    monkeypatch.setattr(modeling_gesa, "SCORE_BLOCK_BYTES", 1)
+    monkeypatch.setattr(attention_gesa, "WINDOW_BLOCK", 4)
+    monkeypatch.setattr(attention_gesa, "SCORE_BLOCK_BYTES", 1)
     model = model_with_labels(num_hidden_layers=1, attention_window=6)
     batch = long_batch([11, 9], entities=3, question=2)
     structure = model.build_attention_structure(
@@ -239,7 +239,7 @@ def test_windowed_attention_backward_with_dropout_is_the_gradient(monkeypatch):
         batch["entity_sentence_ids"],
     )
     B, H, P, d, L = 2, 2, 14, 8, 11
-    plan = modeling_gesa._window_plan(structure.tokens, L, H, torch.float64)
+    plan = attention_gesa.window_plan(structure.tokens, L, H, torch.float64)
     assert plan.blocks == 3 and plan.heads_per_chunk == 1 and plan.blocks_per_chunk == 1
     g = torch.Generator().manual_seed(0)
     k, E = structure.tokens.distance_k, P - L
@@ -249,7 +249,7 @@ def test_windowed_attention_backward_with_dropout_is_the_gradient(monkeypatch):
 
     def attend(*tensors):
         torch.manual_seed(1)  # the same dropout masks at every evaluation
-        return modeling_gesa._WindowedAttention.apply(*tensors, plan, 0.3)
+        return attention_gesa.WindowedAttention.apply(*tensors, plan, 0.3)
 
     assert torch.autograd.gradcheck(attend, inputs, eps=1e-6, atol=1e-6, fast_mode=True)
-    assert (attend(*inputs) != modeling_gesa._WindowedAttention.apply(*inputs, plan, 0.0)).any()
+    assert (attend(*inputs) != attention_gesa.WindowedAttention.apply(*inputs, plan, 0.0)).any()

@@ -1,0 +1,792 @@
+"""GESA's attention kernels (paper Eq. 1): the fused dense path and the windowed long-input path.
+
+Both compute `softmax(q k^T + q . r_label, masked) v` from per-token structure and compact label terms, one block
+of scores at a time, with hand-written backwards, so that no `(B, H, P, P)` label or index tensor exists and the
+windowed path costs time and memory linear in length. `modeling_gesa.GesaSelfAttention` calls them; the eager
+path there is their reference.
+
+Flat module: copied next to every saved checkpoint with `modeling_gesa`; it imports torch only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+
+if TYPE_CHECKING:
+    from .modeling_gesa import TokenStructure
+
+# The fused path computes the scores of one example and a group of heads at a time, at most this many bytes, so that
+# a group's scores stay in the CPU cache from the label fill through the product, softmax, dropout and back.
+SCORE_BLOCK_BYTES = 8 * 1024 * 1024
+# Rows per query block of the windowed path: each block reads `WINDOW_BLOCK + 2 * window` keys.
+WINDOW_BLOCK = 64
+
+
+@dataclass
+class DensePlan:
+    """Index tensors of the fused dense path for one batch (shared by every layer).
+
+    Args:
+        word_index: `(L, L + E)` long: column of each word-row score in its row's `[distance ; w2e]` terms.
+        term_index: `(L, 2k + 1 + E)` long: the score column of each inner distance label (clamped into range),
+            then the entity columns: where the backward reads each word-row term's gradient.
+        term_inner: `(L, 2k + 1 + E)`: 1 where that column exists and is not a clipped end (0 and 2k).
+        end_index: `(L, 3)` long: prefix-sum columns `i - k`, `L - 1`, `i + k - 1` (clamped) of row i.
+        left_valid: `(L,)`: 1 where row i has pairs clipped to `-k`.
+        global_words: per example, the words whose w2w labels are global ones (rank > 0).
+        global_slots: `(B, G)` long: the same, padded with 0 (G = most of any example), or None if none.
+        column_ranks: `(B, 1, L, G)` long: pair rank of every word with each global word.
+        row_ranks: `(B, 1, G, L)` long: pair rank of each global word with every word.
+        padded_keys: per example, the padded key positions.
+        heads_per_block: heads whose scores are computed together.
+    """
+
+    word_length: int
+    distance_k: int
+    word_index: torch.Tensor
+    term_index: torch.Tensor | None
+    term_inner: torch.Tensor | None
+    end_index: torch.Tensor | None
+    left_valid: torch.Tensor | None
+    global_words: list[torch.Tensor]
+    global_slots: torch.Tensor | None
+    column_ranks: torch.Tensor | None
+    row_ranks: torch.Tensor | None
+    padded_keys: list[torch.Tensor]
+    heads_per_block: int
+
+
+def dense_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: torch.dtype) -> DensePlan:
+    key = ("dense", word_length, num_heads, dtype)
+    if key in tokens.cache:
+        return tokens.cache[key]
+    mask = tokens.attention_mask
+    device = mask.device
+    L, P = word_length, mask.size(1)
+    k = tokens.distance_k
+    positions = torch.arange(L, device=device)
+    relative = positions[None, :] - positions[:, None]
+    word_index = relative.clamp(-k, k) + k
+    if P > L:
+        # w2e terms follow the 2k + 1 distance terms in each row's terms
+        entity_columns = torch.arange(2 * k + 1, 2 * k + 1 + P - L, device=device)
+        word_index = torch.cat([word_index, entity_columns.expand(L, P - L)], dim=1)
+    term_index, term_inner, end_index, left_valid = _band_sum_plan(positions, L, k, dtype)
+    if k > 0:
+        # the backward's gather also reads the w2e terms' gradients: the entity columns, as they are
+        entities = torch.arange(L, P, device=device).expand(L, P - L)
+        term_index = torch.cat([term_index, entities], dim=1)
+        term_inner = torch.cat([term_inner, torch.ones(L, P - L, dtype=dtype, device=device)], dim=1)
+    global_words, global_slots, column_ranks, row_ranks = [], None, None, None
+    if tokens.word_ranks is not None and bool((tokens.word_ranks > 0).any()):
+        ranks = tokens.word_ranks
+        global_words = [row.nonzero().squeeze(1) for row in ranks > 0]
+        global_slots = torch.zeros(mask.size(0), max(len(w) for w in global_words), dtype=torch.long, device=device)
+        for b, words in enumerate(global_words):
+            global_slots[b, : len(words)] = words
+        pair = torch.maximum(ranks[:, :, None], ranks.gather(1, global_slots)[:, None, :])
+        column_ranks, row_ranks = pair[:, None], pair.transpose(1, 2)[:, None]
+    padded_keys = [row.nonzero().squeeze(1) for row in mask == 0]
+    element = torch.finfo(dtype).bits // 8
+    heads = num_heads if device.type != "cpu" else max(1, min(num_heads, SCORE_BLOCK_BYTES // (P * P * element)))
+    plan = DensePlan(
+        L,
+        k,
+        word_index,
+        term_index,
+        term_inner,
+        end_index,
+        left_valid,
+        global_words,
+        global_slots,
+        column_ranks,
+        row_ranks,
+        padded_keys,
+        heads,
+    )
+    tokens.cache[key] = plan
+    return plan
+
+
+def _softmax_(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dimension, in place on CPU (no second score buffer)."""
+    if scores.device.type == "cpu":
+        return torch.ops.aten._softmax.out(scores, -1, False, out=scores)
+    return torch.softmax(scores, dim=-1)
+
+
+class FusedAttention(torch.autograd.Function):
+    """`softmax(q k^T + label terms, padding masked) v` with dropout, one `DensePlan` score block at a time.
+
+    `q_word` meets the word keys, `q_entity` the entity keys (None: `q_word` meets all keys). The label terms
+    arrive compact, each block over the labels it can use: `distance_table` `(2k + 1, d)` (the distance labels'
+    embeddings: a block's word rows get `q . r` per clipped distance, computed in the block, in cache),
+    `w2e` `(B, H, L, E)`, `rows` `(B, H, G, L)` and `columns` `(B, H, L, G)` (global words' rows and columns of
+    the w2w block), `e2w` `(B, H, E, L)`, `e2e` `(B, H, E, E)`. The forward spreads them into a block's scores by
+    one gather and two row/column copies; the backward sums the score gradients back per label (band diagonals
+    and the two clipped ends), so no `(B, H, P, P)` index or bias tensor ever exists. Only the probabilities (and
+    the dropout mask, as bool) are kept for the backward. `distance_table` None: no label terms at all.
+    """
+
+    @staticmethod
+    def forward(ctx, q_word, q_entity, key, value, distance_table, w2e, rows, columns, e2w, e2e, plan, dropout_p):
+        B, H, P, _ = q_word.shape
+        L = plan.word_length
+        save = any(ctx.needs_input_grad)
+        q_word, key, value = q_word.contiguous(), key.contiguous(), value.contiguous()
+        word_keys, entity_keys = key, None
+        if q_entity is not None:
+            # q_word . [k_words ; 0] and q_entity . k_entities: no product is computed twice
+            q_entity = q_entity.contiguous()
+            word_keys, entity_keys = key.clone(), key[:, :, L:]
+            word_keys[:, :, L:] = 0
+        context = value.new_empty(B, H, P, value.size(-1))
+        saved = []
+        for b in range(B):
+            global_words = plan.global_words[b] if plan.global_words else None
+            for h0 in range(0, H, plan.heads_per_block):
+                heads = slice(h0, min(h0 + plan.heads_per_block, H))
+                n = heads.stop - heads.start
+                if distance_table is None:
+                    scores = torch.bmm(q_word[b, heads], word_keys[b, heads].transpose(1, 2))
+                else:
+                    scores = q_word.new_empty(n, P, P)
+                    terms = torch.matmul(q_word[b, heads, :L], distance_table.t())
+                    if w2e is not None:
+                        terms = torch.cat([terms, w2e[b, heads]], dim=-1)
+                    torch.gather(terms, 2, plan.word_index.expand(n, L, P), out=scores[:, :L])
+                    if columns is not None and len(global_words):
+                        scores[:, :L].index_copy_(2, global_words, columns[b, heads, :, : len(global_words)])
+                        scores[:, :, :L].index_copy_(1, global_words, rows[b, heads, : len(global_words)])
+                    if e2w is not None:
+                        scores[:, L:, :L] = e2w[b, heads]
+                        scores[:, L:, L:] = e2e[b, heads]
+                    scores.baddbmm_(q_word[b, heads], word_keys[b, heads].transpose(1, 2))
+                if entity_keys is not None:
+                    scores[:, :, L:] += torch.bmm(q_entity[b, heads], entity_keys[b, heads].transpose(1, 2))
+                if len(plan.padded_keys[b]):
+                    scores.index_fill_(2, plan.padded_keys[b], torch.finfo(scores.dtype).min)
+                scores = _softmax_(scores)
+                if dropout_p > 0:
+                    # bernoulli as rand < keep: the same distribution at a third of bernoulli_'s CPU cost
+                    kept = torch.rand_like(scores).lt_(1.0 - dropout_p)
+                    if save:
+                        saved.append(kept.bool())
+                    torch.bmm(kept.mul_(scores), value[b, heads], out=context[b, heads])
+                else:
+                    torch.bmm(scores, value[b, heads], out=context[b, heads])
+                if save:
+                    saved.append(scores)
+        if dropout_p > 0:
+            context.mul_(1.0 / (1.0 - dropout_p))  # scale the small output rather than the P x P probabilities
+        if save:
+            ctx.save_for_backward(q_word, q_entity, word_keys, entity_keys, value, context, distance_table, *saved)
+            ctx.plan, ctx.dropout_p = plan, dropout_p
+            ctx.shapes = [None if t is None else t.shape for t in (w2e, rows, columns, e2w, e2e)]
+        return context
+
+    @staticmethod
+    def backward(ctx, grad_context):
+        q_word, q_entity, word_keys, entity_keys, value, context, distance_table, *saved = ctx.saved_tensors
+        plan, dropout_p = ctx.plan, ctx.dropout_p
+        B, H, P, _ = q_word.shape
+        L = plan.word_length
+        grad_context = grad_context.contiguous()
+        # rowsum(P * dP) of the softmax backward is dO . O (the flash-attention identity), dropout or not
+        delta = (grad_context * context).sum(-1, keepdim=True)
+        if dropout_p > 0:
+            grad_context = grad_context * (1.0 / (1.0 - dropout_p))
+        grad_q_word, grad_key, grad_value = (
+            torch.empty_like(q_word),
+            torch.empty_like(word_keys),
+            torch.empty_like(value),
+        )
+        grad_q_entity = None if q_entity is None else torch.empty_like(q_entity)
+        w2e_shape, rows_shape, columns_shape, e2w_shape, e2e_shape = ctx.shapes
+        grad_table = None if distance_table is None else torch.zeros_like(distance_table)
+        grad_w2e = None if w2e_shape is None else q_word.new_empty(w2e_shape)
+        grad_rows = None if rows_shape is None else q_word.new_zeros(rows_shape)
+        grad_columns = None if columns_shape is None else q_word.new_zeros(columns_shape)
+        grad_e2w = None if e2w_shape is None else q_word.new_empty(e2w_shape)
+        grad_e2e = None if e2e_shape is None else q_word.new_empty(e2e_shape)
+        blocks = iter(saved)
+        for b in range(B):
+            global_words = plan.global_words[b] if plan.global_words else None
+            for h0 in range(0, H, plan.heads_per_block):
+                heads = slice(h0, min(h0 + plan.heads_per_block, H))
+                kept = next(blocks) if dropout_p > 0 else None
+                probs = next(blocks)
+                g = grad_context[b, heads]
+                grad_scores = torch.bmm(g, value[b, heads].transpose(1, 2))
+                used = probs if kept is None else torch.where(kept, probs, 0.0)  # the dropped-out probabilities
+                torch.bmm(used.transpose(1, 2), g, out=grad_value[b, heads])
+                grad_scores.mul_(used).addcmul_(probs, delta[b, heads], value=-1)  # dS = P' * dP' - P * delta
+                del used
+                torch.bmm(grad_scores, word_keys[b, heads], out=grad_q_word[b, heads])
+                torch.bmm(grad_scores.transpose(1, 2), q_word[b, heads], out=grad_key[b, heads])
+                if q_entity is not None:
+                    to_entities = grad_scores[:, :, L:]
+                    torch.bmm(to_entities, entity_keys[b, heads], out=grad_q_entity[b, heads])
+                    grad_key[b, heads, L:] = torch.bmm(to_entities.transpose(1, 2), q_entity[b, heads])
+                if distance_table is None:
+                    continue
+                if grad_e2w is not None:
+                    grad_e2w[b, heads] = grad_scores[:, L:, :L]
+                    grad_e2e[b, heads] = grad_scores[:, L:, L:]
+                if grad_columns is not None and len(global_words):
+                    # rows were written last: they own their pairs; then the columns; the rest is distance terms
+                    words = grad_scores[:, :L, :L]
+                    grad_rows[b, heads, : len(global_words)] = words.index_select(1, global_words)
+                    words.index_fill_(1, global_words, 0)
+                    grad_columns[b, heads, :, : len(global_words)] = words.index_select(2, global_words)
+                    words.index_fill_(2, global_words, 0)
+                sums = _word_term_sums(grad_scores[:, :L], plan)
+                C = distance_table.size(0)
+                distance_sums, word_queries = sums[..., :C], q_word[b, heads, :L]
+                grad_q_word[b, heads, :L] += torch.matmul(distance_sums, distance_table)
+                grad_table += torch.bmm(distance_sums.transpose(1, 2), word_queries).sum(0)
+                if grad_w2e is not None:
+                    grad_w2e[b, heads] = sums[..., C:]
+        return (
+            grad_q_word,
+            grad_q_entity,
+            grad_key,
+            grad_value,
+            grad_table,
+            grad_w2e,
+            grad_rows,
+            grad_columns,
+            grad_e2w,
+            grad_e2e,
+            None,
+            None,
+        )
+
+
+def _word_term_sums(grad_words: torch.Tensor, plan: DensePlan) -> torch.Tensor:
+    """Word-row score gradients `(n, L, P)` -> per row, the sum per clipped distance and each w2e term `(n, L,
+    2k + 1 + E)`. Overwrites the word-pair gradients (their prefix sums find the clipped ends)."""
+    k, L = plan.distance_k, plan.word_length
+    n = grad_words.size(0)
+    if k == 0:
+        return torch.cat([grad_words[..., :L].sum(-1, keepdim=True), grad_words[..., L:]], dim=-1)
+    out = grad_words.new_empty(n, L, plan.term_index.size(1))
+    # one gather reads the inner distance labels and the entity columns; then the clipped ends
+    torch.gather(grad_words, 2, plan.term_index.expand(n, L, plan.term_index.size(1)), out=out)
+    out.mul_(plan.term_inner)
+    _clipped_end_sums(grad_words[..., :L], k, plan.end_index, plan.left_valid, out)
+    return out
+
+
+def _band_sum_plan(
+    diagonal: torch.Tensor, width: int, k: int, dtype: torch.dtype
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """Where to find each clipped-distance label in score rows of `width` key columns whose column `diagonal[i]` is
+    row i's own key (distance 0): the inner labels' columns `(R, 2k + 1)` (clamped), 1 where they exist and are not
+    a clipped end, the prefix-sum columns `(R, 3)` of the two ends (`_clipped_end_sums`), 1 where label 0 has any."""
+    if k == 0:
+        return None, None, None, None
+    labels = torch.arange(2 * k + 1, device=diagonal.device)
+    columns = diagonal[:, None] + labels[None, :] - k
+    inner = (columns >= 0) & (columns < width) & (labels > 0) & (labels < 2 * k)
+    end_index = torch.stack(
+        [
+            (diagonal - k).clamp(0, width - 1),
+            torch.full_like(diagonal, width - 1),
+            (diagonal + k - 1).clamp(0, width - 1),
+        ],
+        dim=1,
+    )
+    return columns.clamp(0, width - 1), inner.to(dtype), end_index, (diagonal >= k).to(dtype)
+
+
+def _clipped_end_sums(
+    grad: torch.Tensor, k: int, end_index: torch.Tensor, left_valid: torch.Tensor, out: torch.Tensor
+) -> None:
+    """Labels 0 and 2k take every pair at distance <= -k and >= k: their gradient sums, from the row prefix sums of
+    `grad` `(..., R, width)` (overwritten), into `out[..., 0]` (prefix at i - k) and `out[..., 2k]` (total - prefix
+    at i + k - 1)."""
+    prefix = grad.cumsum_(-1)
+    ends = prefix.gather(-1, end_index.expand(*grad.shape[:-1], 3))
+    out[..., 0] = ends[..., 0] * left_valid
+    out[..., 2 * k] = ends[..., 1] - ends[..., 2]
+
+
+@dataclass
+class LabelTerms:
+    """Scaled label terms `q_i . r_l`, per block over the labels that block can use.
+
+    Args:
+        distance: `(B, H, L, 2k + 1)` w2w clipped distances (one NULL column when distance labels are off), or
+            None when the consumer computes them.
+        rank: `(B, H, L, 3)` the `RelativeLabels.rank_labels` (NULL, question, CLS), or None.
+        w2e: `(B, H, L, E)`, e2w: `(B, H, E, L)`, e2e: `(B, H, E, E)`: the terms of each pair, or None.
+        distance_table, rank_table: the label embeddings behind `distance` and `rank` (`(labels, d)`), for terms
+            of a few more queries.
+    """
+
+    distance: torch.Tensor | None
+    distance_table: torch.Tensor
+    rank: torch.Tensor | None = None
+    rank_table: torch.Tensor | None = None
+    w2e: torch.Tensor | None = None
+    e2w: torch.Tensor | None = None
+    e2e: torch.Tensor | None = None
+
+
+def _dropout(probs: torch.Tensor, p: float) -> torch.Tensor:
+    """Dropout of attention probabilities, the mask drawn as `rand >= p` (the same distribution as `bernoulli_`,
+    a third of its CPU cost) and kept as bool for the backward."""
+    if p == 0.0:
+        return probs
+    return torch.where(torch.rand_like(probs) >= p, probs * (1.0 / (1.0 - p)), 0.0)
+
+
+@dataclass
+class WindowPlan:
+    """Index tensors of the windowed path for one batch (shared by every layer).
+
+    Word rows come in `blocks` blocks of `block` rows (words padded to `blocks * block`); block n reads the
+    `width = block + 2 * window` word keys from `n * block - window` on (keys padded by `window` on both sides).
+
+    Args:
+        band_allowed: bool `(B, blocks, block, width)`: in the window, key real and not global (global keys are
+            read once, separately).
+        band_labels: `(block, width)` long: clipped-distance label of each window pair (the same in every block).
+        term_index, term_inner, end_index, left_valid: `_label_sums` of a block row's window: the window column
+            of each inner distance label, 1 where it exists, the prefix-sum columns of the two clipped ends.
+        global_words: `(B, G)` long: the global words (padded with 0; G the most of any example), or None.
+        global_allowed: bool `(B, G)`: the slot holds a real, unpadded global word.
+        global_slots: `(N, 2)` long: (example, slot) of every real global word.
+        local_global_ranks, local_global_distance: `(B, blocks * block, G)` long: pair rank and clipped-distance
+            label of every (padded) word row with each global word.
+        global_word_ranks, global_word_distance: `(B, 1, G, L)` long: the same for each global word's row.
+        entity_allowed: bool `(B, E)`; key_allowed: bool `(B, 1, 1, P)`: real keys.
+    """
+
+    block: int
+    blocks: int
+    width: int
+    band_allowed: torch.Tensor
+    band_labels: torch.Tensor
+    term_index: torch.Tensor | None
+    term_inner: torch.Tensor | None
+    end_index: torch.Tensor | None
+    left_valid: torch.Tensor | None
+    global_words: torch.Tensor | None
+    global_allowed: torch.Tensor | None
+    global_slots: torch.Tensor | None
+    local_global_ranks: torch.Tensor | None
+    local_global_distance: torch.Tensor | None
+    global_word_ranks: torch.Tensor | None
+    global_word_distance: torch.Tensor | None
+    entity_allowed: torch.Tensor
+    key_allowed: torch.Tensor
+    heads_per_chunk: int
+    blocks_per_chunk: int
+
+
+def window_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: torch.dtype) -> WindowPlan:
+    key = ("window", word_length, num_heads, dtype)
+    if key in tokens.cache:
+        return tokens.cache[key]
+    mask = tokens.attention_mask.bool()
+    device = mask.device
+    batch_size = mask.size(0)
+    L, w, k = word_length, tokens.attention_window, tokens.distance_k
+    block = min(WINDOW_BLOCK, L)
+    blocks = -(-L // block)
+    width = block + 2 * w
+    rows = torch.arange(blocks * block, device=device).view(blocks, block)
+    keys = torch.arange(blocks, device=device)[:, None] * block - w + torch.arange(width, device=device)
+    relative = keys[:, None, :] - rows[:, :, None]
+    is_global = tokens.window_global
+    if is_global is None:
+        is_global = torch.zeros(batch_size, L, dtype=torch.bool, device=device)
+    key_ok = (mask[:, :L] & ~is_global)[:, keys.clamp(0, L - 1)] & ((keys >= 0) & (keys < L))
+    band_allowed = (relative.abs() <= w) & key_ok[:, :, None, :]
+    band_labels = relative[0].clamp(-k, k) + k
+    term_index, term_inner, end_index, left_valid = _band_sum_plan(
+        torch.arange(block, device=device) + w, width, k, dtype
+    )
+    ranks = tokens.word_ranks
+    if ranks is None:
+        ranks = torch.zeros(batch_size, L, dtype=torch.long, device=device)
+    counts = is_global.sum(1)
+    G = int(counts.max()) if batch_size else 0
+    global_words = global_allowed = global_slots = None
+    local_global_ranks = local_global_distance = global_word_ranks = global_word_distance = None
+    if G:
+        # global words first, in order (a stable sort of "is local")
+        order = torch.sort((~is_global).to(torch.uint8), dim=1, stable=True).indices[:, :G]
+        valid = torch.arange(G, device=device) < counts[:, None]
+        global_words = torch.where(valid, order, 0)
+        global_allowed = valid & mask.gather(1, global_words)
+        global_slots = valid.nonzero()
+        positions = torch.arange(L, device=device)
+        pair = torch.maximum(ranks[:, :, None], ranks.gather(1, global_words)[:, None, :])
+        distance = (global_words[:, None, :] - positions[None, :, None]).clamp(-k, k) + k
+        global_word_ranks, global_word_distance = pair.transpose(1, 2)[:, None], (2 * k - distance).mT[:, None]
+        padding = blocks * block - L
+        local_global_ranks, local_global_distance = (
+            F.pad(pair, (0, 0, 0, padding)),
+            F.pad(distance, (0, 0, 0, padding)),
+        )
+    element = torch.finfo(dtype).bits // 8
+    per_head_block = block * (width + G + mask.size(1) - L) * element
+    heads = min(num_heads, max(1, SCORE_BLOCK_BYTES // (per_head_block * blocks)))
+    chunk_blocks = min(blocks, max(1, SCORE_BLOCK_BYTES // (per_head_block * heads)))
+    plan = WindowPlan(
+        block,
+        blocks,
+        width,
+        band_allowed,
+        band_labels,
+        term_index,
+        term_inner,
+        end_index,
+        left_valid,
+        global_words,
+        global_allowed,
+        global_slots,
+        local_global_ranks,
+        local_global_distance,
+        global_word_ranks,
+        global_word_distance,
+        mask[:, L:],
+        mask[:, None, None, :],
+        heads,
+        chunk_blocks,
+    )
+    tokens.cache[key] = plan
+    return plan
+
+
+def _label_sums(grad: torch.Tensor, k: int, term_index, term_inner, end_index, left_valid, out: torch.Tensor) -> None:
+    """Score gradients `(..., R, width)` of pairs with clipped-distance labels -> their sums per row and label into
+    `out` `(..., R, 2k + 1)` (see `_band_sum_plan`). Overwrites `grad`."""
+    if k == 0:
+        torch.sum(grad, -1, keepdim=True, out=out)
+        return
+    torch.gather(grad, -1, term_index.expand(*grad.shape[:-1], 2 * k + 1), out=out)
+    out.mul_(term_inner)
+    _clipped_end_sums(grad, k, end_index, left_valid, out)
+
+
+class WindowedAttention(torch.autograd.Function):
+    """The local word rows under `attention_window`, at a cost linear in length (queries come scaled).
+
+    A block of rows attends to its window of word keys (`WindowPlan`), to the global words and to the entities:
+    scores `(rows, width + G + E)`, computed one chunk of rows and heads at a time (at most `SCORE_BLOCK_BYTES`),
+    with label terms spread in from `distance` `(B, H, L, 2k + 1)` (window pairs and, for rank 0, global words),
+    `rank` `(B, H, L, 3)` (global words of rank > 0) and `w2e` `(B, H, L, E)`. Backward by hand as in `FusedAttention`; only the probabilities (and the bool dropout mask)
+    are kept. Returns the context of every word row `(B, H, L, d)` (global words' rows are recomputed in full by
+    the caller).
+    """
+
+    @staticmethod
+    def forward(ctx, q_word, q_entity, key, value, distance, rank, w2e, plan, dropout_p):
+        B, H, L, d = q_word.shape
+        P = key.size(2)
+        block, blocks, width = plan.block, plan.blocks, plan.width
+        w = (width - block) // 2
+        padding = blocks * block - L
+        save = any(ctx.needs_input_grad)
+
+        def rows_padded(x):
+            if x is None:
+                return None
+            return F.pad(x, (0, 0, 0, padding)) if padding else x.contiguous()
+
+        q_word, q_entity = rows_padded(q_word), rows_padded(q_entity)
+        distance, rank, w2e = rows_padded(distance), rows_padded(rank), rows_padded(w2e)
+        # keys and values padded by the window on both sides: block n's window starts at row n * block
+        key_pad = F.pad(key[:, :, :L], (0, 0, w, w + padding)).contiguous()
+        value_pad = F.pad(value[:, :, :L], (0, 0, w, w + padding)).contiguous()
+        G = 0 if plan.global_words is None else plan.global_words.size(1)
+        global_keys = global_values = None
+        if G:
+            index = plan.global_words[:, None, :, None].expand(B, H, G, d)
+            global_keys, global_values = key[:, :, :L].gather(2, index), value[:, :, :L].gather(2, index)
+        entity_keys, entity_values = key[:, :, L:].contiguous(), value[:, :, L:].contiguous()
+        context = q_word.new_empty(B, H, blocks * block, value.size(-1))
+        masked = torch.finfo(q_word.dtype).min
+        saved = []
+        for b, heads, chunk, rows in _window_chunks(plan, B, H):
+            n, m = heads.stop - heads.start, chunk.stop - chunk.start
+            queries = q_word[b, heads, rows].view(n, m, block, d)
+            band = torch.matmul(queries, key_pad[b, heads].unfold(1, width, block)[:, chunk])
+            if distance is not None:
+                labels = plan.band_labels.expand(n, m, block, width)
+                band.add_(distance[b, heads, rows].view(n, m, block, -1).gather(3, labels))
+            parts = [band.masked_fill_(~plan.band_allowed[b, chunk], masked).view(n, m * block, width)]
+            if G:
+                to_global = torch.bmm(q_word[b, heads, rows], global_keys[b, heads].transpose(1, 2))
+                if distance is not None:
+                    to_global.add_(_global_key_terms(distance, rank, plan, b, heads, rows))
+                parts.append(to_global.masked_fill_(~plan.global_allowed[b], masked))
+            if P > L:
+                to_entity = torch.bmm(q_entity[b, heads, rows], entity_keys[b, heads].transpose(1, 2))
+                if w2e is not None:
+                    to_entity.add_(w2e[b, heads, rows])
+                parts.append(to_entity.masked_fill_(~plan.entity_allowed[b], masked))
+            scores = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
+            scores = _softmax_(scores)
+            used = scores
+            if dropout_p > 0:
+                used = torch.rand_like(scores).lt_(1.0 - dropout_p)
+                if save:
+                    saved.append(used.bool())
+                used.mul_(scores)
+            value_windows = value_pad[b, heads].unfold(1, width, block)[:, chunk].transpose(-1, -2)
+            out = torch.matmul(used[..., :width].view(n, m, block, width), value_windows).view(n, m * block, -1)
+            if G:
+                out.baddbmm_(used[..., width : width + G], global_values[b, heads])
+            if P > L:
+                out.baddbmm_(used[..., width + G :], entity_values[b, heads])
+            context[b, heads, rows] = out
+            if save:
+                saved.append(scores)
+        if dropout_p > 0:
+            context.mul_(1.0 / (1.0 - dropout_p))
+        if save:
+            ctx.save_for_backward(
+                q_word,
+                q_entity,
+                key_pad,
+                value_pad,
+                global_keys,
+                global_values,
+                entity_keys,
+                entity_values,
+                context,
+                *saved,
+            )
+            ctx.plan, ctx.dropout_p, ctx.sizes = plan, dropout_p, (L, P)
+            ctx.has_terms = (distance is not None, rank is not None, w2e is not None)
+        return context[:, :, :L]
+
+    @staticmethod
+    def backward(ctx, grad_context):
+        (
+            q_word,
+            q_entity,
+            key_pad,
+            value_pad,
+            global_keys,
+            global_values,
+            entity_keys,
+            entity_values,
+            context,
+            *saved,
+        ) = ctx.saved_tensors
+        saved = iter(saved)
+        plan, dropout_p, (L, P) = ctx.plan, ctx.dropout_p, ctx.sizes
+        B, H, Lp, d = q_word.shape
+        block, width = plan.block, plan.width
+        w = (width - block) // 2
+        G = 0 if global_keys is None else global_keys.size(2)
+        grad_context = F.pad(grad_context, (0, 0, 0, Lp - L))
+        delta = (grad_context * context).sum(-1, keepdim=True)
+        if dropout_p > 0:
+            grad_context = grad_context * (1.0 / (1.0 - dropout_p))
+        grad_q_word = torch.empty_like(q_word)
+        grad_q_entity = None if q_entity is None else torch.empty_like(q_entity)
+        grad_key_pad, grad_value_pad = torch.zeros_like(key_pad), torch.zeros_like(value_pad)
+        grad_global_keys = None if G == 0 else torch.zeros_like(global_keys)
+        grad_global_values = None if G == 0 else torch.zeros_like(global_values)
+        grad_entity_keys, grad_entity_values = torch.zeros_like(entity_keys), torch.zeros_like(entity_values)
+        has_distance, has_rank, has_w2e = ctx.has_terms
+        k = 0 if plan.term_index is None else (plan.term_index.size(1) - 1) // 2
+        grad_distance = q_word.new_empty(B, H, Lp, 2 * k + 1) if has_distance else None
+        grad_rank = q_word.new_zeros(B, H, Lp, 3) if has_rank else None
+        grad_w2e = q_word.new_empty(B, H, Lp, P - L) if has_w2e else None
+
+        def span(m: int) -> int:
+            return (m - 1) * block + width  # padded rows read by m consecutive windows
+
+        for b, heads, chunk, rows in _window_chunks(plan, B, H):
+            n, m = heads.stop - heads.start, chunk.stop - chunk.start
+            kept = next(saved) if dropout_p > 0 else None
+            probs = next(saved)
+            g = grad_context[b, heads, rows]
+            key_windows = key_pad[b, heads].unfold(1, width, block)[:, chunk]
+            value_windows = value_pad[b, heads].unfold(1, width, block)[:, chunk]
+            parts = [torch.matmul(g.view(n, m, block, d), value_windows).view(n, m * block, width)]
+            if G:
+                parts.append(torch.bmm(g, global_values[b, heads].transpose(1, 2)))
+            if P > L:
+                parts.append(torch.bmm(g, entity_values[b, heads].transpose(1, 2)))
+            grad_scores = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
+            used = probs if kept is None else torch.where(kept, probs, 0.0)
+            windows = torch.matmul(
+                used[..., :width].view(n, m, block, width).transpose(-1, -2), g.view(n, m, block, d)
+            )
+            first = chunk.start * block  # padded row of the chunk's first window
+            grad_value_pad[b, heads, first : first + span(m)] += _fold_windows(windows, span(m), block)
+            if G:
+                grad_global_values[b, heads] += torch.bmm(used[..., width : width + G].transpose(1, 2), g)
+            if P > L:
+                grad_entity_values[b, heads] += torch.bmm(used[..., width + G :].transpose(1, 2), g)
+            grad_scores.mul_(used).addcmul_(probs, delta[b, heads, rows], value=-1)
+            del used
+            band = grad_scores[..., :width].view(n, m, block, width)
+            queries = q_word[b, heads, rows]
+            grad_q = torch.matmul(band, key_windows.transpose(-1, -2)).view(n, m * block, d)
+            windows = torch.matmul(band.transpose(-1, -2), queries.view(n, m, block, d))
+            grad_key_pad[b, heads, first : first + span(m)] += _fold_windows(windows, span(m), block)
+            if G:
+                to_global = grad_scores[..., width : width + G]
+                grad_q.baddbmm_(to_global, global_keys[b, heads])
+                grad_global_keys[b, heads] += torch.bmm(to_global.transpose(1, 2), queries)
+            grad_q_word[b, heads, rows] = grad_q
+            if P > L:
+                to_entity = grad_scores[..., width + G :]
+                grad_q_entity[b, heads, rows] = torch.bmm(to_entity, entity_keys[b, heads])
+                grad_entity_keys[b, heads] += torch.bmm(to_entity.transpose(1, 2), q_entity[b, heads, rows])
+                if grad_w2e is not None:
+                    grad_w2e[b, heads, rows] = to_entity
+            if grad_distance is not None:
+                out = grad_distance[b, heads, rows].view(n, m, block, -1)
+                _label_sums(band, k, plan.term_index, plan.term_inner, plan.end_index, plan.left_valid, out)
+                if G:
+                    # global words' terms: rank > 0 reads `rank`, rank 0 the clipped distance
+                    to_global = grad_scores[..., width : width + G]
+                    ranks = plan.local_global_ranks[b, rows].expand_as(to_global)
+                    by_rank = ranks > 0
+                    grad_distance[b, heads, rows].scatter_add_(
+                        2, plan.local_global_distance[b, rows].expand_as(to_global), to_global.masked_fill(by_rank, 0)
+                    )
+                    if grad_rank is not None:
+                        grad_rank[b, heads, rows].scatter_add_(2, ranks, to_global.masked_fill(~by_rank, 0))
+        grad_key = torch.cat([grad_key_pad[:, :, w : w + L], grad_entity_keys], dim=2)
+        grad_value = torch.cat([grad_value_pad[:, :, w : w + L], grad_entity_values], dim=2)
+        if G:
+            index = plan.global_words[:, None, :, None].expand(B, H, G, d)
+            grad_key[:, :, :L].scatter_add_(2, index, grad_global_keys)
+            grad_value[:, :, :L].scatter_add_(2, index, grad_global_values)
+
+        def rows_of(x):
+            return None if x is None else x[:, :, :L]
+
+        return (
+            rows_of(grad_q_word),
+            rows_of(grad_q_entity),
+            grad_key,
+            grad_value,
+            rows_of(grad_distance),
+            rows_of(grad_rank),
+            rows_of(grad_w2e),
+            None,
+            None,
+        )
+
+
+def _global_key_terms(
+    distance: torch.Tensor, rank: torch.Tensor | None, plan: WindowPlan, b: int, heads: slice, rows: slice
+) -> torch.Tensor:
+    """Label terms of a chunk's word rows with the global words `(n, rows, G)`: pair rank's, else the distance's."""
+    terms = distance[b, heads, rows]
+    index = plan.local_global_distance[b, rows].expand(terms.size(0), -1, -1)
+    by_distance = terms.gather(2, index)
+    if rank is None:
+        return by_distance
+    ranks = plan.local_global_ranks[b, rows]
+    return torch.where(ranks > 0, rank[b, heads, rows].gather(2, ranks.expand_as(index)), by_distance)
+
+
+def _window_chunks(plan: WindowPlan, batch_size: int, num_heads: int):
+    """(example, heads, blocks, padded word rows) of every chunk of the windowed scores."""
+    for b in range(batch_size):
+        for h0 in range(0, num_heads, plan.heads_per_chunk):
+            heads = slice(h0, min(h0 + plan.heads_per_chunk, num_heads))
+            for n0 in range(0, plan.blocks, plan.blocks_per_chunk):
+                chunk = slice(n0, min(n0 + plan.blocks_per_chunk, plan.blocks))
+                yield b, heads, chunk, slice(chunk.start * plan.block, chunk.stop * plan.block)
+
+
+def _fold_windows(windows: torch.Tensor, span: int, block: int) -> torch.Tensor:
+    """Gradients of `m` overlapping key windows `(n, m, width, d)` (stride `block`) -> their `span` rows `(n, span, d)`."""
+    n, m, width, d = windows.shape
+    return torch.ops.aten.unfold_backward(windows.transpose(-1, -2), [n, span, d], 1, width, block)
+
+
+def windowed_attention(
+    q_to_word: torch.Tensor,
+    q_to_entity: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    terms: LabelTerms | None,
+    tokens: TokenStructure,
+    word_length: int,
+    dropout_p: float,
+) -> torch.Tensor:
+    """The dense masked attention under `attention_window`, at a cost linear in length; queries come scaled.
+
+    Local word rows: `WindowedAttention` (window, global words, entities). Global words and entities attend to
+    every token: scores `(B, H, G + E, P)`, their label terms gathered per pair from the compact `terms` (never a
+    `(P, P)` tensor). Returns the context `(B, H, P, d)`.
+    """
+    B, H, P, d = q_to_word.shape
+    L, E = word_length, P - word_length
+    plan = window_plan(tokens, L, H, q_to_word.dtype)
+    G = 0 if plan.global_words is None else plan.global_words.size(1)
+    distance = rank = w2e = None
+    if terms is not None:
+        distance, rank, w2e = terms.distance, terms.rank, terms.w2e
+    words = WindowedAttention.apply(
+        q_to_word[:, :, :L],
+        q_to_entity[:, :, :L] if E else None,
+        key,
+        value,
+        distance,
+        rank,
+        w2e,
+        plan,
+        dropout_p,
+    )
+    if not G and not E:
+        return words
+
+    # rows that attend to every token: the global words, then the entities
+    row_to_word, row_to_entity, row_terms = [], [], []
+    if G:
+        index = plan.global_words[:, None, :, None]
+        row_to_word.append(q_to_word[:, :, :L].gather(2, index.expand(B, H, G, d)))
+        row_to_entity.append(q_to_entity[:, :, :L].gather(2, index.expand(B, H, G, d)))
+        if terms is not None:
+            # the global rows' own terms from their queries (a gather from `distance` would cost a full-size backward)
+            rows = torch.matmul(row_to_word[0], terms.distance_table.t())
+            row_word_terms = rows.gather(3, plan.global_word_distance.expand(B, H, G, L))
+            if terms.rank is not None:
+                rows = torch.matmul(row_to_word[0], terms.rank_table.t())
+                by_rank = rows.gather(3, plan.global_word_ranks.expand(B, H, G, L))
+                row_word_terms = torch.where(plan.global_word_ranks > 0, by_rank, row_word_terms)
+            if E:
+                row_word_terms = torch.cat([row_word_terms, w2e.gather(2, index.expand(B, H, G, E))], dim=-1)
+            row_terms.append(row_word_terms)
+    if E:
+        row_to_word.append(q_to_word[:, :, L:])
+        row_to_entity.append(q_to_entity[:, :, L:])
+        if terms is not None:
+            row_terms.append(torch.cat([terms.e2w, terms.e2e], dim=-1))
+    row_to_word, row_to_entity = torch.cat(row_to_word, dim=2), torch.cat(row_to_entity, dim=2)
+    scores = torch.matmul(row_to_word, key[:, :, :L].transpose(-1, -2))
+    if E:
+        scores = torch.cat([scores, torch.matmul(row_to_entity, key[:, :, L:].transpose(-1, -2))], dim=-1)
+    if row_terms:
+        scores = scores + torch.cat(row_terms, dim=2)
+    scores = scores.masked_fill_(~plan.key_allowed, torch.finfo(scores.dtype).min)
+    full_rows = torch.matmul(_dropout(torch.softmax(scores, dim=-1), dropout_p), value)
+    if G:
+        # the global words' rows replace their windowed rows
+        example, slot = plan.global_slots.unbind(1)
+        words = words.transpose(1, 2).index_put(
+            (example, plan.global_words[example, slot]), full_rows[:, :, :G].transpose(1, 2)[example, slot]
+        )
+        words = words.transpose(1, 2)
+    return torch.cat([words, full_rows[:, :, G:]], dim=2) if E else words

@@ -1,0 +1,173 @@
+"""What the GESA benchmarks share: the clock, the matmul limit, one training step, peak memory, the allocator.
+
+The allocator matters on CPU: glibc's `malloc` serves every block above its mmap threshold (at most 32 MiB) with
+a fresh `mmap`, so each such tensor page-faults and is zeroed by the kernel on first touch, every step. Tensors
+cross 32 MiB at a size that depends on the model and the length, which bends time curves (a whole transformer
+step at 8192 words, dense attention scores at 512). `use_heap_reuse()` keeps freed memory in the heap for reuse
+(as jemalloc or tcmalloc do, which PyTorch's CPU tuning guide recommends), so the benchmarks can show both.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+MALLOC_MODES = {
+    "glibc": "glibc malloc as it comes (blocks > its mmap threshold are fresh pages every time)",
+    "reuse": "heap reuse (mallopt M_MMAP_MAX=0, M_TRIM_THRESHOLD=2 GiB: freed blocks stay for reuse)",
+}
+
+
+def import_gesa():
+    """The `gesa` package, installed (editable) or from a plain checkout."""
+    try:
+        import gesa
+    except ImportError:
+        sys.path.insert(0, str(ROOT.parent))
+        import gesa
+    return gesa
+
+
+def threads_from_argv() -> None:
+    """`--clock thread` needs idle OpenMP threads to sleep, not spin; OpenMP reads this before torch starts it."""
+    argv = " ".join(sys.argv[1:]).replace("=", " ").split()
+    if "--clock" in argv and argv[argv.index("--clock") + 1 :][:1] == ["thread"]:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def use_heap_reuse() -> None:
+    """Keep freed memory in the heap: no mmap'd blocks, no trimming (process-wide, from now on)."""
+    libc = ctypes.CDLL("libc.so.6")
+    if not (libc.mallopt(_M_MMAP_MAX, 0) and libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)):
+        raise RuntimeError("mallopt refused the heap-reuse settings (is this glibc?)")
+
+
+now = time.perf_counter  # the clock of every timing (`set_clock`)
+
+
+def set_clock(clock: str, device: str) -> None:
+    """`wall`: elapsed time; `thread`: CPU time of the main thread (CPU only, robust to other jobs on the cores)."""
+    global now
+    if clock == "thread" and device.startswith("cuda"):
+        raise SystemExit("--clock thread measures CPU time; use the wall clock on a GPU")
+    now = time.thread_time if clock == "thread" else time.perf_counter
+
+
+def add_common_arguments(parser) -> None:
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument(
+        "--clock",
+        default="wall",
+        choices=["wall", "thread"],
+        help="wall: elapsed time; thread: CPU time of the main thread (CPU only, robust to other jobs on the cores)",
+    )
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    parser.add_argument(
+        "--malloc",
+        default="both",
+        choices=["glibc", "reuse", "both"],
+        help="CPU allocator behaviour to time under (see bench/common.py); both: each, side by side",
+    )
+
+
+def fall_back_to_cpu(args, argv: list[str]) -> list[str]:
+    """A CUDA run on a machine without one runs the CPU variant, saying so."""
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print("no CUDA device here: running the CPU variant instead (--device cpu --dtype float32)")
+        args.device, args.dtype = "cpu", "float32"
+        argv = [*argv, "--device", "cpu", "--dtype", "float32"]
+    return argv
+
+
+def malloc_modes(args) -> list[str]:
+    """The allocator modes to time under: only CPU runs have a choice."""
+    if args.device.startswith("cuda"):
+        return ["glibc"]
+    return ["glibc", "reuse"] if args.malloc == "both" else [args.malloc]
+
+
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def step(model: torch.nn.Module, inputs: dict) -> None:
+    """One training step's work: forward, a loss over word and entity states, backward."""
+    out = model(**inputs)
+    (out.last_hidden_state.float().mean() + out.entity_last_hidden_state.float().mean()).backward()
+    model.zero_grad(set_to_none=True)
+
+
+def timed_step(model: torch.nn.Module, inputs: dict, device: str) -> float:
+    synchronize(device)
+    start = now()
+    step(model, inputs)
+    synchronize(device)
+    return now() - start
+
+
+def matmul_gflops(device: str, dtype: str, size: int = 4096, repeats: int = 5) -> list[float]:
+    """GFLOP/s of a plain `size x size` matmul in the run's dtype: the machine's practical limit."""
+    a = torch.randn(size, size, device=device, dtype=getattr(torch, dtype))
+    b = torch.randn(size, size, device=device, dtype=getattr(torch, dtype))
+    a @ b
+    rates = []
+    for _ in range(repeats):
+        synchronize(device)
+        start = now()
+        a @ b
+        synchronize(device)
+        rates.append(2 * size**3 / (now() - start) / 1e9)
+    return rates
+
+
+def count_flops(model: torch.nn.Module, inputs: dict) -> int:
+    """FLOPs of one step (matrix products, as GFLOP/s is usually reported)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        step(model, inputs)
+    return counter.get_total_flops()
+
+
+def peak_step_memory(model: torch.nn.Module, inputs: dict, device: str) -> dict:
+    """The most memory one step ever held beyond what was resident before it (run after a warm-up step).
+
+    CUDA: `max_memory_allocated`. CPU has no allocator statistics: free heap goes back to the OS
+    (`malloc_trim`), the kernel's resident high-water mark is reset (`/proc/self/clear_refs`), and the peak is
+    `VmHWM` after the step minus `VmRSS` before it. Run it in a fresh process per model, under glibc as it comes.
+    """
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        step(model, inputs)
+        torch.cuda.synchronize()
+        return {"peak_bytes": torch.cuda.max_memory_allocated() - before, "method": "cuda max_memory_allocated"}
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    Path("/proc/self/clear_refs").write_text("5")
+    before = _proc_status("VmRSS")
+    step(model, inputs)
+    return {"peak_bytes": _proc_status("VmHWM") - before, "method": "RSS high-water mark (VmHWM - VmRSS before)"}
+
+
+def _proc_status(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
