@@ -899,6 +899,13 @@ class GesaPreTrainedModel(PreTrainedModel):
         pretrained_model_name_or_path: str | os.PathLike,
         keep_entity_aware_queries: bool = False,
         entity_rows: list[int] | None = None,
+        *,
+        cache_dir: str | os.PathLike | None = None,
+        revision: str | None = None,
+        token: str | bool | None = None,
+        local_files_only: bool = False,
+        force_download: bool = False,
+        subfolder: str = "",
         **config_overrides,
     ) -> GesaPreTrainedModel:
         """Build this GESA class from a transformers LUKE checkpoint (`LukeModel` or any `LukeFor*`).
@@ -908,18 +915,30 @@ class GesaPreTrainedModel(PreTrainedModel):
         tables are dropped unless `use_absolute_position_embeddings=True`; label tables and heads start fresh.
         `entity_rows` keeps only those rows of LUKE's entity table (in that order; e.g. `[PAD]`, `[UNK]`,
         `[MASK]`). Every GESA parameter not filled from LUKE and every LUKE weight left unused is logged and
-        returned in `model.luke_conversion_info`.
+        returned in `model.luke_conversion_info`. `cache_dir`, `revision`, `token`, `local_files_only`,
+        `force_download` and `subfolder` mean what they mean in `from_pretrained`; other keyword arguments
+        override config fields.
         """
         from transformers import AutoConfig, LukeModel
 
-        luke_config = AutoConfig.from_pretrained(pretrained_model_name_or_path)
+        hub_kwargs = dict(
+            cache_dir=cache_dir,
+            revision=revision,
+            token=token,
+            local_files_only=local_files_only,
+            force_download=force_download,
+            subfolder=subfolder,
+        )
+        luke_config = AutoConfig.from_pretrained(pretrained_model_name_or_path, **hub_kwargs)
         if luke_config.model_type != "luke":
             raise ValueError(
                 f"{pretrained_model_name_or_path!s} is a {luke_config.model_type!r} checkpoint, not LUKE; "
                 "from_luke_pretrained converts LUKE checkpoints (e.g. studio-ousia/luke-large). "
                 "Load GESA checkpoints with from_pretrained."
             )
-        luke, luke_loading = LukeModel.from_pretrained(pretrained_model_name_or_path, output_loading_info=True)
+        luke, luke_loading = LukeModel.from_pretrained(
+            pretrained_model_name_or_path, output_loading_info=True, **hub_kwargs
+        )
         luke_state = luke.state_dict()
         fields = (
             "vocab_size entity_vocab_size hidden_size entity_emb_size num_hidden_layers num_attention_heads "

@@ -600,6 +600,7 @@ def build_model_and_processor(
             path,
             keep_entity_aware_queries=model_args.keep_entity_aware_queries,
             entity_rows=entity_rows,
+            hub=hub,
             **_config_kwargs(ablation),
         )
         model.init_added_word_embeddings(processor.added_token_sources())

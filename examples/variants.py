@@ -88,18 +88,22 @@ class VariantSpec:
         name_or_path: str,
         keep_entity_aware_queries: bool = False,
         entity_rows: list[int] | None = None,
+        hub: dict[str, Any] | None = None,
         **overrides: Any,
     ) -> PreTrainedModel:
-        """`model_class.from_luke_pretrained(...)` with the variant's config overrides (then `overrides`)."""
+        """`model_class.from_luke_pretrained(...)` with the variant's config overrides (then `overrides`); `hub`:
+        `cache_dir`, `revision`, `token` ... for the download."""
         if entity_rows is not None and not self.shrink_entity_table:
             raise ValueError(
                 f"--variant {self.name} uses LUKE's entity table as its knowledge base: do not shrink it (entity_rows)."
             )
-        layers = AutoConfig.from_pretrained(name_or_path).num_hidden_layers
+        hub = hub or {}
+        layers = AutoConfig.from_pretrained(name_or_path, **hub).num_hidden_layers
         return self.model_class.from_luke_pretrained(
             name_or_path,
             keep_entity_aware_queries=keep_entity_aware_queries,
             entity_rows=entity_rows,
+            **hub,
             **self._overrides(layers, overrides),
         )
 

@@ -136,6 +136,28 @@ def test_conversion_keeps_entity_aware_queries_and_shrinks_entity_table(tmp_path
     assert model.config.entity_vocab_size == 2
 
 
+@pytest.mark.needs_shared
+def test_conversion_passes_hub_arguments_to_the_download(tmp_path):
+    """`subfolder`, `revision`, `local_files_only` ... reach both the config and the weights download."""
+    from tiny_luke import build_tiny_luke
+
+    build_tiny_luke(tmp_path / "repo" / "luke")
+    model = GesaModel.from_luke_pretrained(
+        tmp_path / "repo",
+        subfolder="luke",
+        local_files_only=True,
+        cache_dir=tmp_path / "cache",
+        max_relative_position=3,
+    )
+    luke = LukeModel.from_pretrained(tmp_path / "repo" / "luke")
+    assert torch.equal(
+        model.encoder.layer[0].attention.self.key.weight, luke.encoder.layer[0].attention.self.key.weight
+    )
+    assert model.config.max_relative_position == 3  # the other keywords still override config fields
+    with pytest.raises(ValueError, match="model_type"):
+        GesaModel.from_luke_pretrained(tmp_path / "repo", local_files_only=True)  # no config.json at the top
+
+
 def test_conversion_refuses_other_checkpoints(tmp_path):
     from transformers import BertConfig, BertModel
 
