@@ -5,9 +5,9 @@ Zhang et al. 2019, "ERNIE: Enhanced Language Representation with Informative Ent
 In each of the top M layers (the K-Encoder's aggregators):
 
 - token stream: the backbone layer's own attention gives `w~_j` for every token (LUKE's entity tokens included);
-- entity stream: the knowledge entities `e_k` (KB embeddings: LUKE's entity table or a user-supplied one), each
-  aligned to the first word token of its mention, have their own multi-head self-attention (+ residual, LayerNorm),
-  giving `e~_k`;
+- entity stream: the knowledge entities `e_k` (frozen KB embeddings, as ERNIE's fixed TransE vectors: LUKE's entity
+  table read detached, or a user-supplied one), each aligned to the first word token of its mention, have their own
+  multi-head self-attention (+ residual, LayerNorm), giving `e~_k`;
 - information fusion, for token j aligned to entity k:
       h_j = gelu(W~_t w~_j + W~_e e~_k + b~);  w_j = out_t(h_j);  e_k = out_e(h_j)
   and for a token with no aligned entity `h_j = gelu(W~_t w~_j + b~)`, `w_j = out_t(h_j)`.
@@ -26,6 +26,7 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -127,7 +128,8 @@ class ErnieFusionLayer(GradientCheckpointingLayer):
                 for padding.
 
         Returns:
-            words `(B, L, D)`, LUKE entities `(B, E, D)` or None, knowledge `(B, N, E_kb)`, attention probabilities.
+            words `(B, L, D)`, LUKE entities `(B, E, D)` or None, knowledge `(B, N, E_kb)` (0 in padded slots),
+            attention probabilities.
         """
         word_length = words.size(1)
         attended, probs = layer.attention(words, entities, structure, output_attentions)  # w~, (B, P, D)
@@ -146,6 +148,8 @@ class ErnieFusionLayer(GradientCheckpointingLayer):
         else:
             tokens = self.output_act(layer.output.dense(hidden))
             new_knowledge = self.output_act(self.intermediate_to_entity(aligned_hidden))
+        # padded slots (no entity) gathered word 0's hidden state above: keep them at exactly 0
+        new_knowledge = new_knowledge * knowledge_mask[..., None].to(new_knowledge.dtype)
         new_entities = None if entities is None else tokens[:, word_length:]
         return tokens[:, :word_length], new_entities, new_knowledge, probs
 
@@ -156,7 +160,8 @@ class ErnieModelOutput(ModelOutput):
 
     Args:
         last_hidden_state: `(B, L, D)`; entity_last_hidden_state: `(B, E, D)` LUKE entity tokens; pooler_output.
-        knowledge_last_hidden_state: `(B, N, E_kb)` knowledge-entity stream after the last fusion layer.
+        knowledge_last_hidden_state: `(B, N, E_kb)` knowledge-entity stream after the last fusion layer; padded slots
+            (`ernie_entity_ids == -1`) hold 0.
         hidden_states, entity_hidden_states, attentions: per layer, as in `GesaModelOutput`.
     """
 
@@ -418,6 +423,10 @@ class ErnieForEntitySpanQA(ErniePreTrainedModel):
 # ---------------------------------------------------------------------------------------------
 
 
+LUKE_SPECIAL_ENTITY_IDS = (0, 1, 2, 3)
+"""Rows of LUKE's entity table that are no entity: `[PAD]` 0, `[UNK]` 1, `[MASK]` 2, `[MASK2]` 3."""
+
+
 def corrupt_entity_alignments(
     ernie_entity_ids: torch.Tensor,
     ernie_entity_positions: torch.Tensor,
@@ -426,33 +435,63 @@ def corrupt_entity_alignments(
     replace_prob: float = 0.05,
     mask_prob: float = 0.15,
     generator: torch.Generator | None = None,
+    special_ids: Sequence[int] = LUKE_SPECIAL_ENTITY_IDS,
 ) -> dict[str, torch.Tensor]:
     """ERNIE's dEA corruption of token-entity alignments, with the targets.
 
-    Each real alignment is, independently: replaced by a random KB entity with `replace_prob` (5%), masked (the entity
-    is removed from the input, the token must still predict it) with `mask_prob` (15%), kept otherwise (80%).
+    Each real alignment is, independently: replaced by another KB entity with `replace_prob` (5%), masked (the entity
+    is removed from the input, the token must still predict it) with `mask_prob` (15%), kept otherwise (80%). A
+    replacement is drawn uniformly from the KB rows `[0, kb_size)` that are neither `special_ids` nor the original
+    entity, so a "replaced" alignment is always wrong and never a padding/unknown/mask row.
 
     Args:
         ernie_entity_ids: `(B, N)` KB rows, -1 padded. ernie_entity_positions: `(B, N)` alignments, -1 padded.
         word_length: `L`. kb_size: rows a replacement is drawn from.
+        special_ids: KB rows that are no entity and are never drawn. Default: LUKE's `[PAD]`, `[UNK]`, `[MASK]`,
+            `[MASK2]` (0-3, `LUKE_SPECIAL_ENTITY_IDS`), right for the default KB (LUKE's entity table); pass `()` for a
+            user-supplied KB (`set_knowledge_base`) whose rows are all entities.
 
     Returns:
         `ernie_entity_ids`, `ernie_entity_positions` (corrupted inputs; masked entities become -1/-1),
         `dea_candidate_ids` `(B, N)` (the uncorrupted entities: the softmax's candidates) and `dea_labels` `(B, L)`
         (for every originally aligned word, the index of its entity among the candidates; -100 elsewhere).
+
+    Raises:
+        ValueError: when the KB has fewer than two non-special rows (no different entity to replace one with), or
+            when `replace_prob`/`mask_prob` are not probabilities summing to at most 1.
     """
+    if not (0.0 <= replace_prob and 0.0 <= mask_prob and replace_prob + mask_prob <= 1.0):
+        raise ValueError(
+            f"replace_prob={replace_prob} and mask_prob={mask_prob} must be non-negative and sum to at most 1."
+        )
+    device = ernie_entity_ids.device
+    allowed = torch.ones(kb_size, dtype=torch.bool, device=device)
+    specials = [int(i) for i in special_ids if 0 <= int(i) < kb_size]
+    allowed[specials] = False
+    pool = allowed.nonzero().squeeze(1)  # sorted non-special KB rows
+    if pool.numel() < 2:
+        raise ValueError(
+            f"corrupt_entity_alignments: kb_size={kb_size} with special_ids={tuple(special_ids)} leaves "
+            f"{pool.numel()} non-special KB row(s); replacing an entity by a different one needs at least 2. Use a "
+            "larger KB, or pass special_ids=() when the KB (a user-supplied one) has no special rows."
+        )
     real = ernie_entity_ids >= 0
-    draw = torch.rand(ernie_entity_ids.shape, generator=generator, device=ernie_entity_ids.device)
+    draw = torch.rand(ernie_entity_ids.shape, generator=generator, device=device)
     replace = real & (draw < replace_prob)
     masked = real & (draw >= replace_prob) & (draw < replace_prob + mask_prob)
-    random_ids = torch.randint(0, kb_size, ernie_entity_ids.shape, generator=generator, device=ernie_entity_ids.device)
+    # uniform over the pool without the original: draw an index among the others, skip the original's slot
+    original = ernie_entity_ids.clamp(0, kb_size - 1)
+    slot = torch.searchsorted(pool, original).clamp(max=pool.numel() - 1)
+    in_pool = pool[slot] == original
+    uniform = torch.rand(ernie_entity_ids.shape, generator=generator, device=device)
+    index = (uniform * (pool.numel() - in_pool.long())).long().clamp(max=pool.numel() - 1 - in_pool.long())
+    index = index + (in_pool & (index >= slot)).long()
+    random_ids = pool[index]
     ids = torch.where(replace, random_ids, ernie_entity_ids).masked_fill(masked, -1)
     positions = ernie_entity_positions.masked_fill(masked, -1)
-    labels = torch.full(
-        (ernie_entity_ids.size(0), word_length), -100, dtype=torch.long, device=ernie_entity_ids.device
-    )
-    entity_index = torch.arange(ernie_entity_ids.size(1), device=ernie_entity_ids.device).expand_as(ernie_entity_ids)
-    rows = torch.arange(ernie_entity_ids.size(0), device=ernie_entity_ids.device)[:, None].expand_as(ernie_entity_ids)
+    labels = torch.full((ernie_entity_ids.size(0), word_length), -100, dtype=torch.long, device=device)
+    entity_index = torch.arange(ernie_entity_ids.size(1), device=device).expand_as(ernie_entity_ids)
+    rows = torch.arange(ernie_entity_ids.size(0), device=device)[:, None].expand_as(ernie_entity_ids)
     labels[rows[real], ernie_entity_positions[real]] = entity_index[real]
     return {
         "ernie_entity_ids": ids,
@@ -539,8 +578,10 @@ class ErnieForDenoisingEntityAutoencoder(ErniePreTrainedModel):
 ErnieConfig.register_for_auto_class()
 ErnieModel.register_for_auto_class("AutoModel")
 ErnieForEntitySpanQA.register_for_auto_class("AutoModelForQuestionAnswering")
+ErnieForDenoisingEntityAutoencoder.register_for_auto_class("AutoModelForPreTraining")
 
 __all__ = [
+    "LUKE_SPECIAL_ENTITY_IDS",
     "ErnieDeaOutput",
     "ErnieEntityAttention",
     "ErnieForDenoisingEntityAutoencoder",

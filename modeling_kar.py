@@ -14,7 +14,8 @@ sits between backbone layers `kar_layer` and `kar_layer + 1` and rewrites the wo
    each with residual + LayerNorm); `H' = dropout(H'_proj W2 + b2) + H`, `W2` initialised as the pseudo-inverse of
    `W1` (`kar_output_init="pinv"`) or as zero (`"zero"`: the model starts as its backbone).
 
-LUKE's entity tokens pass the block unchanged. The KB is the backbone's entity table unless a separate one is set.
+LUKE's entity tokens pass the block unchanged. The KB is the backbone's entity table unless a separate one is set;
+either way it is frozen (KnowBERT's fixed KB embeddings): the entity table is read detached for `e_mk`.
 
 Flat module: copied next to every saved checkpoint, so it imports only its siblings.
 """

@@ -4,7 +4,8 @@
   embeddings, attention structure), for variants that run the backbone layers one at a time.
 - `LayerOutputs`: collects per-layer states and attention maps exactly as `GesaEncoder` does.
 - `KnowledgeBase`: the user-supplied, frozen entity table of KAR and ERNIE (`kb_size` in their configs); without it
-  the knowledge base is the backbone's own entity table (LUKE's Wikipedia entities).
+  the knowledge base is the backbone's own entity table (LUKE's Wikipedia entities), read detached by
+  `knowledge_table`: the KB is frozen in both cases.
 
 Flat module: copied next to every saved checkpoint, so it imports only its siblings.
 """
@@ -149,11 +150,16 @@ class KnowledgeBase(nn.Module):
 
 
 def knowledge_table(model: GesaModel) -> torch.Tensor:
-    """The knowledge base `(kb_size, entity_emb_size)`: the model's `knowledge_base` if set, else its entity table."""
+    """The knowledge base `(kb_size, entity_emb_size)`: the model's `knowledge_base` if set, else its entity table.
+
+    Frozen either way, as in KnowBERT and ERNIE (fixed KB embeddings): a user KB is a buffer, and the entity table is
+    returned detached, so the KB lookups (KAR candidates, ERNIE's knowledge stream and dEA candidates) send no gradient
+    into it. The entity table still trains through LUKE's own entity tokens (`entity_ids`), as in the backbone.
+    """
     knowledge_base = getattr(model, "knowledge_base", None)
     if knowledge_base is not None:
         return knowledge_base.embeddings
-    return model.get_entity_embeddings().weight
+    return model.get_entity_embeddings().weight.detach()
 
 
 def set_knowledge_base(model: GesaModel, embeddings: torch.Tensor) -> None:

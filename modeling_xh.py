@@ -452,7 +452,7 @@ class XhMultiHopQAOutput(ModelOutput):
         loss: `relevance_loss + span_loss`, when `relevant_node` (and spans) are given.
         relevance_logits: `(G, N)`; `p(relevance | tau) = softmax over real nodes` (padded: `finfo.min`).
         start_logits, end_logits: `(G, N, L)`; softmax over the node's context tokens (others: `finfo.min`).
-        relevance_loss: cross-entropy of the relevant node.
+        relevance_loss: cross-entropy of the relevant node, averaged over the graphs that have one (0 when none).
         span_loss: mean of the start and end cross-entropies inside the relevant node.
         hub_states: `(G, N, D)`.
         hop_attentions: per hop layer `(G, H, N, N)`, with `output_attentions`.
@@ -546,7 +546,24 @@ class XhForMultiHopQA(XhPreTrainedModel):
             for name, value in check.items():
                 if value is not None and tuple(value.shape) != (graphs,):
                     raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (graphs,) = ({graphs},).")
-            relevance_loss = F.cross_entropy(relevance_logits, relevant_node, ignore_index=-100)
+            given = relevant_node != -100
+            if not torch.compiler.is_compiling() and given.any():
+                picked = relevant_node[given]
+                if (
+                    (picked < 0).any()
+                    or (picked >= nodes).any()
+                    or not node_mask[given, picked.clamp(0, nodes - 1)].all()
+                ):
+                    raise ValueError(
+                        f"relevant_node must be a real node index in [0, {nodes - 1}] (node_mask 1) or -100 (none); "
+                        f"got {relevant_node.tolist()}."
+                    )
+            # a mean over the graphs with a relevant node: 0 (still on the graph, so backward works) when none has one,
+            # where F.cross_entropy's own mean would divide 0 by 0 (NaN)
+            labelled = given.sum().clamp(min=1).to(relevance_logits.dtype)
+            relevance_loss = (
+                F.cross_entropy(relevance_logits, relevant_node, ignore_index=-100, reduction="sum") / labelled
+            )
             loss = relevance_loss
             if start_positions is not None and end_positions is not None:
                 has_span = (relevant_node >= 0) & (start_positions >= 0) & (end_positions >= 0)

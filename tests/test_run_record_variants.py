@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import torch
 from tiny_luke import RECORD_DIR
 from transformers import HfArgumentParser, TrainingArguments
+from variant_helpers import record_rows, reload_in_fresh_process
 
 from gesa.processing_gesa import to_record_examples
 
@@ -76,7 +76,8 @@ def test_variant_trains_evaluates_and_reloads(variant, tiny_luke_dir, tmp_path):
     losses = [entry["loss"] for entry in history if "loss" in entry]
     print(f"\n[run_record --variant {variant}] {STEPS} steps + evaluation {elapsed:.1f} s; loss {losses}")
     assert len(losses) == STEPS // LOGGING_STEPS
-    assert losses[-1] < losses[0], losses
+    # the loss falls clearly (observed about 0.42 -> 0.26 over 24 steps), not by a random-walk margin
+    assert losses[-1] < 0.85 * losses[0], losses
 
     # Predictions for every evaluation query, and the metric in all_results.json.
     rows = [json.loads(line) for line in TRAIN32.read_text(encoding="utf-8").splitlines()]
@@ -88,24 +89,40 @@ def test_variant_trains_evaluates_and_reloads(variant, tiny_luke_dir, tmp_path):
     assert all_results["eval_samples"] == EVAL_QUERIES and 0.0 <= all_results["eval_exact_match"] <= 100.0
     assert results["eval_f1"] == all_results["eval_f1"]
 
-    # The folder reloads from its own code in a fresh, isolated interpreter (cwd elsewhere).
+    # The folder reloads from its own code in a fresh, isolated interpreter (cwd elsewhere), and gives the same logits
+    # as the package's class on the saved weights, on a batch the script's own processor and collator build.
     class_name, model_type = EXPECTED[variant]
-    code = (
-        "import sys\n"
-        "from transformers import AutoModelForQuestionAnswering\n"
-        "model = AutoModelForQuestionAnswering.from_pretrained(sys.argv[1], trust_remote_code=True)\n"
-        "print(type(model).__name__, model.config.model_type)\n"
+    spec = run_record.VARIANTS[variant]
+    assert json.loads((output_dir / "config.json").read_text())["model_type"] == model_type
+    model, info = spec.model_class.from_pretrained(output_dir, output_loading_info=True)
+    assert type(model).__name__ == class_name
+    assert not any(info.values()), info  # every trained weight was saved, nothing else
+    batch = reload_batch(variant, output_dir, argv)
+    with torch.no_grad():
+        expected = model.eval()(**batch).logits
+    assert torch.isfinite(expected[expected > torch.finfo(expected.dtype).min]).all()
+    reloaded = reload_in_fresh_process(
+        output_dir,
+        batch,
+        tmp_path,
+        "AutoModelForQuestionAnswering",
+        class_name,
+        class_name.replace("ForEntitySpanQA", "Model"),
     )
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"))
-    proc = subprocess.run(
-        [sys.executable, "-I", "-c", code, str(output_dir)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=elsewhere,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip().splitlines()[-1] == f"{class_name} {model_type}"
+    torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)
+
+
+def reload_batch(variant: str, output_dir: Path, argv: list[str]) -> dict:
+    """A batch of two features of the first records, from the saved tokenizer with the script's processor and
+    collator (`make_processor`, `make_collator`: the KAR/ERNIE knowledge inputs included)."""
+    from transformers import AutoTokenizer
+
+    _, data_args, _ = run_record.parse_args(argv)
+    processor = run_record.make_processor(AutoTokenizer.from_pretrained(output_dir), data_args, variant)
+    if run_record.VARIANTS[variant].uses_gesa_features:
+        columns = processor.encode_records(record_rows(1))
+        features = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+    else:
+        features = processor.encode_record_graphs(record_rows(1))
+    batch = run_record.make_collator(variant, processor)(features[:2])
+    return {key: value for key, value in batch.items() if isinstance(value, torch.Tensor)}

@@ -4,21 +4,29 @@ gradient checkpointing where blocks repeat."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 from test_modeling import TINY, record_like_batch
-from test_variants_ernie import ernie_batch
-from test_variants_kar import kar_batch
-from test_variants_xh import collate, graph_feature, randomise_hops, xh_config
+from test_variants_ernie import ENTITY_IDS, POSITIONS, ernie_batch, ernie_config
+from test_variants_kar import kar_batch, kar_config
+from test_variants_xh import collate, graph_feature, model_inputs, randomise_hops, xh_config
+from transformers.dynamic_module_utils import get_relative_imports
+from variant_helpers import reload_each_in_fresh_process
 
 from gesa import GesaForEntitySpanQA
 from gesa.configuration_variants import ErnieConfig, KarConfig
-from gesa.modeling_ernie import ErnieForEntitySpanQA
-from gesa.modeling_kar import KarForEntitySpanQA
-from gesa.modeling_xh import XhForEntitySpanQA
+from gesa.modeling_ernie import (
+    ErnieForDenoisingEntityAutoencoder,
+    ErnieForEntitySpanQA,
+    ErnieModel,
+    corrupt_entity_alignments,
+)
+from gesa.modeling_kar import KarForEntitySpanQA, KarModel
+from gesa.modeling_xh import XhForEntitySpanQA, XhForFactVerification, XhForMultiHopQA, XhModel
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -130,6 +138,8 @@ def test_registry_builds_each_variant_from_luke_and_collates(tiny_luke_dir):
     assert isinstance(registry.VARIANTS["gesa"].from_luke(tiny_luke_dir), GesaForEntitySpanQA)
     with pytest.raises(ValueError, match="do not shrink it"):
         registry.VARIANTS["kar"].from_luke(tiny_luke_dir, entity_rows=[0, 1, 2, 3])
+    with pytest.raises(ValueError, match=r"a config override has kb_size=10 .*--variant ernie supports only LUKE's"):
+        registry.VARIANTS["ernie"].from_luke(tiny_luke_dir, kb_size=10)
     tokenizer = LukeTokenizer.from_pretrained(tiny_luke_dir)
     tokenizer.entity_vocab = {**tokenizer.entity_vocab, "Chelsea": 3}
     batch = {k: v for k, v in record_like_batch(vocab_size=1000).items()}
@@ -155,3 +165,153 @@ def test_half_precision_forward_has_no_nan(name, dtype):
         out = model(**batch)
     candidates = out.logits > torch.finfo(out.logits.dtype).min
     assert candidates.any() and not torch.isnan(out.logits).any() and torch.isfinite(out.loss)
+
+
+# ---------------------------------------------------------------------------------------------
+# Every public model class saves its code and reloads in a fresh process with trust_remote_code
+# ---------------------------------------------------------------------------------------------
+
+
+def public_model_cases() -> list[dict]:
+    """Each public model class of the three variants (tiny config), its auto class and inputs, the outputs to compare."""
+    ernie_inputs = ernie_batch()
+    dea_inputs = {k: ernie_inputs[k] for k in ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask")}
+    dea_inputs["entity_position_ids"] = ernie_inputs["entity_position_ids"]
+    dea_inputs.update(
+        corrupt_entity_alignments(
+            ENTITY_IDS, POSITIONS, 14, 4, generator=torch.Generator().manual_seed(1), special_ids=()
+        )
+    )
+    graphs = collate([graph_feature(3, [9, 7, 11], seed=1), graph_feature(2, [8, 10], seed=2)])
+    graphs["node_adjacency"][0] = 1 - torch.eye(3, dtype=torch.long)
+    graphs["node_adjacency"][1, 0, 1] = 1
+    xh_qa_inputs = {k: v for k, v in graphs.items() if k != "labels"}
+    qa = "AutoModelForQuestionAnswering"
+    return [
+        dict(name="kar", model=KarModel(kar_config()), auto_class="AutoModel", inputs=kar_batch(),
+             outputs=["last_hidden_state", "linking_scores"]),
+        dict(name="kar_qa", model=KarForEntitySpanQA(kar_config()), auto_class=qa, inputs=kar_batch(),
+             outputs=["logits"]),
+        dict(name="ernie", model=ErnieModel(ernie_config(ernie_num_fusion_layers=2)), auto_class="AutoModel",
+             inputs=ernie_inputs, outputs=["last_hidden_state", "knowledge_last_hidden_state"]),
+        dict(name="ernie_qa", model=ErnieForEntitySpanQA(ernie_config()), auto_class=qa, inputs=ernie_batch(),
+             outputs=["logits"]),
+        dict(name="ernie_dea", model=ErnieForDenoisingEntityAutoencoder(ernie_config()),
+             auto_class="AutoModelForPreTraining", inputs=dea_inputs, outputs=["logits", "loss"]),
+        dict(name="xh", model=XhModel(xh_config()), auto_class="AutoModel", inputs=model_inputs(graphs),
+             outputs=["last_hidden_state", "hub_states"]),
+        dict(name="xh_qa", model=XhForEntitySpanQA(xh_config()), auto_class=qa, inputs=xh_qa_inputs,
+             outputs=["logits"]),
+        dict(name="xh_multihop", model=XhForMultiHopQA(xh_config()), auto_class=qa, inputs=model_inputs(graphs),
+             outputs=["relevance_logits", "start_logits"]),
+        dict(name="xh_fever", model=XhForFactVerification(xh_config()),
+             auto_class="AutoModelForSequenceClassification", inputs=model_inputs(graphs), outputs=["logits"]),
+    ]  # fmt: skip
+
+
+def test_every_public_model_saves_its_code_and_reloads_in_a_fresh_process(tmp_path):
+    torch.manual_seed(0)
+    cases = public_model_cases()
+    expected = {}
+    for case in cases:
+        model = case["model"].eval()
+        with torch.no_grad():  # move every parameter off its initialisation, so that each one must be loaded
+            for parameter in model.parameters():
+                parameter.add_(torch.randn_like(parameter) * 0.05)
+            out = model(**case["inputs"])
+        expected[case["name"]] = {key: getattr(out, key) for key in case["outputs"]}
+        case["folder"] = tmp_path / case["name"]
+        model.save_pretrained(case["folder"])
+        case["expected_class"] = type(model).__name__
+        # the folder carries every module its auto_map names, and every module those import (relatively)
+        auto_map = json.loads((case["folder"] / "config.json").read_text())["auto_map"]
+        assert auto_map[case["auto_class"]] == f"{type(model).__module__.split('.')[-1]}.{type(model).__name__}"
+        files = {f"{reference.split('.')[0]}.py" for reference in auto_map.values()}
+        for name in sorted(files):
+            assert (case["folder"] / name).is_file(), (
+                case["name"],
+                name,
+                sorted(p.name for p in case["folder"].iterdir()),
+            )
+        for path in case["folder"].glob("*.py"):
+            for module in get_relative_imports(str(path)):
+                assert (case["folder"] / f"{module}.py").is_file(), (case["name"], path.name, module)
+    reloaded = reload_each_in_fresh_process(cases, tmp_path)
+    assert sorted(reloaded) == sorted(expected)
+    for name, outputs in expected.items():
+        for key, value in outputs.items():
+            torch.testing.assert_close(reloaded[name][key], value, atol=1e-5, rtol=0, msg=f"{name}.{key}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The knowledge base is frozen: KB lookups send no gradient into LUKE's entity table
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["kar", "ernie", "ernie_dea"])
+def test_default_knowledge_base_is_frozen_but_used(name):
+    """Rows of the entity table that are only KB lookups (never a LUKE entity token) get no gradient, although they
+    change the output; the row used by the LUKE entity tokens (2, [MASK]) still trains."""
+    torch.manual_seed(0)
+    if name == "kar":
+        model, batch = KarModel(kar_config()).train(), kar_batch()  # candidates: rows 0-3
+    elif name == "ernie":
+        model, batch = ErnieModel(ernie_config(ernie_num_fusion_layers=2)).train(), ernie_batch()  # rows 1, 2, 3
+    else:
+        model = ErnieForDenoisingEntityAutoencoder(ernie_config()).train()
+        batch = {k: v for k, v in ernie_batch().items() if k not in ("entity_string_ids", "entity_sentence_ids")}
+        batch = {k: v for k, v in batch.items() if k not in ("global_attention_mask", "placeholder_entity_mask")}
+        batch["dea_labels"] = corrupt_entity_alignments(ENTITY_IDS, POSITIONS, 14, 4, special_ids=())["dea_labels"]
+    assert (batch["entity_ids"] == 2).all()  # the LUKE entity tokens use row 2 only
+    table = model.base_model.get_entity_embeddings().weight
+    with torch.no_grad():  # distinct rows, so that each KB lookup matters
+        table.normal_()
+
+    probe = torch.randn(batch["input_ids"].shape + (TINY["hidden_size"],), generator=torch.Generator().manual_seed(3))
+
+    def scalar(out):
+        return out.loss if name == "ernie_dea" else (out.last_hidden_state * probe).sum()
+
+    scalar(model(**batch)).backward()
+    assert table.grad is not None and table.grad[2].abs().sum() > 0  # the entity tokens' row trains
+    assert (table.grad[[0, 1, 3]] == 0).all(), table.grad  # KB-only rows: no gradient through the KB lookups
+    # the control: the KB rows do reach the output (a trainable KB would receive gradient here)
+    with torch.no_grad():
+        before = scalar(model.eval()(**batch))
+        table[3] += torch.randn(table.size(1), generator=torch.Generator().manual_seed(4))
+        after = scalar(model(**batch))
+    assert abs(float(after) - float(before)) > 1e-4
+
+
+# ---------------------------------------------------------------------------------------------
+# The registry refuses user-KB KAR/ERNIE models (its collator's candidate ids are entity-vocabulary ids)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["kar", "ernie"])
+def test_registry_refuses_a_user_knowledge_base(name, tmp_path):
+    registry = load_registry()
+    spec = registry.VARIANTS[name]
+    scratch = dict(TINY, max_position_embeddings=40)
+    with pytest.raises(ValueError, match=rf"kb_size=8 .*run_record.py --variant {name} supports only LUKE's entity"):
+        spec.from_scratch(**scratch, kb_size=8)
+
+    torch.manual_seed(0)
+    model = spec.from_scratch(**scratch).eval()
+    batch = record_like_batch()
+    with torch.no_grad():
+        expected = model(**batch).logits
+    plain_dir, user_kb_dir = tmp_path / "plain", tmp_path / "user_kb"
+    model.save_pretrained(plain_dir)
+    model.set_knowledge_base(torch.randn(8, TINY["entity_emb_size"]))
+    model.save_pretrained(user_kb_dir)
+    with pytest.raises(ValueError, match=r"kb_size=8 \(a user-supplied knowledge base") as error:
+        spec.from_checkpoint(str(user_kb_dir))
+    assert "processing_kb" in str(error.value) and f"model_cards/{name}.md" in str(error.value)
+    # a checkpoint whose KB is the entity table loads, with its weights
+    reloaded = spec.from_checkpoint(str(plain_dir)).eval()
+    assert type(reloaded) is spec.model_class and reloaded.config.kb_size is None
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(**batch).logits, expected)
+    # other variants have no knowledge base to check
+    registry.VARIANTS["gesa"].check_knowledge_base({"kb_size": 8})

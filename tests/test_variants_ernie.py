@@ -163,6 +163,27 @@ def test_fusion_layer_matches_the_equations(fusion_output):
     assert aligned_words == 4
 
 
+@pytest.mark.parametrize("fusion_output", ["residual_layernorm", "gelu"])
+def test_padded_knowledge_slots_are_zero(fusion_output):
+    torch.manual_seed(0)
+    model = ErnieModel(ernie_config(ernie_num_fusion_layers=2, ernie_fusion_output=fusion_output)).eval()
+    with torch.no_grad():
+        for parameter in model.fusion_layers.parameters():
+            parameter.normal_(std=0.2)
+        out = model(**ernie_batch())
+        # one more padded slot (aligned nowhere) changes nothing else
+        wider = ernie_batch()
+        wider["ernie_entity_ids"] = torch.cat([ENTITY_IDS, torch.full((2, 1), -1)], dim=1)
+        wider["ernie_entity_positions"] = torch.cat([POSITIONS, torch.full((2, 1), -1)], dim=1)
+        widened = model(**wider)
+    knowledge = out.knowledge_last_hidden_state
+    padded = ENTITY_IDS < 0
+    assert (knowledge[padded] == 0).all() and (widened.knowledge_last_hidden_state[:, 3] == 0).all()
+    assert (knowledge[~padded].abs().sum(-1) > 0).all()  # real slots carry their fused state
+    torch.testing.assert_close(widened.knowledge_last_hidden_state[:, :3], knowledge, atol=1e-6, rtol=0)
+    torch.testing.assert_close(widened.last_hidden_state, out.last_hidden_state, atol=1e-6, rtol=0)
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. dEA: corruption scheme and head
 # ---------------------------------------------------------------------------------------------
@@ -170,7 +191,7 @@ def test_fusion_layer_matches_the_equations(fusion_output):
 
 def test_dea_corruption_proportions_and_targets():
     batch, entities, length, kb = 200, 100, 120, 50
-    ids = torch.randint(0, kb, (batch, entities))
+    ids = torch.randint(0, kb, (batch, entities), generator=torch.Generator().manual_seed(1))
     positions = torch.arange(entities).expand(batch, entities).clone()
     ids[:, -10:] = -1
     positions[:, -10:] = -1
@@ -179,21 +200,65 @@ def test_dea_corruption_proportions_and_targets():
     masked = real & (out["ernie_entity_ids"] == -1)
     assert torch.equal(masked, real & (out["ernie_entity_positions"] == -1))
     changed = real & ~masked & (out["ernie_entity_ids"] != ids)
-    total = int(real.sum())
+    kept = real & (out["ernie_entity_ids"] == ids)
+    total = int(real.sum())  # 18000 alignments: a binomial proportion's standard deviation is at most 0.0037
     assert abs(int(masked.sum()) / total - 0.15) < 0.01
-    # replaced entities: 5%, less the random draws that hit the same entity (1/kb)
-    assert abs(int(changed.sum()) / total - 0.05 * (1 - 1 / kb)) < 0.006
+    assert abs(int(changed.sum()) / total - 0.05) < 0.006  # every replacement differs from the original
+    assert abs(int(kept.sum()) / total - 0.80) < 0.012
+    assert int(masked.sum() + changed.sum() + kept.sum()) == total
+    replacements = out["ernie_entity_ids"][changed]
+    assert ((replacements >= 4) & (replacements < kb)).all()  # never [PAD] [UNK] [MASK] [MASK2] (LUKE's 0-3)
+    assert not (replacements == ids[changed]).any()
+    assert (out["ernie_entity_positions"][changed] == positions[changed]).all()  # a replaced entity stays aligned
     assert (out["ernie_entity_ids"][~real] == -1).all() and torch.equal(out["dea_candidate_ids"], ids)
     labels = out["dea_labels"]
     assert torch.equal(labels[:, :90], torch.arange(90).expand(batch, 90))  # every aligned word -> its entity
     assert (labels[:, 90:] == -100).all()
 
 
+def test_dea_replacements_are_uniform_over_the_other_entities():
+    """With every alignment replaced: a uniform draw over the non-special rows other than the original."""
+    kb, draws = 10, 30000
+    ids = torch.tensor([[5, 2] * (draws // 2)])  # an entity (5) and a special row (2, [MASK]) as originals
+    positions = torch.arange(draws)[None]
+    out = corrupt_entity_alignments(
+        ids, positions, draws, kb, replace_prob=1.0, mask_prob=0.0, generator=torch.Generator().manual_seed(0)
+    )
+    for original, expected_rows in ((5, [4, 6, 7, 8, 9]), (2, [4, 5, 6, 7, 8, 9])):
+        drawn = out["ernie_entity_ids"][ids == original]
+        counts = torch.bincount(drawn, minlength=kb).float() / drawn.numel()
+        assert sorted(drawn.unique().tolist()) == expected_rows
+        share = 1 / len(expected_rows)
+        assert (counts[expected_rows] - share).abs().max() < 0.02, counts
+    # a user KB without special rows: every other row may be drawn, row 0 included
+    user = corrupt_entity_alignments(
+        torch.tensor([[1] * 2000]), torch.arange(2000)[None], 2000, 3, replace_prob=1.0, mask_prob=0.0,
+        generator=torch.Generator().manual_seed(0), special_ids=(),
+    )  # fmt: skip
+    assert sorted(user["ernie_entity_ids"].unique().tolist()) == [0, 2]
+
+
+@pytest.mark.parametrize(
+    "kb_size, special_ids, message",
+    [
+        (5, (0, 1, 2, 3), r"kb_size=5 with special_ids=\(0, 1, 2, 3\) leaves 1 non-special"),
+        (4, (0, 1, 2, 3), "leaves 0 non-special KB row"),
+        (1, (), r"kb_size=1 with special_ids=\(\) leaves 1 non-special"),
+    ],
+)
+def test_dea_corruption_refuses_a_kb_without_another_entity(kb_size, special_ids, message):
+    ids, positions = torch.tensor([[0, -1]]), torch.tensor([[0, -1]])
+    with pytest.raises(ValueError, match=message):
+        corrupt_entity_alignments(ids, positions, 4, kb_size, special_ids=special_ids)
+
+
 def test_dea_head_scores_tokens_against_the_sequence_entities():
     torch.manual_seed(0)
     model = ErnieForDenoisingEntityAutoencoder(ernie_config()).eval()
     batch = ernie_batch()
-    corrupted = corrupt_entity_alignments(ENTITY_IDS, POSITIONS, 14, 4, generator=torch.Generator().manual_seed(1))
+    corrupted = corrupt_entity_alignments(
+        ENTITY_IDS, POSITIONS, 14, 4, generator=torch.Generator().manual_seed(1), special_ids=()
+    )  # TINY's 4-row entity table: no special rows in this test
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask")}
     inputs["entity_position_ids"] = batch["entity_position_ids"]
     with torch.no_grad():

@@ -142,6 +142,69 @@ def test_combine_starts_at_identity_and_hops_then_matter():
 
 
 # ---------------------------------------------------------------------------------------------
+# 1b. Eqs. 7-8 on the hubs, against a plain loop
+# ---------------------------------------------------------------------------------------------
+
+
+def plain_hop_layer(layer, hubs: torch.Tensor, adjacency: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 7 per node and head: `h^_tau = sum_{eta: E[tau, eta] = 1} softmax_eta(q^_tau . k^_eta / sqrt(d)) v^_eta`
+    (heads concatenated, `d` the head size; no neighbour: `h^ = 0`), then Eq. 8: `W_c [h_tau ; h^_tau] + b_c`."""
+    graphs, nodes, hidden = hubs.shape
+    heads, size = layer.num_heads, layer.head_size
+    new_hubs = torch.zeros_like(hubs)
+    probs = torch.zeros(graphs, heads, nodes, nodes)
+
+    def project(linear, vector):
+        return linear.weight @ vector + linear.bias
+
+    for g in range(graphs):
+        for tau in range(nodes):
+            neighbours = [eta for eta in range(nodes) if adjacency[g, tau, eta]]
+            hop = torch.zeros(hidden)
+            for h in range(heads):
+                part = slice(h * size, (h + 1) * size)
+                q = project(layer.hop_query, hubs[g, tau])[part]
+                scores = [
+                    float(q @ project(layer.hop_key, hubs[g, eta])[part]) / math.sqrt(size) for eta in neighbours
+                ]
+                top = max(scores, default=0.0)
+                exps = [math.exp(score - top) for score in scores]
+                for eta, e in zip(neighbours, exps, strict=True):
+                    weight = e / sum(exps)
+                    probs[g, h, tau, eta] = weight
+                    hop[part] += weight * project(layer.hop_value, hubs[g, eta])[part]
+            new_hubs[g, tau] = layer.combine.weight @ torch.cat([hubs[g, tau], hop]) + layer.combine.bias
+    return new_hubs, probs
+
+
+@pytest.mark.parametrize("heads", [4, 2])
+def test_hop_layer_matches_eqs_7_and_8(heads):
+    torch.manual_seed(0)
+    model = XhModel(xh_config(xh_num_hop_attention_heads=heads)).eval()
+    randomise_hops(model, std=0.3)  # random hop projections and a random (non-identity) combine Linear
+    layer = model.hop_layers[0]
+    assert layer.num_heads == heads and layer.head_size == 32 // heads
+    assert (layer.combine.weight - torch.cat([torch.eye(32), torch.zeros(32, 32)], dim=1)).abs().max() > 0.5
+    hubs = torch.randn(2, 4, 32, generator=torch.Generator().manual_seed(1))
+    adjacency = torch.zeros(2, 4, 4, dtype=torch.bool)
+    for g, tau, eta in [(0, 0, 1), (0, 0, 2), (0, 0, 3), (0, 1, 0), (0, 3, 1), (0, 3, 2), (1, 0, 2), (1, 0, 3)]:
+        adjacency[g, tau, eta] = True  # directed; node 2 of graph 0 and nodes 1-3 of graph 1 have no neighbour
+    adjacency[1, 3, 3] = True  # a self edge: a node may attend to its own hub
+    adjacency[1, 1, [0, 1, 2, 3]] = True  # every node
+    with torch.no_grad():
+        new_hubs, probs = layer(hubs, adjacency)
+        expected_hubs, expected_probs = plain_hop_layer(layer, hubs, adjacency)
+    torch.testing.assert_close(probs, expected_probs, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(new_hubs, expected_hubs, atol=1e-5, rtol=1e-5)
+    # the node without neighbours: h^ = 0, so only the first half of the combine Linear acts on it
+    without = layer.combine.weight[:, :32] @ hubs[0, 2] + layer.combine.bias
+    torch.testing.assert_close(new_hubs[0, 2], without, atol=1e-5, rtol=1e-5)
+    assert (probs[0, :, 2] == 0).all() and not torch.isnan(new_hubs).any()
+    # several neighbours with distinct weights per head (the heads really are separate)
+    assert (probs[0, 0, 0, 1:] - probs[0, 1, 0, 1:]).abs().max() > 1e-3
+
+
+# ---------------------------------------------------------------------------------------------
 # 2. Hop locality and direction on a directed chain
 # ---------------------------------------------------------------------------------------------
 
@@ -290,6 +353,32 @@ def test_record_head_takes_the_max_over_a_candidates_mentions():
         expected = mentions.max() if mentions.numel() else torch.tensor(torch.finfo(torch.float).min)
         torch.testing.assert_close(out.logits[0, candidate], expected)
     assert (out.mention_logits[0, :, 0] == torch.finfo(torch.float).min).all()  # placeholders are no candidate
+
+
+def test_multihop_relevance_loss_is_a_mean_over_labelled_graphs_and_zero_without_any():
+    torch.manual_seed(0)
+    model = XhForMultiHopQA(xh_config(classifier_dropout=0.0)).train()
+    randomise_hops(model.gesa, std=0.1)
+    batch = collate([graph_feature(3, [9, 7, 11], seed=1), graph_feature(2, [8, 10], seed=2)])
+    batch["node_adjacency"][0] = 1 - torch.eye(3, dtype=torch.long)
+    inputs = model_inputs(batch)
+    none = torch.tensor([-100, -100])
+    out = model(**inputs, relevant_node=none, start_positions=none, end_positions=none)
+    assert out.loss.item() == 0.0 and out.relevance_loss.item() == 0.0 and out.span_loss is None
+    assert out.loss.requires_grad
+    out.loss.backward()  # a batch without supervision trains nothing, and breaks nothing
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() and not g.any() for g in grads)
+
+    with torch.no_grad():
+        log_probs = torch.log_softmax(model(**inputs).relevance_logits, dim=-1)
+        one = model(**inputs, relevant_node=torch.tensor([1, -100])).loss
+        both = model(**inputs, relevant_node=torch.tensor([1, 0])).loss
+    torch.testing.assert_close(one, -log_probs[0, 1])  # a mean over the one labelled graph, not over both
+    torch.testing.assert_close(both, -(log_probs[0, 1] + log_probs[1, 0]) / 2)
+    for bad in (torch.tensor([1, 2]), torch.tensor([-1, 0]), torch.tensor([3, 0])):  # padded node, -1, past N
+        with pytest.raises(ValueError, match=r"relevant_node must be a real node index in \[0, 2\]"):
+            model(**inputs, relevant_node=bad)
 
 
 @pytest.mark.needs_shared

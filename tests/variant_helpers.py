@@ -103,3 +103,45 @@ def same_backbone(variant_model, gesa_model) -> None:
     missing, unexpected = variant_model.load_state_dict(gesa_model.state_dict(), strict=False)
     assert not unexpected, unexpected
     return missing
+
+
+def reload_each_in_fresh_process(cases: list[dict], tmp_path: Path) -> dict[str, dict[str, torch.Tensor]]:
+    """Reload several saved folders in one clean `python -I` process run from elsewhere, each with its auto class and
+    `trust_remote_code`; returns, per case name, the requested outputs on the case's inputs.
+
+    Each case: `name`, `folder`, `auto_class` (e.g. "AutoModelForPreTraining"), `expected_class` (the class the auto
+    class must give, from the folder's own code), `inputs` (dict of tensors) and `outputs` (output field names).
+    """
+    plan = []
+    for case in cases:
+        inputs_file = tmp_path / f"{case['name']}_inputs.pt"
+        torch.save(case["inputs"], inputs_file)
+        plan.append({**{k: case[k] for k in ("name", "auto_class", "expected_class", "outputs")}})
+        plan[-1].update(folder=str(case["folder"]), inputs=str(inputs_file))
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    results_file = tmp_path / "reloaded_outputs.pt"
+    script = textwrap.dedent(f"""
+        import json, sys, torch
+        assert not any('gesa' in p for p in sys.path if p), sys.path
+        import transformers
+        results = {{}}
+        for case in json.load(open({str(tmp_path / "plan.json")!r})):
+            auto = getattr(transformers, case['auto_class'])
+            model = auto.from_pretrained(case['folder'], trust_remote_code=True).eval()
+            assert type(model).__name__ == case['expected_class'], (case['name'], type(model).__name__)
+            assert 'transformers_modules' in type(model).__module__, type(model).__module__
+            with torch.no_grad():
+                out = model(**torch.load(case['inputs']))
+            results[case['name']] = {{key: getattr(out, key) for key in case['outputs']}}
+        torch.save(results, {str(results_file)!r})
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["HF_HUB_OFFLINE"] = "1"
+    env["HF_MODULES_CACHE"] = str(tmp_path / "modules")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", script], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return torch.load(results_file)
