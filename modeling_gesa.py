@@ -491,9 +491,10 @@ def _typed_query_key(
 class GesaSelfAttention(nn.Module):
     """Eq. 1: four query matrices by token-type pair, shared K/V, `q_i . r_label(i,j)` added to the scores.
 
-    One fused attention product: each token carries two queries `[q_to_word ; q_to_entity]` and each key a
-    type-masked copy (`[k ; 0]` for words, `[0 ; k]` for entities), so one product yields all four blocks. The
-    label term `q_i . r_label(i,j)` is computed per block over the few labels that block can use (`_label_terms`)
+    Each token carries two queries, `q_to_word` (its w2w or e2w query) and `q_to_entity` (w2e or e2e): the first
+    meets the word keys, the second the entity keys, which yields all four blocks in one pass without computing any
+    score twice (`FusedAttention`; the eager and SDPA paths concatenate the two queries against type-masked keys,
+    `_typed_query_key`). The label term `q_i . r_label(i,j)` is computed per block over the few labels that block can use (`_label_terms`)
     and spread into the scores inside the attention (`FusedAttention`, or `windowed_attention` with
     `attention_window`). `output_attentions`, V-type labels and `attn_implementation="eager"` take the eager
     path over the dense `(B, P, P)` labels (same numbers).

@@ -2,7 +2,8 @@
 
 Prints, for words = 512 ... 8192 (forward + backward, every label family on): seconds per step, tokens/s, peak
 memory, and the ratio of each to the previous length (linear growth is ~2x per doubling). `--dense-up-to N` adds
-the dense (no window) model up to N words for contrast.
+the dense (no window) model up to N words for contrast, and checks that up to N words the windowed path gives the
+dense masked computation's outputs (largest difference printed).
 
     python bench/bench_scaling.py                                   # CPU fp32, 2 layers, batch 1, window = k = 150
     python bench/bench_scaling.py --window 256 --k 256 --dense-up-to 2048
@@ -109,6 +110,20 @@ def probe(args: argparse.Namespace, kind: str, words: int, malloc: str) -> dict:
     return {"times": times, "flops": flops, "matmul_gflops": matmul, "peak_bytes": peak}
 
 
+def agreement(args: argparse.Namespace, words: int) -> float:
+    """Largest difference between the windowed path and the dense masked eager computation (the reference) of the
+    same model and batch at this length, outputs of both streams, in eval mode (no dropout)."""
+    model, inputs = build(args, words, windowed=True)
+    model.eval()
+    outputs = []
+    with torch.no_grad():
+        for implementation in ("sdpa", "eager"):  # sdpa: the windowed kernels; eager: dense (B, P, P) masked scores
+            model.config._attn_implementation = implementation
+            out = model(**inputs)
+            outputs.append(torch.cat([out.last_hidden_state, out.entity_last_hidden_state], dim=1).float())
+    return (outputs[0] - outputs[1]).abs().max().item()
+
+
 def run_probe(args: argparse.Namespace, argv: list[str], kind: str, words: int, malloc: str) -> dict:
     command = [sys.executable, __file__, *argv, "--probe", kind, str(words), malloc]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
@@ -167,6 +182,8 @@ def main(argv: list[str] | None = None) -> None:
                     if peak is not None:
                         doubling.setdefault(f"{name} memory", []).append(peak / previous["peak"])
                 previous = {"words": words, "seconds": seconds, "peak": peak}
+    for words in [n for n in args.lengths if n <= args.dense_up_to]:
+        print(f"windowed vs dense masked (eager) at {words} words: max |difference| {agreement(args, words):.2e}")
     for name, ratios in doubling.items():
         overall = math.prod(ratios)
         print(

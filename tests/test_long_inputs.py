@@ -253,3 +253,24 @@ def test_windowed_attention_backward_with_dropout_is_the_gradient(monkeypatch):
 
     assert torch.autograd.gradcheck(attend, inputs, eps=1e-6, atol=1e-6, fast_mode=True)
     assert (attend(*inputs) != attention_gesa.WindowedAttention.apply(*inputs, plan, 0.0)).any()
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
+def test_dropout_keep_mask_keeps_each_element_with_probability_one_minus_p(p):
+    """Two 16-bit draws per random word: the keep rate is 1 - p (to 2^-17), independent across neighbours and
+    positions, for odd sizes too, and reproducible under a seed."""
+    like = torch.empty(3, 301, 333)  # an odd number of elements
+    torch.manual_seed(0)
+    kept = attention_gesa.dropout_keep_mask(like, p)
+    assert kept.shape == like.shape and kept.dtype == torch.bool
+    n = kept.numel()
+    sigma = (p * (1 - p) / n) ** 0.5
+    assert abs(kept.float().mean().item() - (1 - p)) < 5 * sigma
+    flat = kept.flatten().float()
+    # the two halves of a random word are independent: P(both kept) = (1 - p)^2
+    both = (flat[0 : n - 1 : 2] * flat[1::2]).mean().item()
+    assert abs(both - (1 - p) ** 2) < 5 * ((1 - p) ** 2 * (1 - (1 - p) ** 2) / (n // 2)) ** 0.5
+    for rate in (kept[0].float().mean(), kept[..., -1].float().mean(), kept[:, :, 0].float().mean()):
+        assert abs(rate.item() - (1 - p)) < 0.02
+    torch.manual_seed(0)
+    assert torch.equal(attention_gesa.dropout_keep_mask(like, p), kept)
