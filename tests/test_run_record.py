@@ -35,11 +35,11 @@ CODE_FILES = ("configuration_gesa.py", "modeling_gesa.py", "processing_gesa.py")
 TRAIN_STEPS = 300
 RESUME_STEP = 150  # the checkpoint an interrupted run leaves behind (--save_steps: checkpoints at 150 and 300)
 LOGGING_STEPS = 20
-# The tiny model sits at the label prior for a while before it fits the 32 queries; with this seed it leaves that
-# plateau around step 150 (1 and 2 processes), so both runs have converged well before TRAIN_STEPS and the
-# two-process comparison compares results, not how far each run got up the steep part (with seed 0 the fit starts
-# only around step 250: at step 300 the 1- and 2-process runs were at 96.9 and 87.5 EM, still climbing).
-SEED = 1
+# The tiny model sits at the label prior for a while before it fits the 32 queries; with this seed both the 1- and
+# the 2-process run leave that plateau around step 180-200 and reach 96.9 EM with eval losses 0.023/0.026, so the
+# two-process comparison compares results, not how far each run got up the steep part (seed scan 0-5 of the tiny
+# LUKE in tiny_luke.py: seeds 1-4 leave it 20-60 steps later in one of the two runs, seed 5 not within 300 steps).
+SEED = 0
 
 
 def _load_script():

@@ -63,8 +63,9 @@ def build_tiny_luke(
     """
     path = Path(path)
     tokenizer = build_luke_tokenizer()
-    torch.manual_seed(seed)
     model = LukeModel(tiny_luke_config(len(tokenizer), **config_overrides)).eval()
+    _initialise(model, seed)
+    torch.manual_seed(seed)  # callers may draw from the global RNG next: same state on every release
     if tie_entity_queries:
         with torch.no_grad():
             for layer in model.encoder.layer:
@@ -75,3 +76,24 @@ def build_tiny_luke(
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def _initialise(model: LukeModel, seed: int) -> None:
+    """LUKE's initialisation scheme drawn from our own generator in parameter-name order.
+
+    ``LukeModel``'s own init consumes the global RNG in an order that changes between transformers releases, so
+    the same seed would give a different tiny LUKE (and different training curves) on each release.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    std = model.config.initializer_range
+    with torch.no_grad():
+        for name, parameter in sorted(model.named_parameters()):
+            if parameter.dim() >= 2:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * std)
+            elif name.endswith("LayerNorm.weight"):
+                parameter.fill_(1.0)
+            else:
+                parameter.zero_()  # biases, as in LUKE's _init_weights
+        for module in model.modules():
+            if isinstance(module, torch.nn.Embedding) and module.padding_idx is not None:
+                module.weight[module.padding_idx].zero_()
