@@ -554,7 +554,7 @@ def test_word_boundary_rule_on_the_real_samples(processor, tokenizer, records):
     for record in records:
         text = record["passage"]["text"]
         offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-        # older LUKE tokenizers (transformers < 5.11) count a token's leading space in its offsets; trim it
+        # older releases' LUKE tokenizer (transformers 5.10.1) counts a leading space in offsets; trim it
         starts = [start + (len(text[start:end]) - len(text[start:end].lstrip())) for start, end in offsets]
         token_boundaries = set(starts) | {end for _, end in offsets}
         for entity in record["passage"]["entities"]:
