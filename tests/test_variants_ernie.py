@@ -356,8 +356,7 @@ def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
         assert (first["entity_position_ids"][b, :, 0] == positions[b, n]).any()
     before, after = train_steps(model, batches, steps=24)
     print(f"ERNIE ReCoRD loss before {before:.4f} after {after:.4f}")
-    # 0.85: the untrained loss depends on the random tiny LUKE, whose init differs between transformers releases
-    assert after < 0.85 * before, (before, after)
+    assert after < 0.8 * before, (before, after)
 
     model.eval()
     with torch.no_grad():
