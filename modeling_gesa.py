@@ -23,6 +23,8 @@ from transformers.utils import ModelOutput, logging
 from .attention_gesa import (
     FusedAttention,
     LabelTerms,
+    bias_attention,
+    dense_kernel,
     dense_plan,
     windowed_attention,
 )
@@ -466,10 +468,19 @@ class GesaEntityEmbeddings(nn.Module):
 # ---------------------------------------------------------------------------------------------
 
 
+def _label_ids(tokens: TokenStructure, labels: str) -> torch.Tensor:
+    """The label ids `tokens.layout.<labels>` as a tensor on the batch's device, made once per batch (a host-to-device
+    copy in every layer would wait for the device)."""
+    if labels not in tokens.cache:
+        ids = getattr(tokens.layout, labels)
+        tokens.cache[labels] = torch.tensor(ids, dtype=torch.long).to(tokens.attention_mask.device, non_blocking=True)
+    return tokens.cache[labels]
+
+
 def _entity_word_positions(tokens: TokenStructure) -> torch.Tensor:
     """e2w label ids `(B, E, L)` -> their positions in `RelativeLabels.word_entity_labels`."""
     if "entity_word_positions" not in tokens.cache:
-        labels = torch.tensor(tokens.layout.word_entity_labels, device=tokens.entity_word_labels.device)
+        labels = _label_ids(tokens, "word_entity_labels")
         position = torch.zeros(tokens.layout.size, dtype=torch.long, device=labels.device)
         position[labels] = torch.arange(len(labels), device=labels.device)
         tokens.cache["entity_word_positions"] = position[tokens.entity_word_labels]
@@ -656,13 +667,13 @@ class GesaSelfAttention(nn.Module):
         distance_rows = table[layout.distance_offset : layout.distance_offset + 2 * k + 1] if k else table[:1]
         terms = LabelTerms(torch.matmul(word_queries, distance_rows.t()) if distance else None, distance_rows)
         if tokens.word_ranks is not None:
-            terms.rank_table = table[list(layout.rank_labels)]
+            terms.rank_table = table.index_select(0, _label_ids(tokens, "rank_labels"))
             terms.rank = torch.matmul(word_queries, terms.rank_table.t())
         if tokens.entity_word_labels is None or P == L:
             return terms
         # w2e / e2w: the four labels of that label set; e2e: the whole table (E x E pairs only)
         local = _entity_word_positions(tokens)
-        rows = table[list(layout.word_entity_labels)].t()
+        rows = table.index_select(0, _label_ids(tokens, "word_entity_labels")).t()
         E = P - L
         w2e = torch.matmul(q_to_entity[:, :, :L], rows)
         terms.w2e = w2e.gather(3, local.transpose(1, 2)[:, None].expand(B, H, L, E))
@@ -683,11 +694,14 @@ class GesaSelfAttention(nn.Module):
     ) -> torch.Tensor:
         """Fast paths over `structure.tokens`; queries come scaled. Returns the context `(B, H, P, d)`."""
         tokens, L = structure.tokens, structure.word_length
+        kernel = "window" if tokens.attention_window is not None else dense_kernel(q_to_word.device)
         terms = None
         if tokens.use_labels and self.label_embeddings is not None:
-            terms = self._label_terms(q_to_word, q_to_entity, tokens, L, distance=tokens.attention_window is not None)
-        if tokens.attention_window is not None:
+            terms = self._label_terms(q_to_word, q_to_entity, tokens, L, distance=kernel != "fused")
+        if kernel == "window":
             return windowed_attention(q_to_word, q_to_entity, key, value, terms, tokens, L, dropout_p)
+        if kernel == "bias":
+            return bias_attention(q_to_word, q_to_entity, key, value, terms, tokens, L, dropout_p)
         if terms is None and dropout_p == 0.0:
             # no label term: SDPA's fused CPU/GPU kernels need no help
             query, key_for_query = _typed_query_key(q_to_word, q_to_entity, key, L)
@@ -1194,40 +1208,51 @@ class GesaModel(GesaPreTrainedModel):
                         f"{(batch_size, entity_length)}."
                     )
             positions = inputs["entity_position_ids"]
-            if positions is not None:
-                if positions.dim() != 3 or tuple(positions.shape[:2]) != (batch_size, entity_length):
-                    raise ValueError(
-                        f"entity_position_ids has shape {tuple(positions.shape)}; expected (batch, entities, "
-                        f"mention_length) with batch, entities = {(batch_size, entity_length)}."
-                    )
-                if positions.numel() and (positions.min() < -1 or positions.max() >= word_length):
-                    raise ValueError(
-                        f"entity_position_ids must be word positions in [0, {word_length - 1}] or -1 for padding; "
-                        f"got values in [{int(positions.min())}, {int(positions.max())}]."
-                    )
-            if entity_ids.numel() and (entity_ids.min() < 0 or entity_ids.max() >= self.config.entity_vocab_size):
+            if positions is not None and (
+                positions.dim() != 3 or tuple(positions.shape[:2]) != (batch_size, entity_length)
+            ):
                 raise ValueError(
-                    f"entity_ids must be in [0, {self.config.entity_vocab_size - 1}] (entity_vocab_size); got "
-                    f"values in [{int(entity_ids.min())}, {int(entity_ids.max())}]."
+                    f"entity_position_ids has shape {tuple(positions.shape)}; expected (batch, entities, "
+                    f"mention_length) with batch, entities = {(batch_size, entity_length)}."
                 )
-        input_ids = inputs["input_ids"]
-        if input_ids is not None and input_ids.numel():
-            if input_ids.min() < 0 or input_ids.max() >= self.config.vocab_size:
-                raise ValueError(
-                    f"input_ids must be in [0, {self.config.vocab_size - 1}] (vocab_size); got values in "
-                    f"[{int(input_ids.min())}, {int(input_ids.max())}]. Added tokens need "
-                    "init_added_word_embeddings(processor.added_token_sources())."
-                )
-        for name in ("token_type_ids", "entity_token_type_ids"):
-            value = inputs[name]
-            if value is not None and value.numel() and (value.min() < 0 or value.max() >= self.config.type_vocab_size):
-                raise ValueError(f"{name} must be in [0, {self.config.type_vocab_size - 1}] (type_vocab_size).")
-        global_mask = inputs["global_attention_mask"]
-        if global_mask is not None and global_mask.numel() and (global_mask.min() < 0 or global_mask.max() > 2):
-            raise ValueError(
-                "global_attention_mask must hold 0 (local), 1 (CLS-global) or 2 (question-global); got values in "
-                f"[{int(global_mask.min())}, {int(global_mask.max())}]."
-            )
+        # value ranges: every minimum and maximum comes back in one host sync (each would stall an accelerator)
+        vocab, entity_vocab, types = self.config.vocab_size, self.config.entity_vocab_size, self.config.type_vocab_size
+        bounds = {
+            "entity_position_ids": (
+                -1,
+                word_length - 1,
+                f"entity_position_ids must be word positions in [0, {word_length - 1}] or -1 for padding",
+            ),
+            "entity_ids": (0, entity_vocab - 1, f"entity_ids must be in [0, {entity_vocab - 1}] (entity_vocab_size)"),
+            "input_ids": (
+                0,
+                vocab - 1,
+                f"input_ids must be in [0, {vocab - 1}] (vocab_size). Added tokens need "
+                "init_added_word_embeddings(processor.added_token_sources())",
+            ),
+            "token_type_ids": (0, types - 1, f"token_type_ids must be in [0, {types - 1}] (type_vocab_size)"),
+            "entity_token_type_ids": (
+                0,
+                types - 1,
+                f"entity_token_type_ids must be in [0, {types - 1}] (type_vocab_size)",
+            ),
+            "global_attention_mask": (
+                0,
+                2,
+                "global_attention_mask must hold 0 (local), 1 (CLS-global) or 2 (question-global)",
+            ),
+        }
+        checked = [name for name in bounds if inputs[name] is not None and inputs[name].numel()]
+        if not checked:
+            return
+        device = inputs[checked[0]].device
+        extremes = torch.stack(
+            [torch.stack([inputs[name].min(), inputs[name].max()]).long().to(device) for name in checked]
+        ).tolist()
+        for name, (low, high) in zip(checked, extremes, strict=True):
+            allowed_low, allowed_high, message = bounds[name]
+            if low < allowed_low or high > allowed_high:
+                raise ValueError(f"{message}; got values in [{low}, {high}].")
 
 
 # ---------------------------------------------------------------------------------------------

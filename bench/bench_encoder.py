@@ -6,6 +6,12 @@ achieved GFLOP/s of each as a fraction of a plain large matmul measured in the s
     python bench/bench_encoder.py                                  # CPU fp32: 2 layers, 512 words + 32 entities, batch 2
     python bench/bench_encoder.py --layers 4 --repeats 9
     python bench/bench_encoder.py --device cuda --dtype bfloat16 --layers 24 --batch 8   # GPU: tokens/s and MFU
+    python bench/bench_encoder.py --kernels fused bias        # GESA's two dense paths, each against LUKE
+    python bench/bench_encoder.py --device cuda --dtype bfloat16 --layers 24 --batch 8 --compile   # both compiled
+
+GESA's dense path (`attention_gesa.DENSE_KERNEL`): `auto` takes the fused per-block kernel on CPU and the label
+bias + one SDPA call on accelerators; `--kernels` times the ones named side by side (one GESA model each, same
+weights), every ratio against the same LUKE steps.
 
 Allocator: on CPU each timing runs under glibc's malloc as it comes, then with heap reuse (`--malloc`; see
 `bench/common.py`): LUKE's `(B, H, P, P)` attention tensors cross glibc's 32 MiB mmap threshold at these dims and
@@ -59,16 +65,45 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-dropout", action="store_true", help="dropout 0 (default: LUKE's 0.1, train mode)")
     parser.add_argument("--ablation", help="GesaConfig ablation preset for GESA (default: every label family on)")
     parser.add_argument(
+        "--kernels",
+        nargs="+",
+        default=["auto"],
+        choices=["auto", "fused", "bias"],
+        help="GESA dense attention paths to time (auto: fused on CPU, bias on accelerators)",
+    )
+    parser.add_argument("--compile", action="store_true", help="torch.compile every model (LUKE too) before timing")
+    parser.add_argument(
         "--sdpa-probe",
         action="store_true",
         help="also print which scaled_dot_product_attention kernel runs (and how fast) for this run's shapes",
     )
     parser.add_argument("--skip-memory", action="store_true")
-    parser.add_argument("--memory-probe", choices=["luke", "gesa"], help=argparse.SUPPRESS)
+    parser.add_argument("--memory-probe", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
-def build_models(args: argparse.Namespace):
+class WithKernel(torch.nn.Module):
+    """A GESA model that runs its forward under one dense attention path (`attention_gesa.DENSE_KERNEL`)."""
+
+    def __init__(self, model: torch.nn.Module, kernel: str) -> None:
+        super().__init__()
+        self.model, self.kernel = model, None if kernel == "auto" else kernel
+
+    def forward(self, **inputs):
+        attention = common.import_gesa().attention_gesa
+        previous, attention.DENSE_KERNEL = attention.DENSE_KERNEL, self.kernel
+        try:
+            return self.model(**inputs)
+        finally:
+            attention.DENSE_KERNEL = previous
+
+
+def gesa_name(kernel: str) -> str:
+    return "gesa" if kernel == "auto" else f"gesa-{kernel}"
+
+
+def build_models(args: argparse.Namespace) -> dict[str, torch.nn.Module]:
+    """LUKE and one GESA per `--kernels` entry (same weights), in train mode on the run's device and dtype."""
     from transformers import LukeConfig, LukeModel
 
     gesa = common.import_gesa()
@@ -91,7 +126,12 @@ def build_models(args: argparse.Namespace):
     )
     model = gesa.GesaModel(gesa.GesaConfig(**dims, ablation=args.ablation), add_pooling_layer=False)
     dtype = getattr(torch, args.dtype)
-    return luke.to(args.device, dtype).train(), model.to(args.device, dtype).train()
+    model = model.to(args.device, dtype).train()
+    models = {"luke": luke.to(args.device, dtype).train()}
+    models.update({gesa_name(kernel): WithKernel(model, kernel) for kernel in args.kernels})
+    if args.compile:
+        models = {name: torch.compile(m) for name, m in models.items()}
+    return models
 
 
 def make_inputs(args: argparse.Namespace) -> tuple[dict, dict]:
@@ -129,7 +169,7 @@ def make_inputs(args: argparse.Namespace) -> tuple[dict, dict]:
 
 def sdpa_probe(args: argparse.Namespace) -> None:
     """Which `scaled_dot_product_attention` kernel runs for an additive bias with and without gradient, and with
-    dropout, at this run's attention shape (forward + backward): the reason GESA does not feed SDPA its label bias."""
+    dropout, at this run's attention shape (forward + backward). The bias path's training step is the last case."""
     from torch.profiler import profile
 
     dtype = getattr(torch, args.dtype)
@@ -142,7 +182,12 @@ def sdpa_probe(args: argparse.Namespace) -> None:
         "bias (B,H,P,P) needing grad": (torch.zeros(*shape[:3], P, device=args.device, dtype=dtype), 0.0),
         "bias (B,1,P,P), dropout 0.1": (torch.zeros(args.batch, 1, P, P, device=args.device, dtype=dtype), 0.1),
     }
-    cases["bias (B,H,P,P) needing grad"][0].requires_grad_()
+    cases["bias (B,H,P,P) needing grad, dropout 0.1"] = (
+        torch.zeros(*shape[:3], P, device=args.device, dtype=dtype),
+        0.1,
+    )
+    for name in ("bias (B,H,P,P) needing grad", "bias (B,H,P,P) needing grad, dropout 0.1"):
+        cases[name][0].requires_grad_()
     print(f"scaled_dot_product_attention, q/k/v {tuple(shape)}, forward + backward:")
     for name, (bias, dropout) in cases.items():
 
@@ -166,9 +211,7 @@ def sdpa_probe(args: argparse.Namespace) -> None:
 
 def memory_probe(args: argparse.Namespace) -> dict:
     """Peak memory of one step of one model (run in a fresh process; see `common.peak_step_memory`)."""
-    luke, gesa = build_models(args)
-    model = luke if args.memory_probe == "luke" else gesa
-    del luke, gesa
+    model = build_models(args)[args.memory_probe]
     luke_inputs, gesa_inputs = make_inputs(args)
     inputs = luke_inputs if args.memory_probe == "luke" else gesa_inputs
     common.step(model, inputs)
@@ -210,9 +253,10 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(memory_probe(args)))
         return
 
-    luke, gesa = build_models(args)
     luke_inputs, gesa_inputs = make_inputs(args)
-    models = {"luke": (luke, luke_inputs), "gesa": (gesa, gesa_inputs)}
+    models = {
+        name: (model, luke_inputs if name == "luke" else gesa_inputs) for name, model in build_models(args).items()
+    }
     flops = {name: common.count_flops(model, inputs) for name, (model, inputs) in models.items()}
     # glibc as it comes first: heap reuse, once switched on, stays on for the process
     runs = {}
@@ -220,18 +264,21 @@ def main(argv: list[str] | None = None) -> None:
         if mode == "reuse":
             common.use_heap_reuse()
         runs[mode] = time_models(args, models)
-    del luke, gesa, models
+    names = list(models)
+    del models
 
     memory = {}
     if not args.skip_memory:
-        memory = {name: peak_memory(args, name, argv) for name in ("luke", "gesa")}
+        memory = {name: peak_memory(args, name, argv) for name in names}
 
     tokens = args.batch * (args.words + args.entities)
     print(
         f"device {args.device} ({torch.get_num_threads()} threads), {args.dtype}, torch {torch.__version__}; "
         f"{args.layers} layers, hidden {args.hidden}, {args.heads} heads, FFN {args.ffn}, batch {args.batch} x "
         f"({args.words} words + {args.entities} entities), dropout {0.0 if args.no_dropout else 0.1}, "
-        f"{args.repeats} rounds, {args.clock} clock" + (f", GESA ablation {args.ablation}" if args.ablation else "")
+        f"{args.repeats} rounds, {args.clock} clock"
+        + (f", GESA ablation {args.ablation}" if args.ablation else "")
+        + (", torch.compile" if args.compile else "")
     )
     for mode, (times, matmul) in runs.items():
         if args.device == "cpu":
@@ -242,24 +289,26 @@ def main(argv: list[str] | None = None) -> None:
         header += f" {'GFLOP/s':>8} {'of matmul':>9} {'model GFLOP/s':>14} {'MFU':>6}"
         print(header)
         seconds = {name: median(values) for name, values in times.items()}
-        for name in ("luke", "gesa"):
+        for name in names:
             executed = flops[name] / seconds[name] / 1e9
             useful = flops["luke"] / seconds[name] / 1e9
             row = f"{name:<6} {seconds[name]:>16.3f} {min(times[name]):>8.3f} {tokens / seconds[name]:>9.0f}"
             row += f" {flops[name] / 1e9:>11.1f} {executed:>8.1f} {executed / peak_rate:>9.1%}"
             row += f" {useful:>14.1f} {useful / peak_rate:>6.1%}"
             print(row)
-        ratios = [g / lk for g, lk in zip(times["gesa"], times["luke"], strict=True)]
-        print(
-            f"GESA / LUKE step time: {median(ratios):.3f}x (median of per-round ratios; "
-            f"range {min(ratios):.3f}-{max(ratios):.3f})"
-        )
+        for name in names[1:]:
+            ratios = [g / lk for g, lk in zip(times[name], times["luke"], strict=True)]
+            print(
+                f"{name} / luke step time: {median(ratios):.3f}x (median of per-round ratios; "
+                f"range {min(ratios):.3f}-{max(ratios):.3f})"
+            )
     if memory:
         print()
-        for name in ("luke", "gesa"):
+        for name in names:
             print(f"peak memory of one step, {name}: {memory[name]['peak_bytes'] / 2**20:.0f} MiB")
-        ratio = memory["gesa"]["peak_bytes"] / memory["luke"]["peak_bytes"]
-        print(f"GESA / LUKE peak memory: {ratio:.3f}x ({memory['gesa']['method']}, glibc as it comes)")
+        for name in names[1:]:
+            ratio = memory[name]["peak_bytes"] / memory["luke"]["peak_bytes"]
+            print(f"{name} / luke peak memory: {ratio:.3f}x ({memory[name]['method']}, glibc as it comes)")
     if args.sdpa_probe:
         sdpa_probe(args)
 

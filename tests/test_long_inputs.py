@@ -61,10 +61,14 @@ def model_with_labels(seed: int = 0, **overrides) -> GesaModel:
     torch.manual_seed(seed)
     model = GesaModel(GesaConfig(**{**TINY, **overrides})).train()
     for layer in model.encoder.layer:
-        table = layer.attention.self.label_embeddings
-        if table is not None:
-            # trained tables are far from zero; make every label term matter
-            torch.nn.init.normal_(table.weight, std=1.0)
+        attention = layer.attention.self
+        # scores of order one, so that each of the four query matrices and every label term moves the output
+        for name in ("w2w_query", "w2e_query", "e2w_query", "e2e_query", "key"):
+            if hasattr(attention, name):
+                torch.nn.init.normal_(getattr(attention, name).weight, std=0.5)
+        if attention.label_embeddings is not None:
+            torch.nn.init.normal_(attention.label_embeddings.weight, std=1.0)
+        torch.nn.init.normal_(layer.attention.output.dense.weight, std=0.5)
     return model
 
 
@@ -274,3 +278,159 @@ def test_dropout_keep_mask_keeps_each_element_with_probability_one_minus_p(p):
         assert abs(rate.item() - (1 - p)) < 0.02
     torch.manual_seed(0)
     assert torch.equal(attention_gesa.dropout_keep_mask(like, p), kept)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bias path (accelerators: one label bias + one SDPA call per layer) == eager path
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bias_kernel(monkeypatch):
+    """The dense path that GPUs take, here on the CPU."""
+    monkeypatch.setattr(attention_gesa, "DENSE_KERNEL", "bias")
+
+
+def test_dense_kernel_follows_the_device(monkeypatch):
+    assert attention_gesa.dense_kernel(torch.device("cpu")) == "fused"
+    assert attention_gesa.dense_kernel(torch.device("cuda")) == "bias"
+    assert attention_gesa.dense_kernel(torch.device("mps")) == "bias"
+    monkeypatch.setattr(attention_gesa, "DENSE_KERNEL", "bias")
+    assert attention_gesa.dense_kernel(torch.device("cpu")) == "bias"
+    monkeypatch.setattr(attention_gesa, "DENSE_KERNEL", "flash")
+    with pytest.raises(ValueError, match="DENSE_KERNEL must be 'fused', 'bias' or None"):
+        attention_gesa.dense_kernel(torch.device("cpu"))
+
+
+@pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
+def test_bias_path_equals_eager_for_every_ablation(bias_kernel, ablation):
+    model = model_with_labels(ablation=ablation)
+    batch = long_batch([37, 30])
+    assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-5)
+
+
+@pytest.mark.parametrize("entity_aware", [True, False])
+def test_bias_path_equals_eager_without_entities_or_entity_aware_queries(bias_kernel, entity_aware):
+    model = model_with_labels(use_entity_aware_attention=entity_aware)
+    batch = long_batch([25, 19])
+    words_only = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask")}
+    for inputs in (batch, words_only):
+        results = []
+        for implementation in ("sdpa", "eager"):
+            model.config._attn_implementation = implementation
+            model.zero_grad()
+            words = model(**inputs).last_hidden_state[inputs["attention_mask"].bool()]
+            words.pow(2).mean().backward()
+            results.append([words, *(p.grad.clone() for p in model.parameters() if p.grad is not None)])
+        for fast, eager in zip(*results, strict=True):
+            torch.testing.assert_close(fast, eager, atol=1e-5, rtol=1e-5)
+
+
+def structure_of(model: GesaModel, batch: dict):
+    return model.build_attention_structure(
+        torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1),
+        batch["input_ids"].size(1),
+        batch["global_attention_mask"],
+        batch["entity_position_ids"],
+        batch["placeholder_entity_mask"],
+        batch["entity_string_ids"],
+        batch["entity_sentence_ids"],
+    )
+
+
+@pytest.mark.parametrize("ablation", ["full", "w2w_local", "no_labels_w2w"])
+def test_label_bias_backward_is_the_gradient(ablation):
+    """gradcheck in float64 of the hand-written per-label sums: clipped ends, globals, padded keys, entity blocks."""
+    model = model_with_labels(num_hidden_layers=1, max_relative_position=3, ablation=ablation)
+    batch = long_batch([13, 9], entities=4, question=2)  # 13 words: pairs clipped at both ends of k = 3
+    tokens = structure_of(model, batch).tokens
+    B, H, L, E = 2, 2, 13, 4
+    plan = attention_gesa.bias_plan(tokens, L, True, torch.float64)
+    C = 2 * tokens.distance_k + 1
+    g = torch.Generator().manual_seed(0)
+    shapes = [(B, H, L, C), (B, H, L, 3), (B, H, L, E), (B, H, E, L), (B, H, E, E)]
+    inputs = [torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True) for shape in shapes]
+    if tokens.word_ranks is None:
+        inputs[1] = None
+    if ablation == "full":  # every kind of word pair: local, question-global, CLS-global, padded key
+        assert set(plan.pair_kind.unique().tolist()) == {0, 1, 2, 3}
+
+    def bias(*tensors):
+        return attention_gesa.LabelBias.apply(*tensors, plan)
+
+    assert torch.autograd.gradcheck(bias, inputs, eps=1e-6, atol=1e-6)
+    # P = 17: rows padded to 32 elements, so that SDPA's memory-efficient kernel needs no aligned copy
+    assert bias(*inputs).shape == (B, H, L + E, L + E) and bias(*inputs).stride()[:3] == (H * 17 * 32, 17 * 32, 32)
+
+
+def test_bias_attention_backward_with_dropout_is_the_gradient():
+    """gradcheck of the whole bias path (bias, entity-key correction, SDPA) in float64, dropout masks fixed by
+    reseeding."""
+    model = model_with_labels(num_hidden_layers=1)
+    batch = long_batch([9, 7], entities=3, question=2)
+    tokens = structure_of(model, batch).tokens
+    attention = model.encoder.layer[0].attention.self.double()
+    B, H, P, d, L = 2, 2, 12, 8, 9
+    g = torch.Generator().manual_seed(0)
+    q_word, q_entity, key, value = (
+        torch.randn(B, H, P, d, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(4)
+    )
+
+    def attend(q_word, q_entity, key, value, dropout_p=0.3):
+        torch.manual_seed(1)  # the same dropout masks at every evaluation
+        terms = attention._label_terms(q_word, q_entity, tokens, L)
+        return attention_gesa.bias_attention(q_word, q_entity, key, value, terms, tokens, L, dropout_p)
+
+    inputs = (q_word, q_entity, key, value)
+    assert torch.autograd.gradcheck(attend, inputs, eps=1e-6, atol=1e-6, fast_mode=True)
+    assert (attend(*inputs) != attend(*inputs, dropout_p=0.0)).any()  # dropout did act
+
+
+class HostTraffic(TorchDispatchMode):
+    """Counts the operations that make the host wait on an accelerator or copy host data to it."""
+
+    WAITS = ("aten._local_scalar_dense", "aten.nonzero", "aten.is_nonzero", "aten.item", "aten.equal")
+    COPIES = ("aten.lift_fresh", "aten._to_copy")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits = self.copies = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = str(func)
+        self.waits += name.startswith(self.WAITS)
+        self.copies += name.startswith(self.COPIES)
+        return func(*args, **(kwargs or {}))
+
+
+def test_bias_path_has_no_host_sync_in_the_layers(bias_kernel):
+    """A training step's host traffic does not grow with depth: the layers queue work and never wait on it."""
+    counts = []
+    for layers in (1, 3):
+        model = model_with_labels(num_hidden_layers=layers, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+        batch = long_batch([37, 30])
+        with HostTraffic() as traffic:
+            out = model(**batch)
+            (out.last_hidden_state.sum() + out.entity_last_hidden_state.sum()).backward()
+        counts.append((traffic.waits, traffic.copies))
+    assert counts[0] == counts[1]
+    assert counts[0][0] == 0  # the input check reads its value ranges with one `tolist` (no dispatched wait)
+
+
+def test_bias_path_compiles_as_one_graph(bias_kernel):
+    model = model_with_labels(num_hidden_layers=2)
+    batch = long_batch([37, 30])
+    explanation = torch._dynamo.explain(model)(**batch)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+
+
+def test_bias_path_in_bfloat16_stays_close_to_float32(bias_kernel):
+    model = model_with_labels(num_hidden_layers=2).eval()
+    batch = long_batch([37, 30])
+    batch["attention_mask"][1, 20:] = 0  # more padding: masked keys in half precision
+    with torch.no_grad():
+        expected = model(**batch).last_hidden_state
+        actual = model.to(torch.bfloat16)(**batch).last_hidden_state.float()
+    real = batch["attention_mask"].bool()
+    assert not torch.isnan(actual).any()
+    torch.testing.assert_close(actual[real], expected[real], atol=0.1, rtol=0.05)
