@@ -1,9 +1,12 @@
-"""GESA's attention kernels (paper Eq. 1): the fused dense path and the windowed long-input path.
+"""GESA's attention kernels (paper Eq. 1): two dense paths and the windowed long-input path.
 
-Both compute `softmax(q k^T + q . r_label, masked) v` from per-token structure and compact label terms, one block
-of scores at a time, with hand-written backwards, so that no `(B, H, P, P)` label or index tensor exists and the
-windowed path costs time and memory linear in length. `modeling_gesa.GesaSelfAttention` calls them; the eager
-path there is their reference.
+All compute `softmax(q k^T + q . r_label, masked) v` from per-token structure and compact label terms.
+- Fused (CPU): one block of scores at a time, in cache, with a hand-written backward; no `(B, H, P, P)` label or
+  index tensor exists.
+- Bias (accelerators): the label terms and the padding as one `(B, H, P, P)` bias built by a single gather, then
+  one `scaled_dot_product_attention` call: a fixed handful of batched kernels per layer and no host sync.
+- Windowed (`attention_window`): each block of rows reads its window only, at a cost linear in length.
+`modeling_gesa.GesaSelfAttention` calls them; the eager path there is their reference.
 
 Flat module: copied next to every saved checkpoint with `modeling_gesa`; it imports torch only.
 """
@@ -387,7 +390,7 @@ class BiasPlan:
             `BIAS_ALIGNMENT`, the extra columns masked.
         pair_kind: `(B, 1, L, L)` uint8: 0 a local word pair (distance label), 1 question-global, 2 CLS-global,
             3 a padded key.
-        entity_key_masked: `(B, 1, 1, P)` bool: padded keys (the entity rows' mask).
+        key_masked: `(B, 1, 1, P)` bool: padded keys (the entity rows' mask).
         term_index, term_inner, end_index, left_valid: `_band_sum_plan` of the word block (None when k = 0).
     """
 
@@ -440,10 +443,9 @@ def bias_plan(tokens: TokenStructure, word_length: int, entity_terms: bool, dtyp
 class LabelBias(torch.autograd.Function):
     """The label terms and the padding mask as one additive bias `(B, H, P, P)` over words then entities.
 
-    Its rows are `BIAS_ALIGNMENT`-aligned slices of wider rows, which SDPA's memory-efficient kernel reads in place.
-
     Word rows come from one gather over each row's few terms (`BiasPlan.row_index`): the clipped distances,
-    the question/CLS global labels, the w2e pairs and a masked column; entity rows are `[e2w ; e2e]`. The backward
+    the question/CLS global labels, the w2e pairs and a masked column; entity rows are `[e2w ; e2e]`. The rows are
+    `BIAS_ALIGNMENT`-aligned slices of wider rows, which SDPA's memory-efficient kernel reads in place. The backward
     sums the bias gradient back per label without atomics: the global pairs by mask, the inner distances by a
     gather along the band, the clipped ends from row prefix sums in float32 (so half precision keeps its sums).
     """

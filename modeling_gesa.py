@@ -1224,12 +1224,7 @@ class GesaModel(GesaPreTrainedModel):
                 f"entity_position_ids must be word positions in [0, {word_length - 1}] or -1 for padding",
             ),
             "entity_ids": (0, entity_vocab - 1, f"entity_ids must be in [0, {entity_vocab - 1}] (entity_vocab_size)"),
-            "input_ids": (
-                0,
-                vocab - 1,
-                f"input_ids must be in [0, {vocab - 1}] (vocab_size). Added tokens need "
-                "init_added_word_embeddings(processor.added_token_sources())",
-            ),
+            "input_ids": (0, vocab - 1, f"input_ids must be in [0, {vocab - 1}] (vocab_size)"),
             "token_type_ids": (0, types - 1, f"token_type_ids must be in [0, {types - 1}] (type_vocab_size)"),
             "entity_token_type_ids": (
                 0,
@@ -1252,7 +1247,10 @@ class GesaModel(GesaPreTrainedModel):
         for name, (low, high) in zip(checked, extremes, strict=True):
             allowed_low, allowed_high, message = bounds[name]
             if low < allowed_low or high > allowed_high:
-                raise ValueError(f"{message}; got values in [{low}, {high}].")
+                hint = ""
+                if name == "input_ids":
+                    hint = " Added tokens need init_added_word_embeddings(processor.added_token_sources())."
+                raise ValueError(f"{message}; got values in [{low}, {high}].{hint}")
 
 
 # ---------------------------------------------------------------------------------------------

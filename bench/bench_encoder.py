@@ -209,6 +209,41 @@ def sdpa_probe(args: argparse.Namespace) -> None:
         print(f"  {name:<30} {median(times):7.3f} s  {', '.join(kernels)}")
 
 
+def agreement_with_eager(models: dict, inputs: dict) -> dict[str, tuple[float, float]]:
+    """Each GESA path against the eager path, on this run's device and dtype, dropout off: the largest output
+    difference relative to the output's scale, and the same for layer 0's label-table gradient (which only reaches
+    the table through the path's label bias: a kernel that dropped the bias gradient shows about 1). Rounding alone
+    moves that gradient by a few 1e-3 in float32 (every path, eager too, against float64), more in bfloat16."""
+    wrappers = {name: getattr(model, "_orig_mod", model) for name, (model, _) in models.items() if name != "luke"}
+    gesa = next(iter(wrappers.values())).model
+    table = gesa.encoder.layer[0].attention.self.label_embeddings
+    if table is None:
+        return {}
+    gesa.eval()
+
+    def run(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+        out = model(**inputs)
+        (out.last_hidden_state.float().pow(2).mean() + out.entity_last_hidden_state.float().pow(2).mean()).backward()
+        gradient = table.weight.grad.float().clone()
+        gesa.zero_grad(set_to_none=True)
+        return out.last_hidden_state.float().detach(), gradient
+
+    implementation, gesa.config._attn_implementation = gesa.config._attn_implementation, "eager"
+    try:
+        reference = run(gesa)
+    finally:
+        gesa.config._attn_implementation = implementation
+    result = {}
+    for name, wrapper in wrappers.items():
+        output, gradient = run(wrapper)
+        result[name] = tuple(
+            float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
+            for a, b in zip((output, gradient), reference, strict=True)
+        )
+    gesa.train()
+    return result
+
+
 def memory_probe(args: argparse.Namespace) -> dict:
     """Peak memory of one step of one model (run in a fresh process; see `common.peak_step_memory`)."""
     model = build_models(args)[args.memory_probe]
@@ -258,6 +293,7 @@ def main(argv: list[str] | None = None) -> None:
         name: (model, luke_inputs if name == "luke" else gesa_inputs) for name, model in build_models(args).items()
     }
     flops = {name: common.count_flops(model, inputs) for name, (model, inputs) in models.items()}
+    agreement = agreement_with_eager(models, gesa_inputs)
     # glibc as it comes first: heap reuse, once switched on, stays on for the process
     runs = {}
     for mode in common.malloc_modes(args):
@@ -285,14 +321,14 @@ def main(argv: list[str] | None = None) -> None:
             print(f"\n[{mode}] {common.MALLOC_MODES[mode]}")
         peak_rate = median(matmul)
         print(f"plain {args.dtype} 4096^3 matmul: median {peak_rate:.1f} GFLOP/s (best {max(matmul):.1f})")
-        header = f"{'model':<6} {'step s (median)':>16} {'min':>8} {'tokens/s':>9} {'exec GFLOP':>11}"
+        header = f"{'model':<10} {'step s (median)':>16} {'min':>8} {'tokens/s':>9} {'exec GFLOP':>11}"
         header += f" {'GFLOP/s':>8} {'of matmul':>9} {'model GFLOP/s':>14} {'MFU':>6}"
         print(header)
         seconds = {name: median(values) for name, values in times.items()}
         for name in names:
             executed = flops[name] / seconds[name] / 1e9
             useful = flops["luke"] / seconds[name] / 1e9
-            row = f"{name:<6} {seconds[name]:>16.3f} {min(times[name]):>8.3f} {tokens / seconds[name]:>9.0f}"
+            row = f"{name:<10} {seconds[name]:>16.3f} {min(times[name]):>8.3f} {tokens / seconds[name]:>9.0f}"
             row += f" {flops[name] / 1e9:>11.1f} {executed:>8.1f} {executed / peak_rate:>9.1%}"
             row += f" {useful:>14.1f} {useful / peak_rate:>6.1%}"
             print(row)
@@ -309,6 +345,13 @@ def main(argv: list[str] | None = None) -> None:
         for name in names[1:]:
             ratio = memory[name]["peak_bytes"] / memory["luke"]["peak_bytes"]
             print(f"{name} / luke peak memory: {ratio:.3f}x ({memory[name]['method']}, glibc as it comes)")
+    if agreement:
+        print()
+        for name, (output, gradient) in agreement.items():
+            print(
+                f"{name} vs the eager path (dropout off): output max |diff| {output:.1e}, layer-0 label-table "
+                f"gradient max |diff| {gradient:.1e} (each relative to the eager value's largest entry)"
+            )
     if args.sdpa_probe:
         sdpa_probe(args)
 
