@@ -92,6 +92,18 @@ def assert_same(fast, dense, atol: float) -> None:
         torch.testing.assert_close(fast_grads[name], grad, atol=atol, rtol=atol, msg=name)
 
 
+def structure_of(model: GesaModel, batch: dict):
+    return model.build_attention_structure(
+        torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1),
+        batch["input_ids"].size(1),
+        batch["global_attention_mask"],
+        batch["entity_position_ids"],
+        batch["placeholder_entity_mask"],
+        batch["entity_string_ids"],
+        batch["entity_sentence_ids"],
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Windowed (linear) path == dense masked eager path
 # ---------------------------------------------------------------------------------------------
@@ -180,33 +192,11 @@ def test_fused_equals_eager_for_every_ablation(monkeypatch, ablation):
     assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-5)
 
 
-@pytest.mark.parametrize("entity_aware", [True, False])
-def test_fused_equals_eager_without_entities_or_entity_aware_queries(entity_aware):
-    model = model_with_labels(use_entity_aware_attention=entity_aware)
-    batch = long_batch([25, 19])
-    words_only = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask")}
-    for inputs in (batch, words_only):
-        results = []
-        for implementation in ("sdpa", "eager"):
-            model.config._attn_implementation = implementation
-            out = model(**inputs)
-            results.append(out.last_hidden_state[inputs["attention_mask"].bool()])
-        torch.testing.assert_close(results[0], results[1], atol=1e-5, rtol=1e-5)
-
-
 def test_fused_attention_backward_with_dropout_is_the_gradient():
     """gradcheck in float64 with the dropout masks fixed by reseeding: the hand-written backward is exact."""
     model = model_with_labels(num_hidden_layers=1)
     batch = long_batch([9, 7], entities=3, question=2)
-    structure = model.build_attention_structure(
-        torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1),
-        9,
-        batch["global_attention_mask"],
-        batch["entity_position_ids"],
-        batch["placeholder_entity_mask"],
-        batch["entity_string_ids"],
-        batch["entity_sentence_ids"],
-    )
+    structure = structure_of(model, batch)
     attention = model.encoder.layer[0].attention.self.double()
     plan = attention_gesa.dense_plan(structure.tokens, 9, 2, torch.float64)
     g = torch.Generator().manual_seed(0)
@@ -233,15 +223,7 @@ def test_windowed_attention_backward_with_dropout_is_the_gradient(monkeypatch):
     monkeypatch.setattr(attention_gesa, "SCORE_BLOCK_BYTES", 1)
     model = model_with_labels(num_hidden_layers=1, attention_window=6)
     batch = long_batch([11, 9], entities=3, question=2)
-    structure = model.build_attention_structure(
-        torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1),
-        11,
-        batch["global_attention_mask"],
-        batch["entity_position_ids"],
-        batch["placeholder_entity_mask"],
-        batch["entity_string_ids"],
-        batch["entity_sentence_ids"],
-    )
+    structure = structure_of(model, batch)
     B, H, P, d, L = 2, 2, 14, 8, 11
     plan = attention_gesa.window_plan(structure.tokens, L, H, torch.float64)
     assert plan.blocks == 3 and plan.heads_per_chunk == 1 and plan.blocks_per_chunk == 1
@@ -309,8 +291,10 @@ def test_bias_path_equals_eager_for_every_ablation(bias_kernel, ablation):
     assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-5)
 
 
+@pytest.mark.parametrize("kernel", ["fused", "bias"])
 @pytest.mark.parametrize("entity_aware", [True, False])
-def test_bias_path_equals_eager_without_entities_or_entity_aware_queries(bias_kernel, entity_aware):
+def test_dense_paths_equal_eager_without_entities_or_entity_aware_queries(monkeypatch, kernel, entity_aware):
+    monkeypatch.setattr(attention_gesa, "DENSE_KERNEL", kernel)
     model = model_with_labels(use_entity_aware_attention=entity_aware)
     batch = long_batch([25, 19])
     words_only = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask")}
@@ -324,18 +308,6 @@ def test_bias_path_equals_eager_without_entities_or_entity_aware_queries(bias_ke
             results.append([words, *(p.grad.clone() for p in model.parameters() if p.grad is not None)])
         for fast, eager in zip(*results, strict=True):
             torch.testing.assert_close(fast, eager, atol=1e-5, rtol=1e-5)
-
-
-def structure_of(model: GesaModel, batch: dict):
-    return model.build_attention_structure(
-        torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1),
-        batch["input_ids"].size(1),
-        batch["global_attention_mask"],
-        batch["entity_position_ids"],
-        batch["placeholder_entity_mask"],
-        batch["entity_string_ids"],
-        batch["entity_sentence_ids"],
-    )
 
 
 @pytest.mark.parametrize("ablation", ["full", "w2w_local", "no_labels_w2w"])
