@@ -1,13 +1,18 @@
 """GESA configuration: LUKE's fields plus the relative-position label switches of the paper.
 
+A typed, validated (`huggingface_hub.dataclasses.strict`) config in the style of transformers' `LukeConfig`: every
+field is type-checked and range-checked on construction and on assignment, with an error naming the field.
+
 Flat module: copied next to every saved checkpoint, so it imports nothing from the rest of the repo.
 """
 
-from __future__ import annotations
-
+import math
+import os
 from typing import Any
 
-from transformers import PretrainedConfig
+from huggingface_hub.dataclasses import strict, validated_field
+from transformers import PreTrainedConfig
+from transformers.activations import ACT2FN
 
 # One switch per label family and edge type (spec section 4); every ablation row is a combination.
 DEFAULT_LABEL_SWITCHES: dict[str, bool] = {
@@ -44,137 +49,186 @@ ABLATION_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-class GesaConfig(PretrainedConfig):
+# ---------------------------------------------------------------------------------------------
+# Field validators: the type comes from the annotation (`strict`); these check the value. `strict` reports a failure
+# as "Validation error for field '<name>'" followed by the message below.
+# ---------------------------------------------------------------------------------------------
+
+
+def positive(value: int) -> None:
+    if value <= 0:
+        raise ValueError(f"must be a positive integer, got {value!r}.")
+
+
+def non_negative(value: int | None) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"must be None or a non-negative integer, got {value!r}.")
+
+
+def probability(value: float | None) -> None:
+    if value is not None and not 0.0 <= value < 1.0:
+        raise ValueError(f"must be a dropout probability in [0, 1), got {value!r}.")
+
+
+def positive_finite(value: float) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"must be a finite number > 0 (a LayerNorm epsilon of 0 or less gives NaN), got {value!r}.")
+
+
+def non_negative_finite(value: float) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"must be a finite number >= 0, got {value!r}.")
+
+
+def activation(value: str) -> None:
+    if value not in ACT2FN:
+        raise ValueError(
+            f"{value!r} is not an activation of transformers.activations.ACT2FN; use one of {sorted(ACT2FN)}."
+        )
+
+
+def ablation_name(value: str | None) -> None:
+    if value is not None and value not in ABLATION_PRESETS:
+        raise ValueError(f"ablation={value!r} is unknown; choose one of {sorted(ABLATION_PRESETS)}.")
+
+
+def label_switch_overrides(value: dict[str, bool] | None) -> None:
+    for key, on in (value or {}).items():
+        if key not in DEFAULT_LABEL_SWITCHES:
+            raise ValueError(
+                f"label_switches[{key!r}] is not a label switch; known switches: {sorted(DEFAULT_LABEL_SWITCHES)}."
+            )
+        if not isinstance(on, bool):
+            raise ValueError(f"label_switches[{key!r}] must be True or False, got {on!r}.")
+
+
+# Fields an ablation preset may set, and their value when neither the preset nor the caller sets them.
+PRESET_FIELD_DEFAULTS: dict[str, Any] = {"use_absolute_position_embeddings": False, "use_relative_labels": True}
+
+
+@strict
+class GesaConfig(PreTrainedConfig):
     r"""Configuration of a GESA model. Defaults are `studio-ousia/luke-large`'s dimensions.
 
-    LUKE's fields keep LUKE's names and meaning. GESA adds:
+    LUKE's fields keep LUKE's names, types and meaning (`transformers.LukeConfig`). GESA adds:
 
     Args:
-        use_absolute_position_embeddings (`bool`, defaults to `False`):
-            Add LUKE's absolute word and (averaged) entity position embeddings. GESA drops them (paper 3.1).
-        use_relative_labels (`bool`, defaults to `True`):
-            Master switch for every relative-position label embedding (`q_i . r_ij` in Eq. 1).
+        use_absolute_position_embeddings (`bool`, *optional*):
+            Add LUKE's absolute word and (averaged) entity position embeddings. GESA drops them (paper 3.1). Unset
+            (`None`): the `ablation` preset's value, else `False`.
+        use_relative_labels (`bool`, *optional*):
+            Master switch for every relative-position label embedding (`q_i . r_ij` in Eq. 1). Unset (`None`): the
+            `ablation` preset's value, else `True`.
         max_relative_position (`int`, defaults to 150):
             `k`: word distances are clipped to `[-k, k]`, giving `2k + 1` distance labels.
         label_switches (`dict[str, bool]`, *optional*):
             Overrides of `DEFAULT_LABEL_SWITCHES`, one key per label family / edge type. Unknown keys are errors.
+            After construction it holds every switch.
         use_value_labels (`bool`, defaults to `False`):
             Also add V-type label embeddings: `y_i = sum_j a_ij (v_j + r^V_ij)`.
         attention_window (`int`, *optional*):
             Hard local window for word pairs: non-global words attend only to words at distance <= window.
         ablation (`str`, *optional*):
-            Name of an `ABLATION_PRESETS` row applied on top of the other arguments (recorded for the model card).
+            Name of an `ABLATION_PRESETS` row (recorded for the model card). The preset sets its fields; a field given
+            explicitly with another value than the preset's is an error (`ablation="luke"` means exactly LUKE).
+
+    Every field is validated on construction and on assignment (`strict`): a wrong type or value raises
+    `huggingface_hub.errors.StrictDataclassFieldValidationError` naming the field; a combination the model cannot
+    run (e.g. `hidden_size` not a multiple of `num_attention_heads`) raises `StrictDataclassClassValidationError`;
+    an ablation preset contradicted by an explicit field raises `ValueError`.
     """
 
     model_type = "gesa"
 
-    def __init__(
-        self,
-        vocab_size: int = 50267,
-        entity_vocab_size: int = 500000,
-        hidden_size: int = 1024,
-        entity_emb_size: int = 256,
-        num_hidden_layers: int = 24,
-        num_attention_heads: int = 16,
-        intermediate_size: int = 4096,
-        hidden_act: str = "gelu",
-        hidden_dropout_prob: float = 0.1,
-        attention_probs_dropout_prob: float = 0.1,
-        max_position_embeddings: int = 514,
-        type_vocab_size: int = 1,
-        initializer_range: float = 0.02,
-        layer_norm_eps: float = 1e-5,
-        use_entity_aware_attention: bool = True,
-        classifier_dropout: float | None = None,
-        use_absolute_position_embeddings: bool = False,
-        use_relative_labels: bool = True,
-        max_relative_position: int = 150,
-        label_switches: dict[str, bool] | None = None,
-        use_value_labels: bool = False,
-        attention_window: int | None = None,
-        ablation: str | None = None,
-        pad_token_id: int = 1,
-        bos_token_id: int = 0,
-        eos_token_id: int = 2,
-        **kwargs: Any,
-    ) -> None:
-        switches = dict(DEFAULT_LABEL_SWITCHES)
-        switches.update(_checked_switches(label_switches or {}))
-        if ablation is not None:
-            if ablation not in ABLATION_PRESETS:
-                raise ValueError(
-                    f"GesaConfig.ablation={ablation!r} is unknown; choose one of {sorted(ABLATION_PRESETS)}."
-                )
-            preset = ABLATION_PRESETS[ablation]
-            switches.update(preset.get("label_switches", {}))
-            use_absolute_position_embeddings = preset.get(
-                "use_absolute_position_embeddings", use_absolute_position_embeddings
-            )
-            use_relative_labels = preset.get("use_relative_labels", use_relative_labels)
+    vocab_size: int = validated_field(positive, default=50267)
+    entity_vocab_size: int = validated_field(positive, default=500000)
+    hidden_size: int = validated_field(positive, default=1024)
+    entity_emb_size: int = validated_field(positive, default=256)
+    num_hidden_layers: int = validated_field(positive, default=24)
+    num_attention_heads: int = validated_field(positive, default=16)
+    intermediate_size: int = validated_field(positive, default=4096)
+    hidden_act: str = validated_field(activation, default="gelu")
+    hidden_dropout_prob: float | int = validated_field(probability, default=0.1)
+    attention_probs_dropout_prob: float | int = validated_field(probability, default=0.1)
+    max_position_embeddings: int = validated_field(positive, default=514)
+    type_vocab_size: int = validated_field(positive, default=1)
+    initializer_range: float = validated_field(non_negative_finite, default=0.02)
+    layer_norm_eps: float = validated_field(positive_finite, default=1e-5)
+    use_entity_aware_attention: bool = True
+    classifier_dropout: float | int | None = validated_field(probability, default=None)
+    use_absolute_position_embeddings: bool | None = None
+    use_relative_labels: bool | None = None
+    max_relative_position: int = validated_field(positive, default=150)
+    label_switches: dict[str, bool] | None = validated_field(label_switch_overrides, default=None)
+    use_value_labels: bool = False
+    attention_window: int | None = validated_field(non_negative, default=None)
+    ablation: str | None = validated_field(ablation_name, default=None)
+    pad_token_id: int | None = 1
+    bos_token_id: int | None = 0
+    eos_token_id: int | list[int] | None = 2
 
-        self.vocab_size = vocab_size
-        self.entity_vocab_size = entity_vocab_size
-        self.hidden_size = hidden_size
-        self.entity_emb_size = entity_emb_size
-        self.num_hidden_layers = num_hidden_layers
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.initializer_range = initializer_range
-        self.layer_norm_eps = layer_norm_eps
-        self.use_entity_aware_attention = use_entity_aware_attention
-        self.classifier_dropout = classifier_dropout
-        self.use_absolute_position_embeddings = use_absolute_position_embeddings
-        self.use_relative_labels = use_relative_labels
-        self.max_relative_position = max_relative_position
+    def __post_init__(self, **kwargs: Any) -> None:
+        self._apply_ablation()
+        super().__post_init__(**kwargs)
+
+    def _apply_ablation(self) -> None:
+        """Resolve the preset-controlled fields: the preset's value, or the caller's when it does not contradict."""
+        explicit_switches = dict(self.label_switches or {})
+        switches = {**DEFAULT_LABEL_SWITCHES, **explicit_switches}
+        preset = ABLATION_PRESETS[self.ablation] if self.ablation is not None else {}
+        fields = type(self).__dataclass_fields__
+        for key, value in preset.items():
+            if key == "label_switches":
+                for name, on in value.items():
+                    if explicit_switches.get(name, on) != on:
+                        raise ValueError(
+                            f"GesaConfig.ablation={self.ablation!r} sets label_switches[{name!r}]={on}, but "
+                            f"label_switches[{name!r}]={explicit_switches[name]} was given; drop one of the two."
+                        )
+                    switches[name] = on
+                continue
+            given = getattr(self, key)
+            # an unset field holds its default (None for the preset-controlled ones): only a set one can contradict
+            if given != fields[key].default and given != value:
+                raise ValueError(
+                    f"GesaConfig.ablation={self.ablation!r} sets {key}={value!r}, but {key}={given!r} was given; "
+                    "drop one of the two (the preset names a row of the paper's tables)."
+                )
+            setattr(self, key, value)
+        for key, default in PRESET_FIELD_DEFAULTS.items():
+            if getattr(self, key) is None:
+                setattr(self, key, default)
         self.label_switches = switches
-        self.use_value_labels = use_value_labels
-        self.attention_window = attention_window
-        self.ablation = ablation
-        super().__init__(pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id, **kwargs)
-        self.validate_gesa()
 
     def validate_gesa(self) -> None:
-        """Raise a `ValueError` naming the field for any value the model cannot run with."""
-        positive = {
-            "vocab_size": self.vocab_size,
-            "entity_vocab_size": self.entity_vocab_size,
-            "hidden_size": self.hidden_size,
-            "entity_emb_size": self.entity_emb_size,
-            "num_hidden_layers": self.num_hidden_layers,
-            "num_attention_heads": self.num_attention_heads,
-            "intermediate_size": self.intermediate_size,
-            "type_vocab_size": self.type_vocab_size,
-            "max_relative_position": self.max_relative_position,
-        }
-        for name, value in positive.items():
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"GesaConfig.{name} must be a positive integer, got {value!r}.")
+        """Combinations of fields the model cannot run with (run by `strict` after construction and on save)."""
         if self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
                 f"GesaConfig.hidden_size={self.hidden_size} must be a multiple of "
                 f"num_attention_heads={self.num_attention_heads}."
             )
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"GesaConfig.{name} must be in [0, 1), got {value!r}.")
-        if self.attention_window is not None and (
-            not isinstance(self.attention_window, int) or self.attention_window < 0
-        ):
-            raise ValueError(
-                f"GesaConfig.attention_window must be None or a non-negative integer, got {self.attention_window!r}."
-            )
-        if self.use_absolute_position_embeddings and self.max_position_embeddings <= self.pad_token_id + 1:
+        if self.use_absolute_position_embeddings and self.max_position_embeddings <= (self.pad_token_id or 0) + 1:
             raise ValueError(
                 "GesaConfig.max_position_embeddings must exceed pad_token_id + 1 when "
                 "use_absolute_position_embeddings=True."
             )
-        _checked_switches(self.label_switches)
+        for key in PRESET_FIELD_DEFAULTS:
+            if not isinstance(getattr(self, key), bool):
+                raise ValueError(f"GesaConfig.{key} must be True or False, got {getattr(self, key)!r}.")
+        if set(self.label_switches) != set(DEFAULT_LABEL_SWITCHES):
+            raise ValueError(f"GesaConfig.label_switches must hold every switch of {sorted(DEFAULT_LABEL_SWITCHES)}.")
+        preset = ABLATION_PRESETS[self.ablation] if self.ablation is not None else {}
+        for key, value in preset.items():
+            current = getattr(self, key)
+            if key == "label_switches":
+                changed = {name: current[name] for name, on in value.items() if current[name] != on}
+            else:
+                changed = {} if current == value else {key: current}
+            if changed:
+                raise ValueError(
+                    f"GesaConfig.ablation={self.ablation!r} no longer holds: {changed} differ from the preset; set "
+                    "ablation=None for a custom combination."
+                )
 
     @property
     def num_relative_labels(self) -> int:
@@ -182,23 +236,24 @@ class GesaConfig(PretrainedConfig):
         return 13 + 2 * (2 * self.max_relative_position + 1)
 
     @classmethod
-    def from_ablation(cls, name: str, **kwargs: Any) -> GesaConfig:
+    def from_ablation(cls, name: str, **kwargs: Any) -> "GesaConfig":
         """A config for one row of the paper's ablation tables (`ABLATION_PRESETS`)."""
         return cls(ablation=name, **kwargs)
 
-
-def _checked_switches(switches: dict[str, bool]) -> dict[str, bool]:
-    if not isinstance(switches, dict):
-        raise ValueError(f"GesaConfig.label_switches must be a dict of str -> bool, got {type(switches).__name__}.")
-    for key, value in switches.items():
-        if key not in DEFAULT_LABEL_SWITCHES:
+    @classmethod
+    def get_config_dict(
+        cls, pretrained_model_name_or_path: str | os.PathLike, **kwargs: Any
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """`PreTrainedConfig.get_config_dict`, refusing a LUKE checkpoint: its weights need `from_luke_pretrained`."""
+        config_dict, kwargs = super().get_config_dict(pretrained_model_name_or_path, **kwargs)
+        if config_dict.get("model_type") == "luke":
             raise ValueError(
-                f"GesaConfig.label_switches[{key!r}] is not a label switch; known switches: "
-                f"{sorted(DEFAULT_LABEL_SWITCHES)}."
+                f"{pretrained_model_name_or_path!s} is a LUKE checkpoint (model_type 'luke'), not a {cls.__name__} "
+                "one: from_pretrained would start GESA's queries, label tables and head at random. Convert it with "
+                "from_luke_pretrained of the model class, e.g. GesaForEntitySpanQA.from_luke_pretrained(path), which "
+                "maps LUKE's weights and logs what starts fresh."
             )
-        if not isinstance(value, bool):
-            raise ValueError(f"GesaConfig.label_switches[{key!r}] must be True or False, got {value!r}.")
-    return switches
+        return config_dict, kwargs
 
 
 __all__ = ["ABLATION_PRESETS", "DEFAULT_LABEL_SWITCHES", "GesaConfig"]

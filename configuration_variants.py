@@ -7,27 +7,42 @@ Every field and default is documented in `model_cards/{kar,xh,ernie}.md`.
 Flat module: copied next to every saved checkpoint, so it imports only its sibling `configuration_gesa`.
 """
 
-from __future__ import annotations
-
+from collections.abc import Callable
 from typing import Any
 
-from .configuration_gesa import GesaConfig
+from huggingface_hub.dataclasses import strict, validated_field
+
+from .configuration_gesa import GesaConfig, non_negative_finite, positive, probability
 
 KAR_OUTPUT_INITS = ("pinv", "zero")
 ERNIE_FUSION_OUTPUTS = ("residual_layernorm", "gelu")
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 
 
-def _positive_int(config_name: str, name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{config_name}.{name} must be a positive integer, got {value!r}.")
+def optional_positive(value: int | None) -> None:
+    if value is not None:
+        positive(value)
 
 
-def _check_kb_size(config_name: str, kb_size: Any) -> None:
-    if kb_size is not None:
-        _positive_int(config_name, "kb_size", kb_size)
+def one_of(choices: tuple[str, ...]) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        if value not in choices:
+            raise ValueError(f"{value!r} is unknown; choose one of {list(choices)}.")
+
+    return check
 
 
+def optional_positive_or_zero(value: int | None) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"must be a non-negative integer, got {value!r}.")
+
+
+def finite(value: float) -> None:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"must be a finite number, got {value!r}.")
+
+
+@strict
 class KarConfig(GesaConfig):
     r"""GESA backbone + KnowBERT's Knowledge Attention and Recontextualization (KAR) block.
 
@@ -59,62 +74,37 @@ class KarConfig(GesaConfig):
 
     model_type = "gesa_kar"
 
-    def __init__(
-        self,
-        kar_layer: int | None = None,
-        kar_entity_threshold: float = 0.0,
-        kar_num_attention_heads: int = 4,
-        kar_intermediate_size: int | None = None,
-        kar_linker_hidden_size: int = 100,
-        kar_output_init: str = "pinv",
-        kar_linking_loss_weight: float = 1.0,
-        kb_size: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        if kar_layer is None:
-            kar_layer = min(round(self.num_hidden_layers * 10 / 12), self.num_hidden_layers - 1)
-        if kar_intermediate_size is None:
-            kar_intermediate_size = 4 * self.entity_emb_size
-        self.kar_layer = kar_layer
-        self.kar_entity_threshold = kar_entity_threshold
-        self.kar_num_attention_heads = kar_num_attention_heads
-        self.kar_intermediate_size = kar_intermediate_size
-        self.kar_linker_hidden_size = kar_linker_hidden_size
-        self.kar_output_init = kar_output_init
-        self.kar_linking_loss_weight = kar_linking_loss_weight
-        self.kb_size = kb_size
-        self.validate_kar()
+    kar_layer: int | None = validated_field(optional_positive_or_zero, default=None)
+    kar_entity_threshold: float | int = validated_field(finite, default=0.0)
+    kar_num_attention_heads: int = validated_field(positive, default=4)
+    kar_intermediate_size: int | None = validated_field(optional_positive, default=None)
+    kar_linker_hidden_size: int = validated_field(positive, default=100)
+    kar_output_init: str = validated_field(one_of(KAR_OUTPUT_INITS), default="pinv")
+    kar_linking_loss_weight: float | int = validated_field(non_negative_finite, default=1.0)
+    kb_size: int | None = validated_field(optional_positive, default=None)
+
+    def __post_init__(self, **kwargs: Any) -> None:
+        if self.kar_layer is None:
+            self.kar_layer = min(round(self.num_hidden_layers * 10 / 12), self.num_hidden_layers - 1)
+        if self.kar_intermediate_size is None:
+            self.kar_intermediate_size = 4 * self.entity_emb_size
+        super().__post_init__(**kwargs)
 
     def validate_kar(self) -> None:
-        """Raise a `ValueError` naming the field for any KAR value the model cannot run with."""
-        if not isinstance(self.kar_layer, int) or isinstance(self.kar_layer, bool):
-            raise ValueError(f"KarConfig.kar_layer must be an integer, got {self.kar_layer!r}.")
+        """Combinations of fields the KAR block cannot run with."""
         if not 0 <= self.kar_layer <= self.num_hidden_layers:
             raise ValueError(
                 f"KarConfig.kar_layer={self.kar_layer} must be in [0, num_hidden_layers={self.num_hidden_layers}] "
                 "(the number of backbone layers below the KAR block)."
             )
-        for name in ("kar_num_attention_heads", "kar_intermediate_size", "kar_linker_hidden_size"):
-            _positive_int("KarConfig", name, getattr(self, name))
         if self.entity_emb_size % self.kar_num_attention_heads != 0:
             raise ValueError(
                 f"KarConfig.entity_emb_size={self.entity_emb_size} must be a multiple of "
                 f"kar_num_attention_heads={self.kar_num_attention_heads} (KAR attends in the entity dimension)."
             )
-        if not isinstance(self.kar_entity_threshold, (int, float)) or isinstance(self.kar_entity_threshold, bool):
-            raise ValueError(f"KarConfig.kar_entity_threshold must be a number, got {self.kar_entity_threshold!r}.")
-        if self.kar_output_init not in KAR_OUTPUT_INITS:
-            raise ValueError(
-                f"KarConfig.kar_output_init={self.kar_output_init!r} is unknown; choose one of {list(KAR_OUTPUT_INITS)}."
-            )
-        if not isinstance(self.kar_linking_loss_weight, (int, float)) or self.kar_linking_loss_weight < 0:
-            raise ValueError(
-                f"KarConfig.kar_linking_loss_weight must be a non-negative number, got {self.kar_linking_loss_weight!r}."
-            )
-        _check_kb_size("KarConfig", self.kb_size)
 
 
+@strict
 class XhConfig(GesaConfig):
     r"""GESA backbone over a graph of text sequences with Transformer-XH's eXtra Hop attention.
 
@@ -133,41 +123,35 @@ class XhConfig(GesaConfig):
 
     model_type = "gesa_xh"
 
-    def __init__(
-        self,
-        xh_num_hop_layers: int = 3,
-        xh_num_hop_attention_heads: int | None = None,
-        xh_hop_dropout: float | None = None,
-        **kwargs: Any,
-    ) -> None:
-        if "id2label" not in kwargs and "num_labels" not in kwargs:
-            kwargs["id2label"] = dict(enumerate(FEVER_LABELS))
-        super().__init__(**kwargs)
-        self.xh_num_hop_layers = xh_num_hop_layers
-        self.xh_num_hop_attention_heads = (
-            self.num_attention_heads if xh_num_hop_attention_heads is None else xh_num_hop_attention_heads
-        )
-        self.xh_hop_dropout = self.attention_probs_dropout_prob if xh_hop_dropout is None else xh_hop_dropout
-        self.validate_xh()
+    xh_num_hop_layers: int = validated_field(optional_positive_or_zero, default=3)
+    xh_num_hop_attention_heads: int | None = validated_field(optional_positive, default=None)
+    xh_hop_dropout: float | int | None = validated_field(probability, default=None)
+
+    def __post_init__(self, **kwargs: Any) -> None:
+        if self.id2label is None and "num_labels" not in kwargs:
+            self.id2label = dict(enumerate(FEVER_LABELS))
+            self.label2id = {label: index for index, label in self.id2label.items()}
+        if self.xh_num_hop_attention_heads is None:
+            self.xh_num_hop_attention_heads = self.num_attention_heads
+        if self.xh_hop_dropout is None:
+            self.xh_hop_dropout = self.attention_probs_dropout_prob
+        super().__post_init__(**kwargs)
 
     def validate_xh(self) -> None:
-        """Raise a `ValueError` naming the field for any XH value the model cannot run with."""
-        value = self.xh_num_hop_layers
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= self.num_hidden_layers:
+        """Combinations of fields the hop attention cannot run with."""
+        if self.xh_num_hop_layers > self.num_hidden_layers:
             raise ValueError(
-                f"XhConfig.xh_num_hop_layers must be an integer in [0, num_hidden_layers={self.num_hidden_layers}], "
-                f"got {value!r}."
+                f"XhConfig.xh_num_hop_layers={self.xh_num_hop_layers} must be in [0, num_hidden_layers="
+                f"{self.num_hidden_layers}]."
             )
-        _positive_int("XhConfig", "xh_num_hop_attention_heads", self.xh_num_hop_attention_heads)
         if self.hidden_size % self.xh_num_hop_attention_heads != 0:
             raise ValueError(
                 f"XhConfig.hidden_size={self.hidden_size} must be a multiple of "
                 f"xh_num_hop_attention_heads={self.xh_num_hop_attention_heads}."
             )
-        if not 0.0 <= self.xh_hop_dropout < 1.0:
-            raise ValueError(f"XhConfig.xh_hop_dropout must be in [0, 1), got {self.xh_hop_dropout!r}.")
 
 
+@strict
 class ErnieConfig(GesaConfig):
     r"""GESA backbone whose top M layers carry ERNIE's knowledge-entity stream and information-fusion layer.
 
@@ -189,43 +173,28 @@ class ErnieConfig(GesaConfig):
 
     model_type = "gesa_ernie"
 
-    def __init__(
-        self,
-        ernie_num_fusion_layers: int | None = None,
-        ernie_entity_num_attention_heads: int = 4,
-        ernie_fusion_output: str = "residual_layernorm",
-        kb_size: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.ernie_num_fusion_layers = (
-            self.num_hidden_layers // 2 if ernie_num_fusion_layers is None else ernie_num_fusion_layers
-        )
-        self.ernie_entity_num_attention_heads = ernie_entity_num_attention_heads
-        self.ernie_fusion_output = ernie_fusion_output
-        self.kb_size = kb_size
-        self.validate_ernie()
+    ernie_num_fusion_layers: int | None = validated_field(optional_positive_or_zero, default=None)
+    ernie_entity_num_attention_heads: int = validated_field(positive, default=4)
+    ernie_fusion_output: str = validated_field(one_of(ERNIE_FUSION_OUTPUTS), default="residual_layernorm")
+    kb_size: int | None = validated_field(optional_positive, default=None)
+
+    def __post_init__(self, **kwargs: Any) -> None:
+        if self.ernie_num_fusion_layers is None:
+            self.ernie_num_fusion_layers = self.num_hidden_layers // 2
+        super().__post_init__(**kwargs)
 
     def validate_ernie(self) -> None:
-        """Raise a `ValueError` naming the field for any ERNIE value the model cannot run with."""
-        value = self.ernie_num_fusion_layers
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= self.num_hidden_layers:
+        """Combinations of fields the fusion layers cannot run with."""
+        if self.ernie_num_fusion_layers > self.num_hidden_layers:
             raise ValueError(
-                "ErnieConfig.ernie_num_fusion_layers must be an integer in "
-                f"[0, num_hidden_layers={self.num_hidden_layers}], got {value!r}."
+                f"ErnieConfig.ernie_num_fusion_layers={self.ernie_num_fusion_layers} must be in "
+                f"[0, num_hidden_layers={self.num_hidden_layers}]."
             )
-        _positive_int("ErnieConfig", "ernie_entity_num_attention_heads", self.ernie_entity_num_attention_heads)
         if self.entity_emb_size % self.ernie_entity_num_attention_heads != 0:
             raise ValueError(
                 f"ErnieConfig.entity_emb_size={self.entity_emb_size} must be a multiple of "
                 f"ernie_entity_num_attention_heads={self.ernie_entity_num_attention_heads}."
             )
-        if self.ernie_fusion_output not in ERNIE_FUSION_OUTPUTS:
-            raise ValueError(
-                f"ErnieConfig.ernie_fusion_output={self.ernie_fusion_output!r} is unknown; choose one of "
-                f"{list(ERNIE_FUSION_OUTPUTS)}."
-            )
-        _check_kb_size("ErnieConfig", self.kb_size)
 
 
 __all__ = ["ERNIE_FUSION_OUTPUTS", "FEVER_LABELS", "KAR_OUTPUT_INITS", "ErnieConfig", "KarConfig", "XhConfig"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -11,7 +12,8 @@ import textwrap
 
 import pytest
 import torch
-from transformers import LukeModel
+from huggingface_hub.errors import StrictDataclassError
+from transformers import LukeModel, PreTrainedConfig
 
 from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel
 from gesa.modeling_gesa import AttentionStructure, RelativeLabels, build_relative_labels
@@ -557,20 +559,93 @@ def test_structure_input_without_entities_is_refused():
         model(input_ids=batch["input_ids"], entity_string_ids=batch["entity_string_ids"])
 
 
+def config_error(field: str, message: str = ""):
+    """The error of a rejected config value: `strict`'s field/class validation errors, or a `ValueError`, naming
+    `field` (then `message`)."""
+    return pytest.raises((ValueError, StrictDataclassError), match=rf"(?s){field}.*{message}")
+
+
+BASE_CONFIG_FIELDS = {f.name for f in dataclasses.fields(PreTrainedConfig)}
+
+# every field GesaConfig adds to PreTrainedConfig, with a value it must refuse and what the error says
+BAD_GESA_FIELDS = [
+    ("vocab_size", 0, "positive integer"),
+    ("entity_vocab_size", -1, "positive integer"),
+    ("hidden_size", 32.0, "expected int"),
+    ("entity_emb_size", "16", "expected int"),
+    ("num_hidden_layers", 0, "positive integer"),
+    ("num_attention_heads", True, "expected int"),
+    ("intermediate_size", 0, "positive integer"),
+    ("hidden_act", "nope", "'nope' is not an activation"),
+    ("hidden_dropout_prob", "0.1", "doesn't match any type"),
+    ("attention_probs_dropout_prob", 1.0, r"dropout probability in \[0, 1\)"),
+    ("max_position_embeddings", 0, "positive integer"),
+    ("type_vocab_size", 0, "positive integer"),
+    ("initializer_range", float("nan"), "finite number >= 0"),
+    ("layer_norm_eps", 0.0, "finite number > 0"),
+    ("use_entity_aware_attention", "yes", "expected bool"),
+    ("classifier_dropout", 2.0, r"dropout probability in \[0, 1\)"),
+    ("use_absolute_position_embeddings", 1, "doesn't match any type"),
+    ("use_relative_labels", "no", "doesn't match any type"),
+    ("max_relative_position", 0, "positive integer"),
+    ("label_switches", {"sent_edge": False}, r"label_switches\['sent_edge'\] is not a label switch"),
+    ("use_value_labels", None, "expected bool"),
+    ("attention_window", True, "doesn't match any type"),
+    ("ablation", "no_graph", "ablation='no_graph' is unknown"),
+    ("pad_token_id", "1", "doesn't match any type"),
+    ("bos_token_id", 0.5, "doesn't match any type"),
+    ("eos_token_id", "2", "doesn't match any type"),
+]
+
+
+def test_every_gesa_config_field_is_checked():
+    own = {f.name for f in dataclasses.fields(GesaConfig)} - BASE_CONFIG_FIELDS
+    assert own == {name for name, _, _ in BAD_GESA_FIELDS}
+
+
+@pytest.mark.parametrize("field, value, message", BAD_GESA_FIELDS, ids=[f[0] for f in BAD_GESA_FIELDS])
+def test_bad_config_field_raises_an_error_naming_it(field, value, message):
+    with config_error(field, message):
+        tiny_config(**{field: value})
+    config = tiny_config()
+    with config_error(field, message):  # assignment is checked too
+        setattr(config, field, value)
+
+
 @pytest.mark.parametrize(
-    "kwargs, message",
+    "kwargs, field, message",
     [
-        ({"label_switches": {"sent_edge": False}}, r"label_switches\['sent_edge'\] is not a label switch"),
-        ({"label_switches": {"sent_edges": "no"}}, r"label_switches\['sent_edges'\] must be True or False"),
-        ({"ablation": "no_graph"}, "ablation='no_graph' is unknown"),
-        ({"hidden_size": 30}, "hidden_size=30 must be a multiple of num_attention_heads"),
-        ({"max_relative_position": 0}, "max_relative_position must be a positive integer"),
-        ({"attention_window": -1}, "attention_window must be None or a non-negative integer"),
+        ({"label_switches": {"sent_edges": "no"}}, "label_switches", "Invalid key or value"),
+        ({"label_switches": ["e2e"]}, "label_switches", "expected a dict"),
+        ({"hidden_size": 30}, "hidden_size=30", "must be a multiple of num_attention_heads"),
+        ({"attention_window": -1}, "attention_window", "non-negative integer"),
+        ({"layer_norm_eps": -1e-5}, "layer_norm_eps", "finite number > 0"),
+        ({"hidden_dropout_prob": -0.1}, "hidden_dropout_prob", "dropout probability"),
+        ({"ablation": "luke", "max_position_embeddings": 2}, "max_position_embeddings", "must exceed pad_token_id"),
+        # an ablation preset contradicted by an explicit field
+        ({"ablation": "luke", "use_relative_labels": True}, "ablation='luke' sets use_relative_labels=False", ""),
+        ({"ablation": "luke", "use_absolute_position_embeddings": False}, "use_absolute_position_embeddings", ""),
+        ({"ablation": "e2e_local", "label_switches": {"e2e_graph": True}}, r"label_switches\['e2e_graph'\]", ""),
     ],
 )
-def test_bad_config_values_raise_clear_errors(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_config_combinations_raise_clear_errors(kwargs, field, message):
+    with config_error(field, message):
         tiny_config(**kwargs)
+
+
+def test_ablation_preset_and_agreeing_fields_round_trip(tmp_path):
+    # what the preset itself sets may be repeated (a saved config holds every resolved field)
+    config = tiny_config(ablation="luke", use_relative_labels=False, label_switches={"e2e": True})
+    assert config.use_absolute_position_embeddings and not config.use_relative_labels
+    config.save_pretrained(tmp_path)
+    reloaded = GesaConfig.from_pretrained(tmp_path)
+    assert reloaded.ablation == "luke" and reloaded.label_switches == config.label_switches
+    assert tiny_config(ablation="e2e_local").label_switches["e2e_graph"] is False
+    assert tiny_config().use_relative_labels is True and tiny_config().use_absolute_position_embeddings is False
+    # a preset field changed after construction no longer matches the named row: saving says so
+    config.use_relative_labels = True
+    with config_error("ablation='luke' no longer holds"):
+        config.save_pretrained(tmp_path / "changed")
 
 
 def test_unexpected_forward_inputs_are_refused():

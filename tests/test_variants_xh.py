@@ -3,15 +3,16 @@ equivariance, batching, FEVER aggregation, HotpotQA/ReCoRD graphs, bad input, an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import pytest
 import torch
-from test_modeling import TINY
+from test_modeling import TINY, config_error
 from variant_helpers import record_rows, reload_in_fresh_process, same_backbone, train_steps
 
-from gesa import GesaModel
+from gesa import GesaConfig, GesaModel
 from gesa.configuration_variants import XhConfig
 from gesa.modeling_xh import XhForEntitySpanQA, XhForFactVerification, XhForMultiHopQA, XhModel
 from gesa.processing_xh import XhGraphCollator, record_sentences
@@ -504,16 +505,33 @@ def test_flat_inputs_and_out_of_range_candidates_are_refused():
         model(**{**batch, "labels": torch.zeros(1, 1)})
 
 
+BAD_XH_FIELDS = [
+    ("xh_num_hop_layers", -1, "non-negative integer"),
+    ("xh_num_hop_attention_heads", 0, "positive integer"),
+    ("xh_hop_dropout", 1.0, "dropout probability in \\[0, 1\\)"),
+]
+
+
+def test_every_xh_config_field_is_checked():
+    own = {f.name for f in dataclasses.fields(XhConfig)} - {f.name for f in dataclasses.fields(GesaConfig)}
+    assert own == {name for name, _, _ in BAD_XH_FIELDS}
+
+
+@pytest.mark.parametrize("field, value, message", BAD_XH_FIELDS, ids=[f[0] for f in BAD_XH_FIELDS])
+def test_bad_xh_config_field_raises_an_error_naming_it(field, value, message):
+    with config_error(field, message):
+        xh_config(**{field: value})
+
+
 @pytest.mark.parametrize(
-    "kwargs, message",
+    "kwargs, field, message",
     [
-        ({"xh_num_hop_layers": 4}, r"xh_num_hop_layers must be an integer in \[0, num_hidden_layers=3\]"),
-        ({"xh_num_hop_attention_heads": 5}, "hidden_size=32 must be a multiple of xh_num_hop_attention_heads=5"),
-        ({"xh_hop_dropout": 1.0}, r"xh_hop_dropout must be in \[0, 1\)"),
+        ({"xh_num_hop_layers": 4}, "xh_num_hop_layers=4", "must be in \\[0, num_hidden_layers=3\\]"),
+        ({"xh_num_hop_attention_heads": 5}, "hidden_size=32", "must be a multiple of xh_num_hop_attention_heads=5"),
     ],
 )
-def test_bad_xh_config_values_raise_clear_errors(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_xh_config_values_raise_clear_errors(kwargs, field, message):
+    with config_error(field, message):
         xh_config(**kwargs)
 
 
