@@ -40,11 +40,10 @@ from transformers.utils import ModelOutput
 from .configuration_variants import ErnieConfig
 from .modeling_gesa import (
     AttentionStructure,
-    GesaEntitySpanQAOutput,
+    GesaForEntitySpanQA,
     GesaLayer,
     GesaModel,
     GesaPreTrainedModel,
-    score_candidates,
 )
 from .modeling_variants import (
     KnowledgeBase,
@@ -345,77 +344,11 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
         return output if return_dict else output.to_tuple()
 
 
-class ErnieForEntitySpanQA(ErniePreTrainedModel):
-    """ReCoRD with ERNIE fusion: GESA's head (paper 3.5) on the LUKE entity states of `ErnieModel`."""
+class ErnieForEntitySpanQA(ErniePreTrainedModel, GesaForEntitySpanQA):
+    """ReCoRD with ERNIE fusion: GESA's head (paper 3.5) on the LUKE entity states of `ErnieModel`, which takes the
+    knowledge inputs (`ernie_entity_ids`, `ernie_entity_positions`) through the head's keyword inputs."""
 
-    def __init__(self, config: ErnieConfig) -> None:
-        super().__init__(config)
-        self.gesa = ErnieModel(config, add_pooling_layer=False)
-        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(2 * config.hidden_size, 1)
-        self.post_init()
-
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.LongTensor | None = None,
-        entity_ids: torch.LongTensor | None = None,
-        entity_attention_mask: torch.Tensor | None = None,
-        entity_token_type_ids: torch.LongTensor | None = None,
-        entity_position_ids: torch.LongTensor | None = None,
-        global_attention_mask: torch.LongTensor | None = None,
-        placeholder_entity_mask: torch.Tensor | None = None,
-        entity_string_ids: torch.LongTensor | None = None,
-        entity_sentence_ids: torch.LongTensor | None = None,
-        ernie_entity_ids: torch.LongTensor | None = None,
-        ernie_entity_positions: torch.LongTensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> GesaEntitySpanQAOutput | tuple:
-        """Score candidates: `logits` `(B, E)`; `labels` `(B, E)` in {0, 1} gives the BCE `loss`."""
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        if entity_ids is None:
-            raise ValueError("ErnieForEntitySpanQA needs entity_ids: the placeholder entity and the candidates.")
-        outputs = self.gesa(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            entity_ids=entity_ids,
-            entity_attention_mask=entity_attention_mask,
-            entity_token_type_ids=entity_token_type_ids,
-            entity_position_ids=entity_position_ids,
-            global_attention_mask=global_attention_mask,
-            placeholder_entity_mask=placeholder_entity_mask,
-            entity_string_ids=entity_string_ids,
-            entity_sentence_ids=entity_sentence_ids,
-            ernie_entity_ids=ernie_entity_ids,
-            ernie_entity_positions=ernie_entity_positions,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
-        )
-        logits, loss = score_candidates(
-            self.classifier,
-            self.dropout,
-            outputs.entity_last_hidden_state,
-            entity_attention_mask,
-            placeholder_entity_mask,
-            labels,
-        )
-        output = GesaEntitySpanQAOutput(
-            loss=loss,
-            logits=logits,
-            hidden_states=outputs.hidden_states,
-            entity_hidden_states=outputs.entity_hidden_states,
-            attentions=outputs.attentions,
-        )
-        return output if return_dict else output.to_tuple()
+    base_model_class = ErnieModel
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,9 +8,11 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields
 
 import torch
 import torch.nn.functional as F
@@ -18,7 +20,8 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.activations import ACT2FN
 from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.utils import ModelOutput, logging
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple, logging
 
 from .attention_gesa import (
     FusedAttention,
@@ -1075,8 +1078,22 @@ class GesaModel(GesaPreTrainedModel):
             raise ValueError(
                 f"GesaModel.forward got unexpected inputs {sorted(kwargs)}; see the README for the accepted inputs."
             )
-        if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError("Pass exactly one of input_ids or inputs_embeds.")
+        # before any shape is read: a 1-D or float input gets its own error (D14)
+        self._check_inputs(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            global_attention_mask=global_attention_mask,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_token_type_ids=entity_token_type_ids,
+            entity_position_ids=entity_position_ids,
+            placeholder_entity_mask=placeholder_entity_mask,
+            entity_string_ids=entity_string_ids,
+            entity_sentence_ids=entity_sentence_ids,
+            inputs_embeds=inputs_embeds,
+        )
         reference = input_ids if input_ids is not None else inputs_embeds
         batch_size, word_length = reference.shape[:2]
         device = reference.device
@@ -1091,21 +1108,6 @@ class GesaModel(GesaPreTrainedModel):
                 entity_attention_mask = torch.ones(batch_size, entity_length, dtype=torch.long, device=device)
             if entity_token_type_ids is None:
                 entity_token_type_ids = torch.zeros(batch_size, entity_length, dtype=torch.long, device=device)
-        self._check_inputs(
-            batch_size,
-            word_length,
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            global_attention_mask=global_attention_mask,
-            entity_ids=entity_ids,
-            entity_attention_mask=entity_attention_mask,
-            entity_token_type_ids=entity_token_type_ids,
-            entity_position_ids=entity_position_ids,
-            placeholder_entity_mask=placeholder_entity_mask,
-            entity_string_ids=entity_string_ids,
-            entity_sentence_ids=entity_sentence_ids,
-        )
 
         words = self.embeddings(input_ids, token_type_ids, inputs_embeds=inputs_embeds, position_ids=position_ids)
         entities = None
@@ -1171,12 +1173,46 @@ class GesaModel(GesaPreTrainedModel):
         )
         return AttentionStructure(word_length=word_length, tokens=tokens)
 
-    def _check_inputs(self, batch_size: int, word_length: int, **inputs: torch.Tensor | None) -> None:
-        """Raise a `ValueError` naming the input for shapes or values the model would silently misread."""
-        if torch.compiler.is_compiling():
+    def _check_inputs(
+        self, batch_size: int | None = None, word_length: int | None = None, **inputs: torch.Tensor | None
+    ) -> None:
+        """Raise a `ValueError` naming the input, and the fix, for inputs the model would crash on or misread.
+
+        `inputs`: `GesaModel.forward`'s inputs (absent ones count as None); `batch_size`/`word_length` are derived
+        from `input_ids`/`inputs_embeds` when not given. A head may add `labels` (`(B, E)`, 0/1) and
+        `scored=True` (one placeholder per row with entities). Ranks, shapes and dtypes are read without touching the
+        device; every value range comes back in one host sync. Skipped while compiling or exporting
+        (`torch.compiler.is_compiling()`), and inside a head that has checked the same inputs (`checked_by_head`).
+        """
+        if torch.compiler.is_compiling() or self._inputs_checked_by_head:
             return
-        entity_ids = inputs["entity_ids"]
-        word_shaped = ("input_ids", "attention_mask", "token_type_ids", "global_attention_mask")
+        get = inputs.get
+        input_ids, inputs_embeds, entity_ids = get("input_ids"), get("inputs_embeds"), get("entity_ids")
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("Pass exactly one of input_ids (batch, words) or inputs_embeds (batch, words, hidden).")
+        for name, value, rank, shape in (
+            ("input_ids", input_ids, 2, "(batch, words)"),
+            ("inputs_embeds", inputs_embeds, 3, "(batch, words, hidden_size)"),
+            ("entity_ids", entity_ids, 2, "(batch, entities)"),
+        ):
+            if value is not None and value.dim() != rank:
+                hint = f"; for one example add the batch dimension ({name}[None])" if value.dim() == rank - 1 else ""
+                raise ValueError(f"{name} has shape {tuple(value.shape)}; expected {shape}{hint}.")
+        for name in INTEGER_INPUTS:
+            value = get(name)
+            if value is not None and (value.is_floating_point() or value.is_complex()):
+                raise ValueError(
+                    f"{name} must hold integer ids or positions (torch.long), got dtype {value.dtype}; pass the "
+                    "processor's output unchanged (or inputs_embeds for word vectors)."
+                )
+        reference = input_ids if input_ids is not None else inputs_embeds
+        batch_size, word_length = reference.shape[:2] if batch_size is None else (batch_size, word_length)
+        if inputs_embeds is not None and inputs_embeds.size(-1) != self.config.hidden_size:
+            raise ValueError(
+                f"inputs_embeds has shape {tuple(inputs_embeds.shape)}; its last dimension must be "
+                f"hidden_size={self.config.hidden_size}."
+            )
+        word_shaped = ("input_ids", "attention_mask", "token_type_ids", "position_ids", "global_attention_mask")
         entity_shaped = (
             "entity_attention_mask",
             "entity_token_type_ids",
@@ -1185,29 +1221,44 @@ class GesaModel(GesaPreTrainedModel):
             "entity_sentence_ids",
         )
         for name in word_shaped:
-            value = inputs[name]
+            value = get(name)
             if value is not None and tuple(value.shape) != (batch_size, word_length):
                 raise ValueError(
                     f"{name} has shape {tuple(value.shape)}; expected (batch, words) = {(batch_size, word_length)}."
                 )
+        config = self.config
+        if get("position_ids") is not None and not config.use_absolute_position_embeddings:
+            raise ValueError(
+                "position_ids are read only with use_absolute_position_embeddings=True (ablation='luke'); GESA's "
+                "relative labels take word order from the input itself. Drop position_ids."
+            )
+        longest = config.max_position_embeddings - config.pad_token_id - 1
+        if config.use_absolute_position_embeddings and get("position_ids") is None and word_length > longest:
+            raise ValueError(
+                f"input_ids has {word_length} words, but absolute positions (use_absolute_position_embeddings=True) "
+                f"number at most max_position_embeddings - pad_token_id - 1 = {longest} words "
+                f"(config.max_position_embeddings={config.max_position_embeddings}). Shorten the input (the "
+                "processor's max_seq_length) or use relative labels instead (use_absolute_position_embeddings=False)."
+            )
+        entity_length = 0
         if entity_ids is None:
             for name in (*entity_shaped, "entity_position_ids"):
-                if inputs[name] is not None:
+                if get(name) is not None:
                     raise ValueError(f"{name} was given without entity_ids; pass entity_ids too or drop {name}.")
         else:
-            if entity_ids.dim() != 2 or entity_ids.size(0) != batch_size:
+            if entity_ids.size(0) != batch_size:
                 raise ValueError(
                     f"entity_ids has shape {tuple(entity_ids.shape)}; expected (batch={batch_size}, entities)."
                 )
             entity_length = entity_ids.size(1)
             for name in entity_shaped:
-                value = inputs[name]
+                value = get(name)
                 if value is not None and tuple(value.shape) != (batch_size, entity_length):
                     raise ValueError(
                         f"{name} has shape {tuple(value.shape)}; expected (batch, entities) = "
                         f"{(batch_size, entity_length)}."
                     )
-            positions = inputs["entity_position_ids"]
+            positions = get("entity_position_ids")
             if positions is not None and (
                 positions.dim() != 3 or tuple(positions.shape[:2]) != (batch_size, entity_length)
             ):
@@ -1215,46 +1266,168 @@ class GesaModel(GesaPreTrainedModel):
                     f"entity_position_ids has shape {tuple(positions.shape)}; expected (batch, entities, "
                     f"mention_length) with batch, entities = {(batch_size, entity_length)}."
                 )
-        # value ranges: every minimum and maximum comes back in one host sync (each would stall an accelerator)
-        vocab, entity_vocab, types = self.config.vocab_size, self.config.entity_vocab_size, self.config.type_vocab_size
-        bounds = {
-            "entity_position_ids": (
-                -1,
-                word_length - 1,
-                f"entity_position_ids must be word positions in [0, {word_length - 1}] or -1 for padding",
-            ),
-            "entity_ids": (0, entity_vocab - 1, f"entity_ids must be in [0, {entity_vocab - 1}] (entity_vocab_size)"),
-            "input_ids": (0, vocab - 1, f"input_ids must be in [0, {vocab - 1}] (vocab_size)"),
-            "token_type_ids": (0, types - 1, f"token_type_ids must be in [0, {types - 1}] (type_vocab_size)"),
-            "entity_token_type_ids": (
-                0,
-                types - 1,
-                f"entity_token_type_ids must be in [0, {types - 1}] (type_vocab_size)",
-            ),
-            "global_attention_mask": (
-                0,
-                2,
-                "global_attention_mask must hold 0 (local), 1 (CLS-global) or 2 (question-global)",
-            ),
-        }
-        checked = [name for name in bounds if inputs[name] is not None and inputs[name].numel()]
-        if not checked:
+        checks = InputValueChecks()
+        vocab, entity_vocab, types = config.vocab_size, config.entity_vocab_size, config.type_vocab_size
+        checks.within(
+            "entity_position_ids",
+            get("entity_position_ids"),
+            -1,
+            word_length - 1,
+            f"entity_position_ids must be word positions in [0, {word_length - 1}] or -1 for padding",
+        )
+        checks.within(
+            "entity_ids",
+            entity_ids,
+            0,
+            entity_vocab - 1,
+            f"entity_ids must be in [0, {entity_vocab - 1}] (entity_vocab_size)",
+        )
+        checks.within(
+            "input_ids",
+            input_ids,
+            0,
+            vocab - 1,
+            f"input_ids must be in [0, {vocab - 1}] (vocab_size)",
+            " Added tokens need init_added_word_embeddings(processor.added_token_sources()).",
+        )
+        for name in ("token_type_ids", "entity_token_type_ids"):
+            checks.within(name, get(name), 0, types - 1, f"{name} must be in [0, {types - 1}] (type_vocab_size)")
+        checks.within(
+            "position_ids",
+            get("position_ids"),
+            0,
+            config.max_position_embeddings - 1,
+            f"position_ids must be in [0, {config.max_position_embeddings - 1}] (max_position_embeddings)",
+        )
+        checks.within(
+            "global_attention_mask",
+            get("global_attention_mask"),
+            0,
+            2,
+            "global_attention_mask must hold 0 (local), 1 (CLS-global) or 2 (question-global)",
+        )
+        for name in ("attention_mask", "entity_attention_mask", "placeholder_entity_mask"):
+            checks.within(name, get(name), 0, 1, f"{name} must hold 0 or 1")
+        if get("labels") is not None:
+            check_candidate_labels(checks, get("labels"), batch_size, entity_length)
+        if get("scored") and entity_ids is not None:
+            check_one_placeholder(checks, get("placeholder_entity_mask"), get("entity_attention_mask"))
+        checks.raise_first()
+
+    _inputs_checked_by_head = False
+
+    @contextlib.contextmanager
+    def checked_by_head(self) -> Iterator[None]:
+        """While a head runs this model on inputs it has just checked (with its own), skip the model's check."""
+        self._inputs_checked_by_head = True
+        try:
+            yield
+        finally:
+            self._inputs_checked_by_head = False
+
+
+# Inputs that index tables or positions: a float tensor there is a caller's mistake, not a value to round.
+INTEGER_INPUTS = (
+    "input_ids",
+    "token_type_ids",
+    "position_ids",
+    "entity_ids",
+    "entity_token_type_ids",
+    "entity_position_ids",
+    "global_attention_mask",
+    "entity_string_ids",
+    "entity_sentence_ids",
+)
+
+
+class InputValueChecks:
+    """Value checks on the device, read back in one host sync (each `.item()` would stall an accelerator)."""
+
+    def __init__(self) -> None:
+        # (device scalars: bad?, first value or index, second; message from those two values)
+        self.pending: list[tuple[torch.Tensor, Callable[[int, int], str]]] = []
+
+    def add(self, bad: torch.Tensor, first: torch.Tensor, second: torch.Tensor, message: Callable[[int, int], str]):
+        values = torch.stack([bad.long(), first.long(), second.long()])
+        self.pending.append((values, message))
+
+    def within(self, name: str, value: torch.Tensor | None, low: int, high: int, rule: str, hint: str = "") -> None:
+        """`value` must lie in `[low, high]`; the error says `rule` and the range found."""
+        if value is None or not value.numel() or value.dtype == torch.bool:
             return
-        device = inputs[checked[0]].device
-        extremes = torch.stack(
-            [torch.stack([inputs[name].min(), inputs[name].max()]).long().to(device) for name in checked]
-        ).tolist()
-        for name, (low, high) in zip(checked, extremes, strict=True):
-            allowed_low, allowed_high, message = bounds[name]
-            if low < allowed_low or high > allowed_high:
-                hint = ""
-                if name == "input_ids":
-                    hint = " Added tokens need init_added_word_embeddings(processor.added_token_sources())."
-                raise ValueError(f"{message}; got values in [{low}, {high}].{hint}")
+        lowest, highest = value.min(), value.max()
+        if lowest.is_floating_point():  # masks may be float: NaN is out of range too
+            lowest = torch.nan_to_num(lowest, nan=low - 1).floor()
+            highest = torch.nan_to_num(highest, nan=high + 1).ceil()
+        bad = (lowest < low) | (highest > high)
+        self.add(bad, lowest, highest, lambda a, b: f"{rule}; got values in [{a}, {b}].{hint}")
+
+    def raise_first(self) -> None:
+        if not self.pending:
+            return
+        device = self.pending[0][0].device
+        values = torch.stack([v.to(device) for v, _ in self.pending]).tolist()
+        for (bad, first, second), (_, message) in zip(values, self.pending, strict=True):
+            if bad:
+                raise ValueError(message(first, second))
+
+
+def check_candidate_labels(
+    checks: InputValueChecks, labels: torch.Tensor, batch_size: int, entity_length: int
+) -> None:
+    """`labels` of the entity-span QA head: `(B, E)`, every entry 0 or 1 (finite)."""
+    if tuple(labels.shape) != (batch_size, entity_length):
+        raise ValueError(
+            f"labels has shape {tuple(labels.shape)}; expected (batch, entities) = {(batch_size, entity_length)}: "
+            "1 for each entity that is a right answer, 0 otherwise."
+        )
+    if not labels.numel():
+        return
+    wrong = (labels != 0) & (labels != 1)  # NaN and inf compare unequal to both
+    flat = wrong.reshape(-1).long().argmax()
+    checks.add(
+        wrong.any(),
+        flat // entity_length,
+        flat % entity_length,
+        lambda b, e: f"labels must be 0 or 1 (finite), one per entity; labels[{b}, {e}] = {labels[b, e].item()!r}.",
+    )
+
+
+def check_one_placeholder(
+    checks: InputValueChecks, placeholder_entity_mask: torch.Tensor | None, entity_attention_mask: torch.Tensor | None
+) -> None:
+    """Every row with a real entity has exactly one placeholder entity among its real entities (spec section 1)."""
+    if placeholder_entity_mask is None or not placeholder_entity_mask.numel():
+        return
+    placeholder = placeholder_entity_mask.bool()
+    real = entity_attention_mask.bool() if entity_attention_mask is not None else torch.ones_like(placeholder)
+    counts = (placeholder & real).sum(dim=1)
+    wrong = real.any(dim=1) & (counts != 1)
+    row = wrong.long().argmax()
+    checks.add(
+        wrong.any(),
+        row,
+        counts[row],
+        lambda b, n: (
+            f"placeholder_entity_mask must mark exactly one real entity per example (the query's "
+            f"placeholder); row {b} marks {n}. With none, entity 0 would be scored as a candidate; with two, one would be "
+            "ignored. Build the inputs with the processor (GesaProcessor) or fix the mask."
+        ),
+    )
+
+
+def check_unknown_inputs(model: nn.Module, kwargs: dict) -> None:
+    """Keyword inputs that are neither named inputs nor `TransformersKwargs` are refused, naming them."""
+    unknown = sorted(set(kwargs) - set(TransformersKwargs.__annotations__))
+    if unknown:
+        raise ValueError(
+            f'{type(model).__name__}.forward got unexpected inputs {unknown}; see README "Model inputs" (and the '
+            "variant's model card) for the accepted inputs."
+        )
 
 
 # ---------------------------------------------------------------------------------------------
-# ReCoRD head (paper 3.5)
+# ReCoRD head (paper 3.5), shared by GESA and every variant
 # ---------------------------------------------------------------------------------------------
 
 
@@ -1264,6 +1437,7 @@ class GesaEntitySpanQAOutput(ModelOutput):
     Args:
         loss: scalar binary cross-entropy averaged over the real candidates, when `labels` are given.
         logits: `(B, E)` candidate scores; the placeholder and padded entities hold `finfo.min`.
+        hidden_states, entity_hidden_states, attentions: the base model's, on request.
     """
 
     loss: torch.FloatTensor | None = None
@@ -1274,21 +1448,33 @@ class GesaEntitySpanQAOutput(ModelOutput):
 
 
 class GesaForEntitySpanQA(GesaPreTrainedModel):
-    """Cloze-style QA (ReCoRD): `logit_e = w . dropout([y_PLC ; y_e]) + b` for every candidate entity e."""
+    """Cloze-style QA (ReCoRD): `logit_e = w . dropout([y_PLC ; y_e]) + b` for every candidate entity e.
+
+    One head for GESA and every variant: a variant's head sets `base_model_class` (its encoder, which takes the
+    variant's own inputs through `**kwargs`) and, where it adds outputs or a loss, `output_class` and
+    `auxiliary_loss`; XH overrides `score_entities` (graphs of nodes).
+    """
+
+    base_model_class: type[GesaModel] = GesaModel
+    output_class: type[ModelOutput] = GesaEntitySpanQAOutput
+    # inputs the head cannot score without (XH adds its own)
+    required_inputs: tuple[str, ...] = ("entity_ids",)
 
     def __init__(self, config: GesaConfig) -> None:
         super().__init__(config)
-        self.gesa = GesaModel(config, add_pooling_layer=False)
+        self.gesa = self.base_model_class(config, add_pooling_layer=False)
         dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(2 * config.hidden_size, 1)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
         entity_ids: torch.LongTensor | None = None,
         entity_attention_mask: torch.Tensor | None = None,
         entity_token_type_ids: torch.LongTensor | None = None,
@@ -1297,49 +1483,90 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
         placeholder_entity_mask: torch.Tensor | None = None,
         entity_string_ids: torch.LongTensor | None = None,
         entity_sentence_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> GesaEntitySpanQAOutput | tuple:
-        """Score candidates: `logits` `(B, E)`; `labels` `(B, E)` in {0, 1} gives the BCE `loss`."""
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        if entity_ids is None:
-            raise ValueError("GesaForEntitySpanQA needs entity_ids: the placeholder entity and the candidates.")
-        outputs = self.gesa(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            entity_ids=entity_ids,
-            entity_attention_mask=entity_attention_mask,
-            entity_token_type_ids=entity_token_type_ids,
-            entity_position_ids=entity_position_ids,
-            global_attention_mask=global_attention_mask,
-            placeholder_entity_mask=placeholder_entity_mask,
-            entity_string_ids=entity_string_ids,
-            entity_sentence_ids=entity_sentence_ids,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
-        )
+        start_positions: torch.LongTensor | None = None,
+        end_positions: torch.LongTensor | None = None,
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> ModelOutput:
+        """Score candidates: `logits` `(B, E)`; `labels` `(B, E)` in {0, 1} gives the BCE `loss`.
+
+        Takes every input of the base model (README "Model inputs"; a variant's own inputs too). `start_positions`
+        / `end_positions` (what extractive-QA code sends) are refused with a pointer to what this head takes.
+        """
+        refuse_span_positions(self, start_positions, end_positions)
+        inputs = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "token_type_ids": token_type_ids,
+            "position_ids": position_ids,
+            "entity_ids": entity_ids,
+            "entity_attention_mask": entity_attention_mask,
+            "entity_token_type_ids": entity_token_type_ids,
+            "entity_position_ids": entity_position_ids,
+            "global_attention_mask": global_attention_mask,
+            "placeholder_entity_mask": placeholder_entity_mask,
+            "entity_string_ids": entity_string_ids,
+            "entity_sentence_ids": entity_sentence_ids,
+            "inputs_embeds": inputs_embeds,
+        }
+        missing = [name for name in self.required_inputs if inputs.get(name, kwargs.get(name)) is None]
+        if missing:
+            raise ValueError(
+                f"{type(self).__name__} needs {', '.join(missing)}: the placeholder entity and the candidates "
+                "(build the inputs with the processor)."
+            )
+        if entity_ids.dim() >= 2 and entity_ids.size(-1) == 0:
+            raise ValueError(
+                f"entity_ids has shape {tuple(entity_ids.shape)}: no entity, so nothing to score. "
+                f"{type(self).__name__} needs the placeholder entity and at least one candidate per example; encode "
+                "entity-free text with the base model."
+            )
+        return self.score_entities(self.run_base_model(inputs, labels, kwargs), inputs, labels, kwargs)
+
+    def run_base_model(self, inputs: dict, labels: torch.Tensor | None, kwargs: dict) -> ModelOutput:
+        """The base model on `inputs`; its input checks and the head's (labels, one placeholder) in one host sync."""
+        if torch.compiler.is_compiling() or not self.check_head_inputs:
+            return self.gesa(**inputs, **kwargs, return_dict=True)
+        self.gesa._check_inputs(**inputs, labels=labels, scored=True)
+        with self.gesa.checked_by_head():
+            return self.gesa(**inputs, **kwargs, return_dict=True)
+
+    # XH checks its graph-shaped inputs itself (the base model flattens nodes first)
+    check_head_inputs = True
+
+    def score_entities(
+        self, outputs: ModelOutput, inputs: dict, labels: torch.Tensor | None, kwargs: dict
+    ) -> ModelOutput:
+        """Paper Eq. 2 on the base model's entity states; the output carries the base model's other outputs."""
         logits, loss = score_candidates(
             self.classifier,
             self.dropout,
             outputs.entity_last_hidden_state,
-            entity_attention_mask,
-            placeholder_entity_mask,
+            inputs["entity_attention_mask"],
+            inputs["placeholder_entity_mask"],
             labels,
         )
-        output = GesaEntitySpanQAOutput(
-            loss=loss,
-            logits=logits,
-            hidden_states=outputs.hidden_states,
-            entity_hidden_states=outputs.entity_hidden_states,
-            attentions=outputs.attentions,
+        extra = self.auxiliary_loss(outputs)
+        if extra is not None:
+            loss = extra if loss is None else loss + extra
+        passed = [f.name for f in fields(self.output_class) if f.name not in ("loss", "logits")]
+        return self.output_class(loss=loss, logits=logits, **{name: outputs.get(name) for name in passed})
+
+    def auxiliary_loss(self, outputs: ModelOutput) -> torch.Tensor | None:
+        """A variant's loss added to the task loss (KAR: its weighted entity-linking loss)."""
+        return None
+
+
+def refuse_span_positions(model: nn.Module, start_positions: torch.Tensor | None, end_positions: torch.Tensor | None):
+    """Generic extractive-QA code sends token spans; this head scores entity candidates instead."""
+    if start_positions is not None or end_positions is not None:
+        raise ValueError(
+            f"{type(model).__name__} scores entity candidates, not token spans: it takes labels (batch, entities), "
+            "1 for each entity that answers the query, and returns logits (batch, entities); start_positions / "
+            "end_positions are not read. Build its inputs with the processor (GesaProcessor), or answer cloze "
+            "queries with the entity-cloze pipeline: pipeline(model=<checkpoint>, trust_remote_code=True)."
         )
-        return output if return_dict else output.to_tuple()
 
 
 def score_candidates(
@@ -1352,7 +1579,8 @@ def score_candidates(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Paper Eq. 2 on `(B, E, D)` entity states -> `(B, E)` logits (non-candidates masked) and the BCE loss.
 
-    The placeholder is `placeholder_entity_mask`'s entity, else entity 0 (spec section 1).
+    The placeholder is `placeholder_entity_mask`'s entity, else entity 0 (spec section 1). Inputs are checked by the
+    head (`check_candidate_labels`, `check_one_placeholder`).
     """
     batch_size, entity_length, _ = entity_states.shape
     device = entity_states.device
@@ -1370,10 +1598,6 @@ def score_candidates(
     logits = classifier(dropout(pair)).squeeze(-1)
     loss = None
     if labels is not None:
-        if tuple(labels.shape) != (batch_size, entity_length):
-            raise ValueError(
-                f"labels has shape {tuple(labels.shape)}; expected (batch, entities) = {(batch_size, entity_length)}."
-            )
         per_candidate = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype), reduction="none")
         weights = candidates.to(logits.dtype)
         loss = (per_candidate * weights).sum() / weights.sum().clamp(min=1.0)

@@ -34,7 +34,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
 from .configuration_variants import KarConfig
-from .modeling_gesa import GesaEntitySpanQAOutput, GesaModel, GesaPreTrainedModel, score_candidates
+from .modeling_gesa import GesaEntitySpanQAOutput, GesaForEntitySpanQA, GesaModel, GesaPreTrainedModel
 from .modeling_variants import (
     KnowledgeBase,
     LayerOutputs,
@@ -528,87 +528,18 @@ class KarEntitySpanQAOutput(GesaEntitySpanQAOutput):
     linking_weights: torch.FloatTensor | None = None
 
 
-class KarForEntitySpanQA(KarPreTrainedModel):
-    """ReCoRD with KnowBERT-KAR: GESA's head (paper 3.5) on the entity states of `KarModel`."""
+class KarForEntitySpanQA(KarPreTrainedModel, GesaForEntitySpanQA):
+    """ReCoRD with KnowBERT-KAR: GESA's head (paper 3.5) on the entity states of `KarModel`, which takes the KAR
+    inputs (`kar_mention_spans`, `kar_candidate_ids`, `kar_candidate_priors`, `kar_gold_candidates`) through the
+    head's keyword inputs. `loss` = task BCE (with `labels`) + `kar_linking_loss_weight * L_EL` (with gold links)."""
 
-    def __init__(self, config: KarConfig) -> None:
-        super().__init__(config)
-        self.gesa = KarModel(config, add_pooling_layer=False)
-        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(2 * config.hidden_size, 1)
-        self.post_init()
+    base_model_class = KarModel
+    output_class = KarEntitySpanQAOutput
 
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.LongTensor | None = None,
-        entity_ids: torch.LongTensor | None = None,
-        entity_attention_mask: torch.Tensor | None = None,
-        entity_token_type_ids: torch.LongTensor | None = None,
-        entity_position_ids: torch.LongTensor | None = None,
-        global_attention_mask: torch.LongTensor | None = None,
-        placeholder_entity_mask: torch.Tensor | None = None,
-        entity_string_ids: torch.LongTensor | None = None,
-        entity_sentence_ids: torch.LongTensor | None = None,
-        kar_mention_spans: torch.LongTensor | None = None,
-        kar_candidate_ids: torch.LongTensor | None = None,
-        kar_candidate_priors: torch.Tensor | None = None,
-        kar_gold_candidates: torch.LongTensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> KarEntitySpanQAOutput | tuple:
-        """Score candidates: `logits` `(B, E)`; `labels` `(B, E)` in {0, 1} gives the BCE `loss` (+ `L_EL`)."""
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        if entity_ids is None:
-            raise ValueError("KarForEntitySpanQA needs entity_ids: the placeholder entity and the candidates.")
-        outputs = self.gesa(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            entity_ids=entity_ids,
-            entity_attention_mask=entity_attention_mask,
-            entity_token_type_ids=entity_token_type_ids,
-            entity_position_ids=entity_position_ids,
-            global_attention_mask=global_attention_mask,
-            placeholder_entity_mask=placeholder_entity_mask,
-            entity_string_ids=entity_string_ids,
-            entity_sentence_ids=entity_sentence_ids,
-            kar_mention_spans=kar_mention_spans,
-            kar_candidate_ids=kar_candidate_ids,
-            kar_candidate_priors=kar_candidate_priors,
-            kar_gold_candidates=kar_gold_candidates,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
-        )
-        logits, loss = score_candidates(
-            self.classifier,
-            self.dropout,
-            outputs.entity_last_hidden_state,
-            entity_attention_mask,
-            placeholder_entity_mask,
-            labels,
-        )
-        if outputs.linking_loss is not None:
-            weighted = self.config.kar_linking_loss_weight * outputs.linking_loss
-            loss = weighted if loss is None else loss + weighted
-        output = KarEntitySpanQAOutput(
-            loss=loss,
-            logits=logits,
-            hidden_states=outputs.hidden_states,
-            entity_hidden_states=outputs.entity_hidden_states,
-            attentions=outputs.attentions,
-            linking_loss=outputs.linking_loss,
-            linking_scores=outputs.linking_scores,
-            linking_weights=outputs.linking_weights,
-        )
-        return output if return_dict else output.to_tuple()
+    def auxiliary_loss(self, outputs: KarModelOutput) -> torch.Tensor | None:
+        if outputs.linking_loss is None:
+            return None
+        return self.config.kar_linking_loss_weight * outputs.linking_loss
 
 
 KarConfig.register_for_auto_class()

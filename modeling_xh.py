@@ -33,7 +33,14 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import ModelOutput
 
 from .configuration_variants import XhConfig
-from .modeling_gesa import GesaModel, GesaPreTrainedModel, score_candidates
+from .modeling_gesa import (
+    GesaForEntitySpanQA,
+    GesaModel,
+    GesaPreTrainedModel,
+    InputValueChecks,
+    check_candidate_labels,
+    score_candidates,
+)
 from .modeling_variants import LayerOutputs, embed_backbone_inputs
 
 NODE_WORD_INPUTS = ("attention_mask", "token_type_ids", "global_attention_mask")
@@ -321,68 +328,29 @@ class XhEntitySpanQAOutput(ModelOutput):
     hop_attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-class XhForEntitySpanQA(XhPreTrainedModel):
+class XhForEntitySpanQA(XhPreTrainedModel, GesaForEntitySpanQA):
     """ReCoRD with Transformer-XH (spec): nodes are the passage's sentences, each with the query; edges join
     sentences sharing an entity string. Each node carries its copy of the placeholder and its candidate mentions;
     `logit(mention) = w . dropout([y_PLC(node) ; y_mention]) + b` (GESA's head), and a candidate's logit is the max
     over its mentions. `entity_string_ids` are graph-wide candidate indices in `[0, C)`; `labels` `(G, C)`.
-    Features: `processing_xh.XhProcessor.encode_record_graphs`.
+    Inputs: GESA's per node `(G, N, ...)` plus `node_adjacency`, `node_mask` (`XhModel`). Features:
+    `processing_xh.XhProcessor.encode_record_graphs`.
     """
 
-    def __init__(self, config: XhConfig) -> None:
-        super().__init__(config)
-        self.gesa = XhModel(config, add_pooling_layer=False)
-        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(2 * config.hidden_size, 1)
-        self.post_init()
+    base_model_class = XhModel
+    required_inputs = ("entity_ids", "placeholder_entity_mask", "entity_string_ids")
+    # graph-shaped inputs: XhModel checks them per node; the graph-level labels are checked below
+    check_head_inputs = False
 
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.LongTensor | None = None,
-        entity_ids: torch.LongTensor | None = None,
-        entity_attention_mask: torch.Tensor | None = None,
-        entity_token_type_ids: torch.LongTensor | None = None,
-        entity_position_ids: torch.LongTensor | None = None,
-        global_attention_mask: torch.LongTensor | None = None,
-        placeholder_entity_mask: torch.Tensor | None = None,
-        entity_string_ids: torch.LongTensor | None = None,
-        entity_sentence_ids: torch.LongTensor | None = None,
-        node_adjacency: torch.Tensor | None = None,
-        node_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> XhEntitySpanQAOutput | tuple:
-        """Score candidates of each graph: `logits` `(G, C)`; `labels` `(G, C)` in {0, 1} gives the BCE `loss`."""
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        if entity_ids is None or entity_string_ids is None or placeholder_entity_mask is None:
-            raise ValueError(
-                "XhForEntitySpanQA needs entity_ids, placeholder_entity_mask and entity_string_ids (graph-wide "
-                "candidate indices) per node; build them with processing_xh.XhProcessor."
-            )
-        outputs = self.gesa(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            entity_ids=entity_ids,
-            entity_attention_mask=entity_attention_mask,
-            entity_token_type_ids=entity_token_type_ids,
-            entity_position_ids=entity_position_ids,
-            global_attention_mask=global_attention_mask,
-            placeholder_entity_mask=placeholder_entity_mask,
-            entity_string_ids=entity_string_ids,
-            entity_sentence_ids=entity_sentence_ids,
-            node_adjacency=node_adjacency,
-            node_mask=node_mask,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
+    def score_entities(
+        self, outputs: XhModelOutput, inputs: dict, labels: torch.Tensor | None, kwargs: dict
+    ) -> XhEntitySpanQAOutput:
+        """GESA's score of each mention with its node's placeholder; a candidate's logit is the max over its mentions."""
+        entity_ids, entity_string_ids = inputs["entity_ids"], inputs["entity_string_ids"]
+        attention_mask, node_mask = inputs["attention_mask"], kwargs.get("node_mask")
+        entity_attention_mask, placeholder_entity_mask = (
+            inputs["entity_attention_mask"],
+            inputs["placeholder_entity_mask"],
         )
         graphs, nodes, entity_length = entity_ids.shape
         if node_mask is None:
@@ -408,11 +376,19 @@ class XhForEntitySpanQA(XhPreTrainedModel):
         if labels is not None and (labels.dim() != 2 or labels.size(0) != graphs):
             raise ValueError(f"labels has shape {tuple(labels.shape)}; expected (graphs={graphs}, candidates).")
         num_candidates = labels.size(1) if labels is not None else int(entity_string_ids.max().clamp(min=0)) + 1
-        if not torch.compiler.is_compiling() and (entity_string_ids[is_mention] >= num_candidates).any():
-            raise ValueError(
+        if not torch.compiler.is_compiling():
+            checks = InputValueChecks()
+            if labels is not None:
+                check_candidate_labels(checks, labels, graphs, num_candidates)
+            checks.within(
+                "entity_string_ids",
+                entity_string_ids[is_mention],
+                0,
+                num_candidates - 1,
                 f"entity_string_ids must be graph-wide candidate indices in [0, {num_candidates - 1}] (labels has "
-                f"{num_candidates} candidates); got {int(entity_string_ids[is_mention].max())}."
+                f"{num_candidates} candidates)",
             )
+            checks.raise_first()
         minimum = torch.finfo(mention_logits.dtype).min
         mention_logits = mention_logits.view(graphs, nodes, entity_length).masked_fill(~is_mention, minimum)
         graph_index = torch.arange(graphs, device=entity_ids.device)[:, None, None].expand_as(entity_string_ids)
@@ -430,14 +406,13 @@ class XhForEntitySpanQA(XhPreTrainedModel):
             )
             weights = has_mention.to(logits.dtype)
             loss = (per_candidate * weights).sum() / weights.sum().clamp(min=1.0)
-        output = XhEntitySpanQAOutput(
+        return XhEntitySpanQAOutput(
             loss=loss,
             logits=logits,
             mention_logits=mention_logits,
             hub_states=outputs.hub_states,
             hop_attentions=outputs.hop_attentions,
         )
-        return output if return_dict else output.to_tuple()
 
 
 # ---------------------------------------------------------------------------------------------
