@@ -915,7 +915,7 @@ class GesaPreTrainedModel(PreTrainedModel):
     def from_luke_pretrained(
         cls,
         pretrained_model_name_or_path: str | os.PathLike,
-        keep_entity_aware_queries: bool = False,
+        keep_entity_aware_queries: bool | None = None,
         entity_rows: list[int] | None = None,
         *,
         cache_dir: str | os.PathLike | None = None,
@@ -928,8 +928,9 @@ class GesaPreTrainedModel(PreTrainedModel):
     ) -> GesaPreTrainedModel:
         """Build this GESA class from a transformers LUKE checkpoint (`LukeModel` or any `LukeFor*`).
 
-        LUKE's word `query` is copied into all four query matrices (paper 4.1) unless
-        `keep_entity_aware_queries`; key/value/output/FFN/LayerNorm/embeddings map one to one; absolute position
+        LUKE's word `query` is copied into all four query matrices (paper 4.1) unless `keep_entity_aware_queries`
+        (default: only with `ablation="luke"`, which means exactly LUKE, entity-aware queries and all);
+        key/value/output/FFN/LayerNorm/embeddings map one to one; absolute position
         tables are dropped unless `use_absolute_position_embeddings=True`; label tables and heads start fresh.
         `entity_rows` keeps only those rows of LUKE's entity table (in that order; e.g. `[PAD]`, `[UNK]`,
         `[MASK]`). Every GESA parameter not filled from LUKE and every LUKE weight left unused is logged and
@@ -937,7 +938,7 @@ class GesaPreTrainedModel(PreTrainedModel):
         `force_download` and `subfolder` mean what they mean in `from_pretrained`; other keyword arguments
         override config fields.
         """
-        from transformers import AutoConfig, LukeModel
+        from transformers import LukeConfig, LukeModel, PreTrainedConfig
 
         hub_kwargs = dict(
             cache_dir=cache_dir,
@@ -947,13 +948,21 @@ class GesaPreTrainedModel(PreTrainedModel):
             force_download=force_download,
             subfolder=subfolder,
         )
-        luke_config = AutoConfig.from_pretrained(pretrained_model_name_or_path, **hub_kwargs)
-        if luke_config.model_type != "luke":
+        # the checkpoint's type from its config.json alone: a GESA checkpoint's auto_map must not ask to run its code
+        config_dict, _ = PreTrainedConfig.get_config_dict(pretrained_model_name_or_path, **hub_kwargs)
+        model_type = config_dict.get("model_type")
+        if model_type is None:
             raise ValueError(
-                f"{pretrained_model_name_or_path!s} is a {luke_config.model_type!r} checkpoint, not LUKE; "
-                "from_luke_pretrained converts LUKE checkpoints (e.g. studio-ousia/luke-large). "
-                "Load GESA checkpoints with from_pretrained."
+                f"{pretrained_model_name_or_path!s} has no config.json with a model_type; from_luke_pretrained "
+                "converts LUKE checkpoints (e.g. studio-ousia/luke-large; `subfolder` for a nested one)."
             )
+        if model_type != "luke":
+            raise ValueError(
+                f"{pretrained_model_name_or_path!s} is a {model_type!r} checkpoint, not LUKE; "
+                "from_luke_pretrained converts LUKE checkpoints (e.g. studio-ousia/luke-large). "
+                f"Load {model_type} checkpoints with from_pretrained."
+            )
+        luke_config = LukeConfig.from_pretrained(pretrained_model_name_or_path, **hub_kwargs)
         luke, luke_loading = LukeModel.from_pretrained(
             pretrained_model_name_or_path, output_loading_info=True, **hub_kwargs
         )
@@ -965,7 +974,11 @@ class GesaPreTrainedModel(PreTrainedModel):
             "pad_token_id bos_token_id eos_token_id"
         ).split()
         config_kwargs = {name: getattr(luke_config, name) for name in fields if hasattr(luke_config, name)}
-        config_kwargs["use_entity_aware_attention"] = True
+        exactly_luke = config_overrides.get("ablation") == "luke"
+        if not exactly_luke:
+            config_kwargs["use_entity_aware_attention"] = True  # the four typed queries of Eq. 1
+        if keep_entity_aware_queries is None:
+            keep_entity_aware_queries = exactly_luke
         if entity_rows is not None:
             config_kwargs["entity_vocab_size"] = len(entity_rows)
         config_kwargs.update(config_overrides)

@@ -108,7 +108,7 @@ class VariantSpec:
     def from_luke(
         self,
         name_or_path: str,
-        keep_entity_aware_queries: bool = False,
+        keep_entity_aware_queries: bool | None = None,
         entity_rows: list[int] | None = None,
         hub: dict[str, Any] | None = None,
         **overrides: Any,

@@ -652,3 +652,195 @@ def test_unexpected_forward_inputs_are_refused():
     model = GesaModel(tiny_config())
     with pytest.raises(ValueError, match="unexpected inputs"):
         model(input_ids=torch.ones(1, 3, dtype=torch.long), entity_graph=torch.ones(1))
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. Heads: GesaModel's inputs, 5.x outputs, generic QA consumers
+# ---------------------------------------------------------------------------------------------
+
+
+def qa_labels() -> torch.Tensor:
+    labels = torch.zeros(2, 5)
+    labels[:, 1] = 1
+    return labels
+
+
+def test_head_takes_inputs_embeds_and_returns_tuples_on_request():
+    torch.manual_seed(0)
+    model = GesaForEntitySpanQA(tiny_config()).eval()
+    batch = record_like_batch()
+    with torch.no_grad():
+        expected = model(**batch, labels=qa_labels())
+        embeds = model.get_input_embeddings()(batch["input_ids"])
+        from_embeds = model(**{**batch, "input_ids": None}, inputs_embeds=embeds, labels=qa_labels())
+        as_tuple = model(**batch, labels=qa_labels(), return_dict=False)
+        states = model(**batch, output_hidden_states=True)  # TransformersKwargs reach the base model
+    torch.testing.assert_close(from_embeds.logits, expected.logits)
+    torch.testing.assert_close(from_embeds.loss, expected.loss)
+    assert isinstance(as_tuple, tuple) and torch.equal(as_tuple[1], expected.logits)
+    assert len(states.entity_hidden_states) == 3 and states.hidden_states[0].shape == (2, 14, 32)
+
+
+def test_head_refuses_span_positions_with_what_it_takes():
+    model = GesaForEntitySpanQA(tiny_config())
+    batch = record_like_batch()
+    message = r"scores entity candidates.*labels \(batch, entities\).*pipeline\(model=<checkpoint>, trust_remote_code"
+    with pytest.raises(ValueError, match=message):
+        model(**batch, start_positions=torch.zeros(2, dtype=torch.long), end_positions=torch.ones(2, dtype=torch.long))
+
+
+def test_position_ids_without_absolute_positions_are_refused_and_used_with_them():
+    batch = record_like_batch()
+    positions = torch.arange(2, 16).expand(2, 14)
+    with pytest.raises(ValueError, match="position_ids are read only with use_absolute_position_embeddings=True"):
+        GesaModel(tiny_config())(input_ids=batch["input_ids"], position_ids=positions)
+    torch.manual_seed(0)
+    model = GesaForEntitySpanQA(tiny_config(ablation="luke")).eval()
+    with torch.no_grad():
+        default = model(**batch).logits
+        same = model(**batch, position_ids=torch.arange(2, 16).expand(2, 14)).logits  # what the default computes
+        shifted = model(**batch, position_ids=torch.arange(3, 17).expand(2, 14)).logits
+    real = batch["attention_mask"][:, :1].bool()
+    torch.testing.assert_close(same[0], default[0])  # row 0 has no padding: the same positions
+    assert not torch.allclose(shifted[real[:, 0]], default[real[:, 0]])
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. Model-side defects of the fault-injection issue (D7, D8, D10, D11, D14, D16)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_d7_zero_entities_head_refuses_and_model_encodes_the_words_only():
+    batch = record_like_batch()
+    no_entities = {"entity_ids": torch.zeros(2, 0, dtype=torch.long)}
+    with pytest.raises(ValueError, match=r"entity_ids has shape \(2, 0\): no entity, so nothing to score"):
+        GesaForEntitySpanQA(tiny_config())(input_ids=batch["input_ids"], **no_entities)
+    torch.manual_seed(0)
+    model = GesaModel(tiny_config()).eval()
+    words = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask")}
+    with torch.no_grad():
+        expected = model(**words)
+        actual = model(**words, **no_entities, entity_position_ids=torch.zeros(2, 0, 3, dtype=torch.long))
+    assert actual.entity_last_hidden_state.shape == (2, 0, 32)
+    torch.testing.assert_close(actual.last_hidden_state, expected.last_hidden_state)
+
+
+def test_d8_absolute_positions_beyond_the_table_are_refused_naming_the_field():
+    config = tiny_config(ablation="luke", max_position_embeddings=12)  # 12 - pad_token_id(1) - 1 = 10 words
+    batch = record_like_batch()
+    message = r"input_ids has 14 words.*max_position_embeddings - pad_token_id - 1 = 10 words.*use_absolute_position"
+    with pytest.raises(ValueError, match=message):
+        GesaForEntitySpanQA(config)(**batch)
+    short = GesaModel(config)(input_ids=batch["input_ids"][:, :10])
+    assert short.last_hidden_state.shape == (2, 10, 32)
+
+
+@pytest.mark.parametrize(
+    "labels, message",
+    [
+        (torch.tensor([[0, 2.0, 0, 0, 0], [0, 1, 0, 0, 0]]), r"labels\[0, 1\] = 2.0"),
+        (torch.tensor([[0, 1, 0, 0, 0], [0, 1, -1, 0, 0]]), r"labels\[1, 2\] = -1"),
+        (torch.tensor([[0, 1, float("nan"), 0, 0], [0, 1, 0, 0, 0]]), r"labels\[0, 2\] = nan"),
+        (torch.tensor([[0, 1, 0, 0, float("inf")], [0, 1, 0, 0, 0]]), r"labels\[0, 4\] = inf"),
+        (torch.tensor([[0.5, 1, 0, 0, 0], [0, 1, 0, 0, 0]]), r"labels\[0, 0\] = 0.5"),
+        (torch.zeros(2, 4), r"labels has shape \(2, 4\); expected \(batch, entities\) = \(2, 5\)"),
+    ],
+)
+def test_d10_labels_are_validated(labels, message):
+    with pytest.raises(ValueError, match=message):
+        GesaForEntitySpanQA(tiny_config())(**record_like_batch(), labels=labels)
+
+
+@pytest.mark.parametrize(
+    "placeholders, row, count",
+    [
+        ([[0, 0, 0, 0, 0], [1, 0, 0, 0, 0]], 0, 0),  # none: entity 0 would become a candidate
+        ([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0]], 1, 2),  # two: one would be ignored
+        ([[1, 0, 0, 0, 0], [0, 0, 0, 1, 0]], 1, 0),  # only on a padded entity
+    ],
+)
+def test_d11_one_placeholder_per_example(placeholders, row, count):
+    batch = record_like_batch()
+    batch["placeholder_entity_mask"] = torch.tensor(placeholders)
+    message = f"placeholder_entity_mask must mark exactly one real entity per example.*row {row} marks {count}"
+    with pytest.raises(ValueError, match=message):
+        GesaForEntitySpanQA(tiny_config())(**batch)
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("input_ids", torch.ones(2, 14), "input_ids must hold integer ids or positions .* got dtype torch.float32"),
+        ("entity_ids", torch.full((2, 5), 2.0), "entity_ids must hold integer ids"),
+        ("entity_position_ids", torch.zeros(2, 5, 3, dtype=torch.float64), "entity_position_ids must hold integer"),
+        ("input_ids", torch.ones(14, dtype=torch.long), r"input_ids has shape \(14,\).*add the batch dimension"),
+        ("entity_ids", torch.ones(5, dtype=torch.long), r"entity_ids has shape \(5,\).*add the batch dimension"),
+        ("attention_mask", torch.full((2, 14), 2), r"attention_mask must hold 0 or 1; got values in \[2, 2\]"),
+    ],
+)
+def test_d14_dtypes_and_ranks_are_checked_before_use(field, value, message):
+    batch = record_like_batch()
+    batch[field] = value
+    for model in (GesaModel(tiny_config()), GesaForEntitySpanQA(tiny_config())):
+        with pytest.raises(ValueError, match=message):
+            model(**batch)
+
+
+def test_input_value_checks_read_the_device_once(monkeypatch):
+    """Every value range (the base model's and the head's) comes back in one host sync."""
+    model = GesaForEntitySpanQA(tiny_config())
+    reads = []
+    for name in ("tolist", "item", "__bool__", "__int__", "__float__"):
+        original = getattr(torch.Tensor, name)
+        monkeypatch.setattr(
+            torch.Tensor, name, lambda self, *a, _f=original, _n=name: reads.append(_n) or _f(self, *a)
+        )
+    model.gesa._check_inputs(**record_like_batch(), labels=qa_labels(), scored=True)
+    assert reads == ["tolist"]
+
+
+def test_input_checks_are_skipped_while_compiling(monkeypatch):
+    model = GesaModel(tiny_config())
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    model._check_inputs(input_ids=torch.ones(14), entity_ids=torch.ones(3))  # would raise twice when eager
+
+
+def test_d16_from_luke_pretrained_refuses_a_gesa_checkpoint_without_asking_to_run_its_code(tmp_path, monkeypatch):
+    GesaForEntitySpanQA(tiny_config()).save_pretrained(tmp_path)  # its config.json names its code (auto_map)
+    monkeypatch.setattr("builtins.input", lambda *a: pytest.fail("asked whether to run the checkpoint's code"))
+    with pytest.raises(
+        ValueError, match=r"is a 'gesa' checkpoint, not LUKE.*Load gesa checkpoints with from_pretrained"
+    ):
+        GesaForEntitySpanQA.from_luke_pretrained(tmp_path)
+
+
+@pytest.mark.needs_shared
+def test_d16_from_pretrained_refuses_a_luke_checkpoint(tiny_luke_dir):
+    for model_class in (GesaForEntitySpanQA, GesaModel):
+        with pytest.raises(
+            ValueError, match=r"is a LUKE checkpoint.*GesaForEntitySpanQA.from_luke_pretrained\(path\)"
+        ):
+            model_class.from_pretrained(tiny_luke_dir)
+
+
+@pytest.mark.needs_shared
+def test_luke_ablation_conversion_keeps_luke_entity_aware_queries_and_equals_luke(tmp_path):
+    from tiny_luke import build_tiny_luke
+
+    path = build_tiny_luke(tmp_path / "luke", tie_entity_queries=False)
+    luke = LukeModel.from_pretrained(path).eval()
+    model = GesaModel.from_luke_pretrained(path, ablation="luke").eval()
+    attn, luke_attn = model.encoder.layer[0].attention.self, luke.encoder.layer[0].attention.self
+    for name in ("w2e_query", "e2w_query", "e2e_query"):
+        assert torch.equal(getattr(attn, name).weight, getattr(luke_attn, name).weight), name
+    batch = record_like_batch(vocab_size=1000)
+    inputs = {
+        k: batch[k]
+        for k in ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask", "entity_position_ids")
+    }
+    with torch.no_grad():
+        expected, actual = luke(**inputs), model(**inputs)
+    torch.testing.assert_close(actual.entity_last_hidden_state, expected.entity_last_hidden_state, atol=1e-5, rtol=0)
+    # the paper's conversion (any other preset) still copies the word query into the four queries
+    paper = GesaModel.from_luke_pretrained(path)
+    assert torch.equal(paper.encoder.layer[0].attention.self.e2e_query.weight, luke_attn.query.weight)
