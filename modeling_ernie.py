@@ -25,7 +25,6 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,6 +51,7 @@ from .modeling_variants import (
     check_shape,
     embed_backbone_inputs,
     knowledge_table,
+    plain_attention,
     set_knowledge_base,
 )
 
@@ -64,6 +64,7 @@ class ErnieEntityAttention(nn.Module):
 
     def __init__(self, config: ErnieConfig) -> None:
         super().__init__()
+        self.config = config
         size = config.entity_emb_size
         self.num_heads = config.ernie_entity_num_attention_heads
         self.head_size = size // self.num_heads
@@ -81,11 +82,7 @@ class ErnieEntityAttention(nn.Module):
     def forward(self, entities: torch.Tensor, entity_mask: torch.Tensor) -> torch.Tensor:
         """`(B, N, E)`, bool `(B, N)` -> `(B, N, E)`."""
         q, k, v = self._heads(self.query(entities)), self._heads(self.key(entities)), self._heads(self.value(entities))
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size)
-        allowed = entity_mask[:, None, None, :]
-        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
-        probs = torch.softmax(scores, dim=-1) * allowed.to(scores.dtype)
-        context = torch.matmul(self.attention_dropout(probs), v).transpose(1, 2).reshape(entities.shape)
+        context, _ = plain_attention(self, q, k, v, entity_mask[:, None, None, :], self.attention_dropout.p)
         return self.LayerNorm(entities + self.dropout(self.dense(context)))
 
 

@@ -42,6 +42,7 @@ from .modeling_variants import (
     check_shape,
     embed_backbone_inputs,
     knowledge_table,
+    plain_attention,
     set_knowledge_base,
 )
 
@@ -53,11 +54,13 @@ from .modeling_variants import (
 class KarAttention(nn.Module):
     """Multi-head attention of queries `(B, Q, E)` over keys/values `(B, S, E)`; BERT-style output sublayer.
 
-    `LayerNorm(queries + dropout(W_o . attention))`. Queries with no valid key get a zero attention context.
+    `LayerNorm(queries + dropout(W_o . attention))`. Queries with no valid key get a zero attention context. The
+    attention is transformers' (`plain_attention`: `ALL_ATTENTION_FUNCTIONS` on `config._attn_implementation`).
     """
 
     def __init__(self, config: KarConfig) -> None:
         super().__init__()
+        self.config = config
         size = config.entity_emb_size
         self.num_heads = config.kar_num_attention_heads
         self.head_size = size // self.num_heads
@@ -74,16 +77,10 @@ class KarAttention(nn.Module):
 
     def forward(
         self, queries: torch.Tensor, keys: torch.Tensor, key_mask: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """`(B, Q, E)`, `(B, S, E)`, bool `(B, S)` -> `(B, Q, E)` and the attention probabilities `(B, H, Q, S)`."""
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`(B, Q, E)`, `(B, S, E)`, bool `(B, S)` -> `(B, Q, E)` and, under `"eager"`, the probabilities `(B, H, Q, S)`."""
         q, k, v = self._heads(self.query(queries)), self._heads(self.key(keys)), self._heads(self.value(keys))
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size)
-        allowed = key_mask[:, None, None, :]
-        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
-        # a row with no valid key would be uniform over padding: zero it instead
-        probs = torch.softmax(scores, dim=-1) * allowed.to(scores.dtype)
-        context = torch.matmul(self.attention_dropout(probs), v)
-        context = context.transpose(1, 2).reshape(queries.shape)
+        context, probs = plain_attention(self, q, k, v, key_mask[:, None, None, :], self.attention_dropout.p)
         return self.LayerNorm(queries + self.dropout(self.dense(context))), probs
 
 

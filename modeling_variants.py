@@ -3,6 +3,8 @@
 - `embed_backbone_inputs`: what `GesaModel.forward` does before its encoder (defaults, input checks, word and entity
   embeddings, attention structure), for variants that run the backbone layers one at a time.
 - `LayerOutputs`: collects per-layer states and attention maps exactly as `GesaEncoder` does.
+- `plain_attention`: the variants' own multi-head attention (KAR's span attention, ERNIE's entity stream, XH's hop
+  attention), dispatched through `ALL_ATTENTION_FUNCTIONS` on `config._attn_implementation`.
 - `KnowledgeBase`: the user-supplied, frozen entity table of KAR and ERNIE (`kb_size` in their configs); without it
   the knowledge base is the backbone's own entity table (LUKE's Wikipedia entities), read detached by
   `knowledge_table`: the KB is frozen in both cases.
@@ -16,8 +18,14 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.models.bert.modeling_bert import eager_attention_forward
 
 from .modeling_gesa import AttentionStructure, GesaModel
+
+# transformers' attention functions that fit a plain (label-free) attention; any other implementation (GESA's own
+# kernels, flash/flex) gives the variants' attention "sdpa"
+PLAIN_ATTENTION_IMPLEMENTATIONS = ("eager", "sdpa")
 
 
 @dataclass
@@ -133,6 +141,54 @@ class LayerOutputs:
             self.words = self.words[:-1] + (words,)
 
 
+def plain_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    allowed: torch.Tensor,
+    dropout: float,
+    output_attentions: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Scaled dot-product attention through `ALL_ATTENTION_FUNCTIONS[module.config._attn_implementation]`.
+
+    Args:
+        module: the calling module (`config`, `training`).
+        query: `(B, H, Q, d)`; key, value: `(B, H, S, d)`.
+        allowed: bool, broadcastable to `(B, H, Q, S)`: may query q attend to key s.
+        dropout: attention dropout probability (used in training only).
+        output_attentions: return the probabilities (takes transformers' eager function).
+
+    Returns:
+        the context `(B, Q, H * d)` and, with `output_attentions` or `"eager"`, the probabilities `(B, H, Q, S)`. A
+        query with no allowed key gets a zero context and zero probabilities (not a uniform average over padding).
+    """
+    implementation = module.config._attn_implementation
+    if output_attentions:
+        implementation = "eager"
+    elif implementation not in PLAIN_ATTENTION_IMPLEMENTATIONS:
+        implementation = "sdpa"
+    attention = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
+    mask = torch.zeros(allowed.shape, dtype=query.dtype, device=query.device)
+    mask = mask.masked_fill(~allowed, torch.finfo(query.dtype).min)
+    context, probs = attention(
+        module,
+        query,
+        key,
+        value,
+        mask,
+        dropout=dropout if module.training else 0.0,
+        scaling=query.size(-1) ** -0.5,
+        is_causal=False,
+    )
+    # context is (B, Q, H, d); rows without an allowed key: zero
+    has_key = allowed.any(dim=-1).transpose(1, 2)[..., None]
+    context = context * has_key.to(context.dtype)
+    if probs is not None:
+        probs = probs * allowed.to(probs.dtype)
+    return context.reshape(*context.shape[:2], -1), probs
+
+
 class KnowledgeBase(nn.Module):
     """A user-supplied entity embedding table `(kb_size, entity_emb_size)`, kept frozen (a persistent buffer).
 
@@ -207,5 +263,6 @@ __all__ = [
     "check_shape",
     "embed_backbone_inputs",
     "knowledge_table",
+    "plain_attention",
     "set_knowledge_base",
 ]

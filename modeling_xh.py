@@ -22,7 +22,6 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -41,7 +40,7 @@ from .modeling_gesa import (
     check_candidate_labels,
     score_candidates,
 )
-from .modeling_variants import LayerOutputs, embed_backbone_inputs
+from .modeling_variants import LayerOutputs, embed_backbone_inputs, plain_attention
 
 NODE_WORD_INPUTS = ("attention_mask", "token_type_ids", "global_attention_mask")
 NODE_ENTITY_INPUTS = (
@@ -65,6 +64,7 @@ class XhHopLayer(GradientCheckpointingLayer):
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__()
+        self.config = config
         self.num_heads = config.xh_num_hop_attention_heads
         self.head_size = config.hidden_size // self.num_heads
         self.hop_query = nn.Linear(config.hidden_size, config.hidden_size)
@@ -76,22 +76,21 @@ class XhHopLayer(GradientCheckpointingLayer):
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         return x.view(x.size(0), x.size(1), self.num_heads, self.head_size).transpose(1, 2)
 
-    def forward(self, hubs: torch.Tensor, adjacency: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, hubs: torch.Tensor, adjacency: torch.Tensor, output_attentions: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """
         Args:
             hubs: `(G, N, D)` hub states `h_tau,0` after the layer.
             adjacency: bool `(G, N, N)`, True where node tau (row) attends to node eta (column).
 
         Returns:
-            the new hubs `h~_tau,0` `(G, N, D)` and the hop attention probabilities `(G, H, N, N)`.
+            the new hubs `h~_tau,0` `(G, N, D)` and, with `output_attentions`, the hop attention probabilities
+            `(G, H, N, N)`.
         """
         q, k, v = self._heads(self.hop_query(hubs)), self._heads(self.hop_key(hubs)), self._heads(self.hop_value(hubs))
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size)
-        allowed = adjacency[:, None]
-        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
-        # no neighbour: the masked softmax is uniform over nothing; zero it so that h^ = 0
-        probs = torch.softmax(scores, dim=-1) * allowed.to(scores.dtype)
-        hop = torch.matmul(self.dropout(probs), v).transpose(1, 2).reshape(hubs.shape)
+        # no neighbour: h^ = 0 (plain_attention zeroes a query without an allowed key)
+        hop, probs = plain_attention(self, q, k, v, adjacency[:, None], self.dropout.p, output_attentions)
         return self.combine(torch.cat([hubs, hop], dim=-1)), probs
 
 
@@ -277,7 +276,7 @@ class XhModel(XhPreTrainedModel, GesaModel):
             collected.add(words, entities, probs)
             if index >= first_hop:
                 hubs = _unflatten_nodes(words[:, 0], node_index, graphs, nodes)
-                new_hubs, hop_probs = self.hop_layers[index - first_hop](hubs, adjacency)
+                new_hubs, hop_probs = self.hop_layers[index - first_hop](hubs, adjacency, output_attentions)
                 new_hubs = new_hubs.reshape(graphs * nodes, -1)[node_index]
                 words = torch.cat([new_hubs[:, None], words[:, 1:]], dim=1)
                 collected.replace_last(words)

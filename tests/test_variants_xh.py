@@ -193,8 +193,13 @@ def test_hop_layer_matches_eqs_7_and_8(heads):
     adjacency[1, 3, 3] = True  # a self edge: a node may attend to its own hub
     adjacency[1, 1, [0, 1, 2, 3]] = True  # every node
     with torch.no_grad():
-        new_hubs, probs = layer(hubs, adjacency)
         expected_hubs, expected_probs = plain_hop_layer(layer, hubs, adjacency)
+        new_hubs, probs = layer(hubs, adjacency, output_attentions=True)
+        for implementation in ("sdpa", "eager"):  # transformers' attention functions, without the probabilities
+            model.config._attn_implementation = implementation
+            same_hubs, no_probs = layer(hubs, adjacency)
+            torch.testing.assert_close(same_hubs, expected_hubs, atol=1e-5, rtol=1e-5)
+            assert (no_probs is None) == (implementation == "sdpa")
     torch.testing.assert_close(probs, expected_probs, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(new_hubs, expected_hubs, atol=1e-5, rtol=1e-5)
     # the node without neighbours: h^ = 0, so only the first half of the combine Linear acts on it
