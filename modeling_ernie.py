@@ -34,7 +34,8 @@ from torch import nn
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.utils import ModelOutput
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, can_return_tuple
 
 from .configuration_variants import ErnieConfig
 from .modeling_gesa import (
@@ -43,10 +44,11 @@ from .modeling_gesa import (
     GesaLayer,
     GesaModel,
     GesaPreTrainedModel,
+    with_inputs_of,
 )
 from .modeling_variants import (
+    GesaInputs,
     KnowledgeBase,
-    LayerOutputs,
     check_kb_ids,
     check_shape,
     embed_backbone_inputs,
@@ -256,54 +258,17 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
                 raise ValueError("ernie_entity_positions: two entities are aligned to the same word; align each once.")
         return ernie_entity_ids, real, ernie_entity_positions.clamp(min=0)
 
+    @can_return_tuple
+    @with_inputs_of(GesaModel.forward)
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.LongTensor | None = None,
-        position_ids: torch.LongTensor | None = None,
-        entity_ids: torch.LongTensor | None = None,
-        entity_attention_mask: torch.Tensor | None = None,
-        entity_token_type_ids: torch.LongTensor | None = None,
-        entity_position_ids: torch.LongTensor | None = None,
-        global_attention_mask: torch.LongTensor | None = None,
-        placeholder_entity_mask: torch.Tensor | None = None,
-        entity_string_ids: torch.LongTensor | None = None,
-        entity_sentence_ids: torch.LongTensor | None = None,
         ernie_entity_ids: torch.LongTensor | None = None,
         ernie_entity_positions: torch.LongTensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> ErnieModelOutput | tuple:
-        """Encode words `(B, L)`, LUKE entities `(B, E)` and knowledge entities `(B, N)`."""
-        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
-        output_hidden_states = (
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
-        )
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        if kwargs:
-            raise ValueError(
-                f"ErnieModel.forward got unexpected inputs {sorted(kwargs)}; see the ERNIE model card for the inputs."
-            )
-        inputs = embed_backbone_inputs(
-            self,
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            entity_ids=entity_ids,
-            entity_attention_mask=entity_attention_mask,
-            entity_token_type_ids=entity_token_type_ids,
-            entity_position_ids=entity_position_ids,
-            global_attention_mask=global_attention_mask,
-            placeholder_entity_mask=placeholder_entity_mask,
-            entity_string_ids=entity_string_ids,
-            entity_sentence_ids=entity_sentence_ids,
-            inputs_embeds=inputs_embeds,
-        )
+        **kwargs: Unpack[GesaInputs],
+    ) -> ErnieModelOutput:
+        """Encode words `(B, L)`, LUKE entities `(B, E)` (GESA's inputs, `kwargs`) and knowledge entities `(B, N)`."""
+        inputs = embed_backbone_inputs(self, input_ids, kwargs)
         words, entities = inputs.words, inputs.entities
         batch_size, word_length = words.shape[:2]
         knowledge_ids, knowledge_mask, alignment = self._knowledge_inputs(
@@ -312,11 +277,11 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
         table = knowledge_table(self)
         knowledge = (table[knowledge_ids.clamp(min=0)] * knowledge_mask[..., None].to(table.dtype)).to(words.dtype)
 
-        collected = LayerOutputs(words, entities, output_hidden_states, output_attentions)
+        collected = inputs.layer_outputs()
         first_fusion = self.config.num_hidden_layers - self.config.ernie_num_fusion_layers
         for index, layer in enumerate(self.encoder.layer):
             if index < first_fusion:
-                words, entities, probs = layer(words, entities, inputs.structure, output_attentions)
+                words, entities, probs = layer(words, entities, inputs.structure, inputs.output_attentions)
             else:
                 words, entities, knowledge, probs = self.fusion_layers[index - first_fusion](
                     layer,
@@ -326,19 +291,10 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
                     knowledge,
                     knowledge_mask,
                     alignment,
-                    output_attentions,
+                    inputs.output_attentions,
                 )
             collected.add(words, entities, probs)
-        output = ErnieModelOutput(
-            last_hidden_state=words,
-            entity_last_hidden_state=entities,
-            pooler_output=self.pooler(words) if self.pooler is not None else None,
-            knowledge_last_hidden_state=knowledge,
-            hidden_states=collected.words,
-            entity_hidden_states=collected.entities,
-            attentions=collected.attentions,
-        )
-        return output if return_dict else output.to_tuple()
+        return collected.output(ErnieModelOutput, self, words, entities, knowledge_last_hidden_state=knowledge)
 
 
 class ErnieForEntitySpanQA(ErniePreTrainedModel, GesaForEntitySpanQA):
@@ -458,31 +414,21 @@ class ErnieForDenoisingEntityAutoencoder(ErniePreTrainedModel):
         self.LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
         self.post_init()
 
+    @can_return_tuple
+    @with_inputs_of(ErnieModel.forward)
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.LongTensor | None = None,
-        entity_ids: torch.LongTensor | None = None,
-        entity_attention_mask: torch.Tensor | None = None,
-        entity_position_ids: torch.LongTensor | None = None,
         ernie_entity_ids: torch.LongTensor | None = None,
         ernie_entity_positions: torch.LongTensor | None = None,
         dea_candidate_ids: torch.LongTensor | None = None,
         dea_labels: torch.LongTensor | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> ErnieDeaOutput | tuple:
+        **kwargs: Unpack[GesaInputs],
+    ) -> ErnieDeaOutput:
         """`dea_candidate_ids` `(B, N)` (default: `ernie_entity_ids`) and `dea_labels` `(B, L)` as returned by
-        `corrupt_entity_alignments`."""
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        `corrupt_entity_alignments`. Other inputs: `ErnieModel`'s."""
         outputs = self.gesa(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            entity_ids=entity_ids,
-            entity_attention_mask=entity_attention_mask,
-            entity_position_ids=entity_position_ids,
+            input_ids,
             ernie_entity_ids=ernie_entity_ids,
             ernie_entity_positions=ernie_entity_positions,
             return_dict=True,
@@ -501,8 +447,7 @@ class ErnieForDenoisingEntityAutoencoder(ErniePreTrainedModel):
         if dea_labels is not None:
             check_shape("dea_labels", dea_labels, tuple(logits.shape[:2]), "(batch, words)")
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), dea_labels.reshape(-1), ignore_index=-100)
-        output = ErnieDeaOutput(loss=loss, logits=logits, last_hidden_state=outputs.last_hidden_state)
-        return output if return_dict else output.to_tuple()
+        return ErnieDeaOutput(loss=loss, logits=logits, last_hidden_state=outputs.last_hidden_state)
 
 
 ErnieConfig.register_for_auto_class()

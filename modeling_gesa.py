@@ -9,6 +9,7 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -1473,6 +1474,17 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
     # inputs the head cannot score without (XH adds its own)
     required_inputs: tuple[str, ...] = ("entity_ids",)
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "forward" not in cls.__dict__:
+            # a variant's head: the same forward, whose signature also names the base model's own inputs
+            def forward(self: GesaForEntitySpanQA, *args: object, **kwargs: object) -> ModelOutput:
+                return GesaForEntitySpanQA.forward(self, *args, **kwargs)
+
+            forward.__doc__ = GesaForEntitySpanQA.forward.__doc__
+            forward.__signature__ = inspect.signature(GesaForEntitySpanQA.forward)
+            cls.forward = with_inputs_of(cls.base_model_class.forward)(forward)
+
     def __init__(self, config: GesaConfig) -> None:
         super().__init__(config)
         self.gesa = self.base_model_class(config, add_pooling_layer=False)
@@ -1569,6 +1581,26 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
     def auxiliary_loss(self, outputs: ModelOutput) -> torch.Tensor | None:
         """A variant's loss added to the task loss (KAR: its weighted entity-linking loss)."""
         return None
+
+
+def with_inputs_of(*forwards: Callable) -> Callable[[Callable], Callable]:
+    """Decorator: the decorated `forward`'s signature also names the inputs of `forwards`, which reach it through
+    `**kwargs` (Trainer keeps the dataset columns a model's signature names; `help()` shows them)."""
+
+    def decorate(forward: Callable) -> Callable:
+        signature = inspect.signature(forward)
+        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        rest = [p for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+        names = {p.name for p in own}
+        for other in forwards:
+            for p in inspect.signature(other).parameters.values():
+                if p.name not in names and p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                    own.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+                    names.add(p.name)
+        forward.__signature__ = signature.replace(parameters=own + rest)
+        return forward
+
+    return decorate
 
 
 def refuse_span_positions(model: nn.Module, start_positions: torch.Tensor | None, end_positions: torch.Tensor | None):

@@ -31,13 +31,20 @@ from torch import nn
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.utils import ModelOutput
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, can_return_tuple
 
 from .configuration_variants import KarConfig
-from .modeling_gesa import GesaEntitySpanQAOutput, GesaForEntitySpanQA, GesaModel, GesaPreTrainedModel
+from .modeling_gesa import (
+    GesaEntitySpanQAOutput,
+    GesaForEntitySpanQA,
+    GesaModel,
+    GesaPreTrainedModel,
+    with_inputs_of,
+)
 from .modeling_variants import (
+    GesaInputs,
     KnowledgeBase,
-    LayerOutputs,
     check_kb_ids,
     check_shape,
     embed_backbone_inputs,
@@ -406,65 +413,29 @@ class KarModel(KarPreTrainedModel, GesaModel):
         spans = torch.stack([start, end], dim=-1)
         return torch.where(real[..., None], spans, torch.full_like(spans, -1))
 
+    @can_return_tuple
+    @with_inputs_of(GesaModel.forward)
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.LongTensor | None = None,
-        position_ids: torch.LongTensor | None = None,
-        entity_ids: torch.LongTensor | None = None,
-        entity_attention_mask: torch.Tensor | None = None,
-        entity_token_type_ids: torch.LongTensor | None = None,
-        entity_position_ids: torch.LongTensor | None = None,
-        global_attention_mask: torch.LongTensor | None = None,
-        placeholder_entity_mask: torch.Tensor | None = None,
-        entity_string_ids: torch.LongTensor | None = None,
-        entity_sentence_ids: torch.LongTensor | None = None,
         kar_mention_spans: torch.LongTensor | None = None,
         kar_candidate_ids: torch.LongTensor | None = None,
         kar_candidate_priors: torch.Tensor | None = None,
         kar_gold_candidates: torch.LongTensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> KarModelOutput | tuple:
-        """Encode words `(B, L)` and entities `(B, E)` with the KAR block after layer `kar_layer`."""
-        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
-        output_hidden_states = (
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
-        )
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        if kwargs:
-            raise ValueError(
-                f"KarModel.forward got unexpected inputs {sorted(kwargs)}; see the KAR model card for the inputs."
-            )
-        inputs = embed_backbone_inputs(
-            self,
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            entity_ids=entity_ids,
-            entity_attention_mask=entity_attention_mask,
-            entity_token_type_ids=entity_token_type_ids,
-            entity_position_ids=entity_position_ids,
-            global_attention_mask=global_attention_mask,
-            placeholder_entity_mask=placeholder_entity_mask,
-            entity_string_ids=entity_string_ids,
-            entity_sentence_ids=entity_sentence_ids,
-            inputs_embeds=inputs_embeds,
-        )
+        **kwargs: Unpack[GesaInputs],
+    ) -> KarModelOutput:
+        """Encode words `(B, L)` and entities `(B, E)` (GESA's inputs, `kwargs`) with the KAR block after layer
+        `kar_layer`; the KAR inputs are described in the module docstring and the KAR model card."""
+        inputs = embed_backbone_inputs(self, input_ids, kwargs)
         words, entities = inputs.words, inputs.entities
         batch_size, word_length = words.shape[:2]
         spans, candidate_ids, priors, gold = self._kar_inputs(
             batch_size,
             word_length,
             words.device,
-            entity_position_ids,
+            kwargs.get("entity_position_ids"),
             inputs.entity_attention_mask,
-            placeholder_entity_mask,
+            kwargs.get("placeholder_entity_mask"),
             kar_mention_spans,
             kar_candidate_ids,
             kar_candidate_priors,
@@ -474,7 +445,7 @@ class KarModel(KarPreTrainedModel, GesaModel):
         table = knowledge_table(self)
         candidate_embeddings = table[candidate_ids.clamp(min=0)] * candidate_mask[..., None].to(table.dtype)
 
-        collected = LayerOutputs(words, entities, output_hidden_states, output_attentions)
+        collected = inputs.layer_outputs()
         block = None
         for index in range(self.config.num_hidden_layers + 1):
             if index == self.config.kar_layer:
@@ -483,7 +454,7 @@ class KarModel(KarPreTrainedModel, GesaModel):
                 collected.replace_last(words)
             if index < self.config.num_hidden_layers:
                 words, entities, probs = self.encoder.layer[index](
-                    words, entities, inputs.structure, output_attentions
+                    words, entities, inputs.structure, inputs.output_attentions
                 )
                 collected.add(words, entities, probs)
         _, linking_scores, linking_weights, _, null_mask, _ = block
@@ -494,19 +465,16 @@ class KarModel(KarPreTrainedModel, GesaModel):
             supervised = gold >= 0
             picked = log_probs.gather(2, gold.clamp(min=0)[..., None])[..., 0]
             linking_loss = -(picked * supervised).sum() / batch_size
-        output = KarModelOutput(
-            last_hidden_state=words,
-            entity_last_hidden_state=entities,
-            pooler_output=self.pooler(words) if self.pooler is not None else None,
-            hidden_states=collected.words,
-            entity_hidden_states=collected.entities,
-            attentions=collected.attentions,
+        return collected.output(
+            KarModelOutput,
+            self,
+            words,
+            entities,
             linking_scores=linking_scores,
             linking_weights=linking_weights,
             null_mask=null_mask,
             linking_loss=linking_loss,
         )
-        return output if return_dict else output.to_tuple()
 
 
 @dataclass

@@ -20,12 +20,37 @@ import torch
 from torch import nn
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.bert.modeling_bert import eager_attention_forward
+from transformers.utils import ModelOutput, TransformersKwargs
 
 from .modeling_gesa import AttentionStructure, GesaModel
 
 # transformers' attention functions that fit a plain (label-free) attention; any other implementation (GESA's own
 # kernels, flash/flex) gives the variants' attention "sdpa"
 PLAIN_ATTENTION_IMPLEMENTATIONS = ("eager", "sdpa")
+
+
+class GesaInputs(TransformersKwargs, total=False):
+    """`GesaModel.forward`'s inputs after `input_ids` (README "Model inputs"), and transformers' own keywords
+    (`output_attentions`, `output_hidden_states`, ...): what a variant's model takes besides its own inputs."""
+
+    attention_mask: torch.Tensor | None
+    token_type_ids: torch.LongTensor | None
+    entity_ids: torch.LongTensor | None
+    entity_attention_mask: torch.Tensor | None
+    entity_token_type_ids: torch.LongTensor | None
+    entity_position_ids: torch.LongTensor | None
+    global_attention_mask: torch.LongTensor | None
+    placeholder_entity_mask: torch.Tensor | None
+    entity_string_ids: torch.LongTensor | None
+    entity_sentence_ids: torch.LongTensor | None
+    inputs_embeds: torch.Tensor | None
+
+
+# the backbone's inputs among `GesaInputs` (`position_ids` is one of transformers' keywords too)
+BACKBONE_INPUTS = (
+    "position_ids",
+    *(name for name in GesaInputs.__annotations__ if name not in TransformersKwargs.__annotations__),
+)
 
 
 @dataclass
@@ -38,6 +63,7 @@ class BackboneInputs:
         structure: the attention structure shared by every layer.
         attention_mask: `(B, L)` word mask (1 = real token).
         entity_attention_mask: `(B, E)` entity mask, or None without entities.
+        output_attentions, output_hidden_states: the call's choice, else the config's.
     """
 
     words: torch.Tensor
@@ -45,62 +71,48 @@ class BackboneInputs:
     structure: AttentionStructure
     attention_mask: torch.Tensor
     entity_attention_mask: torch.Tensor | None
+    output_attentions: bool
+    output_hidden_states: bool
+
+    def layer_outputs(self) -> LayerOutputs:
+        """An empty record of the per-layer outputs the call asked for."""
+        return LayerOutputs(self.words, self.entities, self.output_hidden_states, self.output_attentions)
 
 
-def embed_backbone_inputs(
-    model: GesaModel,
-    input_ids: torch.Tensor | None = None,
-    attention_mask: torch.Tensor | None = None,
-    token_type_ids: torch.Tensor | None = None,
-    position_ids: torch.Tensor | None = None,
-    entity_ids: torch.Tensor | None = None,
-    entity_attention_mask: torch.Tensor | None = None,
-    entity_token_type_ids: torch.Tensor | None = None,
-    entity_position_ids: torch.Tensor | None = None,
-    global_attention_mask: torch.Tensor | None = None,
-    placeholder_entity_mask: torch.Tensor | None = None,
-    entity_string_ids: torch.Tensor | None = None,
-    entity_sentence_ids: torch.Tensor | None = None,
-    inputs_embeds: torch.Tensor | None = None,
-) -> BackboneInputs:
-    """`GesaModel.forward` up to its encoder: same defaults, same input checks, same embeddings and structure.
+def embed_backbone_inputs(model: GesaModel, input_ids: torch.Tensor | None, kwargs: dict) -> BackboneInputs:
+    """`GesaModel.forward` up to its encoder: same input checks, defaults, embeddings and structure.
 
-    Inputs are GESA's (README "Model inputs"): words `(B, L)`, entities `(B, E)`, `entity_position_ids` `(B, E, M)`.
+    `kwargs`: `GesaInputs` (README "Model inputs"): words `(B, L)`, entities `(B, E)`, `entity_position_ids`
+    `(B, E, M)`; any other keyword is refused, naming it.
     """
-    if (input_ids is None) == (inputs_embeds is None):
-        raise ValueError("Pass exactly one of input_ids or inputs_embeds.")
+    unknown = sorted(set(kwargs) - set(GesaInputs.__annotations__))
+    if unknown:
+        raise ValueError(
+            f'{type(model).__name__}.forward got unexpected inputs {unknown}; see README "Model inputs" and the '
+            "variant's model card for the inputs."
+        )
+    inputs = {name: kwargs.get(name) for name in BACKBONE_INPUTS}
+    model._check_inputs(input_ids=input_ids, **inputs)
+    inputs_embeds = inputs["inputs_embeds"]
     reference = input_ids if input_ids is not None else inputs_embeds
     batch_size, word_length = reference.shape[:2]
     device = reference.device
+    attention_mask, token_type_ids = inputs["attention_mask"], inputs["token_type_ids"]
+    entity_ids, entity_position_ids = inputs["entity_ids"], inputs["entity_position_ids"]
+    entity_attention_mask, entity_token_type_ids = inputs["entity_attention_mask"], inputs["entity_token_type_ids"]
     if attention_mask is None:
         attention_mask = torch.ones(batch_size, word_length, dtype=torch.long, device=device)
     if token_type_ids is None:
         token_type_ids = torch.zeros(batch_size, word_length, dtype=torch.long, device=device)
-    if entity_ids is not None:
-        entity_length = entity_ids.size(1) if entity_ids.dim() == 2 else -1
-        if entity_attention_mask is None:
-            entity_attention_mask = torch.ones(batch_size, entity_length, dtype=torch.long, device=device)
-        if entity_token_type_ids is None:
-            entity_token_type_ids = torch.zeros(batch_size, entity_length, dtype=torch.long, device=device)
-    model._check_inputs(
-        batch_size,
-        word_length,
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        token_type_ids=token_type_ids,
-        global_attention_mask=global_attention_mask,
-        entity_ids=entity_ids,
-        entity_attention_mask=entity_attention_mask,
-        entity_token_type_ids=entity_token_type_ids,
-        entity_position_ids=entity_position_ids,
-        placeholder_entity_mask=placeholder_entity_mask,
-        entity_string_ids=entity_string_ids,
-        entity_sentence_ids=entity_sentence_ids,
-    )
+    position_ids = inputs["position_ids"]
     words = model.embeddings(input_ids, token_type_ids, inputs_embeds=inputs_embeds, position_ids=position_ids)
     entities = None
     full_mask = attention_mask
     if entity_ids is not None:
+        if entity_attention_mask is None:
+            entity_attention_mask = torch.ones_like(entity_ids)
+        if entity_token_type_ids is None:
+            entity_token_type_ids = torch.zeros_like(entity_ids)
         if entity_position_ids is None:
             entity_position_ids = torch.full((*entity_ids.shape, 1), -1, dtype=torch.long, device=device)
         entities = model.entity_embeddings(entity_ids, entity_token_type_ids, entity_position_ids)
@@ -108,13 +120,24 @@ def embed_backbone_inputs(
     structure = model.build_attention_structure(
         full_mask,
         word_length,
-        global_attention_mask,
+        inputs["global_attention_mask"],
         entity_position_ids if entities is not None else None,
-        placeholder_entity_mask,
-        entity_string_ids,
-        entity_sentence_ids,
+        inputs["placeholder_entity_mask"],
+        inputs["entity_string_ids"],
+        inputs["entity_sentence_ids"],
     )
-    return BackboneInputs(words, entities, structure, attention_mask, entity_attention_mask)
+    config = model.config
+    output_attentions = kwargs.get("output_attentions")
+    output_hidden_states = kwargs.get("output_hidden_states")
+    return BackboneInputs(
+        words,
+        entities,
+        structure,
+        attention_mask,
+        entity_attention_mask,
+        config.output_attentions if output_attentions is None else output_attentions,
+        config.output_hidden_states if output_hidden_states is None else output_hidden_states,
+    )
 
 
 class LayerOutputs:
@@ -139,6 +162,20 @@ class LayerOutputs:
         """A block after the last layer changed the words (KAR, XH hubs): the recorded state is the changed one."""
         if self.words is not None:
             self.words = self.words[:-1] + (words,)
+
+    def output(
+        self, output_class: type, model: GesaModel, words: torch.Tensor, entities: torch.Tensor | None, **extra
+    ) -> ModelOutput:
+        """`output_class` of a variant's model: last states, pooler (if the model has one), the records, `extra`."""
+        return output_class(
+            last_hidden_state=words,
+            entity_last_hidden_state=entities,
+            pooler_output=model.pooler(words) if model.pooler is not None else None,
+            hidden_states=self.words,
+            entity_hidden_states=self.entities,
+            attentions=self.attentions,
+            **extra,
+        )
 
 
 def plain_attention(
@@ -256,7 +293,9 @@ def check_shape(name: str, value: torch.Tensor | None, expected: tuple[int, ...]
 
 
 __all__ = [
+    "BACKBONE_INPUTS",
     "BackboneInputs",
+    "GesaInputs",
     "KnowledgeBase",
     "LayerOutputs",
     "check_kb_ids",

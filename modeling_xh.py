@@ -29,7 +29,8 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.utils import ModelOutput
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, can_return_tuple
 
 from .configuration_variants import XhConfig
 from .modeling_gesa import (
@@ -39,8 +40,9 @@ from .modeling_gesa import (
     InputValueChecks,
     check_candidate_labels,
     score_candidates,
+    with_inputs_of,
 )
-from .modeling_variants import LayerOutputs, embed_backbone_inputs, plain_attention
+from .modeling_variants import BACKBONE_INPUTS, GesaInputs, embed_backbone_inputs, plain_attention
 
 NODE_WORD_INPUTS = ("attention_mask", "token_type_ids", "global_attention_mask")
 NODE_ENTITY_INPUTS = (
@@ -200,38 +202,18 @@ class XhModel(XhPreTrainedModel, GesaModel):
         real = node_mask.bool()
         return node_adjacency.bool() & real[:, :, None] & real[:, None, :]
 
+    @can_return_tuple
+    @with_inputs_of(GesaModel.forward)
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.LongTensor | None = None,
-        position_ids: torch.LongTensor | None = None,
-        entity_ids: torch.LongTensor | None = None,
-        entity_attention_mask: torch.Tensor | None = None,
-        entity_token_type_ids: torch.LongTensor | None = None,
-        entity_position_ids: torch.LongTensor | None = None,
-        global_attention_mask: torch.LongTensor | None = None,
-        placeholder_entity_mask: torch.Tensor | None = None,
-        entity_string_ids: torch.LongTensor | None = None,
-        entity_sentence_ids: torch.LongTensor | None = None,
         node_adjacency: torch.Tensor | None = None,
         node_mask: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> XhModelOutput | tuple:
-        """Encode graphs: words `(G, N, L)`, entities `(G, N, E)`, `node_adjacency` `(G, N, N)`."""
-        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
-        output_hidden_states = (
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
-        )
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        if kwargs:
-            raise ValueError(
-                f"XhModel.forward got unexpected inputs {sorted(kwargs)}; see the XH model card for the inputs."
-            )
+        **kwargs: Unpack[GesaInputs],
+    ) -> XhModelOutput:
+        """Encode graphs: words `(G, N, L)`, entities `(G, N, E)` (GESA's inputs per node, `kwargs`),
+        `node_adjacency` `(G, N, N)`."""
+        inputs_embeds = kwargs.pop("inputs_embeds", None)
         reference = input_ids if input_ids is not None else inputs_embeds
         if reference is None or reference.dim() != (3 if input_ids is not None else 4):
             raise ValueError(
@@ -239,36 +221,22 @@ class XhModel(XhPreTrainedModel, GesaModel):
                 f"(graphs, nodes, words, hidden)); got {None if reference is None else tuple(reference.shape)}."
             )
         graphs, nodes = reference.shape[:2]
+        attention_mask = kwargs.get("attention_mask")
         if node_mask is None:
             node_mask = (
                 attention_mask.bool().any(-1)
                 if attention_mask is not None
                 else torch.ones(graphs, nodes, dtype=torch.bool, device=reference.device)
             )
-        node_inputs = {
-            "attention_mask": attention_mask,
-            "token_type_ids": token_type_ids,
-            "position_ids": position_ids,
-            "global_attention_mask": global_attention_mask,
-            "entity_ids": entity_ids,
-            "entity_attention_mask": entity_attention_mask,
-            "entity_token_type_ids": entity_token_type_ids,
-            "entity_position_ids": entity_position_ids,
-            "placeholder_entity_mask": placeholder_entity_mask,
-            "entity_string_ids": entity_string_ids,
-            "entity_sentence_ids": entity_sentence_ids,
-        }
+        node_inputs = {name: kwargs.pop(name) for name in BACKBONE_INPUTS if kwargs.get(name) is not None}
         adjacency = self._check_graph_inputs(graphs, nodes, node_mask, node_adjacency, node_inputs)
         node_index = node_mask.bool().reshape(-1).nonzero().squeeze(1)
         flat = {name: _flatten_nodes(value, node_index) for name, value in node_inputs.items()}
-        inputs = embed_backbone_inputs(
-            self,
-            input_ids=_flatten_nodes(input_ids, node_index),
-            inputs_embeds=_flatten_nodes(inputs_embeds, node_index),
-            **flat,
-        )
+        flat["inputs_embeds"] = _flatten_nodes(inputs_embeds, node_index)
+        inputs = embed_backbone_inputs(self, _flatten_nodes(input_ids, node_index), {**kwargs, **flat})
+        output_attentions = inputs.output_attentions
         words, entities = inputs.words, inputs.entities
-        collected = LayerOutputs(words, entities, output_hidden_states, output_attentions)
+        collected = inputs.layer_outputs()
         hop_attentions = () if output_attentions else None
         first_hop = self.config.num_hidden_layers - self.config.xh_num_hop_layers
         for index, layer in enumerate(self.encoder.layer):
@@ -287,7 +255,7 @@ class XhModel(XhPreTrainedModel, GesaModel):
             return None if value is None else _unflatten_nodes(value, node_index, graphs, nodes)
 
         hub_states = per_node(words[:, 0])
-        output = XhModelOutput(
+        return XhModelOutput(
             last_hidden_state=per_node(words),
             entity_last_hidden_state=per_node(entities),
             hub_states=hub_states,
@@ -299,7 +267,6 @@ class XhModel(XhPreTrainedModel, GesaModel):
             attentions=None if collected.attentions is None else tuple(per_node(x) for x in collected.attentions),
             hop_attentions=hop_attentions,
         )
-        return output if return_dict else output.to_tuple()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,43 +424,22 @@ class XhForMultiHopQA(XhPreTrainedModel):
         self.span = nn.Linear(config.hidden_size, 2)
         self.post_init()
 
+    @can_return_tuple
+    @with_inputs_of(XhModel.forward)
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.LongTensor | None = None,
-        global_attention_mask: torch.LongTensor | None = None,
-        entity_ids: torch.LongTensor | None = None,
-        entity_attention_mask: torch.Tensor | None = None,
-        entity_position_ids: torch.LongTensor | None = None,
         node_adjacency: torch.Tensor | None = None,
         node_mask: torch.Tensor | None = None,
         relevant_node: torch.LongTensor | None = None,
         start_positions: torch.LongTensor | None = None,
         end_positions: torch.LongTensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> XhMultiHopQAOutput | tuple:
+        **kwargs: Unpack[GesaInputs],
+    ) -> XhMultiHopQAOutput:
         """`relevant_node` `(G,)` (-100: none) and `start_positions`/`end_positions` `(G,)` token indices inside the
-        relevant node (-100: no span, e.g. yes/no answers) give the loss."""
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        outputs = self.gesa(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            global_attention_mask=global_attention_mask,
-            entity_ids=entity_ids,
-            entity_attention_mask=entity_attention_mask,
-            entity_position_ids=entity_position_ids,
-            node_adjacency=node_adjacency,
-            node_mask=node_mask,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
-        )
+        relevant node (-100: no span, e.g. yes/no answers) give the loss. Other inputs: `XhModel`'s."""
+        outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
+        attention_mask, global_attention_mask = kwargs.get("attention_mask"), kwargs.get("global_attention_mask")
         graphs, nodes, length = input_ids.shape if input_ids is not None else outputs.last_hidden_state.shape[:3]
         if node_mask is None:
             node_mask = attention_mask.bool().any(-1) if attention_mask is not None else torch.ones(graphs, nodes)
@@ -548,7 +494,7 @@ class XhForMultiHopQA(XhPreTrainedModel):
                     end = F.cross_entropy(end_logits[rows, node], end_positions[rows])
                     span_loss = (start + end) / 2
                     loss = loss + span_loss
-        output = XhMultiHopQAOutput(
+        return XhMultiHopQAOutput(
             loss=loss,
             relevance_logits=relevance_logits,
             start_logits=start_logits,
@@ -558,7 +504,6 @@ class XhForMultiHopQA(XhPreTrainedModel):
             hub_states=outputs.hub_states,
             hop_attentions=outputs.hop_attentions,
         )
-        return output if return_dict else output.to_tuple()
 
     @staticmethod
     def decode_answers(output: XhMultiHopQAOutput, max_answer_length: int = 30) -> list[tuple[int, int, int]]:
@@ -620,41 +565,20 @@ class XhForFactVerification(XhPreTrainedModel):
         self.node_scorer = nn.Linear(config.hidden_size, 1)
         self.post_init()
 
+    @can_return_tuple
+    @with_inputs_of(XhModel.forward)
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.LongTensor | None = None,
-        global_attention_mask: torch.LongTensor | None = None,
-        entity_ids: torch.LongTensor | None = None,
-        entity_attention_mask: torch.Tensor | None = None,
-        entity_position_ids: torch.LongTensor | None = None,
         node_adjacency: torch.Tensor | None = None,
         node_mask: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         node_labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **kwargs,
-    ) -> XhFactVerificationOutput | tuple:
-        """Claim verification over the evidence graph: `probs` `(G, Y)` = Eq. 16."""
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        outputs = self.gesa(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            global_attention_mask=global_attention_mask,
-            entity_ids=entity_ids,
-            entity_attention_mask=entity_attention_mask,
-            entity_position_ids=entity_position_ids,
-            node_adjacency=node_adjacency,
-            node_mask=node_mask,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
-        )
+        **kwargs: Unpack[GesaInputs],
+    ) -> XhFactVerificationOutput:
+        """Claim verification over the evidence graph: `probs` `(G, Y)` = Eq. 16. Other inputs: `XhModel`'s."""
+        outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
+        attention_mask = kwargs.get("attention_mask")
         hubs = self.dropout(outputs.hub_states)
         graphs, nodes = hubs.shape[:2]
         if node_mask is None:
@@ -683,7 +607,7 @@ class XhForFactVerification(XhPreTrainedModel):
                 node_loss = -gold_log_prob[has_gold].mean()
                 loss = node_loss if loss is None else loss + node_loss
         importance = importance_log_probs.exp() * node_mask
-        output = XhFactVerificationOutput(
+        return XhFactVerificationOutput(
             loss=loss,
             logits=logits,
             probs=logits.exp(),
@@ -691,7 +615,6 @@ class XhForFactVerification(XhPreTrainedModel):
             node_importance=importance,
             hop_attentions=outputs.hop_attentions,
         )
-        return output if return_dict else output.to_tuple()
 
 
 XhConfig.register_for_auto_class()
