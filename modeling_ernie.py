@@ -47,45 +47,28 @@ from .modeling_gesa import (
     with_inputs_of,
 )
 from .modeling_variants import (
+    EntityAttention,
     GesaInputs,
     KnowledgeBase,
     check_kb_ids,
     check_shape,
     embed_backbone_inputs,
     knowledge_table,
-    plain_attention,
     set_knowledge_base,
 )
 
 
-class ErnieEntityAttention(nn.Module):
-    """The entity stream's multi-head self-attention in the entity dimension, with BERT's output sublayer.
-
-    `e~ = LayerNorm(e + dropout(W_o MultiHead(e, e, e)))`; an entity attends to the real entities of its sequence.
-    """
+class ErnieEntityAttention(EntityAttention):
+    """The entity stream's multi-head self-attention (`ernie_entity_num_attention_heads` heads), with BERT's output
+    sublayer: `e~ = LayerNorm(e + dropout(W_o MultiHead(e, e, e)))`; an entity attends to the real entities of its
+    sequence."""
 
     def __init__(self, config: ErnieConfig) -> None:
-        super().__init__()
-        self.config = config
-        size = config.entity_emb_size
-        self.num_heads = config.ernie_entity_num_attention_heads
-        self.head_size = size // self.num_heads
-        self.query = nn.Linear(size, size)
-        self.key = nn.Linear(size, size)
-        self.value = nn.Linear(size, size)
-        self.dense = nn.Linear(size, size)
-        self.LayerNorm = nn.LayerNorm(size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
-        self.attention_dropout = nn.Dropout(config.attention_probs_dropout_prob)
-
-    def _heads(self, x: torch.Tensor) -> torch.Tensor:
-        return x.view(x.size(0), x.size(1), self.num_heads, self.head_size).transpose(1, 2)
+        super().__init__(config, config.ernie_entity_num_attention_heads)
 
     def forward(self, entities: torch.Tensor, entity_mask: torch.Tensor) -> torch.Tensor:
         """`(B, N, E)`, bool `(B, N)` -> `(B, N, E)`."""
-        q, k, v = self._heads(self.query(entities)), self._heads(self.key(entities)), self._heads(self.value(entities))
-        context, _ = plain_attention(self, q, k, v, entity_mask[:, None, None, :], self.attention_dropout.p)
-        return self.LayerNorm(entities + self.dropout(self.dense(context)))
+        return super().forward(entities, entities, entity_mask)[0]
 
 
 class ErnieFusionLayer(GradientCheckpointingLayer):
@@ -263,6 +246,7 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
+        *,
         ernie_entity_ids: torch.LongTensor | None = None,
         ernie_entity_positions: torch.LongTensor | None = None,
         **kwargs: Unpack[GesaInputs],
@@ -419,6 +403,7 @@ class ErnieForDenoisingEntityAutoencoder(ErniePreTrainedModel):
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
+        *,
         ernie_entity_ids: torch.LongTensor | None = None,
         ernie_entity_positions: torch.LongTensor | None = None,
         dea_candidate_ids: torch.LongTensor | None = None,

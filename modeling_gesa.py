@@ -1445,6 +1445,43 @@ def check_unknown_inputs(model: nn.Module, kwargs: dict) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+class GesaInputs(TransformersKwargs, total=False):
+    """`GesaModel.forward`'s inputs after `input_ids` (README "Model inputs") and transformers' own keywords
+    (`output_attentions`, `output_hidden_states`, ...): what the heads and the variants' models pass on."""
+
+    attention_mask: torch.Tensor | None
+    token_type_ids: torch.LongTensor | None
+    entity_ids: torch.LongTensor | None
+    entity_attention_mask: torch.Tensor | None
+    entity_token_type_ids: torch.LongTensor | None
+    entity_position_ids: torch.LongTensor | None
+    global_attention_mask: torch.LongTensor | None
+    placeholder_entity_mask: torch.Tensor | None
+    entity_string_ids: torch.LongTensor | None
+    entity_sentence_ids: torch.LongTensor | None
+    inputs_embeds: torch.Tensor | None
+
+
+def with_inputs_of(*forwards: Callable) -> Callable[[Callable], Callable]:
+    """Decorator: the decorated `forward`'s signature also names the inputs of `forwards`, which reach it through
+    `**kwargs` (Trainer keeps the dataset columns a model's signature names; `help()` shows them)."""
+
+    def decorate(forward: Callable) -> Callable:
+        signature = inspect.signature(forward)
+        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        rest = [p for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+        names = {p.name for p in own}
+        for other in forwards:
+            for p in inspect.signature(other).parameters.values():
+                if p.name not in names and p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                    own.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+                    names.add(p.name)
+        forward.__signature__ = signature.replace(parameters=own + rest)
+        return forward
+
+    return decorate
+
+
 @dataclass
 class GesaEntitySpanQAOutput(ModelOutput):
     """
@@ -1494,82 +1531,57 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
         self.post_init()
 
     @can_return_tuple
+    @with_inputs_of(GesaModel.forward)
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.LongTensor | None = None,
-        position_ids: torch.LongTensor | None = None,
-        entity_ids: torch.LongTensor | None = None,
-        entity_attention_mask: torch.Tensor | None = None,
-        entity_token_type_ids: torch.LongTensor | None = None,
-        entity_position_ids: torch.LongTensor | None = None,
-        global_attention_mask: torch.LongTensor | None = None,
-        placeholder_entity_mask: torch.Tensor | None = None,
-        entity_string_ids: torch.LongTensor | None = None,
-        entity_sentence_ids: torch.LongTensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
+        *,
         labels: torch.Tensor | None = None,
         start_positions: torch.LongTensor | None = None,
         end_positions: torch.LongTensor | None = None,
-        **kwargs: Unpack[TransformersKwargs],
+        **kwargs: Unpack[GesaInputs],
     ) -> ModelOutput:
         """Score candidates: `logits` `(B, E)`; `labels` `(B, E)` in {0, 1} gives the BCE `loss`.
 
-        Takes every input of the base model (README "Model inputs"; a variant's own inputs too). `start_positions`
-        / `end_positions` (what extractive-QA code sends) are refused with a pointer to what this head takes.
+        Takes every input of the base model (`kwargs`; README "Model inputs", a variant's own inputs too).
+        `start_positions` / `end_positions` (what extractive-QA code sends) are refused with a pointer to what this
+        head takes.
         """
         refuse_span_positions(self, start_positions, end_positions)
-        inputs = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "token_type_ids": token_type_ids,
-            "position_ids": position_ids,
-            "entity_ids": entity_ids,
-            "entity_attention_mask": entity_attention_mask,
-            "entity_token_type_ids": entity_token_type_ids,
-            "entity_position_ids": entity_position_ids,
-            "global_attention_mask": global_attention_mask,
-            "placeholder_entity_mask": placeholder_entity_mask,
-            "entity_string_ids": entity_string_ids,
-            "entity_sentence_ids": entity_sentence_ids,
-            "inputs_embeds": inputs_embeds,
-        }
-        missing = [name for name in self.required_inputs if inputs.get(name, kwargs.get(name)) is None]
+        missing = [name for name in self.required_inputs if kwargs.get(name) is None]
         if missing:
             raise ValueError(
                 f"{type(self).__name__} needs {', '.join(missing)}: the placeholder entity and the candidates "
                 "(build the inputs with the processor)."
             )
+        entity_ids = kwargs["entity_ids"]
         if entity_ids.dim() >= 2 and entity_ids.size(-1) == 0:
             raise ValueError(
                 f"entity_ids has shape {tuple(entity_ids.shape)}: no entity, so nothing to score. "
                 f"{type(self).__name__} needs the placeholder entity and at least one candidate per example; encode "
                 "entity-free text with the base model."
             )
-        return self.score_entities(self.run_base_model(inputs, labels, kwargs), inputs, labels, kwargs)
+        return self.score_entities(self.run_base_model(input_ids, labels, kwargs), labels, kwargs)
 
-    def run_base_model(self, inputs: dict, labels: torch.Tensor | None, kwargs: dict) -> ModelOutput:
-        """The base model on `inputs`; its input checks and the head's (labels, one placeholder) in one host sync."""
+    def run_base_model(self, input_ids: torch.Tensor | None, labels: torch.Tensor | None, kwargs: dict) -> ModelOutput:
+        """The base model on the inputs; its input checks and the head's (labels, one placeholder) in one host sync."""
         if torch.compiler.is_compiling() or not self.check_head_inputs:
-            return self.gesa(**inputs, **kwargs, return_dict=True)
-        self.gesa._check_inputs(**inputs, labels=labels, scored=True)
+            return self.gesa(input_ids, **kwargs, return_dict=True)
+        self.gesa._check_inputs(input_ids=input_ids, **kwargs, labels=labels, scored=True)
         with self.gesa.checked_by_head():
-            return self.gesa(**inputs, **kwargs, return_dict=True)
+            return self.gesa(input_ids, **kwargs, return_dict=True)
 
     # XH checks its graph-shaped inputs itself (the base model flattens nodes first)
     check_head_inputs = True
 
-    def score_entities(
-        self, outputs: ModelOutput, inputs: dict, labels: torch.Tensor | None, kwargs: dict
-    ) -> ModelOutput:
+    def score_entities(self, outputs: ModelOutput, labels: torch.Tensor | None, kwargs: dict) -> ModelOutput:
         """Paper Eq. 2 on the base model's entity states; the output carries the base model's other outputs."""
         logits, loss = score_candidates(
             self.classifier,
             self.dropout,
             outputs.entity_last_hidden_state,
-            inputs["entity_attention_mask"],
-            inputs["placeholder_entity_mask"],
+            kwargs.get("entity_attention_mask"),
+            kwargs.get("placeholder_entity_mask"),
             labels,
         )
         extra = self.auxiliary_loss(outputs)
@@ -1581,26 +1593,6 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
     def auxiliary_loss(self, outputs: ModelOutput) -> torch.Tensor | None:
         """A variant's loss added to the task loss (KAR: its weighted entity-linking loss)."""
         return None
-
-
-def with_inputs_of(*forwards: Callable) -> Callable[[Callable], Callable]:
-    """Decorator: the decorated `forward`'s signature also names the inputs of `forwards`, which reach it through
-    `**kwargs` (Trainer keeps the dataset columns a model's signature names; `help()` shows them)."""
-
-    def decorate(forward: Callable) -> Callable:
-        signature = inspect.signature(forward)
-        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        rest = [p for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
-        names = {p.name for p in own}
-        for other in forwards:
-            for p in inspect.signature(other).parameters.values():
-                if p.name not in names and p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                    own.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
-                    names.add(p.name)
-        forward.__signature__ = signature.replace(parameters=own + rest)
-        return forward
-
-    return decorate
 
 
 def refuse_span_positions(model: nn.Module, start_positions: torch.Tensor | None, end_positions: torch.Tensor | None):

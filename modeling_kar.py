@@ -43,13 +43,13 @@ from .modeling_gesa import (
     with_inputs_of,
 )
 from .modeling_variants import (
+    EntityAttention,
     GesaInputs,
     KnowledgeBase,
     check_kb_ids,
     check_shape,
     embed_backbone_inputs,
     knowledge_table,
-    plain_attention,
     set_knowledge_base,
 )
 
@@ -58,37 +58,12 @@ from .modeling_variants import (
 # ---------------------------------------------------------------------------------------------
 
 
-class KarAttention(nn.Module):
-    """Multi-head attention of queries `(B, Q, E)` over keys/values `(B, S, E)`; BERT-style output sublayer.
-
-    `LayerNorm(queries + dropout(W_o . attention))`. Queries with no valid key get a zero attention context. The
-    attention is transformers' (`plain_attention`: `ALL_ATTENTION_FUNCTIONS` on `config._attn_implementation`).
-    """
+class KarAttention(EntityAttention):
+    """Multi-head attention of queries `(B, Q, E)` over keys/values `(B, S, E)` (`kar_num_attention_heads` heads);
+    BERT-style output sublayer (`EntityAttention`)."""
 
     def __init__(self, config: KarConfig) -> None:
-        super().__init__()
-        self.config = config
-        size = config.entity_emb_size
-        self.num_heads = config.kar_num_attention_heads
-        self.head_size = size // self.num_heads
-        self.query = nn.Linear(size, size)
-        self.key = nn.Linear(size, size)
-        self.value = nn.Linear(size, size)
-        self.dense = nn.Linear(size, size)
-        self.LayerNorm = nn.LayerNorm(size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
-        self.attention_dropout = nn.Dropout(config.attention_probs_dropout_prob)
-
-    def _heads(self, x: torch.Tensor) -> torch.Tensor:
-        return x.view(x.size(0), x.size(1), self.num_heads, self.head_size).transpose(1, 2)
-
-    def forward(
-        self, queries: torch.Tensor, keys: torch.Tensor, key_mask: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`(B, Q, E)`, `(B, S, E)`, bool `(B, S)` -> `(B, Q, E)` and, under `"eager"`, the probabilities `(B, H, Q, S)`."""
-        q, k, v = self._heads(self.query(queries)), self._heads(self.key(keys)), self._heads(self.value(keys))
-        context, probs = plain_attention(self, q, k, v, key_mask[:, None, None, :], self.attention_dropout.p)
-        return self.LayerNorm(queries + self.dropout(self.dense(context))), probs
+        super().__init__(config, config.kar_num_attention_heads)
 
 
 class KarFeedForward(nn.Module):
@@ -418,6 +393,7 @@ class KarModel(KarPreTrainedModel, GesaModel):
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
+        *,
         kar_mention_spans: torch.LongTensor | None = None,
         kar_candidate_ids: torch.LongTensor | None = None,
         kar_candidate_priors: torch.Tensor | None = None,

@@ -22,28 +22,12 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.bert.modeling_bert import eager_attention_forward
 from transformers.utils import ModelOutput, TransformersKwargs
 
-from .modeling_gesa import AttentionStructure, GesaModel
+from .configuration_gesa import GesaConfig
+from .modeling_gesa import AttentionStructure, GesaInputs, GesaModel
 
 # transformers' attention functions that fit a plain (label-free) attention; any other implementation (GESA's own
 # kernels, flash/flex) gives the variants' attention "sdpa"
 PLAIN_ATTENTION_IMPLEMENTATIONS = ("eager", "sdpa")
-
-
-class GesaInputs(TransformersKwargs, total=False):
-    """`GesaModel.forward`'s inputs after `input_ids` (README "Model inputs"), and transformers' own keywords
-    (`output_attentions`, `output_hidden_states`, ...): what a variant's model takes besides its own inputs."""
-
-    attention_mask: torch.Tensor | None
-    token_type_ids: torch.LongTensor | None
-    entity_ids: torch.LongTensor | None
-    entity_attention_mask: torch.Tensor | None
-    entity_token_type_ids: torch.LongTensor | None
-    entity_position_ids: torch.LongTensor | None
-    global_attention_mask: torch.LongTensor | None
-    placeholder_entity_mask: torch.Tensor | None
-    entity_string_ids: torch.LongTensor | None
-    entity_sentence_ids: torch.LongTensor | None
-    inputs_embeds: torch.Tensor | None
 
 
 # the backbone's inputs among `GesaInputs` (`position_ids` is one of transformers' keywords too)
@@ -226,6 +210,40 @@ def plain_attention(
     return context.reshape(*context.shape[:2], -1), probs
 
 
+class EntityAttention(nn.Module):
+    """Multi-head attention of queries `(B, Q, E)` over keys/values `(B, S, E)` in the entity dimension, with BERT's
+    output sublayer `LayerNorm(queries + dropout(W_o . attention))`: KAR's span attention, ERNIE's entity stream.
+
+    A query with no valid key gets a zero attention context (`plain_attention`).
+    """
+
+    def __init__(self, config: GesaConfig, num_heads: int) -> None:
+        super().__init__()
+        self.config = config
+        size = config.entity_emb_size
+        self.num_heads = num_heads
+        self.head_size = size // num_heads
+        self.query = nn.Linear(size, size)
+        self.key = nn.Linear(size, size)
+        self.value = nn.Linear(size, size)
+        self.dense = nn.Linear(size, size)
+        self.LayerNorm = nn.LayerNorm(size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.attention_dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        return x.view(x.size(0), x.size(1), self.num_heads, self.head_size).transpose(1, 2)
+
+    def forward(
+        self, queries: torch.Tensor, keys: torch.Tensor, key_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`(B, Q, E)`, `(B, S, E)`, bool `(B, S)` -> `(B, Q, E)` and, under `"eager"`, the probabilities
+        `(B, H, Q, S)`."""
+        q, k, v = self._heads(self.query(queries)), self._heads(self.key(keys)), self._heads(self.value(keys))
+        context, probs = plain_attention(self, q, k, v, key_mask[:, None, None, :], self.attention_dropout.p)
+        return self.LayerNorm(queries + self.dropout(self.dense(context))), probs
+
+
 class KnowledgeBase(nn.Module):
     """A user-supplied entity embedding table `(kb_size, entity_emb_size)`, kept frozen (a persistent buffer).
 
@@ -295,6 +313,7 @@ def check_shape(name: str, value: torch.Tensor | None, expected: tuple[int, ...]
 __all__ = [
     "BACKBONE_INPUTS",
     "BackboneInputs",
+    "EntityAttention",
     "GesaInputs",
     "KnowledgeBase",
     "LayerOutputs",

@@ -207,6 +207,7 @@ class XhModel(XhPreTrainedModel, GesaModel):
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
+        *,
         node_adjacency: torch.Tensor | None = None,
         node_mask: torch.Tensor | None = None,
         **kwargs: Unpack[GesaInputs],
@@ -309,15 +310,13 @@ class XhForEntitySpanQA(XhPreTrainedModel, GesaForEntitySpanQA):
     check_head_inputs = False
 
     def score_entities(
-        self, outputs: XhModelOutput, inputs: dict, labels: torch.Tensor | None, kwargs: dict
+        self, outputs: XhModelOutput, labels: torch.Tensor | None, kwargs: dict
     ) -> XhEntitySpanQAOutput:
         """GESA's score of each mention with its node's placeholder; a candidate's logit is the max over its mentions."""
-        entity_ids, entity_string_ids = inputs["entity_ids"], inputs["entity_string_ids"]
-        attention_mask, node_mask = inputs["attention_mask"], kwargs.get("node_mask")
-        entity_attention_mask, placeholder_entity_mask = (
-            inputs["entity_attention_mask"],
-            inputs["placeholder_entity_mask"],
-        )
+        entity_ids, entity_string_ids = kwargs["entity_ids"], kwargs["entity_string_ids"]
+        attention_mask, node_mask = kwargs.get("attention_mask"), kwargs.get("node_mask")
+        entity_attention_mask = kwargs.get("entity_attention_mask")
+        placeholder_entity_mask = kwargs["placeholder_entity_mask"]
         graphs, nodes, entity_length = entity_ids.shape
         if node_mask is None:
             node_mask = (
@@ -429,6 +428,7 @@ class XhForMultiHopQA(XhPreTrainedModel):
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
+        *,
         node_adjacency: torch.Tensor | None = None,
         node_mask: torch.Tensor | None = None,
         relevant_node: torch.LongTensor | None = None,
@@ -570,6 +570,7 @@ class XhForFactVerification(XhPreTrainedModel):
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
+        *,
         node_adjacency: torch.Tensor | None = None,
         node_mask: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
