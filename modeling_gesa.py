@@ -1525,8 +1525,7 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
     def __init__(self, config: GesaConfig) -> None:
         super().__init__(config)
         self.gesa = self.base_model_class(config, add_pooling_layer=False)
-        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = classifier_dropout(config)
         self.classifier = nn.Linear(2 * config.hidden_size, 1)
         self.post_init()
 
@@ -1593,6 +1592,13 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
     def auxiliary_loss(self, outputs: ModelOutput) -> torch.Tensor | None:
         """A variant's loss added to the task loss (KAR: its weighted entity-linking loss)."""
         return None
+
+
+def classifier_dropout(config: GesaConfig) -> nn.Dropout:
+    """The heads' dropout: `classifier_dropout`, else `hidden_dropout_prob` (as LUKE's heads)."""
+    return nn.Dropout(
+        config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+    )
 
 
 def refuse_span_positions(model: nn.Module, start_positions: torch.Tensor | None, end_positions: torch.Tensor | None):

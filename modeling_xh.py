@@ -39,6 +39,7 @@ from .modeling_gesa import (
     GesaPreTrainedModel,
     InputValueChecks,
     check_candidate_labels,
+    classifier_dropout,
     score_candidates,
     with_inputs_of,
 )
@@ -108,6 +109,7 @@ class XhModelOutput(ModelOutput):
         entity_hidden_states: per layer `(G, N, E, D)`, with `output_hidden_states`.
         attentions: per layer `(G, N, H, P, P)` in-sequence attention, with `output_attentions`.
         hop_attentions: per hop layer `(G, H, N, N)`, with `output_attentions`.
+        node_mask: bool `(G, N)`, the real nodes (`node_mask` given or derived).
     """
 
     last_hidden_state: torch.FloatTensor | None = None
@@ -118,6 +120,7 @@ class XhModelOutput(ModelOutput):
     entity_hidden_states: tuple[torch.FloatTensor, ...] | None = None
     attentions: tuple[torch.FloatTensor, ...] | None = None
     hop_attentions: tuple[torch.FloatTensor, ...] | None = None
+    node_mask: torch.BoolTensor | None = None
 
 
 class XhPreTrainedModel(GesaPreTrainedModel):
@@ -267,6 +270,7 @@ class XhModel(XhPreTrainedModel, GesaModel):
             else tuple(per_node(x) for x in collected.entities),
             attentions=None if collected.attentions is None else tuple(per_node(x) for x in collected.attentions),
             hop_attentions=hop_attentions,
+            node_mask=node_mask.bool(),
         )
 
 
@@ -314,14 +318,10 @@ class XhForEntitySpanQA(XhPreTrainedModel, GesaForEntitySpanQA):
     ) -> XhEntitySpanQAOutput:
         """GESA's score of each mention with its node's placeholder; a candidate's logit is the max over its mentions."""
         entity_ids, entity_string_ids = kwargs["entity_ids"], kwargs["entity_string_ids"]
-        attention_mask, node_mask = kwargs.get("attention_mask"), kwargs.get("node_mask")
+        node_mask = outputs.node_mask
         entity_attention_mask = kwargs.get("entity_attention_mask")
         placeholder_entity_mask = kwargs["placeholder_entity_mask"]
         graphs, nodes, entity_length = entity_ids.shape
-        if node_mask is None:
-            node_mask = (
-                attention_mask.bool().any(-1) if attention_mask is not None else entity_ids.new_ones(graphs, nodes)
-            )
         if entity_attention_mask is None:
             entity_attention_mask = torch.ones_like(entity_ids)
         states = outputs.entity_last_hidden_state.reshape(graphs * nodes, entity_length, -1)
@@ -408,7 +408,16 @@ class XhMultiHopQAOutput(ModelOutput):
     hop_attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-class XhForMultiHopQA(XhPreTrainedModel):
+class XhGraphHead(XhPreTrainedModel):
+    """What the graph-level heads share: the XH encoder (`gesa`) and the classifier dropout."""
+
+    def __init__(self, config: XhConfig) -> None:
+        super().__init__(config)
+        self.gesa = XhModel(config, add_pooling_layer=False)
+        self.dropout = classifier_dropout(config)
+
+
+class XhForMultiHopQA(XhGraphHead):
     """HotpotQA with Transformer-XH: `p(relevance|tau) = softmax(Linear(h_tau,0))` over nodes (Eq. 11) and
     `p(start|tau,i), p(end|tau,j) = softmax(Linear(h_tau,i))` over the node's context tokens (Eq. 12), trained jointly.
     Features: `processing_xh.XhProcessor.encode_hotpot_graphs`. Prediction: `decode_answers`.
@@ -416,9 +425,6 @@ class XhForMultiHopQA(XhPreTrainedModel):
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__(config)
-        self.gesa = XhModel(config, add_pooling_layer=False)
-        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = nn.Dropout(dropout)
         self.relevance = nn.Linear(config.hidden_size, 1)
         self.span = nn.Linear(config.hidden_size, 2)
         self.post_init()
@@ -440,10 +446,8 @@ class XhForMultiHopQA(XhPreTrainedModel):
         relevant node (-100: no span, e.g. yes/no answers) give the loss. Other inputs: `XhModel`'s."""
         outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
         attention_mask, global_attention_mask = kwargs.get("attention_mask"), kwargs.get("global_attention_mask")
-        graphs, nodes, length = input_ids.shape if input_ids is not None else outputs.last_hidden_state.shape[:3]
-        if node_mask is None:
-            node_mask = attention_mask.bool().any(-1) if attention_mask is not None else torch.ones(graphs, nodes)
-        node_mask = node_mask.bool().to(outputs.hub_states.device)
+        graphs, nodes, length = outputs.last_hidden_state.shape[:3]
+        node_mask = outputs.node_mask
         minimum = torch.finfo(outputs.hub_states.dtype).min
         relevance_logits = (
             self.relevance(self.dropout(outputs.hub_states)).squeeze(-1).masked_fill(~node_mask, minimum)
@@ -551,16 +555,13 @@ class XhFactVerificationOutput(ModelOutput):
     hop_attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-class XhForFactVerification(XhPreTrainedModel):
+class XhForFactVerification(XhGraphHead):
     """FEVER with Transformer-XH: per-node label distribution `p(y|tau) = softmax(Linear(h_tau,0))` (Eq. 14), node
     importance `p(s|tau) = softmax_tau(Linear(h_tau,0))` (Eq. 15), claim label `p(y|X,E) = sum_tau p(s|tau) p(y|tau)`
     (Eq. 16). Labels: `labels` `(G,)` class ids; `node_labels` `(G, N)` 1 on gold evidence nodes (optional)."""
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__(config)
-        self.gesa = XhModel(config, add_pooling_layer=False)
-        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = nn.Dropout(dropout)
         self.node_classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.node_scorer = nn.Linear(config.hidden_size, 1)
         self.post_init()
@@ -579,12 +580,9 @@ class XhForFactVerification(XhPreTrainedModel):
     ) -> XhFactVerificationOutput:
         """Claim verification over the evidence graph: `probs` `(G, Y)` = Eq. 16. Other inputs: `XhModel`'s."""
         outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
-        attention_mask = kwargs.get("attention_mask")
         hubs = self.dropout(outputs.hub_states)
         graphs, nodes = hubs.shape[:2]
-        if node_mask is None:
-            node_mask = attention_mask.bool().any(-1) if attention_mask is not None else torch.ones(graphs, nodes)
-        node_mask = node_mask.bool().to(hubs.device)
+        node_mask = outputs.node_mask
         node_label_log_probs = torch.log_softmax(self.node_classifier(hubs).float(), dim=-1)
         importance_logits = self.node_scorer(hubs).squeeze(-1).float()
         importance_logits = importance_logits.masked_fill(~node_mask, torch.finfo(importance_logits.dtype).min)
