@@ -4,6 +4,7 @@ gradient checkpointing where blocks repeat."""
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from test_variants_ernie import ENTITY_IDS, POSITIONS, ernie_batch, ernie_config
 from test_variants_kar import kar_batch, kar_config
 from test_variants_xh import collate, graph_feature, model_inputs, randomise_hops, xh_config
 from transformers.dynamic_module_utils import get_relative_imports
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from variant_helpers import reload_each_in_fresh_process
 
 from gesa import GesaForEntitySpanQA
@@ -315,3 +317,91 @@ def test_registry_refuses_a_user_knowledge_base(name, tmp_path):
         torch.testing.assert_close(reloaded(**batch).logits, expected)
     # other variants have no knowledge base to check
     registry.VARIANTS["gesa"].check_knowledge_base({"kb_size": 8})
+
+
+# ---------------------------------------------------------------------------------------------
+# One head and one set of conventions for GESA and every variant
+# ---------------------------------------------------------------------------------------------
+
+OWN_INPUT = {"kar": "kar_candidate_ids", "ernie": "ernie_entity_ids", "xh": "node_adjacency"}
+
+
+@pytest.mark.parametrize("name", ["kar", "ernie", "xh"])
+def test_variant_heads_are_the_gesa_head_on_their_model(name):
+    model, batch = variant_models()[name]
+    assert isinstance(model, GesaForEntitySpanQA) and type(model.gesa) is model.base_model_class
+    parameters = inspect.signature(model.forward).parameters
+    assert {"input_ids", "attention_mask", "position_ids", "inputs_embeds", "labels", OWN_INPUT[name]} <= set(
+        parameters
+    )
+    assert OWN_INPUT[name] in inspect.signature(type(model.gesa).forward).parameters
+    model.eval()
+    with torch.no_grad():
+        out = model(**batch)
+        as_tuple = model(**batch, return_dict=False)
+    assert torch.equal(as_tuple[0 if out.loss is None else 1], out.logits)
+    with pytest.raises(ValueError, match=r"scores entity candidates, not token spans.*labels \(batch, entities\)"):
+        model(**batch, start_positions=torch.zeros(2, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"unexpected inputs \['entity_graph'\]"):
+        model(**batch, entity_graph=torch.ones(1))
+
+
+@pytest.mark.parametrize("name", ["kar", "ernie"])
+def test_variant_heads_take_inputs_embeds(name):
+    model, batch = variant_models()[name]
+    model.eval()
+    embeds = model.get_input_embeddings()(batch["input_ids"])
+    with torch.no_grad():
+        expected = model(**batch)
+        actual = model(**{**batch, "input_ids": None}, inputs_embeds=embeds)
+    torch.testing.assert_close(actual.logits, expected.logits)
+    torch.testing.assert_close(actual.loss, expected.loss)
+
+
+@pytest.mark.parametrize("name", ["kar", "ernie"])
+def test_variant_heads_check_entities_labels_and_placeholder(name):
+    model, batch = variant_models()[name]
+    labels = batch["labels"].clone()
+    labels[0, 1] = float("nan")
+    with pytest.raises(ValueError, match=r"labels must be 0 or 1 \(finite\).*labels\[0, 1\] = nan"):
+        model(**{**batch, "labels": labels})
+    placeholder = torch.zeros_like(batch["placeholder_entity_mask"])
+    with pytest.raises(ValueError, match="placeholder_entity_mask must mark exactly one real entity.*row 0 marks 0"):
+        model(**{**batch, "placeholder_entity_mask": placeholder})
+    with pytest.raises(ValueError, match="no entity, so nothing to score"):
+        model(**{**batch, "entity_ids": batch["entity_ids"][:, :0]})
+
+
+def test_xh_head_checks_graph_labels():
+    model, batch = variant_models()["xh"]
+    labels = torch.zeros(batch["input_ids"].size(0), int(batch["entity_string_ids"].max()) + 1)
+    labels[0, 0] = 2.0
+    with pytest.raises(ValueError, match=r"labels must be 0 or 1 \(finite\).*labels\[0, 0\] = 2.0"):
+        model(**{**batch, "labels": labels})
+
+
+VARIANT_ATTENTION = {"kar": "KarAttention", "ernie": "ErnieEntityAttention", "xh": "XhHopLayer"}
+
+
+@pytest.mark.parametrize("name", ["kar", "ernie", "xh"])
+def test_variant_attention_dispatches_through_transformers_functions(name, monkeypatch):
+    """KAR's span attention, ERNIE's entity stream and XH's hop attention call `ALL_ATTENTION_FUNCTIONS` on
+    `config._attn_implementation`; `eager` and `sdpa` give the same model."""
+    model, batch = variant_models()[name]
+    model.eval()
+    callers = []
+    sdpa = ALL_ATTENTION_FUNCTIONS["sdpa"]
+
+    def spy(module, *args, **kwargs):
+        callers.append(type(module).__name__)
+        return sdpa(module, *args, **kwargs)
+
+    monkeypatch.setitem(ALL_ATTENTION_FUNCTIONS, "sdpa", spy)
+    logits = {}
+    with torch.no_grad():
+        for implementation in ("eager", "sdpa"):
+            model.config._attn_implementation = implementation
+            callers.clear()
+            logits[implementation] = model(**batch).logits
+            assert (VARIANT_ATTENTION[name] in callers) == (implementation == "sdpa"), callers
+    torch.testing.assert_close(logits["eager"], logits["sdpa"], atol=1e-5, rtol=1e-5)
