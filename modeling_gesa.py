@@ -1246,7 +1246,7 @@ class GesaModel(GesaPreTrainedModel):
                 "position_ids are read only with use_absolute_position_embeddings=True (ablation='luke'); GESA's "
                 "relative labels take word order from the input itself. Drop position_ids."
             )
-        longest = config.max_position_embeddings - config.pad_token_id - 1
+        longest = config.max_position_embeddings - (config.pad_token_id or 0) - 1
         if config.use_absolute_position_embeddings and get("position_ids") is None and word_length > longest:
             raise ValueError(
                 f"input_ids has {word_length} words, but absolute positions (use_absolute_position_embeddings=True) "
