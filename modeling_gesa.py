@@ -1430,9 +1430,10 @@ def check_one_placeholder(
     )
 
 
-def check_unknown_inputs(model: nn.Module, kwargs: dict) -> None:
-    """Keyword inputs that are neither named inputs nor `TransformersKwargs` are refused, naming them."""
-    unknown = sorted(set(kwargs) - set(TransformersKwargs.__annotations__))
+def check_unknown_inputs(model: nn.Module, kwargs: dict, accepted: type = TransformersKwargs) -> None:
+    """Keyword inputs that `accepted` (a TypedDict: transformers' keywords, or `GesaInputs`) does not name are
+    refused, naming them (a misspelt input would otherwise be ignored)."""
+    unknown = sorted(set(kwargs) - set(accepted.__annotations__))
     if unknown:
         raise ValueError(
             f'{type(model).__name__}.forward got unexpected inputs {unknown}; see README "Model inputs" (and the '

@@ -23,7 +23,7 @@ from transformers.models.bert.modeling_bert import eager_attention_forward
 from transformers.utils import ModelOutput, TransformersKwargs
 
 from .configuration_gesa import GesaConfig
-from .modeling_gesa import AttentionStructure, GesaInputs, GesaModel
+from .modeling_gesa import AttentionStructure, GesaInputs, GesaModel, check_unknown_inputs
 
 # transformers' attention functions that fit a plain (label-free) attention; any other implementation (GESA's own
 # kernels, flash/flex) gives the variants' attention "sdpa"
@@ -69,12 +69,7 @@ def embed_backbone_inputs(model: GesaModel, input_ids: torch.Tensor | None, kwar
     `kwargs`: `GesaInputs` (README "Model inputs"): words `(B, L)`, entities `(B, E)`, `entity_position_ids`
     `(B, E, M)`; any other keyword is refused, naming it.
     """
-    unknown = sorted(set(kwargs) - set(GesaInputs.__annotations__))
-    if unknown:
-        raise ValueError(
-            f'{type(model).__name__}.forward got unexpected inputs {unknown}; see README "Model inputs" and the '
-            "variant's model card for the inputs."
-        )
+    check_unknown_inputs(model, kwargs, GesaInputs)
     inputs = {name: kwargs.get(name) for name in BACKBONE_INPUTS}
     model._check_inputs(input_ids=input_ids, **inputs)
     inputs_embeds = inputs["inputs_embeds"]
