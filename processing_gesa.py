@@ -34,7 +34,6 @@ Usage::
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 import string
@@ -50,13 +49,27 @@ from transformers import BatchFeature, PreTrainedTokenizerBase
 from transformers.processing_utils import ProcessorMixin
 from transformers.utils import logging
 
+from .records_gesa import (
+    HIGHLIGHT_PATTERN,
+    RECORD_HIGHLIGHT,
+    RECORD_PLACEHOLDER,
+    InvalidExample,
+    RecordError,
+    RecordExample,
+    check_example,
+    content_id,
+    end_convention_hint,
+    example_error,
+    parse_answers,
+    span_as_given,
+    to_record_examples,
+)
+
 logger = logging.get_logger(__name__)
 
 PLACEHOLDER_TOKEN = "[PLC]"
 ENTITY_MARKER_TOKEN = "[ENT]"
 HIGHLIGHT_TOKEN = "[HL]"
-RECORD_PLACEHOLDER = "@placeholder"
-RECORD_HIGHLIGHT = "@highlight"
 # LUKE's entity_span_qa adds [HIGHLIGHT], [PLACEHOLDER], [ENTITY] in this order, initialised from "@", "#", "*".
 ADDED_TOKEN_SOURCES: dict[str, str] = {HIGHLIGHT_TOKEN: "@", PLACEHOLDER_TOKEN: "#", ENTITY_MARKER_TOKEN: "*"}
 LUKE_MASK_ENTITY_ID = 2
@@ -92,7 +105,7 @@ EDGE_NONE, EDGE_SELF, EDGE_PLC, EDGE_SENT, EDGE_MATCH = 0, 1, 2, 3, 4
 _WHITESPACE_TO_SPACE = {cp: " " for cp in range(0x3001) if chr(cp).isspace() and chr(cp) != " "}
 _PUNCTUATION_TABLE = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_HIGHLIGHT_PATTERN = re.compile(re.escape(RECORD_HIGHLIGHT))
+_HIGHLIGHT_PATTERN = HIGHLIGHT_PATTERN
 # Pipelines are cached per process and kept out of the processor's state (pickling for num_proc, to_dict).
 _SPACY_PIPELINES: dict[tuple[str, ...], Any] = {}
 
@@ -148,36 +161,6 @@ def build_entity_graph(
 
 
 @dataclass
-class RecordExample:
-    """One ReCoRD query in canonical form (all spans EXCLUSIVE ``end``).
-
-    ``entity_spans`` is ``None`` when the input has no annotation (candidates then come from spaCy NER);
-    ``span_texts`` (aligned with ``entity_spans``) holds texts given by the input, checked against the passage;
-    ``answers`` is ``None`` when the input has no answer field (no ``labels`` are produced then);
-    ``answer_spans`` holds the ``(start, end, text)`` answer spans the input gives (original records), checked
-    against the passage; ``inclusive_end`` records that the input wrote ``end`` inclusively (original records), so
-    that errors show spans as the user wrote them.
-    """
-
-    example_id: str
-    passage: str
-    query: str
-    entity_spans: list[tuple[int, int]] | None = None
-    span_texts: list[str | None] | None = None
-    answers: list[str] | None = None
-    answer_spans: list[tuple[int, int, str]] | None = None
-    inclusive_end: bool = False
-
-
-@dataclass
-class InvalidExample:
-    """A rejected example: its id and the reason (the message of the ``ValueError`` it would raise)."""
-
-    example_id: str
-    reason: str
-
-
-@dataclass
 class _PreparedPassage:
     """A passage (with one candidate set) tokenised once and shared by all of its queries. P = candidate mentions."""
 
@@ -191,41 +174,6 @@ class _PreparedPassage:
     sentence_ids: list[int]  # (P,)
 
 
-def _example_error(example_id: str, message: str) -> ValueError:
-    return ValueError(f"ReCoRD example {example_id!r}: {message}")
-
-
-def _as_span_dicts(value: Any) -> list[dict[str, Any]]:
-    """Spans as a list of dicts, from a list of dicts or an Arrow struct sequence (dict of lists)."""
-    if value is None:
-        return []
-    if isinstance(value, Mapping):
-        keys = list(value.keys())
-        return [dict(zip(keys, items, strict=True)) for items in zip(*(value[key] for key in keys), strict=True)]
-    return [dict(item) for item in value]
-
-
-def _answer_texts(value: Any) -> list[str]:
-    """Sorted unique answer texts, from strings (Hub rows) or ``{start, end, text}`` dicts (original records)."""
-    if isinstance(value, Mapping):
-        value = value.get("text", [])
-    return sorted({item if isinstance(item, str) else item["text"] for item in value})
-
-
-def _inclusive_answer_spans(value: Any) -> list[tuple[int, int, str]]:
-    """EXCLUSIVE ``(start, end, text)`` of the answers of an original record (dicts with an INCLUSIVE ``end``)."""
-    if value is None or (isinstance(value, Mapping) and not {"start", "end", "text"} <= set(value)):
-        return []
-    items = (
-        _as_span_dicts(value) if isinstance(value, Mapping) else [item for item in value if isinstance(item, Mapping)]
-    )
-    return [
-        (int(item["start"]), int(item["end"]) + 1, item["text"])
-        for item in items
-        if item.get("start") is not None and item.get("end") is not None and isinstance(item.get("text"), str)
-    ]
-
-
 def _looks_like_one_span(value: Any) -> bool:
     """Whether ``value`` looks like one ``(start, end)`` span (python or numpy numbers), not a list of spans."""
     return (
@@ -236,130 +184,9 @@ def _looks_like_one_span(value: Any) -> bool:
     )
 
 
-def _span_as_given(example: RecordExample, start: int, end: int) -> str:
-    """An EXCLUSIVE span written the way the input wrote it (original records: inclusive ``end``)."""
-    return f"({start}, {end - 1}) (inclusive end)" if example.inclusive_end else f"({start}, {end})"
-
-
-def _end_convention_hint(example: RecordExample) -> str:
-    if example.inclusive_end:
-        return (
-            "Original ReCoRD/SuperGLUE records (passage 'entities', 'qas' answers) use an INCLUSIVE end: the mention "
-            "is passage[start:end + 1]. If your ends are exclusive (Python slicing), subtract 1, or pass flattened "
-            "rows with exclusive 'entity_spans'."
-        )
-    return (
-        "Flattened Hub rows ('entity_spans') and GesaProcessor.__call__ use an EXCLUSIVE end: the mention is "
-        "passage[start:end]. If your ends are inclusive (original ReCoRD), add 1."
-    )
-
-
 def _splits_word(text: str, index: int) -> bool:
     """Whether the character boundary ``index`` lies inside a run of letters/digits."""
     return 0 < index < len(text) and text[index - 1].isalnum() and text[index].isalnum()
-
-
-def _content_id(passage: str, query: str) -> str:
-    digest = hashlib.sha1(f"{passage}\x00{query}".encode("utf-8", "surrogatepass")).hexdigest()
-    return f"sha1-{digest[:16]}"
-
-
-def _locate_entity_strings(passage: str, entity_texts: Iterable[str]) -> list[tuple[int, int]]:
-    """Mentions of entity strings found by exact, word-bounded search; longest match wins on overlap."""
-    found = []
-    for text in {text for text in entity_texts if text and text.strip()}:
-        pattern = re.compile(rf"(?<!\w){re.escape(text)}(?!\w)")
-        found.extend((match.start(), match.end()) for match in pattern.finditer(passage))
-    found.sort(key=lambda span: (span[0], -(span[1] - span[0])))
-    kept: list[tuple[int, int]] = []
-    for start, end in found:
-        if not kept or start >= kept[-1][1]:
-            kept.append((start, end))
-    return kept
-
-
-def _record_to_examples(record: Mapping[str, Any], position: int) -> list[RecordExample]:
-    """Original ReCoRD / SuperGLUE record (passage + inclusive entity spans + ``qas``) -> one example per query."""
-    passage_field = record.get("passage")
-    if not isinstance(passage_field, Mapping) or "text" not in passage_field:
-        raise ValueError(f"record #{position}: 'passage' must be a mapping with 'text' and 'entities'")
-    passage = passage_field["text"]
-    inclusive_spans = _as_span_dicts(passage_field.get("entities"))
-    spans = [(int(span["start"]), int(span["end"]) + 1) for span in inclusive_spans]
-    record_idx = record.get("idx", record.get("id"))
-    examples = []
-    for qa in _as_span_dicts(record.get("qas")):
-        if qa.get("id") is not None:
-            example_id = str(qa["id"])
-        elif record_idx is not None and qa.get("idx") is not None:
-            example_id = f"{record_idx}-{qa['idx']}"
-        else:
-            example_id = _content_id(passage, str(qa.get("query")))
-        answers = _answer_texts(qa["answers"]) if qa.get("answers") is not None else None
-        examples.append(
-            RecordExample(
-                example_id,
-                passage,
-                qa.get("query"),
-                list(spans),
-                [None] * len(spans),
-                answers,
-                answer_spans=_inclusive_answer_spans(qa.get("answers")),
-                inclusive_end=True,
-            )
-        )
-    return examples
-
-
-def _row_to_example(row: Mapping[str, Any], position: int) -> RecordExample:
-    """Flattened row (Hub ``super_glue``/``record``: exclusive ``entity_spans``) or raw ``passage`` + ``query``."""
-    passage = row.get("passage")
-    spans: list[tuple[int, int]] | None = None
-    span_texts: list[str | None] | None = None
-    inclusive_end = isinstance(passage, Mapping)
-    if inclusive_end:  # a flattened row that kept the original passage object (inclusive ends)
-        inclusive_spans = _as_span_dicts(passage.get("entities"))
-        passage = passage.get("text")
-        spans = [(int(span["start"]), int(span["end"]) + 1) for span in inclusive_spans]
-        span_texts = [None] * len(spans)
-    elif row.get("entity_spans") is not None:
-        span_dicts = _as_span_dicts(row["entity_spans"])
-        spans = [(int(span["start"]), int(span["end"])) for span in span_dicts]
-        span_texts = [span.get("text") for span in span_dicts]
-    elif row.get("entities") is not None and isinstance(passage, str):
-        # Older Hub rows carry entity strings only: locate their mentions in the passage.
-        spans = _locate_entity_strings(passage, row["entities"])
-        span_texts = [None] * len(spans)
-    query = row.get("query")
-    idx = row.get("idx")
-    if row.get("id") is not None:
-        example_id = str(row["id"])
-    elif isinstance(idx, Mapping) and idx.get("passage") is not None and idx.get("query") is not None:
-        example_id = f"{idx['passage']}-{idx['query']}"
-    elif idx is not None and not isinstance(idx, Mapping):
-        example_id = str(idx)
-    else:
-        example_id = _content_id(str(passage), str(query))
-    answers = _answer_texts(row["answers"]) if row.get("answers") is not None else None
-    # Answer dicts with offsets follow the passage object's (inclusive) convention; Hub rows carry strings only.
-    answer_spans = _inclusive_answer_spans(row.get("answers")) if inclusive_end else None
-    return RecordExample(example_id, passage, query, spans, span_texts, answers, answer_spans, inclusive_end)
-
-
-def to_record_examples(items: Iterable[Mapping[str, Any]]) -> list[RecordExample]:
-    """Canonical examples from original/SuperGLUE records (with ``qas``) and/or flattened rows (with ``query``)."""
-    examples: list[RecordExample] = []
-    for position, item in enumerate(items):
-        if "qas" in item:
-            examples.extend(_record_to_examples(item, position))
-        elif "query" in item and "passage" in item:
-            examples.append(_row_to_example(item, position))
-        else:
-            raise ValueError(
-                f"input #{position} is neither a ReCoRD record (passage + qas) nor a flattened row (passage + query); "
-                f"keys: {sorted(item)}"
-            )
-    return examples
 
 
 def _import_spacy(purpose: str, then: str = "") -> Any:
@@ -626,27 +453,34 @@ class GesaProcessor(ProcessorMixin):
         for name, values in (("entity_spans", entity_spans), ("answers", answers), ("example_ids", example_ids)):
             if values is not None and len(values) != len(passages):
                 raise ValueError(f"{name} has {len(values)} items for {len(passages)} passages")
-        examples = []
+        examples, errors = [], {}
         for index, (passage, query) in enumerate(zip(passages, queries, strict=True)):
-            example_id = str(example_ids[index]) if example_ids is not None else _content_id(passage, query)
-            given = None if entity_spans is None else entity_spans[index]
-            spans = None if given is None else self._integer_spans(given, example_id)
-            examples.append(
-                RecordExample(
-                    example_id=example_id,
-                    passage=passage,
-                    query=query,
-                    entity_spans=spans,
-                    span_texts=None if spans is None else [None] * len(spans),
-                    answers=None if answers is None else _answer_texts(answers[index]),
-                )
-            )
+            if example_ids is not None:
+                example_id = str(example_ids[index])
+            else:
+                example_id = content_id(str(passage), str(query))
+            example = RecordExample(example_id=example_id, passage=passage, query=query)
+            try:
+                given = None if entity_spans is None else entity_spans[index]
+                if given is not None:
+                    example.entity_spans = self._integer_spans(given, example_id)
+                    example.span_texts = [None] * len(example.entity_spans)
+                if answers is not None and answers[index] is not None:
+                    example.answers, _ = parse_answers(
+                        answers[index],
+                        False,
+                        lambda message, example_id=example_id: example_error(example_id, message),
+                    )
+            except ValueError as error:
+                errors[index] = error
+            examples.append(example)
         columns = self.encode_examples(
             examples,
             candidate_source=candidate_source,
             skip_invalid=skip_invalid,
             return_candidate_spans=return_candidate_spans,
             return_sample_mapping=True,
+            errors=errors,
         )
         if return_tensors is None:
             return BatchFeature(columns)
@@ -663,18 +497,24 @@ class GesaProcessor(ProcessorMixin):
     @staticmethod
     def _integer_spans(given: Any, example_id: str) -> list[tuple[int, int]]:
         """``(start, end)`` pairs of python ints from ints or numpy integers; anything else is an error."""
+        if isinstance(given, (str, Mapping)) or not isinstance(given, (Sequence, np.ndarray)):
+            raise example_error(
+                example_id,
+                f"entity_spans must be a list of (start, end) character spans with an exclusive end, got "
+                f"{type(given).__name__}",
+            )
         spans = []
         for span in given:
             try:
                 start, end = span
             except (TypeError, ValueError):
-                raise _example_error(
+                raise example_error(
                     example_id,
                     f"entity span {span!r} is not a (start, end) pair; entity_spans holds, per example, "
                     "a list of (start, end) character spans with an exclusive end",
                 ) from None
             if not all(isinstance(value, (int, np.integer)) and not isinstance(value, bool) for value in (start, end)):
-                raise _example_error(
+                raise example_error(
                     example_id, f"entity span {span!r} must hold two integer character offsets (exclusive end)"
                 )
             spans.append((int(start), int(end)))
@@ -692,11 +532,15 @@ class GesaProcessor(ProcessorMixin):
         Returns:
             Columns (dict of lists, one item per feature); see the class docstring.
         """
+        skip = self.skip_invalid if skip_invalid is None else skip_invalid
+        malformed: list[InvalidExample] = []
+        examples = to_record_examples(records, invalid=malformed if skip else None)
         return self.encode_examples(
-            to_record_examples(records),
+            examples,
             candidate_source=candidate_source,
             skip_invalid=skip_invalid,
             return_candidate_spans=return_candidate_spans,
+            malformed=malformed,
         )
 
     def map_function(
@@ -751,23 +595,56 @@ class GesaProcessor(ProcessorMixin):
     ) -> dict[str, str]:
         """Best answer text per query: scores merged over windows by taking the max per answer text.
 
+        Every query of ``example_ids`` gets exactly one answer (ties and ``-inf`` scores: the first text seen).
+
         Args:
-            example_ids: ``(F,)`` the features' ``example_id``.
+            example_ids: ``(F,)`` the features' ``example_id``, in the processor's order (a query's windows are
+                consecutive).
             candidate_texts: ``(F, E_f)`` the features' ``candidate_texts`` (entity 0 is the placeholder).
             logits: ``(F, E)`` tensor or array, ``E >= max E_f`` (padding beyond ``E_f`` is ignored).
 
         Returns:
             ``{example_id: predicted answer text}``.
+
+        Raises:
+            ValueError: the inputs disagree in length; a query has NaN scores (a diverged model) or no candidate; or
+            one id comes back after another query's features (two different queries share an id).
         """
         scores = logits.detach().float().cpu().numpy() if isinstance(logits, torch.Tensor) else np.asarray(logits)
+        if scores.ndim != 2 or not (len(example_ids) == len(candidate_texts) == scores.shape[0]):
+            raise ValueError(
+                f"post_process_predictions: {len(example_ids)} example ids, {len(candidate_texts)} candidate rows and "
+                f"logits of shape {tuple(scores.shape)} must describe the same features (F, E)"
+            )
         best: dict[str, dict[str, float]] = {}
+        previous = None
         for row, (example_id, texts) in enumerate(zip(example_ids, candidate_texts, strict=True)):
+            if example_id != previous and example_id in best:
+                raise ValueError(
+                    f"post_process_predictions: example id {example_id!r} comes back at feature {row} after other "
+                    "queries' features: two different queries share this id (give each query its own id), or the "
+                    "features were reordered"
+                )
+            previous = example_id
             per_text = best.setdefault(example_id, {})
-            for index in range(1, len(texts)):
-                score = float(scores[row, index])
-                if score > per_text.get(texts[index], -np.inf):
-                    per_text[texts[index]] = score
-        return {example_id: max(per_text, key=per_text.get) for example_id, per_text in best.items() if per_text}
+            if len(texts) > scores.shape[1]:
+                raise ValueError(
+                    f"post_process_predictions: feature {row} ({example_id!r}) has {len(texts)} entities but logits "
+                    f"only {scores.shape[1]}"
+                )
+            row_scores = scores[row, 1 : len(texts)].astype(np.float64)
+            if np.isnan(row_scores).any():
+                raise ValueError(
+                    f"post_process_predictions: query {example_id!r} has NaN scores (feature {row}): the model's "
+                    "output is not finite (diverged training, or fp16 overflow); no answer can be chosen"
+                )
+            for text, score in zip(texts[1:], row_scores.tolist(), strict=True):
+                if text not in per_text or score > per_text[text]:
+                    per_text[text] = score
+        empty = [example_id for example_id, per_text in best.items() if not per_text]
+        if empty:
+            raise ValueError(f"post_process_predictions: queries {empty[:5]} have no candidate in any feature")
+        return {example_id: max(per_text, key=per_text.get) for example_id, per_text in best.items()}
 
     # ------------------------------------------------------------------ the pipeline
 
@@ -778,8 +655,13 @@ class GesaProcessor(ProcessorMixin):
         skip_invalid: bool | None = None,
         return_candidate_spans: bool = False,
         return_sample_mapping: bool = False,
+        errors: Mapping[int, ValueError] | None = None,
+        malformed: Sequence[InvalidExample] = (),
     ) -> dict[str, list]:
         """Encode canonical examples (batched tokenizer and spaCy calls; passages shared by queries encoded once).
+
+        ``errors``: index -> the error of an example already found invalid (rejected, or skipped with
+        ``skip_invalid``); ``malformed``: items already skipped before they became examples (reported with the rest).
 
         Returns:
             Columns (dict of lists, one item per feature); see the class docstring. With ``return_sample_mapping``,
@@ -790,24 +672,41 @@ class GesaProcessor(ProcessorMixin):
             raise ValueError(f"candidate_source must be one of {CANDIDATE_SOURCES}, got {source!r}")
         skip = self.skip_invalid if skip_invalid is None else skip_invalid
         stats: Counter[str] = Counter()
-        invalid: list[InvalidExample] = []
+        invalid: list[InvalidExample] = list(malformed)
+        errors = errors or {}
 
         def reject(index: int, error: ValueError) -> None:
             if not skip:
                 raise error
             invalid.append(InvalidExample(examples[index].example_id, str(error)))
 
+        # Decided on the whole input, so that a batch whose examples were all skipped keeps the same columns.
+        with_labels = any(example.answers for example in examples)
+        first_of_id: dict[str, tuple[str, str]] = {}
         # 1. Validate queries and passages; normalise the annotated candidate spans.
         candidate_spans: dict[int, list[tuple[int, int]] | None] = {}
         for index, example in enumerate(examples):
             try:
-                self._check_text_fields(example)
-                self._check_answer_spans(example)
+                if index in errors:
+                    raise errors[index]
+                check_example(example)
+                self._check_reserved_tokens(example)
+                seen = first_of_id.setdefault(example.example_id, (example.passage, example.query))
+                if seen != (example.passage, example.query):
+                    raise example_error(
+                        example,
+                        "another query of this input has the same id (with another passage or query); every query "
+                        "needs its own id, or its predictions merge with the other's",
+                    )
+                if with_labels and not example.answers:
+                    raise example_error(
+                        example,
+                        "has no gold answer, but other queries of this input have some: it would train as all "
+                        "negative. Give its answers, or remove it (unlabelled data gives no answers at all)",
+                    )
                 use_ner = source == "ner" or (source == "auto" and example.entity_spans is None)
                 if not use_ner and example.entity_spans is None:
-                    raise _example_error(
-                        example.example_id, "has no entity annotation and candidate_source is 'annotations'"
-                    )
+                    raise example_error(example, "has no entity annotation and candidate_source is 'annotations'")
                 candidate_spans[index] = None if use_ner else self._clean_spans(example, stats)
             except ValueError as error:
                 reject(index, error)
@@ -821,7 +720,7 @@ class GesaProcessor(ProcessorMixin):
                     candidate_spans[index] = ner_spans[examples[index].passage]
         for index in [i for i, spans in candidate_spans.items() if not spans]:
             del candidate_spans[index]
-            reject(index, _example_error(examples[index].example_id, "has no candidate entities in its passage"))
+            reject(index, example_error(examples[index], "has no candidate entities in its passage"))
 
         # 3. Tokenise every distinct (passage, candidates) once, and every query, in batched calls.
         passage_keys: dict[tuple[str, tuple[tuple[int, int], ...]], int] = {}
@@ -834,8 +733,6 @@ class GesaProcessor(ProcessorMixin):
 
         # 4. Windows and features.
         columns: dict[str, list] = {name: [] for name in MODEL_INPUT_NAMES + EVAL_COLUMNS}
-        # Decided on the whole input, so that a batch whose examples were all skipped keeps the same columns.
-        with_labels = any(example.answers is not None for example in examples)
         if with_labels:
             columns["labels"] = []
         if return_candidate_spans:
@@ -847,7 +744,7 @@ class GesaProcessor(ProcessorMixin):
             passage = prepared[example_passage[index]]
             try:
                 if isinstance(passage, ValueError):
-                    raise _example_error(example.example_id, str(passage))
+                    raise example_error(example, str(passage))
                 count = self._append_features(
                     columns, example, passage, ids, stats, with_labels, return_candidate_spans
                 )
@@ -864,45 +761,16 @@ class GesaProcessor(ProcessorMixin):
         self._report(stats, invalid)
         return columns
 
-    def _check_text_fields(self, example: RecordExample) -> None:
-        example_id = example.example_id
-        if not isinstance(example.passage, str) or not example.passage.strip():
-            raise _example_error(example_id, "has an empty passage")
-        if not isinstance(example.query, str):
-            raise _example_error(example_id, f"query must be a string, got {type(example.query).__name__}")
-        placeholders = example.query.count(RECORD_PLACEHOLDER)
-        if placeholders != 1:
-            raise _example_error(
-                example_id,
-                f"query must contain {RECORD_PLACEHOLDER!r} exactly once, found {placeholders}: "
-                f"{example.query[:120]!r}",
-            )
+    @staticmethod
+    def _check_reserved_tokens(example: RecordExample) -> None:
+        """The added word tokens may not occur in the text: they would be read as markers."""
         for name, text in (("passage", example.passage), ("query", example.query)):
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as error:
-                raise _example_error(
-                    example_id,
-                    f"{name} has a character the tokenizer cannot map at position {error.start} "
-                    f"({text[error.start]!r}, a lone surrogate)",
-                ) from None
             for token in ADDED_TOKEN_SOURCES:
                 if token in text:
-                    raise _example_error(example_id, f"{name} contains the reserved token string {token!r}")
-
-    def _check_answer_spans(self, example: RecordExample) -> None:
-        """Answers given with offsets (original records, INCLUSIVE ``end``) must match their text in the passage."""
-        passage = example.passage
-        for start, end, text in example.answer_spans or ():
-            if start < 0 or passage[start:end] != text:
-                raise _example_error(
-                    example.example_id,
-                    f"answer {text!r} at {_span_as_given(example, start, end)} does not match the passage: "
-                    f"passage[{start}:{end}] = {passage[max(start, 0) : end]!r}. {_end_convention_hint(example)}",
-                )
+                    raise example_error(example, f"{name} contains the reserved token string {token!r}")
 
     def _clean_spans(self, example: RecordExample, stats: Counter[str]) -> list[tuple[int, int]]:
-        """Validated, sorted, de-duplicated, non-overlapping EXCLUSIVE spans of an annotated example.
+        """Sorted, de-duplicated, non-overlapping EXCLUSIVE spans of an annotated example (``check_example`` passed).
 
         Word-boundary rule: a span's start and end must fall on token boundaries of the unmarked passage as the word
         tokenizer sees it, because the ``[ENT]`` markers put around the span would otherwise split a token and change
@@ -912,43 +780,13 @@ class GesaProcessor(ProcessorMixin):
         token (``"U.S."`` before ``"-based"`` or ``":"``, 3 of the 2145 spans of the shared samples). So a boundary is
         rejected exactly when it lies inside a run of letters/digits that the tokenizer keeps in one token.
         """
-        passage, example_id = example.passage, example.example_id
-        highlights = [(match.start(), match.end()) for match in _HIGHLIGHT_PATTERN.finditer(passage)]
-        texts = example.span_texts or [None] * len(example.entity_spans)
-        hint = _end_convention_hint(example)
+        passage = example.passage
+        hint = end_convention_hint(example)
         token_boundaries: set[int] | None = None  # computed only for a passage with a span that splits a word
         spans = []
-        for (start, end), text in zip(example.entity_spans, texts, strict=True):
-            given = _span_as_given(example, start, end)
-            if not (0 <= start < end <= len(passage)):
-                raise _example_error(
-                    example_id, f"entity span {given} is outside the passage (length {len(passage)}) or empty. {hint}"
-                )
+        for start, end in example.entity_spans:
+            given = span_as_given(example, start, end)
             mention = passage[start:end]
-            if text is not None and mention != text:
-                raise _example_error(
-                    example_id,
-                    f"entity span {given} is not on the character boundaries of its text: "
-                    f"passage[{start}:{end}] = {mention!r} but the span says {text!r}. {hint} (Or are offsets "
-                    "counted in bytes / UTF-16 units?)",
-                )
-            if not mention.strip():
-                raise _example_error(
-                    example_id, f"entity span {given} covers only whitespace: no word token to map it to"
-                )
-            if mention != mention.strip():
-                edges = [name for name, edge in (("starts", mention[0]), ("ends", mention[-1])) if edge.isspace()]
-                raise _example_error(
-                    example_id,
-                    f"entity span {given} = {mention!r} {' and '.join(edges)} with whitespace; a span must cover "
-                    f"the mention exactly. {hint}",
-                )
-            if any(start < h_end and h_start < end for h_start, h_end in highlights):
-                raise _example_error(
-                    example_id,
-                    f"entity span {given} = {mention!r} overlaps a "
-                    f"{RECORD_HIGHLIGHT!r} separator, which becomes the token {HIGHLIGHT_TOKEN}",
-                )
             inside_words = [index for index in (start, end) if _splits_word(passage, index)]
             if inside_words:
                 if token_boundaries is None:
@@ -963,12 +801,12 @@ class GesaProcessor(ProcessorMixin):
                     where = " and ".join(
                         name for name, index in (("starts", start), ("ends", end)) if index in inside_tokens
                     )
-                    raise _example_error(
-                        example_id,
+                    raise example_error(
+                        example,
                         f"entity span {given} = {mention!r} {where} inside a word: the word tokenizer has no token "
                         f"boundary at character {' and '.join(map(str, inside_tokens))}, so the [ENT] markers "
                         f"would split a token of {passage[word_start:word_end]!r}. A candidate must cover whole "
-                        f"words: fix the offsets, e.g. {_span_as_given(example, word_start, word_end)} = "
+                        f"words: fix the offsets, e.g. {span_as_given(example, word_start, word_end)} = "
                         f"{passage[word_start:word_end]!r}. {hint}",
                     )
             spans.append((start, end))
@@ -1100,7 +938,7 @@ class GesaProcessor(ProcessorMixin):
         return [encoding.ids for encoding in self._tokenizer_backend().encode_batch(marked, add_special_tokens=False)]
 
     def _plan_windows(
-        self, passage: _PreparedPassage, window_length: int, example_id: str, stats: Counter[str]
+        self, passage: _PreparedPassage, window_length: int, example: RecordExample, stats: Counter[str]
     ) -> list[tuple[int, int, int, int]]:
         """Document windows ``(doc_start, doc_end, first_entity, end_entity)``; each mention lies fully in one.
 
@@ -1128,8 +966,8 @@ class GesaProcessor(ProcessorMixin):
                 next_start = int(starts[stop])
             if next_start <= window_start:
                 start, end = passage.spans[stop]
-                raise _example_error(
-                    example_id,
+                raise example_error(
+                    example,
                     f"mention ({start}, {end}) needs {int(ends[stop] - starts[stop]) + 1} tokens with its "
                     f"markers but a window has only {window_length}; raise max_seq_length",
                 )
@@ -1164,9 +1002,7 @@ class GesaProcessor(ProcessorMixin):
             stats["answers_not_in_candidates"] += 1
 
         kept = 0
-        for window_start, window_end, first, stop in self._plan_windows(
-            passage, window_length, example.example_id, stats
-        ):
+        for window_start, window_end, first, stop in self._plan_windows(passage, window_length, example, stats):
             if stop <= first:
                 stats["windows_without_candidates_dropped"] += 1
                 continue
@@ -1346,6 +1182,7 @@ __all__ = [
     "GesaDataCollator",
     "GesaProcessor",
     "InvalidExample",
+    "RecordError",
     "RecordExample",
     "build_entity_graph",
     "normalize_entity_string",
