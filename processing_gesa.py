@@ -305,6 +305,19 @@ class GesaProcessor(ProcessorMixin):
                 f"max_seq_length={max_seq_length} leaves no room for a passage window after {max_query_length} "
                 "query tokens and 4 special tokens"
             )
+        vocab = tokenizer.get_vocab()
+        missing = [
+            source
+            for source in ADDED_TOKEN_SOURCES.values()
+            if tokenizer.convert_tokens_to_ids(source) in (None, tokenizer.unk_token_id) and source not in vocab
+        ]
+        if missing:
+            raise ValueError(
+                f"the tokenizer ({type(tokenizer).__name__}, {len(tokenizer)} tokens) has no word token for "
+                f"{missing}: it has no real word vocabulary. A checkpoint folder needs its tokenizer files "
+                "(tokenizer.json, or vocab.json + merges.txt); save the processor with save_pretrained, or pass "
+                "the tokenizer of the model's base checkpoint"
+            )
         super().__init__(tokenizer, **kwargs)
         self.max_seq_length = int(max_seq_length)
         self.doc_stride = int(doc_stride)
@@ -1105,10 +1118,63 @@ class GesaDataCollator:
     keep_eval_columns: bool = False
     _warned_columns: set[str] = field(default_factory=set, init=False, repr=False)
 
-    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def __post_init__(self) -> None:
+        if self.pad_to_multiple_of is not None and (
+            not isinstance(self.pad_to_multiple_of, int) or isinstance(self.pad_to_multiple_of, bool)
+            or self.pad_to_multiple_of < 1
+        ):  # fmt: skip
+            raise ValueError(
+                f"GesaDataCollator: pad_to_multiple_of must be a positive integer or None, got {self.pad_to_multiple_of!r}"
+            )
+
+    def _check_features(self, features: Sequence[Mapping[str, Any]]) -> set[str]:
+        """The columns of the batch: every feature must have the same ones, each with consistent lengths."""
         if not features:
             raise ValueError("GesaDataCollator got an empty batch")
+
+        def name(row: int) -> str:
+            feature = features[row]
+            example_id = feature.get("example_id") if isinstance(feature, Mapping) else None
+            return f"feature {row}" + (f" (example {example_id!r})" if example_id is not None else "")
+
+        for row, feature in enumerate(features):
+            if not isinstance(feature, Mapping):
+                raise ValueError(f"GesaDataCollator: {name(row)} is {type(feature).__name__}, not a dict of columns")
         present = set(features[0])
+        for column in ("input_ids", "entity_ids", "entity_position_ids"):
+            if column not in present:
+                raise ValueError(f"GesaDataCollator: {name(0)} has no {column!r} (GesaProcessor features have it)")
+        for row, feature in enumerate(features[1:], 1):
+            if set(feature) != present:
+                missing, extra = sorted(present - set(feature)), sorted(set(feature) - present)
+                raise ValueError(
+                    f"GesaDataCollator: {name(row)} has other columns than {name(0)} (missing {missing}, extra "
+                    f"{extra}); a batch needs the same columns in every feature (e.g. 'labels' for all or none)"
+                )
+        for row, feature in enumerate(features):
+            for group, reference in (
+                (WORD_INPUT_NAMES, "input_ids"),
+                (ENTITY_INPUT_NAMES + ("labels",), "entity_ids"),
+            ):
+                if reference == "entity_ids":
+                    expected = len(feature["entity_ids"])
+                else:
+                    expected = len(feature["input_ids"])
+                for column in group:
+                    if column in feature and column != "entity_position_ids" and len(feature[column]) != expected:
+                        raise ValueError(
+                            f"GesaDataCollator: {name(row)} has {len(feature[column])} {column!r} for "
+                            f"{expected} {reference!r}; each column must have one value per token/entity"
+                        )
+            if len(feature["entity_position_ids"]) != len(feature["entity_ids"]):
+                raise ValueError(
+                    f"GesaDataCollator: {name(row)} has {len(feature['entity_position_ids'])} rows of "
+                    f"'entity_position_ids' for {len(feature['entity_ids'])} entities"
+                )
+        return present
+
+    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        present = self._check_features(features)
         word_length = max(len(feature["input_ids"]) for feature in features)
         if self.pad_to_multiple_of:
             word_length = -(-word_length // self.pad_to_multiple_of) * self.pad_to_multiple_of

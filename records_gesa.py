@@ -526,6 +526,7 @@ class CheckedFile:
     shape: str
     locations: list[str]
     queries: int
+    unannotated: int = 0  # queries without entity annotation (their candidates come from NER)
 
 
 def check_record_file(path: Path | str, where: str | None = None) -> CheckedFile:
@@ -543,7 +544,7 @@ def check_record_file(path: Path | str, where: str | None = None) -> CheckedFile
     if path.suffix not in (".json", ".jsonl"):
         raise RecordError(f"{where} must be .json or .jsonl (ReCoRD records or rows), not {path.suffix!r}")
     field_name, items = read_record_file(path, where)
-    shape, locations, queries = None, [], 0
+    shape, locations, queries, unannotated = None, [], 0, 0
     for location, item in items:
         this_shape = item_shape(item)
         if this_shape is None:
@@ -556,10 +557,11 @@ def check_record_file(path: Path | str, where: str | None = None) -> CheckedFile
         for example in item_to_examples(item, len(locations), f"{where}, {location}"):
             check_example(example)
             queries += 1
+            unannotated += example.entity_spans is None
         locations.append(location)
     if shape is None:
         raise RecordError(f"{where} holds no record; {DATA_FILE_FIX}")
-    return CheckedFile(field_name, shape, locations, queries)
+    return CheckedFile(field_name, shape, locations, queries, unannotated)
 
 
 __all__ = [
