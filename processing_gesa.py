@@ -455,9 +455,15 @@ class GesaProcessor(ProcessorMixin):
             passages = [passages]
             # [] is that example's (empty) span list; a first item (start, end) of numbers (numpy ones included, or a
             # numpy (P, 2) array) means the spans of that one example, not a list of one span list per example.
-            if entity_spans is not None and (len(entity_spans) == 0 or _looks_like_one_span(entity_spans[0])):
-                entity_spans = [entity_spans]
-            if answers is not None and (len(answers) == 0 or isinstance(answers[0], str)):
+            if entity_spans is not None and (
+                isinstance(entity_spans, (str, Mapping))
+                or len(entity_spans) == 0
+                or _looks_like_one_span(entity_spans[0])
+            ):
+                entity_spans = [entity_spans]  # (a string or a dict is that example's error)
+            if answers is not None and (
+                isinstance(answers, (str, Mapping)) or len(answers) == 0 or isinstance(answers[0], str)
+            ):
                 answers = [answers]
         if isinstance(queries, str):
             queries = [queries]
