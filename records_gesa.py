@@ -527,6 +527,7 @@ class CheckedFile:
     locations: list[str]
     queries: int
     unannotated: int = 0  # queries without entity annotation (their candidates come from NER)
+    unanswered: str | None = None  # "where: ReCoRD example 'id'" of the first query without a gold answer
 
 
 def check_record_file(path: Path | str, where: str | None = None) -> CheckedFile:
@@ -544,7 +545,7 @@ def check_record_file(path: Path | str, where: str | None = None) -> CheckedFile
     if path.suffix not in (".json", ".jsonl"):
         raise RecordError(f"{where} must be .json or .jsonl (ReCoRD records or rows), not {path.suffix!r}")
     field_name, items = read_record_file(path, where)
-    shape, locations, queries, unannotated = None, [], 0, 0
+    shape, locations, queries, unannotated, unanswered = None, [], 0, 0, None
     for location, item in items:
         this_shape = item_shape(item)
         if this_shape is None:
@@ -558,10 +559,12 @@ def check_record_file(path: Path | str, where: str | None = None) -> CheckedFile
             check_example(example)
             queries += 1
             unannotated += example.entity_spans is None
+            if not example.answers and unanswered is None:
+                unanswered = f"{example.source}: ReCoRD example {example.example_id!r}"
         locations.append(location)
     if shape is None:
         raise RecordError(f"{where} holds no record; {DATA_FILE_FIX}")
-    return CheckedFile(field_name, shape, locations, queries, unannotated)
+    return CheckedFile(field_name, shape, locations, queries, unannotated, unanswered)
 
 
 __all__ = [

@@ -1018,6 +1018,12 @@ def run(
     files = data_files(data_args, args)
     fields = check_data_files(files)  # bad files and checkpoints fail here, before logging starts and any weights load
     check_ner_available(data_args, any(checked_file.unannotated for checked_file in fields.values()))
+    if args.do_train and "train" in fields and fields["train"].unanswered is not None:
+        raise RunRecordError(f"{fields['train'].unanswered} has no gold answer ('answers' missing or empty): it would "
+                             "train as all negative; give its answers or remove it (a test split cannot train)")  # fmt: skip
+    if args.do_eval and "validation" in fields and fields["validation"].unanswered is not None:
+        raise RunRecordError(f"{fields['validation'].unanswered} has no gold answer to evaluate against (a test "
+                             "split?); give its answers or remove it")  # fmt: skip
     resume = plan_resume(args, data_args)
     checked = check_checkpoint(model_args, data_args)
     setup_logging(args)
