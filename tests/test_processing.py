@@ -444,10 +444,10 @@ def test_missing_spacy_pipeline_says_how_to_install(tokenizer):
 
 
 def test_missing_spacy_says_how_to_install_it(tokenizer, records, monkeypatch):
-    import gesa.processing_gesa as processing
+    import gesa.candidates_gesa as candidates
 
     processor = GesaProcessor(tokenizer, spacy_model=NER_MODEL)
-    monkeypatch.setattr(processing, "_SPACY_PIPELINES", {})  # nothing loaded yet in this "process"
+    monkeypatch.setattr(candidates, "_SPACY_PIPELINES", {})  # nothing loaded yet in this "process"
     monkeypatch.setitem(sys.modules, "spacy", None)  # `import spacy` fails as if it were not installed
     install = 'pip install "gesa[data]"'
     # raw text: NER needs spaCy and a pipeline
