@@ -161,3 +161,30 @@ def test_one_error_line_for_each_bad_flag_file_or_checkpoint(checkpointed, tmp_p
             assert fragment in line, (name, line)
     assert "add 1" not in lines[0]  # D2: the inclusive convention's fix, not the opposite one
     assert not (tmp_path / "out").exists()
+
+
+def test_d2_processor_errors_on_flattened_rows_keep_the_file_line_and_the_inclusive_fix(tmp_path):
+    """run_record flattens records to rows with exclusive spans; the processor's own checks (here: a span starting
+    inside a word, which needs the tokenizer) still name the file and line and show the record's inclusive ends."""
+    record = _sample_records()[1]
+    text, entity = record["passage"]["text"], record["passage"]["entities"][0]
+    entity["start"] += 1  # now inside the first word of the mention
+    path = tmp_path / "inside.jsonl"
+    path.write_text(json.dumps(_sample_records()[0]) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
+    checked = run_record.sniff_json_file(path, "--train_file")  # no tokenizer needed for this file-level check
+    rows = run_record.flatten_records(
+        {key: [item[key] for item in (_sample_records()[0], record)] for key in record},
+        indices=[0, 1],
+        sources=[f"--train_file {path}, {location}" for location in checked.locations],
+    )
+    assert rows["inclusive_end"] == [True] * len(rows["id"])
+    tokenizer = run_record.train_sample_tokenizer([text] * 4)
+    processor = run_record.GesaProcessor(tokenizer, entity_mask_id=2)
+    rows_list = [dict(zip(rows, values, strict=True)) for values in zip(*rows.values(), strict=True)]
+    with pytest.raises(ValueError) as error:
+        processor.encode_records(rows_list)
+    message = str(error.value)
+    start, end = entity["start"], entity["end"]
+    assert message.startswith(f"--train_file {path}, line 2: ReCoRD example "), message
+    assert f"({start}, {end}) (inclusive end)" in message and "starts inside a word" in message, message
+    assert "INCLUSIVE end" in message and "add 1" not in message
