@@ -31,11 +31,11 @@ import numpy as np
 RECORD_PLACEHOLDER = "@placeholder"
 RECORD_HIGHLIGHT = "@highlight"
 HIGHLIGHT_PATTERN = re.compile(re.escape(RECORD_HIGHLIGHT))
-# Keys a flattened row may carry to say where it came from (run_record.py fills them): ``source`` ("--train_file
-# f.jsonl, line 3") is named in errors; ``inclusive_end`` says that its exclusive ``entity_spans`` were converted from an
-# original record's inclusive ends, so that errors show them the way the file wrote them.
-SOURCE_KEY = "source"
-INCLUSIVE_END_KEY = "inclusive_end"
+# Keys a flattened row may carry to say where it came from (run_record.py fills them): ``record_location``
+# ("--train_file f.jsonl, line 3") is named in errors; ``record_inclusive_end`` says that its exclusive ``entity_spans``
+# were converted from an original record's inclusive ends, so that errors show them the way the file wrote them.
+SOURCE_KEY = "record_location"
+INCLUSIVE_END_KEY = "record_inclusive_end"
 DATA_FILE_FIX = "give a .json/.jsonl file of ReCoRD records (passage{text, entities} + qas) or rows (passage + query)"
 
 

@@ -348,11 +348,11 @@ def flatten_records(
     batch: dict[str, list], indices: list[int] | None = None, sources: list[str] | str | None = None
 ) -> dict[str, list]:
     """Any accepted shape -> one row per query: ``id``, ``passage``, ``query``, ``entity_spans``, ``answers``,
-    ``source``, ``inclusive_end``.
+    ``record_location``, ``record_inclusive_end``.
 
     ``entity_spans`` become ``{start, end, text}`` with an EXCLUSIVE ``end`` (``None`` when the input has no
     annotation: the processor then finds candidates with spaCy NER); ``answers`` are strings (``None`` when absent).
-    ``source`` (where the query was read: the flag, the file and the line) and ``inclusive_end`` (the file wrote
+    ``record_location`` (where the query was read: the flag, the file and the line) and ``record_inclusive_end`` (the file wrote
     inclusive ends) let the processor's errors name the line and the right fix. ``sources``: per dataset row (from
     ``check_record_file``) or a prefix (Hub datasets: ``"... row N"``). A bad item is a ``ValueError`` naming it.
     """

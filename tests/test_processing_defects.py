@@ -162,7 +162,9 @@ def test_d2_d20_original_records_are_checked_in_their_own_convention(records, tm
         assert expected in message and "INCLUSIVE end" in message and "subtract 1" in message, message
         assert "add 1" not in message
     # and the rows run_record makes of a record keep that convention for the processor's own checks
-    (example,) = to_record_examples([{**hub_rows(records[64])[0], "inclusive_end": True, "source": "f.jsonl, line 9"}])
+    (example,) = to_record_examples(
+        [{**hub_rows(records[64])[0], "record_inclusive_end": True, "record_location": "f.jsonl, line 9"}]
+    )
     assert example.inclusive_end and example.source == "f.jsonl, line 9"
 
 

@@ -177,7 +177,7 @@ def test_d2_processor_errors_on_flattened_rows_keep_the_file_line_and_the_inclus
         indices=[0, 1],
         sources=[f"--train_file {path}, {location}" for location in checked.locations],
     )
-    assert rows["inclusive_end"] == [True] * len(rows["id"])
+    assert rows["record_inclusive_end"] == [True] * len(rows["id"])
     tokenizer = run_record.train_sample_tokenizer([text] * 4)
     processor = run_record.GesaProcessor(tokenizer, entity_mask_id=2)
     rows_list = [dict(zip(rows, values, strict=True)) for values in zip(*rows.values(), strict=True)]
