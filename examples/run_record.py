@@ -900,8 +900,11 @@ def check_resume_fits(checkpoint: str, model: Any) -> None:
     storage: dict[int, set[str]] = {}
     for name, tensor in state.items():
         storage.setdefault(tensor.data_ptr(), set()).add(name)
+    parameters = {name for name, _ in model.named_parameters(remove_duplicate=False)}
     missing = [
-        name for name, tensor in state.items() if name not in saved and not (storage[tensor.data_ptr()] & set(saved))
+        name
+        for name, tensor in state.items()
+        if name in parameters and name not in saved and not (storage[tensor.data_ptr()] & set(saved))
     ]
     unexpected = [name for name in saved if name not in expected]
     reshaped = [f"{name} {saved[name]} vs {expected[name]}" for name in saved if name in expected and saved[name] !=
@@ -1040,8 +1043,11 @@ def run(
 
     with args.main_process_first(desc="loading the ReCoRD data"):
         queries = load_queries(data_args, model_args, args, fields)
-    if data_args.dataset_name:  # a Hub dataset is seen only now
-        check_ner_available(data_args, any(None in split["entity_spans"] for split in queries.values()))
+    if data_args.dataset_name and data_args.candidate_source != "annotations":  # a Hub dataset is seen only now
+        unannotated = data_args.candidate_source == "auto" and any(
+            None in split["entity_spans"] for split in queries.values()
+        )
+        check_ner_available(data_args, unannotated)
     tokenizer_texts = []
     if model_args.model_name_or_path is None and not model_args.tokenizer_name:
         # The demo's tokenizer learns from the training text only: the evaluation text stays unseen.
