@@ -3,7 +3,8 @@
 This flat module is copied next to every saved checkpoint (``AutoProcessor.from_pretrained(...,
 trust_remote_code=True)``), with the siblings it imports relatively (``ProcessorMixin.save_pretrained`` copies them
 too): ``records_gesa`` (reading and validating records), ``candidates_gesa`` (spaCy candidates and sentences, string
-normalisation, the reference entity graph) and ``collator_gesa`` (feature columns, ``GesaDataCollator``). Their public
+normalisation, the reference entity graph), ``windows_gesa`` (document windows and the features of one query) and
+``collator_gesa`` (feature columns, ``GesaDataCollator``). Their public
 names are importable from here as before.
 
 Word sequence of one feature (one document window of one query)::
@@ -39,7 +40,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -64,9 +64,6 @@ from .candidates_gesa import (
 from .collator_gesa import (
     CANDIDATE_SPANS_COLUMN,
     EVAL_COLUMNS,
-    GLOBAL_CLS,
-    GLOBAL_LOCAL,
-    GLOBAL_QUESTION,
     MODEL_INPUT_NAMES,
     GesaDataCollator,
 )
@@ -85,12 +82,18 @@ from .records_gesa import (
     span_as_given,
     to_record_examples,
 )
+from .windows_gesa import (
+    ENTITY_MARKER_TOKEN,
+    HIGHLIGHT_TOKEN,
+    PLACEHOLDER_TOKEN,
+    PreparedPassage,
+    WindowLayout,
+    append_features,
+    mark_passage,
+)
 
 logger = logging.get_logger(__name__)
 
-PLACEHOLDER_TOKEN = "[PLC]"
-ENTITY_MARKER_TOKEN = "[ENT]"
-HIGHLIGHT_TOKEN = "[HL]"
 # LUKE's entity_span_qa adds [HIGHLIGHT], [PLACEHOLDER], [ENTITY] in this order, initialised from "@", "#", "*".
 ADDED_TOKEN_SOURCES: dict[str, str] = {HIGHLIGHT_TOKEN: "@", PLACEHOLDER_TOKEN: "#", ENTITY_MARKER_TOKEN: "*"}
 LUKE_MASK_ENTITY_ID = 2
@@ -101,20 +104,6 @@ CANDIDATE_SOURCES = ("auto", "annotations", "ner")
 # (All of Python's whitespace code points lie below U+3001.)
 _WHITESPACE_TO_SPACE = {cp: " " for cp in range(0x3001) if chr(cp).isspace() and chr(cp) != " "}
 _HIGHLIGHT_PATTERN = HIGHLIGHT_PATTERN
-
-
-@dataclass
-class _PreparedPassage:
-    """A passage (with one candidate set) tokenised once and shared by all of its queries. P = candidate mentions."""
-
-    doc_ids: list[int]  # (T,) word ids of the marked passage, no special tokens
-    marker_starts: np.ndarray  # (P,) doc index of each mention's opening [ENT]
-    marker_ends: np.ndarray  # (P,) doc index of each mention's closing [ENT]
-    spans: list[tuple[int, int]]  # (P,) exclusive character spans
-    candidate_texts: list[str]  # (P,)
-    normalized_texts: list[str]  # (P,)
-    string_ids: list[int]  # (P,) id of the normalised string, by first appearance
-    sentence_ids: list[int]  # (P,)
 
 
 def _looks_like_one_span(value: Any) -> bool:
@@ -644,6 +633,17 @@ class GesaProcessor(ProcessorMixin):
         query_ids = self._tokenize_queries([examples[index].query for index in candidate_spans])
 
         # 4. Windows and features.
+        layout = WindowLayout(
+            max_seq_length=self.max_seq_length,
+            doc_stride=self.doc_stride,
+            max_query_length=self.max_query_length,
+            max_entities=self.max_entities,
+            max_mention_length=self.max_mention_length,
+            entity_mask_id=self.entity_mask_id,
+            cls_token_id=self.tokenizer.cls_token_id,
+            sep_token_id=self.tokenizer.sep_token_id,
+            placeholder_token_id=self.placeholder_token_id,
+        )
         columns: dict[str, list] = {name: [] for name in MODEL_INPUT_NAMES + EVAL_COLUMNS}
         if with_labels:
             columns["labels"] = []
@@ -657,8 +657,8 @@ class GesaProcessor(ProcessorMixin):
             try:
                 if isinstance(passage, ValueError):
                     raise example_error(example, str(passage))
-                count = self._append_features(
-                    columns, example, passage, ids, stats, with_labels, return_candidate_spans
+                count = append_features(
+                    layout, columns, example, passage, ids, stats, with_labels, return_candidate_spans
                 )
             except ValueError as error:
                 reject(index, error)
@@ -740,14 +740,14 @@ class GesaProcessor(ProcessorMixin):
 
     def _prepare_passages(
         self, passage_keys: Sequence[tuple[str, tuple[tuple[int, int], ...]]]
-    ) -> list[_PreparedPassage | ValueError]:
+    ) -> list[PreparedPassage | ValueError]:
         """Mark, tokenise (one batched call) and annotate every distinct passage; errors are returned, not raised."""
         normalized = [passage.translate(_WHITESPACE_TO_SPACE) for passage, _ in passage_keys]
-        marked = [self._mark_passage(text, spans) for text, (_, spans) in zip(normalized, passage_keys, strict=True)]
+        marked = [mark_passage(text, spans) for text, (_, spans) in zip(normalized, passage_keys, strict=True)]
         encodings = self._tokenizer_backend().encode_batch(marked, add_special_tokens=False)
         starts_per_passage = sentence_starts(normalized)
         marker_id = self.entity_marker_token_id
-        prepared: list[_PreparedPassage | ValueError] = []
+        prepared: list[PreparedPassage | ValueError] = []
         for (passage, spans), encoding, starts in zip(passage_keys, encodings, starts_per_passage, strict=True):
             doc_ids = encoding.ids
             marker_positions = np.flatnonzero(np.asarray(doc_ids, dtype=np.int64) == marker_id)
@@ -772,7 +772,7 @@ class GesaProcessor(ProcessorMixin):
             span_starts = np.fromiter((start for start, _ in spans), dtype=np.int64, count=len(spans))
             sentence_ids = (np.searchsorted(starts, span_starts, side="right") - 1).clip(min=0)
             prepared.append(
-                _PreparedPassage(
+                PreparedPassage(
                     doc_ids=doc_ids,
                     marker_starts=marker_starts,
                     marker_ends=marker_ends,
@@ -785,30 +785,6 @@ class GesaProcessor(ProcessorMixin):
             )
         return prepared
 
-    @staticmethod
-    def _mark_passage(text: str, spans: Sequence[tuple[int, int]]) -> str:
-        """Passage string with ``[ENT]`` around each span and ``[HL]`` for ``@highlight``.
-
-        The markers are added tokens with ``lstrip``: they absorb the whitespace on their left, while the space
-        before a mention moves inside it, so that mention words keep the leading-space BPE form they have in
-        running text.
-        """
-        edits = [(match.start(), match.end(), 1, " " + HIGHLIGHT_TOKEN) for match in _HIGHLIGHT_PATTERN.finditer(text)]
-        for start, end in spans:
-            opening = start - 1 if start > 0 and text[start - 1] == " " else start
-            edits.append((opening, opening, 2, " " + ENTITY_MARKER_TOKEN))
-            edits.append((end, end, 0, " " + ENTITY_MARKER_TOKEN))
-        # At one position: a closing marker first, then a highlight, then an opening marker.
-        edits.sort(key=lambda edit: (edit[0], edit[2]))
-        pieces = []
-        cursor = 0
-        for start, end, _, replacement in edits:
-            pieces.append(text[cursor:start])
-            pieces.append(replacement)
-            cursor = end
-        pieces.append(text[cursor:])
-        return "".join(pieces)
-
     def _tokenize_queries(self, queries: Sequence[str]) -> list[list[int]]:
         """Word ids of each query with ``@placeholder`` -> ``[PLC]``, cut to ``max_query_length`` around ``[PLC]``."""
         marked = [
@@ -816,116 +792,6 @@ class GesaProcessor(ProcessorMixin):
             for query in queries
         ]
         return [encoding.ids for encoding in self._tokenizer_backend().encode_batch(marked, add_special_tokens=False)]
-
-    def _plan_windows(
-        self, passage: _PreparedPassage, window_length: int, example: RecordExample, stats: Counter[str]
-    ) -> list[tuple[int, int, int, int]]:
-        """Document windows ``(doc_start, doc_end, first_entity, end_entity)``; each mention lies fully in one.
-
-        Windows start every ``doc_stride`` tokens, but never after the first mention the previous window cut, and a
-        window holding more than ``max_entities - 1`` mentions ends before the next one.
-        """
-        starts, ends = passage.marker_starts, passage.marker_ends
-        doc_length, mention_count = len(passage.doc_ids), len(starts)
-        candidate_cap = self.max_entities - 1
-        windows = []
-        window_start = 0
-        while True:
-            window_end = min(window_start + window_length, doc_length)
-            first = int(np.searchsorted(starts, window_start, side="left"))
-            stop = max(first, int(np.searchsorted(ends, window_end, side="left")))
-            if stop - first > candidate_cap:
-                stats["entity_cap_window_splits"] += 1
-                stop = first + candidate_cap
-                window_end = int(starts[stop])
-            windows.append((window_start, window_end, first, stop))
-            if window_end >= doc_length:
-                return windows
-            next_start = min(window_start + self.doc_stride, window_end)
-            if stop < mention_count and starts[stop] < next_start:
-                next_start = int(starts[stop])
-            if next_start <= window_start:
-                start, end = passage.spans[stop]
-                raise example_error(
-                    example,
-                    f"mention ({start}, {end}) needs {int(ends[stop] - starts[stop]) + 1} tokens with its "
-                    f"markers but a window has only {window_length}; raise max_seq_length",
-                )
-            window_start = next_start
-
-    def _append_features(
-        self,
-        columns: dict[str, list],
-        example: RecordExample,
-        passage: _PreparedPassage,
-        query_ids: list[int],
-        stats: Counter[str],
-        with_labels: bool,
-        return_candidate_spans: bool,
-    ) -> int:
-        """Append the features of one query to ``columns``; returns how many windows were kept."""
-        placeholder_index = query_ids.index(self.placeholder_token_id)
-        if len(query_ids) > self.max_query_length:
-            stats["query_truncated"] += 1
-            first = max(0, min(placeholder_index - self.max_query_length // 2, len(query_ids) - self.max_query_length))
-            query_ids = query_ids[first : first + self.max_query_length]
-            placeholder_index -= first
-        query_length = len(query_ids)
-        window_length = self.max_seq_length - query_length - 4
-        tokenizer = self.tokenizer
-        prefix = [tokenizer.cls_token_id] + query_ids + [tokenizer.sep_token_id, tokenizer.sep_token_id]
-        doc_offset = len(prefix)
-        placeholder_position = 1 + placeholder_index
-        answer_set = {normalize_entity_string(text) for text in example.answers or ()}
-        mention_labels = [float(text in answer_set) for text in passage.normalized_texts]
-        if with_labels and answer_set and not any(mention_labels):
-            stats["answers_not_in_candidates"] += 1
-
-        kept = 0
-        for window_start, window_end, first, stop in self._plan_windows(passage, window_length, example, stats):
-            if stop <= first:
-                stats["windows_without_candidates_dropped"] += 1
-                continue
-            input_ids = prefix + passage.doc_ids[window_start:window_end] + [tokenizer.sep_token_id]
-            sequence_length = len(input_ids)
-            shift = doc_offset - window_start
-            mention_starts = (passage.marker_starts[first:stop] + 1 + shift).tolist()
-            mention_ends = (passage.marker_ends[first:stop] + shift).tolist()
-            longest = max(end - start for start, end in zip(mention_starts, mention_ends, strict=True))
-            if longest > self.max_mention_length:
-                stats["mention_truncated"] += sum(
-                    end - start > self.max_mention_length
-                    for start, end in zip(mention_starts, mention_ends, strict=True)
-                )
-            width = min(longest, self.max_mention_length)
-            position_rows = [[placeholder_position] + [-1] * (width - 1)]
-            for start, end in zip(mention_starts, mention_ends, strict=True):
-                end = min(end, start + width)
-                position_rows.append(list(range(start, end)) + [-1] * (width - (end - start)))
-            entity_count = stop - first + 1
-
-            columns["input_ids"].append(input_ids)
-            columns["attention_mask"].append([1] * sequence_length)
-            columns["token_type_ids"].append([0] * sequence_length)
-            columns["global_attention_mask"].append(
-                [GLOBAL_CLS] + [GLOBAL_QUESTION] * query_length + [GLOBAL_LOCAL] * (sequence_length - 1 - query_length)
-            )
-            columns["entity_ids"].append([self.entity_mask_id] * entity_count)
-            columns["entity_attention_mask"].append([1] * entity_count)
-            columns["entity_token_type_ids"].append([0] * entity_count)
-            columns["entity_position_ids"].append(position_rows)
-            columns["placeholder_entity_mask"].append([1] + [0] * (entity_count - 1))
-            columns["entity_string_ids"].append([-1] + passage.string_ids[first:stop])
-            columns["entity_sentence_ids"].append([-1] + passage.sentence_ids[first:stop])
-            if with_labels:
-                columns["labels"].append([0.0] + mention_labels[first:stop])
-            columns["example_id"].append(example.example_id)
-            columns["candidate_texts"].append([""] + passage.candidate_texts[first:stop])
-            columns["answers"].append(list(example.answers or ()))
-            if return_candidate_spans:
-                columns[CANDIDATE_SPANS_COLUMN].append([[-1, -1]] + [list(span) for span in passage.spans[first:stop]])
-            kept += 1
-        return kept
 
     def _report(self, stats: Counter[str], invalid: list[InvalidExample]) -> None:
         """Accumulate counters and log every cap or drop that applied in this call (never silent).

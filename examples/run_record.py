@@ -345,7 +345,10 @@ def check_data_files(files: dict[str, Path]) -> dict[str, CheckedFile]:
 
 
 def flatten_records(
-    batch: dict[str, list], indices: list[int] | None = None, sources: list[str] | str | None = None
+    batch: dict[str, list],
+    indices: list[int] | None = None,
+    sources: list[str] | str | None = None,
+    location_columns: tuple[str, str] = (SOURCE_KEY, INCLUSIVE_END_KEY),
 ) -> dict[str, list]:
     """Any accepted shape -> one row per query: ``id``, ``passage``, ``query``, ``entity_spans``, ``answers``,
     ``record_location``, ``record_inclusive_end``.
@@ -365,7 +368,9 @@ def flatten_records(
         where = [sources[index] for index in indices]
     examples = to_record_examples(items, sources=where)
     out: dict[str, list] = {name: [] for name in ("id", "passage", "query", "entity_spans", "answers")}
-    out[SOURCE_KEY], out[INCLUSIVE_END_KEY] = [], []
+    # (the names are an argument so that they are part of Dataset.map's cache fingerprint)
+    location_key, inclusive_key = location_columns
+    out[location_key], out[inclusive_key] = [], []
     for example in examples:
         out["id"].append(example.example_id)
         out["passage"].append(example.passage)
@@ -375,8 +380,8 @@ def flatten_records(
             spans = [{"start": s, "end": e, "text": example.passage[s:e]} for s, e in example.entity_spans]
         out["entity_spans"].append(spans)
         out["answers"].append(example.answers)
-        out[SOURCE_KEY].append(example.source)
-        out[INCLUSIVE_END_KEY].append(example.inclusive_end)
+        out[location_key].append(example.source)
+        out[inclusive_key].append(example.inclusive_end)
     return out
 
 
@@ -430,7 +435,7 @@ def load_queries(
                 flatten_records,
                 batched=True,
                 with_indices=True,
-                fn_kwargs={"sources": row_sources[split]},
+                fn_kwargs={"sources": row_sources[split], "location_columns": (SOURCE_KEY, INCLUSIVE_END_KEY)},
                 remove_columns=raw_split.column_names,
                 num_proc=data_args.preprocessing_num_workers,
                 load_from_cache_file=not data_args.overwrite_cache,
