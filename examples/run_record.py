@@ -882,6 +882,31 @@ def plan_resume(args: TrainingArguments, data_args: DataTrainingArguments) -> Re
     return plan
 
 
+def check_resume_config(checkpoint: str, model_args: ModelArguments) -> None:
+    """The checkpoint's config must be of the run's model family and ablation (``RunRecordError`` before logging
+    starts); ``check_resume_fits`` compares the weights themselves once the model is built."""
+    config_path = Path(checkpoint) / "config.json"
+    if not config_path.is_file():
+        return
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise RunRecordError(f"cannot resume from {checkpoint}: its config.json cannot be read ({error})") from None
+    variant = model_args.variant
+    expected_type = VARIANTS[variant].config_class.model_type
+    ablation = "luke" if variant == "luke" else model_args.ablation
+    problems = []
+    if config.get("model_type") != expected_type:
+        problems.append(f"model_type {config.get('model_type')!r}, this run {expected_type!r} (--variant {variant})")
+    if ablation is not None and config.get("ablation") != ablation:
+        problems.append(f"ablation {config.get('ablation')!r}, this run {ablation!r}")
+    if problems:
+        raise RunRecordError(
+            f"cannot resume from {checkpoint}: it was saved by another model ({'; '.join(problems)}). Resume with "
+            "the run's own --variant/--ablation, or give a new --output_dir"
+        )
+
+
 def check_resume_fits(checkpoint: str, model: Any) -> None:
     """The checkpoint's weights must be the model's (names and shapes), or loading its optimizer state would crash
     (another --variant / --ablation / size): ``RunRecordError`` before the model is touched. Reads headers only."""
@@ -1033,6 +1058,8 @@ def run(
         raise RunRecordError(f"{fields['validation'].unanswered} has no gold answer to evaluate against (a test "
                              "split?); give its answers or remove it")  # fmt: skip
     resume = plan_resume(args, data_args)
+    if resume.checkpoint is not None:
+        check_resume_config(resume.checkpoint, model_args)
     checked = check_checkpoint(model_args, data_args)
     setup_logging(args)
     state = args.distributed_state

@@ -53,19 +53,29 @@ def _sample_records() -> list[dict]:
     return [json.loads(line) for line in TRAIN_FILE.read_text(encoding="utf-8").splitlines()]
 
 
-def test_d1_resuming_a_checkpoint_of_another_model_stops_before_touching_it(checkpointed, tmp_path, capsys):
-    """Before: a segmentation fault (optimizer state loaded into parameters of other shapes)."""
-    argv = _argv(tmp_path / "luke", "--do_train", "--max_steps", "4", "--ablation", "luke",
-                 "--resume_from_checkpoint", str(checkpointed / "checkpoint-1"))  # fmt: skip
-    with pytest.raises(SystemExit) as exit_info:
-        run_record.main(argv)
-    assert exit_info.value.code == 2
-    error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert error.startswith(f"run_record.py: error: cannot resume from {checkpointed / 'checkpoint-1'}: it was saved "
-                            "by another model")  # fmt: skip
-    assert "ablation=None; this run: model_type='gesa', ablation='luke'" in error
-    assert "gesa.embeddings.position_embeddings.weight" in error and "--ablation" in error
-    assert not (tmp_path / "luke" / "model.safetensors").exists()
+def test_d1_resuming_a_checkpoint_of_another_model_stops_before_touching_it(checkpointed, tmp_path):
+    """Before: a segmentation fault (optimizer state loaded into parameters of other shapes). Another --ablation or
+    --variant is refused from the checkpoint's config before logging starts (one line, in ``test_one_error_line...``);
+    the weights themselves are compared once the model is built, before the checkpoint is loaded."""
+    checkpoint = str(checkpointed / "checkpoint-1")
+    model_args, data_args, args = run_record.parse_args(_argv(tmp_path / "luke", "--do_train", "--ablation", "luke"))
+    train = run_record.load_queries(data_args, model_args, args)["train"]
+    texts = [*dict.fromkeys(train["passage"]), *train["query"]]  # the demo tokenizer of the checkpointed run
+    with pytest.raises(run_record.RunRecordError) as error:
+        run_record.check_resume_config(checkpoint, model_args)
+    assert f"cannot resume from {checkpoint}: it was saved by another model (ablation None, this run 'luke')" in str(
+        error.value
+    )
+    model, _ = run_record.build_model_and_processor(model_args, data_args, texts)
+    with pytest.raises(run_record.RunRecordError) as error:
+        run_record.check_resume_fits(checkpoint, model)
+    message = str(error.value)
+    assert "ablation=None; this run: model_type='gesa', ablation='luke'" in message
+    assert "missing: ['gesa.embeddings.position_embeddings.weight'" in message and "label_embeddings" in message
+    own_args, data_args, _ = run_record.parse_args(_argv(tmp_path / "own", "--do_train"))
+    run_record.check_resume_config(checkpoint, own_args)  # the run's own checkpoint passes both checks
+    own, _ = run_record.build_model_and_processor(own_args, data_args, texts)
+    run_record.check_resume_fits(checkpoint, own)
 
 
 def test_d6_auto_resume_skips_a_half_written_last_checkpoint(checkpointed, tmp_path, caplog):
@@ -148,6 +158,12 @@ def test_one_error_line_for_each_bad_flag_file_or_checkpoint(checkpointed, tmp_p
                                    str(DEV_FILE), "--output_dir", out],
                                   [f"--model_name_or_path {truncated}: {truncated / 'model.safetensors'} is truncated",
                                    "save or download the checkpoint again"]),
+        "D1-ablation": (data() + ["--ablation", "luke", "--resume_from_checkpoint", str(checkpointed / "checkpoint-1")],
+                        [f"cannot resume from {checkpointed / 'checkpoint-1'}: it was saved by another model "
+                         "(ablation None, this run 'luke')"]),
+        "D1-variant": (data() + ["--variant", "kar", "--output_dir", str(checkpointed)],
+                       [f"cannot resume from {checkpointed / 'checkpoint-2'}: it was saved by another model "
+                        "(model_type 'gesa', this run 'gesa_kar' (--variant kar))"]),
         "D19-epochs": (data() + ["--num_train_epochs", "0"], ["--num_train_epochs must be positive", "got 0.0"]),
         "D19-steps": (data() + ["--max_steps", "-5"], ["--max_steps must be a positive number of steps", "got -5"]),
         "D19-overwrite": (["--train_file", str(TRAIN_FILE), "--do_train", "--output_dir", str(truncated)],
