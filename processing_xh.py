@@ -40,8 +40,8 @@ from .processing_gesa import (
     RECORD_PLACEHOLDER,
     RecordExample,
     normalize_entity_string,
-    to_record_examples,
 )
+from .records_gesa import check_example, to_record_examples
 
 logger = logging.get_logger(__name__)
 
@@ -339,6 +339,7 @@ class XhProcessor:
 
     def encode_record_example(self, example: RecordExample) -> dict[str, Any]:
         """The XH graph of one ReCoRD query (`processing_gesa.RecordExample`, exclusive spans)."""
+        check_example(example)
         if not example.entity_spans:
             raise ValueError(f"ReCoRD example {example.example_id!r}: XH graphs need annotated candidate entities.")
         passage = example.passage

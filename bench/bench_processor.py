@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT))
 
-from processing_gesa import (  # noqa: E402
+from gesa.processing_gesa import (  # noqa: E402
     ENTITY_MARKER_TOKEN,
     HIGHLIGHT_TOKEN,
     PLACEHOLDER_TOKEN,

@@ -41,10 +41,8 @@ import importlib.util
 import json
 import logging
 import os
-import re
 import shutil
 import sys
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -70,7 +68,15 @@ from transformers.trainer_utils import get_last_checkpoint
 
 try:
     from gesa import ABLATION_PRESETS
-    from gesa.processing_gesa import GesaProcessor, to_record_examples
+    from gesa.processing_gesa import GesaProcessor
+    from gesa.records_gesa import (
+        INCLUSIVE_END_KEY,
+        SOURCE_KEY,
+        CheckedFile,
+        RecordError,
+        check_record_file,
+        to_record_examples,
+    )
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise SystemExit(f"run_record.py needs the gesa package installed (pip install -e <gesa repo>): {error}") from None
 
@@ -101,6 +107,7 @@ EMBEDDED_DEFAULT_ARGS = [
     "--logging_steps", "20",
     "--eval_on_start", "true",
     "--save_strategy", "no",
+    "--overwrite_output_dir", "true",
     "--report_to", "none",
     "--seed", "42",
 ]  # fmt: skip
@@ -231,6 +238,11 @@ class DataTrainingArguments:
                   "choices": ["auto", "annotations", "ner"]},
     )  # fmt: skip
     spacy_model: str = field(default="en_core_web_sm", metadata={"help": "spaCy NER pipeline for unannotated data."})
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Train into an --output_dir that holds a finished model (replacing it) instead of stopping "
+                  "with an error. (Checkpoints there are resumed unless --resume_from_checkpoint says otherwise.)"},
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------- arguments
@@ -251,9 +263,19 @@ def parse_args(argv: list[str]) -> tuple[ModelArguments, DataTrainingArguments, 
     if not argv:
         argv = list(EMBEDDED_DEFAULT_ARGS)
         print("run_record.py: no arguments: embedded demo, i.e. python examples/run_record.py " + " ".join(argv))
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
-    return parser.parse_args_into_dataclasses(args=apply_paper_defaults(argv))
+    try:
+        if len(argv) == 1 and argv[0].endswith(".json"):
+            if not os.path.isfile(argv[0]):
+                raise RunRecordError(f"the arguments file {argv[0]} does not exist: give a JSON file of flags")
+            return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
+        return parser.parse_args_into_dataclasses(args=apply_paper_defaults(argv))
+    except (ValueError, OSError) as error:  # unknown flags, bad values, TrainingArguments' own checks (e.g. --bf16)
+        if isinstance(error, RunRecordError):
+            raise
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if "not used by the HfArgumentParser" in message:
+            message += " (unknown flags: see python examples/run_record.py --help)"
+        raise RunRecordError(message) from None
 
 
 def check_arguments(model_args: ModelArguments, data_args: DataTrainingArguments, args: TrainingArguments) -> None:
@@ -269,6 +291,12 @@ def check_arguments(model_args: ModelArguments, data_args: DataTrainingArguments
         )
     if not (args.do_train or args.do_eval):
         raise RunRecordError("nothing to do: pass --do_train and/or --do_eval")
+    if args.do_train and (args.max_steps == 0 or args.max_steps < -1):
+        raise RunRecordError(f"--max_steps must be a positive number of steps (or -1: use --num_train_epochs), got "
+                             f"{args.max_steps}")  # fmt: skip
+    if args.do_train and args.max_steps == -1 and not args.num_train_epochs > 0:
+        raise RunRecordError(f"--num_train_epochs must be positive to train, got {args.num_train_epochs} (or set "
+                             "--max_steps)")  # fmt: skip
     if data_args.doc_stride < 1 or data_args.max_seq_length < 16 or data_args.max_query_length < 1:
         raise RunRecordError("--max_seq_length (>= 16), --doc_stride and --max_query_length (>= 1) must be positive")
     for name in ("max_train_samples", "max_eval_samples"):
@@ -281,7 +309,6 @@ def check_arguments(model_args: ModelArguments, data_args: DataTrainingArguments
 
 
 DATA_FILE_FLAGS = {"train": "--train_file", "validation": "--validation_file"}
-DATA_FILE_FIX = "give a .json/.jsonl file of ReCoRD records (passage{text, entities} + qas) or rows (passage + query)"
 
 
 def data_files(data_args: DataTrainingArguments, args: TrainingArguments) -> dict[str, Path]:
@@ -302,138 +329,48 @@ def data_files(data_args: DataTrainingArguments, args: TrainingArguments) -> dic
     return files
 
 
-def _json_items(path: Path, where: str) -> tuple[str | None, Iterator[tuple[str, Any]]]:
-    """The JSON ``field`` to load and ``(location, item)`` pairs: ``line N`` of JSON lines, ``item N`` of a document."""
-    with path.open(encoding="utf-8") as handle:
-        first_line = next((line for line in handle if line.strip()), "")
-    if not first_line:
-        raise RunRecordError(f"{where} is empty; {DATA_FILE_FIX}")
+def sniff_json_file(path: Path, flag: str = "--validation_file") -> CheckedFile:
+    """Check every item of ``path`` (given as ``flag``) with the shared ReCoRD reader (``records_gesa``): one known
+    shape, structure, types, spans and answer offsets in the shape's end convention. A problem is a
+    ``RunRecordError`` naming the flag, the file, the line (or item), the example and the fix."""
     try:
-        first = json.loads(first_line)
-    except json.JSONDecodeError:
-        first = None
-    if first is not None and not isinstance(first, list) and not (isinstance(first, dict) and "data" in first):
-        return None, _json_lines(path, where)  # JSON lines (a one-line document that is one record reads the same)
-    try:  # a whole JSON document (possibly on one line)
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        if first is None and first_line.lstrip().startswith("{") and first_line.rstrip().endswith("}"):
-            raise RunRecordError(f"{where}, line 1: not valid JSON ({error}); {DATA_FILE_FIX}") from None
-        raise RunRecordError(f"{where} is neither JSON nor JSON lines ({error}); {DATA_FILE_FIX}") from None
-    if isinstance(document, dict) and isinstance(document.get("data"), list):  # the original release: {"data": [...]}
-        return "data", ((f"item {number} of 'data'", item) for number, item in enumerate(document["data"], 1))
-    if isinstance(document, list):
-        return None, ((f"item {number}", item) for number, item in enumerate(document, 1))
-    kind = f"an object with keys {sorted(document)}" if isinstance(document, dict) else type(document).__name__
-    raise RunRecordError(f"{where} is in no known shape: the document is {kind}; {DATA_FILE_FIX}")
+        return check_record_file(path, where=f"{flag} {path}")
+    except RecordError as error:
+        raise RunRecordError(str(error)) from None
 
 
-def _json_lines(path: Path, where: str) -> Iterator[tuple[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise RunRecordError(f"{where}, line {number}: not valid JSON ({error}); fix or remove it") from None
-            yield f"line {number}", item
-
-
-def _item_shape(item: Any) -> str | None:
-    """``"record"`` (passage + qas), ``"row"`` (passage + query) or ``None``."""
-    if not isinstance(item, dict) or "passage" not in item:
-        return None
-    if "qas" in item:
-        return "record"
-    return "row" if "query" in item else None
-
-
-def _without_batch_position(message: str) -> str:
-    """``to_record_examples``'s message without its ``record #N:`` prefix (a position in the list it was given)."""
-    return re.sub(r"^(record|input) #\d+: ", "", message)
-
-
-def _item_problem(item: dict[str, Any], shape: str) -> str | None:
-    """What makes ``item`` (of a known shape) unusable, or ``None``: the fields the processor reads, then a
-    conversion with ``to_record_examples``."""
-    passage = item["passage"]
-    if shape == "record":
-        if not (isinstance(passage, dict) and isinstance(passage.get("text"), str)):
-            return "'passage' must be an object with 'text' (a string) and 'entities'"
-        if not isinstance(item["qas"], list) or not all(isinstance(qa, dict) for qa in item["qas"]):
-            return "'qas' must be a list of objects (query, answers)"
-        queries = [qa.get("query") for qa in item["qas"]]
-    else:
-        if not (isinstance(passage, str) or (isinstance(passage, dict) and isinstance(passage.get("text"), str))):
-            return "'passage' must be a string (or an object with 'text')"
-        queries = [item["query"]]
-    if not all(isinstance(query, str) for query in queries):
-        return "every 'query' must be a string"
-    try:
-        to_record_examples([item])
-    except (ValueError, TypeError, KeyError, AttributeError) as error:
-        if isinstance(error, KeyError):
-            return f"a field {error} is missing"
-        if isinstance(error, ValueError):
-            return _without_batch_position(str(error))
-        return f"a field has the wrong type ({error})"
-    return None
-
-
-def sniff_json_file(path: Path, flag: str = "--validation_file") -> str | None:
-    """Check that ``path`` (given as ``flag``) holds ReCoRD data in one known shape, every item of it; return the
-    JSON ``field`` to load (or ``None``). A problem is a ``RunRecordError`` naming the flag, the file and the line.
-
-    Known shapes: JSON lines or a JSON list of original/SuperGLUE records (``passage`` + ``qas``) or of flattened
-    rows (``passage`` + ``query``), or the original release's ``{"data": [records...]}`` object.
-    """
-    where = f"{flag} {path}"
-    if not path.is_file():
-        raise RunRecordError(f"{where} does not exist: give the path of an existing ReCoRD .json or .jsonl file")
-    if path.suffix not in (".json", ".jsonl"):
-        raise RunRecordError(f"{where} must be .json or .jsonl (ReCoRD records or rows), not {path.suffix!r}")
-    field_name, items = _json_items(path, where)
-    shape = None
-    for location, item in items:
-        item_shape = _item_shape(item)
-        if item_shape is None:
-            what = f"has keys {sorted(item)}" if isinstance(item, dict) else f"is a JSON {type(item).__name__}"
-            raise RunRecordError(f"{where} is in no known shape: {location} {what}; {DATA_FILE_FIX}")
-        if shape is None:
-            shape = item_shape
-        elif item_shape != shape:
-            raise RunRecordError(f"{where}, {location}: a {item_shape} in a file of {shape}s; use one shape per file")
-        problem = _item_problem(item, item_shape)
-        if problem is not None:
-            raise RunRecordError(f"{where}, {location}: {problem}; fix or remove that {shape}")
-    if shape is None:
-        raise RunRecordError(f"{where} holds no record; {DATA_FILE_FIX}")
-    return field_name
-
-
-def check_data_files(files: dict[str, Path]) -> dict[str, str | None]:
-    """``sniff_json_file`` for every split's file (all of them before anything is loaded): split -> JSON field."""
+def check_data_files(files: dict[str, Path]) -> dict[str, CheckedFile]:
+    """``sniff_json_file`` for every split's file (all of them before anything is loaded)."""
     return {split: sniff_json_file(path, DATA_FILE_FLAGS[split]) for split, path in files.items()}
 
 
-def flatten_records(batch: dict[str, list], indices: list[int] | None = None) -> dict[str, list]:
-    """Any accepted shape -> one row per query: ``id``, ``passage``, ``query``, ``entity_spans``, ``answers``.
+def flatten_records(
+    batch: dict[str, list],
+    indices: list[int] | None = None,
+    sources: list[str] | str | None = None,
+    location_columns: tuple[str, str] = (SOURCE_KEY, INCLUSIVE_END_KEY),
+) -> dict[str, list]:
+    """Any accepted shape -> one row per query: ``id``, ``passage``, ``query``, ``entity_spans``, ``answers``,
+    ``record_location``, ``record_inclusive_end``.
 
     ``entity_spans`` become ``{start, end, text}`` with an EXCLUSIVE ``end`` (``None`` when the input has no
     annotation: the processor then finds candidates with spaCy NER); ``answers`` are strings (``None`` when absent).
-    A bad item is a ``ValueError`` naming its row of the dataset (``indices``, from ``map(with_indices=True)``).
+    ``record_location`` (where the query was read: the flag, the file and the line) and ``record_inclusive_end`` (the file wrote
+    inclusive ends) let the processor's errors name the line and the right fix. ``sources``: per dataset row (from
+    ``check_record_file``) or a prefix (Hub datasets: ``"... row N"``). A bad item is a ``ValueError`` naming it.
     """
     keys = list(batch)
     items = [dict(zip(keys, values, strict=True)) for values in zip(*(batch[key] for key in keys), strict=True)]
-    examples = []
-    for offset, item in enumerate(items):
-        try:
-            examples.extend(to_record_examples([item]))
-        except (ValueError, TypeError, KeyError) as error:
-            row = indices[offset] if indices is not None else offset
-            raise ValueError(f"row {row}: {_without_batch_position(str(error))}") from None
-    out: dict[str, list] = {"id": [], "passage": [], "query": [], "entity_spans": [], "answers": []}
+    indices = list(range(len(items))) if indices is None else indices
+    if isinstance(sources, str) or sources is None:
+        where = [f"{sources or 'row'} {index}" for index in indices]
+    else:
+        where = [sources[index] for index in indices]
+    examples = to_record_examples(items, sources=where)
+    out: dict[str, list] = {name: [] for name in ("id", "passage", "query", "entity_spans", "answers")}
+    # (the names are an argument so that they are part of Dataset.map's cache fingerprint)
+    location_key, inclusive_key = location_columns
+    out[location_key], out[inclusive_key] = [], []
     for example in examples:
         out["id"].append(example.example_id)
         out["passage"].append(example.passage)
@@ -443,6 +380,8 @@ def flatten_records(batch: dict[str, list], indices: list[int] | None = None) ->
             spans = [{"start": s, "end": e, "text": example.passage[s:e]} for s, e in example.entity_spans]
         out["entity_spans"].append(spans)
         out["answers"].append(example.answers)
+        out[location_key].append(example.source)
+        out[inclusive_key].append(example.inclusive_end)
     return out
 
 
@@ -450,7 +389,7 @@ def load_queries(
     data_args: DataTrainingArguments,
     model_args: ModelArguments,
     args: TrainingArguments,
-    fields: dict[str, str | None] | None = None,
+    fields: dict[str, CheckedFile] | None = None,
 ) -> dict[str, Dataset]:
     """The raw splits as one row per query (``flatten_records``), truncated to ``--max_*_samples``.
 
@@ -458,6 +397,7 @@ def load_queries(
     """
     splits: dict[str, Dataset] = {}
     sources: dict[str, str] = {}
+    row_sources: dict[str, list[str] | str] = {}
     if data_args.dataset_name:
         raw = load_dataset(
             data_args.dataset_name,
@@ -471,6 +411,7 @@ def load_queries(
                     raise RunRecordError(f"dataset {data_args.dataset_name} has no {split!r} split ({list(raw)})")
                 splits[split] = raw[split]
                 sources[split] = f"--dataset_name {data_args.dataset_name} ({split} split)"
+                row_sources[split] = f"{sources[split]}, row"
     else:
         files = data_files(data_args, args)
         if fields is None:
@@ -478,8 +419,13 @@ def load_queries(
         for split, path in files.items():
             if (split == "train" and args.do_train) or (split == "validation" and args.do_eval):
                 sources[split] = f"{DATA_FILE_FLAGS[split]} {path}"
+                row_sources[split] = [f"{sources[split]}, {location}" for location in fields[split].locations]
                 splits[split] = load_dataset(
-                    "json", data_files=str(path), field=fields[split], split="train", cache_dir=model_args.cache_dir
+                    "json",
+                    data_files=str(path),
+                    field=fields[split].field,
+                    split="train",
+                    cache_dir=model_args.cache_dir,
                 )
     limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
     queries = {}
@@ -489,6 +435,7 @@ def load_queries(
                 flatten_records,
                 batched=True,
                 with_indices=True,
+                fn_kwargs={"sources": row_sources[split], "location_columns": (SOURCE_KEY, INCLUSIVE_END_KEY)},
                 remove_columns=raw_split.column_names,
                 num_proc=data_args.preprocessing_num_workers,
                 load_from_cache_file=not data_args.overwrite_cache,
@@ -500,10 +447,23 @@ def load_queries(
             flat = flat.select(range(min(limits[split], len(flat))))
         if len(flat) == 0:
             raise RunRecordError(f"the {split} data holds no query")
+        if split == "train":
+            check_training_answers(flat)
         queries[split] = flat
     if "validation" in queries:
         check_references(queries["validation"])
     return queries
+
+
+def check_training_answers(queries: Dataset) -> None:
+    """Every training query needs its gold answers: one without would train as all negative."""
+    for query_id, answers, source in zip(queries["id"], queries["answers"], queries[SOURCE_KEY], strict=True):
+        if not answers:
+            where = f"{source}: " if source else ""
+            raise RunRecordError(
+                f"{where}training query {query_id!r} has no gold answer ('answers' missing or empty): it would train "
+                "as all negative; give its answers or remove it (a test split cannot train)"
+            )
 
 
 def check_references(queries: Dataset) -> None:
@@ -678,6 +638,8 @@ def check_checkpoint(model_args: ModelArguments, data_args: DataTrainingArgument
             f"--model_name_or_path {path}: cannot read its config ({str(error).splitlines()[0]}); give a LUKE or "
             f"{spec.config_class.model_type} checkpoint folder or Hub id"
         ) from None
+    if os.path.isdir(path) and (problem := weights_problem(Path(path))) is not None:
+        raise RunRecordError(f"--model_name_or_path {path}: {problem}; save or download the checkpoint again")
     model_type = config_dict.get("model_type")
     own_type = spec.config_class.model_type
     if model_type not in ("luke", own_type):
@@ -789,11 +751,221 @@ def build_model_and_processor(
 def copy_processor_code(processor: Any, output_dir: str) -> None:
     """Put the flat processing modules of a processor that saves no code itself (``XhProcessor``: only its tokenizer
     is saved) next to the checkpoint, so the folder carries the code that builds its inputs."""
-    module = sys.modules[type(processor).__module__]
-    source = Path(module.__file__).parent
-    for name in (Path(module.__file__).name, "processing_gesa.py"):
-        if (source / name).is_file():
-            shutil.copyfile(source / name, Path(output_dir) / name)
+    from transformers.dynamic_module_utils import get_relative_import_files
+
+    module_file = Path(sys.modules[type(processor).__module__].__file__)
+    for path in [module_file, *map(Path, get_relative_import_files(str(module_file)))]:
+        shutil.copyfile(path, Path(output_dir) / path.name)
+
+
+# ----------------------------------------------------------------------------------------------- resume
+
+
+WEIGHTS_NAMES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+
+
+def _safetensors_problem(path: Path) -> str | None:
+    """What is wrong with a ``.safetensors`` file (header unreadable, data shorter than its header says), or ``None``.
+    Reads the header only."""
+    try:
+        with path.open("rb") as handle:
+            size = int.from_bytes(handle.read(8), "little")
+            raw = handle.read(size) if 0 < size < 1 << 28 else b""
+            if 0 < size < 1 << 28 and len(raw) < size:
+                return f"{path} is truncated (its header alone needs {size + 8} bytes; an interrupted save or copy?)"
+            header = json.loads(raw) if raw else None
+    except (OSError, ValueError, UnicodeDecodeError) as error:
+        return f"{path} cannot be read ({error})"
+    if not isinstance(header, dict):
+        return f"{path} is not a safetensors file (no readable header)"
+    ends = [entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__"]
+    expected = 8 + size + max(ends, default=0)
+    actual = path.stat().st_size
+    if actual < expected:
+        return f"{path} is truncated ({actual} of {expected} bytes; an interrupted save or copy?)"
+    return None
+
+
+def weights_problem(folder: Path) -> str | None:
+    """What makes the weights of a checkpoint folder unloadable (missing, truncated), or ``None``."""
+    present = [name for name in WEIGHTS_NAMES if (folder / name).is_file()]
+    if not present:
+        return f"{folder} has no weights file ({', '.join(WEIGHTS_NAMES[::2])})"
+    name = present[0]
+    if name == "model.safetensors":
+        return _safetensors_problem(folder / name)
+    if name.endswith(".index.json"):
+        try:
+            shards = sorted(set(json.loads((folder / name).read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            return f"{folder / name} cannot be read ({error})"
+        for shard in shards:
+            if not (folder / shard).is_file():
+                return f"{folder / name} names the shard {shard}, which is missing"
+            if shard.endswith(".safetensors") and (problem := _safetensors_problem(folder / shard)):
+                return problem
+    return None
+
+
+def checkpoint_problem(folder: Path) -> str | None:
+    """What makes ``folder`` no complete Trainer checkpoint (no folder, no ``trainer_state.json``, bad weights)."""
+    if not folder.is_dir():
+        return f"{folder} does not exist"
+    if not (folder / "trainer_state.json").is_file():
+        return f"{folder} has no trainer_state.json (a checkpoint whose save was interrupted?)"
+    return weights_problem(folder)
+
+
+@dataclass
+class ResumePlan:
+    """The checkpoint a training run resumes from (``None``: a fresh start) and the incomplete ones it skipped."""
+
+    checkpoint: str | None = None
+    skipped: list[str] = field(default_factory=list)
+
+
+def plan_resume(args: TrainingArguments, data_args: DataTrainingArguments) -> ResumePlan:
+    """Where training starts, decided before anything is loaded (``RunRecordError`` when it cannot be safe).
+
+    An explicit ``--resume_from_checkpoint`` must be a complete checkpoint. Otherwise the newest COMPLETE
+    ``checkpoint-N`` of ``--output_dir`` is resumed (incomplete newer ones are skipped and logged). A finished model in
+    ``--output_dir`` with no checkpoint to resume is not overwritten unless ``--overwrite_output_dir``.
+    """
+    plan = ResumePlan()
+    if not args.do_train:
+        return plan
+    explicit = args.resume_from_checkpoint
+    if explicit not in (None, "", "False", "false"):
+        if explicit in ("True", "true"):
+            explicit = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
+            if explicit is None:
+                raise RunRecordError(f"--resume_from_checkpoint true: {args.output_dir} holds no checkpoint-N folder")
+        problem = checkpoint_problem(Path(explicit))
+        if problem is not None:
+            raise RunRecordError(
+                f"--resume_from_checkpoint {explicit}: {problem}; give a complete checkpoint folder (with "
+                "trainer_state.json and its weights), or leave the flag out to start from --model_name_or_path"
+            )
+        plan.checkpoint = str(explicit)
+        return plan
+    output_dir = Path(args.output_dir)
+    if not output_dir.is_dir():
+        return plan
+    numbered = sorted(
+        (path for path in output_dir.glob("checkpoint-*") if path.is_dir() and path.name[11:].isdigit()),
+        key=lambda path: int(path.name[11:]),
+        reverse=True,
+    )
+    for candidate in numbered:
+        problem = checkpoint_problem(candidate)
+        if problem is None:
+            plan.checkpoint = str(candidate)
+            break
+        plan.skipped.append(problem)
+    if plan.checkpoint is None and numbered:
+        raise RunRecordError(
+            f"--output_dir {output_dir} holds checkpoints but none is complete ({plan.skipped[0]}); remove them, "
+            "or give a new --output_dir"
+        )
+    if plan.checkpoint is None and not data_args.overwrite_output_dir:
+        finished = [name for name in ("config.json", *WEIGHTS_NAMES) if (output_dir / name).is_file()]
+        if finished:
+            raise RunRecordError(
+                f"--output_dir {output_dir} already holds a trained model ({', '.join(finished)}); pass "
+                "--overwrite_output_dir to replace it, or give another --output_dir"
+            )
+    return plan
+
+
+def check_resume_config(checkpoint: str, model_args: ModelArguments) -> None:
+    """The checkpoint's config must be of the run's model family and ablation (``RunRecordError`` before logging
+    starts); ``check_resume_fits`` compares the weights themselves once the model is built."""
+    config_path = Path(checkpoint) / "config.json"
+    if not config_path.is_file():
+        return
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise RunRecordError(f"cannot resume from {checkpoint}: its config.json cannot be read ({error})") from None
+    variant = model_args.variant
+    expected_type = VARIANTS[variant].config_class.model_type
+    ablation = "luke" if variant == "luke" else model_args.ablation
+    problems = []
+    if config.get("model_type") != expected_type:
+        problems.append(f"model_type {config.get('model_type')!r}, this run {expected_type!r} (--variant {variant})")
+    if ablation is not None and config.get("ablation") != ablation:
+        problems.append(f"ablation {config.get('ablation')!r}, this run {ablation!r}")
+    if problems:
+        raise RunRecordError(
+            f"cannot resume from {checkpoint}: it was saved by another model ({'; '.join(problems)}). Resume with "
+            "the run's own --variant/--ablation, or give a new --output_dir"
+        )
+
+
+def check_resume_fits(checkpoint: str, model: Any) -> None:
+    """The checkpoint's weights must be the model's (names and shapes), or loading its optimizer state would crash
+    (another --variant / --ablation / size): ``RunRecordError`` before the model is touched. Reads headers only."""
+    from safetensors import safe_open
+
+    folder = Path(checkpoint)
+    files = [folder / "model.safetensors"]
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        files = [folder / name for name in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
+    if not all(path.is_file() for path in files):
+        return  # a .bin checkpoint: Trainer's own loading checks it
+    saved: dict[str, tuple[int, ...]] = {}
+    for path in files:
+        with safe_open(str(path), framework="pt") as handle:
+            for name in handle.keys():
+                saved[name] = tuple(handle.get_slice(name).get_shape())
+    state = model.state_dict()
+    expected = {name: tuple(tensor.shape) for name, tensor in state.items()}
+    # a tied weight is saved once: a name is covered when a tensor sharing its storage is saved
+    storage: dict[int, set[str]] = {}
+    for name, tensor in state.items():
+        storage.setdefault(tensor.data_ptr(), set()).add(name)
+    parameters = {name for name, _ in model.named_parameters(remove_duplicate=False)}
+    missing = [
+        name
+        for name, tensor in state.items()
+        if name in parameters and name not in saved and not (storage[tensor.data_ptr()] & set(saved))
+    ]
+    unexpected = [name for name in saved if name not in expected]
+    reshaped = [f"{name} {saved[name]} vs {expected[name]}" for name in saved if name in expected and saved[name] !=
+                expected[name]]  # fmt: skip
+    if missing or unexpected or reshaped:
+        config_path = folder / "config.json"
+        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+        model_config = model.config
+        details = "; ".join(
+            f"{what}: {items[:3]}{' ...' if len(items) > 3 else ''}"
+            for what, items in (("missing", missing), ("unexpected", unexpected), ("other shapes", reshaped))
+            if items
+        )
+        raise RunRecordError(
+            f"cannot resume from {checkpoint}: it was saved by another model (its config: model_type="
+            f"{config.get('model_type')!r}, ablation={config.get('ablation')!r}; this run: model_type="
+            f"{model_config.model_type!r}, ablation={getattr(model_config, 'ablation', None)!r}; weights {details}). "
+            "Resume with the run's own --variant/--ablation/--model_name_or_path, or give a new --output_dir"
+        )
+
+
+def check_ner_available(data_args: DataTrainingArguments, unannotated: bool) -> None:
+    """The spaCy NER pipeline, loaded now when some query needs it (``RunRecordError`` with the install line)."""
+    if data_args.candidate_source == "annotations" or not (data_args.candidate_source == "ner" or unannotated):
+        return
+    from gesa.candidates_gesa import ner_pipeline
+
+    try:
+        ner_pipeline(data_args.spacy_model)
+    except (ImportError, OSError, ValueError) as error:
+        raise RunRecordError(f"--spacy_model {data_args.spacy_model}: {str(error).splitlines()[0]}") from None
 
 
 # ----------------------------------------------------------------------------------------------- evaluation
@@ -878,6 +1050,16 @@ def run(
     check_arguments(model_args, data_args, args)
     files = data_files(data_args, args)
     fields = check_data_files(files)  # bad files and checkpoints fail here, before logging starts and any weights load
+    check_ner_available(data_args, any(checked_file.unannotated for checked_file in fields.values()))
+    if args.do_train and "train" in fields and fields["train"].unanswered is not None:
+        raise RunRecordError(f"{fields['train'].unanswered} has no gold answer ('answers' missing or empty): it would "
+                             "train as all negative; give its answers or remove it (a test split cannot train)")  # fmt: skip
+    if args.do_eval and "validation" in fields and fields["validation"].unanswered is not None:
+        raise RunRecordError(f"{fields['validation'].unanswered} has no gold answer to evaluate against (a test "
+                             "split?); give its answers or remove it")  # fmt: skip
+    resume = plan_resume(args, data_args)
+    if resume.checkpoint is not None:
+        check_resume_config(resume.checkpoint, model_args)
     checked = check_checkpoint(model_args, data_args)
     setup_logging(args)
     state = args.distributed_state
@@ -885,22 +1067,27 @@ def run(
         f"Process rank {args.process_index} of {args.world_size}, device {args.device}, distributed "
         f"{state.distributed_type.value} (backend {state.backend}), bf16 {args.bf16}, fp16 {args.fp16}"
     )
-
-    last_checkpoint = None
-    if args.do_train and args.resume_from_checkpoint is None and os.path.isdir(args.output_dir):
-        last_checkpoint = get_last_checkpoint(args.output_dir)
-        if last_checkpoint is not None:
-            logger.info(f"Resuming from {last_checkpoint} (found in --output_dir; pass a new --output_dir to restart)")
+    for problem in resume.skipped:
+        logger.warning(f"Not resuming from an incomplete checkpoint: {problem}")
+    if resume.checkpoint is not None and args.resume_from_checkpoint is None:
+        logger.info(f"Resuming from {resume.checkpoint} (found in --output_dir; pass a new --output_dir to restart)")
     set_seed(args.seed)
 
     with args.main_process_first(desc="loading the ReCoRD data"):
         queries = load_queries(data_args, model_args, args, fields)
+    if data_args.dataset_name and data_args.candidate_source != "annotations":  # a Hub dataset is seen only now
+        unannotated = data_args.candidate_source == "auto" and any(
+            None in split["entity_spans"] for split in queries.values()
+        )
+        check_ner_available(data_args, unannotated)
     tokenizer_texts = []
     if model_args.model_name_or_path is None and not model_args.tokenizer_name:
         # The demo's tokenizer learns from the training text only: the evaluation text stays unseen.
         text_split = queries.get("train", queries.get("validation"))
         tokenizer_texts = [*dict.fromkeys(text_split["passage"]), *text_split["query"]]
     model, processor = build_model_and_processor(model_args, data_args, tokenizer_texts, checked)
+    if resume.checkpoint is not None:
+        check_resume_fits(resume.checkpoint, model)
 
     features = {}
     with args.main_process_first(desc="featurising"):
@@ -942,8 +1129,7 @@ def run(
     trainer.model_accepts_loss_kwargs = False
 
     if args.do_train:
-        checkpoint = args.resume_from_checkpoint or last_checkpoint
-        train_result = trainer.train(resume_from_checkpoint=checkpoint)
+        train_result = trainer.train(resume_from_checkpoint=resume.checkpoint)
         trainer.save_model()  # config with auto_map, code files, safetensors, processor files
         if not VARIANTS[model_args.variant].uses_gesa_features and trainer.is_world_process_zero():
             copy_processor_code(processor, args.output_dir)

@@ -505,15 +505,16 @@ def test_bad_input_files_give_one_error_line(tmp_path):
         ["--validation_file", "mixed.jsonl", "--do_eval", *out],
     ]
     lines = _error_lines(cases, cwd=tmp_path)
+    passage_problem = "'passage' must be an object with 'text' (a string) and 'entities', got None; fix or remove"
     expected = [
         ("--train_file nope.jsonl does not exist", "give the path of an existing ReCoRD"),
-        ("--train_file late.jsonl, line 3: 'passage' must be an object", "fix or remove that record"),
+        ("--train_file late.jsonl, line 3: ReCoRD record ", passage_problem),
         ("--validation_file qa.jsonl is in no known shape: line 1 has keys ['context', 'question']", "+ qas"),
         ("--validation_file rows.json is in no known shape", "'rows', 'version'"),
-        ("--train_file late.jsonl, line 3: 'passage' must be an object", "fix or remove that record"),
+        ("--train_file late.jsonl, line 3: ReCoRD record ", passage_problem),
         ("--validation_file late-json.jsonl, line 5: not valid JSON", "fix or remove it"),
-        ("--validation_file late-list.json, item 2: 'passage' must be an object", "fix or remove that record"),
-        ("--train_file late-release.json, item 3 of 'data': 'passage' must be", "fix or remove that record"),
+        ("--validation_file late-list.json, item 2: ReCoRD record ", passage_problem),
+        ("--train_file late-release.json, item 3 of 'data': ReCoRD record ", passage_problem),
         ("--validation_file mixed.jsonl, line 2: a row in a file of records", "use one shape per file"),
     ]
     for line, (where, fix) in zip(lines, expected, strict=True):

