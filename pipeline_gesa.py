@@ -143,18 +143,48 @@ class EntityClozeQAPipeline(Pipeline):
         single = isinstance(inputs, Mapping)
         examples = self.examples(inputs)
         return_html = postprocess_params.pop("return_html", False)
+        if return_html:
+            postprocess_params["top_k"] = None  # the picture shades every candidate
         results: list[list[dict[str, Any]]] = []
+        mentions: list[list[tuple[int, int]]] = []
         for start in range(0, len(examples), batch_size):
             group = examples[start : start + batch_size]
             model_inputs = self.preprocess(group)
             results.extend(self.postprocess(self.forward_windows(model_inputs, batch_size), **postprocess_params))
+            if return_html:
+                mentions.extend(self._mentions(model_inputs))
         if return_html:
             from .render_gesa import render_html
 
-            return render_html(examples, results)
+            return render_html(examples, results, mentions)
         if single and len(examples) == 1:
             return results[0]
         return results
+
+    def entity_graph_svg(self, inputs: Mapping[str, Any], window: int = 0) -> str:
+        """The entity graph (PLC / SENT / MATCH edges) of one window of one query, as an SVG
+        (``render_gesa.render_entity_graph``); GESA-feature checkpoints only (XH builds sentence graphs instead)."""
+        if self.is_xh:
+            raise ValueError("entity_graph_svg draws GESA's entity graph; an XH checkpoint reads sentence graphs")
+        from .render_gesa import render_entity_graph
+
+        model_inputs = self.preprocess(self.examples(inputs)[:1])
+        if not 0 <= window < len(model_inputs["features"]):
+            raise ValueError(f"window {window}: the query has {len(model_inputs['features'])} window(s)")
+        return render_entity_graph(model_inputs["features"][window], model_inputs["candidate_texts"][window])
+
+    def _mentions(self, model_inputs: dict[str, Any]) -> list[list[tuple[int, int]]]:
+        """Per query of a group, the character spans of its candidate mentions over all its windows."""
+        if self.is_xh:  # XH reads annotated mentions only
+            return [sorted(set(example.entity_spans or [])) for example in model_inputs["examples"]]
+        found: dict[str, set[tuple[int, int]]] = {}
+        for example_id, texts, spans in zip(
+            model_inputs["example_ids"], model_inputs["candidate_texts"], model_inputs["candidate_spans"], strict=True
+        ):
+            found.setdefault(example_id, set()).update(
+                (int(span[0]), int(span[1])) for text, span in zip(texts, spans, strict=True) if text and span[0] >= 0
+            )
+        return [sorted(found.get(example.example_id, ())) for example in model_inputs["examples"]]
 
     def examples(self, inputs: Any) -> list[RecordExample]:
         """Canonical examples (``processing_gesa.RecordExample``, exclusive spans), one per query, ids unique per
@@ -237,10 +267,13 @@ class EntityClozeQAPipeline(Pipeline):
     def _forward(self, model_inputs: dict[str, torch.Tensor], **kwargs: Any) -> dict[str, torch.Tensor]:
         return {"logits": self.model(**model_inputs).logits}
 
-    def postprocess(self, model_outputs: dict[str, Any], top_k: int = 1, **kwargs: Any) -> list[list[dict]]:
+    def postprocess(self, model_outputs: dict[str, Any], top_k: int | None = 1, **kwargs: Any) -> list[list[dict]]:
         """One ranked list per query of the group (``GesaProcessor.rank_answers``), ``score = sigmoid(logit)``."""
-        width = max((len(row) for row in model_outputs["logits"]), default=0)
-        logits = [row + [-math.inf] * (width - len(row)) for row in model_outputs["logits"]]
+        # A row is as wide as its batch (GESA) or its graph's scored candidates (XH: a candidate whose mentions all
+        # fell outside the truncated nodes has no logit): such slots score -inf, i.e. 0.
+        rows, texts = model_outputs["logits"], model_outputs["candidate_texts"]
+        width = max([len(row) for row in rows] + [len(row) for row in texts] + [0])
+        logits = [row + [-math.inf] * (width - len(row)) for row in rows]
         ranked = GesaProcessor.rank_answers(
             model_outputs["example_ids"],
             model_outputs["candidate_texts"],
