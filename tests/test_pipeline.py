@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from tiny_luke import RECORD_DIR
 
-from gesa.processing_gesa import to_record_examples
+from gesa.processing_gesa import normalize_entity_string, to_record_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "run_record.py"
@@ -29,6 +29,8 @@ TRAIN_FILE = RECORD_DIR / "fewglue_train32.jsonl"
 DEV_FILE = RECORD_DIR / "explorer_dev60.jsonl"
 EVAL_RECORDS = 6  # queries compared with --do_eval (one query per record)
 TOP_K = 3
+ALL = 1000  # top_k that keeps every candidate
+TIE = 1e-6  # scores closer than this are a float tie (different batch padding moves logits by ~1e-7)
 STEPS = 24
 LENGTHS = {"xh": ("64", "24")}  # --max_seq_length, --max_query_length (default: 96, 32)
 
@@ -107,7 +109,8 @@ def check_answers(outputs: list, records: list[dict], output_dir: Path, top_k: i
     expected = json.loads((output_dir / "eval_predictions.json").read_text(encoding="utf-8"))
     for example, record, answers in zip(examples, records, outputs, strict=True):
         candidates = _candidate_texts(record)
-        assert len(answers) == min(top_k, len(candidates)), answers
+        distinct = {normalize_entity_string(text) for text in candidates}  # answers are merged per normalised text
+        assert len(answers) == min(top_k, len(distinct)), answers
         for answer in answers:
             assert answer["answer"] in candidates
             assert example.passage[answer["start"] : answer["end"]] == answer["answer"]
@@ -115,7 +118,11 @@ def check_answers(outputs: list, records: list[dict], output_dir: Path, top_k: i
         scores = [answer["score"] for answer in answers]
         assert scores == sorted(scores, reverse=True)
         assert len({answer["answer"] for answer in answers}) == len(answers)
-        assert answers[0]["answer"] == expected[example.example_id], (example.example_id, answers)
+        if answers[0]["answer"] != expected[example.example_id]:
+            # A few steps leave the tiny GESA's candidates near-tied: the evaluation's answer may then rank second
+            # here by float rounding (other padding), never by more than that.
+            tied = [a["score"] for a in answers if a["answer"] == expected[example.example_id]]
+            assert tied and tied[0] >= answers[0]["score"] - TIE, (example.example_id, expected, answers)
 
 
 FRESH = textwrap.dedent("""
@@ -156,13 +163,13 @@ def test_run_record_checkpoint_loads_in_fresh_process_and_matches_eval(run_varia
     env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"))
     proc = subprocess.run(
         [sys.executable, "-I", "-c", FRESH, str(output_dir), str(_write_jsonl(tmp_path / "q.jsonl", records)),
-         str(TOP_K)],
+         str(ALL)],
         capture_output=True, text=True, cwd=cwd, env=env, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["class"] == "EntityClozeQAPipeline" and result["task"] == "entity-cloze-qa"
-    check_answers(result["outputs"], records, output_dir)
+    check_answers(result["outputs"], records, output_dir, top_k=ALL)
 
 
 @pytest.mark.needs_shared
@@ -191,7 +198,10 @@ def test_variant_checkpoints(run_variant, variant):
     output_dir = run_variant(variant)
     variant_reader = pipeline(model=str(output_dir), trust_remote_code=True)
     records = _records(EVAL_RECORDS)
-    check_answers(variant_reader(records, top_k=TOP_K, batch_size=4), records, output_dir)
+    ranked = variant_reader(records, top_k=ALL, batch_size=4)
+    check_answers(ranked, records, output_dir, top_k=ALL)
+    top = variant_reader(records, top_k=TOP_K, batch_size=4)
+    assert top == [answers[:TOP_K] for answers in ranked]
     predictions = json.loads((output_dir / "predict_predictions.json").read_text(encoding="utf-8"))
     check_answers([predictions[e.example_id] for e in to_record_examples(records)], records, output_dir)
 
