@@ -32,7 +32,11 @@ from its own checkpoint and for the embedded demo; the output folder reloads wit
 
 Outputs in ``--output_dir``: ``config.json`` (with ``auto_map``), the flat code files, ``model.safetensors``, the
 processor and tokenizer files, ``eval_predictions.json`` (``{query_id: answer_text}``), ``all_results.json``
-(``eval_exact_match``, ``eval_f1``, ...) and a model card ``README.md`` rendered from ``model_cards/template.md``.
+(``eval_exact_match``, ``eval_f1``, ...) and a model card ``README.md`` rendered from ``model_cards/template.md``;
+``--do_predict --test_file F``: ``predict_predictions.json`` (``{query_id: [{answer, score, start, end}, ...]}``, best
+first). An evaluation-only run (no ``--do_train``) writes only ``eval_predictions.json``, ``eval_results.json`` and
+``all_results.json`` (no model, no card). The saved folder also answers through
+``pipeline(model=output_dir, trust_remote_code=True)`` (``pipeline_gesa.py``).
 """
 
 from __future__ import annotations
@@ -158,10 +162,10 @@ for _spec in VARIANTS.values():
     AutoConfig.register(_spec.config_class.model_type, _spec.config_class, exist_ok=True)
 
 
-# --help: the module docstring up to its first literal block, and what no argument at all does.
-DESCRIPTION = (
-    __doc__.split("::")[0].rsplit("\n\n", 1)[0].strip()
-    + "\n\nWith no arguments it runs the embedded demo (a tiny GESA on the bundled sample, ~25 s on 2 CPU cores)."
+# --help: the module docstring up to its first literal block (what no argument at all does comes first).
+DESCRIPTION = __doc__.split("::")[0].rsplit("\n\n", 1)[0].strip() + (
+    "\n\n--do_predict --test_file F writes the top --predict_top_k answers and scores of every query of F (no gold "
+    "answers needed) to predict_predictions.json. See the README for real runs."
 )
 
 
