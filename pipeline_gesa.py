@@ -41,7 +41,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
-from transformers import Pipeline
+from transformers import AutoModelForQuestionAnswering, Pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
 from transformers.utils import cached_file, logging
 
 from .modeling_gesa import ENTITY_CLOZE_PIPELINES, ENTITY_CLOZE_TASK
@@ -294,6 +295,11 @@ class EntityClozeQAPipeline(Pipeline):
                 ]
             )  # fmt: skip
         return results
+
+
+# `pipeline("entity-cloze-qa", model=...)` where this module is imported (with gesa installed, or from a checkpoint).
+if TASK not in PIPELINE_REGISTRY.supported_tasks:  # the first import wins (the package's, or a checkpoint's copy)
+    PIPELINE_REGISTRY.register_pipeline(TASK, EntityClozeQAPipeline, pt_model=AutoModelForQuestionAnswering)
 
 
 def first_mentions(passage: str, spans: Sequence[tuple[int, int]], texts: Sequence[str]) -> list[tuple[int, int]]:
