@@ -1,8 +1,8 @@
 """Pictures of what the entity cloze QA pipeline saw and answered, drawn with spaCy's ``displacy``.
 
 - ``render_html(examples, rankings, mentions)``: one HTML page; per query, the query with ``[PLC]`` (labelled with the
-  answer) and the passage with every candidate mention highlighted, shaded by its answer's score (white: 0, orange: 1)
-  and labelled with the score; the mentions of the top answer are green and labelled ``ANSWER``.
+  answer) and the passage with every candidate mention highlighted, shaded by its answer's score (pale to orange)
+  and labelled with the score; the shade is the score relative to the best one's; the mentions of the top answer are green and labelled ``ANSWER``.
   ``pipeline(...)(inputs, return_html=True)`` returns this page.
 - ``render_entity_graph(feature, candidate_texts)``: the entity graph of one GESA window (placeholder, candidates and
   their PLC / SENT / MATCH edges, ``processing_gesa.build_entity_graph``) as an SVG (displacy's arc diagram; each
@@ -50,9 +50,9 @@ def _displacy() -> Any:
     return displacy
 
 
-def score_color(score: float) -> str:
-    """The highlight of a candidate with ``score`` in [0, 1]: transparent white (0) to solid orange (1)."""
-    alpha = 0.08 + 0.92 * min(max(score, 0.0), 1.0)
+def score_color(shade: float) -> str:
+    """The highlight of a candidate whose score is ``shade`` times the best one's: pale (0) to solid orange (1)."""
+    alpha = 0.08 + 0.92 * min(max(shade, 0.0), 1.0)
     return f"rgba(255, 140, 0, {alpha:.2f})"
 
 
@@ -69,13 +69,14 @@ def render_html(
     for number, (example, ranking, spans) in enumerate(zip(examples, rankings, mentions, strict=True)):
         scores = {normalize_entity_string(entry["answer"]): entry["score"] for entry in ranking}
         best = normalize_entity_string(ranking[0]["answer"]) if ranking else None
+        top = ranking[0]["score"] if ranking else 0.0
         colors: dict[str, str] = {}
         entities = []
         for start, end in sorted(set(spans)):
             key = normalize_entity_string(example.passage[start:end])
             score = scores.get(key, 0.0)
             label = f"ANSWER {score:.2f}" if key == best else f"{score:.2f}"
-            colors[label] = ANSWER_COLOR if key == best else score_color(score)
+            colors[label] = ANSWER_COLOR if key == best else score_color(score / top if top > 0 else 0.0)
             entities.append({"start": start, "end": end, "label": label})
         query = example.query.replace(RECORD_PLACEHOLDER, PLACEHOLDER_TOKEN)
         position = query.find(PLACEHOLDER_TOKEN)
@@ -89,9 +90,10 @@ def render_html(
         }  # fmt: skip
         passage_doc = {"text": example.passage, "ents": entities}
         options = {"colors": colors, "ents": list(colors)}
-        heading = f"{html.escape(example.example_id)}: answer {html.escape(answer)!s}"
+        heading = f"Query {number + 1}: answer {html.escape(answer)}"
         if ranking:
             heading += f" (score {ranking[0]['score']:.2f})"
+        heading += f' <small style="color: #888">{html.escape(example.example_id)}</small>'
         sections.append(
             f'<section id="query-{number}"><h2>{heading}</h2><div class="gesa-query">'
             + displacy.render(query_doc, style="ent", manual=True, page=False, options=options)
