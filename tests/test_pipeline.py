@@ -288,3 +288,18 @@ def test_picture_renders_in_a_headless_browser(reader, tmp_path):
     assert screenshot.is_file(), proc.stderr[-2000:]
     data = screenshot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, len(data)
+
+
+@pytest.mark.needs_shared
+def test_readme_snippet_runs(run_variant, capsys):
+    """README "Use a trained model", on a folder run_record.py wrote: the annotated call and the raw-text call."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- use-a-trained-model -->")[1].split("<!-- /use-a-trained-model -->")[0]
+    code = block.split("```python")[1].split("```")[0]
+    assert '"outputs/gesa-tiny-record"' in code
+    exec(code.replace('"outputs/gesa-tiny-record"', repr(str(run_variant("gesa")))), {})
+    annotated, raw = capsys.readouterr().out.strip().splitlines()[-2:]
+    answers = eval(annotated)  # the printed list of dicts
+    assert sorted(answer["answer"] for answer in answers) == ["Cornwall", "Exeter", "Truro"]
+    assert {"Exeter": (60, 66)} == {a["answer"]: (a["start"], a["end"]) for a in answers if a["answer"] == "Exeter"}
+    assert len(eval(raw)) == 1
