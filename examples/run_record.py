@@ -163,7 +163,7 @@ for _spec in VARIANTS.values():
 
 
 # --help: the module docstring up to its first literal block (what no argument at all does comes first).
-DESCRIPTION = __doc__.split("::")[0].rsplit("\n\n", 1)[0].strip() + (
+DESCRIPTION = (__doc__ or "").split("::")[0].rsplit("\n\n", 1)[0].strip() + (
     "\n\n--do_predict --test_file F writes the top --predict_top_k answers and scores of every query of F (no gold "
     "answers needed) to predict_predictions.json. See the README for real runs."
 )
