@@ -241,7 +241,8 @@ class EntityClozeQAPipeline(Pipeline):
                 "candidate_spans": candidate_spans,
                 "examples": examples,
             }
-        columns = self.gesa_processor.encode_examples(examples, return_candidate_spans=True)
+        # skip_invalid=False: a bad input raises (naming it), whatever the saved processor says; nothing is dropped
+        columns = self.gesa_processor.encode_examples(examples, skip_invalid=False, return_candidate_spans=True)
         names = [name for name in MODEL_INPUT_NAMES if name in columns]
         features = [dict(zip(names, values, strict=True)) for values in zip(*(columns[n] for n in names), strict=True)]
         return {
