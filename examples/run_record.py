@@ -1041,11 +1041,11 @@ def run(
     ``callbacks`` are added to the ``Trainer``'s (``Trainer(callbacks=...)``), for runs started from Python.
     """
     check_arguments(model_args, data_args, args)
-    warn_about_arguments(model_args, args)
     preflight_push_to_hub(model_args, args)
     files = data_files(data_args, args)
     fields = check_data_files(files)  # bad files and checkpoints fail here, before logging starts and any weights load
     checked = check_checkpoint(model_args, data_args)
+    warn_about_arguments(model_args, args)  # after the input errors, which stay the run's one line
     setup_logging(args)
     state = args.distributed_state
     logger.warning(
