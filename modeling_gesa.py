@@ -9,17 +9,21 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import math
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 from transformers.activations import ACT2FN
+from transformers.dynamic_module_utils import get_relative_import_files
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple, logging
@@ -877,6 +881,14 @@ class GesaPooler(nn.Module):
 # ---------------------------------------------------------------------------------------------
 
 
+# `config.custom_pipelines` of every entity-span QA checkpoint: `pipeline(model=dir, trust_remote_code=True)` builds
+# pipeline_gesa.EntityClozeQAPipeline (the file and its relative imports are copied next to the weights).
+ENTITY_CLOZE_TASK = "entity-cloze-qa"
+ENTITY_CLOZE_PIPELINES = {
+    ENTITY_CLOZE_TASK: {"impl": "pipeline_gesa.EntityClozeQAPipeline", "pt": ["AutoModelForQuestionAnswering"]}
+}
+
+
 class GesaPreTrainedModel(PreTrainedModel):
     config_class = GesaConfig
     base_model_prefix = "gesa"
@@ -892,7 +904,14 @@ class GesaPreTrainedModel(PreTrainedModel):
         base_class = type(self.base_model)
         auto_map.setdefault("AutoModel", f"{base_class.__module__.split('.')[-1]}.{base_class.__name__}")
         self.config.auto_map = auto_map
+        pipeline_file = Path(__file__).with_name("pipeline_gesa.py")
+        is_head = getattr(type(self), "_auto_class", None) == "AutoModelForQuestionAnswering"
+        if is_head and pipeline_file.is_file():  # `pipeline(model=dir, trust_remote_code=True)`: pipeline_gesa.py
+            self.config.custom_pipelines = copy.deepcopy(ENTITY_CLOZE_PIPELINES)
         super().save_pretrained(save_directory, *args, **kwargs)
+        if is_head and pipeline_file.is_file() and kwargs.get("is_main_process", True):
+            for source in [pipeline_file, *map(Path, get_relative_import_files(str(pipeline_file)))]:
+                shutil.copyfile(source, Path(save_directory) / source.name)
 
     def init_added_word_embeddings(self, sources: dict[int, int]) -> None:
         """Grow the word table to hold new token ids and copy each from its source token (spec section 1).

@@ -545,6 +545,62 @@ class GesaProcessor(ProcessorMixin):
             raise ValueError(f"post_process_predictions: queries {empty[:5]} have no candidate in any feature")
         return {example_id: max(per_text, key=per_text.get) for example_id, per_text in best.items()}
 
+    # ------------------------------------------------------------------ ranked answers (issue 15: the pipeline)
+
+    @staticmethod
+    def rank_answers(
+        example_ids: Sequence[str],
+        candidate_texts: Sequence[Sequence[str]],
+        logits: Any,
+        candidate_spans: Sequence[Sequence[Sequence[int]]] | None = None,
+        first_candidate: int = 1,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Every answer per query, best first, merged over windows as the ReCoRD evaluation merges them.
+
+        Mentions are grouped by their normalised text (``normalize_entity_string``, the official normalisation);
+        a group's logit is the max over its mentions in all windows, its ``answer`` the surface text of that best
+        mention; ties keep the first seen (``metrics/record``'s ``merge_window_predictions`` picks the same top).
+
+        Args:
+            example_ids: ``(F,)`` the features' ``example_id``.
+            candidate_texts: ``(F, E_f)`` the features' ``candidate_texts``.
+            logits: ``(F, E)`` tensor or array, ``E >= max E_f`` (padding beyond ``E_f`` is ignored).
+            candidate_spans: ``(F, E_f, 2)`` exclusive character spans (``return_candidate_spans``), optional.
+            first_candidate: index of the first candidate slot (1: GESA windows, whose entity 0 is the placeholder;
+                0: XH graphs).
+
+        Returns:
+            ``{example_id: [{"answer", "logit", "start", "end"}, ...]}`` sorted by ``logit`` (descending); ``start`` /
+            ``end`` are the first mention of ``answer`` in the passage (``None`` without ``candidate_spans``).
+        """
+        scores = logits.detach().float().cpu().numpy() if isinstance(logits, torch.Tensor) else np.asarray(logits)
+        ranked: dict[str, dict[str, dict[str, Any]]] = {}
+        mentions: dict[str, dict[str, tuple[int, int]]] = {}  # example -> surface text -> first mention
+        for row, (example_id, texts) in enumerate(zip(example_ids, candidate_texts, strict=True)):
+            groups = ranked.setdefault(example_id, {})
+            first = mentions.setdefault(example_id, {})
+            for index in range(first_candidate, len(texts)):
+                text = texts[index]
+                if not text:
+                    continue
+                score = float(scores[row, index])
+                if candidate_spans is not None:
+                    span = (int(candidate_spans[row][index][0]), int(candidate_spans[row][index][1]))
+                    if text not in first or span < first[text]:
+                        first[text] = span
+                entry = groups.get(normalize_entity_string(text))
+                if entry is None:
+                    groups[normalize_entity_string(text)] = {"answer": text, "logit": score}
+                elif score > entry["logit"]:
+                    entry.update(answer=text, logit=score)
+        out = {}
+        for example_id, groups in ranked.items():
+            answers = sorted(groups.values(), key=lambda entry: -entry["logit"])  # stable: ties keep first seen
+            for entry in answers:
+                entry["start"], entry["end"] = mentions[example_id].get(entry["answer"], (None, None))
+            out[example_id] = answers
+        return out
+
     # ------------------------------------------------------------------ the pipeline
 
     def encode_examples(

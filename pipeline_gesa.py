@@ -1,0 +1,321 @@
+"""Entity cloze QA as a 🤗 ``pipeline``: ReCoRD-style queries in, ranked candidate answers with scores out.
+
+Every checkpoint of an entity-span QA head (GESA, ``--variant luke``, KAR, ERNIE, XH) carries this file and names it
+in ``config.json`` (``custom_pipelines``), so that::
+
+    from transformers import pipeline
+
+    reader = pipeline(model="path/or/repo", trust_remote_code=True)  # task "entity-cloze-qa", read from the config
+    reader({"passage": text, "query": "... @placeholder ...", "entity_spans": [(0, 13), ...]}, top_k=3)
+    # -> [{"answer": "Angela Merkel", "score": 0.91, "start": 0, "end": 13}, ...]   best first
+
+Inputs: a dict with ``passage`` and ``query`` (one ``@placeholder``) and optional ``entity_spans`` (candidate mentions
+as ``(start, end)`` character offsets with a Python-slice, i.e. exclusive, ``end``; without them the candidates come
+from spaCy NER: XH needs them), optional ``id``; a ReCoRD record in the original/SuperGLUE shape (``passage.text``,
+``passage.entities`` with inclusive ends, ``qas``: it stands for its queries); or a list of those. Long passages are
+cut into the processor's document-stride windows; a candidate's logit is the max over its mentions in all windows,
+per normalised answer text, exactly as the ReCoRD evaluation merges them (``GesaProcessor.rank_answers``).
+
+Output per query: a list of at most ``top_k`` dicts, best first (also for ``top_k=1``): ``answer`` (the surface text of
+the best-scoring mention, a candidate string of the passage), ``score``, ``start`` and ``end`` (the first mention of
+``answer`` in the passage, exclusive ``end``). ``score`` is ``sigmoid(logit)`` of the merged logit: the head is trained
+with a per-candidate binary cross-entropy, so the score is the model's probability that this candidate answers the
+query, in ``[0, 1]``, ranking exactly as the logits; scores of different candidates need not sum to 1 (several can be
+right, or none). A single input gives one list (a record: one list per query); a list of inputs gives one list per
+query, in input order (records expanded to their queries in ``qas`` order). Nothing is dropped: a bad input raises the
+processor's ``ValueError`` naming the input (``input #N``) and the fix.
+
+Call options: ``top_k`` (default 1), ``batch_size`` (queries per processor call; their windows go through the model
+``batch_size`` at a time), ``return_html=True`` (instead of the lists: one HTML page drawing every query's passage
+with its candidates shaded by score and the answer marked, ``render_gesa.render_html``). ``device``/``dtype`` as for
+any pipeline.
+
+Flat module: copied next to every saved checkpoint, so it imports third-party packages and its siblings only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from transformers import AutoModelForQuestionAnswering, Pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
+from transformers.utils import cached_file, logging
+
+from .modeling_gesa import ENTITY_CLOZE_PIPELINES, ENTITY_CLOZE_TASK
+from .processing_gesa import MODEL_INPUT_NAMES, GesaProcessor, RecordExample, to_record_examples
+from .processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
+from .processing_xh import XhProcessor
+
+logger = logging.get_logger(__name__)
+
+TASK = ENTITY_CLOZE_TASK
+CUSTOM_PIPELINES = ENTITY_CLOZE_PIPELINES  # written into config.json by GesaPreTrainedModel.save_pretrained
+# config.model_type -> the knowledge inputs its collator adds (KAR/ERNIE read LUKE's entity table as their KB)
+KNOWLEDGE_VARIANTS = {"gesa_kar": "kar", "gesa_ernie": "ernie"}
+XH_MODEL_TYPE = "gesa_xh"
+PROCESSOR_CONFIG = "processor_config.json"
+
+
+def _load_processor_settings(name_or_path: str) -> dict[str, Any]:
+    """The checkpoint's ``processor_config.json`` (its window / graph settings), ``{}`` when it has none."""
+    try:
+        path = cached_file(name_or_path, PROCESSOR_CONFIG, _raise_exceptions_for_missing_entries=False)
+    except OSError:
+        path = None
+    if path is None:
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        settings = json.load(handle)
+    return {key: value for key, value in settings.items() if key not in ("processor_class", "auto_map")}
+
+
+def _keyword_subset(cls: type, settings: Mapping[str, Any]) -> dict[str, Any]:
+    import inspect
+
+    names = set(inspect.signature(cls.__init__).parameters) - {"self", "tokenizer", "kwargs"}
+    return {key: value for key, value in settings.items() if key in names}
+
+
+class EntityClozeQAPipeline(Pipeline):
+    """Ranked answers to ReCoRD-style cloze queries (module docstring: inputs, outputs, ``score``).
+
+    Built by ``pipeline(model=..., trust_remote_code=True)``; the processor is made from the checkpoint's tokenizer and
+    its saved settings (``processor_config.json``), or passed as ``processor=`` (a ``GesaProcessor``, or an
+    ``XhProcessor`` for XH).
+    """
+
+    _load_processor = False
+    _load_image_processor = False
+    _load_feature_extractor = False
+    _load_video_processor = False
+    _load_tokenizer = True
+    _pipeline_calls_generate = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        processor = kwargs.pop("processor", None)
+        super().__init__(*args, **kwargs)
+        model_type = self.model.config.model_type
+        self.is_xh = model_type == XH_MODEL_TYPE
+        if processor is None:
+            if self.tokenizer is None:
+                raise ValueError(f"{TASK}: give tokenizer= or processor= (the model has no tokenizer to load)")
+            settings = (
+                _load_processor_settings(self.model.config._name_or_path) if self.model.config._name_or_path else {}
+            )
+            cls = XhProcessor if self.is_xh else GesaProcessor
+            processor = cls(self.tokenizer, **_keyword_subset(cls, settings))
+        self.gesa_processor = processor
+        self.collator = processor.get_data_collator()
+        if model_type in KNOWLEDGE_VARIANTS:  # the KB inputs, as run_record.py's collator adds them
+            tokenizer = processor.tokenizer
+            candidates = EntityCandidateGenerator.from_tokenizer(tokenizer)
+            builder = KnowledgeInputBuilder(tokenizer, candidates, KNOWLEDGE_VARIANTS[model_type])
+            self.collator = KnowledgeCollator(self.collator, builder)
+
+    # ------------------------------------------------------------------ transformers' Pipeline interface
+
+    def _sanitize_parameters(
+        self, top_k: int | None = None, return_html: bool | None = None, **kwargs: Any
+    ) -> tuple[dict, dict, dict]:
+        if kwargs:
+            raise TypeError(f"{TASK} pipeline: unknown argument(s) {sorted(kwargs)}; it takes top_k, batch_size, "
+                            "return_html")  # fmt: skip
+        postprocess: dict[str, Any] = {}
+        if top_k is not None:
+            if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+                raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+            postprocess["top_k"] = top_k
+        if return_html is not None:
+            postprocess["return_html"] = bool(return_html)
+        return {}, {}, postprocess
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+        """Answer ``inputs`` (a dict, a ReCoRD record, or a list of them); see the module docstring."""
+        batch_size = kwargs.pop("batch_size", None) or self._batch_size or 1
+        kwargs.pop("num_workers", None)
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        preprocess_params, forward_params, postprocess_params = self._sanitize_parameters(**kwargs)
+        postprocess_params = {**self._postprocess_params, **postprocess_params}
+        single = isinstance(inputs, Mapping)
+        examples = self.examples(inputs)
+        return_html = postprocess_params.pop("return_html", False)
+        if return_html:
+            postprocess_params["top_k"] = None  # the picture shades every candidate
+        results: list[list[dict[str, Any]]] = []
+        mentions: list[list[tuple[int, int]]] = []
+        for start in range(0, len(examples), batch_size):
+            group = examples[start : start + batch_size]
+            model_inputs = self.preprocess(group)
+            results.extend(self.postprocess(self.forward_windows(model_inputs, batch_size), **postprocess_params))
+            if return_html:
+                mentions.extend(self._mentions(model_inputs))
+        if return_html:
+            from .render_gesa import render_html
+
+            return render_html(examples, results, mentions)
+        if single and len(examples) == 1:
+            return results[0]
+        return results
+
+    def entity_graph_svg(self, inputs: Mapping[str, Any], window: int = 0) -> str:
+        """The entity graph (PLC / SENT / MATCH edges) of one window of one query, as an SVG
+        (``render_gesa.render_entity_graph``); GESA-feature checkpoints only (XH builds sentence graphs instead)."""
+        if self.is_xh:
+            raise ValueError("entity_graph_svg draws GESA's entity graph; an XH checkpoint reads sentence graphs")
+        from .render_gesa import render_entity_graph
+
+        model_inputs = self.preprocess(self.examples(inputs)[:1])
+        if not 0 <= window < len(model_inputs["features"]):
+            raise ValueError(f"window {window}: the query has {len(model_inputs['features'])} window(s)")
+        return render_entity_graph(model_inputs["features"][window], model_inputs["candidate_texts"][window])
+
+    def _mentions(self, model_inputs: dict[str, Any]) -> list[list[tuple[int, int]]]:
+        """Per query of a group, the character spans of its candidate mentions over all its windows."""
+        if self.is_xh:  # XH reads annotated mentions only
+            return [sorted(set(example.entity_spans or [])) for example in model_inputs["examples"]]
+        found: dict[str, set[tuple[int, int]]] = {}
+        for example_id, texts, spans in zip(
+            model_inputs["example_ids"], model_inputs["candidate_texts"], model_inputs["candidate_spans"], strict=True
+        ):
+            found.setdefault(example_id, set()).update(
+                (int(span[0]), int(span[1])) for text, span in zip(texts, spans, strict=True) if text and span[0] >= 0
+            )
+        return [sorted(found.get(example.example_id, ())) for example in model_inputs["examples"]]
+
+    def examples(self, inputs: Any) -> list[RecordExample]:
+        """Canonical examples (``processing_gesa.RecordExample``, exclusive spans), one per query, ids unique per
+        call (``input #N``, with the input's own id in brackets), checked by the processor's rules."""
+        items = [inputs] if isinstance(inputs, Mapping) else inputs
+        if isinstance(items, str) or not isinstance(items, Sequence):
+            raise TypeError(
+                f"{TASK} pipeline takes a dict (passage, query[, entity_spans]), a ReCoRD record (passage, qas) or a "
+                f"list of them; got {type(inputs).__name__}"
+            )
+        examples: list[RecordExample] = []
+        for position, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise TypeError(f"input #{position} is a {type(item).__name__}; give a dict with passage and query")
+            spans = item.get("entity_spans")
+            span_dicts = isinstance(spans, Mapping) or (
+                isinstance(spans, Sequence) and len(spans) > 0 and isinstance(spans[0], Mapping)
+            )
+            if "qas" in item or not isinstance(item.get("passage"), str) or "entity_spans" not in item or span_dicts:
+                found = to_record_examples([item])  # records, Hub rows, rows without spans: the processor's reader
+            else:
+                label = f"input #{position}"
+                spans = None if spans is None else GesaProcessor._integer_spans(spans, label)
+                found = [
+                    RecordExample(
+                        str(item.get("id", label)),
+                        item["passage"],
+                        item.get("query"),
+                        spans,
+                        None if spans is None else [None] * len(spans),
+                    )
+                ]
+            for example in found:
+                own = example.example_id
+                example.example_id = f"input #{len(examples)}" + ("" if own.startswith("sha1-") else f" ({own})")
+                example.answers = None  # a pipeline predicts; gold answers (if any) play no part
+                example.answer_spans = None
+                examples.append(example)
+        return examples
+
+    def preprocess(self, examples: list[RecordExample], **kwargs: Any) -> dict[str, Any]:
+        """Features of a group of queries: GESA windows (``encode_examples``) or one XH graph per query."""
+        if self.is_xh:
+            features = [self.gesa_processor.encode_record_example(example) for example in examples]
+            candidate_spans = [
+                first_mentions(example.passage, example.entity_spans or [], feature["candidate_texts"])
+                for example, feature in zip(examples, features, strict=True)
+            ]
+            return {
+                "features": features,
+                "example_ids": [feature["example_id"] for feature in features],
+                "candidate_texts": [feature["candidate_texts"] for feature in features],
+                "candidate_spans": candidate_spans,
+                "examples": examples,
+            }
+        # skip_invalid=False: a bad input raises (naming it), whatever the saved processor says; nothing is dropped
+        columns = self.gesa_processor.encode_examples(examples, skip_invalid=False, return_candidate_spans=True)
+        names = [name for name in MODEL_INPUT_NAMES if name in columns]
+        features = [dict(zip(names, values, strict=True)) for values in zip(*(columns[n] for n in names), strict=True)]
+        return {
+            "features": features,
+            "example_ids": columns["example_id"],
+            "candidate_texts": columns["candidate_texts"],
+            "candidate_spans": columns["candidate_spans"],
+            "examples": examples,
+        }
+
+    def forward_windows(self, model_inputs: dict[str, Any], batch_size: int) -> dict[str, Any]:
+        """The model's logits for every window (graph), ``batch_size`` at a time (``Pipeline.forward``: device,
+        inference mode); rows of different widths are kept as lists."""
+        features = model_inputs["features"]
+        rows: list[list[float]] = []
+        for start in range(0, len(features), batch_size):
+            batch = self.collator(features[start : start + batch_size])
+            batch = {name: value for name, value in batch.items() if isinstance(value, torch.Tensor)}
+            batch.pop("labels", None)
+            logits = self.forward(batch)["logits"]
+            rows.extend(logits.float().tolist())
+        return {**model_inputs, "logits": rows}
+
+    def _forward(self, model_inputs: dict[str, torch.Tensor], **kwargs: Any) -> dict[str, torch.Tensor]:
+        return {"logits": self.model(**model_inputs).logits}
+
+    def postprocess(self, model_outputs: dict[str, Any], top_k: int | None = 1, **kwargs: Any) -> list[list[dict]]:
+        """One ranked list per query of the group (``GesaProcessor.rank_answers``), ``score = sigmoid(logit)``."""
+        # A row is as wide as its batch (GESA) or its graph's scored candidates (XH: a candidate whose mentions all
+        # fell outside the truncated nodes has no logit): such slots score -inf, i.e. 0.
+        rows, texts = model_outputs["logits"], model_outputs["candidate_texts"]
+        width = max([len(row) for row in rows] + [len(row) for row in texts] + [0])
+        logits = [row + [-math.inf] * (width - len(row)) for row in rows]
+        ranked = GesaProcessor.rank_answers(
+            model_outputs["example_ids"],
+            model_outputs["candidate_texts"],
+            logits,
+            candidate_spans=model_outputs["candidate_spans"],
+            first_candidate=0 if self.is_xh else 1,
+        )
+        results = []
+        for example in model_outputs["examples"]:
+            answers = ranked.get(example.example_id)
+            if not answers:  # the processor raises first; a query must never vanish silently
+                raise ValueError(f"{example.example_id}: no candidate answer was scored")
+            results.append(
+                [
+                    {"answer": entry["answer"], "score": answer_score(entry["logit"]), "start": entry["start"],
+                     "end": entry["end"]}
+                    for entry in answers[:top_k]
+                ]
+            )  # fmt: skip
+        return results
+
+
+# `pipeline("entity-cloze-qa", model=...)` where this module is imported (with gesa installed, or from a checkpoint).
+if TASK not in PIPELINE_REGISTRY.supported_tasks:  # the first import wins (the package's, or a checkpoint's copy)
+    PIPELINE_REGISTRY.register_pipeline(TASK, EntityClozeQAPipeline, pt_model=AutoModelForQuestionAnswering)
+
+
+def first_mentions(passage: str, spans: Sequence[tuple[int, int]], texts: Sequence[str]) -> list[tuple[int, int]]:
+    """Per candidate text, its first mention among ``spans`` (XH graphs list each candidate string once)."""
+    first: dict[str, tuple[int, int]] = {}
+    for start, end in sorted(spans):
+        first.setdefault(passage[start:end], (start, end))
+    return [first.get(text, (-1, -1)) for text in texts]
+
+
+def answer_score(logit: float) -> float:
+    if logit >= 0:
+        return 1.0 / (1.0 + math.exp(-logit))
+    value = math.exp(logit)
+    return value / (1.0 + value)
+
+
+__all__ = ["CUSTOM_PIPELINES", "TASK", "EntityClozeQAPipeline", "answer_score", "first_mentions"]

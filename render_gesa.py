@@ -1,0 +1,132 @@
+"""Pictures of what the entity cloze QA pipeline saw and answered, drawn with spaCy's ``displacy``.
+
+- ``render_html(examples, rankings, mentions)``: one HTML page; per query, the query with ``[PLC]`` (labelled with the
+  answer) and the passage with every candidate mention highlighted, shaded by its answer's score (pale to orange)
+  and labelled with the score; the shade is the score relative to the best one's; the mentions of the top answer are green and labelled ``ANSWER``.
+  ``pipeline(...)(inputs, return_html=True)`` returns this page.
+- ``render_entity_graph(feature, candidate_texts)``: the entity graph of one GESA window (placeholder, candidates and
+  their PLC / SENT / MATCH edges, ``processing_gesa.build_entity_graph``) as an SVG (displacy's arc diagram; each
+  entity is tagged with its sentence). ``EntityClozeQAPipeline.entity_graph_svg(input)`` draws the first window of an
+  input.
+
+spaCy is needed to draw (``pip install "gesa[data]"``), not to answer.
+
+Flat module: copied next to every saved checkpoint, so it imports third-party packages and its siblings only.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .processing_gesa import (
+    EDGE_MATCH,
+    EDGE_PLC,
+    EDGE_SENT,
+    PLACEHOLDER_TOKEN,
+    RECORD_PLACEHOLDER,
+    build_entity_graph,
+    normalize_entity_string,
+)
+
+ANSWER_COLOR = "#7bd88f"
+EDGE_NAMES = {EDGE_PLC: "PLC", EDGE_SENT: "SENT", EDGE_MATCH: "MATCH"}
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>body {{ font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 1.5em; }}
+h2 {{ font-size: 1.1em; margin: 1.2em 0 0.3em; }} .gesa-query {{ margin-bottom: 0.4em; }}</style></head>
+<body>
+{body}
+</body></html>
+"""
+
+
+def _displacy() -> Any:
+    try:
+        from spacy import displacy
+    except ImportError as error:  # spaCy is in the data/train extras only
+        raise ImportError('drawing needs spaCy: pip install "gesa[data]" (or: pip install "spacy>=3.8,<4")') from error
+    return displacy
+
+
+def score_color(shade: float) -> str:
+    """The highlight of a candidate whose score is ``shade`` times the best one's: pale (0) to solid orange (1)."""
+    alpha = 0.08 + 0.92 * min(max(shade, 0.0), 1.0)
+    return f"rgba(255, 140, 0, {alpha:.2f})"
+
+
+def render_html(
+    examples: Sequence[Any],
+    rankings: Sequence[Sequence[Mapping[str, Any]]],
+    mentions: Sequence[Sequence[tuple[int, int]]],
+    title: str = "GESA entity cloze QA",
+) -> str:
+    """One HTML page: per query (``processing_gesa.RecordExample``), its ranked answers (every candidate, best first:
+    ``answer``, ``score``) and the exclusive character spans of its candidate mentions in the passage."""
+    displacy = _displacy()
+    sections = []
+    for number, (example, ranking, spans) in enumerate(zip(examples, rankings, mentions, strict=True)):
+        scores = {normalize_entity_string(entry["answer"]): entry["score"] for entry in ranking}
+        best = normalize_entity_string(ranking[0]["answer"]) if ranking else None
+        top = ranking[0]["score"] if ranking else 0.0
+        colors: dict[str, str] = {}
+        entities = []
+        for start, end in sorted(set(spans)):
+            key = normalize_entity_string(example.passage[start:end])
+            score = scores.get(key, 0.0)
+            label = f"ANSWER {score:.2f}" if key == best else f"{score:.2f}"
+            colors[label] = ANSWER_COLOR if key == best else score_color(score / top if top > 0 else 0.0)
+            entities.append({"start": start, "end": end, "label": label})
+        query = example.query.replace(RECORD_PLACEHOLDER, PLACEHOLDER_TOKEN)
+        position = query.find(PLACEHOLDER_TOKEN)
+        answer = ranking[0]["answer"] if ranking else "?"
+        plc_label = f"= {answer}"
+        colors[plc_label] = ANSWER_COLOR
+        query_doc = {
+            "text": query,
+            "ents": [] if position < 0 else [{"start": position, "end": position + len(PLACEHOLDER_TOKEN),
+                                             "label": plc_label}],
+        }  # fmt: skip
+        passage_doc = {"text": example.passage, "ents": entities}
+        options = {"colors": colors, "ents": list(colors)}
+        heading = f"Query {number + 1}: answer {html.escape(answer)}"
+        if ranking:
+            heading += f" (score {ranking[0]['score']:.2f})"
+        heading += f' <small style="color: #888">{html.escape(example.example_id)}</small>'
+        sections.append(
+            f'<section id="query-{number}"><h2>{heading}</h2><div class="gesa-query">'
+            + displacy.render(query_doc, style="ent", manual=True, page=False, options=options)
+            + "</div>"
+            + displacy.render(passage_doc, style="ent", manual=True, page=False, options=options)
+            + "</section>"
+        )
+    return PAGE.format(title=html.escape(title), body="\n".join(sections))
+
+
+def render_entity_graph(feature: Mapping[str, Sequence[Any]], candidate_texts: Sequence[str]) -> str:
+    """The entity graph of one GESA window as an SVG: a node per entity (``[PLC]`` first, tagged with its sentence
+    ``S<i>``) and an arc per PLC / SENT / MATCH edge (``build_entity_graph``)."""
+    displacy = _displacy()
+    graph = build_entity_graph(
+        feature["entity_sentence_ids"],
+        feature["entity_string_ids"],
+        feature["placeholder_entity_mask"],
+        feature.get("entity_attention_mask"),
+    )
+    words = []
+    for index, placeholder in enumerate(feature["placeholder_entity_mask"]):
+        text = PLACEHOLDER_TOKEN if placeholder else candidate_texts[index]
+        sentence = feature["entity_sentence_ids"][index]
+        words.append({"text": text, "tag": "query" if placeholder else f"S{sentence}"})
+    arcs = [
+        {"start": first, "end": second, "label": EDGE_NAMES[int(graph[first, second])], "dir": "right"}
+        for first in range(len(words))
+        for second in range(first + 1, len(words))
+        if int(graph[first, second]) in EDGE_NAMES
+    ]
+    options = {"compact": True, "distance": 110, "offset_x": 40, "bg": "#ffffff"}
+    return displacy.render({"words": words, "arcs": arcs}, style="dep", manual=True, page=False, options=options)
+
+
+__all__ = ["render_entity_graph", "render_html", "score_color"]
