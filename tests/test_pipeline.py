@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from tiny_luke import RECORD_DIR
 
+from gesa.candidates_gesa import ner_candidates
 from gesa.processing_gesa import normalize_entity_string, to_record_examples
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -232,7 +233,7 @@ def test_raw_text_candidates_come_from_spacy_ner(reader):
     )
     query = "@placeholder and Macron met in the German capital."
     answers = reader({"passage": passage, "query": query}, top_k=10)
-    ner = {passage[start:end] for start, end in reader.gesa_processor._ner_candidates([passage])[0]}
+    ner = {passage[start:end] for start, end in ner_candidates([passage], reader.gesa_processor.spacy_model, reader.gesa_processor.ner_labels)[0]}
     assert ner >= {"Angela Merkel", "Berlin"}, ner
     assert {answer["answer"] for answer in answers} == ner  # every NER candidate ranked, nothing else
     for answer in answers:
