@@ -1276,9 +1276,12 @@ class GesaEntitySpanQAOutput(ModelOutput):
 class GesaForEntitySpanQA(GesaPreTrainedModel):
     """Cloze-style QA (ReCoRD): `logit_e = w . dropout([y_PLC ; y_e]) + b` for every candidate entity e."""
 
+    # the model under the head; a variant that only changes the entity states sets its own (LUKE-Graph)
+    base_model_class: type[GesaModel] = GesaModel
+
     def __init__(self, config: GesaConfig) -> None:
         super().__init__(config)
-        self.gesa = GesaModel(config, add_pooling_layer=False)
+        self.gesa = self.base_model_class(config, add_pooling_layer=False)
         dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(2 * config.hidden_size, 1)

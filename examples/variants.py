@@ -7,6 +7,7 @@ overrides, or from scratch with config kwargs), and which features it trains on:
 |---------|--------------------------|-------------------------------------------------------------------|--------------|
 | `gesa`  | `GesaForEntitySpanQA`    | `GesaProcessor`                                                   | shrink       |
 | `luke`  | `GesaForEntitySpanQA`    | `GesaProcessor` (config `ablation="luke"`: LUKE exactly)          | shrink       |
+| `luke_graph` | `LukeGraphForEntitySpanQA` | `GesaProcessor` (LUKE + gated relational graph network) | shrink |
 | `kar`   | `KarForEntitySpanQA`     | `GesaProcessor` + `KnowledgeInputBuilder("kar")` in the collator  | keep (= KB)  |
 | `ernie` | `ErnieForEntitySpanQA`   | `GesaProcessor` + `KnowledgeInputBuilder("ernie")` in the collator | keep (= KB)  |
 | `xh`    | `XhForEntitySpanQA`      | `XhProcessor.encode_record_graphs` + `XhGraphCollator`            | shrink       |
@@ -41,9 +42,11 @@ from typing import Any
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from gesa import GesaConfig, GesaForEntitySpanQA
+from gesa.configuration_luke_graph import LukeGraphConfig
 from gesa.configuration_variants import ErnieConfig, KarConfig, XhConfig
 from gesa.modeling_ernie import ErnieForEntitySpanQA
 from gesa.modeling_kar import KarForEntitySpanQA
+from gesa.modeling_luke_graph import LukeGraphForEntitySpanQA
 from gesa.modeling_xh import XhForEntitySpanQA
 from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 from gesa.processing_xh import XhProcessor
@@ -183,6 +186,13 @@ VARIANTS: dict[str, VariantSpec] = {
             "LUKE exactly (absolute positions, no labels)",
             GesaForEntitySpanQA,
             GesaConfig,
+            config_overrides={"ablation": "luke"},
+        ),
+        VariantSpec(
+            "luke_graph",
+            "LUKE-Graph: LUKE + gated relational graph network over the entity graph (GESA paper, Table 2)",
+            LukeGraphForEntitySpanQA,
+            LukeGraphConfig,
             config_overrides={"ablation": "luke"},
         ),
         VariantSpec(
