@@ -30,11 +30,15 @@ ABLATION_PRESETS: dict[str, dict[str, Any]] = {
     "full": {},
     "w2w_local": {"label_switches": {"cls_global": False, "question_global": False}},
     "e2e_local": {"label_switches": {"e2e_graph": False}},
-    "no_labels_w2e_e2w_e2e": {"label_switches": {"w2e_e2w": False, "e2e": False}},
+    # without mention labels nothing but LUKE's entity position embeddings ties a [MASK] entity to its words
+    "no_labels_w2e_e2w_e2e": {
+        "label_switches": {"w2e_e2w": False, "e2e": False},
+        "use_entity_position_embeddings": True,
+    },
     "no_labels_w2w": {"label_switches": {"w2w_distance": False, "cls_global": False, "question_global": False}},
     "no_cls_global": {"label_switches": {"cls_global": False}},
     "no_question_global": {"label_switches": {"question_global": False}},
-    "no_mention_label": {"label_switches": {"mention": False}},
+    "no_mention_label": {"label_switches": {"mention": False}, "use_entity_position_embeddings": True},
     "no_plc_question_label": {"label_switches": {"plc_question": False}},
     "no_sent_edges": {"label_switches": {"sent_edges": False}},
     "no_match_edges": {"label_switches": {"match_edges": False}},
@@ -62,6 +66,11 @@ class GesaConfig(PretrainedConfig):
             Also add V-type label embeddings: `y_i = sum_j a_ij (v_j + r^V_ij)`.
         attention_window (`int`, *optional*):
             Hard local window for word pairs: non-global words attend only to words at distance <= window.
+        use_entity_position_embeddings (`bool`, *optional*):
+            Add LUKE's entity position embedding (the mean of the mention's word position embeddings) to each entity
+            even without absolute word positions, so that entities know their mentions without mention labels.
+            Default (`None`): on exactly when nothing else ties an entity to its words (no absolute positions and no
+            mention label), as in the `no_labels_w2e_e2w_e2e` and `no_mention_label` presets.
         ablation (`str`, *optional*):
             Name of an `ABLATION_PRESETS` row applied on top of the other arguments (recorded for the model card).
     """
@@ -92,6 +101,7 @@ class GesaConfig(PretrainedConfig):
         label_switches: dict[str, bool] | None = None,
         use_value_labels: bool = False,
         attention_window: int | None = None,
+        use_entity_position_embeddings: bool | None = None,
         ablation: str | None = None,
         pad_token_id: int = 1,
         bos_token_id: int = 0,
@@ -111,6 +121,13 @@ class GesaConfig(PretrainedConfig):
                 "use_absolute_position_embeddings", use_absolute_position_embeddings
             )
             use_relative_labels = preset.get("use_relative_labels", use_relative_labels)
+            use_entity_position_embeddings = preset.get(
+                "use_entity_position_embeddings", use_entity_position_embeddings
+            )
+        if use_entity_position_embeddings is None:
+            # an entity is [MASK] + type: without positions or mention labels all candidates would be identical
+            mention_labels = use_relative_labels and switches["w2e_e2w"] and switches["mention"]
+            use_entity_position_embeddings = not use_absolute_position_embeddings and not mention_labels
 
         self.vocab_size = vocab_size
         self.entity_vocab_size = entity_vocab_size
@@ -134,6 +151,7 @@ class GesaConfig(PretrainedConfig):
         self.label_switches = switches
         self.use_value_labels = use_value_labels
         self.attention_window = attention_window
+        self.use_entity_position_embeddings = use_entity_position_embeddings
         self.ablation = ablation
         super().__init__(pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id, **kwargs)
         self.validate_gesa()
@@ -168,6 +186,11 @@ class GesaConfig(PretrainedConfig):
         ):
             raise ValueError(
                 f"GesaConfig.attention_window must be None or a non-negative integer, got {self.attention_window!r}."
+            )
+        if not isinstance(self.use_entity_position_embeddings, bool):
+            raise ValueError(
+                "GesaConfig.use_entity_position_embeddings must be True, False or None (automatic), got "
+                f"{self.use_entity_position_embeddings!r}."
             )
         if self.use_absolute_position_embeddings and self.max_position_embeddings <= self.pad_token_id + 1:
             raise ValueError(
