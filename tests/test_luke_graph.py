@@ -78,7 +78,9 @@ def loop_gate(gate: LukeGraphQuestionGate, nodes: torch.Tensor, question: torch.
     return out
 
 
-def random_graph(seed: int = 0, batch_size: int = 2, entity_length: int = 6, hidden: int = 8, question_length: int = 5):
+def random_graph(
+    seed: int = 0, batch_size: int = 2, entity_length: int = 6, hidden: int = 8, question_length: int = 5
+):
     g = torch.Generator().manual_seed(seed)
     nodes = torch.randn(batch_size, entity_length, hidden, generator=g, dtype=torch.float64)
     upper = torch.rand(batch_size, len(LUKE_GRAPH_RELATIONS), entity_length, entity_length, generator=g) < 0.4
@@ -180,7 +182,9 @@ def test_example_alone_equals_example_in_padded_batch(tiny_luke_dir, record_batc
     model.init_added_word_embeddings(processor.added_token_sources())
     collator = processor.get_data_collator()
     # differently sized features: different word, question and entity lengths pad each other
-    sizes = [(len(f["input_ids"]), len(f["entity_ids"]), sum(g == 2 for g in f["global_attention_mask"])) for f in features]
+    sizes = [
+        (len(f["input_ids"]), len(f["entity_ids"]), sum(g == 2 for g in f["global_attention_mask"])) for f in features
+    ]
     assert len(set(sizes)) > 1, sizes
     with torch.no_grad():
         together = model(**_tensors(collator(features))).logits

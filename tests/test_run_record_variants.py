@@ -27,7 +27,8 @@ TRAIN32 = RECORD_DIR / "fewglue_train32.jsonl"
 TRAIN_QUERIES, EVAL_QUERIES = 2, 3
 STEPS, LOGGING_STEPS = 24, 8
 # XH featurises every sentence of the passage as a node of its query's graph: shorter nodes keep its steps quick.
-LENGTHS = {"kar": ("96", "32"), "xh": ("64", "24"), "ernie": ("96", "32"), "luke_graph": ("96", "32")}  # --max_seq_length, --max_query_length
+# --max_seq_length, --max_query_length
+LENGTHS = {"kar": ("96", "32"), "xh": ("64", "24"), "ernie": ("96", "32"), "luke_graph": ("96", "32")}
 EXPECTED = {  # variant -> (QA class, config model_type)
     "kar": ("KarForEntitySpanQA", "gesa_kar"),
     "xh": ("XhForEntitySpanQA", "gesa_xh"),
