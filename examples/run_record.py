@@ -25,6 +25,7 @@ flag works (``--bf16``, ``--gradient_checkpointing``, ``--deepspeed``, ``--fsdp`
 ``--hub_model_id``, ``--resume_from_checkpoint``, ...), and so does ``accelerate launch`` / ``torchrun``.
 
 ``--variant`` picks the model family from ``examples/variants.py``: ``gesa`` (default), ``luke`` (LUKE exactly),
+``luke_graph`` (LUKE-Graph: LUKE + a gated relational graph network over the entities, the paper's Table 2 rival),
 ``kar`` (KnowBERT-KAR) and ``ernie`` (ERNIE) on GESA's windows with their knowledge inputs added by the collator (they
 keep the LUKE checkpoint's entity table, their knowledge base), and ``xh`` (Transformer-XH: one sentence graph per
 query, nodes of at most ``--max_seq_length`` tokens, annotated candidates only). Each works from a LUKE checkpoint,
