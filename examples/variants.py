@@ -74,6 +74,8 @@ class VariantSpec:
         uses_gesa_features: True: `GesaProcessor` windows; False: `XhProcessor` graphs.
         shrink_entity_table: whether the script may keep only LUKE's special entities (`entity_rows`).
         knowledge_variant: `"kar"`/`"ernie"`: the collator adds that variant's KB inputs.
+        keep_entity_aware_queries: convert LUKE keeping its own w2e/e2w/e2e queries even when not asked to
+            (LUKE-Graph fine-tunes LUKE as it is).
     """
 
     name: str
@@ -84,6 +86,7 @@ class VariantSpec:
     uses_gesa_features: bool = True
     shrink_entity_table: bool = True
     knowledge_variant: str | None = None
+    keep_entity_aware_queries: bool = False
 
     def _overrides(self, num_hidden_layers: int, overrides: Mapping[str, Any]) -> dict[str, Any]:
         merged = {**self.config_overrides, **overrides}
@@ -128,7 +131,7 @@ class VariantSpec:
         self.check_knowledge_base(merged, source="a config override")
         return self.model_class.from_luke_pretrained(
             name_or_path,
-            keep_entity_aware_queries=keep_entity_aware_queries,
+            keep_entity_aware_queries=keep_entity_aware_queries or self.keep_entity_aware_queries,
             entity_rows=entity_rows,
             **hub,
             **merged,
@@ -194,6 +197,7 @@ VARIANTS: dict[str, VariantSpec] = {
             LukeGraphForEntitySpanQA,
             LukeGraphConfig,
             config_overrides={"ablation": "luke"},
+            keep_entity_aware_queries=True,
         ),
         VariantSpec(
             "kar",
