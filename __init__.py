@@ -5,6 +5,7 @@ also copied next to every saved checkpoint, where `trust_remote_code=True` loads
 """
 
 from .configuration_gesa import ABLATION_PRESETS, DEFAULT_LABEL_SWITCHES, GesaConfig
+from .configuration_luke_graph import LukeGraphConfig
 from .configuration_variants import ErnieConfig, KarConfig, XhConfig
 from .modeling_ernie import ErnieForDenoisingEntityAutoencoder, ErnieForEntitySpanQA, ErnieModel
 from .modeling_gesa import (
@@ -15,6 +16,7 @@ from .modeling_gesa import (
     GesaPreTrainedModel,
 )
 from .modeling_kar import KarForEntitySpanQA, KarModel
+from .modeling_luke_graph import LukeGraphForEntitySpanQA, LukeGraphModel
 from .modeling_xh import XhForEntitySpanQA, XhForFactVerification, XhForMultiHopQA, XhModel
 from .pipeline_gesa import EntityClozeQAPipeline
 from .processing_gesa import GesaDataCollator, GesaProcessor
@@ -41,6 +43,9 @@ __all__ = [
     "KarConfig",
     "KarForEntitySpanQA",
     "KarModel",
+    "LukeGraphConfig",
+    "LukeGraphForEntitySpanQA",
+    "LukeGraphModel",
     "XhConfig",
     "XhForEntitySpanQA",
     "XhForFactVerification",

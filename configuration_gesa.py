@@ -35,11 +35,15 @@ ABLATION_PRESETS: dict[str, dict[str, Any]] = {
     "full": {},
     "w2w_local": {"label_switches": {"cls_global": False, "question_global": False}},
     "e2e_local": {"label_switches": {"e2e_graph": False}},
-    "no_labels_w2e_e2w_e2e": {"label_switches": {"w2e_e2w": False, "e2e": False}},
+    # without mention labels nothing but LUKE's entity position embeddings ties a [MASK] entity to its words
+    "no_labels_w2e_e2w_e2e": {
+        "label_switches": {"w2e_e2w": False, "e2e": False},
+        "use_entity_position_embeddings": True,
+    },
     "no_labels_w2w": {"label_switches": {"w2w_distance": False, "cls_global": False, "question_global": False}},
     "no_cls_global": {"label_switches": {"cls_global": False}},
     "no_question_global": {"label_switches": {"question_global": False}},
-    "no_mention_label": {"label_switches": {"mention": False}},
+    "no_mention_label": {"label_switches": {"mention": False}, "use_entity_position_embeddings": True},
     "no_plc_question_label": {"label_switches": {"plc_question": False}},
     "no_sent_edges": {"label_switches": {"sent_edges": False}},
     "no_match_edges": {"label_switches": {"match_edges": False}},
@@ -128,6 +132,11 @@ class GesaConfig(PreTrainedConfig):
             Also add V-type label embeddings: `y_i = sum_j a_ij (v_j + r^V_ij)`.
         attention_window (`int`, *optional*):
             Hard local window for word pairs: non-global words attend only to words at distance <= window.
+        use_entity_position_embeddings (`bool`, *optional*):
+            Add LUKE's entity position embedding (the mean of the mention's word position embeddings) to each entity
+            even without absolute word positions, so that entities know their mentions without mention labels.
+            Unset (`None`): the preset's value, else on exactly when nothing else ties an entity to its words (no
+            absolute positions and no mention label), as in the `no_labels_w2e_e2w_e2e` and `no_mention_label` presets.
         ablation (`str`, *optional*):
             Name of an `ABLATION_PRESETS` row (recorded for the model card). The preset sets its fields; a field given
             explicitly with another value than the preset's is an error (`ablation="luke"` means exactly LUKE).
@@ -162,6 +171,7 @@ class GesaConfig(PreTrainedConfig):
     label_switches: dict[str, bool] | None = validated_field(label_switch_overrides, default=None)
     use_value_labels: bool = False
     attention_window: int | None = validated_field(non_negative, default=None)
+    use_entity_position_embeddings: bool | None = None
     ablation: str | None = validated_field(ablation_name, default=None)
     pad_token_id: int | None = 1
     bos_token_id: int | None = 0
@@ -199,6 +209,10 @@ class GesaConfig(PreTrainedConfig):
             if getattr(self, key) is None:
                 setattr(self, key, default)
         self.label_switches = switches
+        if self.use_entity_position_embeddings is None:
+            # an entity is [MASK] + type: without positions or mention labels all candidates would be identical
+            mention_labels = self.use_relative_labels and switches["w2e_e2w"] and switches["mention"]
+            self.use_entity_position_embeddings = not self.use_absolute_position_embeddings and not mention_labels
 
     def validate_gesa(self) -> None:
         """Combinations of fields the model cannot run with (run by `strict` after construction and on save)."""
@@ -212,7 +226,7 @@ class GesaConfig(PreTrainedConfig):
                 "GesaConfig.max_position_embeddings must exceed pad_token_id + 1 when "
                 "use_absolute_position_embeddings=True."
             )
-        for key in PRESET_FIELD_DEFAULTS:
+        for key in (*PRESET_FIELD_DEFAULTS, "use_entity_position_embeddings"):
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"GesaConfig.{key} must be True or False, got {getattr(self, key)!r}.")
         if set(self.label_switches) != set(DEFAULT_LABEL_SWITCHES):

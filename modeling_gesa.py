@@ -434,7 +434,8 @@ class GesaEmbeddings(nn.Module):
 
 
 class GesaEntityEmbeddings(nn.Module):
-    """Entity embedding (entity_emb_size) -> dense to hidden + token type (+ LUKE's averaged mention positions)."""
+    """Entity embedding (entity_emb_size) -> dense to hidden + token type (+ LUKE's averaged mention positions, with
+    absolute positions or `use_entity_position_embeddings`)."""
 
     def __init__(self, config: GesaConfig) -> None:
         super().__init__()
@@ -445,9 +446,10 @@ class GesaEntityEmbeddings(nn.Module):
             else None
         )
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        # without mention labels, the mention positions are all that tells one [MASK] candidate from another
         self.position_embeddings = (
             nn.Embedding(config.max_position_embeddings, config.hidden_size)
-            if config.use_absolute_position_embeddings
+            if config.use_absolute_position_embeddings or getattr(config, "use_entity_position_embeddings", False)
             else None
         )
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
@@ -456,7 +458,7 @@ class GesaEntityEmbeddings(nn.Module):
     def forward(
         self, entity_ids: torch.Tensor, entity_token_type_ids: torch.Tensor, entity_position_ids: torch.Tensor | None
     ) -> torch.Tensor:
-        """`(B, E)` ids -> `(B, E, D)`. Positions are used only with absolute position embeddings."""
+        """`(B, E)` ids -> `(B, E, D)`. Positions are used only with entity position embeddings."""
         embeddings = self.entity_embeddings(entity_ids)
         if self.entity_embedding_dense is not None:
             embeddings = self.entity_embedding_dense(embeddings)
@@ -1012,7 +1014,10 @@ class GesaPreTrainedModel(PreTrainedModel):
                 for name in ("w2w_query", "w2e_query", "e2w_query", "e2e_query"):
                     mapped[key.replace(".query.", f".{name}.")] = (tensor, key)
             elif ".position_embeddings." in key and not config.use_absolute_position_embeddings:
-                continue
+                # the entity table stays for use_entity_position_embeddings: it is LUKE's own
+                if not (key.startswith("entity_embeddings.") and config.use_entity_position_embeddings):
+                    continue
+                mapped[key] = (tensor, key)
             elif key == "entity_embeddings.entity_embeddings.weight" and entity_rows is not None:
                 mapped[key] = (tensor[torch.as_tensor(entity_rows, dtype=torch.long)], key)
             elif not any(f".attention.self.{n}." in key for n in ("w2e_query", "e2w_query", "e2e_query")):
@@ -1301,12 +1306,16 @@ class GesaModel(GesaPreTrainedModel):
                 )
         checks = InputValueChecks()
         vocab, entity_vocab, types = config.vocab_size, config.entity_vocab_size, config.type_vocab_size
+        last_position = word_length - 1
+        if self.entity_embeddings.position_embeddings is not None:  # a mention position indexes LUKE's table too
+            last_position = min(last_position, config.max_position_embeddings - 1)
         checks.within(
             "entity_position_ids",
             get("entity_position_ids"),
             -1,
-            word_length - 1,
-            f"entity_position_ids must be word positions in [0, {word_length - 1}] or -1 for padding",
+            last_position,
+            f"entity_position_ids must be word positions in [0, {last_position}] or -1 for padding"
+            + (" (max_position_embeddings bounds entity positions)" if last_position < word_length - 1 else ""),
         )
         checks.within(
             "entity_ids",

@@ -25,6 +25,7 @@ flag works (``--bf16``, ``--gradient_checkpointing``, ``--deepspeed``, ``--fsdp`
 ``--hub_model_id``, ``--resume_from_checkpoint``, ...), and so does ``accelerate launch`` / ``torchrun``.
 
 ``--variant`` picks the model family from ``examples/variants.py``: ``gesa`` (default), ``luke`` (LUKE exactly),
+``luke_graph`` (LUKE-Graph: LUKE + a gated relational graph network over the entities, the paper's Table 2 rival),
 ``kar`` (KnowBERT-KAR) and ``ernie`` (ERNIE) on GESA's windows with their knowledge inputs added by the collator (they
 keep the LUKE checkpoint's entity table, their knowledge base), and ``xh`` (Transformer-XH: one sentence graph per
 query, nodes of at most ``--max_seq_length`` tokens, annotated candidates only). Each works from a LUKE checkpoint,
@@ -210,7 +211,8 @@ class ModelArguments:
     )  # fmt: skip
     keep_entity_aware_queries: bool = field(
         default=False,
-        metadata={"help": "When converting LUKE, keep its own w2e/e2w/e2e queries instead of copying the word query."},
+        metadata={"help": "When converting LUKE, keep its own w2e/e2w/e2e queries instead of copying the word query "
+                  "(always kept by --variant luke / --ablation luke, which mean exactly LUKE)."},  # fmt: skip
     )
     paper_defaults: bool = field(
         default=False,
@@ -306,9 +308,10 @@ def check_arguments(model_args: ModelArguments, data_args: DataTrainingArguments
     """Argument combinations that cannot work, as ``RunRecordError`` (before anything is loaded)."""
     if data_args.dataset_name and (data_args.train_file or data_args.validation_file):
         raise RunRecordError("give either --dataset_name or --train_file/--validation_file, not both")
-    if model_args.variant == "luke" and model_args.ablation not in (None, "luke"):
-        raise RunRecordError(f"--variant luke is the 'luke' ablation; it cannot be combined with --ablation "
-                             f"{model_args.ablation}")  # fmt: skip
+    fixed = VARIANTS[model_args.variant].config_overrides.get("ablation")  # luke, luke_graph: the LUKE backbone
+    if fixed is not None and model_args.ablation not in (None, fixed):
+        raise RunRecordError(f"--variant {model_args.variant} is the {fixed!r} ablation; it cannot be combined with "
+                             f"--ablation {model_args.ablation}")  # fmt: skip
     if not VARIANTS[model_args.variant].uses_gesa_features and data_args.candidate_source == "ner":
         raise RunRecordError(
             f"--variant {model_args.variant} needs annotated candidate entities; not --candidate_source ner"
@@ -707,11 +710,11 @@ def check_checkpoint(model_args: ModelArguments, data_args: DataTrainingArgument
     entity_rows = shrink_entity_vocab(tokenizer, tokenizer_source) if spec.shrink_entity_table else None
     processor = make_processor(tokenizer, data_args, variant)
     max_positions = int(config_dict.get("max_position_embeddings", 0))
-    ablation = "luke" if variant == "luke" else model_args.ablation
+    ablation = spec.config_overrides.get("ablation", model_args.ablation)
     if ablation == "luke" and data_args.max_seq_length + 2 > max_positions:
         raise RunRecordError(
             f"--max_seq_length {data_args.max_seq_length} exceeds the absolute positions of {path} "
-            f"(max_position_embeddings={max_positions}), which --variant luke uses"
+            f"(max_position_embeddings={max_positions}), which --variant {variant} uses"
         )
     return CheckedCheckpoint(config_dict, processor, entity_rows)
 
@@ -729,7 +732,7 @@ def build_model_and_processor(
     """
     variant = model_args.variant
     spec = VARIANTS[variant]
-    ablation = "luke" if variant == "luke" else model_args.ablation
+    ablation = spec.config_overrides.get("ablation", model_args.ablation)
     hub = dict(cache_dir=model_args.cache_dir, revision=model_args.model_revision, token=model_args.token)
     path = model_args.model_name_or_path
     if path is None:

@@ -7,6 +7,7 @@ overrides, or from scratch with config kwargs), and which features it trains on:
 |---------|--------------------------|-------------------------------------------------------------------|--------------|
 | `gesa`  | `GesaForEntitySpanQA`    | `GesaProcessor`                                                   | shrink       |
 | `luke`  | `GesaForEntitySpanQA`    | `GesaProcessor` (config `ablation="luke"`: LUKE exactly)          | shrink       |
+| `luke_graph` | `LukeGraphForEntitySpanQA` | `GesaProcessor` (LUKE + gated relational graph network) | shrink |
 | `kar`   | `KarForEntitySpanQA`     | `GesaProcessor` + `KnowledgeInputBuilder("kar")` in the collator  | keep (= KB)  |
 | `ernie` | `ErnieForEntitySpanQA`   | `GesaProcessor` + `KnowledgeInputBuilder("ernie")` in the collator | keep (= KB)  |
 | `xh`    | `XhForEntitySpanQA`      | `XhProcessor.encode_record_graphs` + `XhGraphCollator`            | shrink       |
@@ -41,9 +42,11 @@ from typing import Any
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from gesa import GesaConfig, GesaForEntitySpanQA
+from gesa.configuration_luke_graph import LukeGraphConfig
 from gesa.configuration_variants import ErnieConfig, KarConfig, XhConfig
 from gesa.modeling_ernie import ErnieForEntitySpanQA
 from gesa.modeling_kar import KarForEntitySpanQA
+from gesa.modeling_luke_graph import LukeGraphForEntitySpanQA
 from gesa.modeling_xh import XhForEntitySpanQA
 from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 from gesa.processing_xh import XhProcessor
@@ -71,6 +74,8 @@ class VariantSpec:
         uses_gesa_features: True: `GesaProcessor` windows; False: `XhProcessor` graphs.
         shrink_entity_table: whether the script may keep only LUKE's special entities (`entity_rows`).
         knowledge_variant: `"kar"`/`"ernie"`: the collator adds that variant's KB inputs.
+        keep_entity_aware_queries: convert LUKE keeping its own w2e/e2w/e2e queries even when not asked to
+            (LUKE-Graph fine-tunes LUKE as it is).
     """
 
     name: str
@@ -81,6 +86,7 @@ class VariantSpec:
     uses_gesa_features: bool = True
     shrink_entity_table: bool = True
     knowledge_variant: str | None = None
+    keep_entity_aware_queries: bool = False
 
     def _overrides(self, num_hidden_layers: int, overrides: Mapping[str, Any]) -> dict[str, Any]:
         merged = {**self.config_overrides, **overrides}
@@ -125,7 +131,8 @@ class VariantSpec:
         self.check_knowledge_base(merged, source="a config override")
         return self.model_class.from_luke_pretrained(
             name_or_path,
-            keep_entity_aware_queries=keep_entity_aware_queries,
+            # None: the model class decides (ablation 'luke' keeps LUKE's own queries: that preset is exactly LUKE)
+            keep_entity_aware_queries=True if keep_entity_aware_queries or self.keep_entity_aware_queries else None,
             entity_rows=entity_rows,
             **hub,
             **merged,
@@ -184,6 +191,14 @@ VARIANTS: dict[str, VariantSpec] = {
             GesaForEntitySpanQA,
             GesaConfig,
             config_overrides={"ablation": "luke"},
+        ),
+        VariantSpec(
+            "luke_graph",
+            "LUKE-Graph: LUKE + gated relational graph network over the entity graph (GESA paper, Table 2)",
+            LukeGraphForEntitySpanQA,
+            LukeGraphConfig,
+            config_overrides={"ablation": "luke"},
+            keep_entity_aware_queries=True,
         ),
         VariantSpec(
             "kar",

@@ -47,6 +47,24 @@ VARIANTS: dict[str, dict[str, Any]] = {
             "the baseline GESA is compared with."
         ),
     },
+    "luke_graph": {
+        "title": "LUKE-Graph (LUKE + gated relational graph attention)",
+        "tags": ["luke-graph"],
+        "description": (
+            "LUKE-Graph (Foolad & Kiani, 2023): LUKE, then a two-layer relational graph network over the entity "
+            "tokens on the same heterogeneous graph as GESA (placeholder, same-sentence and string-match edges), each "
+            "layer followed by a question-aware gate. GESA's paper compares itself with it in its Table 2."
+        ),
+        "citation": (
+            "@article{foolad2023lukegraph,\n"
+            "  title   = {{LUKE-Graph}: A Transformer-based Approach with Gated Relational Graph Attention for "
+            "Cloze-style Reading Comprehension},\n"
+            "  author  = {Foolad, Shima and Kiani, Kourosh},\n"
+            "  journal = {arXiv preprint arXiv:2303.06675},\n"
+            "  year    = {2023}\n"
+            "}"
+        ),
+    },
     "kar": {
         "title": "LUKE + KnowBERT-KAR",
         "tags": ["knowbert"],
@@ -145,6 +163,7 @@ _CONFIG_FIELDS = [
     "use_value_labels",
     "attention_window",
     "ablation",
+    "graph_num_layers",
     "kar_layer",
     "kar_entity_threshold",
     "xh_num_hop_layers",

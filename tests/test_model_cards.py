@@ -155,7 +155,7 @@ def test_gesa_card_documents_every_config_field_and_ablation():
 @pytest.mark.parametrize(
     ("name", "fields"),
     [("kar.md", ["kar_layer", "kar_entity_threshold"]), ("xh.md", ["xh_num_hop_layers"]),
-     ("ernie.md", ["ernie_num_fusion_layers"])],
+     ("ernie.md", ["ernie_num_fusion_layers"]), ("luke_graph.md", ["graph_num_layers"])],
 )  # fmt: skip
 def test_variant_cards_document_their_parameters(name, fields):
     """Each variant card names its config fields in its configuration table, with a default, and cites LUKE."""

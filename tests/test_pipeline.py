@@ -233,7 +233,12 @@ def test_raw_text_candidates_come_from_spacy_ner(reader):
     )
     query = "@placeholder and Macron met in the German capital."
     answers = reader({"passage": passage, "query": query}, top_k=10)
-    ner = {passage[start:end] for start, end in ner_candidates([passage], reader.gesa_processor.spacy_model, reader.gesa_processor.ner_labels)[0]}
+    ner = {
+        passage[start:end]
+        for start, end in ner_candidates(
+            [passage], reader.gesa_processor.spacy_model, reader.gesa_processor.ner_labels
+        )[0]
+    }
     assert ner >= {"Angela Merkel", "Berlin"}, ner
     assert {answer["answer"] for answer in answers} == ner  # every NER candidate ranked, nothing else
     for answer in answers:

@@ -1,4 +1,4 @@
-"""examples/run_record.py --variant kar|xh|ernie end to end on a tiny converted LUKE checkpoint.
+"""examples/run_record.py --variant kar|xh|ernie|luke_graph end to end on a tiny converted LUKE checkpoint.
 
 Each case fine-tunes the tiny LUKE (random weights, RoBERTa BPE from ../shared) for a few dozen steps on two FewGLUE
 training queries (in this process, through ``run_record.main``), evaluates on three, and reloads the saved folder with
@@ -27,11 +27,13 @@ TRAIN32 = RECORD_DIR / "fewglue_train32.jsonl"
 TRAIN_QUERIES, EVAL_QUERIES = 2, 3
 STEPS, LOGGING_STEPS = 24, 8
 # XH featurises every sentence of the passage as a node of its query's graph: shorter nodes keep its steps quick.
-LENGTHS = {"kar": ("96", "32"), "xh": ("64", "24"), "ernie": ("96", "32")}  # --max_seq_length, --max_query_length
+# --max_seq_length, --max_query_length
+LENGTHS = {"kar": ("96", "32"), "xh": ("64", "24"), "ernie": ("96", "32"), "luke_graph": ("96", "32")}
 EXPECTED = {  # variant -> (QA class, config model_type)
     "kar": ("KarForEntitySpanQA", "gesa_kar"),
     "xh": ("XhForEntitySpanQA", "gesa_xh"),
     "ernie": ("ErnieForEntitySpanQA", "gesa_ernie"),
+    "luke_graph": ("LukeGraphForEntitySpanQA", "gesa_luke_graph"),
 }
 
 
@@ -46,14 +48,14 @@ def _load_script():
 run_record = _load_script()
 
 
-def test_help_lists_the_five_variants():
+def test_help_lists_the_six_variants():
     parser = HfArgumentParser((run_record.ModelArguments, run_record.DataTrainingArguments, TrainingArguments))
-    assert "--variant {gesa,luke,kar,ernie,xh}" in parser.format_help()
-    assert set(run_record.VARIANTS) == {"gesa", "luke", "kar", "ernie", "xh"}
+    assert "--variant {gesa,luke,luke_graph,kar,ernie,xh}" in parser.format_help()
+    assert set(run_record.VARIANTS) == {"gesa", "luke", "luke_graph", "kar", "ernie", "xh"}
 
 
 @pytest.mark.needs_shared
-@pytest.mark.parametrize("variant", ["kar", "xh", "ernie"])
+@pytest.mark.parametrize("variant", ["kar", "xh", "ernie", "luke_graph"])
 def test_variant_trains_evaluates_and_reloads(variant, tiny_luke_dir, tmp_path):
     output_dir = tmp_path / "out"
     argv = [

@@ -1,0 +1,52 @@
+"""Configuration of LUKE-Graph (Foolad & Kiani, 2023) on this library's LUKE backbone.
+
+LUKE-Graph is LUKE (absolute positions, entity-aware queries, no relative-position labels: GESA's `ablation="luke"`)
+followed by a two-layer gated relational graph network over the entity tokens. Every field of `GesaConfig` keeps its
+meaning; the graph adds `graph_num_layers`. Documented field by field in `model_cards/luke_graph.md`.
+
+Flat module: copied next to every saved checkpoint, so it imports only its sibling `configuration_gesa`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .configuration_gesa import GesaConfig
+
+# The edge types of GESA's heterogeneous entity graph (paper 3.2), in the order of the relation axis.
+LUKE_GRAPH_RELATIONS = ("plc", "sent", "match")
+
+
+class LukeGraphConfig(GesaConfig):
+    r"""LUKE + LUKE-Graph's gated relational graph network over the entity tokens.
+
+    Args:
+        graph_num_layers (`int`, defaults to 2):
+            Relational graph layers after the encoder, each followed by the question-aware gate (LUKE-Graph: 2).
+        ablation (`str`, defaults to `"luke"`):
+            The backbone is LUKE: absolute word and entity positions, no relative-position labels. Other presets are
+            refused (they would put GESA's labels under the graph network, which is not LUKE-Graph).
+    """
+
+    model_type = "gesa_luke_graph"
+
+    def __init__(self, graph_num_layers: int = 2, ablation: str | None = "luke", **kwargs: Any) -> None:
+        if ablation != "luke":
+            raise ValueError(
+                f"LukeGraphConfig.ablation={ablation!r}: LUKE-Graph's backbone is LUKE, so ablation must be 'luke' "
+                "(for GESA's label ablations use GesaConfig)."
+            )
+        super().__init__(ablation=ablation, **kwargs)
+        self.graph_num_layers = graph_num_layers
+        if not isinstance(graph_num_layers, int) or isinstance(graph_num_layers, bool) or graph_num_layers <= 0:
+            raise ValueError(f"LukeGraphConfig.graph_num_layers must be a positive integer, got {graph_num_layers!r}.")
+        switches = self.label_switches
+        if not (switches["e2e"] and switches["e2e_graph"]) or switches["single_edge_label"]:
+            raise ValueError(
+                "LukeGraphConfig.label_switches: LUKE-Graph reads its three edge types from GESA's entity graph, so "
+                "e2e and e2e_graph must stay on and single_edge_label off (plc_edges, sent_edges and match_edges may "
+                "be switched off to drop that edge type)."
+            )
+
+
+__all__ = ["LUKE_GRAPH_RELATIONS", "LukeGraphConfig"]

@@ -1,0 +1,301 @@
+"""LUKE-Graph (Foolad & Kiani, 2023): LUKE, then a gated relational graph network over the entity tokens.
+
+The GESA paper's Table 2 compares GESA with LUKE and with LUKE-Graph; this module puts LUKE-Graph on the same
+backbone, processor, head and training script, so that all three are measured by one library. Only what differs from
+GESA lives here:
+
+1. **Backbone**: LUKE itself (`GesaModel` with `ablation="luke"`: absolute word and entity positions, LUKE's
+   entity-aware queries, no relative-position labels).
+2. **Graph**: the heterogeneous entity graph GESA puts into its e2e labels (paper 3.2), read from the same structure
+   inputs (`placeholder_entity_mask`, `entity_string_ids`, `entity_sentence_ids`) by the same builder
+   (`modeling_gesa.build_entity_entity_labels`), as one dense adjacency per edge type: `A` `(B, R, E, E)` with
+   `R = 3` (PLC, SENT-BASED, MATCH), padded entities cut off.
+3. **Relational layer** (R-GCN with mean aggregation per relation, as LUKE-Graph's `RGCNConv`):
+   `h'_i = relu(W_0 h_i + b + sum_r sum_{j in N_r(i)} W_r h_j / |N_r(i)|)`.
+4. **Question-aware gate** after each relational layer, over the question tokens' final word states `q_t`
+   (`global_attention_mask == 2`):
+   `s_it = sigmoid(W_s [h_i ; q_t] + b_s)` (one weight per feature), `q~_i = sum_t s_it * q_t`,
+   `a_i = sigmoid(W_a [h_i ; q~_i] + b_a)`, `h_i <- a_i * tanh(q~_i) + (1 - a_i) * h_i`.
+5. **Head**: GESA's (paper 3.5, Eq. 2), unchanged, on the gated entity states.
+
+Everything is batched: the adjacency is dense per relation and the gate scores every (node, question token) pair in
+one broadcast, so there is no Python loop over nodes, edges or examples (the public LUKE-Graph code loops over nodes
+in its gate and builds PyTorch Geometric edge lists per example). Entity graphs are small (ReCoRD windows hold at
+most `max_entities` = 128 entities), so `(B, R, E, E)` costs less than an edge list's index bookkeeping and needs no
+graph library.
+
+Flat module: copied next to every saved checkpoint, so it imports only its siblings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers.utils import can_return_tuple
+
+from .configuration_luke_graph import LUKE_GRAPH_RELATIONS, LukeGraphConfig
+from .modeling_gesa import (
+    QUESTION_GLOBAL,
+    GesaForEntitySpanQA,
+    GesaModel,
+    GesaModelOutput,
+    GesaPreTrainedModel,
+    RelativeLabels,
+    _entity_defaults,
+    build_entity_entity_labels,
+)
+
+# ---------------------------------------------------------------------------------------------
+# The entity graph: one adjacency per edge type, from GESA's e2e graph
+# ---------------------------------------------------------------------------------------------
+
+
+def relation_adjacency(
+    config: LukeGraphConfig,
+    entity_attention_mask: torch.Tensor,
+    placeholder_entity_mask: torch.Tensor | None,
+    entity_string_ids: torch.Tensor | None,
+    entity_sentence_ids: torch.Tensor | None,
+) -> torch.Tensor:
+    """Bool `(B, R, E, E)`: `[b, r, i, j]` is an edge of type `LUKE_GRAPH_RELATIONS[r]` between real entities i and j.
+
+    The edges are GESA's e2e graph labels (`build_entity_entity_labels`), one relation per edge label; no self loops
+    (the relational layer's root weight carries the node itself). Missing structure inputs mean no edges of that kind.
+    """
+    batch_size, entity_length = entity_attention_mask.shape
+    placeholder, strings, sentences = _entity_defaults(
+        placeholder_entity_mask,
+        entity_string_ids,
+        entity_sentence_ids,
+        batch_size,
+        entity_length,
+        entity_attention_mask.device,
+    )
+    labels = build_entity_entity_labels(config, placeholder, strings, sentences)
+    layout = RelativeLabels(config.max_relative_position)
+    edge_labels = {"plc": layout.plc_edge, "sent": layout.sent_edge, "match": layout.match_edge}
+    relation_labels = torch.tensor([edge_labels[name] for name in LUKE_GRAPH_RELATIONS], device=labels.device)
+    adjacency = labels[:, None] == relation_labels[None, :, None, None]
+    real = entity_attention_mask.bool()
+    # padded entities carry PLC labels in GESA's graph (their keys are masked there); here they must send nothing
+    return adjacency & real[:, None, :, None] & real[:, None, None, :]
+
+
+# ---------------------------------------------------------------------------------------------
+# Relational layer and question-aware gate
+# ---------------------------------------------------------------------------------------------
+
+
+class LukeGraphRelationalLayer(nn.Module):
+    """`h'_i = relu(W_0 h_i + b + sum_r mean_{j in N_r(i)} W_r h_j)` for every node of every example at once."""
+
+    def __init__(self, config: LukeGraphConfig) -> None:
+        super().__init__()
+        self.num_relations = len(LUKE_GRAPH_RELATIONS)
+        self.root = nn.Linear(config.hidden_size, config.hidden_size)
+        # W_1 .. W_R as one product: (B, E, D) -> (B, E, R * D)
+        self.relations = nn.Linear(config.hidden_size, self.num_relations * config.hidden_size, bias=False)
+
+    def forward(self, nodes: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:
+        """`nodes` `(B, E, D)`, bool `adjacency` `(B, R, E, E)` -> `(B, E, D)`."""
+        batch_size, entity_length, hidden = nodes.shape
+        messages = self.relations(nodes).view(batch_size, entity_length, self.num_relations, hidden)
+        edges = adjacency.to(nodes.dtype)
+        # mean over each relation's neighbours; a node without neighbours of a relation receives nothing from it
+        edges = edges / edges.sum(dim=-1, keepdim=True).clamp(min=1)
+        aggregated = torch.einsum("brij,bjrd->bid", edges, messages)
+        return F.relu(self.root(nodes) + aggregated)
+
+
+class LukeGraphQuestionGate(nn.Module):
+    """Blend a per-node summary of the question into each node through a sigmoid gate.
+
+    `s_it = sigmoid(W_s [h_i ; q_t] + b_s)`, `q~_i = sum_t s_it * q_t` (padded question slots excluded),
+    `a_i = sigmoid(W_a [h_i ; q~_i] + b_a)`, `h_i <- a_i * tanh(q~_i) + (1 - a_i) * h_i`.
+    """
+
+    def __init__(self, config: LukeGraphConfig) -> None:
+        super().__init__()
+        self.hidden_size = config.hidden_size
+        self.question_attention = nn.Linear(2 * config.hidden_size, config.hidden_size)  # W_s, b_s
+        self.gate = nn.Linear(2 * config.hidden_size, config.hidden_size)  # W_a, b_a
+
+    def forward(self, nodes: torch.Tensor, question: torch.Tensor, question_mask: torch.Tensor) -> torch.Tensor:
+        """`nodes` `(B, E, D)`, `question` `(B, Q, D)`, bool `question_mask` `(B, Q)` -> `(B, E, D)`."""
+        # W_s [h_i ; q_t] = W_s^h h_i + W_s^q q_t: two small products, then one (B, E, Q, D) broadcast
+        node_weight, question_weight = self.question_attention.weight.split(self.hidden_size, dim=1)
+        node_part = F.linear(nodes, node_weight)
+        question_part = F.linear(question, question_weight, self.question_attention.bias)
+        scores = torch.sigmoid(node_part[:, :, None] + question_part[:, None])
+        scores = scores * question_mask[:, None, :, None].to(scores.dtype)
+        summary = (scores * question[:, None]).sum(dim=2)
+        alpha = torch.sigmoid(self.gate(torch.cat([nodes, summary], dim=-1)))
+        return alpha * torch.tanh(summary) + (1 - alpha) * nodes
+
+
+class LukeGraphNetwork(nn.Module):
+    """`graph_num_layers` x (relational layer, question-aware gate) over the entity states."""
+
+    def __init__(self, config: LukeGraphConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([LukeGraphRelationalLayer(config) for _ in range(config.graph_num_layers)])
+        self.gates = nn.ModuleList([LukeGraphQuestionGate(config) for _ in range(config.graph_num_layers)])
+
+    def forward(
+        self, nodes: torch.Tensor, adjacency: torch.Tensor, question: torch.Tensor, question_mask: torch.Tensor
+    ) -> torch.Tensor:
+        for layer, gate in zip(self.layers, self.gates, strict=True):
+            nodes = gate(layer(nodes, adjacency), question, question_mask)
+        return nodes
+
+
+def question_states(
+    words: torch.Tensor, global_attention_mask: torch.Tensor, attention_mask: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The question tokens' word states, packed: `(B, Q, D)` and bool `(B, Q)` with `Q` the most question tokens of
+    any example (one host sync, for the size)."""
+    is_question = global_attention_mask == QUESTION_GLOBAL
+    if attention_mask is not None:
+        is_question = is_question & attention_mask.bool()
+    counts = is_question.sum(dim=1)
+    length = int(counts.max()) if counts.numel() else 0
+    # stable sort puts each example's question tokens first, in their order
+    order = torch.argsort((~is_question).to(torch.int8), dim=1, stable=True)[:, :length]
+    question = words.gather(1, order[..., None].expand(-1, -1, words.size(-1)))
+    mask = torch.arange(length, device=words.device)[None, :] < counts[:, None]
+    return question, mask
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LukeGraphModelOutput(GesaModelOutput):
+    """`GesaModelOutput` whose `entity_last_hidden_state` `(B, E, D)` is the graph network's output.
+
+    Args:
+        encoder_entity_last_hidden_state: `(B, E, D)` LUKE's entity states, the graph network's input.
+        hidden_states, entity_hidden_states, attentions: the encoder's, per layer, as in `GesaModelOutput`.
+    """
+
+    encoder_entity_last_hidden_state: torch.FloatTensor | None = None
+
+
+class LukeGraphPreTrainedModel(GesaPreTrainedModel):
+    """GESA's pre-trained base (LUKE conversion, added tokens, `save_pretrained` with `AutoModel`) for LUKE-Graph."""
+
+    config_class = LukeGraphConfig
+    _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings", "LukeGraphNetwork"]
+
+    @classmethod
+    def from_luke_pretrained(
+        cls,
+        pretrained_model_name_or_path,
+        keep_entity_aware_queries: bool = True,
+        entity_rows: list[int] | None = None,
+        **kwargs,
+    ) -> LukeGraphPreTrainedModel:
+        """`GesaPreTrainedModel.from_luke_pretrained`, keeping LUKE's own entity-aware queries by default (LUKE-Graph
+        fine-tunes LUKE as it is; on the released checkpoints they equal the word query anyway). The graph network and
+        the head start fresh."""
+        return super().from_luke_pretrained(
+            pretrained_model_name_or_path, keep_entity_aware_queries, entity_rows, **kwargs
+        )
+
+
+class LukeGraphModel(LukeGraphPreTrainedModel, GesaModel):
+    """LUKE's encoder, then the gated relational graph network over its entity states.
+
+    Inputs: GESA's (README "Model inputs"). The graph reads `placeholder_entity_mask`, `entity_string_ids` and
+    `entity_sentence_ids`; the gate reads the question tokens from `global_attention_mask` (required).
+    """
+
+    def __init__(self, config: LukeGraphConfig, add_pooling_layer: bool = True) -> None:
+        super().__init__(config, add_pooling_layer=add_pooling_layer)
+        self.graph = LukeGraphNetwork(config)
+        self.post_init()
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        entity_ids: torch.LongTensor | None = None,
+        entity_attention_mask: torch.Tensor | None = None,
+        entity_token_type_ids: torch.LongTensor | None = None,
+        entity_position_ids: torch.LongTensor | None = None,
+        global_attention_mask: torch.LongTensor | None = None,
+        placeholder_entity_mask: torch.Tensor | None = None,
+        entity_string_ids: torch.LongTensor | None = None,
+        entity_sentence_ids: torch.LongTensor | None = None,
+        **kwargs,
+    ) -> LukeGraphModelOutput:
+        """Encode words `(B, L)` and entities `(B, E)` with LUKE, then refine the entity states on the graph."""
+        if entity_ids is None:
+            raise ValueError("LukeGraphModel needs entity_ids: its graph network runs over the entity tokens.")
+        if global_attention_mask is None:
+            raise ValueError(
+                "LukeGraphModel needs global_attention_mask (2 on the question tokens) for its question-aware gate; "
+                "GesaProcessor produces it."
+            )
+        encoded = super().forward(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            entity_ids=entity_ids,
+            entity_attention_mask=entity_attention_mask,
+            entity_token_type_ids=entity_token_type_ids,
+            entity_position_ids=entity_position_ids,
+            global_attention_mask=global_attention_mask,
+            placeholder_entity_mask=placeholder_entity_mask,
+            entity_string_ids=entity_string_ids,
+            entity_sentence_ids=entity_sentence_ids,
+            **{**kwargs, "return_dict": True},
+        )
+        entities = encoded.entity_last_hidden_state
+        if entity_attention_mask is None:
+            entity_attention_mask = torch.ones(entities.shape[:2], dtype=torch.long, device=entities.device)
+        adjacency = relation_adjacency(
+            self.config, entity_attention_mask, placeholder_entity_mask, entity_string_ids, entity_sentence_ids
+        )
+        question, question_mask = question_states(encoded.last_hidden_state, global_attention_mask, attention_mask)
+        return LukeGraphModelOutput(
+            last_hidden_state=encoded.last_hidden_state,
+            entity_last_hidden_state=self.graph(entities, adjacency, question, question_mask),
+            pooler_output=encoded.pooler_output,
+            hidden_states=encoded.hidden_states,
+            entity_hidden_states=encoded.entity_hidden_states,
+            attentions=encoded.attentions,
+            encoder_entity_last_hidden_state=entities,
+        )
+
+
+class LukeGraphForEntitySpanQA(LukeGraphPreTrainedModel, GesaForEntitySpanQA):
+    """ReCoRD with LUKE-Graph: GESA's head (paper 3.5, Eq. 2) on the graph network's entity states."""
+
+    base_model_class = LukeGraphModel
+
+
+LukeGraphConfig.register_for_auto_class()
+LukeGraphModel.register_for_auto_class("AutoModel")
+LukeGraphForEntitySpanQA.register_for_auto_class("AutoModelForQuestionAnswering")
+
+__all__ = [
+    "LukeGraphForEntitySpanQA",
+    "LukeGraphModel",
+    "LukeGraphModelOutput",
+    "LukeGraphNetwork",
+    "LukeGraphPreTrainedModel",
+    "LukeGraphQuestionGate",
+    "LukeGraphRelationalLayer",
+    "question_states",
+    "relation_adjacency",
+]
