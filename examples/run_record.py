@@ -211,8 +211,10 @@ class ModelArguments:
     )  # fmt: skip
     keep_entity_aware_queries: bool = field(
         default=False,
-        metadata={"help": "When converting LUKE, keep its own w2e/e2w/e2e queries instead of copying the word query "
-                  "(always kept by --variant luke / --ablation luke, which mean exactly LUKE)."},  # fmt: skip
+        metadata={
+            "help": "When converting LUKE, keep its own w2e/e2w/e2e queries instead of copying the word query "
+            "(always kept by --variant luke / --ablation luke, which mean exactly LUKE)."
+        },  # fmt: skip
     )
     paper_defaults: bool = field(
         default=False,
