@@ -396,8 +396,9 @@ class BiasPlan:
 
     Args:
         row_index: `(B, 1, L, W)` long: for each word-row pair, its column in that row's terms
-            `[distance (C) ; question, CLS (R) ; w2e (E) ; masked (1)]` (`LabelBias`); `W` is `P` rounded up to
-            `BIAS_ALIGNMENT`, the extra columns masked.
+            `[masked (1) ; distance (C) ; question, CLS (R) ; w2e (E)]` (`LabelBias`; the masked column first, so
+            its index is the constant 0 under dynamic shapes); `W` is `P` rounded up to `BIAS_ALIGNMENT`, the extra
+            columns masked.
         pair_kind: `(B, 1, L, L)` uint8: 0 a local word pair (distance label), 1 question-global, 2 CLS-global,
             3 a padded key or a pair outside `attention_window`.
         key_masked: `(B, 1, 1, P)` bool: padded keys (the entity rows' mask).
@@ -425,23 +426,23 @@ def bias_plan(tokens: TokenStructure, word_length: int, entity_terms: bool, dtyp
     ranks = tokens.word_ranks
     R = 0 if ranks is None else 2
     pair_kind = torch.zeros(B, L, L, dtype=torch.uint8, device=device)
-    word_index = distance.expand(B, L, L)
+    word_index = (distance + 1).expand(B, L, L)
     if ranks is not None:
         pair_rank = torch.maximum(ranks[:, :, None], ranks[:, None, :])
         pair_kind = pair_rank.to(torch.uint8)
-        word_index = torch.where(pair_rank > 0, C - 1 + pair_rank, word_index)
+        word_index = torch.where(pair_rank > 0, C + pair_rank, word_index)
     E = P - L if entity_terms else 0
     row_index = word_index
     if E:
-        entity_columns = torch.arange(C + R, C + R + E, device=device)
+        entity_columns = torch.arange(1 + C + R, 1 + C + R + E, device=device)
         row_index = torch.cat([word_index, entity_columns.expand(B, L, E)], dim=2)
     blocked = masked[:, None, : row_index.size(2)]
     far = _outside_window(tokens, L)
     if far is not None:
         blocked = blocked | torch.cat([far, far.new_zeros(B, L, row_index.size(2) - L)], dim=2)
         pair_kind = pair_kind.masked_fill(far, 3)
-    row_index = row_index.masked_fill(blocked, C + R + E)
-    row_index = F.pad(row_index, (0, -P % BIAS_ALIGNMENT), value=C + R + E)
+    row_index = row_index.masked_fill(blocked, 0)
+    row_index = F.pad(row_index, (0, -P % BIAS_ALIGNMENT), value=0)
     pair_kind = pair_kind.masked_fill(masked[:, None, :L], 3)
     return BiasPlan(
         row_index[:, None].contiguous(),
@@ -477,12 +478,11 @@ class LabelBias(torch.autograd.Function):
         B, H, L, C = distance.shape
         P = plan.key_masked.size(-1)
         masked_value = torch.finfo(distance.dtype).min
-        pieces = [distance]
+        pieces = [distance.new_full((B, H, L, 1), masked_value), distance]
         if rank is not None:
             pieces.append(rank[..., 1:])
         if w2e is not None:
             pieces.append(w2e)
-        pieces.append(distance.new_full((B, H, L, 1), masked_value))
         row_terms = torch.cat(pieces, dim=-1)
         width = plan.row_index.size(-1)
         bias = row_terms.gather(3, plan.row_index.expand(B, H, L, width))
