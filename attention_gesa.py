@@ -1088,7 +1088,9 @@ def flex_plan(tokens: TokenStructure, word_length: int) -> FlexPlan:
         far = both_words & ~exempt & ((q_idx - kv_idx).abs() > window)
         return allowed & ~far
 
-    block_mask = create_block_mask(mask_mod, B, None, P, P, device=key_allowed.device)
+    # on GPUs compiled, so that the (B, P, P) mask is never materialised
+    compile_mask = key_allowed.device.type != "cpu" and not _is_tracing()
+    block_mask = create_block_mask(mask_mod, B, None, P, P, device=key_allowed.device, _compile=compile_mask)
     return FlexPlan(block_mask, tokens.word_ranks)
 
 
