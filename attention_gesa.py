@@ -1,27 +1,38 @@
-"""GESA's attention kernels (paper Eq. 1): two dense paths and the windowed long-input path.
+"""GESA's attention implementations (paper Eq. 1), dispatched on `config._attn_implementation`.
 
-All compute `softmax(q k^T + q . r_label, masked) v` from per-token structure and compact label terms.
-- Fused (CPU): one block of scores at a time, in cache, with a hand-written backward; no `(B, H, P, P)` label or
-  index tensor exists.
-- Bias (accelerators): the label terms and the padding as one `(B, H, P, P)` bias built by a single gather, then
-  one `scaled_dot_product_attention` call: a fixed handful of batched kernels per layer and no host sync.
-- Windowed (`attention_window`): each block of rows reads its window only, at a cost linear in length.
-`modeling_gesa.GesaSelfAttention` calls them; the eager path there is their reference.
+All compute `softmax(q k^T + q . r_label, masked) v` from the batch's `AttentionStructure` and the layer's two
+type-directed queries (`modeling_gesa.GesaSelfAttention` computes those, and the label terms, and calls
+`ALL_ATTENTION_FUNCTIONS.get_interface(config._attn_implementation, eager_attention_forward)`):
+- `"eager"` (`eager_attention_forward`): the reference; dense `(B, P, P)` labels, returns the probabilities.
+- `"sdpa"` (`sdpa_attention_forward`): the fast path without probabilities, by kernel for the tensors at hand
+  (`sdpa_kernel`): `"gesa_windowed"` with `attention_window`, `"gesa_fused"` on CPU, `"gesa_bias"` elsewhere.
+- `"gesa_bias"`: the label terms and the padding as one `(B, H, P, P)` bias built by a single gather, then one
+  `scaled_dot_product_attention` call: a fixed handful of batched kernels per layer, no host sync, one graph under
+  `torch.compile` / `torch.export`.
+- `"gesa_fused"` (CPU): one block of scores at a time, in cache, with a hand-written backward; no `(B, H, P, P)`
+  label or index tensor exists. Its per-batch plan is read on the host, so under `torch.compile`/`torch.export`
+  it runs `"gesa_bias"` instead (same numbers).
+- `"gesa_windowed"` (`attention_window`): each block of rows reads its window only, at a cost linear in length;
+  under `torch.compile`/`torch.export` it runs `"gesa_bias"` with the window as a mask.
+- `"flex_attention"`: FlexAttention with the label terms as a `score_mod` over the compact per-label tables and
+  padding / window as a `BlockMask` (no `(B, H, P, P)` tensor on GPUs); no attention dropout.
 
-Flat module: copied next to every saved checkpoint with `modeling_gesa`; it imports torch only.
+Flat module: copied next to every saved checkpoint with `modeling_gesa`; it imports torch and transformers only.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
+from transformers.modeling_utils import AttentionInterface
 
 if TYPE_CHECKING:
-    from .modeling_gesa import TokenStructure
+    from .modeling_gesa import AttentionStructure, TokenStructure
 
 # The fused path computes the scores of one example and a group of heads at a time, at most this many bytes, so that
 # a group's scores stay in the CPU cache from the label fill through the product, softmax, dropout and back.
@@ -31,18 +42,20 @@ WINDOW_BLOCK = 64
 # Row stride (elements) of the bias path's attention bias: SDPA's memory-efficient kernel copies a bias whose rows
 # are not aligned to it.
 BIAS_ALIGNMENT = 16
-# Dense attention without a window: "fused" (per-example score blocks that stay in the CPU cache; a Python loop that
-# an accelerator would wait on), "bias" (batched label bias + one SDPA call per layer), or None: fused on CPU only.
-DENSE_KERNEL: str | None = None
 
 
-def dense_kernel(device: torch.device) -> str:
-    """The dense path for tensors on `device` (`DENSE_KERNEL`)."""
-    if DENSE_KERNEL is not None:
-        if DENSE_KERNEL not in ("fused", "bias"):
-            raise ValueError(f"attention_gesa.DENSE_KERNEL must be 'fused', 'bias' or None; got {DENSE_KERNEL!r}.")
-        return DENSE_KERNEL
-    return "fused" if device.type == "cpu" else "bias"
+def _is_tracing() -> bool:
+    """Inside `torch.compile` or `torch.export` (the host-side plans of the fused and windowed kernels cannot be
+    traced: they read tensor values on the host)."""
+    return torch.compiler.is_compiling()
+
+
+def cached_plan(tokens: TokenStructure, name: str, build: Callable[[], Any]) -> Any:
+    """The batch's plan `name`, built by `build()` on first use and shared by every layer (keyed by name only: a key
+    holding shapes would be unhashable under `torch.export` with dynamic shapes)."""
+    if name not in tokens.cache:
+        tokens.cache[name] = build()
+    return tokens.cache[name]
 
 
 @dataclass
@@ -80,9 +93,8 @@ class DensePlan:
 
 
 def dense_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: torch.dtype) -> DensePlan:
-    key = ("dense", word_length, num_heads, dtype)
-    if key in tokens.cache:
-        return tokens.cache[key]
+    """The fused path's plan (eager mode only: it reads which words are global and which keys are padded on the
+    host)."""
     mask = tokens.attention_mask
     device = mask.device
     L, P = word_length, mask.size(1)
@@ -112,7 +124,7 @@ def dense_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: 
     padded_keys = [row.nonzero().squeeze(1) for row in mask == 0]
     element = torch.finfo(dtype).bits // 8
     heads = num_heads if device.type != "cpu" else max(1, min(num_heads, SCORE_BLOCK_BYTES // (P * P * element)))
-    plan = DensePlan(
+    return DensePlan(
         L,
         k,
         word_index,
@@ -127,8 +139,6 @@ def dense_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: 
         padded_keys,
         heads,
     )
-    tokens.cache[key] = plan
-    return plan
 
 
 def _softmax_(scores: torch.Tensor) -> torch.Tensor:
@@ -386,10 +396,11 @@ class BiasPlan:
 
     Args:
         row_index: `(B, 1, L, W)` long: for each word-row pair, its column in that row's terms
-            `[distance (C) ; question, CLS (R) ; w2e (E) ; masked (1)]` (`LabelBias`); `W` is `P` rounded up to
-            `BIAS_ALIGNMENT`, the extra columns masked.
+            `[masked (1) ; distance (C) ; question, CLS (R) ; w2e (E)]` (`LabelBias`; the masked column first, so
+            its index is the constant 0 under dynamic shapes); `W` is `P` rounded up to `BIAS_ALIGNMENT`, the extra
+            columns masked.
         pair_kind: `(B, 1, L, L)` uint8: 0 a local word pair (distance label), 1 question-global, 2 CLS-global,
-            3 a padded key.
+            3 a padded key or a pair outside `attention_window`.
         key_masked: `(B, 1, 1, P)` bool: padded keys (the entity rows' mask).
         term_index, term_inner, end_index, left_valid: `_band_sum_plan` of the word block (None when k = 0).
     """
@@ -404,9 +415,7 @@ class BiasPlan:
 
 
 def bias_plan(tokens: TokenStructure, word_length: int, entity_terms: bool, dtype: torch.dtype) -> BiasPlan:
-    key = ("bias", word_length, entity_terms, dtype)
-    if key in tokens.cache:
-        return tokens.cache[key]
+    """The bias path's plan; with `attention_window`, local word pairs farther apart are masked like padding."""
     masked = tokens.attention_mask == 0
     device = masked.device
     B, P = masked.shape
@@ -417,27 +426,41 @@ def bias_plan(tokens: TokenStructure, word_length: int, entity_terms: bool, dtyp
     ranks = tokens.word_ranks
     R = 0 if ranks is None else 2
     pair_kind = torch.zeros(B, L, L, dtype=torch.uint8, device=device)
-    word_index = distance.expand(B, L, L)
+    word_index = (distance + 1).expand(B, L, L)
     if ranks is not None:
         pair_rank = torch.maximum(ranks[:, :, None], ranks[:, None, :])
         pair_kind = pair_rank.to(torch.uint8)
-        word_index = torch.where(pair_rank > 0, C - 1 + pair_rank, word_index)
+        word_index = torch.where(pair_rank > 0, C + pair_rank, word_index)
     E = P - L if entity_terms else 0
     row_index = word_index
     if E:
-        entity_columns = torch.arange(C + R, C + R + E, device=device)
+        entity_columns = torch.arange(1 + C + R, 1 + C + R + E, device=device)
         row_index = torch.cat([word_index, entity_columns.expand(B, L, E)], dim=2)
-    row_index = row_index.masked_fill(masked[:, None, : row_index.size(2)], C + R + E)
-    row_index = F.pad(row_index, (0, -P % BIAS_ALIGNMENT), value=C + R + E)
+    blocked = masked[:, None, : row_index.size(2)]
+    far = _outside_window(tokens, L)
+    if far is not None:
+        blocked = blocked | torch.cat([far, far.new_zeros(B, L, row_index.size(2) - L)], dim=2)
+        pair_kind = pair_kind.masked_fill(far, 3)
+    row_index = row_index.masked_fill(blocked, 0)
+    row_index = F.pad(row_index, (0, -P % BIAS_ALIGNMENT), value=0)
     pair_kind = pair_kind.masked_fill(masked[:, None, :L], 3)
-    plan = BiasPlan(
+    return BiasPlan(
         row_index[:, None].contiguous(),
         pair_kind[:, None].contiguous(),
         masked[:, None, None, :],
         *_band_sum_plan(positions, L, k, dtype),
     )
-    tokens.cache[key] = plan
-    return plan
+
+
+def _outside_window(tokens: TokenStructure, word_length: int) -> torch.Tensor | None:
+    """Bool `(B, L, L)`: local word pairs farther apart than `attention_window` (None without a window)."""
+    if tokens.attention_window is None:
+        return None
+    positions = torch.arange(word_length, device=tokens.attention_mask.device)
+    far = ((positions[None, :] - positions[:, None]).abs() > tokens.attention_window)[None]
+    if tokens.window_global is not None:
+        far = far & ~tokens.window_global[:, :, None] & ~tokens.window_global[:, None, :]
+    return far.expand(tokens.attention_mask.size(0), word_length, word_length)
 
 
 class LabelBias(torch.autograd.Function):
@@ -455,12 +478,11 @@ class LabelBias(torch.autograd.Function):
         B, H, L, C = distance.shape
         P = plan.key_masked.size(-1)
         masked_value = torch.finfo(distance.dtype).min
-        pieces = [distance]
+        pieces = [distance.new_full((B, H, L, 1), masked_value), distance]
         if rank is not None:
             pieces.append(rank[..., 1:])
         if w2e is not None:
             pieces.append(w2e)
-        pieces.append(distance.new_full((B, H, L, 1), masked_value))
         row_terms = torch.cat(pieces, dim=-1)
         width = plan.row_index.size(-1)
         bias = row_terms.gather(3, plan.row_index.expand(B, H, L, width))
@@ -523,16 +545,17 @@ def bias_attention(
     if q_to_entity is not q_to_word and P > L:
         correction = torch.matmul(q_to_entity - q_to_word, key[:, :, L:].transpose(-1, -2))
     if terms is None:
-        key_masked = (tokens.attention_mask == 0)[:, None, None, :]
+        # padding (and the window) only: a bool mask, or the entity-key correction as the bias
+        allowed = cached_plan(tokens, "allowed", lambda: tokens.dense_allowed(L))
         if correction is None:
-            mask = ~key_masked
+            mask = allowed
         else:
-            mask = F.pad(correction, (L, 0)).masked_fill(key_masked, torch.finfo(correction.dtype).min)
+            mask = F.pad(correction, (L, 0)).masked_fill(~allowed, torch.finfo(correction.dtype).min)
     else:
         w2e, e2w, e2e = terms.w2e, terms.e2w, terms.e2e
         if correction is not None:
             w2e, e2e = w2e + correction[:, :, :L], e2e + correction[:, :, L:]
-        plan = bias_plan(tokens, L, w2e is not None, q_to_word.dtype)
+        plan = cached_plan(tokens, "bias", lambda: bias_plan(tokens, L, w2e is not None, q_to_word.dtype))
         mask = LabelBias.apply(terms.distance, terms.rank, w2e, e2w, e2e, plan)
     return F.scaled_dot_product_attention(q_to_word, key, value, attn_mask=mask, dropout_p=dropout_p, scale=1.0)
 
@@ -589,9 +612,7 @@ class WindowPlan:
 
 
 def window_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: torch.dtype) -> WindowPlan:
-    key = ("window", word_length, num_heads, dtype)
-    if key in tokens.cache:
-        return tokens.cache[key]
+    """The windowed path's plan (eager mode only: the number of global words is read on the host)."""
     mask = tokens.attention_mask.bool()
     device = mask.device
     batch_size = mask.size(0)
@@ -638,7 +659,7 @@ def window_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype:
     per_head_block = block * (width + G + mask.size(1) - L) * element
     heads = min(num_heads, max(1, SCORE_BLOCK_BYTES // (per_head_block * blocks)))
     chunk_blocks = min(blocks, max(1, SCORE_BLOCK_BYTES // (per_head_block * heads)))
-    plan = WindowPlan(
+    return WindowPlan(
         block,
         blocks,
         width,
@@ -660,8 +681,6 @@ def window_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype:
         heads,
         chunk_blocks,
     )
-    tokens.cache[key] = plan
-    return plan
 
 
 def _label_sums(grad: torch.Tensor, k: int, term_index, term_inner, end_index, left_valid, out: torch.Tensor) -> None:
@@ -931,7 +950,7 @@ def windowed_attention(
     """
     B, H, P, d = q_to_word.shape
     L, E = word_length, P - word_length
-    plan = window_plan(tokens, L, H, q_to_word.dtype)
+    plan = cached_plan(tokens, "window", lambda: window_plan(tokens, L, H, q_to_word.dtype))
     G = 0 if plan.global_words is None else plan.global_words.size(1)
     distance = rank = w2e = None
     if terms is not None:
@@ -988,3 +1007,355 @@ def windowed_attention(
         )
         words = words.transpose(1, 2)
     return torch.cat([words, full_rows[:, :, G:]], dim=2) if E else words
+
+
+def fused_attention(
+    q_to_word: torch.Tensor,
+    q_to_entity: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    terms: LabelTerms | None,
+    tokens: TokenStructure,
+    word_length: int,
+    dropout_p: float,
+) -> torch.Tensor:
+    """Dense Eq. 1 by `FusedAttention` (queries come scaled; `terms` without the distance terms, which the kernel
+    computes per block). Returns the context `(B, H, P, d)`."""
+    L = word_length
+    if terms is None and dropout_p == 0.0:
+        # no label term: SDPA's fused CPU/GPU kernels need no help
+        query, key_for_query = typed_query_key(q_to_word, q_to_entity, key, L)
+        mask = tokens.attention_mask.bool()[:, None, None, :]
+        return F.scaled_dot_product_attention(query, key_for_query, value, attn_mask=mask, scale=1.0)
+    B, H = q_to_word.shape[:2]
+    plan = cached_plan(tokens, "dense", lambda: dense_plan(tokens, L, H, q_to_word.dtype))
+    q_entity = None if q_to_entity is q_to_word or key.size(2) == L else q_to_entity
+    table = rows = columns = w2e = e2w = e2e = None
+    if terms is not None:
+        table, w2e, e2w, e2e = terms.distance_table, terms.w2e, terms.e2w, terms.e2e
+        if plan.global_slots is not None:
+            G = plan.global_slots.size(1)
+            # global words: a global term on their whole row and column of the w2w block (pair rank's label)
+            columns = terms.rank.gather(3, plan.column_ranks.expand(B, H, L, G))
+            global_rank_terms = terms.rank.gather(2, plan.global_slots[:, None, :, None].expand(B, H, G, 3))
+            rows = global_rank_terms.gather(3, plan.row_ranks.expand(B, H, G, L))
+    return FusedAttention.apply(q_to_word, q_entity, key, value, table, w2e, rows, columns, e2w, e2e, plan, dropout_p)
+
+
+def typed_query_key(
+    q_to_word: torch.Tensor, q_to_entity: torch.Tensor, key: torch.Tensor, word_length: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`[q_to_word ; q_to_entity]` and type-masked keys (`[k ; 0]` words, `[0 ; k]` entities): one product, 4 blocks."""
+    if q_to_entity is q_to_word:
+        return q_to_word, key
+    query = torch.cat([q_to_word, q_to_entity], dim=-1)
+    is_entity_key = torch.zeros(1, 1, key.size(2), 1, dtype=key.dtype, device=key.device)
+    is_entity_key[:, :, word_length:] = 1
+    return query, torch.cat([key * (1 - is_entity_key), key * is_entity_key], dim=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# FlexAttention: the label terms as a `score_mod`, padding and window as a `BlockMask`
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FlexPlan:
+    """The flex path's per-batch inputs: `block_mask` (padded keys; with `attention_window`, local word pairs farther
+    apart) and `word_ranks` `(B, L)` long (pair rank = the higher of the two words' ranks), or None."""
+
+    block_mask: Any
+    word_ranks: torch.Tensor | None
+
+
+def flex_plan(tokens: TokenStructure, word_length: int) -> FlexPlan:
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    key_allowed = tokens.attention_mask.bool()
+    B, P = key_allowed.shape
+    L, window = word_length, tokens.attention_window
+    is_global = tokens.window_global
+    if is_global is None:
+        is_global = torch.zeros(B, L, dtype=torch.bool, device=key_allowed.device)
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        allowed = key_allowed[b, kv_idx]
+        if window is None:
+            return allowed
+        # both words, neither global, farther apart than the window: masked
+        both_words = (q_idx < L) & (kv_idx < L)
+        exempt = is_global[b, q_idx.clamp(max=L - 1)] | is_global[b, kv_idx.clamp(max=L - 1)]
+        far = both_words & ~exempt & ((q_idx - kv_idx).abs() > window)
+        return allowed & ~far
+
+    # on GPUs compiled, so that the (B, P, P) mask is never materialised
+    compile_mask = key_allowed.device.type != "cpu" and not _is_tracing()
+    block_mask = create_block_mask(mask_mod, B, None, P, P, device=key_allowed.device, _compile=compile_mask)
+    return FlexPlan(block_mask, tokens.word_ranks)
+
+
+def _label_score_mod(terms: LabelTerms | None, correction: torch.Tensor | None, plan: FlexPlan, word_length: int):
+    """`score_mod` adding each pair's label term (read from the compact per-block tables of `terms`) and, for entity
+    keys, the entity-key correction `(q_to_entity - q_to_word) . k` `(B, H, P, E)`."""
+    L = word_length
+    k = 0 if terms is None else terms.distance.size(-1) // 2
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        word_q, word_kv = q_idx < L, kv_idx < L
+        qw, kvw = q_idx.clamp(max=L - 1), kv_idx.clamp(max=L - 1)
+        qe, kve = (q_idx - L).clamp(min=0), (kv_idx - L).clamp(min=0)
+        if correction is not None:
+            score = score + torch.where(word_kv, 0.0, correction[b, h, q_idx, kve])
+        if terms is None:
+            return score
+        term = terms.distance[b, h, qw, (kvw - qw).clamp(-k, k) + k]
+        if terms.rank is not None:
+            pair_rank = torch.maximum(plan.word_ranks[b, qw], plan.word_ranks[b, kvw])
+            term = torch.where(pair_rank > 0, terms.rank[b, h, qw, pair_rank], term)
+        if terms.w2e is None:
+            return score + torch.where(word_q & word_kv, term, 0.0)
+        to_entity = torch.where(word_q, terms.w2e[b, h, qw, kve], terms.e2e[b, h, qe, kve])
+        term = torch.where(word_q, term, terms.e2w[b, h, qe, kvw])
+        return score + torch.where(word_kv, term, to_entity)
+
+    return score_mod
+
+
+# ---------------------------------------------------------------------------------------------
+# The attention functions: `(module, query, key, value, attention_mask, scaling, dropout, **kwargs)` as in every
+# transformers model. `query` is the word-directed query `q_to_word` `(B, H, P, d)`, `entity_query` the
+# entity-directed one (the same tensor without entity-aware queries), `attention_mask` the batch's
+# `AttentionStructure`, `module` the `GesaSelfAttention` (label tables, label terms). They return the context
+# `(B, P, H, d)` and the probabilities `(B, H, P, P)` (eager) or None.
+# ---------------------------------------------------------------------------------------------
+
+
+def _scaled_queries(
+    query: torch.Tensor, entity_query: torch.Tensor | None, scaling: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scale the queries once: the label terms `q . r` then come out scaled too."""
+    q_word = query * scaling
+    shared = entity_query is None or entity_query is query
+    return q_word, q_word if shared else entity_query * scaling
+
+
+def _label_terms(module, q_word, q_entity, structure: AttentionStructure, distance: bool = True) -> LabelTerms | None:
+    if not structure.tokens.use_labels or module.label_embeddings is None:
+        return None
+    return module._label_terms(q_word, q_entity, structure.tokens, structure.word_length, distance=distance)
+
+
+def eager_attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: AttentionStructure,
+    scaling: float,
+    dropout: float = 0.0,
+    entity_query: torch.Tensor | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 1 written plainly over the dense `(B, P, P)` labels: the reference every other path is tested against.
+
+    `scores = [q_to_word ; q_to_entity] . [k ; 0 | 0 ; k] + q . r_label` (the label term read from `q . R^T` by the
+    pair's label), scaled, masked, softmax, dropout, times `v` (plus `sum_j a_ij r^V_ij` with V-type labels).
+    """
+    structure = attention_mask
+    L = structure.word_length
+    entity_query = query if entity_query is None else entity_query
+    typed_query, typed_key = typed_query_key(query, entity_query, key, L)
+    scores = torch.matmul(typed_query, typed_key.transpose(2, 3))
+    labels = structure.labels
+    if module.label_embeddings is not None and labels is not None:
+        scores = scores + module._gathered_label_scores(query, entity_query, labels, L)
+    scores = (scores * scaling).masked_fill(~structure.allowed, torch.finfo(scores.dtype).min)
+    weights = F.dropout(torch.softmax(scores, dim=-1), p=dropout, training=dropout > 0)
+    context = torch.matmul(weights, value)
+    if module.value_label_embeddings is not None:
+        # V-type labels: sum_j a_ij r^V_label(i,j), by pooling probabilities per label first
+        B, H, P, _ = weights.shape
+        per_label = weights.new_zeros(B, H, P, module.value_label_embeddings.num_embeddings)
+        per_label.scatter_add_(3, labels[:, None].expand(B, H, P, labels.size(-1)), weights)
+        context = context + torch.matmul(per_label, module.value_label_embeddings.weight)
+    return context.transpose(1, 2).contiguous(), weights
+
+
+def sdpa_kernel(structure: AttentionStructure, device: torch.device) -> str:
+    """The kernel behind GESA's `"sdpa"`, like SDPA's own choice by device: `"gesa_windowed"` with
+    `attention_window`, `"gesa_fused"` on CPU, `"gesa_bias"` (one `scaled_dot_product_attention` call) elsewhere."""
+    if structure.tokens.attention_window is not None:
+        return "gesa_windowed"
+    return "gesa_fused" if device.type == "cpu" else "gesa_bias"
+
+
+def sdpa_attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: AttentionStructure,
+    scaling: float,
+    dropout: float = 0.0,
+    entity_query: torch.Tensor | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """GESA's `"sdpa"`: the fastest kernel without probabilities for these tensors (`sdpa_kernel`). A structure built
+    by hand in dense form (`AttentionStructure(allowed, labels, L)`) takes one SDPA call over its dense bias."""
+    structure = attention_mask
+    if structure.tokens is None:
+        L = structure.word_length
+        entity_query = query if entity_query is None else entity_query
+        typed_query, typed_key = typed_query_key(query, entity_query, key, L)
+        bias = torch.zeros(structure.allowed.shape, dtype=query.dtype, device=query.device)
+        if module.label_embeddings is not None and structure.labels is not None:
+            bias = module._gathered_label_scores(query, entity_query, structure.labels, L) * scaling
+        bias = bias.masked_fill(~structure.allowed, torch.finfo(query.dtype).min)
+        context = F.scaled_dot_product_attention(
+            typed_query, typed_key, value, attn_mask=bias, dropout_p=dropout, scale=scaling
+        )
+        return context.transpose(1, 2), None
+    kernel = ALL_ATTENTION_FUNCTIONS[sdpa_kernel(structure, query.device)]
+    return kernel(module, query, key, value, structure, scaling, dropout, entity_query=entity_query, **kwargs)
+
+
+def bias_attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: AttentionStructure,
+    scaling: float,
+    dropout: float = 0.0,
+    entity_query: torch.Tensor | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """`"gesa_bias"`: label terms + padding (+ window) as one bias, one `scaled_dot_product_attention` call."""
+    if attention_mask.tokens is None:  # a dense structure built by hand
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
+    q_word, q_entity = _scaled_queries(query, entity_query, scaling)
+    terms = _label_terms(module, q_word, q_entity, attention_mask)
+    context = bias_attention(
+        q_word, q_entity, key, value, terms, attention_mask.tokens, attention_mask.word_length, dropout
+    )
+    return context.transpose(1, 2), None
+
+
+def fused_attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: AttentionStructure,
+    scaling: float,
+    dropout: float = 0.0,
+    entity_query: torch.Tensor | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """`"gesa_fused"`: the CPU kernel (`FusedAttention`). Its plan is read on the host, so under `torch.compile` /
+    `torch.export` it runs `"gesa_bias"` (the same numbers, one traceable graph)."""
+    if attention_mask.tokens is None:  # a dense structure built by hand
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
+    if _is_tracing():
+        return bias_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
+    if attention_mask.tokens.attention_window is not None:
+        raise ValueError(
+            "attn_implementation='gesa_fused' computes dense attention but config.attention_window="
+            f"{attention_mask.tokens.attention_window} is set; use 'gesa_windowed' (or 'sdpa', which picks it)."
+        )
+    q_word, q_entity = _scaled_queries(query, entity_query, scaling)
+    terms = _label_terms(module, q_word, q_entity, attention_mask, distance=False)
+    context = fused_attention(
+        q_word, q_entity, key, value, terms, attention_mask.tokens, attention_mask.word_length, dropout
+    )
+    return context.transpose(1, 2), None
+
+
+def windowed_attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: AttentionStructure,
+    scaling: float,
+    dropout: float = 0.0,
+    entity_query: torch.Tensor | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """`"gesa_windowed"`: `attention_window` at a cost linear in length (`WindowedAttention`). Its plan is read on the
+    host, so under `torch.compile` / `torch.export` it runs `"gesa_bias"` with the window as a mask."""
+    if attention_mask.tokens is None:  # a dense structure built by hand
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
+    if attention_mask.tokens.attention_window is None:
+        raise ValueError(
+            "attn_implementation='gesa_windowed' needs config.attention_window; without one use 'sdpa' or 'gesa_fused'."
+        )
+    if _is_tracing():
+        return bias_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
+    q_word, q_entity = _scaled_queries(query, entity_query, scaling)
+    terms = _label_terms(module, q_word, q_entity, attention_mask)
+    context = windowed_attention(
+        q_word, q_entity, key, value, terms, attention_mask.tokens, attention_mask.word_length, dropout
+    )
+    return context.transpose(1, 2), None
+
+
+def flex_attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: AttentionStructure,
+    scaling: float,
+    dropout: float = 0.0,
+    entity_query: torch.Tensor | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """`"flex_attention"`: `flex_attention(q_to_word, k, v)` with the label terms and the entity-key correction in a
+    `score_mod` (`_label_score_mod`, reading `(B, H, L, 2k + 1)`-sized tables) and the padding / window as a
+    `BlockMask`: no `(B, H, P, P)` tensor. FlexAttention has no dropout of the probabilities."""
+    if attention_mask.tokens is None:  # a dense structure built by hand
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
+    from torch.nn.attention.flex_attention import flex_attention
+
+    if dropout > 0:
+        raise ValueError(
+            "attn_implementation='flex_attention' has no attention dropout (FlexAttention applies none): set "
+            "attention_probs_dropout_prob=0.0, call model.eval(), or use 'sdpa' / 'eager' for training with it."
+        )
+    structure = attention_mask
+    L = structure.word_length
+    q_word, q_entity = _scaled_queries(query, entity_query, scaling)
+    terms = _label_terms(module, q_word, q_entity, structure)
+    correction = None
+    if q_entity is not q_word and key.size(2) > L:
+        correction = torch.matmul(q_entity - q_word, key[:, :, L:].transpose(-1, -2))
+    plan = cached_plan(structure.tokens, "flex", lambda: flex_plan(structure.tokens, L))
+    score_mod = _label_score_mod(terms, correction, plan, L)
+    attend = flex_attention
+    if query.device.type != "cpu" and not _is_tracing():
+        attend = _compiled_flex_attention()  # the fused kernel is generated by torch.compile
+    context = attend(q_word, key, value, score_mod=score_mod, block_mask=plan.block_mask, scale=1.0)
+    return context.transpose(1, 2), None
+
+
+_COMPILED_FLEX = []
+
+
+def _compiled_flex_attention():
+    from torch.nn.attention.flex_attention import flex_attention
+
+    if not _COMPILED_FLEX:
+        _COMPILED_FLEX.append(torch.compile(flex_attention, dynamic=False))
+    return _COMPILED_FLEX[0]
+
+
+# GESA's own attention functions under their names (valid `attn_implementation` values for every model), and a local
+# interface in which `"sdpa"` and `"flex_attention"` mean GESA's versions (transformers' generic ones know neither the
+# two queries nor the label terms).
+AttentionInterface.register("gesa_bias", bias_attention_forward)
+AttentionInterface.register("gesa_fused", fused_attention_forward)
+AttentionInterface.register("gesa_windowed", windowed_attention_forward)
+ALL_ATTENTION_FUNCTIONS = AttentionInterface()
+ALL_ATTENTION_FUNCTIONS["sdpa"] = sdpa_attention_forward
+ALL_ATTENTION_FUNCTIONS["flex_attention"] = flex_attention_forward

@@ -11,11 +11,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
-import math
 import os
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
+from functools import wraps
 from pathlib import Path
 
 import torch
@@ -27,15 +27,9 @@ from transformers.dynamic_module_utils import get_relative_import_files
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple, logging
+from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
-from .attention_gesa import (
-    FusedAttention,
-    LabelTerms,
-    bias_attention,
-    dense_kernel,
-    dense_plan,
-    windowed_attention,
-)
+from .attention_gesa import ALL_ATTENTION_FUNCTIONS, LabelTerms, cached_plan, eager_attention_forward
 from .configuration_gesa import GesaConfig
 
 logger = logging.get_logger(__name__)
@@ -481,44 +475,32 @@ class GesaEntityEmbeddings(nn.Module):
 def _label_ids(tokens: TokenStructure, labels: str) -> torch.Tensor:
     """The label ids `tokens.layout.<labels>` as a tensor on the batch's device, made once per batch (a host-to-device
     copy in every layer would wait for the device)."""
-    if labels not in tokens.cache:
-        ids = getattr(tokens.layout, labels)
-        tokens.cache[labels] = torch.tensor(ids, dtype=torch.long).to(tokens.attention_mask.device, non_blocking=True)
-    return tokens.cache[labels]
+    ids = getattr(tokens.layout, labels)
+    device = tokens.attention_mask.device
+    return cached_plan(tokens, labels, lambda: torch.tensor(ids, dtype=torch.long).to(device, non_blocking=True))
 
 
 def _entity_word_positions(tokens: TokenStructure) -> torch.Tensor:
     """e2w label ids `(B, E, L)` -> their positions in `RelativeLabels.word_entity_labels`."""
-    if "entity_word_positions" not in tokens.cache:
+
+    def positions() -> torch.Tensor:
         labels = _label_ids(tokens, "word_entity_labels")
         position = torch.zeros(tokens.layout.size, dtype=torch.long, device=labels.device)
         position[labels] = torch.arange(len(labels), device=labels.device)
-        tokens.cache["entity_word_positions"] = position[tokens.entity_word_labels]
-    return tokens.cache["entity_word_positions"]
+        return position[tokens.entity_word_labels]
 
-
-def _typed_query_key(
-    q_to_word: torch.Tensor, q_to_entity: torch.Tensor, key: torch.Tensor, word_length: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """`[q_to_word ; q_to_entity]` and type-masked keys (`[k ; 0]` words, `[0 ; k]` entities): one product, 4 blocks."""
-    if q_to_entity is q_to_word:
-        return q_to_word, key
-    query = torch.cat([q_to_word, q_to_entity], dim=-1)
-    is_entity_key = torch.zeros(1, 1, key.size(2), 1, dtype=key.dtype, device=key.device)
-    is_entity_key[:, :, word_length:] = 1
-    return query, torch.cat([key * (1 - is_entity_key), key * is_entity_key], dim=-1)
+    return cached_plan(tokens, "entity_word_positions", positions)
 
 
 class GesaSelfAttention(nn.Module):
     """Eq. 1: four query matrices by token-type pair, shared K/V, `q_i . r_label(i,j)` added to the scores.
 
     Each token carries two queries, `q_to_word` (its w2w or e2w query) and `q_to_entity` (w2e or e2e): the first
-    meets the word keys, the second the entity keys, which yields all four blocks in one pass without computing any
-    score twice (`FusedAttention`; the eager and SDPA paths concatenate the two queries against type-masked keys,
-    `_typed_query_key`). The label term `q_i . r_label(i,j)` is computed per block over the few labels that block can use (`_label_terms`)
-    and spread into the scores inside the attention (`FusedAttention`, or `windowed_attention` with
-    `attention_window`). `output_attentions`, V-type labels and `attn_implementation="eager"` take the eager
-    path over the dense `(B, P, P)` labels (same numbers).
+    meets the word keys, the second the entity keys, which yields all four blocks without computing any score twice.
+    The label term `q_i . r_label(i,j)` is computed per block over the few labels that block can use
+    (`_label_terms`; the eager reference reads it from `q . R^T` by the dense labels, `_gathered_label_scores`).
+    The attention itself is `ALL_ATTENTION_FUNCTIONS[config._attn_implementation]` (`attention_gesa`); probabilities
+    (`output_attentions`) and V-type labels take `"eager"`, the only one that has the probabilities.
     """
 
     def __init__(self, config: GesaConfig) -> None:
@@ -526,6 +508,7 @@ class GesaSelfAttention(nn.Module):
         self.num_heads = config.num_attention_heads
         self.head_size = config.hidden_size // config.num_attention_heads
         self.all_head_size = self.num_heads * self.head_size
+        self.scaling = self.head_size**-0.5
         self.entity_aware = config.use_entity_aware_attention
         self.w2w_query = nn.Linear(config.hidden_size, self.all_head_size)
         if self.entity_aware:
@@ -568,74 +551,30 @@ class GesaSelfAttention(nn.Module):
         entities: torch.Tensor | None,
         structure: AttentionStructure,
         output_attentions: bool = False,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`(B, L, D)`, `(B, E, D)` -> context `(B, P, D)` and, on request, attention probabilities `(B, H, P, P)`.
-
-        `structure`: which pairs attend and with which label (`AttentionStructure`).
-        """
+        """`(B, L, D)`, `(B, E, D)` -> context `(B, P, D)` and the attention probabilities `(B, H, P, P)` (eager) or
+        None. `structure`: which pairs attend and with which label (`AttentionStructure`)."""
         tokens = words if entities is None else torch.cat([words, entities], dim=1)
         key = self._heads(self.key(tokens))
         value = self._heads(self.value(tokens))
         q_to_word, q_to_entity = self._queries(words, entities)
-        dropout_p = self.dropout_prob if self.training else 0.0
-        eager = (
-            output_attentions or self.value_label_embeddings is not None or self.config._attn_implementation == "eager"
+        implementation = self.config._attn_implementation
+        if output_attentions or self.value_label_embeddings is not None:
+            implementation = "eager"
+        attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
+        context, probs = attention_interface(
+            self,
+            q_to_word,
+            key,
+            value,
+            structure,
+            scaling=self.scaling,
+            dropout=self.dropout_prob if self.training else 0.0,
+            entity_query=q_to_entity,
+            **kwargs,
         )
-        if eager or structure.tokens is None:
-            context, probs = self._dense_attention(q_to_word, q_to_entity, key, value, structure, eager, dropout_p)
-        else:
-            # scale the queries once: the label terms q . r then come out scaled too
-            scale = 1.0 / math.sqrt(self.head_size)
-            shared = q_to_entity is q_to_word
-            q_to_word = q_to_word * scale
-            q_to_entity = q_to_word if shared else q_to_entity * scale
-            context, probs = self._structured_attention(q_to_word, q_to_entity, key, value, structure, dropout_p), None
-        context = context.transpose(1, 2).reshape(tokens.size(0), tokens.size(1), self.all_head_size)
-        return context, probs
-
-    def _dense_attention(
-        self,
-        q_to_word: torch.Tensor,
-        q_to_entity: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        structure: AttentionStructure,
-        eager: bool,
-        dropout_p: float,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Over the dense `allowed` mask and `(B, P, P)` labels: the eager path, and SDPA for hand-built structures."""
-        word_length = structure.word_length
-        allowed, labels = structure.allowed, structure.labels
-        scale = 1.0 / math.sqrt(self.head_size)
-        label_scores = None
-        if self.label_embeddings is not None and labels is not None:
-            label_scores = self._gathered_label_scores(q_to_word, q_to_entity, labels, word_length)
-        masked_value = torch.finfo(q_to_word.dtype).min
-        query, key_for_query = _typed_query_key(q_to_word, q_to_entity, key, word_length)
-        if eager:
-            scores = torch.matmul(query, key_for_query.transpose(-1, -2))
-            if label_scores is not None:
-                scores = scores + label_scores
-            scores = (scores * scale).masked_fill(~allowed, masked_value)
-            probs = F.dropout(torch.softmax(scores, dim=-1), p=dropout_p, training=self.training)
-            context = torch.matmul(probs, value)
-            if self.value_label_embeddings is not None:
-                # V-type labels: sum_j a_ij r^V_label(i,j), by pooling probabilities per label first
-                B, H, P, _ = probs.shape
-                per_label = probs.new_zeros(B, H, P, self.value_label_embeddings.num_embeddings)
-                per_label.scatter_add_(3, labels[:, None].expand(B, H, P, labels.size(-1)), probs)
-                context = context + torch.matmul(per_label, self.value_label_embeddings.weight)
-            return context, probs
-        if label_scores is not None:
-            bias = (label_scores * scale).masked_fill(~allowed, masked_value)
-        else:
-            bias = torch.zeros(allowed.shape, dtype=query.dtype, device=query.device).masked_fill(
-                ~allowed, masked_value
-            )
-        context = F.scaled_dot_product_attention(
-            query, key_for_query, value, attn_mask=bias, dropout_p=dropout_p, scale=scale
-        )
-        return context, None
+        return context.reshape(tokens.size(0), tokens.size(1), self.all_head_size), probs
 
     def _gathered_label_scores(
         self, q_to_word: torch.Tensor, q_to_entity: torch.Tensor, labels: torch.Tensor, word_length: int
@@ -693,46 +632,6 @@ class GesaSelfAttention(nn.Module):
         terms.e2e = e2e.gather(3, tokens.entity_entity_labels[:, None].expand(B, H, E, E))
         return terms
 
-    def _structured_attention(
-        self,
-        q_to_word: torch.Tensor,
-        q_to_entity: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        structure: AttentionStructure,
-        dropout_p: float,
-    ) -> torch.Tensor:
-        """Fast paths over `structure.tokens`; queries come scaled. Returns the context `(B, H, P, d)`."""
-        tokens, L = structure.tokens, structure.word_length
-        kernel = "window" if tokens.attention_window is not None else dense_kernel(q_to_word.device)
-        terms = None
-        if tokens.use_labels and self.label_embeddings is not None:
-            terms = self._label_terms(q_to_word, q_to_entity, tokens, L, distance=kernel != "fused")
-        if kernel == "window":
-            return windowed_attention(q_to_word, q_to_entity, key, value, terms, tokens, L, dropout_p)
-        if kernel == "bias":
-            return bias_attention(q_to_word, q_to_entity, key, value, terms, tokens, L, dropout_p)
-        if terms is None and dropout_p == 0.0:
-            # no label term: SDPA's fused CPU/GPU kernels need no help
-            query, key_for_query = _typed_query_key(q_to_word, q_to_entity, key, L)
-            mask = tokens.attention_mask.bool()[:, None, None, :]
-            return F.scaled_dot_product_attention(query, key_for_query, value, attn_mask=mask, scale=1.0)
-        plan = dense_plan(tokens, L, self.num_heads, q_to_word.dtype)
-        q_entity = None if q_to_entity is q_to_word or key.size(2) == L else q_to_entity
-        table = rows = columns = w2e = e2w = e2e = None
-        if terms is not None:
-            table, w2e, e2w, e2e = terms.distance_table, terms.w2e, terms.e2w, terms.e2e
-            if plan.global_slots is not None:
-                B, H = q_to_word.shape[:2]
-                G = plan.global_slots.size(1)
-                # global words: a global term on their whole row and column of the w2w block (pair rank's label)
-                columns = terms.rank.gather(3, plan.column_ranks.expand(B, H, L, G))
-                global_rank_terms = terms.rank.gather(2, plan.global_slots[:, None, :, None].expand(B, H, G, 3))
-                rows = global_rank_terms.gather(3, plan.row_ranks.expand(B, H, G, L))
-        return FusedAttention.apply(
-            q_to_word, q_entity, key, value, table, w2e, rows, columns, e2w, e2e, plan, dropout_p
-        )
-
 
 class GesaSelfOutput(nn.Module):
     def __init__(self, config: GesaConfig) -> None:
@@ -757,8 +656,9 @@ class GesaAttention(nn.Module):
         entities: torch.Tensor | None,
         structure: AttentionStructure,
         output_attentions: bool = False,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        context, probs = self.self(words, entities, structure, output_attentions)
+        context, probs = self.self(words, entities, structure, output_attentions, **kwargs)
         tokens = words if entities is None else torch.cat([words, entities], dim=1)
         return self.output(context, tokens), probs
 
@@ -804,9 +704,10 @@ class GesaLayer(GradientCheckpointingLayer):
         entities: torch.Tensor | None,
         structure: AttentionStructure,
         output_attentions: bool = False,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """`(B, L, D)`, `(B, E, D)` -> the same shapes, plus attention probabilities on request."""
-        attended, probs = self.attention(words, entities, structure, output_attentions)
+        """`(B, L, D)`, `(B, E, D)` -> the same shapes, plus the attention probabilities (eager) or None."""
+        attended, probs = self.attention(words, entities, structure, output_attentions, **kwargs)
         tokens = self.output(self.intermediate(attended), attended)
         word_length = words.size(1)
         new_entities = None if entities is None else tokens[:, word_length:]
@@ -834,6 +735,8 @@ class GesaModelOutput(ModelOutput):
 
 
 class GesaEncoder(nn.Module):
+    """The layers in turn; per-layer states and probabilities are recorded by `capture_outputs` (`GesaModel`)."""
+
     def __init__(self, config: GesaConfig) -> None:
         super().__init__()
         self.config = config
@@ -846,26 +749,11 @@ class GesaEncoder(nn.Module):
         entities: torch.Tensor | None,
         structure: AttentionStructure,
         output_attentions: bool = False,
-        output_hidden_states: bool = False,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> GesaModelOutput:
-        all_words = (words,) if output_hidden_states else None
-        all_entities = (entities,) if output_hidden_states and entities is not None else None
-        all_attentions = () if output_attentions else None
         for layer in self.layer:
-            words, entities, probs = layer(words, entities, structure, output_attentions)
-            if output_hidden_states:
-                all_words += (words,)
-                if entities is not None:
-                    all_entities += (entities,)
-            if output_attentions:
-                all_attentions += (probs,)
-        return GesaModelOutput(
-            last_hidden_state=words,
-            entity_last_hidden_state=entities,
-            hidden_states=all_words,
-            entity_hidden_states=all_entities,
-            attentions=all_attentions,
-        )
+            words, entities, _ = layer(words, entities, structure, output_attentions, **kwargs)
+        return GesaModelOutput(last_hidden_state=words, entity_last_hidden_state=entities)
 
 
 class GesaPooler(nn.Module):
@@ -876,6 +764,28 @@ class GesaPooler(nn.Module):
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return self.activation(self.dense(hidden_states[:, 0]))
+
+
+def _entity_states_follow_hidden_states(forward):
+    """`capture_outputs` with LUKE's conventions: `output_hidden_states` also returns the entity states (None for a
+    batch without entities, as in `entity_last_hidden_state`), and an output flag passed as None means the config's."""
+
+    @wraps(forward)
+    def wrapper(self, *args, **kwargs):
+        return_dict = kwargs.pop("return_dict", None)
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        for flag in ("output_attentions", "output_hidden_states", "output_entity_hidden_states"):
+            if kwargs.get(flag) is None:  # None (a head passing its own default on) means the config's value
+                kwargs[flag] = getattr(self.config, flag, None) or False
+        if not kwargs["output_entity_hidden_states"]:
+            kwargs["output_entity_hidden_states"] = kwargs["output_hidden_states"]
+        outputs = forward(self, *args, return_dict=True, **kwargs)
+        entity_states = outputs.get("entity_hidden_states")
+        if isinstance(entity_states, tuple) and len(entity_states) == 0:
+            outputs = type(outputs)(**{k: v for k, v in outputs.items() if k != "entity_hidden_states"})
+        return outputs if return_dict else outputs.to_tuple()
+
+    return wrapper
 
 
 # ---------------------------------------------------------------------------------------------
@@ -895,7 +805,19 @@ class GesaPreTrainedModel(PreTrainedModel):
     config_class = GesaConfig
     base_model_prefix = "gesa"
     supports_gradient_checkpointing = True
+    # attention through `ALL_ATTENTION_FUNCTIONS` (attention_gesa): eager, sdpa, flex_attention and GESA's own
+    # gesa_bias / gesa_fused / gesa_windowed; one graph under torch.compile and torch.export
     _supports_sdpa = True
+    _supports_flex_attn = True
+    _can_compile_fullgraph = True
+    # a generic attention backend (vLLM, TGI) knows neither the two queries per token nor the label terms
+    _supports_attention_backend = False
+    _can_record_outputs = {
+        "hidden_states": OutputRecorder(GesaLayer, index=0),
+        # the entity embeddings, then each layer's entity states (LUKE returns them with `output_hidden_states`)
+        "entity_hidden_states": [OutputRecorder(GesaEntityEmbeddings, index=0), OutputRecorder(GesaLayer, index=1)],
+        "attentions": OutputRecorder(GesaSelfAttention, index=1),
+    }
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings"]
     # the loss is a mean over real candidates, not over label tokens: Trainer must not pass num_items_in_batch
     accepts_loss_kwargs = False
@@ -1086,6 +1008,8 @@ class GesaModel(GesaPreTrainedModel):
     def get_entity_embeddings(self) -> nn.Embedding:
         return self.entity_embeddings.entity_embeddings
 
+    @_entity_states_follow_hidden_states
+    @capture_outputs
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -1104,18 +1028,16 @@ class GesaModel(GesaPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> GesaModelOutput | tuple:
-        """Encode words `(B, L)` and entities `(B, E)`; see the README table for every input's shape and meaning."""
+        """Encode words `(B, L)` and entities `(B, E)`; see the README table for every input's shape and meaning.
+
+        Per-layer states and probabilities (`output_hidden_states`, `output_attentions`) are recorded by
+        `capture_outputs` from `_can_record_outputs`; other `TransformersKwargs` go down to the attention function.
+        """
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
-        output_hidden_states = (
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
-        )
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        if kwargs:
-            raise ValueError(
-                f"GesaModel.forward got unexpected inputs {sorted(kwargs)}; see the README for the accepted inputs."
-            )
+        kwargs.pop("output_entity_hidden_states", None)  # read by the decorators
+        check_unknown_inputs(self, kwargs)
         # before any shape is read: a 1-D or float input gets its own error (D14)
         self._check_inputs(
             input_ids=input_ids,
@@ -1164,9 +1086,9 @@ class GesaModel(GesaPreTrainedModel):
             entity_string_ids,
             entity_sentence_ids,
         )
-        encoded = self.encoder(words, entities, structure, output_attentions, output_hidden_states)
+        encoded = self.encoder(words, entities, structure, output_attentions, **kwargs)
         encoded.pooler_output = self.pooler(encoded.last_hidden_state) if self.pooler is not None else None
-        return encoded if return_dict else encoded.to_tuple()
+        return encoded
 
     def build_attention_structure(
         self,

@@ -6,12 +6,17 @@ achieved GFLOP/s of each as a fraction of a plain large matmul measured in the s
     python bench/bench_encoder.py                                  # CPU fp32: 2 layers, 512 words + 32 entities, batch 2
     python bench/bench_encoder.py --layers 4 --repeats 9
     python bench/bench_encoder.py --device cuda --dtype bfloat16 --layers 24 --batch 8   # GPU: tokens/s and MFU
-    python bench/bench_encoder.py --kernels fused bias        # GESA's two dense paths, each against LUKE
-    python bench/bench_encoder.py --device cuda --dtype bfloat16 --layers 24 --batch 8 --compile   # both compiled
+    python bench/bench_encoder.py --kernels sdpa gesa_bias eager   # GESA attention implementations against LUKE
+    python bench/bench_encoder.py --device cuda --dtype bfloat16 --layers 24 --batch 8 --kernels sdpa flex_attention \
+        --no-dropout --compile                                     # every model compiled, LUKE too
+    python bench/bench_encoder.py --baseline /path/to/older/gesa   # also an older checkout's GESA (same weights)
 
-GESA's dense path (`attention_gesa.DENSE_KERNEL`): `auto` takes the fused per-block kernel on CPU and the label
-bias + one SDPA call on accelerators; `--kernels` times the ones named side by side (one GESA model each, same
-weights), every ratio against the same LUKE steps.
+`--kernels` names GESA `attn_implementation`s (default `sdpa`: the fused kernel on CPU, the bias + one SDPA call
+on accelerators; `gesa_fused`, `gesa_bias`, `eager`, `flex_attention` (no attention dropout: pass `--no-dropout`
+to train with it), `gesa_windowed` (needs `--attention-window`)); each runs as its own GESA model with the same
+weights, timed side by side with LUKE, every ratio against the same LUKE steps. `--baseline DIR` adds the GESA of
+another checkout (its flat modules, imported as a separate package) with the same weights and its own default
+path, so that a change is measured against the code before it in one run.
 
 Allocator: on CPU each timing runs under glibc's malloc as it comes, then with heap reuse (`--malloc`; see
 `bench/common.py`): LUKE's `(B, H, P, P)` attention tensors cross glibc's 32 MiB mmap threshold at these dims and
@@ -41,6 +46,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import common
 import torch
@@ -67,10 +73,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--kernels",
         nargs="+",
-        default=["auto"],
-        choices=["auto", "fused", "bias"],
-        help="GESA dense attention paths to time (auto: fused on CPU, bias on accelerators)",
+        default=["sdpa"],
+        choices=["sdpa", "gesa_fused", "gesa_bias", "gesa_windowed", "eager", "flex_attention"],
+        help="GESA attn_implementations to time (sdpa: fused on CPU, bias + one SDPA call on accelerators)",
     )
+    parser.add_argument("--attention-window", type=int, help="GesaConfig.attention_window")
+    parser.add_argument("--baseline", help="folder of another GESA checkout to time too (as `gesa-before`)")
     parser.add_argument("--compile", action="store_true", help="torch.compile every model (LUKE too) before timing")
     parser.add_argument(
         "--sdpa-probe",
@@ -82,28 +90,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-class WithKernel(torch.nn.Module):
-    """A GESA model that runs its forward under one dense attention path (`attention_gesa.DENSE_KERNEL`)."""
-
-    def __init__(self, model: torch.nn.Module, kernel: str) -> None:
-        super().__init__()
-        self.model, self.kernel = model, None if kernel == "auto" else kernel
-
-    def forward(self, **inputs):
-        attention = common.import_gesa().attention_gesa
-        previous, attention.DENSE_KERNEL = attention.DENSE_KERNEL, self.kernel
-        try:
-            return self.model(**inputs)
-        finally:
-            attention.DENSE_KERNEL = previous
+def gesa_name(implementation: str) -> str:
+    return f"gesa-{implementation}"
 
 
-def gesa_name(kernel: str) -> str:
-    return "gesa" if kernel == "auto" else f"gesa-{kernel}"
+def import_baseline(folder: str):
+    """The GESA flat modules of another checkout, imported as the package `gesa_before`."""
+    import importlib
+    import tempfile
+
+    parent = Path(tempfile.mkdtemp(prefix="gesa-before-"))
+    (parent / "gesa_before").symlink_to(Path(folder).resolve())
+    sys.path.insert(0, str(parent))
+    return importlib.import_module("gesa_before")
 
 
 def build_models(args: argparse.Namespace) -> dict[str, torch.nn.Module]:
-    """LUKE and one GESA per `--kernels` entry (same weights), in train mode on the run's device and dtype."""
+    """LUKE and one GESA per `--kernels` entry (same weights; `--baseline`: one more), in train mode on the run's
+    device and dtype."""
     from transformers import LukeConfig, LukeModel
 
     gesa = common.import_gesa()
@@ -124,11 +128,22 @@ def build_models(args: argparse.Namespace) -> dict[str, torch.nn.Module]:
         LukeConfig(**dims, max_position_embeddings=max(514, args.words + 2), use_entity_aware_attention=True),
         add_pooling_layer=False,
     )
-    model = gesa.GesaModel(gesa.GesaConfig(**dims, ablation=args.ablation), add_pooling_layer=False)
+    gesa_dims = dict(dims, ablation=args.ablation, attention_window=args.attention_window)
+    model = gesa.GesaModel(gesa.GesaConfig(**gesa_dims), add_pooling_layer=False)
     dtype = getattr(torch, args.dtype)
     model = model.to(args.device, dtype).train()
     models = {"luke": luke.to(args.device, dtype).train()}
-    models.update({gesa_name(kernel): WithKernel(model, kernel) for kernel in args.kernels})
+    for implementation in args.kernels:
+        copy = gesa.GesaModel(gesa.GesaConfig(**gesa_dims), add_pooling_layer=False).to(args.device, dtype).train()
+        copy.load_state_dict(model.state_dict())
+        copy.set_attn_implementation(implementation)
+        models[gesa_name(implementation)] = copy
+    if args.baseline:
+        before = import_baseline(args.baseline)
+        baseline = before.GesaModel(before.GesaConfig(**gesa_dims), add_pooling_layer=False)
+        baseline = baseline.to(args.device, dtype).train()
+        baseline.load_state_dict(model.state_dict())
+        models["gesa-before"] = baseline
     if args.compile:
         models = {name: torch.compile(m) for name, m in models.items()}
     return models
@@ -210,37 +225,46 @@ def sdpa_probe(args: argparse.Namespace) -> None:
 
 
 def agreement_with_eager(models: dict, inputs: dict) -> dict[str, tuple[float, float]]:
-    """Each GESA path against the eager path, on this run's device and dtype, dropout off: the largest output
-    difference relative to the output's scale, and the same for layer 0's label-table gradient (which only reaches
-    the table through the path's label bias: a kernel that dropped the bias gradient shows about 1). Rounding alone
-    moves that gradient by a few 1e-3 in float32 (every path, eager too, against float64), more in bfloat16."""
-    wrappers = {name: getattr(model, "_orig_mod", model) for name, (model, _) in models.items() if name != "luke"}
-    gesa = next(iter(wrappers.values())).model
-    table = gesa.encoder.layer[0].attention.self.label_embeddings
-    if table is None:
+    """Each GESA model against the eager path (same weights), on this run's device and dtype, dropout off: the largest
+    output difference relative to the output's scale, and the same for layer 0's label-table gradient (which only
+    reaches the table through the path's label term: a kernel that dropped its gradient shows about 1). Rounding
+    alone moves that gradient by a few 1e-3 in float32 (every path, eager too, against float64), more in bfloat16."""
+    gesa_models = {name: model for name, (model, _) in models.items() if name != "luke"}
+    if not gesa_models:
         return {}
-    gesa.eval()
+
+    def table_of(model: torch.nn.Module) -> torch.nn.Embedding | None:
+        return getattr(model, "_orig_mod", model).encoder.layer[0].attention.self.label_embeddings
 
     def run(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
         out = model(**inputs)
         (out.last_hidden_state.float().pow(2).mean() + out.entity_last_hidden_state.float().pow(2).mean()).backward()
-        gradient = table.weight.grad.float().clone()
-        gesa.zero_grad(set_to_none=True)
+        gradient = table_of(model).weight.grad.float().clone()
+        model.zero_grad(set_to_none=True)
         return out.last_hidden_state.float().detach(), gradient
 
-    implementation, gesa.config._attn_implementation = gesa.config._attn_implementation, "eager"
+    first = getattr(next(iter(gesa_models.values())), "_orig_mod", None) or next(iter(gesa_models.values()))
+    if table_of(first) is None:
+        return {}
+    for model in gesa_models.values():
+        model.eval()
+    implementation = first.config._attn_implementation
+    first.config._attn_implementation = "eager"
     try:
-        reference = run(gesa)
+        reference = run(first)
     finally:
-        gesa.config._attn_implementation = implementation
+        first.config._attn_implementation = implementation
     result = {}
-    for name, wrapper in wrappers.items():
-        output, gradient = run(wrapper)
+    for name, model in gesa_models.items():
+        if name == "gesa-flex_attention" and inputs["input_ids"].device.type == "cpu":
+            continue  # no FlexAttention backward on CPU
+        output, gradient = run(model)
         result[name] = tuple(
             float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
             for a, b in zip((output, gradient), reference, strict=True)
         )
-    gesa.train()
+    for model in gesa_models.values():
+        model.train()
     return result
 
 
@@ -321,14 +345,14 @@ def main(argv: list[str] | None = None) -> None:
             print(f"\n[{mode}] {common.MALLOC_MODES[mode]}")
         peak_rate = median(matmul)
         print(f"plain {args.dtype} 4096^3 matmul: median {peak_rate:.1f} GFLOP/s (best {max(matmul):.1f})")
-        header = f"{'model':<10} {'step s (median)':>16} {'min':>8} {'tokens/s':>9} {'exec GFLOP':>11}"
+        header = f"{'model':<20} {'step s (median)':>16} {'min':>8} {'tokens/s':>9} {'exec GFLOP':>11}"
         header += f" {'GFLOP/s':>8} {'of matmul':>9} {'model GFLOP/s':>14} {'MFU':>6}"
         print(header)
         seconds = {name: median(values) for name, values in times.items()}
         for name in names:
             executed = flops[name] / seconds[name] / 1e9
             useful = flops["luke"] / seconds[name] / 1e9
-            row = f"{name:<10} {seconds[name]:>16.3f} {min(times[name]):>8.3f} {tokens / seconds[name]:>9.0f}"
+            row = f"{name:<20} {seconds[name]:>16.3f} {min(times[name]):>8.3f} {tokens / seconds[name]:>9.0f}"
             row += f" {flops[name] / 1e9:>11.1f} {executed:>8.1f} {executed / peak_rate:>9.1%}"
             row += f" {useful:>14.1f} {useful / peak_rate:>6.1%}"
             print(row)

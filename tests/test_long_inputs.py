@@ -1,4 +1,5 @@
-"""Fast attention paths: the fused dense path and the linear-cost windowed path equal the dense eager computation."""
+"""Fast attention paths: the fused and bias dense paths and the linear-cost windowed path equal the dense eager
+computation (outputs and gradients), and their hand-written backwards are the gradient."""
 
 from __future__ import annotations
 
@@ -184,12 +185,7 @@ def test_windowed_attention_allocates_nothing_quadratic():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
-def test_fused_equals_eager_for_every_ablation(monkeypatch, ablation):
-    monkeypatch.setattr(attention_gesa, "SCORE_BLOCK_BYTES", 1)  # one head per score block: the loop is exercised
-    model = model_with_labels(ablation=ablation)
-    batch = long_batch([37, 30])
-    assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-5)
+# every ablation through every implementation: tests/test_attention_implementations.py
 
 
 def test_fused_attention_backward_with_dropout_is_the_gradient():
@@ -267,40 +263,40 @@ def test_dropout_keep_mask_keeps_each_element_with_probability_one_minus_p(p):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def bias_kernel(monkeypatch):
-    """The dense path that GPUs take, here on the CPU."""
-    monkeypatch.setattr(attention_gesa, "DENSE_KERNEL", "bias")
+def test_sdpa_picks_its_kernel_by_device_and_window():
+    """GESA's "sdpa": the fused kernel for CPU tensors, the bias + SDPA call elsewhere, the windowed kernel with a
+    window (one place chooses: `attention_gesa.sdpa_kernel`)."""
+    batch = long_batch([9, 7], entities=3, question=2)
+    dense = structure_of(model_with_labels(num_hidden_layers=1), batch)
+    windowed = structure_of(model_with_labels(num_hidden_layers=1, attention_window=2), batch)
+    assert attention_gesa.sdpa_kernel(dense, torch.device("cpu")) == "gesa_fused"
+    assert attention_gesa.sdpa_kernel(dense, torch.device("cuda")) == "gesa_bias"
+    assert attention_gesa.sdpa_kernel(dense, torch.device("mps")) == "gesa_bias"
+    assert attention_gesa.sdpa_kernel(windowed, torch.device("cuda")) == "gesa_windowed"
+    assert not hasattr(attention_gesa, "DENSE_KERNEL")
 
 
-def test_dense_kernel_follows_the_device(monkeypatch):
-    assert attention_gesa.dense_kernel(torch.device("cpu")) == "fused"
-    assert attention_gesa.dense_kernel(torch.device("cuda")) == "bias"
-    assert attention_gesa.dense_kernel(torch.device("mps")) == "bias"
-    monkeypatch.setattr(attention_gesa, "DENSE_KERNEL", "bias")
-    assert attention_gesa.dense_kernel(torch.device("cpu")) == "bias"
-    monkeypatch.setattr(attention_gesa, "DENSE_KERNEL", "flash")
-    with pytest.raises(ValueError, match="DENSE_KERNEL must be 'fused', 'bias' or None"):
-        attention_gesa.dense_kernel(torch.device("cpu"))
+def test_explicit_kernels_refuse_the_wrong_window_setting():
+    batch = long_batch([9, 7], entities=3, question=2)
+    with pytest.raises(ValueError, match="'gesa_fused' computes dense attention but config.attention_window=2"):
+        model = model_with_labels(num_hidden_layers=1, attention_window=2)
+        model.config._attn_implementation = "gesa_fused"
+        model(**batch)
+    with pytest.raises(ValueError, match="'gesa_windowed' needs config.attention_window"):
+        model = model_with_labels(num_hidden_layers=1)
+        model.config._attn_implementation = "gesa_windowed"
+        model(**batch)
 
 
-@pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
-def test_bias_path_equals_eager_for_every_ablation(bias_kernel, ablation):
-    model = model_with_labels(ablation=ablation)
-    batch = long_batch([37, 30])
-    assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-5)
-
-
-@pytest.mark.parametrize("kernel", ["fused", "bias"])
+@pytest.mark.parametrize("kernel", ["gesa_fused", "gesa_bias"])
 @pytest.mark.parametrize("entity_aware", [True, False])
-def test_dense_paths_equal_eager_without_entities_or_entity_aware_queries(monkeypatch, kernel, entity_aware):
-    monkeypatch.setattr(attention_gesa, "DENSE_KERNEL", kernel)
+def test_dense_paths_equal_eager_without_entities_or_entity_aware_queries(kernel, entity_aware):
     model = model_with_labels(use_entity_aware_attention=entity_aware)
     batch = long_batch([25, 19])
     words_only = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask")}
     for inputs in (batch, words_only):
         results = []
-        for implementation in ("sdpa", "eager"):
+        for implementation in (kernel, "eager"):
             model.config._attn_implementation = implementation
             model.zero_grad()
             words = model(**inputs).last_hidden_state[inputs["attention_mask"].bool()]
@@ -375,11 +371,12 @@ class HostTraffic(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def test_bias_path_has_no_host_sync_in_the_layers(bias_kernel):
+def test_bias_path_has_no_host_sync_in_the_layers():
     """A training step's host traffic does not grow with depth: the layers queue work and never wait on it."""
     counts = []
     for layers in (1, 3):
         model = model_with_labels(num_hidden_layers=layers, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+        model.config._attn_implementation = "gesa_bias"
         batch = long_batch([37, 30])
         with HostTraffic() as traffic:
             out = model(**batch)
@@ -389,15 +386,17 @@ def test_bias_path_has_no_host_sync_in_the_layers(bias_kernel):
     assert counts[0][0] == 0  # the input check reads its value ranges with one `tolist` (no dispatched wait)
 
 
-def test_bias_path_compiles_as_one_graph(bias_kernel):
+def test_bias_path_compiles_as_one_graph():
     model = model_with_labels(num_hidden_layers=2)
+    model.config._attn_implementation = "gesa_bias"
     batch = long_batch([37, 30])
     explanation = torch._dynamo.explain(model)(**batch)
     assert explanation.graph_break_count == 0, explanation.break_reasons
 
 
-def test_bias_path_in_bfloat16_stays_close_to_float32(bias_kernel):
+def test_bias_path_in_bfloat16_stays_close_to_float32():
     model = model_with_labels(num_hidden_layers=2).eval()
+    model.config._attn_implementation = "gesa_bias"
     batch = long_batch([37, 30])
     batch["attention_mask"][1, 20:] = 0  # more padding: masked keys in half precision
     with torch.no_grad():

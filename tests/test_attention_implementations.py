@@ -1,0 +1,176 @@
+"""Attention through `ALL_ATTENTION_FUNCTIONS`: every `attn_implementation` equals the eager reference (outputs and
+gradients, every ablation preset), `set_attn_implementation` / `from_pretrained(attn_implementation=...)` switch it,
+`torch.compile(fullgraph=True)` and `torch.export` run the default config as one graph, and `capture_outputs` records
+word states, entity states and attention probabilities."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_long_inputs import assert_same, long_batch, model_with_labels, outputs_and_grads
+from transformers import AttentionInterface
+
+from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel, attention_gesa
+
+DENSE = ["sdpa", "gesa_fused", "gesa_bias"]
+WINDOWED = ["sdpa", "gesa_windowed", "gesa_bias"]
+
+
+@pytest.fixture
+def small_score_blocks(monkeypatch):
+    """One head per fused score block and 8-row windows: the kernels' loops are exercised at tiny sizes."""
+    monkeypatch.setattr(attention_gesa, "SCORE_BLOCK_BYTES", 1)
+    monkeypatch.setattr(attention_gesa, "WINDOW_BLOCK", 8)
+
+
+@pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
+@pytest.mark.parametrize("implementation", DENSE)
+def test_dense_implementations_equal_eager_for_every_ablation(small_score_blocks, implementation, ablation):
+    model = model_with_labels(ablation=ablation)
+    batch = long_batch([37, 30])
+    expected = outputs_and_grads(model, batch, "eager")
+    assert_same(outputs_and_grads(model, batch, implementation), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("ablation", ["full", "luke", "no_labels_w2w", "w2w_local", "e2e_local"])
+@pytest.mark.parametrize("implementation", WINDOWED)
+def test_windowed_implementations_equal_eager(small_score_blocks, implementation, ablation):
+    # "gesa_bias" with a window is what torch.compile / torch.export run: the window as a mask of the dense bias
+    model = model_with_labels(ablation=ablation, attention_window=4)
+    batch = long_batch([43, 29])
+    expected = outputs_and_grads(model, batch, "eager")
+    assert_same(outputs_and_grads(model, batch, implementation), expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("window", [None, 4])
+@pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
+def test_flex_attention_forward_equals_eager(ablation, window):
+    """FlexAttention has no CPU backward in torch 2.13: its forward only here (gradients need a GPU)."""
+    model = model_with_labels(ablation=ablation, attention_window=window).eval()
+    batch = long_batch([43, 29])
+    real = batch["attention_mask"].bool()
+    outputs = []
+    with torch.no_grad():
+        for implementation in ("flex_attention", "eager"):
+            model.config._attn_implementation = implementation
+            out = model(**batch)
+            outputs.append((out.last_hidden_state[real], out.entity_last_hidden_state))
+    for actual, expected in zip(*outputs, strict=True):
+        torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_flex_attention_refuses_attention_dropout():
+    model = model_with_labels(attention_probs_dropout_prob=0.1).train()
+    model.config._attn_implementation = "flex_attention"
+    with pytest.raises(ValueError, match="'flex_attention' has no attention dropout"):
+        model(**long_batch([9, 7], entities=3, question=2))
+
+
+def test_set_attn_implementation_round_trip(tmp_path):
+    model = model_with_labels(num_hidden_layers=1).eval()
+    assert model.config._attn_implementation == "sdpa"  # the default; on CPU tensors it runs the fused kernel
+    batch = long_batch([21, 16])
+    with torch.no_grad():
+        expected = model(**batch).entity_last_hidden_state
+        for implementation in ("eager", "gesa_fused", "gesa_bias", "flex_attention", "sdpa"):
+            model.set_attn_implementation(implementation)
+            assert model.config._attn_implementation == implementation
+            torch.testing.assert_close(model(**batch).entity_last_hidden_state, expected, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match='Specified `attn_implementation="gesa_fast"` is not supported'):
+        model.set_attn_implementation("gesa_fast")
+    assert model.config._attn_implementation == "sdpa"
+    model.save_pretrained(tmp_path)
+    for implementation in ("eager", "gesa_fused", "flex_attention"):
+        reloaded = GesaModel.from_pretrained(tmp_path, attn_implementation=implementation)
+        assert reloaded.config._attn_implementation == implementation
+    assert GesaModel.from_pretrained(tmp_path).config._attn_implementation == "sdpa"
+
+
+def test_transformers_kwargs_reach_the_attention_function():
+    seen = []
+
+    def spy(module, query, key, value, attention_mask, **kwargs):
+        seen.append(kwargs)
+        return attention_gesa.eager_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+    AttentionInterface.register("gesa_test_spy", spy)
+    model = model_with_labels(num_hidden_layers=2).eval()
+    model.set_attn_implementation("gesa_test_spy")
+    with torch.no_grad():
+        model(**long_batch([9, 7], entities=3, question=2), max_length_q=9)
+    assert len(seen) == 2 and all(kwargs["max_length_q"] == 9 for kwargs in seen)
+
+
+def test_capture_outputs_records_word_and_entity_states_and_probabilities():
+    model = model_with_labels(num_hidden_layers=2).eval()
+    batch = long_batch([9, 7], entities=3, question=2)
+    with torch.no_grad():
+        out = model(**batch, output_hidden_states=True, output_attentions=True)
+        as_tuple = model(**batch, output_hidden_states=True, return_dict=False)
+        words_only = model(input_ids=batch["input_ids"], output_hidden_states=True)
+    assert len(out.hidden_states) == len(out.entity_hidden_states) == 3 and len(out.attentions) == 2
+    assert out.hidden_states[0].shape == (2, 9, 16) and out.entity_hidden_states[0].shape == (2, 3, 16)
+    torch.testing.assert_close(out.entity_hidden_states[-1], out.entity_last_hidden_state)
+    assert out.attentions[0].shape == (2, 2, 12, 12)
+    torch.testing.assert_close(out.attentions[0].sum(-1), torch.ones(2, 2, 12))
+    assert len(as_tuple) == 5 and len(as_tuple[3]) == len(as_tuple[4]) == 3  # states, pooler, hidden, entity hidden
+    assert words_only.entity_hidden_states is None and len(words_only.hidden_states) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.compile and torch.export of the default config (every label family, entities, structure inputs)
+# ---------------------------------------------------------------------------------------------
+
+TINY_DEFAULT = dict(
+    vocab_size=64,
+    entity_vocab_size=4,
+    hidden_size=16,
+    entity_emb_size=8,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=24,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    max_relative_position=5,
+)
+
+
+def test_torch_compile_fullgraph_forward_and_backward_equal_eager():
+    torch.manual_seed(0)
+    model = GesaForEntitySpanQA(GesaConfig(**TINY_DEFAULT)).train()
+    batch = long_batch([23, 17])
+    labels = (torch.arange(6) % 2).float().expand(2, 6)
+
+    def step(forward):
+        model.zero_grad()
+        loss = forward(**batch, labels=labels).loss
+        loss.backward()
+        return [loss.detach()] + [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    expected = step(model)
+    compiled = torch.compile(model, backend="aot_eager", fullgraph=True)
+    actual = step(compiled)
+    assert len(actual) == len(expected)
+    for a, b in zip(actual, expected, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_torch_export_of_the_default_config_matches_eager(dynamic):
+    torch.manual_seed(0)
+    model = GesaForEntitySpanQA(GesaConfig(**TINY_DEFAULT)).eval()
+    batch = long_batch([23, 17])
+    dynamic_shapes = None
+    if dynamic:
+        batch_dim, words, entities = torch.export.Dim("batch"), torch.export.Dim("words"), torch.export.Dim("entities")
+        word_shaped, entity_shaped = {0: batch_dim, 1: words}, {0: batch_dim, 1: entities}
+        dynamic_shapes = {
+            name: word_shaped if value.shape[1] == 23 else entity_shaped for name, value in batch.items()
+        }
+    exported = torch.export.export(model, (), batch, dynamic_shapes=dynamic_shapes)
+    with torch.no_grad():
+        expected = model(**batch).logits
+        torch.testing.assert_close(exported.module()(**batch).logits, expected, atol=1e-5, rtol=1e-5)
+        if dynamic:  # other lengths and batch size through the same program
+            other = long_batch([31, 26, 12], entities=7)
+            torch.testing.assert_close(exported.module()(**other).logits, model(**other).logits, atol=1e-5, rtol=1e-5)
