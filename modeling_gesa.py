@@ -1476,6 +1476,10 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
     def __init__(self, config: GesaConfig) -> None:
         super().__init__(config)
         self.gesa = self.base_model_class(config, add_pooling_layer=False)
+        # the base model's outputs the head passes on (read once: dataclass introspection does not trace)
+        self._passed_output_fields = tuple(
+            f.name for f in fields(self.output_class) if f.name not in ("loss", "logits")
+        )
         self.dropout = classifier_dropout(config)
         self.classifier = nn.Linear(2 * config.hidden_size, 1)
         self.post_init()
@@ -1537,7 +1541,7 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
         extra = self.auxiliary_loss(outputs)
         if extra is not None:
             loss = extra if loss is None else loss + extra
-        passed = [f.name for f in fields(self.output_class) if f.name not in ("loss", "logits")]
+        passed = self._passed_output_fields
         return self.output_class(loss=loss, logits=logits, **{name: outputs.get(name) for name in passed})
 
     def auxiliary_loss(self, outputs: ModelOutput) -> torch.Tensor | None:

@@ -591,6 +591,7 @@ BAD_GESA_FIELDS = [
     ("label_switches", {"sent_edge": False}, r"label_switches\['sent_edge'\] is not a label switch"),
     ("use_value_labels", None, "expected bool"),
     ("attention_window", True, "doesn't match any type"),
+    ("use_entity_position_embeddings", "yes", "doesn't match any type"),
     ("ablation", "no_graph", "ablation='no_graph' is unknown"),
     ("pad_token_id", "1", "doesn't match any type"),
     ("bos_token_id", 0.5, "doesn't match any type"),
