@@ -311,7 +311,7 @@ class TokenStructure:
     w2w_distance: bool
     use_labels: bool
     attention_window: int | None
-    # index tensors derived once per batch and shared by every layer (see `dense_plan`, `window_plan`)
+    # per-batch plans of the attention functions, shared by every layer, keyed by name (`attention_gesa.cached_plan`)
     cache: dict = field(default_factory=dict, repr=False)
 
     @property
