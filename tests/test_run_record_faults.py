@@ -1,3 +1,16 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 """Issue 14's run_record.py faults, one test each (D1, D2, D4, D6, D15, D19, D20): a run that cannot go on safely
 stops with one ``run_record.py: error: ...`` line (exit status 2) naming the flag, the file and line where there is
 one, and the fix; auto-resume takes the last COMPLETE checkpoint.
