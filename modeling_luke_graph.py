@@ -47,18 +47,21 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from transformers.processing_utils import Unpack
 from transformers.utils import can_return_tuple
 
 from .configuration_luke_graph import LUKE_GRAPH_RELATIONS, LukeGraphConfig
 from .modeling_gesa import (
     QUESTION_GLOBAL,
     GesaForEntitySpanQA,
+    GesaInputs,
     GesaModel,
     GesaModelOutput,
     GesaPreTrainedModel,
     RelativeLabels,
     _entity_defaults,
     build_entity_entity_labels,
+    with_inputs_of,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -234,23 +237,11 @@ class LukeGraphModel(LukeGraphPreTrainedModel, GesaModel):
         self.post_init()
 
     @can_return_tuple
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.LongTensor | None = None,
-        position_ids: torch.LongTensor | None = None,
-        entity_ids: torch.LongTensor | None = None,
-        entity_attention_mask: torch.Tensor | None = None,
-        entity_token_type_ids: torch.LongTensor | None = None,
-        entity_position_ids: torch.LongTensor | None = None,
-        global_attention_mask: torch.LongTensor | None = None,
-        placeholder_entity_mask: torch.Tensor | None = None,
-        entity_string_ids: torch.LongTensor | None = None,
-        entity_sentence_ids: torch.LongTensor | None = None,
-        **kwargs,
-    ) -> LukeGraphModelOutput:
-        """Encode words `(B, L)` and entities `(B, E)` with LUKE, then refine the entity states on the graph."""
+    @with_inputs_of(GesaModel.forward)
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaInputs]) -> LukeGraphModelOutput:
+        """Encode words `(B, L)` and entities `(B, E)` with LUKE (`GesaModel`'s inputs), then refine the entity states
+        on the graph."""
+        entity_ids, global_attention_mask = kwargs.get("entity_ids"), kwargs.get("global_attention_mask")
         if entity_ids is None:
             raise ValueError("LukeGraphModel needs entity_ids: its graph network runs over the entity tokens.")
         if global_attention_mask is None:
@@ -258,26 +249,18 @@ class LukeGraphModel(LukeGraphPreTrainedModel, GesaModel):
                 "LukeGraphModel needs global_attention_mask (2 on the question tokens) for its question-aware gate; "
                 "GesaProcessor produces it."
             )
-        encoded = super().forward(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            entity_ids=entity_ids,
-            entity_attention_mask=entity_attention_mask,
-            entity_token_type_ids=entity_token_type_ids,
-            entity_position_ids=entity_position_ids,
-            global_attention_mask=global_attention_mask,
-            placeholder_entity_mask=placeholder_entity_mask,
-            entity_string_ids=entity_string_ids,
-            entity_sentence_ids=entity_sentence_ids,
-            **{**kwargs, "return_dict": True},
-        )
+        encoded = super().forward(input_ids, **{**kwargs, "return_dict": True})
+        attention_mask, entity_attention_mask = kwargs.get("attention_mask"), kwargs.get("entity_attention_mask")
+        placeholder_entity_mask = kwargs.get("placeholder_entity_mask")
         entities = encoded.entity_last_hidden_state
         if entity_attention_mask is None:
             entity_attention_mask = torch.ones(entities.shape[:2], dtype=torch.long, device=entities.device)
         adjacency = relation_adjacency(
-            self.config, entity_attention_mask, placeholder_entity_mask, entity_string_ids, entity_sentence_ids
+            self.config,
+            entity_attention_mask,
+            placeholder_entity_mask,
+            kwargs.get("entity_string_ids"),
+            kwargs.get("entity_sentence_ids"),
         )
         question, question_mask = question_states(encoded.last_hidden_state, global_attention_mask, attention_mask)
         return LukeGraphModelOutput(
