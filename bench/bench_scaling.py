@@ -36,8 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import subprocess
 import sys
 
 import common
@@ -138,12 +136,8 @@ def agreement(args: argparse.Namespace, words: int) -> float:
 
 
 def run_probe(args: argparse.Namespace, argv: list[str], kind: str, words: int, malloc: str) -> dict:
-    command = [sys.executable, __file__, *argv, "--probe", kind, str(words), malloc]
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"{kind} at {words} words ({malloc}) failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    probe = ["--probe", kind, str(words), malloc]
+    return common.run_probe(__file__, argv, probe, args.threads, f"{kind} at {words} words ({malloc})")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import zlib
 
@@ -210,12 +208,7 @@ def memory_probe(args: argparse.Namespace) -> dict:
 
 
 def peak_memory(args: argparse.Namespace, which: str, argv: list[str]) -> dict:
-    command = [sys.executable, __file__, *argv, "--memory-probe", which]
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"memory probe for {which} failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return common.run_probe(__file__, argv, ["--memory-probe", which], args.threads, f"memory probe for {which}")
 
 
 def main(argv: list[str] | None = None) -> None:

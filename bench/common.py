@@ -182,5 +182,19 @@ def _proc_status(field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
+def run_probe(script: str, argv: list[str], probe: list[str], threads: int, what: str) -> dict:
+    """Run `script` again in a fresh process with `probe` appended (a memory or scaling probe) and return the JSON
+    object its last output line holds; a failure raises with the probe's stderr."""
+    import json
+    import subprocess
+
+    command = [sys.executable, script, *argv, *probe]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
