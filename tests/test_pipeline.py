@@ -233,9 +233,15 @@ def test_batch_of_16_equals_one_by_one(reader):
     alone = [reader(row, top_k=TOP_K) for row in rows]
     assert len(batched) == len(alone) == 16
     for together, single in zip(batched, alone, strict=True):
-        assert [a["answer"] for a in together] == [a["answer"] for a in single]
-        assert [(a["start"], a["end"]) for a in together] == [(a["start"], a["end"]) for a in single]
-        assert [a["score"] for a in together] == pytest.approx([a["score"] for a in single], abs=1e-6)
+        # rank by rank the same score; the same answer there unless its score ties another (padding moves ~1e-7)
+        assert [a["score"] for a in together] == pytest.approx([a["score"] for a in single], abs=TIE)
+        for rank, (a, b) in enumerate(zip(together, single, strict=True)):
+            if a["answer"] != b["answer"]:
+                others = [c["score"] for c in single if c is not b]
+                at_cut = rank == len(single) - 1  # a tie with the first answer below top_k
+                assert at_cut or any(abs(s - b["score"]) <= TIE for s in others), (rank, together, single)
+            else:
+                assert (a["start"], a["end"]) == (b["start"], b["end"])
 
 
 @pytest.mark.needs_shared
