@@ -70,8 +70,8 @@ class DensePlan:
         word_index: `(B or 1, L, L)` long: column of each word pair's label in its row's word terms (the global
             ranks' columns where a pair has one).
         word_ids: `(C [+ 2],)` long: the label-table rows of the word terms.
-        term_index: `(L, 2k + 1)` long: the score column of each inner distance label (clamped into range).
-        term_inner: `(L, 2k + 1)`: 1 where that column exists and is not a clipped end (0 and 2k).
+        term_inner: `(L, 2k + 1)`: 1 where the score column of that distance label exists and is not a clipped
+            end (0 and 2k).
         end_index: `(L, 3)` long: prefix-sum columns `i - k`, `L - 1`, `i + k - 1` (clamped) of row i.
         left_valid: `(L,)`: 1 where row i has pairs clipped to `-k`.
         global_words: per example, the words whose w2w labels are global ones (rank > 0).
@@ -87,7 +87,6 @@ class DensePlan:
     distance_k: int
     word_index: torch.Tensor
     word_ids: torch.Tensor
-    term_index: torch.Tensor | None
     term_inner: torch.Tensor | None
     end_index: torch.Tensor | None
     left_valid: torch.Tensor | None
@@ -117,7 +116,7 @@ def dense_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: 
     word_ids = torch.arange(layout.distance_offset, layout.distance_offset + C, device=device) if k else None
     if word_ids is None:
         word_ids = torch.tensor([layout.NULL], device=device)
-    term_index, term_inner, end_index, left_valid = _band_sum_plan(positions, L, k, dtype)
+    _, term_inner, end_index, left_valid = _band_sum_plan(positions, L, k, dtype)
     global_words, row_is_cls, column_is_cls = [], [], []
     ranks = tokens.word_ranks
     if ranks is not None and bool((ranks > 0).any()):
@@ -145,7 +144,6 @@ def dense_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: 
         k,
         word_index.contiguous(),
         word_ids,
-        term_index,
         term_inner,
         end_index,
         left_valid,
@@ -309,7 +307,14 @@ class FusedAttention(torch.autograd.Function):
                 kept = next(blocks) if dropout_p > 0 else None
                 probs = next(blocks)
                 g = grad_context[b, heads]
-                grad_scores = torch.bmm(g, value[b, heads].transpose(1, 2))
+                # dS in a buffer with k zeros either side, so that `_band_view` can read its band as a strided view
+                pad = plan.distance_k if table is not None else 0
+                buffer = q_word.new_empty(n * P * P + 2 * pad)
+                buffer[:pad].zero_()
+                buffer[buffer.numel() - pad :].zero_()
+                grad_scores = torch.bmm(
+                    g, value[b, heads].transpose(1, 2), out=buffer[pad : pad + n * P * P].view(n, P, P)
+                )
                 used = probs if kept is None else torch.where(kept, probs, 0.0)  # the dropped-out probabilities
                 torch.bmm(used.transpose(1, 2), g, out=grad_value[b, heads])
                 grad_scores.mul_(used).addcmul_(probs, delta[b, heads], value=-1)  # dS = P' * dP' - P * delta
@@ -343,7 +348,7 @@ class FusedAttention(torch.autograd.Function):
                     rank_sums = torch.stack([columns.sum(-1) - column_cls, column_cls], dim=-1)
                     rank_sums.index_add_(1, global_words, torch.stack([rows.sum(-1) - row_cls, row_cls], dim=-1))
                     words.index_fill_(2, global_words, 0)
-                sums = _word_term_sums(words, plan)
+                sums = _word_term_sums(words, plan, _band_view(buffer, n, P, L, plan.distance_k))
                 grad_q_word[b, heads, :L].baddbmm_(sums, word_rows[:C].expand(n, C, -1))
                 grad_word_rows[:C] += torch.bmm(sums.transpose(1, 2), word_queries).sum(0)
                 if rank_sums is not None:
@@ -372,17 +377,23 @@ def _summed_outer(grad_terms: torch.Tensor, queries: torch.Tensor) -> torch.Tens
     return torch.bmm(grad_terms.flatten(0, 1).transpose(1, 2), queries.flatten(0, 1)).sum(0)
 
 
-def _word_term_sums(grad_words: torch.Tensor, plan: DensePlan) -> torch.Tensor:
-    """Word-pair score gradients `(n, L, L)` -> per row, the sum per clipped distance `(n, L, 2k + 1)`. Overwrites
-    them (their prefix sums find the clipped ends)."""
+def _band_view(buffer: torch.Tensor, n: int, P: int, L: int, k: int) -> torch.Tensor | None:
+    """`(n, L, 2k + 1)` view of the `(n, P, P)` scores lying in `buffer` after `k` elements: element `(h, i, c)` is
+    score `(h, i, i + c - k)` where that column is in `[0, P)` (elsewhere a neighbouring row's score or a padding
+    zero: finite, for the caller to mask). None for k = 0."""
+    if k == 0:
+        return None
+    return buffer.as_strided((n, L, 2 * k + 1), (P * P, P + 1, 1), buffer.storage_offset())
+
+
+def _word_term_sums(grad_words: torch.Tensor, plan: DensePlan, band: torch.Tensor | None) -> torch.Tensor:
+    """Word-pair score gradients `(n, L, L)` and their `_band_view` -> per row, the sum per clipped distance
+    `(n, L, 2k + 1)`. Overwrites them (their prefix sums find the clipped ends)."""
     k = plan.distance_k
-    n, L = grad_words.shape[:2]
     if k == 0:
         return grad_words.sum(-1, keepdim=True)
-    out = grad_words.new_empty(n, L, plan.term_index.size(1))
-    # one gather reads the inner distance labels; then the clipped ends
-    torch.gather(grad_words, 2, plan.term_index.expand(n, L, plan.term_index.size(1)), out=out)
-    out.mul_(plan.term_inner)
+    # the inner distance labels, read along the band: masked where the column is outside the word block
+    out = band * plan.term_inner
     _clipped_end_sums(grad_words, k, plan.end_index, plan.left_valid, out)
     return out
 
@@ -1406,3 +1417,8 @@ AttentionInterface.register("gesa_windowed", windowed_attention_forward)
 ALL_ATTENTION_FUNCTIONS = AttentionInterface()
 ALL_ATTENTION_FUNCTIONS["sdpa"] = sdpa_attention_forward
 ALL_ATTENTION_FUNCTIONS["flex_attention"] = flex_attention_forward
+# this module's own kernels behind "sdpa" even when another copy of it (a checkpoint's, an older checkout's) registered
+# the global names since
+ALL_ATTENTION_FUNCTIONS["gesa_bias"] = bias_attention_forward
+ALL_ATTENTION_FUNCTIONS["gesa_fused"] = fused_attention_forward
+ALL_ATTENTION_FUNCTIONS["gesa_windowed"] = windowed_attention_forward
