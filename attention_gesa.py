@@ -232,7 +232,8 @@ class FusedAttention(torch.autograd.Function):
                 if table is None:
                     scores[:, :, :K].baddbmm_(q_word[b, heads], word_keys[b, heads].transpose(1, 2), beta=0)
                 else:
-                    terms = torch.matmul(q_word[b, heads, :L], word_rows.t())
+                    # one product over every row of the block (a batched one over the word rows is slower)
+                    terms = torch.mm(q_word[b, heads].flatten(0, 1), word_rows.t()).view(n, P, -1)[:, :L]
                     torch.gather(terms, 2, word_index.expand(n, L, L), out=scores[:, :L, :L])
                     if entity_terms is not None:
                         w2e, e2w, e2e = (t[b, heads] for t in entity_terms)
