@@ -75,17 +75,23 @@ def cached_plan(tokens: TokenStructure, name: str, build: Callable[[], Any]) -> 
 class DensePlan:
     """Index tensors of the fused dense path for one batch (shared by every layer).
 
+    The label terms of a block are read from small per-row term tables, `q . R^T` over the few label rows each kind
+    of pair can use: word rows `[distance (C = 2k + 1, or the NULL label) ; question, CLS]`, w2e and e2w the labels
+    present in the batch's e2w labels, e2e those present in its e2e labels.
+
     Args:
-        word_index: `(L, L + E)` long: column of each word-row score in its row's `[distance ; w2e]` terms.
-        term_index: `(L, 2k + 1 + E)` long: the score column of each inner distance label (clamped into range),
-            then the entity columns: where the backward reads each word-row term's gradient.
-        term_inner: `(L, 2k + 1 + E)`: 1 where that column exists and is not a clipped end (0 and 2k).
+        word_index: `(B or 1, L, L)` long: column of each word pair's label in its row's word terms (the global
+            ranks' columns where a pair has one).
+        word_ids: `(C [+ 2],)` long: the label-table rows of the word terms.
+        term_inner: `(L, 2k + 1)`: 1 where the score column of that distance label exists and is not a clipped
+            end (0 and 2k).
         end_index: `(L, 3)` long: prefix-sum columns `i - k`, `L - 1`, `i + k - 1` (clamped) of row i.
         left_valid: `(L,)`: 1 where row i has pairs clipped to `-k`.
         global_words: per example, the words whose w2w labels are global ones (rank > 0).
-        global_slots: `(B, G)` long: the same, padded with 0 (G = most of any example), or None if none.
-        column_ranks: `(B, 1, L, G)` long: pair rank of every word with each global word.
-        row_ranks: `(B, 1, G, L)` long: pair rank of each global word with every word.
+        row_is_cls, column_is_cls: per example, `(G, L)` and `(L, G)`: 1 where a global word's row / column pair
+            has the CLS label (else the question label).
+        entity_word_ids, w2e_index `(B, L, E)`, e2w_index `(B, E, L)`: the w2e / e2w label rows and each pair's
+            position among them; entity_ids, e2e_index `(B, E, E)`: the same for e2e (None without entity terms).
         padded_keys: per example, the padded key positions.
         heads_per_block: heads whose scores are computed together.
     """
@@ -93,62 +99,75 @@ class DensePlan:
     word_length: int
     distance_k: int
     word_index: torch.Tensor
-    term_index: torch.Tensor | None
+    word_ids: torch.Tensor
     term_inner: torch.Tensor | None
     end_index: torch.Tensor | None
     left_valid: torch.Tensor | None
     global_words: list[torch.Tensor]
-    global_slots: torch.Tensor | None
-    column_ranks: torch.Tensor | None
-    row_ranks: torch.Tensor | None
+    row_is_cls: list[torch.Tensor]
+    column_is_cls: list[torch.Tensor]
+    entity_word_ids: torch.Tensor | None
+    w2e_index: torch.Tensor | None
+    e2w_index: torch.Tensor | None
+    entity_ids: torch.Tensor | None
+    e2e_index: torch.Tensor | None
     padded_keys: list[torch.Tensor]
     heads_per_block: int
 
 
 def dense_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: torch.dtype) -> DensePlan:
-    """The fused path's plan (eager mode only: it reads which words are global and which keys are padded on the
-    host)."""
+    """The fused path's plan (eager mode only: it reads which words are global, which labels occur and which keys
+    are padded on the host)."""
     mask = tokens.attention_mask
     device = mask.device
     L, P = word_length, mask.size(1)
     k = tokens.distance_k
+    layout = tokens.layout
+    C = 2 * k + 1
     positions = torch.arange(L, device=device)
-    relative = positions[None, :] - positions[:, None]
-    word_index = relative.clamp(-k, k) + k
-    if P > L:
-        # w2e terms follow the 2k + 1 distance terms in each row's terms
-        entity_columns = torch.arange(2 * k + 1, 2 * k + 1 + P - L, device=device)
-        word_index = torch.cat([word_index, entity_columns.expand(L, P - L)], dim=1)
-    term_index, term_inner, end_index, left_valid = _band_sum_plan(positions, L, k, dtype)
-    if k > 0:
-        # the backward's gather also reads the w2e terms' gradients: the entity columns, as they are
-        entities = torch.arange(L, P, device=device).expand(L, P - L)
-        term_index = torch.cat([term_index, entities], dim=1)
-        term_inner = torch.cat([term_inner, torch.ones(L, P - L, dtype=dtype, device=device)], dim=1)
-    global_words, global_slots, column_ranks, row_ranks = [], None, None, None
-    if tokens.word_ranks is not None and bool((tokens.word_ranks > 0).any()):
-        ranks = tokens.word_ranks
-        global_words = [row.nonzero().squeeze(1) for row in ranks > 0]
-        global_slots = torch.zeros(mask.size(0), max(len(w) for w in global_words), dtype=torch.long, device=device)
-        for b, words in enumerate(global_words):
-            global_slots[b, : len(words)] = words
-        pair = torch.maximum(ranks[:, :, None], ranks.gather(1, global_slots)[:, None, :])
-        column_ranks, row_ranks = pair[:, None], pair.transpose(1, 2)[:, None]
+    word_index = ((positions[None, :] - positions[:, None]).clamp(-k, k) + k)[None]
+    word_ids = torch.arange(layout.distance_offset, layout.distance_offset + C, device=device) if k else None
+    if word_ids is None:
+        word_ids = torch.tensor([layout.NULL], device=device)
+    _, term_inner, end_index, left_valid = _band_sum_plan(positions, L, k, dtype)
+    global_words, row_is_cls, column_is_cls = [], [], []
+    ranks = tokens.word_ranks
+    if ranks is not None and bool((ranks > 0).any()):
+        # pair rank = the higher rank of the two words: 1 question (term column C), 2 CLS (column C + 1)
+        pair_rank = torch.maximum(ranks[:, :, None], ranks[:, None, :])
+        word_index = torch.where(pair_rank > 0, C - 1 + pair_rank, word_index)
+        rank_ids = [layout.rank_labels[1], layout.rank_labels[2]]
+        word_ids = torch.cat([word_ids, torch.tensor(rank_ids, device=device)])
+        for b, row in enumerate(ranks > 0):
+            words = row.nonzero().squeeze(1)
+            global_words.append(words)
+            row_is_cls.append((pair_rank[b].index_select(0, words) == 2).to(dtype))
+            column_is_cls.append((pair_rank[b].index_select(1, words) == 2).to(dtype))
+    entity_word_ids = w2e_index = e2w_index = entity_ids = e2e_index = None
+    if tokens.use_labels and tokens.entity_word_labels is not None and P > L:
+        entity_word_ids, e2w_index = torch.unique(tokens.entity_word_labels, return_inverse=True)
+        w2e_index = e2w_index.transpose(1, 2).contiguous()
+        entity_ids, e2e_index = torch.unique(tokens.entity_entity_labels, return_inverse=True)
+        e2e_index = e2e_index.expand(mask.size(0), P - L, P - L).contiguous()
     padded_keys = [row.nonzero().squeeze(1) for row in mask == 0]
     element = torch.finfo(dtype).bits // 8
     heads = num_heads if device.type != "cpu" else max(1, min(num_heads, SCORE_BLOCK_BYTES // (P * P * element)))
     return DensePlan(
         L,
         k,
-        word_index,
-        term_index,
+        word_index.contiguous(),
+        word_ids,
         term_inner,
         end_index,
         left_valid,
         global_words,
-        global_slots,
-        column_ranks,
-        row_ranks,
+        row_is_cls,
+        column_is_cls,
+        entity_word_ids,
+        w2e_index,
+        e2w_index.contiguous() if e2w_index is not None else None,
+        entity_ids,
+        e2e_index,
         padded_keys,
         heads,
     )
@@ -180,18 +199,17 @@ def dropout_keep_mask(like: torch.Tensor, p: float) -> torch.Tensor:
 class FusedAttention(torch.autograd.Function):
     """`softmax(q k^T + label terms, padding masked) v` with dropout, one `DensePlan` score block at a time.
 
-    `q_word` meets the word keys, `q_entity` the entity keys (None: `q_word` meets all keys). The label terms
-    arrive compact, each block over the labels it can use: `distance_table` `(2k + 1, d)` (the distance labels'
-    embeddings: a block's word rows get `q . r` per clipped distance, computed in the block, in cache),
-    `w2e` `(B, H, L, E)`, `rows` `(B, H, G, L)` and `columns` `(B, H, L, G)` (global words' rows and columns of
-    the w2w block), `e2w` `(B, H, E, L)`, `e2e` `(B, H, E, E)`. The forward spreads them into a block's scores by
-    one gather and two row/column copies; the backward sums the score gradients back per label (band diagonals
-    and the two clipped ends), so no `(B, H, P, P)` index or bias tensor ever exists. Only the probabilities (and
-    the dropout mask, as bool) are kept for the backward. `distance_table` None: no label terms at all.
+    `q_word` meets the word keys, `q_entity` the entity keys (None: `q_word` meets all keys). `table` `(labels, d)`
+    is the label table (None: no label terms at all). Each block's label terms are computed in the block, in cache:
+    `q . R^T` over the few label rows a kind of pair can use (`DensePlan`), spread into the scores by one gather per
+    kind of pair. The backward sums the score gradients back per label (band diagonals, the two clipped ends, the
+    global rows and columns, a scatter over the few entity labels) and returns the label table's gradient itself,
+    so no `(B, H, P, P)` index or bias tensor, and no autograd graph of label terms, ever exists. Only the
+    probabilities (and the dropout mask, as bool) are kept for the backward.
     """
 
     @staticmethod
-    def forward(ctx, q_word, q_entity, key, value, distance_table, w2e, rows, columns, e2w, e2e, plan, dropout_p):
+    def forward(ctx, q_word, q_entity, key, value, table, plan, dropout_p):
         B, H, P, _ = q_word.shape
         L = plan.word_length
         save = any(ctx.needs_input_grad)
@@ -202,31 +220,46 @@ class FusedAttention(torch.autograd.Function):
             q_entity = q_entity.contiguous()
             word_keys, entity_keys = key[:, :, :L], key[:, :, L:]
         K = word_keys.size(2)  # the columns q_word meets: the words, or every token
+        # the queries of the label terms whose key is an entity (w2e, e2e)
+        q_to_entity = q_word if q_entity is None else q_entity
         context = value.new_empty(B, H, P, value.size(-1))
+        word_rows = entity_terms = None
+        if table is not None:
+            word_rows = table.index_select(0, plan.word_ids)
+            if plan.entity_word_ids is not None:
+                # the entity blocks' terms are small: all heads at once
+                entity_word_rows = table.index_select(0, plan.entity_word_ids)
+                entity_rows = table.index_select(0, plan.entity_ids)
+                entity_terms = (
+                    torch.matmul(q_to_entity[:, :, :L], entity_word_rows.t()),  # w2e (B, H, L, U)
+                    torch.matmul(q_word[:, :, L:], entity_word_rows.t()),  # e2w (B, H, E, U)
+                    torch.matmul(q_to_entity[:, :, L:], entity_rows.t()),  # e2e (B, H, E, V)
+                )
         saved = []
         for b in range(B):
-            global_words = plan.global_words[b] if plan.global_words else None
+            word_index = plan.word_index[min(b, plan.word_index.size(0) - 1)]
             for h0 in range(0, H, plan.heads_per_block):
                 heads = slice(h0, min(h0 + plan.heads_per_block, H))
                 n = heads.stop - heads.start
-                if distance_table is None:
-                    scores = q_word.new_empty(n, P, P)
+                scores = q_word.new_empty(n, P, P)
+                if table is None:
                     scores[:, :, :K].baddbmm_(q_word[b, heads], word_keys[b, heads].transpose(1, 2), beta=0)
                 else:
-                    scores = q_word.new_empty(n, P, P)
-                    terms = torch.matmul(q_word[b, heads, :L], distance_table.t())
-                    if w2e is not None:
-                        terms = torch.cat([terms, w2e[b, heads]], dim=-1)
-                    torch.gather(terms, 2, plan.word_index.expand(n, L, P), out=scores[:, :L])
-                    if columns is not None and len(global_words):
-                        scores[:, :L].index_copy_(2, global_words, columns[b, heads, :, : len(global_words)])
-                        scores[:, :, :L].index_copy_(1, global_words, rows[b, heads, : len(global_words)])
-                    if e2w is not None:
-                        scores[:, L:, :L] = e2w[b, heads]
-                        scores[:, L:, L:] = e2e[b, heads]
+                    # one product over every row of the block (a batched one over the word rows is slower)
+                    terms = torch.mm(q_word[b, heads].flatten(0, 1), word_rows.t()).view(n, P, -1)[:, :L]
+                    torch.gather(terms, 2, word_index.expand(n, L, L), out=scores[:, :L, :L])
+                    if entity_terms is not None:
+                        w2e, e2w, e2e = (t[b, heads] for t in entity_terms)
+                        E = P - L
+                        torch.gather(w2e, 2, plan.w2e_index[b].expand(n, L, E), out=scores[:, :L, L:])
+                        torch.gather(e2w, 2, plan.e2w_index[b].expand(n, E, L), out=scores[:, L:, :L])
+                        torch.gather(e2e, 2, plan.e2e_index[b].expand(n, E, E), out=scores[:, L:, L:])
+                    elif P > L:
+                        scores[:, :L, L:] = 0
+                        scores[:, L:] = 0
                     scores[:, :, :K].baddbmm_(q_word[b, heads], word_keys[b, heads].transpose(1, 2))
                 if entity_keys is not None:
-                    beta = 0 if distance_table is None else 1  # without label terms the entity columns are empty
+                    beta = 0 if table is None else 1  # without label terms the entity columns are empty
                     scores[:, :, L:].baddbmm_(q_entity[b, heads], entity_keys[b, heads].transpose(1, 2), beta=beta)
                 if len(plan.padded_keys[b]):
                     scores.index_fill_(2, plan.padded_keys[b], torch.finfo(scores.dtype).min)
@@ -243,17 +276,17 @@ class FusedAttention(torch.autograd.Function):
         if dropout_p > 0:
             context.mul_(1.0 / (1.0 - dropout_p))  # scale the small output rather than the P x P probabilities
         if save:
-            ctx.save_for_backward(q_word, q_entity, word_keys, entity_keys, value, context, distance_table, *saved)
+            ctx.save_for_backward(q_word, q_entity, word_keys, entity_keys, value, context, table, *saved)
             ctx.plan, ctx.dropout_p = plan, dropout_p
-            ctx.shapes = [None if t is None else t.shape for t in (w2e, rows, columns, e2w, e2e)]
         return context
 
     @staticmethod
     def backward(ctx, grad_context):
-        q_word, q_entity, word_keys, entity_keys, value, context, distance_table, *saved = ctx.saved_tensors
+        q_word, q_entity, word_keys, entity_keys, value, context, table, *saved = ctx.saved_tensors
         plan, dropout_p = ctx.plan, ctx.dropout_p
         B, H, P, _ = q_word.shape
         L, K = plan.word_length, word_keys.size(2)
+        E = P - L
         grad_context = grad_context.contiguous()
         # rowsum(P * dP) of the softmax backward is dO . O (the flash-attention identity), dropout or not
         delta = (grad_context * context).sum(-1, keepdim=True)
@@ -265,22 +298,37 @@ class FusedAttention(torch.autograd.Function):
             torch.empty_like(value),
         )
         grad_q_entity = None if q_entity is None else torch.empty_like(q_entity)
-        w2e_shape, rows_shape, columns_shape, e2w_shape, e2e_shape = ctx.shapes
-        grad_table = None if distance_table is None else torch.zeros_like(distance_table)
-        grad_w2e = None if w2e_shape is None else q_word.new_empty(w2e_shape)
-        grad_rows = None if rows_shape is None else q_word.new_zeros(rows_shape)
-        grad_columns = None if columns_shape is None else q_word.new_zeros(columns_shape)
-        grad_e2w = None if e2w_shape is None else q_word.new_empty(e2w_shape)
-        grad_e2e = None if e2e_shape is None else q_word.new_empty(e2e_shape)
+        q_to_entity = q_word if q_entity is None else q_entity
+        grad_q_to_entity = grad_q_word if q_entity is None else grad_q_entity
+        grad_table = word_rows = grad_word_rows = entity_grads = None
+        if table is not None:
+            word_rows = table.index_select(0, plan.word_ids)
+            C = 2 * plan.distance_k + 1
+            grad_word_rows = table.new_zeros(word_rows.shape)
+            if plan.entity_word_ids is not None:
+                U, V = plan.entity_word_ids.numel(), plan.entity_ids.numel()
+                # the gradients of the entity blocks' terms (w2e, e2w, e2e), summed per label by scatters
+                entity_grads = (
+                    q_word.new_zeros(B, H, L, U),
+                    q_word.new_zeros(B, H, E, U),
+                    q_word.new_zeros(B, H, E, V),
+                )
         blocks = iter(saved)
         for b in range(B):
-            global_words = plan.global_words[b] if plan.global_words else None
             for h0 in range(0, H, plan.heads_per_block):
                 heads = slice(h0, min(h0 + plan.heads_per_block, H))
+                n = heads.stop - heads.start
                 kept = next(blocks) if dropout_p > 0 else None
                 probs = next(blocks)
                 g = grad_context[b, heads]
-                grad_scores = torch.bmm(g, value[b, heads].transpose(1, 2))
+                # dS in a buffer with k zeros either side, so that `_band_view` can read its band as a strided view
+                pad = plan.distance_k if table is not None else 0
+                buffer = q_word.new_empty(n * P * P + 2 * pad)
+                buffer[:pad].zero_()
+                buffer[buffer.numel() - pad :].zero_()
+                grad_scores = torch.bmm(
+                    g, value[b, heads].transpose(1, 2), out=buffer[pad : pad + n * P * P].view(n, P, P)
+                )
                 used = probs if kept is None else torch.where(kept, probs, 0.0)  # the dropped-out probabilities
                 torch.bmm(used.transpose(1, 2), g, out=grad_value[b, heads])
                 grad_scores.mul_(used).addcmul_(probs, delta[b, heads], value=-1)  # dS = P' * dP' - P * delta
@@ -292,53 +340,75 @@ class FusedAttention(torch.autograd.Function):
                     to_entities = grad_scores[:, :, L:]
                     torch.bmm(to_entities, entity_keys[b, heads], out=grad_q_entity[b, heads])
                     grad_key[b, heads, L:].baddbmm_(to_entities.transpose(1, 2), q_entity[b, heads], beta=0)
-                if distance_table is None:
+                if table is None:
                     continue
-                if grad_e2w is not None:
-                    grad_e2w[b, heads] = grad_scores[:, L:, :L]
-                    grad_e2e[b, heads] = grad_scores[:, L:, L:]
-                if grad_columns is not None and len(global_words):
-                    # rows were written last: they own their pairs; then the columns; the rest is distance terms
-                    words = grad_scores[:, :L, :L]
-                    grad_rows[b, heads, : len(global_words)] = words.index_select(1, global_words)
+                if entity_grads is not None:
+                    grad_w2e, grad_e2w, grad_e2e = (t[b, heads] for t in entity_grads)
+                    grad_w2e.scatter_add_(2, plan.w2e_index[b].expand(n, L, E), grad_scores[:, :L, L:])
+                    grad_e2w.scatter_add_(2, plan.e2w_index[b].expand(n, E, L), grad_scores[:, L:, :L])
+                    grad_e2e.scatter_add_(2, plan.e2e_index[b].expand(n, E, E), grad_scores[:, L:, L:])
+                words = grad_scores[:, :L, :L]
+                word_queries = q_word[b, heads, :L]
+                rank_sums = None
+                if plan.global_words and len(plan.global_words[b]):
+                    # a global word's row and column carry its pairs' question / CLS terms (the row's query's)
+                    global_words = plan.global_words[b]
+                    # (index_select of the contiguous scores: of their strided word block it would copy it whole)
+                    rows = grad_scores.index_select(1, global_words)[:, :, :L]
+                    row_cls = (rows * plan.row_is_cls[b]).sum(-1)
                     words.index_fill_(1, global_words, 0)
-                    grad_columns[b, heads, :, : len(global_words)] = words.index_select(2, global_words)
+                    columns = grad_scores.index_select(2, global_words)[:, :L]
+                    column_cls = (columns * plan.column_is_cls[b]).sum(-1)
+                    rank_sums = torch.stack([columns.sum(-1) - column_cls, column_cls], dim=-1)
+                    rank_sums.index_add_(1, global_words, torch.stack([rows.sum(-1) - row_cls, row_cls], dim=-1))
                     words.index_fill_(2, global_words, 0)
-                sums = _word_term_sums(grad_scores[:, :L], plan)
-                C = distance_table.size(0)
-                distance_sums, word_queries = sums[..., :C], q_word[b, heads, :L]
-                grad_q_word[b, heads, :L] += torch.matmul(distance_sums, distance_table)
-                grad_table += torch.bmm(distance_sums.transpose(1, 2), word_queries).sum(0)
-                if grad_w2e is not None:
-                    grad_w2e[b, heads] = sums[..., C:]
-        return (
-            grad_q_word,
-            grad_q_entity,
-            grad_key,
-            grad_value,
-            grad_table,
-            grad_w2e,
-            grad_rows,
-            grad_columns,
-            grad_e2w,
-            grad_e2e,
-            None,
-            None,
-        )
+                sums = _word_term_sums(words, plan, _band_view(buffer, n, P, L, plan.distance_k))
+                grad_q_word[b, heads, :L].baddbmm_(sums, word_rows[:C].expand(n, C, -1))
+                grad_word_rows[:C] += torch.bmm(sums.transpose(1, 2), word_queries).sum(0)
+                if rank_sums is not None:
+                    grad_q_word[b, heads, :L].baddbmm_(rank_sums, word_rows[C:].expand(n, 2, -1))
+                    grad_word_rows[C:] += torch.bmm(rank_sums.transpose(1, 2), word_queries).sum(0)
+        if table is not None:
+            grad_table = torch.zeros_like(table).index_add_(0, plan.word_ids, grad_word_rows)
+        if entity_grads is not None:
+            grad_w2e, grad_e2w, grad_e2e = entity_grads
+            entity_word_rows = table.index_select(0, plan.entity_word_ids)
+            entity_rows = table.index_select(0, plan.entity_ids)
+            grad_q_to_entity[:, :, :L] += torch.matmul(grad_w2e, entity_word_rows)
+            grad_q_word[:, :, L:] += torch.matmul(grad_e2w, entity_word_rows)
+            grad_q_to_entity[:, :, L:] += torch.matmul(grad_e2e, entity_rows)
+            grad_entity_word_rows = _summed_outer(grad_w2e, q_to_entity[:, :, :L]) + _summed_outer(
+                grad_e2w, q_word[:, :, L:]
+            )
+            grad_table.index_add_(0, plan.entity_word_ids, grad_entity_word_rows)
+            grad_table.index_add_(0, plan.entity_ids, _summed_outer(grad_e2e, q_to_entity[:, :, L:]))
+        return grad_q_word, grad_q_entity, grad_key, grad_value, grad_table, None, None
 
 
-def _word_term_sums(grad_words: torch.Tensor, plan: DensePlan) -> torch.Tensor:
-    """Word-row score gradients `(n, L, P)` -> per row, the sum per clipped distance and each w2e term `(n, L,
-    2k + 1 + E)`. Overwrites the word-pair gradients (their prefix sums find the clipped ends)."""
-    k, L = plan.distance_k, plan.word_length
-    n = grad_words.size(0)
+def _summed_outer(grad_terms: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+    """`sum_{b, h, i} grad_terms[b, h, i, :]^T queries[b, h, i, :]`: `(B, H, R, U)`, `(B, H, R, d)` -> `(U, d)`, the
+    label rows' gradient (one batched product over the queries as they lie; `einsum` would copy a strided slice)."""
+    return torch.bmm(grad_terms.flatten(0, 1).transpose(1, 2), queries.flatten(0, 1)).sum(0)
+
+
+def _band_view(buffer: torch.Tensor, n: int, P: int, L: int, k: int) -> torch.Tensor | None:
+    """`(n, L, 2k + 1)` view of the `(n, P, P)` scores lying in `buffer` after `k` elements: element `(h, i, c)` is
+    score `(h, i, i + c - k)` where that column is in `[0, P)` (elsewhere a neighbouring row's score or a padding
+    zero: finite, for the caller to mask). None for k = 0."""
     if k == 0:
-        return torch.cat([grad_words[..., :L].sum(-1, keepdim=True), grad_words[..., L:]], dim=-1)
-    out = grad_words.new_empty(n, L, plan.term_index.size(1))
-    # one gather reads the inner distance labels and the entity columns; then the clipped ends
-    torch.gather(grad_words, 2, plan.term_index.expand(n, L, plan.term_index.size(1)), out=out)
-    out.mul_(plan.term_inner)
-    _clipped_end_sums(grad_words[..., :L], k, plan.end_index, plan.left_valid, out)
+        return None
+    return buffer.as_strided((n, L, 2 * k + 1), (P * P, P + 1, 1), buffer.storage_offset())
+
+
+def _word_term_sums(grad_words: torch.Tensor, plan: DensePlan, band: torch.Tensor | None) -> torch.Tensor:
+    """Word-pair score gradients `(n, L, L)` and their `_band_view` -> per row, the sum per clipped distance
+    `(n, L, 2k + 1)`. Overwrites them (their prefix sums find the clipped ends)."""
+    k = plan.distance_k
+    if k == 0:
+        return grad_words.sum(-1, keepdim=True)
+    # the inner distance labels, read along the band: masked where the column is outside the word block
+    out = band * plan.term_inner
+    _clipped_end_sums(grad_words, k, plan.end_index, plan.left_valid, out)
     return out
 
 
@@ -381,15 +451,14 @@ class LabelTerms:
     """Scaled label terms `q_i . r_l`, per block over the labels that block can use.
 
     Args:
-        distance: `(B, H, L, 2k + 1)` w2w clipped distances (one NULL column when distance labels are off), or
-            None when the consumer computes them.
+        distance: `(B, H, L, 2k + 1)` w2w clipped distances (one NULL column when distance labels are off).
         rank: `(B, H, L, 3)` the `RelativeLabels.rank_labels` (NULL, question, CLS), or None.
         w2e: `(B, H, L, E)`, e2w: `(B, H, E, L)`, e2e: `(B, H, E, E)`: the terms of each pair, or None.
         distance_table, rank_table: the label embeddings behind `distance` and `rank` (`(labels, d)`), for terms
             of a few more queries.
     """
 
-    distance: torch.Tensor | None
+    distance: torch.Tensor
     distance_table: torch.Tensor
     rank: torch.Tensor | None = None
     rank_table: torch.Tensor | None = None
@@ -1027,32 +1096,23 @@ def fused_attention(
     q_to_entity: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
-    terms: LabelTerms | None,
+    table: torch.Tensor | None,
     tokens: TokenStructure,
     word_length: int,
     dropout_p: float,
 ) -> torch.Tensor:
-    """Dense Eq. 1 by `FusedAttention` (queries come scaled; `terms` without the distance terms, which the kernel
-    computes per block). Returns the context `(B, H, P, d)`."""
+    """Dense Eq. 1 by `FusedAttention` (queries come scaled; `table` `(labels, d)` the label table, or None for no
+    label terms: the kernel computes every label term itself). Returns the context `(B, H, P, d)`."""
     L = word_length
-    if terms is None and dropout_p == 0.0:
+    if table is None and dropout_p == 0.0:
         # no label term: SDPA's fused CPU/GPU kernels need no help
         query, key_for_query = typed_query_key(q_to_word, q_to_entity, key, L)
         mask = tokens.attention_mask.bool()[:, None, None, :]
         return F.scaled_dot_product_attention(query, key_for_query, value, attn_mask=mask, scale=1.0)
-    B, H = q_to_word.shape[:2]
+    H = q_to_word.size(1)
     plan = cached_plan(tokens, "dense", lambda: dense_plan(tokens, L, H, q_to_word.dtype))
     q_entity = None if q_to_entity is q_to_word or key.size(2) == L else q_to_entity
-    table = rows = columns = w2e = e2w = e2e = None
-    if terms is not None:
-        table, w2e, e2w, e2e = terms.distance_table, terms.w2e, terms.e2w, terms.e2e
-        if plan.global_slots is not None:
-            G = plan.global_slots.size(1)
-            # global words: a global term on their whole row and column of the w2w block (pair rank's label)
-            columns = terms.rank.gather(3, plan.column_ranks.expand(B, H, L, G))
-            global_rank_terms = terms.rank.gather(2, plan.global_slots[:, None, :, None].expand(B, H, G, 3))
-            rows = global_rank_terms.gather(3, plan.row_ranks.expand(B, H, G, L))
-    return FusedAttention.apply(q_to_word, q_entity, key, value, table, w2e, rows, columns, e2w, e2e, plan, dropout_p)
+    return FusedAttention.apply(q_to_word, q_entity, key, value, table, plan, dropout_p)
 
 
 def typed_query_key(
@@ -1152,10 +1212,10 @@ def _scaled_queries(
     return q_word, q_word if shared else entity_query * scaling
 
 
-def _label_terms(module, q_word, q_entity, structure: AttentionStructure, distance: bool = True) -> LabelTerms | None:
+def _label_terms(module, q_word, q_entity, structure: AttentionStructure) -> LabelTerms | None:
     if not structure.tokens.use_labels or module.label_embeddings is None:
         return None
-    return module._label_terms(q_word, q_entity, structure.tokens, structure.word_length, distance=distance)
+    return module._label_terms(q_word, q_entity, structure.tokens, structure.word_length)
 
 
 def eager_attention_forward(
@@ -1277,10 +1337,9 @@ def fused_attention_forward(
             f"{attention_mask.tokens.attention_window} is set; use 'gesa_windowed' (or 'sdpa', which picks it)."
         )
     q_word, q_entity = _scaled_queries(query, entity_query, scaling)
-    terms = _label_terms(module, q_word, q_entity, attention_mask, distance=False)
-    context = fused_attention(
-        q_word, q_entity, key, value, terms, attention_mask.tokens, attention_mask.word_length, dropout
-    )
+    tokens = attention_mask.tokens
+    table = module.label_embeddings.weight if tokens.use_labels and module.label_embeddings is not None else None
+    context = fused_attention(q_word, q_entity, key, value, table, tokens, attention_mask.word_length, dropout)
     return context.transpose(1, 2), None
 
 
@@ -1372,3 +1431,8 @@ AttentionInterface.register("gesa_windowed", windowed_attention_forward)
 ALL_ATTENTION_FUNCTIONS = AttentionInterface()
 ALL_ATTENTION_FUNCTIONS["sdpa"] = sdpa_attention_forward
 ALL_ATTENTION_FUNCTIONS["flex_attention"] = flex_attention_forward
+# this module's own kernels behind "sdpa" even when another copy of it (a checkpoint's, an older checkout's) registered
+# the global names since
+ALL_ATTENTION_FUNCTIONS["gesa_bias"] = bias_attention_forward
+ALL_ATTENTION_FUNCTIONS["gesa_fused"] = fused_attention_forward
+ALL_ATTENTION_FUNCTIONS["gesa_windowed"] = windowed_attention_forward

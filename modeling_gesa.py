@@ -614,12 +614,9 @@ class GesaSelfAttention(nn.Module):
         q_to_entity: torch.Tensor,
         tokens: TokenStructure,
         word_length: int,
-        distance: bool = True,
     ) -> LabelTerms:
-        """`q_i . r_l` for the few labels l each block can use (queries come scaled, so the terms do too).
-
-        `distance=False` leaves the distance terms to the consumer (`FusedAttention` computes them per block).
-        """
+        """`q_i . r_l` for the few labels l each block can use (queries come scaled, so the terms do too); the CPU
+        kernel (`attention_gesa.FusedAttention`) computes its own from the label table."""
         table = self.label_embeddings.weight
         layout = tokens.layout
         L, k = word_length, tokens.distance_k
@@ -627,7 +624,7 @@ class GesaSelfAttention(nn.Module):
         word_queries = q_to_word[:, :, :L]
         # w2w: 2k + 1 clipped distances (or the NULL label alone), the global ranks
         distance_rows = table[layout.distance_offset : layout.distance_offset + 2 * k + 1] if k else table[:1]
-        terms = LabelTerms(torch.matmul(word_queries, distance_rows.t()) if distance else None, distance_rows)
+        terms = LabelTerms(torch.matmul(word_queries, distance_rows.t()), distance_rows)
         if tokens.word_ranks is not None:
             terms.rank_table = table.index_select(0, _label_ids(tokens, "rank_labels"))
             terms.rank = torch.matmul(word_queries, terms.rank_table.t())

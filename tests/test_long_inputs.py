@@ -209,14 +209,11 @@ def test_fused_attention_backward_with_dropout_is_the_gradient():
     attention = model.encoder.layer[0].attention.self.double()
     plan = attention_gesa.dense_plan(structure.tokens, 9, 2, torch.float64)
     g = torch.Generator().manual_seed(0)
-    B, H, P, d, L = 2, 2, 12, 8, 9
+    B, H, P, d = 2, 2, 12, 8
     q_word, q_entity, key, value = (torch.randn(B, H, P, d, generator=g, dtype=torch.float64) for _ in range(4))
-    terms = attention._label_terms(q_word, q_entity, structure.tokens, L, distance=False)
-    G = plan.global_slots.size(1)
-    rows = torch.randn(B, H, G, L, generator=g, dtype=torch.float64)
-    columns = torch.randn(B, H, L, G, generator=g, dtype=torch.float64)
-    inputs = [q_word, q_entity, key, value, terms.distance_table, terms.w2e, rows, columns, terms.e2w, terms.e2e]
-    inputs = [t.detach().clone().requires_grad_() for t in inputs]
+    assert sum(len(words) for words in plan.global_words) and plan.entity_ids is not None  # every kind of label
+    table = attention.label_embeddings.weight
+    inputs = [t.detach().clone().requires_grad_() for t in (q_word, q_entity, key, value, table)]
 
     def attend(*tensors):
         torch.manual_seed(1)  # the same dropout masks at every evaluation
