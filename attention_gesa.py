@@ -348,26 +348,29 @@ class FusedAttention(torch.autograd.Function):
                     grad_e2w.scatter_add_(2, plan.e2w_index[b].expand(n, E, L), grad_scores[:, L:, :L])
                     grad_e2e.scatter_add_(2, plan.e2e_index[b].expand(n, E, E), grad_scores[:, L:, L:])
                 words = grad_scores[:, :L, :L]
-                word_queries = q_word[b, heads, :L]
-                rank_sums = None
-                if plan.global_words and len(plan.global_words[b]):
-                    # a global word's row and column carry its pairs' question / CLS terms (the row's query's)
-                    global_words = plan.global_words[b]
-                    # (index_select of the contiguous scores: of their strided word block it would copy it whole)
-                    rows = grad_scores.index_select(1, global_words)[:, :, :L]
-                    row_cls = (rows * plan.row_is_cls[b]).sum(-1)
-                    words.index_fill_(1, global_words, 0)
-                    columns = grad_scores.index_select(2, global_words)[:, :L]
-                    column_cls = (columns * plan.column_is_cls[b]).sum(-1)
-                    rank_sums = torch.stack([columns.sum(-1) - column_cls, column_cls], dim=-1)
-                    rank_sums.index_add_(1, global_words, torch.stack([rows.sum(-1) - row_cls, row_cls], dim=-1))
-                    words.index_fill_(2, global_words, 0)
-                sums = _word_term_sums(words, plan, _band_view(buffer, n, P, L, plan.distance_k))
-                grad_q_word[b, heads, :L].baddbmm_(sums, word_rows[:C].expand(n, C, -1))
-                grad_word_rows[:C] += torch.bmm(sums.transpose(1, 2), word_queries).sum(0)
-                if rank_sums is not None:
-                    grad_q_word[b, heads, :L].baddbmm_(rank_sums, word_rows[C:].expand(n, 2, -1))
-                    grad_word_rows[C:] += torch.bmm(rank_sums.transpose(1, 2), word_queries).sum(0)
+                # per word row, the summed score gradient of each word-term label: distances, then question / CLS
+                sums = q_word.new_empty(n, L, word_rows.size(0))
+                if C < word_rows.size(0):
+                    rank_sums = sums[:, :, C:]
+                    rank_sums.zero_()
+                    if len(plan.global_words[b]):
+                        # a global word's row and column carry its pairs' question / CLS terms (the row's query's)
+                        global_words = plan.global_words[b]
+                        # (index_select of the contiguous scores: of their strided word block it would copy it whole)
+                        rows = grad_scores.index_select(1, global_words)[:, :, :L]
+                        row_cls = (rows * plan.row_is_cls[b]).sum(-1)
+                        words.index_fill_(1, global_words, 0)
+                        columns = grad_scores.index_select(2, global_words)[:, :L]
+                        column_cls = (columns * plan.column_is_cls[b]).sum(-1)
+                        rank_sums[..., 0] = columns.sum(-1) - column_cls
+                        rank_sums[..., 1] = column_cls
+                        rank_sums.index_add_(1, global_words, torch.stack([rows.sum(-1) - row_cls, row_cls], dim=-1))
+                        words.index_fill_(2, global_words, 0)
+                _word_term_sums(words, plan, _band_view(buffer, n, P, L, plan.distance_k), sums[:, :, :C])
+                # every head's rows at once: one product for the queries' gradient, one for the label rows'
+                flat = sums.view(n * L, -1)
+                grad_q_word[b, heads, :L] += torch.mm(flat, word_rows).view(n, L, -1)
+                grad_word_rows.addmm_(flat.t(), q_word[b, heads, :L].reshape(n * L, -1))
         if table is not None:
             grad_table = torch.zeros_like(table).index_add_(0, plan.word_ids, grad_word_rows)
         if entity_grads is not None:
@@ -400,16 +403,16 @@ def _band_view(buffer: torch.Tensor, n: int, P: int, L: int, k: int) -> torch.Te
     return buffer.as_strided((n, L, 2 * k + 1), (P * P, P + 1, 1), buffer.storage_offset())
 
 
-def _word_term_sums(grad_words: torch.Tensor, plan: DensePlan, band: torch.Tensor | None) -> torch.Tensor:
-    """Word-pair score gradients `(n, L, L)` and their `_band_view` -> per row, the sum per clipped distance
-    `(n, L, 2k + 1)`. Overwrites them (their prefix sums find the clipped ends)."""
+def _word_term_sums(grad_words: torch.Tensor, plan: DensePlan, band: torch.Tensor | None, out: torch.Tensor) -> None:
+    """Word-pair score gradients `(n, L, L)` and their `_band_view` -> per row, the sum per clipped distance, into
+    `out` `(n, L, 2k + 1)`. Overwrites the gradients (their prefix sums find the clipped ends)."""
     k = plan.distance_k
     if k == 0:
-        return grad_words.sum(-1, keepdim=True)
+        torch.sum(grad_words, -1, keepdim=True, out=out)
+        return
     # the inner distance labels, read along the band: masked where the column is outside the word block
-    out = band * plan.term_inner
+    torch.mul(band, plan.term_inner, out=out)
     _clipped_end_sums(grad_words, k, plan.end_index, plan.left_valid, out)
-    return out
 
 
 def _band_sum_plan(
