@@ -139,13 +139,20 @@ class LukeGraphQuestionGate(nn.Module):
         self.question_attention = nn.Linear(2 * config.hidden_size, config.hidden_size)  # W_s, b_s
         self.gate = nn.Linear(2 * config.hidden_size, config.hidden_size)  # W_a, b_a
 
-    def forward(self, nodes: torch.Tensor, question: torch.Tensor, question_mask: torch.Tensor) -> torch.Tensor:
-        """`nodes` `(B, E, D)`, `question` `(B, Q, D)`, bool `question_mask` `(B, Q)` -> `(B, E, D)`."""
-        # W_s [h_i ; q_t] = W_s^h h_i + W_s^q q_t: two small products, then one (B, E, Q, D) broadcast
+    def pair_scores(self, nodes: torch.Tensor, question: torch.Tensor) -> torch.Tensor:
+        """`W_s [h_i ; q_t] + b_s` for every (node, question token) pair: `(B, E, D)`, `(B, Q, D)` -> `(B, E, Q, D)`.
+
+        Computed as `W_s^h h_i + W_s^q q_t`: two small products and one broadcast, never the `(B, E, Q, 2D)` pairs
+        (the published code applies `W_s` to each pair: E x Q products of a `2D x D` matrix per example, the same
+        numbers at about E x Q / (E + Q) times the cost)."""
         node_weight, question_weight = self.question_attention.weight.split(self.hidden_size, dim=1)
         node_part = F.linear(nodes, node_weight)
         question_part = F.linear(question, question_weight, self.question_attention.bias)
-        scores = torch.sigmoid(node_part[:, :, None] + question_part[:, None])
+        return node_part[:, :, None] + question_part[:, None]
+
+    def forward(self, nodes: torch.Tensor, question: torch.Tensor, question_mask: torch.Tensor) -> torch.Tensor:
+        """`nodes` `(B, E, D)`, `question` `(B, Q, D)`, bool `question_mask` `(B, Q)` -> `(B, E, D)`."""
+        scores = torch.sigmoid(self.pair_scores(nodes, question))
         scores = scores * question_mask[:, None, :, None].to(scores.dtype)
         summary = (scores * question[:, None]).sum(dim=2)
         alpha = torch.sigmoid(self.gate(torch.cat([nodes, summary], dim=-1)))

@@ -25,7 +25,12 @@ three KB candidates per mention). XH reads its own features: `XhProcessor` sente
     python bench/bench_variants.py --device cuda --dtype bfloat16 --layers 24 --batch 8
 
 `luke` is LUKE itself through this library (`GesaForEntitySpanQA`, `ablation="luke"`: tested equal to
-`transformers.LukeModel`); `--hf-luke` also times `transformers.LukeModel` under the same head. Timing: after warm-up
+`transformers.LukeModel`); `--hf-luke` also times `transformers.LukeModel` under the same head. `luke_graph` is the
+library's LUKE-Graph; `luke_graph_published` the same weights with the gate's `W_s` applied to every (node, question
+token) pair as the released LUKE-Graph code does (same function: the run prints the logit difference), the cost the
+paper's "reducing execution time" was measured against. GFLOP: each model's matrix-product FLOPs of one step
+(`torch.utils.flop_counter`), with the extra over LUKE split per layer for GESA (its label terms run in every layer)
+and once per step for LUKE-Graph (its graph module runs after the encoder). Timing: after warm-up
 steps, rounds of one step of each model (order reversed every other round); medians over rounds, ratios as the median
 of per-round ratios. Peak memory: each model in a fresh subprocess (`common.peak_step_memory`).
 """
@@ -45,7 +50,7 @@ common.threads_from_argv()
 
 RECORD_FILE = common.ROOT.parent / "shared" / "data" / "record" / "fewglue_train32.jsonl"
 ROBERTA_DIR = common.ROOT.parent / "shared" / "tokenizers" / "roberta-base"
-MODELS = ("luke", "luke_graph", "gesa", "kar", "xh", "ernie")
+MODELS = ("luke", "luke_graph", "luke_graph_published", "gesa", "kar", "xh", "ernie")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -64,6 +69,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--hf-luke", action="store_true", help="also time transformers.LukeModel under GESA's head")
     common.add_common_arguments(parser)
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--skip-flops", action="store_true", help="do not count each step's matmul FLOPs")
     parser.add_argument("--memory-probe", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -143,6 +149,9 @@ def build_models(args: argparse.Namespace, vocab_size: int, names: list[str]) ->
     builders = {
         "luke": lambda: gesa.GesaForEntitySpanQA(gesa.GesaConfig(**dims, ablation="luke")),
         "luke_graph": lambda: gesa.LukeGraphForEntitySpanQA(gesa.LukeGraphConfig(**dims)),
+        "luke_graph_published": lambda: with_published_gates(
+            gesa.LukeGraphForEntitySpanQA(gesa.LukeGraphConfig(**dims))
+        ),
         "gesa": lambda: gesa.GesaForEntitySpanQA(gesa.GesaConfig(**dims)),
         "kar": lambda: KarForEntitySpanQA(KarConfig(**dims)),
         "xh": lambda: XhForEntitySpanQA(XhConfig(**dims, xh_num_hop_layers=min(3, args.layers))),
@@ -155,6 +164,39 @@ def build_models(args: argparse.Namespace, vocab_size: int, names: list[str]) ->
         torch.manual_seed(0)
         models[name] = builders[name]().to(args.device, dtype).train()
     return models
+
+
+def with_published_gates(model: torch.nn.Module) -> torch.nn.Module:
+    """LUKE-Graph whose question-aware gates apply `W_s` to every `[h_i ; q_t]` pair, as the released LUKE-Graph code
+    does (`w_gate(cat([h_i, query], -1))` for each node): the same function as the library's factored gate (`main`
+    prints the difference), at the published cost. Batched over the nodes: the released code's Python loop over the
+    nodes would add its own overhead on top, so this row is a lower bound of the published step."""
+    from gesa.modeling_luke_graph import LukeGraphQuestionGate
+
+    class PublishedQuestionGate(LukeGraphQuestionGate):
+        def pair_scores(self, nodes: torch.Tensor, question: torch.Tensor) -> torch.Tensor:
+            pairs = torch.cat(
+                [
+                    nodes[:, :, None].expand(-1, -1, question.size(1), -1),
+                    question[:, None].expand(-1, nodes.size(1), -1, -1),
+                ],
+                dim=-1,
+            )
+            return self.question_attention(pairs)
+
+    for gate in model.gesa.graph.gates:
+        gate.__class__ = PublishedQuestionGate  # same parameters, the published product
+    return model
+
+
+def published_gate_difference(args: argparse.Namespace, batches: dict, vocab_size: int) -> float:
+    """Largest logit difference between LUKE-Graph with the library's gates and with the published ones (same
+    weights, eval mode)."""
+    models = build_models(args, vocab_size, ["luke_graph", "luke_graph_published"])
+    with torch.no_grad():
+        logits = [m.eval()(**batch_of(name, batches)).logits for name, m in models.items()]
+    real = torch.isfinite(logits[0])
+    return float((logits[0] - logits[1])[real].abs().max())
 
 
 class HfLukeForEntitySpanQA(torch.nn.Module):
@@ -234,6 +276,10 @@ def main(argv: list[str] | None = None) -> None:
         for name in names if round_index % 2 == 0 else names[::-1]:
             times[name].append(timed(models[name], batch_of(name, batches), args.device))
     parameters = {name: sum(p.numel() for p in model.parameters()) for name, model in models.items()}
+    flops = {}
+    if not args.skip_flops:
+        for name, model in models.items():
+            flops[name] = common.count_flops(model, batch_of(name, batches), qa_step)
     del models
     memory = {} if args.skip_memory else {name: peak_memory(args, name, argv) for name in names}
 
@@ -250,24 +296,38 @@ def main(argv: list[str] | None = None) -> None:
         f"batch: {B} ReCoRD windows x ({L} words + {E} entities) from {RECORD_FILE.name}; "
         f"XH: {G} query graphs x {N} nodes x {XL} words ({int(xh_batch['attention_mask'].sum())} real tokens)"
     )
-    header = f"{'model':<12} {'step s':>8} {'min':>8} {'x luke':>7} {'range':>13} {'params M':>9}"
+    header = f"{'model':<20} {'step s':>8} {'min':>8} {'x luke':>7} {'range':>13} {'params M':>9}"
+    if flops:
+        header += f" {'GFLOP':>8} {'x luke':>7}"
     if memory:
         header += f" {'peak MiB':>9} {'x luke':>7}"
     print(header)
     for name in names:
         ratios = [t / lk for t, lk in zip(times[name], times["luke"], strict=True)]
-        row = f"{name:<12} {median(times[name]):>8.3f} {min(times[name]):>8.3f} {median(ratios):>6.3f}x"
+        row = f"{name:<20} {median(times[name]):>8.3f} {min(times[name]):>8.3f} {median(ratios):>6.3f}x"
         row += f" {min(ratios):>6.3f}-{max(ratios):<6.3f} {parameters[name] / 1e6:>9.1f}"
+        if flops:
+            row += f" {flops[name] / 1e9:>8.1f} {flops[name] / flops['luke']:>6.3f}x"
         if memory:
             peak = memory[name]["peak_bytes"]
             row += f" {peak / 2**20:>9.0f} {peak / memory['luke']['peak_bytes']:>6.3f}x"
         print(row)
-    if "gesa" in names and "luke_graph" in names:
-        per_round = [g / lg for g, lg in zip(times["gesa"], times["luke_graph"], strict=True)]
+    for graph in ("luke_graph", "luke_graph_published"):
+        if "gesa" in names and graph in names:
+            per_round = [g / lg for g, lg in zip(times["gesa"], times[graph], strict=True)]
+            print(
+                f"gesa / {graph} step time: {median(per_round):.3f}x (median of per-round ratios; range "
+                f"{min(per_round):.3f}-{max(per_round):.3f})"
+            )
+    if flops and "gesa" in names and "luke_graph" in names:
+        extra = {name: (flops[name] - flops["luke"]) / 1e9 for name in ("gesa", "luke_graph")}
         print(
-            f"gesa / luke_graph step time: {median(per_round):.3f}x (median of per-round ratios; range "
-            f"{min(per_round):.3f}-{max(per_round):.3f})"
+            f"GFLOP beyond LUKE's step: gesa {extra['gesa']:.2f} ({extra['gesa'] / args.layers:.2f} per layer: its "
+            f"label terms), luke_graph {extra['luke_graph']:.2f} (its graph module, once per step)"
         )
+    if "luke_graph_published" in names:
+        difference = published_gate_difference(args, batches, vocab_size)
+        print(f"luke_graph_published vs luke_graph logits (same weights, eval): max difference {difference:.1e}")
     if memory:
         print(f"peak memory: {memory['luke']['method']}")
 

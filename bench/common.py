@@ -27,6 +27,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -145,12 +146,12 @@ def matmul_gflops(device: str, dtype: str, size: int = 4096, repeats: int = 5) -
     return rates
 
 
-def count_flops(model: torch.nn.Module, inputs: dict) -> int:
-    """FLOPs of one step (matrix products, as GFLOP/s is usually reported)."""
+def count_flops(model: torch.nn.Module, inputs: dict, run: Callable | None = None) -> int:
+    """FLOPs of one step, `run(model, inputs)` (default `step`): matrix products, as GFLOP/s is usually reported."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:
-        step(model, inputs)
+        (run or step)(model, inputs)
     return counter.get_total_flops()
 
 
