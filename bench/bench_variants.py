@@ -189,12 +189,13 @@ def with_published_gates(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
-def published_gate_difference(args: argparse.Namespace, batches: dict, vocab_size: int) -> float:
-    """Largest logit difference between LUKE-Graph with the library's gates and with the published ones (same
-    weights, eval mode)."""
-    models = build_models(args, vocab_size, ["luke_graph", "luke_graph_published"])
+def published_gate_difference(models: dict[str, torch.nn.Module], batches: dict) -> float:
+    """Largest logit difference between the timed LUKE-Graph with the library's gates and with the published ones
+    (both built from seed 0: the same weights), in eval mode."""
     with torch.no_grad():
-        logits = [m.eval()(**batch_of(name, batches)).logits for name, m in models.items()]
+        logits = [
+            models[name].eval()(**batch_of(name, batches)).logits for name in ("luke_graph", "luke_graph_published")
+        ]
     real = torch.isfinite(logits[0])
     return float((logits[0] - logits[1])[real].abs().max())
 
@@ -280,6 +281,9 @@ def main(argv: list[str] | None = None) -> None:
     if not args.skip_flops:
         for name, model in models.items():
             flops[name] = common.count_flops(model, batch_of(name, batches), qa_step)
+    difference = None
+    if "luke_graph" in names and "luke_graph_published" in names:
+        difference = published_gate_difference(models, batches)
     del models
     memory = {} if args.skip_memory else {name: peak_memory(args, name, argv) for name in names}
 
@@ -325,8 +329,7 @@ def main(argv: list[str] | None = None) -> None:
             f"GFLOP beyond LUKE's step: gesa {extra['gesa']:.2f} ({extra['gesa'] / args.layers:.2f} per layer: its "
             f"label terms), luke_graph {extra['luke_graph']:.2f} (its graph module, once per step)"
         )
-    if "luke_graph_published" in names:
-        difference = published_gate_difference(args, batches, vocab_size)
+    if difference is not None:
         print(f"luke_graph_published vs luke_graph logits (same weights, eval): max difference {difference:.1e}")
     if memory:
         print(f"peak memory: {memory['luke']['method']}")
