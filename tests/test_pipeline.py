@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -304,13 +305,19 @@ def test_picture_renders_in_a_headless_browser(reader, tmp_path):
         assert f"answer {answer[0]['answer']}" in page
     svg = reader.entity_graph_svg(records[0])
     assert svg.lstrip().startswith("<svg") and "PLC" in svg and "[PLC]" in svg
+    # titled with the model's answer and score and the window that holds the answer, which is drawn in the graph
+    top = answers[0][0]
+    assert re.search(
+        rf"Entity graph: answer {re.escape(top['answer'])} \(score {top['score']:.2f}\), window \d+ of \d+", svg
+    )
+    assert " answer</tspan>" in svg and "Edge PLC:" in svg
     (tmp_path / "page.html").write_text(page.replace("</body>", svg + "</body>"), encoding="utf-8")
     browser = _browser()
     if browser is None:
         pytest.skip("no headless browser installed (Debian: apt-get install chromium)")
     screenshot = tmp_path / "page.png"
     proc = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--screenshot={screenshot}",
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--hide-scrollbars", f"--screenshot={screenshot}",
          "--window-size=1000,800", (tmp_path / "page.html").as_uri()],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
