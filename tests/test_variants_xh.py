@@ -406,7 +406,7 @@ def test_hotpot_graphs_and_multihop_head(tmp_path):
 
     from gesa.processing_xh import XhProcessor
 
-    tokenizer = build_luke_tokenizer()
+    tokenizer = build_luke_tokenizer("roberta")  # the node length below is counted in RoBERTa's tokens
     processor = XhProcessor(tokenizer, max_node_length=128, max_query_length=40)
     records = json.loads((HOTPOT_DIR / "hotpot_dev_distractor_first100.json").read_text())[:30]
     features = processor.encode_hotpot_graphs(records)
