@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_long_inputs import TINY, assert_same, long_batch, model_with_labels, outputs_and_grads
+from long_helpers import TINY, assert_same, long_batch, model_with_labels, outputs_and_grads
 from transformers import AttentionInterface
 
-from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel, attention_gesa
+from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel, attention_gesa, kernels_gesa
 
 DENSE = ["sdpa", "gesa_fused", "gesa_bias"]
 WINDOWED = ["sdpa", "gesa_windowed", "gesa_bias"]
@@ -32,8 +32,8 @@ WINDOWED = ["sdpa", "gesa_windowed", "gesa_bias"]
 @pytest.fixture
 def small_score_blocks(monkeypatch):
     """One head per fused score block and 8-row windows: the kernels' loops are exercised at tiny sizes."""
-    monkeypatch.setattr(attention_gesa, "SCORE_BLOCK_BYTES", 1)
-    monkeypatch.setattr(attention_gesa, "WINDOW_BLOCK", 8)
+    monkeypatch.setattr(kernels_gesa, "SCORE_BLOCK_BYTES", 1)
+    monkeypatch.setattr(kernels_gesa, "WINDOW_BLOCK", 8)
 
 
 @pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))

@@ -29,7 +29,16 @@ from huggingface_hub.errors import StrictDataclassError
 from transformers import LukeModel, PreTrainedConfig
 
 from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel
-from gesa.modeling_gesa import AttentionStructure, RelativeLabels, build_relative_labels
+from gesa.structure_gesa import (
+    AttentionStructure,
+    RelativeLabels,
+    assemble_labels,
+    build_entity_entity_labels,
+    build_entity_word_labels,
+    build_word_word_labels,
+    entity_defaults,
+    word_label_ranks,
+)
 
 TINY = dict(
     vocab_size=64,
@@ -261,17 +270,27 @@ def spec_labels(batch: dict, b: int, config: GesaConfig) -> list[list[int]]:
 
 
 def model_labels(batch: dict, config: GesaConfig) -> torch.Tensor:
-    return build_relative_labels(
-        config,
-        batch["input_ids"].size(1),
-        batch["global_attention_mask"],
-        batch["entity_position_ids"],
+    """The dense `(B, P, P)` label matrix of a batch, assembled from the model's per-block label builders."""
+    batch_size, word_length = batch["input_ids"].shape
+    w2w = build_word_word_labels(
+        RelativeLabels(config.max_relative_position),
+        config.label_switches["w2w_distance"],
+        word_length,
+        word_label_ranks(config, batch["global_attention_mask"]),
+        batch_size,
+    )
+    placeholder, strings, sentences = entity_defaults(
         batch["placeholder_entity_mask"],
         batch["entity_string_ids"],
         batch["entity_sentence_ids"],
-        batch["input_ids"].size(0),
+        batch_size,
+        batch["entity_position_ids"].size(1),
         torch.device("cpu"),
     )
+    e2w = build_entity_word_labels(
+        config, word_length, batch["global_attention_mask"], batch["entity_position_ids"], placeholder, strings
+    )
+    return assemble_labels(w2w, e2w, build_entity_entity_labels(config, placeholder, strings, sentences))
 
 
 def test_labels_pinned_by_hand():
