@@ -14,7 +14,7 @@
 """Feature columns of GESA's ReCoRD features and ``GesaDataCollator`` (dynamic padding for ``Trainer``).
 
 Flat module: copied next to every saved checkpoint (imported by ``processing_gesa``), so it imports third-party
-packages only.
+packages and its sibling ``structure_gesa`` (the ``global_attention_mask`` values) only.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 from transformers.utils import logging
+
+from .structure_gesa import LOCAL
 
 logger = logging.get_logger(__name__)
 
@@ -43,12 +45,6 @@ MODEL_INPUT_NAMES = WORD_INPUT_NAMES + ENTITY_INPUT_NAMES
 EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
 # Optional debugging/evaluation column: exclusive character span of each entity's mention, [-1, -1] for the placeholder.
 CANDIDATE_SPANS_COLUMN = "candidate_spans"
-
-# Word-level global attention values (README "Model inputs").
-GLOBAL_LOCAL, GLOBAL_CLS, GLOBAL_QUESTION = 0, 1, 2
-
-# Word-level global attention values (README "Model inputs").
-GLOBAL_LOCAL, GLOBAL_CLS, GLOBAL_QUESTION = 0, 1, 2
 
 
 @dataclass
@@ -138,7 +134,7 @@ class GesaDataCollator:
             "input_ids": self.pad_token_id,
             "attention_mask": 0,
             "token_type_ids": 0,
-            "global_attention_mask": GLOBAL_LOCAL,
+            "global_attention_mask": LOCAL,
         }
         entity_pads = {
             "entity_ids": self.entity_pad_token_id,

@@ -192,7 +192,26 @@ class GesaConfig(PreTrainedConfig):
 
     def __post_init__(self, **kwargs: Any) -> None:
         self._apply_ablation()
-        super().__post_init__(**kwargs)
+        super().__post_init__(**kwargs)  # ends with `_post_init_done`: from then on assignments are validated
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assignment validated like construction: the field's own check (`strict`, before this runs), then every
+        combination check (`validate_*`, as after `__init__`); a refused value is not kept, so a config that
+        `save_pretrained` writes always loads again."""
+        if not self.__dict__.get("_post_init_done") or name not in type(self).__dataclass_fields__:
+            super().__setattr__(name, value)
+            return
+        unset = object()
+        previous = self.__dict__.get(name, unset)
+        super().__setattr__(name, value)
+        try:
+            self.validate()
+        except Exception:
+            if previous is unset:
+                self.__dict__.pop(name, None)
+            else:
+                super().__setattr__(name, previous)
+            raise
 
     def _apply_ablation(self) -> None:
         """Resolve the preset-controlled fields: the preset's value, or the caller's when it does not contradict."""

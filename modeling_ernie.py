@@ -50,6 +50,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
+from .checks_gesa import check_kb_ids, check_shape
 from .configuration_variants import ErnieConfig
 from .modeling_gesa import (
     AttentionStructure,
@@ -63,8 +64,6 @@ from .modeling_variants import (
     EntityAttention,
     GesaInputs,
     KnowledgeBase,
-    check_kb_ids,
-    check_shape,
     embed_backbone_inputs,
     knowledge_table,
     set_knowledge_base,

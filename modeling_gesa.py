@@ -11,23 +11,24 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""GESA: Graph-Enhanced Self-Attention on the LUKE backbone (Foolad & Kiani, 2023).
+"""GESA: Graph-Enhanced Self-Attention on the LUKE backbone (Foolad & Kiani, 2023): the model itself.
 
-Reads like the paper: relative-position labels (3.3), embeddings (3.1), entity-aware self-attention with
-label embeddings (3.4, Eq. 1), layer, encoder, model, the ReCoRD score head (3.5), and LUKE conversion (4.1).
+Reads like the paper: embeddings (3.1), entity-aware self-attention with label embeddings (3.4, Eq. 1), layer,
+encoder, model, the ReCoRD score head (3.5). The floors below it: `structure_gesa` (relative-position labels, 3.3),
+`kernels_gesa` and `attention_gesa` (the attention computation), `checks_gesa` (input checks), `conversion_gesa`
+(LUKE conversion, 4.1).
 
-Flat module: copied next to every saved checkpoint, so it imports only its sibling `configuration_gesa`.
+Flat module: copied next to every saved checkpoint, so it imports only its siblings.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import inspect
 import os
 import shutil
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from functools import wraps
 from pathlib import Path
 
@@ -39,359 +40,28 @@ from transformers.activations import ACT2FN
 from transformers.dynamic_module_utils import get_relative_import_files
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
-from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple, logging
+from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
-from .attention_gesa import ALL_ATTENTION_FUNCTIONS, LabelTerms, cached_plan, eager_attention_forward
+from .attention_gesa import ALL_ATTENTION_FUNCTIONS, eager_attention_forward
+from .checks_gesa import (
+    check_model_inputs,
+    check_unknown_inputs,
+    inputs_already_checked,
+    inputs_checked_by_head,
+)
 from .configuration_gesa import GesaConfig
-
-logger = logging.get_logger(__name__)
-
-# Values of `global_attention_mask`.
-LOCAL, CLS_GLOBAL, QUESTION_GLOBAL = 0, 1, 2
-
-
-# ---------------------------------------------------------------------------------------------
-# Relative-position labels (paper 3.3, spec section 4)
-# ---------------------------------------------------------------------------------------------
-
-
-class RelativeLabels:
-    """Layout of a layer's label table. Row 0 is the fixed zero vector: "no label term" for that pair.
-
-    `[1, 2k+1]` w2w distances; then CLS, question, PLC-question, mention, non-mention, e2e self, PLC edge,
-    SENT edge, MATCH edge, no edge, shared edge label; then `2k+1` entity-index distances (e2e_local).
-    """
-
-    NULL = 0
-
-    def __init__(self, max_relative_position: int) -> None:
-        k = max_relative_position
-        self.k = k
-        self.distance_offset = 1
-        base = 2 * k + 2
-        (
-            self.cls_global,
-            self.question_global,
-            self.plc_question,
-            self.mention,
-            self.non_mention,
-            self.self_edge,
-            self.plc_edge,
-            self.sent_edge,
-            self.match_edge,
-            self.no_edge,
-            self.any_edge,
-        ) = range(base, base + 11)
-        self.entity_distance_offset = base + 11
-        self.size = self.entity_distance_offset + 2 * k + 1
-        # label of a word rank (`word_label_ranks`): 0 local (distance labels), 1 question, 2 CLS
-        self.rank_labels = (self.NULL, self.question_global, self.cls_global)
-        # the only labels of the w2e / e2w blocks
-        self.word_entity_labels = (self.NULL, self.plc_question, self.mention, self.non_mention)
-
-    def distance(self, relative: torch.Tensor, offset: int) -> torch.Tensor:
-        return relative.clamp(-self.k, self.k) + (self.k + offset)
-
-
-def mention_membership(entity_position_ids: torch.Tensor, word_length: int) -> torch.Tensor:
-    """`(B, E, M)` mention positions (-1 padded) -> `(B, E, L)` bool, True where word l is in entity e's mention."""
-    batch_size, entity_length, _ = entity_position_ids.shape
-    membership = torch.zeros(
-        batch_size, entity_length, word_length + 1, dtype=torch.bool, device=entity_position_ids.device
-    )
-    # padded positions (-1) land in the extra last column, which is dropped
-    index = torch.where(entity_position_ids < 0, word_length, entity_position_ids)
-    membership.scatter_(2, index, True)
-    return membership[:, :, :word_length]
-
-
-def word_label_ranks(config: GesaConfig, global_attention_mask: torch.Tensor | None) -> torch.Tensor | None:
-    """`(B, L)` long rank of each word for the w2w labels: 2 CLS-global, 1 question-global, 0 local.
-
-    A word pair takes the label of the higher rank of its two words (`RelativeLabels.rank_labels`): CLS precedes
-    question precedes distance. A switched-off global label leaves its words local (rank 0).
-    """
-    if global_attention_mask is None:
-        return None
-    switches = config.label_switches
-    ranks = torch.zeros(global_attention_mask.shape, dtype=torch.long, device=global_attention_mask.device)
-    if switches["question_global"]:
-        ranks = ranks.masked_fill(global_attention_mask == QUESTION_GLOBAL, 1)
-    if switches["cls_global"]:
-        ranks = ranks.masked_fill(global_attention_mask == CLS_GLOBAL, 2)
-    return ranks
-
-
-def build_word_word_labels(
-    layout: RelativeLabels, w2w_distance: bool, word_length: int, ranks: torch.Tensor | None, batch_size: int
-) -> torch.Tensor:
-    """w2w label ids `(B, L, L)`: clipped distance (NULL with `w2w_distance` off), overridden by the global ranks."""
-    device = ranks.device if ranks is not None else torch.device("cpu")
-    positions = torch.arange(word_length, device=device)
-    if w2w_distance:
-        w2w = layout.distance(positions[None, :] - positions[:, None], layout.distance_offset)
-    else:
-        w2w = torch.zeros(word_length, word_length, dtype=torch.long, device=device)
-    w2w = w2w.expand(batch_size, word_length, word_length)
-    if ranks is not None:
-        pair_rank = torch.maximum(ranks[:, :, None], ranks[:, None, :])
-        rank_labels = torch.tensor(layout.rank_labels, device=device)
-        w2w = torch.where(pair_rank > 0, rank_labels[pair_rank], w2w)
-    return w2w
-
-
-def _entity_defaults(
-    placeholder_entity_mask: torch.Tensor | None,
-    entity_string_ids: torch.Tensor | None,
-    entity_sentence_ids: torch.Tensor | None,
-    batch_size: int,
-    entity_length: int,
-    device: torch.device,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Missing structure inputs mean: no placeholder, no strings, no sentences."""
-    if placeholder_entity_mask is None:
-        placeholder = torch.zeros(batch_size, entity_length, dtype=torch.bool, device=device)
-    else:
-        placeholder = placeholder_entity_mask.bool()
-    if entity_string_ids is None:
-        entity_string_ids = torch.full((batch_size, entity_length), -1, dtype=torch.long, device=device)
-    if entity_sentence_ids is None:
-        entity_sentence_ids = torch.full((batch_size, entity_length), -1, dtype=torch.long, device=device)
-    return placeholder, entity_string_ids, entity_sentence_ids
-
-
-def build_entity_word_labels(
-    config: GesaConfig,
-    word_length: int,
-    global_attention_mask: torch.Tensor | None,
-    entity_position_ids: torch.Tensor,
-    placeholder: torch.Tensor,
-    entity_string_ids: torch.Tensor,
-) -> torch.Tensor:
-    """e2w label ids `(B, E, L)` (entity rows, word columns); w2e is its transpose (one shared label set)."""
-    labels = RelativeLabels(config.max_relative_position)
-    switches = config.label_switches
-    batch_size, E = entity_string_ids.shape
-    device = entity_string_ids.device
-    if not switches["w2e_e2w"]:
-        return torch.zeros(batch_size, E, word_length, dtype=torch.long, device=device)
-    e2w = torch.full((batch_size, E, word_length), labels.non_mention, dtype=torch.long, device=device)
-    if switches["mention"]:
-        same_string = (entity_string_ids[:, :, None] == entity_string_ids[:, None, :]) & (
-            entity_string_ids[:, :, None] >= 0
-        )
-        same_string = same_string | torch.eye(E, dtype=torch.bool, device=device)
-        membership = mention_membership(entity_position_ids, word_length)
-        # entity e is linked to every word of any mention whose string equals e's string
-        linked = torch.bmm(same_string.float(), membership.float()) > 0
-        e2w = torch.where(linked, labels.mention, e2w)
-    if switches["plc_question"] and global_attention_mask is not None:
-        plc_question = placeholder[:, :, None] & (global_attention_mask == QUESTION_GLOBAL)[:, None, :]
-        e2w = torch.where(plc_question, labels.plc_question, e2w)
-    return e2w
-
-
-def build_entity_entity_labels(
-    config: GesaConfig, placeholder: torch.Tensor, entity_string_ids: torch.Tensor, entity_sentence_ids: torch.Tensor
-) -> torch.Tensor:
-    """e2e label ids `(B, E, E)`: none, MATCH, SENT, PLC, self (graph) or entity-index distances (e2e_local)."""
-    labels = RelativeLabels(config.max_relative_position)
-    switches = config.label_switches
-    batch_size, E = entity_string_ids.shape
-    device = entity_string_ids.device
-    entity_index = torch.arange(E, device=device)
-    if not switches["e2e"]:
-        return torch.zeros(batch_size, E, E, dtype=torch.long, device=device)
-    if not switches["e2e_graph"]:
-        e2e = labels.distance(entity_index[None, :] - entity_index[:, None], labels.entity_distance_offset)
-        return e2e.expand(batch_size, E, E)
-    single = switches["single_edge_label"]
-    e2e = torch.full((batch_size, E, E), labels.no_edge, dtype=torch.long, device=device)
-    has_sentence = entity_sentence_ids >= 0
-    same_sentence = (entity_sentence_ids[:, :, None] == entity_sentence_ids[:, None, :]) & has_sentence[:, :, None]
-    if switches["match_edges"]:
-        same_string = (entity_string_ids[:, :, None] == entity_string_ids[:, None, :]) & (
-            entity_string_ids[:, :, None] >= 0
-        )
-        match = same_string & ~same_sentence & has_sentence[:, :, None] & has_sentence[:, None, :]
-        e2e = torch.where(match, labels.any_edge if single else labels.match_edge, e2e)
-    if switches["sent_edges"]:
-        e2e = torch.where(same_sentence, labels.any_edge if single else labels.sent_edge, e2e)
-    if switches["plc_edges"]:
-        plc = placeholder[:, :, None] | placeholder[:, None, :]
-        e2e = torch.where(plc, labels.any_edge if single else labels.plc_edge, e2e)
-    return torch.where(torch.eye(E, dtype=torch.bool, device=device), labels.self_edge, e2e)
-
-
-def assemble_labels(w2w: torch.Tensor, e2w: torch.Tensor | None, e2e: torch.Tensor | None) -> torch.Tensor:
-    """The four blocks -> one `(B, P, P)` label matrix, words first."""
-    if e2w is None:
-        return w2w.contiguous()
-    top = torch.cat([w2w, e2w.transpose(1, 2)], dim=2)
-    bottom = torch.cat([e2w, e2e], dim=2)
-    return torch.cat([top, bottom], dim=1)
-
-
-def build_relative_labels(
-    config: GesaConfig,
-    word_length: int,
-    global_attention_mask: torch.Tensor | None,
-    entity_position_ids: torch.Tensor | None,
-    placeholder_entity_mask: torch.Tensor | None,
-    entity_string_ids: torch.Tensor | None,
-    entity_sentence_ids: torch.Tensor | None,
-    batch_size: int,
-    device: torch.device,
-) -> torch.Tensor:
-    """Label index of every token pair, `(B, P, P)` long with `P = L + E`, built on `device` (spec section 4).
-
-    Rows are queries, columns keys; words first, then entities. The layers never build this matrix on their fast
-    paths (they use the per-block pieces above); it serves the eager path and inspection.
-    """
-    w2w = build_word_word_labels(
-        RelativeLabels(config.max_relative_position),
-        config.label_switches["w2w_distance"],
-        word_length,
-        word_label_ranks(config, global_attention_mask),
-        batch_size,
-    ).to(device)
-    if entity_position_ids is None:
-        return assemble_labels(w2w, None, None)
-    placeholder, strings, sentences = _entity_defaults(
-        placeholder_entity_mask,
-        entity_string_ids,
-        entity_sentence_ids,
-        batch_size,
-        entity_position_ids.size(1),
-        device,
-    )
-    e2w = build_entity_word_labels(
-        config, word_length, global_attention_mask, entity_position_ids, placeholder, strings
-    )
-    return assemble_labels(w2w, e2w, build_entity_entity_labels(config, placeholder, strings, sentences))
-
-
-def build_attention_allowed(
-    attention_mask: torch.Tensor,
-    word_length: int,
-    global_attention_mask: torch.Tensor | None,
-    attention_window: int | None,
-) -> torch.Tensor:
-    """Bool `(B, 1, P, P)` (or `(B, 1, 1, P)` without a window): may query i attend to key j.
-
-    Keys are masked by padding; with `attention_window`, word pairs farther apart than the window are masked
-    unless one side is a global token.
-    """
-    key_allowed = attention_mask.bool()[:, None, None, :]
-    if attention_window is None:
-        return key_allowed
-    L = word_length
-    P = attention_mask.size(1)
-    positions = torch.arange(L, device=attention_mask.device)
-    near = (positions[None, :] - positions[:, None]).abs() <= attention_window
-    near = near.expand(attention_mask.size(0), L, L)
-    if global_attention_mask is not None:
-        is_global = global_attention_mask != LOCAL
-        near = near | is_global[:, :, None] | is_global[:, None, :]
-    allowed = torch.ones(attention_mask.size(0), P, P, dtype=torch.bool, device=attention_mask.device)
-    allowed[:, :L, :L] = near
-    return allowed[:, None] & key_allowed
-
-
-@dataclass
-class TokenStructure:
-    """A batch's attention structure per token, linear in length; every mask and label of a layer derives from it.
-
-    Args:
-        attention_mask: `(B, P)`, 1 on real tokens (words then entities), 0 on padding.
-        word_ranks: `(B, L)` long (`word_label_ranks`), or None when no word carries a global label.
-        window_global: bool `(B, L)`, words exempt from `attention_window` (CLS and question), or None.
-        entity_word_labels: `(B, E, L)` e2w label ids (w2e is the transpose), or None without labels or entities.
-        entity_entity_labels: `(B, E, E)` e2e label ids, or None.
-        layout: the label table layout (`RelativeLabels`).
-        w2w_distance: local word pairs carry clipped-distance labels (else the NULL label).
-        use_labels: layers add label terms at all.
-        attention_window: hard window for local word pairs, or None.
-    """
-
-    attention_mask: torch.Tensor
-    word_ranks: torch.Tensor | None
-    window_global: torch.Tensor | None
-    entity_word_labels: torch.Tensor | None
-    entity_entity_labels: torch.Tensor | None
-    layout: RelativeLabels
-    w2w_distance: bool
-    use_labels: bool
-    attention_window: int | None
-    # per-batch plans of the attention functions, shared by every layer, keyed by name (`attention_gesa.cached_plan`)
-    cache: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def distance_k(self) -> int:
-        """Clip distance of the w2w label term; 0 stands for "one label for every local pair" (NULL)."""
-        return self.layout.k if self.w2w_distance else 0
-
-    def dense_allowed(self, word_length: int) -> torch.Tensor:
-        return build_attention_allowed(
-            self.attention_mask,
-            word_length,
-            None if self.window_global is None else self.window_global.long(),
-            self.attention_window,
-        )
-
-    def dense_labels(self, word_length: int) -> torch.Tensor | None:
-        if not self.use_labels:
-            return None
-        w2w = build_word_word_labels(
-            self.layout, self.w2w_distance, word_length, self.word_ranks, self.attention_mask.size(0)
-        ).to(self.attention_mask.device)
-        return assemble_labels(w2w, self.entity_word_labels, self.entity_entity_labels)
-
-
-class AttentionStructure:
-    """Everything a layer needs to know about which pairs attend and with which label; built once per batch.
-
-    Either dense (`allowed`, `labels`: quadratic in length, what the eager path reads) or per token (`tokens`:
-    linear, what the fast and the windowed paths read); the dense tensors are derived from `tokens` on first use.
-
-    Args:
-        allowed: bool `(B, 1, P, P)` or `(B, 1, 1, P)`: may query i attend to key j.
-        labels: `(B, P, P)` label ids (`RelativeLabels`), or None for no label term.
-        word_length: `L`; tokens `[0, L)` are words, `[L, P)` entities.
-        tokens: the per-token form (`TokenStructure`), or None.
-    """
-
-    def __init__(
-        self,
-        allowed: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        word_length: int = 0,
-        tokens: TokenStructure | None = None,
-    ) -> None:
-        if allowed is None and tokens is None:
-            raise ValueError("AttentionStructure needs either the dense `allowed` mask or `tokens`.")
-        self._allowed = allowed
-        self._labels = labels
-        self.word_length = word_length
-        self.tokens = tokens
-
-    @property
-    def allowed(self) -> torch.Tensor:
-        if self._allowed is None:
-            self._allowed = self.tokens.dense_allowed(self.word_length)
-        return self._allowed
-
-    @property
-    def labels(self) -> torch.Tensor | None:
-        if self._labels is None and self.tokens is not None:
-            self._labels = self.tokens.dense_labels(self.word_length)
-        return self._labels
-
-
-# ---------------------------------------------------------------------------------------------
-# Embeddings (paper 3.1): no absolute positions unless switched on
-# ---------------------------------------------------------------------------------------------
+from .conversion_gesa import convert_luke_checkpoint
+from .structure_gesa import (
+    LOCAL,
+    AttentionStructure,
+    RelativeLabels,
+    TokenStructure,
+    build_entity_entity_labels,
+    build_entity_word_labels,
+    entity_defaults,
+    word_label_ranks,
+)
 
 
 def create_position_ids_from_input_ids(input_ids: torch.Tensor, padding_idx: int) -> torch.Tensor:
@@ -485,26 +155,6 @@ class GesaEntityEmbeddings(nn.Module):
 # ---------------------------------------------------------------------------------------------
 
 
-def _label_ids(tokens: TokenStructure, labels: str) -> torch.Tensor:
-    """The label ids `tokens.layout.<labels>` as a tensor on the batch's device, made once per batch (a host-to-device
-    copy in every layer would wait for the device)."""
-    ids = getattr(tokens.layout, labels)
-    device = tokens.attention_mask.device
-    return cached_plan(tokens, labels, lambda: torch.tensor(ids, dtype=torch.long).to(device, non_blocking=True))
-
-
-def _entity_word_positions(tokens: TokenStructure) -> torch.Tensor:
-    """e2w label ids `(B, E, L)` -> their positions in `RelativeLabels.word_entity_labels`."""
-
-    def positions() -> torch.Tensor:
-        labels = _label_ids(tokens, "word_entity_labels")
-        position = torch.zeros(tokens.layout.size, dtype=torch.long, device=labels.device)
-        position[labels] = torch.arange(len(labels), device=labels.device)
-        return position[tokens.entity_word_labels]
-
-    return cached_plan(tokens, "entity_word_positions", positions)
-
-
 class GesaSelfAttention(nn.Module):
     """Eq. 1: four query matrices by token-type pair, shared K/V, `q_i . r_label(i,j)` added to the scores.
 
@@ -588,59 +238,6 @@ class GesaSelfAttention(nn.Module):
             **kwargs,
         )
         return context.reshape(tokens.size(0), tokens.size(1), self.all_head_size), probs
-
-    def _gathered_label_scores(
-        self, q_to_word: torch.Tensor, q_to_entity: torch.Tensor, labels: torch.Tensor, word_length: int
-    ) -> torch.Tensor:
-        """`q_i . r_label(i,j)`: `(B, H, P, P)`, a gather from `q . R^T` (R shared across heads)."""
-        table = self.label_embeddings.weight
-        num_labels = table.size(0)
-        scores_to_word = torch.matmul(q_to_word, table.t())
-        if q_to_entity is q_to_word or labels.size(-1) == word_length:
-            label_scores = scores_to_word
-            index = labels
-        else:
-            label_scores = torch.cat([scores_to_word, torch.matmul(q_to_entity, table.t())], dim=-1)
-            # entity columns read the to-entity half of the label scores
-            column_offset = torch.zeros(labels.size(-1), dtype=labels.dtype, device=labels.device)
-            column_offset[word_length:] = num_labels
-            index = labels + column_offset
-        B, H, P, _ = label_scores.shape
-        return torch.gather(label_scores, 3, index[:, None].expand(B, H, P, index.size(-1)))
-
-    def _label_terms(
-        self,
-        q_to_word: torch.Tensor,
-        q_to_entity: torch.Tensor,
-        tokens: TokenStructure,
-        word_length: int,
-    ) -> LabelTerms:
-        """`q_i . r_l` for the few labels l each block can use (queries come scaled, so the terms do too); the CPU
-        kernel (`attention_gesa.FusedAttention`) computes its own from the label table."""
-        table = self.label_embeddings.weight
-        layout = tokens.layout
-        L, k = word_length, tokens.distance_k
-        B, H, P, _ = q_to_word.shape
-        word_queries = q_to_word[:, :, :L]
-        # w2w: 2k + 1 clipped distances (or the NULL label alone), the global ranks
-        distance_rows = table[layout.distance_offset : layout.distance_offset + 2 * k + 1] if k else table[:1]
-        terms = LabelTerms(torch.matmul(word_queries, distance_rows.t()), distance_rows)
-        if tokens.word_ranks is not None:
-            terms.rank_table = table.index_select(0, _label_ids(tokens, "rank_labels"))
-            terms.rank = torch.matmul(word_queries, terms.rank_table.t())
-        if tokens.entity_word_labels is None or P == L:
-            return terms
-        # w2e / e2w: the four labels of that label set; e2e: the whole table (E x E pairs only)
-        local = _entity_word_positions(tokens)
-        rows = table.index_select(0, _label_ids(tokens, "word_entity_labels")).t()
-        E = P - L
-        w2e = torch.matmul(q_to_entity[:, :, :L], rows)
-        terms.w2e = w2e.gather(3, local.transpose(1, 2)[:, None].expand(B, H, L, E))
-        e2w = torch.matmul(q_to_word[:, :, L:], rows)
-        terms.e2w = e2w.gather(3, local[:, None].expand(B, H, E, L))
-        e2e = torch.matmul(q_to_entity[:, :, L:], table.t())
-        terms.e2e = e2e.gather(3, tokens.entity_entity_labels[:, None].expand(B, H, E, E))
-        return terms
 
 
 class GesaSelfOutput(nn.Module):
@@ -892,105 +489,19 @@ class GesaPreTrainedModel(PreTrainedModel):
         `force_download` and `subfolder` mean what they mean in `from_pretrained`; other keyword arguments
         override config fields.
         """
-        from transformers import LukeConfig, LukeModel, PreTrainedConfig
-
-        hub_kwargs = dict(
+        return convert_luke_checkpoint(
+            cls,
+            pretrained_model_name_or_path,
+            keep_entity_aware_queries,
+            entity_rows,
             cache_dir=cache_dir,
             revision=revision,
             token=token,
             local_files_only=local_files_only,
             force_download=force_download,
             subfolder=subfolder,
+            **config_overrides,
         )
-        # the checkpoint's type from its config.json alone: a GESA checkpoint's auto_map must not ask to run its code
-        config_dict, _ = PreTrainedConfig.get_config_dict(pretrained_model_name_or_path, **hub_kwargs)
-        model_type = config_dict.get("model_type")
-        if model_type is None:
-            raise ValueError(
-                f"{pretrained_model_name_or_path!s} has no config.json with a model_type; from_luke_pretrained "
-                "converts LUKE checkpoints (e.g. studio-ousia/luke-large; `subfolder` for a nested one)."
-            )
-        if model_type != "luke":
-            raise ValueError(
-                f"{pretrained_model_name_or_path!s} is a {model_type!r} checkpoint, not LUKE; "
-                "from_luke_pretrained converts LUKE checkpoints (e.g. studio-ousia/luke-large). "
-                f"Load {model_type} checkpoints with from_pretrained."
-            )
-        luke_config = LukeConfig.from_pretrained(pretrained_model_name_or_path, **hub_kwargs)
-        luke, luke_loading = LukeModel.from_pretrained(
-            pretrained_model_name_or_path, output_loading_info=True, **hub_kwargs
-        )
-        luke_state = luke.state_dict()
-        fields = (
-            "vocab_size entity_vocab_size hidden_size entity_emb_size num_hidden_layers num_attention_heads "
-            "intermediate_size hidden_act hidden_dropout_prob attention_probs_dropout_prob max_position_embeddings "
-            "type_vocab_size initializer_range layer_norm_eps use_entity_aware_attention classifier_dropout "
-            "pad_token_id bos_token_id eos_token_id"
-        ).split()
-        config_kwargs = {name: getattr(luke_config, name) for name in fields if hasattr(luke_config, name)}
-        exactly_luke = config_overrides.get("ablation") == "luke"
-        if not exactly_luke:
-            config_kwargs["use_entity_aware_attention"] = True  # the four typed queries of Eq. 1
-        if keep_entity_aware_queries is None:
-            keep_entity_aware_queries = exactly_luke
-        if entity_rows is not None:
-            config_kwargs["entity_vocab_size"] = len(entity_rows)
-        config_kwargs.update(config_overrides)
-        config = cls.config_class(**config_kwargs)  # variants: their GesaConfig subclass
-        model = cls(config)
-
-        # GESA key -> (tensor, LUKE key it came from)
-        mapped: dict[str, tuple[torch.Tensor, str]] = {}
-        for key, tensor in luke_state.items():
-            if ".attention.self.query." in key:
-                for name in ("w2w_query", "w2e_query", "e2w_query", "e2e_query"):
-                    mapped[key.replace(".query.", f".{name}.")] = (tensor, key)
-            elif ".position_embeddings." in key and not config.use_absolute_position_embeddings:
-                # the entity table stays for use_entity_position_embeddings: it is LUKE's own
-                if not (key.startswith("entity_embeddings.") and config.use_entity_position_embeddings):
-                    continue
-                mapped[key] = (tensor, key)
-            elif key == "entity_embeddings.entity_embeddings.weight" and entity_rows is not None:
-                mapped[key] = (tensor[torch.as_tensor(entity_rows, dtype=torch.long)], key)
-            elif not any(f".attention.self.{n}." in key for n in ("w2e_query", "e2w_query", "e2e_query")):
-                mapped[key] = (tensor, key)
-            elif keep_entity_aware_queries:
-                mapped[key] = (tensor, key)
-        base = model.base_model
-        base_state = base.state_dict()
-        used = {}
-        for key, (tensor, _) in mapped.items():
-            if key not in base_state:
-                continue
-            if tensor.shape != base_state[key].shape:
-                raise ValueError(
-                    f"LUKE weight {key} has shape {tuple(tensor.shape)} but GESA expects {tuple(base_state[key].shape)}; "
-                    "check the config overrides passed to from_luke_pretrained."
-                )
-            used[key] = tensor
-        base.load_state_dict(used, strict=False)
-        prefix = f"{cls.base_model_prefix}." if model is not base else ""
-        missing = sorted(prefix + k for k in base_state if k not in used)
-        if prefix:
-            missing += sorted(k for k in model.state_dict() if not k.startswith(prefix))
-        luke_keys_used = {mapped[k][1] for k in used}
-        unused = sorted(k for k in luke_state if k not in luke_keys_used)
-        unused += sorted(luke_loading.get("unexpected_keys", []))
-        for key in missing:
-            logger.info("GESA parameter %s is newly initialised (not in the LUKE checkpoint).", key)
-        for key in unused:
-            if not keep_entity_aware_queries and any(f".{n}." in key for n in ("w2e_query", "e2w_query", "e2e_query")):
-                logger.info("LUKE weight %s is replaced by LUKE's word query (paper 4.1).", key)
-            else:
-                logger.warning("LUKE weight %s is not used by %s.", key, cls.__name__)
-        model.luke_conversion_info = {"missing_keys": missing, "unexpected_keys": unused}
-        logger.warning(
-            "Converted LUKE checkpoint %s: %d GESA parameters newly initialised, %d LUKE weights unused.",
-            pretrained_model_name_or_path,
-            len(missing),
-            len(unused),
-        )
-        return model
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1123,7 +634,7 @@ class GesaModel(GesaPreTrainedModel):
         if use_labels and entity_length > 0:
             if entity_position_ids is None:
                 entity_position_ids = torch.full((batch_size, entity_length, 1), -1, dtype=torch.long, device=device)
-            placeholder, strings, sentences = _entity_defaults(
+            placeholder, strings, sentences = entity_defaults(
                 placeholder_entity_mask, entity_string_ids, entity_sentence_ids, batch_size, entity_length, device
             )
             entity_word_labels = build_entity_word_labels(
@@ -1146,258 +657,18 @@ class GesaModel(GesaPreTrainedModel):
     def _check_inputs(
         self, batch_size: int | None = None, word_length: int | None = None, **inputs: torch.Tensor | None
     ) -> None:
-        """Raise a `ValueError` naming the input, and the fix, for inputs the model would crash on or misread.
-
-        `inputs`: `GesaModel.forward`'s inputs (absent ones count as None); `batch_size`/`word_length` are derived
-        from `input_ids`/`inputs_embeds` when not given. A head may add `labels` (`(B, E)`, 0/1) and
-        `scored=True` (one placeholder per row with entities). Ranks, shapes and dtypes are read without touching the
-        device; every value range comes back in one host sync. Skipped while compiling or exporting
-        (`torch.compiler.is_compiling()`), and inside a head that has checked the same inputs (`checked_by_head`).
-        """
-        if torch.compiler.is_compiling() or self._inputs_checked_by_head:
+        """`checks_gesa.check_model_inputs` for this model; skipped while compiling or exporting
+        (`torch.compiler.is_compiling()`) and inside a head that has checked the same inputs in this call
+        (`checks_gesa.inputs_checked_by_head`)."""
+        if torch.compiler.is_compiling() or inputs_already_checked(self):
             return
-        get = inputs.get
-        input_ids, inputs_embeds, entity_ids = get("input_ids"), get("inputs_embeds"), get("entity_ids")
-        if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError("Pass exactly one of input_ids (batch, words) or inputs_embeds (batch, words, hidden).")
-        for name, value, rank, shape in (
-            ("input_ids", input_ids, 2, "(batch, words)"),
-            ("inputs_embeds", inputs_embeds, 3, "(batch, words, hidden_size)"),
-            ("entity_ids", entity_ids, 2, "(batch, entities)"),
-        ):
-            if value is not None and value.dim() != rank:
-                hint = f"; for one example add the batch dimension ({name}[None])" if value.dim() == rank - 1 else ""
-                raise ValueError(f"{name} has shape {tuple(value.shape)}; expected {shape}{hint}.")
-        for name in INTEGER_INPUTS:
-            value = get(name)
-            if value is not None and (value.is_floating_point() or value.is_complex()):
-                raise ValueError(
-                    f"{name} must hold integer ids or positions (torch.long), got dtype {value.dtype}; pass the "
-                    "processor's output unchanged (or inputs_embeds for word vectors)."
-                )
-        reference = input_ids if input_ids is not None else inputs_embeds
-        batch_size, word_length = reference.shape[:2] if batch_size is None else (batch_size, word_length)
-        if inputs_embeds is not None and inputs_embeds.size(-1) != self.config.hidden_size:
-            raise ValueError(
-                f"inputs_embeds has shape {tuple(inputs_embeds.shape)}; its last dimension must be "
-                f"hidden_size={self.config.hidden_size}."
-            )
-        word_shaped = ("input_ids", "attention_mask", "token_type_ids", "position_ids", "global_attention_mask")
-        entity_shaped = (
-            "entity_attention_mask",
-            "entity_token_type_ids",
-            "placeholder_entity_mask",
-            "entity_string_ids",
-            "entity_sentence_ids",
-        )
-        for name in word_shaped:
-            value = get(name)
-            if value is not None and tuple(value.shape) != (batch_size, word_length):
-                raise ValueError(
-                    f"{name} has shape {tuple(value.shape)}; expected (batch, words) = {(batch_size, word_length)}."
-                )
-        config = self.config
-        if get("position_ids") is not None and not config.use_absolute_position_embeddings:
-            raise ValueError(
-                "position_ids are read only with use_absolute_position_embeddings=True (ablation='luke'); GESA's "
-                "relative labels take word order from the input itself. Drop position_ids."
-            )
-        longest = config.max_position_embeddings - (config.pad_token_id or 0) - 1
-        if config.use_absolute_position_embeddings and get("position_ids") is None and word_length > longest:
-            raise ValueError(
-                f"input_ids has {word_length} words, but absolute positions (use_absolute_position_embeddings=True) "
-                f"number at most max_position_embeddings - pad_token_id - 1 = {longest} words "
-                f"(config.max_position_embeddings={config.max_position_embeddings}). Shorten the input (the "
-                "processor's max_seq_length) or use relative labels instead (use_absolute_position_embeddings=False)."
-            )
-        entity_length = 0
-        if entity_ids is None:
-            for name in (*entity_shaped, "entity_position_ids"):
-                if get(name) is not None:
-                    raise ValueError(f"{name} was given without entity_ids; pass entity_ids too or drop {name}.")
-        else:
-            if entity_ids.size(0) != batch_size:
-                raise ValueError(
-                    f"entity_ids has shape {tuple(entity_ids.shape)}; expected (batch={batch_size}, entities)."
-                )
-            entity_length = entity_ids.size(1)
-            for name in entity_shaped:
-                value = get(name)
-                if value is not None and tuple(value.shape) != (batch_size, entity_length):
-                    raise ValueError(
-                        f"{name} has shape {tuple(value.shape)}; expected (batch, entities) = "
-                        f"{(batch_size, entity_length)}."
-                    )
-            positions = get("entity_position_ids")
-            if positions is not None and (
-                positions.dim() != 3 or tuple(positions.shape[:2]) != (batch_size, entity_length)
-            ):
-                raise ValueError(
-                    f"entity_position_ids has shape {tuple(positions.shape)}; expected (batch, entities, "
-                    f"mention_length) with batch, entities = {(batch_size, entity_length)}."
-                )
-        checks = InputValueChecks()
-        vocab, entity_vocab, types = config.vocab_size, config.entity_vocab_size, config.type_vocab_size
-        last_position = word_length - 1
-        if self.entity_embeddings.position_embeddings is not None:  # a mention position indexes LUKE's table too
-            last_position = min(last_position, config.max_position_embeddings - 1)
-        checks.within(
-            "entity_position_ids",
-            get("entity_position_ids"),
-            -1,
-            last_position,
-            f"entity_position_ids must be word positions in [0, {last_position}] or -1 for padding"
-            + (" (max_position_embeddings bounds entity positions)" if last_position < word_length - 1 else ""),
-        )
-        checks.within(
-            "entity_ids",
-            entity_ids,
-            0,
-            entity_vocab - 1,
-            f"entity_ids must be in [0, {entity_vocab - 1}] (entity_vocab_size)",
-        )
-        checks.within(
-            "input_ids",
-            input_ids,
-            0,
-            vocab - 1,
-            f"input_ids must be in [0, {vocab - 1}] (vocab_size)",
-            " Added tokens need init_added_word_embeddings(processor.added_token_sources()).",
-        )
-        for name in ("token_type_ids", "entity_token_type_ids"):
-            checks.within(name, get(name), 0, types - 1, f"{name} must be in [0, {types - 1}] (type_vocab_size)")
-        checks.within(
-            "position_ids",
-            get("position_ids"),
-            0,
-            config.max_position_embeddings - 1,
-            f"position_ids must be in [0, {config.max_position_embeddings - 1}] (max_position_embeddings)",
-        )
-        checks.within(
-            "global_attention_mask",
-            get("global_attention_mask"),
-            0,
-            2,
-            "global_attention_mask must hold 0 (local), 1 (CLS-global) or 2 (question-global)",
-        )
-        for name in ("attention_mask", "entity_attention_mask", "placeholder_entity_mask"):
-            checks.within(name, get(name), 0, 1, f"{name} must hold 0 or 1")
-        if get("labels") is not None:
-            check_candidate_labels(checks, get("labels"), batch_size, entity_length)
-        if get("scored") and entity_ids is not None:
-            check_one_placeholder(checks, get("placeholder_entity_mask"), get("entity_attention_mask"))
-        checks.raise_first()
-
-    _inputs_checked_by_head = False
-
-    @contextlib.contextmanager
-    def checked_by_head(self) -> Iterator[None]:
-        """While a head runs this model on inputs it has just checked (with its own), skip the model's check."""
-        self._inputs_checked_by_head = True
-        try:
-            yield
-        finally:
-            self._inputs_checked_by_head = False
-
-
-# Inputs that index tables or positions: a float tensor there is a caller's mistake, not a value to round.
-INTEGER_INPUTS = (
-    "input_ids",
-    "token_type_ids",
-    "position_ids",
-    "entity_ids",
-    "entity_token_type_ids",
-    "entity_position_ids",
-    "global_attention_mask",
-    "entity_string_ids",
-    "entity_sentence_ids",
-)
-
-
-class InputValueChecks:
-    """Value checks on the device, read back in one host sync (each `.item()` would stall an accelerator)."""
-
-    def __init__(self) -> None:
-        # (device scalars: bad?, first value or index, second; message from those two values)
-        self.pending: list[tuple[torch.Tensor, Callable[[int, int], str]]] = []
-
-    def add(self, bad: torch.Tensor, first: torch.Tensor, second: torch.Tensor, message: Callable[[int, int], str]):
-        values = torch.stack([bad.long(), first.long(), second.long()])
-        self.pending.append((values, message))
-
-    def within(self, name: str, value: torch.Tensor | None, low: int, high: int, rule: str, hint: str = "") -> None:
-        """`value` must lie in `[low, high]`; the error says `rule` and the range found."""
-        if value is None or not value.numel() or value.dtype == torch.bool:
-            return
-        lowest, highest = value.min(), value.max()
-        if lowest.is_floating_point():  # masks may be float: NaN is out of range too
-            lowest = torch.nan_to_num(lowest, nan=low - 1).floor()
-            highest = torch.nan_to_num(highest, nan=high + 1).ceil()
-        bad = (lowest < low) | (highest > high)
-        self.add(bad, lowest, highest, lambda a, b: f"{rule}; got values in [{a}, {b}].{hint}")
-
-    def raise_first(self) -> None:
-        if not self.pending:
-            return
-        device = self.pending[0][0].device
-        values = torch.stack([v.to(device) for v, _ in self.pending]).tolist()
-        for (bad, first, second), (_, message) in zip(values, self.pending, strict=True):
-            if bad:
-                raise ValueError(message(first, second))
-
-
-def check_candidate_labels(
-    checks: InputValueChecks, labels: torch.Tensor, batch_size: int, entity_length: int
-) -> None:
-    """`labels` of the entity-span QA head: `(B, E)`, every entry 0 or 1 (finite)."""
-    if tuple(labels.shape) != (batch_size, entity_length):
-        raise ValueError(
-            f"labels has shape {tuple(labels.shape)}; expected (batch, entities) = {(batch_size, entity_length)}: "
-            "1 for each entity that is a right answer, 0 otherwise."
-        )
-    if not labels.numel():
-        return
-    wrong = (labels != 0) & (labels != 1)  # NaN and inf compare unequal to both
-    flat = wrong.reshape(-1).long().argmax()
-    checks.add(
-        wrong.any(),
-        flat // entity_length,
-        flat % entity_length,
-        lambda b, e: f"labels must be 0 or 1 (finite), one per entity; labels[{b}, {e}] = {labels[b, e].item()!r}.",
-    )
-
-
-def check_one_placeholder(
-    checks: InputValueChecks, placeholder_entity_mask: torch.Tensor | None, entity_attention_mask: torch.Tensor | None
-) -> None:
-    """Every row with a real entity has exactly one placeholder entity among its real entities (spec section 1)."""
-    if placeholder_entity_mask is None or not placeholder_entity_mask.numel():
-        return
-    placeholder = placeholder_entity_mask.bool()
-    real = entity_attention_mask.bool() if entity_attention_mask is not None else torch.ones_like(placeholder)
-    counts = (placeholder & real).sum(dim=1)
-    wrong = real.any(dim=1) & (counts != 1)
-    row = wrong.long().argmax()
-    checks.add(
-        wrong.any(),
-        row,
-        counts[row],
-        lambda b, n: (
-            f"placeholder_entity_mask must mark exactly one real entity per example (the query's "
-            f"placeholder); row {b} marks {n}. With none, entity 0 would be scored as a candidate; with two, one would be "
-            "ignored. Build the inputs with the processor (GesaProcessor) or fix the mask."
-        ),
-    )
-
-
-def check_unknown_inputs(model: nn.Module, kwargs: dict, accepted: type = TransformersKwargs) -> None:
-    """Keyword inputs that `accepted` (a TypedDict: transformers' keywords, or `GesaInputs`) does not name are
-    refused, naming them (a misspelt input would otherwise be ignored)."""
-    unknown = sorted(set(kwargs) - set(accepted.__annotations__))
-    if unknown:
-        raise ValueError(
-            f'{type(model).__name__}.forward got unexpected inputs {unknown}; see README "Model inputs" (and the '
-            "variant's model card) for the accepted inputs."
+        check_model_inputs(
+            self.config,
+            inputs,
+            batch_size,
+            word_length,
+            mention_positions_embedded=self.entity_embeddings.position_embeddings is not None,
+            embeds_dtype=self.embeddings.word_embeddings.weight.dtype,
         )
 
 
@@ -1532,7 +803,7 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
         if torch.compiler.is_compiling() or not self.check_head_inputs:
             return self.gesa(input_ids, **kwargs, return_dict=True)
         self.gesa._check_inputs(input_ids=input_ids, **kwargs, labels=labels, scored=True)
-        with self.gesa.checked_by_head():
+        with inputs_checked_by_head(self.gesa):
             return self.gesa(input_ids, **kwargs, return_dict=True)
 
     # XH checks its graph-shaped inputs itself (the base model flattens nodes first)
@@ -1623,8 +894,5 @@ __all__ = [
     "GesaModel",
     "GesaModelOutput",
     "GesaPreTrainedModel",
-    "AttentionStructure",
-    "RelativeLabels",
-    "build_attention_allowed",
-    "build_relative_labels",
+    "GesaSelfAttention",
 ]

@@ -52,17 +52,14 @@ from transformers.utils import can_return_tuple
 
 from .configuration_luke_graph import LUKE_GRAPH_RELATIONS, LukeGraphConfig
 from .modeling_gesa import (
-    QUESTION_GLOBAL,
     GesaForEntitySpanQA,
     GesaInputs,
     GesaModel,
     GesaModelOutput,
     GesaPreTrainedModel,
-    RelativeLabels,
-    _entity_defaults,
-    build_entity_entity_labels,
     with_inputs_of,
 )
+from .structure_gesa import QUESTION_GLOBAL, RelativeLabels, build_entity_entity_labels, entity_defaults
 
 # ---------------------------------------------------------------------------------------------
 # The entity graph: one adjacency per edge type, from GESA's e2e graph
@@ -82,7 +79,7 @@ def relation_adjacency(
     (the relational layer's root weight carries the node itself). Missing structure inputs mean no edges of that kind.
     """
     batch_size, entity_length = entity_attention_mask.shape
-    placeholder, strings, sentences = _entity_defaults(
+    placeholder, strings, sentences = entity_defaults(
         placeholder_entity_mask,
         entity_string_ids,
         entity_sentence_ids,

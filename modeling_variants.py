@@ -35,8 +35,10 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.bert.modeling_bert import eager_attention_forward
 from transformers.utils import ModelOutput, TransformersKwargs
 
+from .checks_gesa import check_unknown_inputs
 from .configuration_gesa import GesaConfig
-from .modeling_gesa import AttentionStructure, GesaInputs, GesaModel, check_unknown_inputs
+from .modeling_gesa import GesaInputs, GesaModel
+from .structure_gesa import AttentionStructure
 
 # transformers' attention functions that fit a plain (label-free) attention; any other implementation (GESA's own
 # kernels, flash/flex) gives the variants' attention "sdpa"
@@ -297,27 +299,6 @@ def set_knowledge_base(model: GesaModel, embeddings: torch.Tensor) -> None:
     model.config.kb_size = embeddings.size(0)
 
 
-def check_kb_ids(name: str, ids: torch.Tensor, kb_size: int) -> None:
-    """`ids` must be KB rows in `[0, kb_size)` or -1 for padding; raise a `ValueError` naming `name` otherwise."""
-    if torch.compiler.is_compiling() or not ids.numel():
-        return
-    if ids.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
-        raise ValueError(f"{name} must be integer KB ids, got dtype {ids.dtype}.")
-    low, high = int(ids.min()), int(ids.max())
-    if low < -1 or high >= kb_size:
-        raise ValueError(
-            f"{name} must be knowledge-base rows in [0, {kb_size - 1}] (kb_size) or -1 for padding; got values in "
-            f"[{low}, {high}]. Candidate ids index the KB table: the entity vocabulary when kb_size is None, else "
-            "the rows given to set_knowledge_base."
-        )
-
-
-def check_shape(name: str, value: torch.Tensor | None, expected: tuple[int, ...], meaning: str) -> None:
-    """Raise a `ValueError` naming the input when `value` is present and not of shape `expected`."""
-    if value is not None and tuple(value.shape) != tuple(expected):
-        raise ValueError(f"{name} has shape {tuple(value.shape)}; expected {meaning} = {tuple(expected)}.")
-
-
 __all__ = [
     "BACKBONE_INPUTS",
     "BackboneInputs",
@@ -325,8 +306,6 @@ __all__ = [
     "GesaInputs",
     "KnowledgeBase",
     "LayerOutputs",
-    "check_kb_ids",
-    "check_shape",
     "embed_backbone_inputs",
     "knowledge_table",
     "plain_attention",

@@ -45,13 +45,12 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
+from .checks_gesa import InputValueChecks, check_candidate_labels
 from .configuration_variants import XhConfig
 from .modeling_gesa import (
     GesaForEntitySpanQA,
     GesaModel,
     GesaPreTrainedModel,
-    InputValueChecks,
-    check_candidate_labels,
     classifier_dropout,
     score_candidates,
     with_inputs_of,

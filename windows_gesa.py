@@ -27,8 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .candidates_gesa import normalize_entity_string
-from .collator_gesa import CANDIDATE_SPANS_COLUMN, GLOBAL_CLS, GLOBAL_LOCAL, GLOBAL_QUESTION
+from .collator_gesa import CANDIDATE_SPANS_COLUMN
 from .records_gesa import HIGHLIGHT_PATTERN, RecordExample, example_error
+from .structure_gesa import CLS_GLOBAL, LOCAL, QUESTION_GLOBAL
 
 PLACEHOLDER_TOKEN = "[PLC]"
 ENTITY_MARKER_TOKEN = "[ENT]"
@@ -183,7 +184,7 @@ def append_features(
         columns["attention_mask"].append([1] * sequence_length)
         columns["token_type_ids"].append([0] * sequence_length)
         columns["global_attention_mask"].append(
-            [GLOBAL_CLS] + [GLOBAL_QUESTION] * query_length + [GLOBAL_LOCAL] * (sequence_length - 1 - query_length)
+            [CLS_GLOBAL] + [QUESTION_GLOBAL] * query_length + [LOCAL] * (sequence_length - 1 - query_length)
         )
         columns["entity_ids"].append([layout.entity_mask_id] * entity_count)
         columns["entity_attention_mask"].append([1] * entity_count)

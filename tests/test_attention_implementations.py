@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_kernels import TINY, assert_same, long_batch, model_with_labels, outputs_and_grads
+from long_helpers import TINY, assert_same, long_batch, model_with_labels, outputs_and_grads
 from transformers import AttentionInterface
 
-from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel, attention_gesa
+from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel, attention_gesa, kernels_gesa
 
 DENSE = ["sdpa", "gesa_fused", "gesa_bias"]
 WINDOWED = ["sdpa", "gesa_windowed", "gesa_bias"]
@@ -32,8 +32,8 @@ WINDOWED = ["sdpa", "gesa_windowed", "gesa_bias"]
 @pytest.fixture
 def small_score_blocks(monkeypatch):
     """One head per fused score block and 8-row windows: the kernels' loops are exercised at tiny sizes."""
-    monkeypatch.setattr(attention_gesa, "SCORE_BLOCK_BYTES", 1)
-    monkeypatch.setattr(attention_gesa, "WINDOW_BLOCK", 8)
+    monkeypatch.setattr(kernels_gesa, "SCORE_BLOCK_BYTES", 1)
+    monkeypatch.setattr(kernels_gesa, "WINDOW_BLOCK", 8)
 
 
 @pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
@@ -134,7 +134,7 @@ def test_capture_outputs_records_word_and_entity_states_and_probabilities():
 # torch.compile and torch.export of the default config (every label family, entities, structure inputs)
 # ---------------------------------------------------------------------------------------------
 
-TINY_DEFAULT = TINY  # the same tiny dims as tests/test_kernels.py
+TINY_DEFAULT = TINY  # the same tiny dims as tests/test_long_inputs.py
 
 
 def test_torch_compile_fullgraph_forward_and_backward_equal_eager():

@@ -29,7 +29,16 @@ from huggingface_hub.errors import StrictDataclassError
 from transformers import LukeModel, PreTrainedConfig
 
 from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel
-from gesa.modeling_gesa import AttentionStructure, RelativeLabels, build_relative_labels
+from gesa.structure_gesa import (
+    AttentionStructure,
+    RelativeLabels,
+    assemble_labels,
+    build_entity_entity_labels,
+    build_entity_word_labels,
+    build_word_word_labels,
+    entity_defaults,
+    word_label_ranks,
+)
 
 TINY = dict(
     vocab_size=64,
@@ -257,17 +266,27 @@ def spec_labels(batch: dict, b: int, config: GesaConfig) -> list[list[int]]:
 
 
 def model_labels(batch: dict, config: GesaConfig) -> torch.Tensor:
-    return build_relative_labels(
-        config,
-        batch["input_ids"].size(1),
-        batch["global_attention_mask"],
-        batch["entity_position_ids"],
+    """The dense `(B, P, P)` label matrix of a batch, assembled from the model's per-block label builders."""
+    batch_size, word_length = batch["input_ids"].shape
+    w2w = build_word_word_labels(
+        RelativeLabels(config.max_relative_position),
+        config.label_switches["w2w_distance"],
+        word_length,
+        word_label_ranks(config, batch["global_attention_mask"]),
+        batch_size,
+    )
+    placeholder, strings, sentences = entity_defaults(
         batch["placeholder_entity_mask"],
         batch["entity_string_ids"],
         batch["entity_sentence_ids"],
-        batch["input_ids"].size(0),
+        batch_size,
+        batch["entity_position_ids"].size(1),
         torch.device("cpu"),
     )
+    e2w = build_entity_word_labels(
+        config, word_length, batch["global_attention_mask"], batch["entity_position_ids"], placeholder, strings
+    )
+    return assemble_labels(w2w, e2w, build_entity_entity_labels(config, placeholder, strings, sentences))
 
 
 def test_labels_pinned_by_hand():
@@ -606,6 +625,48 @@ BAD_GESA_FIELDS = [
     ("bos_token_id", 0.5, "doesn't match any type"),
     ("eos_token_id", "2", "doesn't match any type"),
 ]
+
+
+# what each variant's config needs on top of TINY (two layers)
+TINY_VARIANT_FIELDS = {"XhConfig": {"xh_num_hop_layers": 1}, "LukeGraphConfig": {"ablation": "luke"}}
+
+
+def every_config_class():
+    from gesa import ErnieConfig, KarConfig, LukeGraphConfig, XhConfig
+
+    return [GesaConfig, KarConfig, ErnieConfig, XhConfig, LukeGraphConfig]
+
+
+@pytest.mark.parametrize("config_class", every_config_class(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("hidden_size", 33, "multiple of num_attention_heads"),  # a combination check, as after __init__
+        ("num_hidden_layers", -3, "positive integer"),
+        ("ablation", "no_mention_label", "ablation"),
+    ],
+)
+def test_config_assignment_is_validated_like_construction(tmp_path, config_class, field, value, message):
+    """Every config class: an assignment construction would refuse is refused, the old value kept, and the config
+    still saves and reloads."""
+    config = config_class(**TINY, **TINY_VARIANT_FIELDS.get(config_class.__name__, {}))
+    before = getattr(config, field)
+    with config_error(field if field != "ablation" else "", message):
+        setattr(config, field, value)
+    assert getattr(config, field) == before
+    config.save_pretrained(tmp_path)
+    assert getattr(config_class.from_pretrained(tmp_path), field) == before
+
+
+@pytest.mark.parametrize("config_class", every_config_class()[:4], ids=lambda c: c.__name__)
+def test_assigning_no_ablation_keeps_a_config_that_reloads(tmp_path, config_class):
+    """`ablation = None` on a preset config keeps the preset's fields as a custom combination that saves and loads."""
+    config = config_class(**TINY, **{**TINY_VARIANT_FIELDS.get(config_class.__name__, {}), "ablation": "luke"})
+    config.ablation = None
+    config.save_pretrained(tmp_path)
+    reloaded = config_class.from_pretrained(tmp_path)
+    assert reloaded.ablation is None
+    assert reloaded.use_absolute_position_embeddings and not reloaded.use_relative_labels
 
 
 def test_every_gesa_config_field_is_checked():

@@ -1,0 +1,494 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The bottom floor of GESA: which token pairs attend and with which relative-position label (paper 3.3).
+
+Relative labels (`RelativeLabels`), the values of `global_attention_mask` (defined here only), mention membership, the
+label builders (w2w, e2w/w2e and the one entity graph, e2e), the per-batch structure every layer reads
+(`TokenStructure`, `AttentionStructure`) with its plan cache, and the label terms `q . r_label` computed from a label
+table given as a tensor (`label_terms`, `gathered_label_scores`).
+
+Flat module: copied next to every saved checkpoint; it imports torch only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+
+# Values of `global_attention_mask`.
+LOCAL, CLS_GLOBAL, QUESTION_GLOBAL = 0, 1, 2
+
+
+class LabelConfig(Protocol):
+    """What the label builders read from a model config (`GesaConfig` and every variant's config)."""
+
+    max_relative_position: int
+    label_switches: dict[str, bool]
+
+
+# ---------------------------------------------------------------------------------------------
+# Relative-position labels (paper 3.3, spec section 4)
+# ---------------------------------------------------------------------------------------------
+
+
+class RelativeLabels:
+    """Layout of a layer's label table. Row 0 is the fixed zero vector: "no label term" for that pair.
+
+    `[1, 2k+1]` w2w distances; then CLS, question, PLC-question, mention, non-mention, e2e self, PLC edge,
+    SENT edge, MATCH edge, no edge, shared edge label; then `2k+1` entity-index distances (e2e_local).
+    """
+
+    NULL = 0
+
+    def __init__(self, max_relative_position: int) -> None:
+        k = max_relative_position
+        self.k = k
+        self.distance_offset = 1
+        base = 2 * k + 2
+        (
+            self.cls_global,
+            self.question_global,
+            self.plc_question,
+            self.mention,
+            self.non_mention,
+            self.self_edge,
+            self.plc_edge,
+            self.sent_edge,
+            self.match_edge,
+            self.no_edge,
+            self.any_edge,
+        ) = range(base, base + 11)
+        self.entity_distance_offset = base + 11
+        self.size = self.entity_distance_offset + 2 * k + 1
+        # label of a word rank (`word_label_ranks`): 0 local (distance labels), 1 question, 2 CLS
+        self.rank_labels = (self.NULL, self.question_global, self.cls_global)
+        # the only labels of the w2e / e2w blocks
+        self.word_entity_labels = (self.NULL, self.plc_question, self.mention, self.non_mention)
+
+    def distance(self, relative: torch.Tensor, offset: int) -> torch.Tensor:
+        return relative.clamp(-self.k, self.k) + (self.k + offset)
+
+
+def mention_membership(entity_position_ids: torch.Tensor, word_length: int) -> torch.Tensor:
+    """`(B, E, M)` mention positions (-1 padded) -> `(B, E, L)` bool, True where word l is in entity e's mention."""
+    batch_size, entity_length, _ = entity_position_ids.shape
+    membership = torch.zeros(
+        batch_size, entity_length, word_length + 1, dtype=torch.bool, device=entity_position_ids.device
+    )
+    # padded positions (-1) land in the extra last column, which is dropped
+    index = torch.where(entity_position_ids < 0, word_length, entity_position_ids)
+    membership.scatter_(2, index, True)
+    return membership[:, :, :word_length]
+
+
+def word_label_ranks(config: LabelConfig, global_attention_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """`(B, L)` long rank of each word for the w2w labels: 2 CLS-global, 1 question-global, 0 local.
+
+    A word pair takes the label of the higher rank of its two words (`RelativeLabels.rank_labels`): CLS precedes
+    question precedes distance. A switched-off global label leaves its words local (rank 0).
+    """
+    if global_attention_mask is None:
+        return None
+    switches = config.label_switches
+    ranks = torch.zeros(global_attention_mask.shape, dtype=torch.long, device=global_attention_mask.device)
+    if switches["question_global"]:
+        ranks = ranks.masked_fill(global_attention_mask == QUESTION_GLOBAL, 1)
+    if switches["cls_global"]:
+        ranks = ranks.masked_fill(global_attention_mask == CLS_GLOBAL, 2)
+    return ranks
+
+
+def build_word_word_labels(
+    layout: RelativeLabels, w2w_distance: bool, word_length: int, ranks: torch.Tensor | None, batch_size: int
+) -> torch.Tensor:
+    """w2w label ids `(B, L, L)`: clipped distance (NULL with `w2w_distance` off), overridden by the global ranks."""
+    device = ranks.device if ranks is not None else torch.device("cpu")
+    positions = torch.arange(word_length, device=device)
+    if w2w_distance:
+        w2w = layout.distance(positions[None, :] - positions[:, None], layout.distance_offset)
+    else:
+        w2w = torch.zeros(word_length, word_length, dtype=torch.long, device=device)
+    w2w = w2w.expand(batch_size, word_length, word_length)
+    if ranks is not None:
+        pair_rank = torch.maximum(ranks[:, :, None], ranks[:, None, :])
+        rank_labels = torch.tensor(layout.rank_labels, device=device)
+        w2w = torch.where(pair_rank > 0, rank_labels[pair_rank], w2w)
+    return w2w
+
+
+def entity_defaults(
+    placeholder_entity_mask: torch.Tensor | None,
+    entity_string_ids: torch.Tensor | None,
+    entity_sentence_ids: torch.Tensor | None,
+    batch_size: int,
+    entity_length: int,
+    device: torch.device,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Missing structure inputs mean: no placeholder, no strings, no sentences."""
+    if placeholder_entity_mask is None:
+        placeholder = torch.zeros(batch_size, entity_length, dtype=torch.bool, device=device)
+    else:
+        placeholder = placeholder_entity_mask.bool()
+    if entity_string_ids is None:
+        entity_string_ids = torch.full((batch_size, entity_length), -1, dtype=torch.long, device=device)
+    if entity_sentence_ids is None:
+        entity_sentence_ids = torch.full((batch_size, entity_length), -1, dtype=torch.long, device=device)
+    return placeholder, entity_string_ids, entity_sentence_ids
+
+
+def build_entity_word_labels(
+    config: LabelConfig,
+    word_length: int,
+    global_attention_mask: torch.Tensor | None,
+    entity_position_ids: torch.Tensor,
+    placeholder: torch.Tensor,
+    entity_string_ids: torch.Tensor,
+) -> torch.Tensor:
+    """e2w label ids `(B, E, L)` (entity rows, word columns); w2e is its transpose (one shared label set)."""
+    labels = RelativeLabels(config.max_relative_position)
+    switches = config.label_switches
+    batch_size, E = entity_string_ids.shape
+    device = entity_string_ids.device
+    if not switches["w2e_e2w"]:
+        return torch.zeros(batch_size, E, word_length, dtype=torch.long, device=device)
+    e2w = torch.full((batch_size, E, word_length), labels.non_mention, dtype=torch.long, device=device)
+    if switches["mention"]:
+        same_string = (entity_string_ids[:, :, None] == entity_string_ids[:, None, :]) & (
+            entity_string_ids[:, :, None] >= 0
+        )
+        same_string = same_string | torch.eye(E, dtype=torch.bool, device=device)
+        membership = mention_membership(entity_position_ids, word_length)
+        # entity e is linked to every word of any mention whose string equals e's string
+        linked = torch.bmm(same_string.float(), membership.float()) > 0
+        e2w = torch.where(linked, labels.mention, e2w)
+    if switches["plc_question"] and global_attention_mask is not None:
+        plc_question = placeholder[:, :, None] & (global_attention_mask == QUESTION_GLOBAL)[:, None, :]
+        e2w = torch.where(plc_question, labels.plc_question, e2w)
+    return e2w
+
+
+def build_entity_entity_labels(
+    config: LabelConfig, placeholder: torch.Tensor, entity_string_ids: torch.Tensor, entity_sentence_ids: torch.Tensor
+) -> torch.Tensor:
+    """e2e label ids `(B, E, E)`: none, MATCH, SENT, PLC, self (graph) or entity-index distances (e2e_local)."""
+    labels = RelativeLabels(config.max_relative_position)
+    switches = config.label_switches
+    batch_size, E = entity_string_ids.shape
+    device = entity_string_ids.device
+    entity_index = torch.arange(E, device=device)
+    if not switches["e2e"]:
+        return torch.zeros(batch_size, E, E, dtype=torch.long, device=device)
+    if not switches["e2e_graph"]:
+        e2e = labels.distance(entity_index[None, :] - entity_index[:, None], labels.entity_distance_offset)
+        return e2e.expand(batch_size, E, E)
+    single = switches["single_edge_label"]
+    e2e = torch.full((batch_size, E, E), labels.no_edge, dtype=torch.long, device=device)
+    has_sentence = entity_sentence_ids >= 0
+    same_sentence = (entity_sentence_ids[:, :, None] == entity_sentence_ids[:, None, :]) & has_sentence[:, :, None]
+    if switches["match_edges"]:
+        same_string = (entity_string_ids[:, :, None] == entity_string_ids[:, None, :]) & (
+            entity_string_ids[:, :, None] >= 0
+        )
+        match = same_string & ~same_sentence & has_sentence[:, :, None] & has_sentence[:, None, :]
+        e2e = torch.where(match, labels.any_edge if single else labels.match_edge, e2e)
+    if switches["sent_edges"]:
+        e2e = torch.where(same_sentence, labels.any_edge if single else labels.sent_edge, e2e)
+    if switches["plc_edges"]:
+        plc = placeholder[:, :, None] | placeholder[:, None, :]
+        e2e = torch.where(plc, labels.any_edge if single else labels.plc_edge, e2e)
+    return torch.where(torch.eye(E, dtype=torch.bool, device=device), labels.self_edge, e2e)
+
+
+def assemble_labels(w2w: torch.Tensor, e2w: torch.Tensor | None, e2e: torch.Tensor | None) -> torch.Tensor:
+    """The four blocks -> one `(B, P, P)` label matrix, words first."""
+    if e2w is None:
+        return w2w.contiguous()
+    top = torch.cat([w2w, e2w.transpose(1, 2)], dim=2)
+    bottom = torch.cat([e2w, e2e], dim=2)
+    return torch.cat([top, bottom], dim=1)
+
+
+def build_attention_allowed(
+    attention_mask: torch.Tensor,
+    word_length: int,
+    global_attention_mask: torch.Tensor | None,
+    attention_window: int | None,
+) -> torch.Tensor:
+    """Bool `(B, 1, P, P)` (or `(B, 1, 1, P)` without a window): may query i attend to key j.
+
+    Keys are masked by padding; with `attention_window`, word pairs farther apart than the window are masked
+    unless one side is a global token.
+    """
+    key_allowed = attention_mask.bool()[:, None, None, :]
+    if attention_window is None:
+        return key_allowed
+    L = word_length
+    P = attention_mask.size(1)
+    positions = torch.arange(L, device=attention_mask.device)
+    near = (positions[None, :] - positions[:, None]).abs() <= attention_window
+    near = near.expand(attention_mask.size(0), L, L)
+    if global_attention_mask is not None:
+        is_global = global_attention_mask != LOCAL
+        near = near | is_global[:, :, None] | is_global[:, None, :]
+    allowed = torch.ones(attention_mask.size(0), P, P, dtype=torch.bool, device=attention_mask.device)
+    allowed[:, :L, :L] = near
+    return allowed[:, None] & key_allowed
+
+
+@dataclass
+class TokenStructure:
+    """A batch's attention structure per token, linear in length; every mask and label of a layer derives from it.
+
+    Args:
+        attention_mask: `(B, P)`, 1 on real tokens (words then entities), 0 on padding.
+        word_ranks: `(B, L)` long (`word_label_ranks`), or None when no word carries a global label.
+        window_global: bool `(B, L)`, words exempt from `attention_window` (CLS and question), or None.
+        entity_word_labels: `(B, E, L)` e2w label ids (w2e is the transpose), or None without labels or entities.
+        entity_entity_labels: `(B, E, E)` e2e label ids, or None.
+        layout: the label table layout (`RelativeLabels`).
+        w2w_distance: local word pairs carry clipped-distance labels (else the NULL label).
+        use_labels: layers add label terms at all.
+        attention_window: hard window for local word pairs, or None.
+    """
+
+    attention_mask: torch.Tensor
+    word_ranks: torch.Tensor | None
+    window_global: torch.Tensor | None
+    entity_word_labels: torch.Tensor | None
+    entity_entity_labels: torch.Tensor | None
+    layout: RelativeLabels
+    w2w_distance: bool
+    use_labels: bool
+    attention_window: int | None
+    # per-batch plans of the attention functions, shared by every layer, keyed by name (`cached_plan`)
+    cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def distance_k(self) -> int:
+        """Clip distance of the w2w label term; 0 stands for "one label for every local pair" (NULL)."""
+        return self.layout.k if self.w2w_distance else 0
+
+    def dense_allowed(self, word_length: int) -> torch.Tensor:
+        return build_attention_allowed(
+            self.attention_mask,
+            word_length,
+            None if self.window_global is None else self.window_global.long(),
+            self.attention_window,
+        )
+
+    def dense_labels(self, word_length: int) -> torch.Tensor | None:
+        if not self.use_labels:
+            return None
+        w2w = build_word_word_labels(
+            self.layout, self.w2w_distance, word_length, self.word_ranks, self.attention_mask.size(0)
+        ).to(self.attention_mask.device)
+        return assemble_labels(w2w, self.entity_word_labels, self.entity_entity_labels)
+
+
+class AttentionStructure:
+    """Everything a layer needs to know about which pairs attend and with which label; built once per batch.
+
+    Either dense (`allowed`, `labels`: quadratic in length, what the eager path reads) or per token (`tokens`:
+    linear, what the fast and the windowed paths read); the dense tensors are derived from `tokens` on first use.
+
+    Args:
+        allowed: bool `(B, 1, P, P)` or `(B, 1, 1, P)`: may query i attend to key j.
+        labels: `(B, P, P)` label ids (`RelativeLabels`), or None for no label term.
+        word_length: `L`; tokens `[0, L)` are words, `[L, P)` entities.
+        tokens: the per-token form (`TokenStructure`), or None.
+    """
+
+    def __init__(
+        self,
+        allowed: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        word_length: int = 0,
+        tokens: TokenStructure | None = None,
+    ) -> None:
+        if allowed is None and tokens is None:
+            raise ValueError("AttentionStructure needs either the dense `allowed` mask or `tokens`.")
+        self._allowed = allowed
+        self._labels = labels
+        self.word_length = word_length
+        self.tokens = tokens
+
+    @property
+    def allowed(self) -> torch.Tensor:
+        if self._allowed is None:
+            self._allowed = self.tokens.dense_allowed(self.word_length)
+        return self._allowed
+
+    @property
+    def labels(self) -> torch.Tensor | None:
+        if self._labels is None and self.tokens is not None:
+            self._labels = self.tokens.dense_labels(self.word_length)
+        return self._labels
+
+
+# ---------------------------------------------------------------------------------------------
+# Embeddings (paper 3.1): no absolute positions unless switched on
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LabelTerms:
+    """Scaled label terms `q_i . r_l`, per block over the labels that block can use.
+
+    Args:
+        distance: `(B, H, L, 2k + 1)` w2w clipped distances (one NULL column when distance labels are off).
+        rank: `(B, H, L, 3)` the `RelativeLabels.rank_labels` (NULL, question, CLS), or None.
+        w2e: `(B, H, L, E)`, e2w: `(B, H, E, L)`, e2e: `(B, H, E, E)`: the terms of each pair, or None.
+        distance_table, rank_table: the label embeddings behind `distance` and `rank` (`(labels, d)`), for terms
+            of a few more queries.
+    """
+
+    distance: torch.Tensor
+    distance_table: torch.Tensor
+    rank: torch.Tensor | None = None
+    rank_table: torch.Tensor | None = None
+    w2e: torch.Tensor | None = None
+    e2w: torch.Tensor | None = None
+    e2e: torch.Tensor | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-batch plans shared by every layer
+# ---------------------------------------------------------------------------------------------
+
+
+def _hashable(part: Any) -> Hashable:
+    """A plan key part: a symbolic size (`torch.export` with dynamic shapes) is keyed by its symbol's name."""
+    return str(part) if isinstance(part, torch.SymInt) else part
+
+
+def cached_plan(tokens: TokenStructure, key: tuple, build: Callable[[], Any]) -> Any:
+    """The batch's plan under `key`, built by `build()` on first use and shared by every layer.
+
+    `key` names the plan and everything it bakes in beyond `tokens` itself (word length, heads, dtype, ...), so two
+    callers asking for different plans never share one.
+    """
+    key = tuple(_hashable(part) for part in key)
+    if key not in tokens.cache:
+        tokens.cache[key] = build()
+    return tokens.cache[key]
+
+
+def label_ids(tokens: TokenStructure, labels: str) -> torch.Tensor:
+    """The label ids `tokens.layout.<labels>` as a tensor on the batch's device, made once per batch (a host-to-device
+    copy in every layer would wait for the device)."""
+    ids = getattr(tokens.layout, labels)
+    device = tokens.attention_mask.device
+    return cached_plan(
+        tokens, ("label_ids", labels), lambda: torch.tensor(ids, dtype=torch.long).to(device, non_blocking=True)
+    )
+
+
+def entity_word_positions(tokens: TokenStructure) -> torch.Tensor:
+    """e2w label ids `(B, E, L)` -> their positions in `RelativeLabels.word_entity_labels`."""
+
+    def positions() -> torch.Tensor:
+        labels = label_ids(tokens, "word_entity_labels")
+        position = torch.zeros(tokens.layout.size, dtype=torch.long, device=labels.device)
+        position[labels] = torch.arange(len(labels), device=labels.device)
+        return position[tokens.entity_word_labels]
+
+    return cached_plan(tokens, ("entity_word_positions",), positions)
+
+
+# ---------------------------------------------------------------------------------------------
+# Label terms `q_i . r_label(i,j)` from a label table (paper Eq. 1)
+# ---------------------------------------------------------------------------------------------
+
+
+def gathered_label_scores(
+    table: torch.Tensor, q_to_word: torch.Tensor, q_to_entity: torch.Tensor, labels: torch.Tensor, word_length: int
+) -> torch.Tensor:
+    """`q_i . r_label(i,j)`: `(B, H, P, P)`, a gather from `q . R^T` (`table` `(labels, d)` shared across heads).
+
+    `q_to_word`, `q_to_entity`: `(B, H, P, d)`; `labels`: `(B, P, P)` label ids (dense form, the eager reference).
+    """
+    num_labels = table.size(0)
+    scores_to_word = torch.matmul(q_to_word, table.t())
+    if q_to_entity is q_to_word or labels.size(-1) == word_length:
+        label_scores = scores_to_word
+        index = labels
+    else:
+        label_scores = torch.cat([scores_to_word, torch.matmul(q_to_entity, table.t())], dim=-1)
+        # entity columns read the to-entity half of the label scores
+        column_offset = torch.zeros(labels.size(-1), dtype=labels.dtype, device=labels.device)
+        column_offset[word_length:] = num_labels
+        index = labels + column_offset
+    B, H, P, _ = label_scores.shape
+    return torch.gather(label_scores, 3, index[:, None].expand(B, H, P, index.size(-1)))
+
+
+def label_terms(
+    table: torch.Tensor,
+    q_to_word: torch.Tensor,
+    q_to_entity: torch.Tensor,
+    tokens: TokenStructure,
+    word_length: int,
+) -> LabelTerms:
+    """`q_i . r_l` for the few labels l each block can use, from the label table `table` `(labels, d)`.
+
+    Queries `(B, H, P, d)` come scaled, so the terms do too. The CPU kernel (`kernels_gesa.FusedAttention`) computes
+    its own from the table.
+    """
+    layout = tokens.layout
+    L, k = word_length, tokens.distance_k
+    B, H, P, _ = q_to_word.shape
+    word_queries = q_to_word[:, :, :L]
+    # w2w: 2k + 1 clipped distances (or the NULL label alone), the global ranks
+    distance_rows = table[layout.distance_offset : layout.distance_offset + 2 * k + 1] if k else table[:1]
+    terms = LabelTerms(torch.matmul(word_queries, distance_rows.t()), distance_rows)
+    if tokens.word_ranks is not None:
+        terms.rank_table = table.index_select(0, label_ids(tokens, "rank_labels"))
+        terms.rank = torch.matmul(word_queries, terms.rank_table.t())
+    if tokens.entity_word_labels is None or P == L:
+        return terms
+    # w2e / e2w: the four labels of that label set; e2e: the whole table (E x E pairs only)
+    local = entity_word_positions(tokens)
+    rows = table.index_select(0, label_ids(tokens, "word_entity_labels")).t()
+    E = P - L
+    w2e = torch.matmul(q_to_entity[:, :, :L], rows)
+    terms.w2e = w2e.gather(3, local.transpose(1, 2)[:, None].expand(B, H, L, E))
+    e2w = torch.matmul(q_to_word[:, :, L:], rows)
+    terms.e2w = e2w.gather(3, local[:, None].expand(B, H, E, L))
+    e2e = torch.matmul(q_to_entity[:, :, L:], table.t())
+    terms.e2e = e2e.gather(3, tokens.entity_entity_labels[:, None].expand(B, H, E, E))
+    return terms
+
+
+__all__ = [
+    "CLS_GLOBAL",
+    "LOCAL",
+    "QUESTION_GLOBAL",
+    "AttentionStructure",
+    "LabelTerms",
+    "RelativeLabels",
+    "TokenStructure",
+    "assemble_labels",
+    "build_attention_allowed",
+    "build_entity_entity_labels",
+    "build_entity_word_labels",
+    "build_word_word_labels",
+    "cached_plan",
+    "gathered_label_scores",
+    "label_terms",
+    "mention_membership",
+    "word_label_ranks",
+]

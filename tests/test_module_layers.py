@@ -1,0 +1,123 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The flat modules' imports point down the floors (structure -> kernels -> attention -> modeling -> variants ->
+processors -> pipelines) with no cycle, and no kernel reads the module that calls it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FLAT_MODULES = sorted(p for p in ROOT.glob("*.py") if p.stem not in ("__init__", "setup", "conftest"))
+
+# floor of each flat module by name (lower floors never import higher ones); a module whose name matches none is
+# held to the no-cycle rule only
+FLOORS = [
+    (("structure_gesa", "checks_gesa", "conversion_gesa", "configuration_"), 0),
+    (("kernels_gesa",), 1),
+    (("attention_gesa",), 2),
+    (("modeling_gesa",), 3),
+    (("modeling_variants",), 4),
+    (("modeling_",), 5),
+    (("registry_", "records_", "candidates_", "collator_", "windows_", "processing_", "render_"), 6),
+    (("pipeline_",), 7),
+    (("training_",), 8),
+]
+
+
+def floor_of(name: str) -> int | None:
+    for prefixes, floor in FLOORS:
+        if any(name == prefix or (prefix.endswith("_") and name.startswith(prefix)) for prefix in prefixes):
+            return floor
+    return None
+
+
+def relative_imports(path: Path) -> set[str]:
+    """Sibling modules `path` imports (`from .x import ...`, at any depth of the file)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {path.stem: relative_imports(path) for path in FLAT_MODULES}
+
+
+def test_floor_of_names_the_layer_order():
+    assert [floor_of(n) for n in ("structure_gesa", "kernels_gesa", "attention_gesa", "modeling_gesa")] == [0, 1, 2, 3]
+    assert floor_of("modeling_kar") == 5 and floor_of("pipeline_gesa") == 7 and floor_of("somewhere_else") is None
+
+
+def test_flat_modules_import_without_a_cycle():
+    graph = import_graph()
+    state: dict[str, str] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == "done":
+            return
+        if state.get(name) == "open":
+            cycle = path[path.index(name) :] + [name]
+            pytest.fail(f"import cycle: {' -> '.join(cycle)}")
+        state[name] = "open"
+        for other in sorted(graph.get(name, ())):
+            visit(other, [*path, name])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        visit(name, [])
+
+
+def test_flat_modules_import_only_lower_or_equal_floors():
+    wrong = []
+    for name, imports in import_graph().items():
+        own = floor_of(name)
+        for other in imports:
+            theirs = floor_of(other)
+            if own is not None and theirs is not None and theirs > own:
+                wrong.append(f"{name} (floor {own}) imports {other} (floor {theirs})")
+    assert not wrong, "imports pointing up: " + "; ".join(wrong)
+
+
+def test_the_model_core_sits_on_the_expected_floors():
+    graph = import_graph()
+    assert graph["structure_gesa"] == set()  # the bottom floor: torch only
+    assert graph["kernels_gesa"] == {"structure_gesa"}
+    assert graph["attention_gesa"] == {"kernels_gesa", "structure_gesa"}
+    assert graph["checks_gesa"] == set()
+    top_level = {
+        node.names[0].name.split(".")[0] if isinstance(node, ast.Import) else (node.module or "").split(".")[0]
+        for node in ast.parse((ROOT / "structure_gesa.py").read_text()).body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+    }
+    assert top_level <= {"__future__", "collections", "dataclasses", "typing", "torch"}
+
+
+@pytest.mark.parametrize("module", ["structure_gesa", "kernels_gesa"])
+def test_kernels_and_label_terms_take_tensors_not_the_calling_module(module):
+    """No function below the attention functions takes the calling `module`, and nothing anywhere calls back into
+    an attention module's private label methods."""
+    tree = ast.parse((ROOT / f"{module}.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            names = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+            assert "module" not in names, f"{module}.{node.name} takes the calling module"
+    for path in FLAT_MODULES:
+        source = path.read_text()
+        assert "module._label_terms" not in source and "module._gathered_label_scores" not in source, path.name
