@@ -245,6 +245,8 @@ def _record_to_examples(record: Mapping[str, Any], position: int, source: str | 
     passage = passage_field["text"]
     entities = passage_field.get("entities")
     spans, texts = (None, None) if entities is None else _spans(entities, "passage.entities", True, fail)
+    if record.get("qas") is None:
+        raise fail("'qas' is null: give a list of query objects ({id, query[, answers]})")
     examples = []
     for number, qa in enumerate(_span_dicts(record.get("qas"), "qas", fail)):
         qa_id = _id_text(qa.get("id"))
