@@ -312,7 +312,14 @@ def apply_paper_defaults(argv: list[str]) -> list[str]:
 
 def parse_args(argv: list[str]) -> tuple[ModelArguments, DataTrainingArguments, TrainingArguments]:
     """HfArgumentParser over the three dataclasses; no argument at all selects the embedded demo."""
-    parser = HfArgumentParser((ModelArguments, DataTrainingArguments, TrainingArguments), description=DESCRIPTION)
+    parser = HfArgumentParser(
+        (ModelArguments, DataTrainingArguments, TrainingArguments),
+        description=DESCRIPTION,
+        # a short usage line, so that --help opens with the description (the flags, every TrainingArguments one
+        # included, are listed after it)
+        usage="%(prog)s [--model_name_or_path DIR] [--train_file F] [--validation_file F] [--test_file F] "
+        "[--do_train] [--do_eval] [--do_predict] [--output_dir DIR] [FLAG VALUE ...]",
+    )
     if not argv:
         argv = list(EMBEDDED_DEFAULT_ARGS)
         print("run_record.py: no arguments: embedded demo, i.e. python examples/run_record.py " + " ".join(argv))
