@@ -65,14 +65,12 @@ from .processing_gesa import MODEL_INPUT_NAMES, GesaProcessor, RecordExample, no
 from .processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 from .processing_xh import XhProcessor
 from .records_gesa import item_to_examples
+from .registry_gesa import knowledge_variant_of, reads_sentence_graphs
 
 logger = logging.get_logger(__name__)
 
 TASK = ENTITY_CLOZE_TASK
 CUSTOM_PIPELINES = ENTITY_CLOZE_PIPELINES  # written into config.json by GesaPreTrainedModel.save_pretrained
-# config.model_type -> the knowledge inputs its collator adds (KAR/ERNIE read LUKE's entity table as their KB)
-KNOWLEDGE_VARIANTS = {"gesa_kar": "kar", "gesa_ernie": "ernie"}
-XH_MODEL_TYPE = "gesa_xh"
 PROCESSOR_CONFIG = "processor_config.json"
 
 
@@ -129,15 +127,15 @@ class EntityClozeQAPipeline(Pipeline):
         processor = kwargs.pop("processor", None)
         super().__init__(*args, **kwargs)
         model_type = self.model.config.model_type
-        self.is_xh = model_type == XH_MODEL_TYPE
+        self.is_xh = reads_sentence_graphs(model_type)
         if processor is None:
             processor = self._processor_from_checkpoint(XhProcessor if self.is_xh else GesaProcessor)
         self.gesa_processor = processor
         self.collator = processor.get_data_collator()
-        if model_type in KNOWLEDGE_VARIANTS:  # the KB inputs, as run_record.py's collator adds them
+        if knowledge_variant_of(model_type) is not None:  # the KB inputs, as the scripts' collator adds them
             tokenizer = processor.tokenizer
             candidates = EntityCandidateGenerator.from_tokenizer(tokenizer)
-            builder = KnowledgeInputBuilder(tokenizer, candidates, KNOWLEDGE_VARIANTS[model_type])
+            builder = KnowledgeInputBuilder(tokenizer, candidates, knowledge_variant_of(model_type))
             self.collator = KnowledgeCollator(self.collator, builder)
 
     def _processor_from_checkpoint(self, cls: type) -> Any:

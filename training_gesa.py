@@ -31,6 +31,7 @@ line (exit status 2) before any weight is loaded, and never loses or silently co
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -84,21 +85,23 @@ def check_training_arguments(args: TrainingArguments) -> None:
 
 
 def check_output_dir(output_dir: str | None) -> None:
-    """``--output_dir`` must name a folder that exists or can be made, and that this process can write."""
+    """``--output_dir`` must name a folder that exists or can be made, and that this process can write. Nothing is
+    created here: a run that stops on a bad argument leaves no folder behind."""
     if not output_dir or not str(output_dir).strip():
         raise ScriptArgumentError("--output_dir is empty: give the folder the run writes its model and results to")
     path = Path(output_dir)
     if path.exists() and not path.is_dir():
         raise ScriptArgumentError(f"--output_dir {output_dir} is a file, not a folder: give a folder path")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-probe-"):
-            pass
-    except OSError as error:
-        reason = os.strerror(error.errno) if error.errno else str(error)
+    existing = path.resolve()
+    while not existing.exists():  # the nearest folder that exists is where the run's folders will be made
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ScriptArgumentError(f"--output_dir {output_dir}: {existing} is a file, not a folder; give a folder path")
+    if not os.access(existing, os.W_OK | os.X_OK):
         raise ScriptArgumentError(
-            f"--output_dir {output_dir} is not writable ({reason}); give a folder this user can write"
-        ) from None
+            f"--output_dir {output_dir} is not writable (no write permission on {existing}); give a folder this user "
+            "can write"
+        )
 
 
 # ----------------------------------------------------------------------------------------------- the output folder
@@ -116,12 +119,14 @@ class OutputDirLock:
         self.path = Path(output_dir) / LOCK_NAME
         self.flag = flag
         self.handle = None
+        self.made_folder = False
 
     def __enter__(self) -> OutputDirLock:
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX
             return self
+        self.made_folder = not self.path.parent.exists()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the run
         try:
@@ -130,6 +135,7 @@ class OutputDirLock:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
             handle.close()
+            self.made_folder = False
             raise ScriptArgumentError(
                 f"{self.flag} {self.path.parent} is in use by a live run ({holder}); wait for it to finish, or give "
                 "another folder"
@@ -143,8 +149,12 @@ class OutputDirLock:
 
     def __exit__(self, *exc_info: Any) -> None:
         if self.handle is not None:
+            self.path.unlink(missing_ok=True)  # while still held: a run waiting on this file is refused, not let in
             self.handle.close()  # closing releases the flock
             self.handle = None
+            if self.made_folder:  # a run that wrote nothing leaves no folder behind
+                with contextlib.suppress(OSError):
+                    self.path.parent.rmdir()
 
 
 def disk_full(error: BaseException, folder: str | os.PathLike) -> bool:

@@ -37,7 +37,7 @@ tokens ``[HL] [PLC] [ENT]`` start from ``@ # *``) or a GESA checkpoint (loaded a
 flag works (``--bf16``, ``--gradient_checkpointing``, ``--deepspeed``, ``--fsdp``, ``--push_to_hub``,
 ``--hub_model_id``, ``--resume_from_checkpoint``, ...), and so does ``accelerate launch`` / ``torchrun``.
 
-``--variant`` picks the model family from ``examples/variants.py``: ``gesa`` (default), ``luke`` (LUKE exactly),
+``--variant`` picks the model family from ``registry_gesa.py``: ``gesa`` (default), ``luke`` (LUKE exactly),
 ``luke_graph`` (LUKE-Graph: LUKE + a gated relational graph network over the entities, the paper's Table 2 rival),
 ``kar`` (KnowBERT-KAR) and ``ernie`` (ERNIE) on GESA's windows with their knowledge inputs added by the collator (they
 keep the LUKE checkpoint's entity table, their knowledge base), and ``xh`` (Transformer-XH: one sentence graph per
@@ -99,6 +99,7 @@ try:
         check_record_file,
         to_record_examples,
     )
+    from gesa.registry_gesa import VARIANTS
     from gesa.training_gesa import (
         FiniteTrainingGuard,
         OutputDirLock,
@@ -121,7 +122,6 @@ SAMPLE_TRAIN_FILE = ROOT / "examples" / "data" / "record_sample_train.jsonl"
 SAMPLE_VALIDATION_FILE = ROOT / "examples" / "data" / "record_sample_dev.jsonl"
 METRIC_FILE = ROOT / "metrics" / "record" / "record.py"
 CARD_RENDERER_FILE = ROOT / "model_cards" / "render.py"
-VARIANTS_FILE = ROOT / "examples" / "variants.py"
 # The command line the script runs with when it is given no argument at all (the embedded demo): 30 epochs of the
 # 42 training queries (one 256-token window each: 6 steps an epoch, 180 steps), evaluated before and after training.
 # A tiny GESA trained from scratch sits at the label prior (loss ~0.42) for ~100 steps before it fits the training
@@ -190,7 +190,6 @@ def load_module_by_path(name: str, path: Path) -> ModuleType:
 
 record_metric = load_module_by_path("gesa_record_metric", METRIC_FILE)
 card_renderer = load_module_by_path("gesa_model_card", CARD_RENDERER_FILE)
-VARIANTS = load_module_by_path("gesa_record_variants", VARIANTS_FILE).VARIANTS
 # Configs of this package's checkpoints resolve to its own classes here, so that reading a GESA/variant checkpoint's
 # tokenizer (AutoTokenizer reads config.json, whose auto_map names remote code) neither prompts nor warns.
 for _spec in VARIANTS.values():
@@ -224,7 +223,7 @@ class ModelArguments:
     )
     variant: str = field(
         default="gesa",
-        metadata={"help": "The model family (examples/variants.py). "
+        metadata={"help": "The model family (gesa.registry_gesa). "
                   + "; ".join(f"{name}: {spec.description}" for name, spec in VARIANTS.items())
                   + ". kar and ernie keep the LUKE checkpoint's entity table (their knowledge base).",
                   "choices": list(VARIANTS)},
@@ -795,7 +794,7 @@ def build_model_and_processor(
     checked: CheckedCheckpoint | None = None,
 ) -> tuple[Any, Any]:
     """Tiny random model (no checkpoint), a converted LUKE checkpoint, or a checkpoint of the variant; checked
-    vocabularies. The model is the variant's ``...ForEntitySpanQA`` (``examples/variants.py``).
+    vocabularies. The model is the variant's ``...ForEntitySpanQA`` (``registry_gesa.py``).
 
     ``checked``: ``check_checkpoint``'s answer, when the caller has it already (it is computed otherwise).
     """
