@@ -52,6 +52,7 @@ from .checks_gesa import (
 )
 from .configuration_gesa import GesaConfig
 from .conversion_gesa import convert_luke_checkpoint
+from .loading_gesa import refuse_damaged_weights
 from .structure_gesa import (
     LOCAL,
     AttentionStructure,
@@ -428,6 +429,13 @@ class GesaPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings"]
     # the loss is a mean over real candidates, not over label tokens: Trainer must not pass num_items_in_batch
     accepts_loss_kwargs = False
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args, **kwargs):
+        """`PreTrainedModel.from_pretrained`; a truncated or damaged weights file of a local folder is named first."""
+        if pretrained_model_name_or_path is not None:
+            refuse_damaged_weights(pretrained_model_name_or_path, kwargs.get("subfolder") or "")
+        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs) -> None:
         """`PreTrainedModel.save_pretrained`, with `auto_map` also naming the base model for `AutoModel`."""

@@ -50,46 +50,55 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from transformers import AutoModelForQuestionAnswering, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 from transformers.utils import cached_file, logging
 
 from .modeling_gesa import ENTITY_CLOZE_PIPELINES, ENTITY_CLOZE_TASK
-from .processing_gesa import (
-    MODEL_INPUT_NAMES,
-    GesaProcessor,
-    RecordExample,
-    normalize_entity_string,
-    to_record_examples,
-)
+from .processing_gesa import MODEL_INPUT_NAMES, GesaProcessor, RecordExample, normalize_entity_string
 from .processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 from .processing_xh import XhProcessor
+from .records_gesa import item_to_examples
+from .registry_gesa import knowledge_variant_of, reads_sentence_graphs
 
 logger = logging.get_logger(__name__)
 
 TASK = ENTITY_CLOZE_TASK
 CUSTOM_PIPELINES = ENTITY_CLOZE_PIPELINES  # written into config.json by GesaPreTrainedModel.save_pretrained
-# config.model_type -> the knowledge inputs its collator adds (KAR/ERNIE read LUKE's entity table as their KB)
-KNOWLEDGE_VARIANTS = {"gesa_kar": "kar", "gesa_ernie": "ernie"}
-XH_MODEL_TYPE = "gesa_xh"
 PROCESSOR_CONFIG = "processor_config.json"
 
 
-def _load_processor_settings(name_or_path: str) -> dict[str, Any]:
-    """The checkpoint's ``processor_config.json`` (its window / graph settings), ``{}`` when it has none."""
+def _checkpoint_file(name_or_path: str, filename: str) -> str | None:
+    """The path of ``filename`` in the checkpoint, ``None`` when it has none."""
     try:
-        path = cached_file(name_or_path, PROCESSOR_CONFIG, _raise_exceptions_for_missing_entries=False)
+        return cached_file(name_or_path, filename, _raise_exceptions_for_missing_entries=False)
     except OSError:
-        path = None
+        return None
+
+
+def _load_processor_settings(name_or_path: str) -> tuple[dict[str, Any], str | None]:
+    """The checkpoint's ``processor_config.json`` (its window / graph settings) and its path; ``({}, None)`` when it
+    has none. A file that is not a JSON object is one ``ValueError`` naming it."""
+    path = _checkpoint_file(name_or_path, PROCESSOR_CONFIG)
     if path is None:
-        return {}
-    with open(path, encoding="utf-8") as handle:
-        settings = json.load(handle)
-    return {key: value for key, value in settings.items() if key not in ("processor_class", "auto_map")}
+        return {}, None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            settings = json.load(handle)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(
+            f"{path}: not valid JSON ({error}); repair the file or re-save the processor with "
+            "processor.save_pretrained(checkpoint_dir)"
+        ) from error
+    if not isinstance(settings, Mapping):
+        raise ValueError(f"{path}: must hold a JSON object of processor settings, got {type(settings).__name__}")
+    return {key: value for key, value in settings.items() if key not in ("processor_class", "auto_map")}, path
 
 
 def _keyword_subset(cls: type, settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -118,22 +127,37 @@ class EntityClozeQAPipeline(Pipeline):
         processor = kwargs.pop("processor", None)
         super().__init__(*args, **kwargs)
         model_type = self.model.config.model_type
-        self.is_xh = model_type == XH_MODEL_TYPE
+        self.is_xh = reads_sentence_graphs(model_type)
         if processor is None:
-            if self.tokenizer is None:
-                raise ValueError(f"{TASK}: give tokenizer= or processor= (the model has no tokenizer to load)")
-            settings = (
-                _load_processor_settings(self.model.config._name_or_path) if self.model.config._name_or_path else {}
-            )
-            cls = XhProcessor if self.is_xh else GesaProcessor
-            processor = cls(self.tokenizer, **_keyword_subset(cls, settings))
+            processor = self._processor_from_checkpoint(XhProcessor if self.is_xh else GesaProcessor)
         self.gesa_processor = processor
         self.collator = processor.get_data_collator()
-        if model_type in KNOWLEDGE_VARIANTS:  # the KB inputs, as run_record.py's collator adds them
+        if knowledge_variant_of(model_type) is not None:  # the KB inputs, as the scripts' collator adds them
             tokenizer = processor.tokenizer
             candidates = EntityCandidateGenerator.from_tokenizer(tokenizer)
-            builder = KnowledgeInputBuilder(tokenizer, candidates, KNOWLEDGE_VARIANTS[model_type])
+            builder = KnowledgeInputBuilder(tokenizer, candidates, knowledge_variant_of(model_type))
             self.collator = KnowledgeCollator(self.collator, builder)
+
+    def _processor_from_checkpoint(self, cls: type) -> Any:
+        """The processor from the checkpoint's tokenizer and saved settings; a damaged file is named with the fix."""
+        source = self.model.config._name_or_path
+        if self.tokenizer is None:
+            raise ValueError(f"{TASK}: give tokenizer= or processor= (the model has no tokenizer to load)")
+        settings, path = _load_processor_settings(source) if source else ({}, None)
+        try:
+            return cls(self.tokenizer, **_keyword_subset(cls, settings))
+        except (TypeError, ValueError) as error:
+            if path is not None and any(name in str(error) for name in _keyword_subset(cls, settings)):
+                raise ValueError(
+                    f"{path}: {error}. Fix that field in the file, or re-save the processor with "
+                    "processor.save_pretrained(checkpoint_dir)"
+                ) from error
+            if source and _checkpoint_file(source, "tokenizer_config.json") is None:
+                raise ValueError(
+                    f"{source} has no tokenizer_config.json, so its tokenizer cannot be rebuilt ({error}). Save the "
+                    "processor (or its tokenizer) into the checkpoint with save_pretrained(checkpoint_dir)"
+                ) from error
+            raise
 
     # ------------------------------------------------------------------ transformers' Pipeline interface
 
@@ -145,19 +169,16 @@ class EntityClozeQAPipeline(Pipeline):
                             "return_html")  # fmt: skip
         postprocess: dict[str, Any] = {}
         if top_k is not None:
-            if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
-                raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
-            postprocess["top_k"] = top_k
+            postprocess["top_k"] = positive_integer("top_k", top_k)
         if return_html is not None:
             postprocess["return_html"] = bool(return_html)
         return {}, {}, postprocess
 
     def __call__(self, inputs: Any, **kwargs: Any) -> Any:
         """Answer ``inputs`` (a dict, a ReCoRD record, or a list of them); see the module docstring."""
-        batch_size = kwargs.pop("batch_size", None) or self._batch_size or 1
+        batch_size = kwargs.pop("batch_size", None)
+        batch_size = positive_integer("batch_size", self._batch_size or 1 if batch_size is None else batch_size)
         kwargs.pop("num_workers", None)
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         preprocess_params, forward_params, postprocess_params = self._sanitize_parameters(**kwargs)
         postprocess_params = {**self._postprocess_params, **postprocess_params}
         single = isinstance(inputs, Mapping)
@@ -229,8 +250,9 @@ class EntityClozeQAPipeline(Pipeline):
         return [sorted(found.get(example.example_id, ())) for example in model_inputs["examples"]]
 
     def examples(self, inputs: Any) -> list[RecordExample]:
-        """Canonical examples (``processing_gesa.RecordExample``, exclusive spans), one per query, ids unique per
-        call (``input #N``, with the input's own id in brackets), checked by the processor's rules."""
+        """Canonical examples (``processing_gesa.RecordExample``, exclusive spans), one per query, checked by the
+        processor's rules. Each is named by its input's position in the call and, where it has one, its own id:
+        ``input #2 (q7)``; a record's queries ``input #1, query 0 (q3)``. A record without queries is refused."""
         items = [inputs] if isinstance(inputs, Mapping) else inputs
         if isinstance(items, str) or not isinstance(items, Sequence):
             raise TypeError(
@@ -239,29 +261,35 @@ class EntityClozeQAPipeline(Pipeline):
             )
         examples: list[RecordExample] = []
         for position, item in enumerate(items):
+            label = f"input #{position}"
             if not isinstance(item, Mapping):
-                raise TypeError(f"input #{position} is a {type(item).__name__}; give a dict with passage and query")
+                raise TypeError(f"{label} is a {type(item).__name__}; give a dict with passage and query")
             spans = item.get("entity_spans")
             span_dicts = isinstance(spans, Mapping) or (
                 isinstance(spans, Sequence) and len(spans) > 0 and isinstance(spans[0], Mapping)
             )
-            if "qas" in item or not isinstance(item.get("passage"), str) or "entity_spans" not in item or span_dicts:
-                found = to_record_examples([item])  # records, Hub rows, rows without spans: the processor's reader
+            is_record = "qas" in item
+            if is_record or not isinstance(item.get("passage"), str) or "entity_spans" not in item or span_dicts:
+                found = item_to_examples(item, position, source=label)  # records, Hub rows, rows without spans
             else:
-                label = f"input #{position}"
-                spans = None if spans is None else GesaProcessor._integer_spans(spans, label)
+                own = item.get("id")
+                name = label if own is None else f"{label} ({own})"
+                spans = None if spans is None else GesaProcessor._integer_spans(spans, name)
                 found = [
                     RecordExample(
-                        str(item.get("id", label)),
+                        str(own) if own is not None else label,
                         item["passage"],
                         item.get("query"),
                         spans,
                         None if spans is None else [None] * len(spans),
                     )
                 ]
-            for example in found:
+            if not found:
+                raise ValueError(f"{label} is a ReCoRD record with no query ('qas' is empty): give at least one query")
+            for number, example in enumerate(found):
                 own = example.example_id
-                example.example_id = f"input #{len(examples)}" + ("" if own.startswith("sha1-") else f" ({own})")
+                where = f"{label}, query {number}" if is_record else label
+                example.example_id = where if own.startswith("sha1-") or own == label else f"{where} ({own})"
                 example.answers = None  # a pipeline predicts; gold answers (if any) play no part
                 example.answer_spans = None
                 examples.append(example)
@@ -352,6 +380,14 @@ def first_mentions(passage: str, spans: Sequence[tuple[int, int]], texts: Sequen
     return [first.get(text, (-1, -1)) for text in texts]
 
 
+def positive_integer(name: str, value: Any) -> int:
+    """``value`` as an ``int`` >= 1 (numpy integers too); ``ValueError`` naming ``name`` for anything else (``0``,
+    ``False``, ``2.0``, ``"2"``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
 def answer_score(logit: float) -> float:
     if logit >= 0:
         return 1.0 / (1.0 + math.exp(-logit))
@@ -359,4 +395,4 @@ def answer_score(logit: float) -> float:
     return value / (1.0 + value)
 
 
-__all__ = ["CUSTOM_PIPELINES", "TASK", "EntityClozeQAPipeline", "answer_score", "first_mentions"]
+__all__ = ["CUSTOM_PIPELINES", "TASK", "EntityClozeQAPipeline", "answer_score", "first_mentions", "positive_integer"]

@@ -56,12 +56,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import torch
 from tokenizers import AddedToken, Tokenizer
 from transformers import BatchFeature, PreTrainedTokenizerBase
 from transformers.processing_utils import ProcessorMixin
 from transformers.utils import logging
 
+from .answers_gesa import rank_window_answers
 from .candidates_gesa import (
     DEFAULT_NER_LABELS,
     EDGE_MATCH,
@@ -134,6 +134,51 @@ def _splits_word(text: str, index: int) -> bool:
     return 0 < index < len(text) and text[index - 1].isalnum() and text[index].isalnum()
 
 
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_processor_arguments(**arguments: Any) -> None:
+    """One ``TypeError``/``ValueError`` naming the first constructor argument of the wrong type or value.
+
+    Sizes are integers (a float or a string is refused, not truncated or parsed), flags are ``bool`` (the string
+    ``"false"`` is refused, not read as true), ``ner_labels`` is ``None`` or a list of label strings (one string is
+    refused, not split into characters).
+    """
+    for name in ("max_seq_length", "doc_stride", "max_query_length", "max_entities", "max_mention_length"):
+        value = arguments[name]
+        if not _is_integer(value):
+            raise TypeError(
+                f"GesaProcessor: {name} must be an integer, got {type(value).__name__} {value!r}; "
+                f"e.g. {name}={int(value) if isinstance(value, float) and value.is_integer() else 512}"
+            )
+    if not isinstance(arguments["skip_invalid"], (bool, np.bool_)):
+        value = arguments["skip_invalid"]
+        raise TypeError(f"GesaProcessor: skip_invalid must be True or False, got {type(value).__name__} {value!r}")
+    if not isinstance(arguments["spacy_model"], str):
+        value = arguments["spacy_model"]
+        raise TypeError(
+            f"GesaProcessor: spacy_model must be the name of a spaCy pipeline, got {type(value).__name__} {value!r}"
+        )
+    labels = arguments["ner_labels"]
+    if labels is not None and (
+        isinstance(labels, (str, bytes, Mapping))
+        or not isinstance(labels, (Sequence, set, frozenset))
+        or not all(isinstance(label, str) for label in labels)
+    ):
+        raise TypeError(
+            f"GesaProcessor: ner_labels must be None or a list of spaCy entity labels, got {labels!r}; "
+            "e.g. ner_labels=['PERSON', 'ORG']"
+        )
+    if arguments["candidate_source"] not in CANDIDATE_SOURCES:
+        raise ValueError(
+            f"GesaProcessor: candidate_source must be one of {CANDIDATE_SOURCES}, got {arguments['candidate_source']!r}"
+        )
+    mask_id = arguments["entity_mask_id"]
+    if mask_id is not None and (not _is_integer(mask_id) or mask_id < 0):
+        raise TypeError(f"GesaProcessor: entity_mask_id must be None or an entity id >= 0, got {mask_id!r}")
+
+
 class GesaProcessor(ProcessorMixin):
     """Turns ReCoRD examples (three input shapes) into GESA features, one per document window.
 
@@ -187,8 +232,18 @@ class GesaProcessor(ProcessorMixin):
                 f"GesaProcessor needs a fast tokenizer with a `tokenizers` backend (offsets, batching); "
                 f"got {type(tokenizer).__name__}"
             )
-        if candidate_source not in CANDIDATE_SOURCES:
-            raise ValueError(f"candidate_source must be one of {CANDIDATE_SOURCES}, got {candidate_source!r}")
+        check_processor_arguments(
+            max_seq_length=max_seq_length,
+            doc_stride=doc_stride,
+            max_query_length=max_query_length,
+            max_entities=max_entities,
+            max_mention_length=max_mention_length,
+            spacy_model=spacy_model,
+            ner_labels=ner_labels,
+            candidate_source=candidate_source,
+            entity_mask_id=entity_mask_id,
+            skip_invalid=skip_invalid,
+        )
         if max_entities < 2:
             raise ValueError(f"max_entities counts the placeholder and must be >= 2, got {max_entities}")
         if doc_stride < 1 or max_mention_length < 1 or max_query_length < 1:
@@ -505,60 +560,15 @@ class GesaProcessor(ProcessorMixin):
     def post_process_predictions(
         example_ids: Sequence[str], candidate_texts: Sequence[Sequence[str]], logits: Any
     ) -> dict[str, str]:
-        """Best answer text per query: scores merged over windows by taking the max per answer text.
+        """Best answer text per query: the top of ``rank_answers`` (scores merged over windows, max per answer).
 
-        Every query of ``example_ids`` gets exactly one answer (ties and ``-inf`` scores: the first text seen).
-
-        Args:
-            example_ids: ``(F,)`` the features' ``example_id``, in the processor's order (a query's windows are
-                consecutive).
-            candidate_texts: ``(F, E_f)`` the features' ``candidate_texts`` (entity 0 is the placeholder).
-            logits: ``(F, E)`` tensor or array, ``E >= max E_f`` (padding beyond ``E_f`` is ignored).
+        Every query of ``example_ids`` gets exactly one answer; see ``rank_answers`` for the shapes and the errors.
 
         Returns:
             ``{example_id: predicted answer text}``.
-
-        Raises:
-            ValueError: the inputs disagree in length; a query has NaN scores (a diverged model) or no candidate; or
-            one id comes back after another query's features (two different queries share an id).
         """
-        scores = logits.detach().float().cpu().numpy() if isinstance(logits, torch.Tensor) else np.asarray(logits)
-        if scores.ndim != 2 or not (len(example_ids) == len(candidate_texts) == scores.shape[0]):
-            raise ValueError(
-                f"post_process_predictions: {len(example_ids)} example ids, {len(candidate_texts)} candidate rows and "
-                f"logits of shape {tuple(scores.shape)} must describe the same features (F, E)"
-            )
-        best: dict[str, dict[str, float]] = {}
-        previous = None
-        for row, (example_id, texts) in enumerate(zip(example_ids, candidate_texts, strict=True)):
-            if example_id != previous and example_id in best:
-                raise ValueError(
-                    f"post_process_predictions: example id {example_id!r} comes back at feature {row} after other "
-                    "queries' features: two different queries share this id (give each query its own id), or the "
-                    "features were reordered"
-                )
-            previous = example_id
-            per_text = best.setdefault(example_id, {})
-            if len(texts) > scores.shape[1]:
-                raise ValueError(
-                    f"post_process_predictions: feature {row} ({example_id!r}) has {len(texts)} entities but logits "
-                    f"only {scores.shape[1]}"
-                )
-            row_scores = scores[row, 1 : len(texts)].astype(np.float64)
-            if np.isnan(row_scores).any():
-                raise ValueError(
-                    f"post_process_predictions: query {example_id!r} has NaN scores (feature {row}): the model's "
-                    "output is not finite (diverged training, or fp16 overflow); no answer can be chosen"
-                )
-            for text, score in zip(texts[1:], row_scores.tolist(), strict=True):
-                if text not in per_text or score > per_text[text]:
-                    per_text[text] = score
-        empty = [example_id for example_id, per_text in best.items() if not per_text]
-        if empty:
-            raise ValueError(f"post_process_predictions: queries {empty[:5]} have no candidate in any feature")
-        return {example_id: max(per_text, key=per_text.get) for example_id, per_text in best.items()}
-
-    # ------------------------------------------------------------------ ranked answers (issue 15: the pipeline)
+        ranked = rank_window_answers(example_ids, candidate_texts, logits, caller="post_process_predictions")
+        return {example_id: answers[0]["answer"] for example_id, answers in ranked.items()}
 
     @staticmethod
     def rank_answers(
@@ -568,51 +578,9 @@ class GesaProcessor(ProcessorMixin):
         candidate_spans: Sequence[Sequence[Sequence[int]]] | None = None,
         first_candidate: int = 1,
     ) -> dict[str, list[dict[str, Any]]]:
-        """Every answer per query, best first, merged over windows as the ReCoRD evaluation merges them.
-
-        Mentions are grouped by their normalised text (``normalize_entity_string``, the official normalisation);
-        a group's logit is the max over its mentions in all windows, its ``answer`` the surface text of that best
-        mention; ties keep the first seen (``metrics/record``'s ``merge_window_predictions`` picks the same top).
-
-        Args:
-            example_ids: ``(F,)`` the features' ``example_id``.
-            candidate_texts: ``(F, E_f)`` the features' ``candidate_texts``.
-            logits: ``(F, E)`` tensor or array, ``E >= max E_f`` (padding beyond ``E_f`` is ignored).
-            candidate_spans: ``(F, E_f, 2)`` exclusive character spans (``return_candidate_spans``), optional.
-            first_candidate: index of the first candidate slot (1: GESA windows, whose entity 0 is the placeholder;
-                0: XH graphs).
-
-        Returns:
-            ``{example_id: [{"answer", "logit", "start", "end"}, ...]}`` sorted by ``logit`` (descending); ``start`` /
-            ``end`` are the first mention of ``answer`` in the passage (``None`` without ``candidate_spans``).
-        """
-        scores = logits.detach().float().cpu().numpy() if isinstance(logits, torch.Tensor) else np.asarray(logits)
-        ranked: dict[str, dict[str, dict[str, Any]]] = {}
-        mentions: dict[str, dict[str, tuple[int, int]]] = {}  # example -> surface text -> first mention
-        for row, (example_id, texts) in enumerate(zip(example_ids, candidate_texts, strict=True)):
-            groups = ranked.setdefault(example_id, {})
-            first = mentions.setdefault(example_id, {})
-            for index in range(first_candidate, len(texts)):
-                text = texts[index]
-                if not text:
-                    continue
-                score = float(scores[row, index])
-                if candidate_spans is not None:
-                    span = (int(candidate_spans[row][index][0]), int(candidate_spans[row][index][1]))
-                    if text not in first or span < first[text]:
-                        first[text] = span
-                entry = groups.get(normalize_entity_string(text))
-                if entry is None:
-                    groups[normalize_entity_string(text)] = {"answer": text, "logit": score}
-                elif score > entry["logit"]:
-                    entry.update(answer=text, logit=score)
-        out = {}
-        for example_id, groups in ranked.items():
-            answers = sorted(groups.values(), key=lambda entry: -entry["logit"])  # stable: ties keep first seen
-            for entry in answers:
-                entry["start"], entry["end"] = mentions[example_id].get(entry["answer"], (None, None))
-            out[example_id] = answers
-        return out
+        """Every answer per query, best first, merged over windows as the ReCoRD evaluation merges them
+        (``rank_window_answers``: the one place that merges window scores)."""
+        return rank_window_answers(example_ids, candidate_texts, logits, candidate_spans, first_candidate)
 
     # ------------------------------------------------------------------ the pipeline
 

@@ -245,6 +245,8 @@ def _record_to_examples(record: Mapping[str, Any], position: int, source: str | 
     passage = passage_field["text"]
     entities = passage_field.get("entities")
     spans, texts = (None, None) if entities is None else _spans(entities, "passage.entities", True, fail)
+    if record.get("qas") is None:
+        raise fail("'qas' is null: give a list of query objects ({id, query[, answers]})")
     examples = []
     for number, qa in enumerate(_span_dicts(record.get("qas"), "qas", fail)):
         qa_id = _id_text(qa.get("id"))
@@ -543,22 +545,27 @@ class CheckedFile:
     unanswered: str | None = None  # "where: ReCoRD example 'id'" of the first query without a gold answer
 
 
-def check_record_file(path: Path | str, where: str | None = None) -> CheckedFile:
+def check_record_file(path: Path | str, where: str | None = None, unique_ids: bool = False) -> CheckedFile:
     """Check that ``path`` holds ReCoRD data in one known shape, every item of it (structure, types, spans and
     answer offsets in the shape's end convention). A problem is a ``RecordError`` naming ``where`` (e.g. the flag and
     the file), the line or item, the example id, what is wrong and the fix.
 
     Known shapes: JSON lines or a JSON list of original/SuperGLUE records (``passage`` + ``qas``) or of flattened
-    rows (``passage`` + ``query``), or the original release's ``{"data": [records...]}`` object.
+    rows (``passage`` + ``query``), or the original release's ``{"data": [records...]}`` object. A file must hold at
+    least one query; with ``unique_ids`` (evaluation and prediction files) no two queries may share an id, wherever
+    they are in the file (their answers would be merged into one).
     """
     path = Path(path)
     where = where or str(path)
+    if path.is_dir():
+        raise RecordError(f"{where} is a folder: give the path of a ReCoRD .json or .jsonl file")
     if not path.is_file():
         raise RecordError(f"{where} does not exist: give the path of an existing ReCoRD .json or .jsonl file")
     if path.suffix not in (".json", ".jsonl"):
         raise RecordError(f"{where} must be .json or .jsonl (ReCoRD records or rows), not {path.suffix!r}")
     field_name, items = read_record_file(path, where)
     shape, locations, queries, unannotated, unanswered = None, [], 0, 0, None
+    seen: dict[str, str] = {}  # query id -> where it was first read
     for location, item in items:
         this_shape = item_shape(item)
         if this_shape is None:
@@ -570,6 +577,12 @@ def check_record_file(path: Path | str, where: str | None = None) -> CheckedFile
             raise RecordError(f"{where}, {location}: a {this_shape} in a file of {shape}s; use one shape per file")
         for example in item_to_examples(item, len(locations), f"{where}, {location}"):
             check_example(example)
+            if unique_ids and example.example_id in seen:
+                raise RecordError(
+                    f"{example.source}: query id {example.example_id!r} was already used at {seen[example.example_id]}; "
+                    "two queries may not share an id (their answers would be merged): give each its own id"
+                )
+            seen.setdefault(example.example_id, location)
             queries += 1
             unannotated += example.entity_spans is None
             if not example.answers and unanswered is None:
@@ -577,6 +590,10 @@ def check_record_file(path: Path | str, where: str | None = None) -> CheckedFile
         locations.append(location)
     if shape is None:
         raise RecordError(f"{where} holds no record; {DATA_FILE_FIX}")
+    if queries == 0:
+        raise RecordError(
+            f"{where} holds {len(locations)} record(s) but no query (every 'qas' is empty); give queries"
+        )
     return CheckedFile(field_name, shape, locations, queries, unannotated, unanswered)
 
 

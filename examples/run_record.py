@@ -37,7 +37,7 @@ tokens ``[HL] [PLC] [ENT]`` start from ``@ # *``) or a GESA checkpoint (loaded a
 flag works (``--bf16``, ``--gradient_checkpointing``, ``--deepspeed``, ``--fsdp``, ``--push_to_hub``,
 ``--hub_model_id``, ``--resume_from_checkpoint``, ...), and so does ``accelerate launch`` / ``torchrun``.
 
-``--variant`` picks the model family from ``examples/variants.py``: ``gesa`` (default), ``luke`` (LUKE exactly),
+``--variant`` picks the model family from ``registry_gesa.py``: ``gesa`` (default), ``luke`` (LUKE exactly),
 ``luke_graph`` (LUKE-Graph: LUKE + a gated relational graph network over the entities, the paper's Table 2 rival),
 ``kar`` (KnowBERT-KAR) and ``ernie`` (ERNIE) on GESA's windows with their knowledge inputs added by the collator (they
 keep the LUKE checkpoint's entity table, their knowledge base), and ``xh`` (Transformer-XH: one sentence graph per
@@ -55,6 +55,7 @@ first). An evaluation-only run (no ``--do_train``) writes only ``eval_prediction
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import json
@@ -84,11 +85,11 @@ from transformers import (
     TrainingArguments,
     set_seed,
 )
-from transformers.trainer_utils import get_last_checkpoint
 
 try:
     from gesa import ABLATION_PRESETS
-    from gesa.pipeline_gesa import answer_score, first_mentions
+    from gesa.loading_gesa import weights_problem
+    from gesa.pipeline_gesa import _load_processor_settings, answer_score, first_mentions
     from gesa.processing_gesa import GesaProcessor
     from gesa.records_gesa import (
         INCLUSIVE_END_KEY,
@@ -97,6 +98,19 @@ try:
         RecordError,
         check_record_file,
         to_record_examples,
+    )
+    from gesa.registry_gesa import VARIANTS
+    from gesa.training_gesa import (
+        FiniteTrainingGuard,
+        OutputDirLock,
+        ScriptArgumentError,
+        apply_saved_settings,
+        check_training_arguments,
+        disk_full,
+        disk_full_error,
+        explicit_flags,
+        plan_resume,
+        write_json_atomically,
     )
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise SystemExit(f"run_record.py needs the gesa package installed (pip install -e <gesa repo>): {error}") from None
@@ -108,7 +122,6 @@ SAMPLE_TRAIN_FILE = ROOT / "examples" / "data" / "record_sample_train.jsonl"
 SAMPLE_VALIDATION_FILE = ROOT / "examples" / "data" / "record_sample_dev.jsonl"
 METRIC_FILE = ROOT / "metrics" / "record" / "record.py"
 CARD_RENDERER_FILE = ROOT / "model_cards" / "render.py"
-VARIANTS_FILE = ROOT / "examples" / "variants.py"
 # The command line the script runs with when it is given no argument at all (the embedded demo): 30 epochs of the
 # 42 training queries (one 256-token window each: 6 steps an epoch, 180 steps), evaluated before and after training.
 # A tiny GESA trained from scratch sits at the label prior (loss ~0.42) for ~100 steps before it fits the training
@@ -177,7 +190,6 @@ def load_module_by_path(name: str, path: Path) -> ModuleType:
 
 record_metric = load_module_by_path("gesa_record_metric", METRIC_FILE)
 card_renderer = load_module_by_path("gesa_model_card", CARD_RENDERER_FILE)
-VARIANTS = load_module_by_path("gesa_record_variants", VARIANTS_FILE).VARIANTS
 # Configs of this package's checkpoints resolve to its own classes here, so that reading a GESA/variant checkpoint's
 # tokenizer (AutoTokenizer reads config.json, whose auto_map names remote code) neither prompts nor warns.
 for _spec in VARIANTS.values():
@@ -191,8 +203,7 @@ DESCRIPTION = (__doc__ or "").split("::")[0].rsplit("\n\n", 1)[0].strip() + (
 )
 
 
-class RunRecordError(ValueError):
-    """A problem with the arguments or the inputs, reported as one line before any training starts."""
+RunRecordError = ScriptArgumentError  # a problem with the arguments or inputs: one `error:` line, exit status 2
 
 
 @dataclass
@@ -212,7 +223,7 @@ class ModelArguments:
     )
     variant: str = field(
         default="gesa",
-        metadata={"help": "The model family (examples/variants.py). "
+        metadata={"help": "The model family (gesa.registry_gesa). "
                   + "; ".join(f"{name}: {spec.description}" for name, spec in VARIANTS.items())
                   + ". kar and ernie keep the LUKE checkpoint's entity table (their knowledge base).",
                   "choices": list(VARIANTS)},
@@ -300,7 +311,14 @@ def apply_paper_defaults(argv: list[str]) -> list[str]:
 
 def parse_args(argv: list[str]) -> tuple[ModelArguments, DataTrainingArguments, TrainingArguments]:
     """HfArgumentParser over the three dataclasses; no argument at all selects the embedded demo."""
-    parser = HfArgumentParser((ModelArguments, DataTrainingArguments, TrainingArguments), description=DESCRIPTION)
+    parser = HfArgumentParser(
+        (ModelArguments, DataTrainingArguments, TrainingArguments),
+        description=DESCRIPTION,
+        # a short usage line, so that --help opens with the description (the flags, every TrainingArguments one
+        # included, are listed after it)
+        usage="%(prog)s [--model_name_or_path DIR] [--train_file F] [--validation_file F] [--test_file F] "
+        "[--do_train] [--do_eval] [--do_predict] [--output_dir DIR] [FLAG VALUE ...]",
+    )
     if not argv:
         argv = list(EMBEDDED_DEFAULT_ARGS)
         print("run_record.py: no arguments: embedded demo, i.e. python examples/run_record.py " + " ".join(argv))
@@ -333,6 +351,10 @@ def check_arguments(model_args: ModelArguments, data_args: DataTrainingArguments
         )
     if not (args.do_train or args.do_eval or args.do_predict):
         raise RunRecordError("nothing to do: pass --do_train, --do_eval and/or --do_predict")
+    check_training_arguments(args)
+    workers = data_args.preprocessing_num_workers
+    if workers is not None and workers < 1:
+        raise RunRecordError(f"--preprocessing_num_workers must be at least 1 (or left out), got {workers}")
     check_predict_arguments(model_args, data_args, args)
     if args.do_train and (args.max_steps == 0 or args.max_steps < -1):
         raise RunRecordError(f"--max_steps must be a positive number of steps (or -1: use --num_train_epochs), got "
@@ -379,7 +401,7 @@ def sniff_json_file(path: Path, flag: str = "--validation_file") -> CheckedFile:
     shape, structure, types, spans and answer offsets in the shape's end convention. A problem is a
     ``RunRecordError`` naming the flag, the file, the line (or item), the example and the fix."""
     try:
-        return check_record_file(path, where=f"{flag} {path}")
+        return check_record_file(path, where=f"{flag} {path}", unique_ids=flag != DATA_FILE_FLAGS["train"])
     except RecordError as error:
         raise RunRecordError(str(error)) from None
 
@@ -487,7 +509,7 @@ def load_queries(
                 desc=f"One row per query ({split})",
             )
         except ValueError as error:
-            raise RunRecordError(f"{sources[split]}: {str(error).splitlines()[0]}") from None
+            raise RunRecordError(prefixed(sources[split], error)) from None
         if limits[split] is not None:
             flat = flat.select(range(min(limits[split], len(flat))))
         if len(flat) == 0:
@@ -498,6 +520,13 @@ def load_queries(
     if "validation" in queries:
         check_references(queries["validation"])
     return queries
+
+
+def prefixed(where: str, error: Exception) -> str:
+    """The first line of ``error`` behind ``where``, unless it names ``where`` already (errors of the record reader
+    start with the flag, the file and the line)."""
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return message if message.startswith(where) else f"{where}: {message}"
 
 
 def check_training_answers(queries: Dataset) -> None:
@@ -666,7 +695,29 @@ class CheckedCheckpoint:
     entity_rows: list[int] | None = None
 
 
-def check_checkpoint(model_args: ModelArguments, data_args: DataTrainingArguments) -> CheckedCheckpoint | None:
+def use_saved_settings(path: str, variant: str, data_args: DataTrainingArguments, explicit: set[str] | None) -> None:
+    """A checkpoint's own window / graph settings (``processor_config.json``) become the defaults of this run, so that
+    re-evaluating it scores what it was trained on; a flag given on the command line wins. Says which won."""
+    if explicit is None:
+        return
+    try:
+        saved, source = _load_processor_settings(path)
+    except ValueError as error:
+        raise RunRecordError(f"--model_name_or_path {path}: {error}") from None
+    if source is None:
+        return
+    if VARIANTS[variant].uses_gesa_features:
+        names = {name: name for name in ("max_seq_length", "doc_stride", "max_query_length", "max_entities")}
+    else:  # XH: a node is at most --max_seq_length word tokens
+        names = {"max_node_length": "max_seq_length", "max_query_length": "max_query_length"}
+    lines = apply_saved_settings(data_args, saved, names, explicit, source)
+    if lines:
+        print("run_record.py: processor settings: " + "; ".join(lines))
+
+
+def check_checkpoint(
+    model_args: ModelArguments, data_args: DataTrainingArguments, explicit: set[str] | None = None
+) -> CheckedCheckpoint | None:
     """Read the config and tokenizer of ``--model_name_or_path`` and check that they fit the variant and each other
     (``RunRecordError`` otherwise); ``None`` without a checkpoint. No weights are loaded: ``run`` calls this before
     logging starts, so that a wrong checkpoint ends the run with one error line."""
@@ -698,6 +749,8 @@ def check_checkpoint(model_args: ModelArguments, data_args: DataTrainingArgument
         spec.check_knowledge_base(config_dict, source=f"--model_name_or_path {path}")
     except ValueError as error:
         raise RunRecordError(str(error)) from None
+    if model_type != "luke":
+        use_saved_settings(path, variant, data_args, explicit)
     tokenizer_source = model_args.tokenizer_name or path
     try:
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, **hub)
@@ -741,7 +794,7 @@ def build_model_and_processor(
     checked: CheckedCheckpoint | None = None,
 ) -> tuple[Any, Any]:
     """Tiny random model (no checkpoint), a converted LUKE checkpoint, or a checkpoint of the variant; checked
-    vocabularies. The model is the variant's ``...ForEntitySpanQA`` (``examples/variants.py``).
+    vocabularies. The model is the variant's ``...ForEntitySpanQA`` (``registry_gesa.py``).
 
     ``checked``: ``check_checkpoint``'s answer, when the caller has it already (it is computed otherwise).
     """
@@ -804,127 +857,6 @@ def copy_processor_code(processor: Any, output_dir: str) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- resume
-
-
-WEIGHTS_NAMES = (
-    "model.safetensors",
-    "model.safetensors.index.json",
-    "pytorch_model.bin",
-    "pytorch_model.bin.index.json",
-)
-
-
-def _safetensors_problem(path: Path) -> str | None:
-    """What is wrong with a ``.safetensors`` file (header unreadable, data shorter than its header says), or ``None``.
-    Reads the header only."""
-    try:
-        with path.open("rb") as handle:
-            size = int.from_bytes(handle.read(8), "little")
-            raw = handle.read(size) if 0 < size < 1 << 28 else b""
-            if 0 < size < 1 << 28 and len(raw) < size:
-                return f"{path} is truncated (its header alone needs {size + 8} bytes; an interrupted save or copy?)"
-            header = json.loads(raw) if raw else None
-    except (OSError, ValueError, UnicodeDecodeError) as error:
-        return f"{path} cannot be read ({error})"
-    if not isinstance(header, dict):
-        return f"{path} is not a safetensors file (no readable header)"
-    ends = [entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__"]
-    expected = 8 + size + max(ends, default=0)
-    actual = path.stat().st_size
-    if actual < expected:
-        return f"{path} is truncated ({actual} of {expected} bytes; an interrupted save or copy?)"
-    return None
-
-
-def weights_problem(folder: Path) -> str | None:
-    """What makes the weights of a checkpoint folder unloadable (missing, truncated), or ``None``."""
-    present = [name for name in WEIGHTS_NAMES if (folder / name).is_file()]
-    if not present:
-        return f"{folder} has no weights file ({', '.join(WEIGHTS_NAMES[::2])})"
-    name = present[0]
-    if name == "model.safetensors":
-        return _safetensors_problem(folder / name)
-    if name.endswith(".index.json"):
-        try:
-            shards = sorted(set(json.loads((folder / name).read_text(encoding="utf-8"))["weight_map"].values()))
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            return f"{folder / name} cannot be read ({error})"
-        for shard in shards:
-            if not (folder / shard).is_file():
-                return f"{folder / name} names the shard {shard}, which is missing"
-            if shard.endswith(".safetensors") and (problem := _safetensors_problem(folder / shard)):
-                return problem
-    return None
-
-
-def checkpoint_problem(folder: Path) -> str | None:
-    """What makes ``folder`` no complete Trainer checkpoint (no folder, no ``trainer_state.json``, bad weights)."""
-    if not folder.is_dir():
-        return f"{folder} does not exist"
-    if not (folder / "trainer_state.json").is_file():
-        return f"{folder} has no trainer_state.json (a checkpoint whose save was interrupted?)"
-    return weights_problem(folder)
-
-
-@dataclass
-class ResumePlan:
-    """The checkpoint a training run resumes from (``None``: a fresh start) and the incomplete ones it skipped."""
-
-    checkpoint: str | None = None
-    skipped: list[str] = field(default_factory=list)
-
-
-def plan_resume(args: TrainingArguments, data_args: DataTrainingArguments) -> ResumePlan:
-    """Where training starts, decided before anything is loaded (``RunRecordError`` when it cannot be safe).
-
-    An explicit ``--resume_from_checkpoint`` must be a complete checkpoint. Otherwise the newest COMPLETE
-    ``checkpoint-N`` of ``--output_dir`` is resumed (incomplete newer ones are skipped and logged). A finished model in
-    ``--output_dir`` with no checkpoint to resume is not overwritten unless ``--overwrite_output_dir``.
-    """
-    plan = ResumePlan()
-    if not args.do_train:
-        return plan
-    explicit = args.resume_from_checkpoint
-    if explicit not in (None, "", "False", "false"):
-        if explicit in ("True", "true"):
-            explicit = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
-            if explicit is None:
-                raise RunRecordError(f"--resume_from_checkpoint true: {args.output_dir} holds no checkpoint-N folder")
-        problem = checkpoint_problem(Path(explicit))
-        if problem is not None:
-            raise RunRecordError(
-                f"--resume_from_checkpoint {explicit}: {problem}; give a complete checkpoint folder (with "
-                "trainer_state.json and its weights), or leave the flag out to start from --model_name_or_path"
-            )
-        plan.checkpoint = str(explicit)
-        return plan
-    output_dir = Path(args.output_dir)
-    if not output_dir.is_dir():
-        return plan
-    numbered = sorted(
-        (path for path in output_dir.glob("checkpoint-*") if path.is_dir() and path.name[11:].isdigit()),
-        key=lambda path: int(path.name[11:]),
-        reverse=True,
-    )
-    for candidate in numbered:
-        problem = checkpoint_problem(candidate)
-        if problem is None:
-            plan.checkpoint = str(candidate)
-            break
-        plan.skipped.append(problem)
-    if plan.checkpoint is None and numbered:
-        raise RunRecordError(
-            f"--output_dir {output_dir} holds checkpoints but none is complete ({plan.skipped[0]}); remove them, "
-            "or give a new --output_dir"
-        )
-    if plan.checkpoint is None and not data_args.overwrite_output_dir:
-        finished = [name for name in ("config.json", *WEIGHTS_NAMES) if (output_dir / name).is_file()]
-        if finished:
-            raise RunRecordError(
-                f"--output_dir {output_dir} already holds a trained model ({', '.join(finished)}); pass "
-                "--overwrite_output_dir to replace it, or give another --output_dir"
-            )
-    return plan
 
 
 def check_resume_config(checkpoint: str, model_args: ModelArguments) -> None:
@@ -1020,7 +952,7 @@ class RecordEvaluator:
     """``compute_metrics`` for ``Trainer``: merge window scores per query, then the official ReCoRD metric.
 
     A feature is a window (GESA features: logits ``(B, E)`` over its ``candidate_texts``) or, for ``--variant xh``, a
-    query's whole graph (logits ``(G, C)`` over the graph's ``candidate_texts``): ``merge_window_predictions`` takes
+    query's whole graph (logits ``(G, C)`` over the graph's ``candidate_texts``): ``GesaProcessor.rank_answers`` takes
     both, one row per feature; scores past a row's candidates (batch padding) are ignored. The evaluation features keep their order through ``Trainer.evaluate`` (sequential sampler; the distributed
     gather drops the padding duplicates), so row ``i`` of the predictions belongs to feature ``i``.
     """
@@ -1040,7 +972,9 @@ class RecordEvaluator:
         logits = np.asarray(logits, dtype=np.float32)
         if logits.shape[0] != len(self.example_ids):
             raise RuntimeError(f"got scores for {logits.shape[0]} features, expected {len(self.example_ids)}")
-        merged = record_metric.merge_window_predictions(self.example_ids, self.candidate_texts, logits)
+        # the one merge of window scores (answers_gesa), as the pipeline and --do_predict rank; "" slots are no candidate
+        ranked = GesaProcessor.rank_answers(self.example_ids, self.candidate_texts, logits, first_candidate=0)
+        merged = {query_id: answers[0]["answer"] for query_id, answers in ranked.items()}
         self.predictions = {query_id: merged[query_id] for query_id in self.references if query_id in merged}
         return record_metric.compute_record_scores(self.predictions, self.references)
 
@@ -1138,7 +1072,7 @@ def load_test_queries(data_args: DataTrainingArguments, model_args: ModelArgumen
             desc="One row per query (test)",
         )
     except ValueError as error:
-        raise RunRecordError(f"--test_file {path}: {str(error).splitlines()[0]}") from None
+        raise RunRecordError(prefixed(f"--test_file {path}", error)) from None
 
 
 def predict(
@@ -1169,7 +1103,7 @@ def predict(
             desc="Featurising test",
         )
     except ValueError as error:
-        raise RunRecordError(f"--test_file {data_args.test_file}: {str(error).splitlines()[0]}") from None
+        raise RunRecordError(prefixed(f"--test_file {data_args.test_file}", error)) from None
     if uses_gesa_features:
         spans = list(features["candidate_spans"])
     else:  # one XH graph per query: each candidate string's first mention in its passage
@@ -1230,13 +1164,29 @@ def run(
     data_args: DataTrainingArguments,
     args: TrainingArguments,
     callbacks: list[TrainerCallback] | None = None,
+    explicit: set[str] | None = None,
 ) -> dict[str, float]:
     """Train and/or evaluate; returns the metrics written to ``all_results.json``.
 
     ``callbacks`` are added to the ``Trainer``'s (``Trainer(callbacks=...)``), for runs started from Python.
+    ``explicit``: the flags given on the command line (``explicit_flags``); a checkpoint's saved processor settings
+    are the defaults of the others (``None``: every flag counts as given).
     """
     check_arguments(model_args, data_args, args)
     preflight_push_to_hub(model_args, args)
+    # one live run per output folder (process 0 holds it; a dead run's lock is released by the kernel)
+    with OutputDirLock(args.output_dir) if args.process_index == 0 else contextlib.nullcontext():
+        return _run(model_args, data_args, args, callbacks, explicit)
+
+
+def _run(
+    model_args: ModelArguments,
+    data_args: DataTrainingArguments,
+    args: TrainingArguments,
+    callbacks: list[TrainerCallback] | None,
+    explicit: set[str] | None,
+) -> dict[str, float]:
+    """``run`` once the arguments are checked and the output folder is this run's."""
     files = data_files(data_args, args)
     fields = check_data_files(files)  # bad files and checkpoints fail here, before logging starts and any weights load
     check_ner_available(data_args, any(checked_file.unannotated for checked_file in fields.values()))
@@ -1246,10 +1196,10 @@ def run(
     if args.do_eval and "validation" in fields and fields["validation"].unanswered is not None:
         raise RunRecordError(f"{fields['validation'].unanswered} has no gold answer to evaluate against (a test "
                              "split?); give its answers or remove it")  # fmt: skip
-    resume = plan_resume(args, data_args)
+    resume = plan_resume(args, data_args.overwrite_output_dir)
     if resume.checkpoint is not None:
         check_resume_config(resume.checkpoint, model_args)
-    checked = check_checkpoint(model_args, data_args)
+    checked = check_checkpoint(model_args, data_args, explicit)
     warn_about_arguments(model_args, args)  # after the input errors, which stay the run's one line
     setup_logging(args)
     state = args.distributed_state
@@ -1312,15 +1262,20 @@ def run(
         processing_class=processor if hasattr(processor, "save_pretrained") else processor.tokenizer,
         data_collator=make_collator(model_args.variant, processor),
         compute_metrics=evaluator,
-        callbacks=callbacks,
+        callbacks=[*(callbacks or []), *([FiniteTrainingGuard()] if args.do_train else [])],
         card_kwargs=card_kwargs,
     )
     # The ReCoRD loss is a mean over each batch's real candidates; it takes no `num_items_in_batch`.
     trainer.model_accepts_loss_kwargs = False
 
     if args.do_train:
-        train_result = trainer.train(resume_from_checkpoint=resume.checkpoint)
-        trainer.save_model()  # config with auto_map, code files, safetensors, processor files
+        try:
+            train_result = trainer.train(resume_from_checkpoint=resume.checkpoint)
+            trainer.save_model()  # config with auto_map, code files, safetensors, processor files
+        except (OSError, RuntimeError) as error:
+            if disk_full(error, args.output_dir):
+                raise disk_full_error(error, args.output_dir, "saving a checkpoint or the model") from None
+            raise
         if not VARIANTS[model_args.variant].uses_gesa_features and trainer.is_world_process_zero():
             copy_processor_code(processor, args.output_dir)
             save_xh_processor_settings(processor, args.output_dir)
@@ -1338,16 +1293,12 @@ def run(
         trainer.log_metrics("eval", metrics)
         trainer.save_metrics("eval", metrics)
         if trainer.is_world_process_zero():
-            os.makedirs(args.output_dir, exist_ok=True)
-            with open(os.path.join(args.output_dir, "eval_predictions.json"), "w", encoding="utf-8") as handle:
-                json.dump(evaluator.predictions, handle, ensure_ascii=False, indent=2)
+            write_json_atomically(Path(args.output_dir) / "eval_predictions.json", evaluator.predictions)
 
     if args.do_predict:
         predictions = predict(trainer, processor, model_args.variant, data_args, model_args, fields["test"])
         if trainer.is_world_process_zero():
-            os.makedirs(args.output_dir, exist_ok=True)
-            with open(os.path.join(args.output_dir, "predict_predictions.json"), "w", encoding="utf-8") as handle:
-                json.dump(predictions, handle, ensure_ascii=False, indent=2)
+            write_json_atomically(Path(args.output_dir) / "predict_predictions.json", predictions)
             print(f"run_record.py: top {data_args.predict_top_k} answers of {len(predictions)} test queries -> "
                   f"{os.path.join(args.output_dir, 'predict_predictions.json')}")  # fmt: skip
 
@@ -1366,7 +1317,7 @@ def run(
 def eval_only_line(line: str) -> str:
     """``result_line`` of a run without training: no "before training" score (there was no training), and what the
     run wrote (no model or card: the folder holds only the evaluation's outputs)."""
-    line = re.sub(r"; before training: [^;(]*", "", line)
+    line = re.sub(r"; before training: [^;(]*?(?=; | \()", "", line)
     return (line.replace("ReCoRD ", "ReCoRD (evaluation only, no training) ", 1).rstrip(")")
             + ": eval_predictions.json, eval_results.json, all_results.json; no model, no card)")  # fmt: skip
 
@@ -1396,7 +1347,11 @@ def main(argv: list[str] | None = None, callbacks: list[TrainerCallback] | None 
     argv = sys.argv[1:] if argv is None else argv
     try:
         model_args, data_args, training_args = parse_args(argv)
-        return run(model_args, data_args, training_args, callbacks)
+        if len(argv) == 1 and argv[0].endswith(".json"):  # an arguments file: its keys are the flags given
+            explicit = set(json.loads(Path(argv[0]).read_text(encoding="utf-8")))
+        else:
+            explicit = explicit_flags(apply_paper_defaults(argv))
+        return run(model_args, data_args, training_args, callbacks, explicit=explicit)
     except RunRecordError as error:
         print(f"run_record.py: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None

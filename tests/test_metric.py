@@ -30,9 +30,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 METRIC_DIR = ROOT / "metrics" / "record"
@@ -83,19 +81,6 @@ def ref_evaluate(dataset, predictions):
             em += max(ref_em(predictions[qa["id"]], g) for g in golds)
             f1 += max(ref_f1(predictions[qa["id"]], g) for g in golds)
     return {"exact_match": 100.0 * em / total, "f1": 100.0 * f1 / total}
-
-
-def ref_merge(example_ids, candidate_texts, scores):
-    """Max score per normalised text over all windows of a query, then the argmax text (normalised)."""
-    per_query = {}
-    for qid, texts, row in zip(example_ids, candidate_texts, scores, strict=True):
-        table = per_query.setdefault(qid, {})
-        for j, text in enumerate(texts):
-            if text == "":
-                continue
-            key = ref_normalize(text)
-            table[key] = max(table.get(key, -np.inf), float(row[j]))
-    return {qid: (max(table, key=table.get) if table else None) for qid, table in per_query.items()}
 
 
 # ---- random strings that exercise every normalisation rule ----------------------------------------------------
@@ -215,79 +200,6 @@ def test_compute_record_scores_matches_official_loop_on_sample():
         assert got["f1"] == pytest.approx(want["f1"], abs=1e-9)
         if trial == 0:
             assert got == {"exact_match": 100.0, "f1": 100.0}
-
-
-def test_merge_window_predictions_hand_case():
-    # q1 spans two windows; "Obama" is weak in window 0 and strongest in window 1 ("the Obama" normalises the same).
-    example_ids = ["q1", "q1", "q2", "q3"]
-    candidate_texts = [
-        ["", "Obama", "Bush", "Clinton"],
-        ["", "the Obama", "Bush"],  # shorter row: the trailing score is batch padding and is ignored
-        ["", "Paris", "Lyon"],
-        [""],  # a window with no candidate at all
-    ]
-    scores = np.array(
-        [
-            [99.0, 0.1, 0.8, 0.5],
-            [99.0, 0.9, 0.2, 50.0],
-            [99.0, -1.0, -2.0, -100.0],
-            [99.0, -100.0, -100.0, -100.0],
-        ]
-    )
-    merged = record.merge_window_predictions(example_ids, candidate_texts, scores)
-    assert merged == {"q1": "the Obama", "q2": "Paris", "q3": ""}
-    # Same through a torch tensor and plain lists.
-    assert record.merge_window_predictions(example_ids, candidate_texts, torch.tensor(scores)) == merged
-    assert record.merge_window_predictions(example_ids, candidate_texts, scores.tolist()) == merged
-    # Equal scores: the text seen first wins.
-    assert record.merge_window_predictions(["q"], [["", "Lyon", "Paris"]], [[0.0, 0.5, 0.5]]) == {"q": "Lyon"}
-    # Without window 1 the best text of q1 is Bush.
-    assert record.merge_window_predictions(["q1"], candidate_texts[:1], scores[:1]) == {"q1": "Bush"}
-
-
-def test_merge_window_predictions_errors():
-    with pytest.raises(ValueError, match="same number of windows"):
-        record.merge_window_predictions(["q1"], [["", "a"], ["", "b"]], [[0.0, 1.0]])
-    with pytest.raises(ValueError, match="only 2 scores"):
-        record.merge_window_predictions(["q1"], [["", "a", "b"]], [[0.0, 1.0]])
-    with pytest.raises(ValueError, match="NaN"):
-        record.merge_window_predictions(["q1"], [["", "a"]], [[0.0, float("nan")]])
-
-
-def test_merge_window_predictions_matches_reference_on_random_windows():
-    rng = random.Random(2)
-    names = ["Obama", "the Obama", "Bush", "Paris", "PARIS.", "Lyon", "New York", "new york", "Tomás", "José"]
-    for _ in range(200):
-        n_windows = rng.randint(1, 12)
-        example_ids = [f"q{rng.randint(0, 3)}" for _ in range(n_windows)]
-        width = rng.randint(1, 8)
-        candidate_texts, rows = [], []
-        for _ in range(n_windows):
-            k = rng.randint(1, width)
-            candidate_texts.append([""] + [rng.choice(names) for _ in range(k - 1)])
-            rows.append([rng.uniform(-5, 5) for _ in range(width)])  # padded to the batch width
-        merged = record.merge_window_predictions(example_ids, candidate_texts, np.array(rows))
-        want = ref_merge(example_ids, candidate_texts, rows)
-        assert list(merged) == list(dict.fromkeys(example_ids))
-        for qid, best_key in want.items():
-            if best_key is None:
-                assert merged[qid] == ""
-                continue
-            assert ref_normalize(merged[qid]) == best_key
-            # the surface text returned is a mention of that query carrying the winning score
-            top = max(
-                row[j]
-                for q, texts, row in zip(example_ids, candidate_texts, rows, strict=True)
-                if q == qid
-                for j, t in enumerate(texts)
-                if t and ref_normalize(t) == best_key
-            )
-            assert any(
-                t == merged[qid] and row[j] == top
-                for q, texts, row in zip(example_ids, candidate_texts, rows, strict=True)
-                if q == qid
-                for j, t in enumerate(texts)
-            )
 
 
 def test_metric_class_in_process():

@@ -161,7 +161,7 @@ def test_output_folder_is_a_publishable_checkpoint(trained):
 def test_reload_in_fresh_process_reproduces_predictions(trained):
     output_dir, _, _ = trained
     code = f"""
-import importlib.util, json, sys, torch
+import json, sys, torch
 from transformers import AutoModel, AutoModelForQuestionAnswering, AutoProcessor
 out = sys.argv[1]
 processor = AutoProcessor.from_pretrained(out, trust_remote_code=True)
@@ -169,8 +169,6 @@ model = AutoModelForQuestionAnswering.from_pretrained(out, trust_remote_code=Tru
 encoder = AutoModel.from_pretrained(out, trust_remote_code=True)
 assert type(model).__name__ == "GesaForEntitySpanQA" and type(encoder).__name__ == "GesaModel"
 assert type(processor).__name__ == "GesaProcessor"
-spec = importlib.util.spec_from_file_location("metric", {str(ROOT / "metrics" / "record" / "record.py")!r})
-metric = importlib.util.module_from_spec(spec); spec.loader.exec_module(metric)
 records = [json.loads(line) for line in open({str(TRAIN32)!r}, encoding="utf-8")]
 columns = processor.encode_records(records)
 features = [dict(zip(columns, values)) for values in zip(*columns.values())]
@@ -182,7 +180,7 @@ with torch.no_grad():
         logits = model(**collator(chunk)).logits
         for feature, row in zip(chunk, logits.tolist()):
             ids.append(feature["example_id"]); texts.append(feature["candidate_texts"]); scores.append(row)
-print(json.dumps(metric.merge_window_predictions(ids, texts, scores)))
+print(json.dumps(processor.post_process_predictions(ids, texts, scores)))
 """
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(output_dir.parent / "modules"))
     proc = subprocess.run(

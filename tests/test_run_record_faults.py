@@ -180,7 +180,8 @@ def test_one_error_line_for_each_bad_flag_file_or_checkpoint(checkpointed, tmp_p
         "D19-epochs": (data() + ["--num_train_epochs", "0"], ["--num_train_epochs must be positive", "got 0.0"]),
         "D19-steps": (data() + ["--max_steps", "-5"], ["--max_steps must be a positive number of steps", "got -5"]),
         "D19-overwrite": (["--train_file", str(TRAIN_FILE), "--do_train", "--output_dir", str(truncated)],
-                          [f"--output_dir {truncated} already holds a trained model", "--overwrite_output_dir"]),
+                          [f"--output_dir {truncated} holds an incomplete model save", "is truncated",
+                           "--overwrite_output_dir"]),
     }  # fmt: skip
     if not torch.cuda.is_available():
         cases["D15-bf16"] = (data() + ["--bf16"], ["doesn't support bf16"])

@@ -11,15 +11,13 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""What the three variants share: the `examples/variants.py` registry, gradients reaching the new parameters, and
+"""What the three variants share: the `registry_gesa.py` registry, gradients reaching the new parameters, and
 gradient checkpointing where blocks repeat."""
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -32,7 +30,7 @@ from transformers.dynamic_module_utils import get_relative_imports
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from variant_helpers import reload_each_in_fresh_process
 
-from gesa import GesaForEntitySpanQA
+from gesa import GesaForEntitySpanQA, registry_gesa
 from gesa.configuration_variants import ErnieConfig, KarConfig
 from gesa.modeling_ernie import (
     ErnieForDenoisingEntityAutoencoder,
@@ -47,11 +45,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def load_registry():
-    spec = importlib.util.spec_from_file_location("gesa_example_variants", EXAMPLES / "variants.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    """The package's variant registry (``gesa.registry_gesa``), the one the scripts and pipelines read."""
+    return registry_gesa
 
 
 def labels_for(batch: dict) -> torch.Tensor:
@@ -114,7 +109,7 @@ def test_gradient_checkpointing_matches_plain_backward(name):
 
 
 # ---------------------------------------------------------------------------------------------
-# examples/variants.py
+# registry_gesa.py: the one variant registry
 # ---------------------------------------------------------------------------------------------
 
 
@@ -419,3 +414,13 @@ def test_variant_attention_dispatches_through_transformers_functions(name, monke
             logits[implementation] = model(**batch).logits
             assert (VARIANT_ATTENTION[name] in callers) == (implementation == "sdpa"), callers
     torch.testing.assert_close(logits["eager"], logits["sdpa"], atol=1e-5, rtol=1e-5)
+
+
+def test_registry_gives_each_variant_its_head_per_task():
+    spec = registry_gesa.VARIANTS["gesa"]
+    assert spec.head_for("record") is spec.model_class
+    with pytest.raises(ValueError, match="no head for the task 'no_such_task'"):
+        spec.head_for("no_such_task")
+    assert registry_gesa.knowledge_variant_of("gesa_kar") == "kar"
+    assert registry_gesa.knowledge_variant_of("gesa") is None
+    assert registry_gesa.reads_sentence_graphs("gesa_xh") and not registry_gesa.reads_sentence_graphs("gesa")

@@ -26,8 +26,8 @@ Two ways to use it:
 
 * as plain functions, after importing this file by path (it imports nothing from the rest of gesa):
   ``normalize_answer``, ``exact_match_score``, ``f1_score``, ``metric_max_over_ground_truths``,
-  ``compute_record_scores`` and ``merge_window_predictions`` (per-window candidate scores -> one answer per
-  query, the way ``examples/run_record.py`` turns model logits into ``eval_predictions.json``).
+  ``compute_record_scores``. (Turning per-window candidate scores into one answer per query is the processor's job:
+  ``GesaProcessor.rank_answers``, which ``examples/run_record.py`` uses to write ``eval_predictions.json``.)
 
 Official definitions reproduced here:
 
@@ -41,12 +41,10 @@ Official definitions reproduced here:
 
 from __future__ import annotations
 
-import math
 import re
 import string
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 import datasets
 import evaluate
@@ -159,70 +157,6 @@ def compute_record_scores(predictions: Mapping[str, str], references: Mapping[st
     return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
 
 
-def merge_window_predictions(
-    example_ids: Sequence[str],
-    candidate_texts: Sequence[Sequence[str]],
-    scores: Sequence[Sequence[float]] | Any,
-) -> dict[str, str]:
-    """Merge per-window candidate scores into one answer per query.
-
-    A long passage is split into several windows (features) that share one query id. For each query, every
-    candidate's score is grouped by its normalised text (``normalize_answer``) and the best score over all
-    mentions in all windows is kept; the answer is the text with the highest merged score.
-
-    Args:
-        example_ids: the query id of each window, length ``N``.
-        candidate_texts: per window, the candidate text of each entity slot, aligned with ``scores``; the
-            empty string marks a slot that is no candidate (the placeholder entity 0, padding). A row may be
-            shorter than its score row (extra scores, e.g. batch padding, are ignored), never longer.
-        scores: per window, one score per entity slot (a list of lists or an ``(N, E)`` array / tensor).
-
-    Returns:
-        ``{query_id: answer_text}`` with every id of ``example_ids``, in first-seen order. The text returned is
-        the surface form of the best-scoring mention (first seen on ties). A query none of whose windows holds a
-        candidate gets ``""``. Ties between different texts go to the one seen first.
-
-    Raises:
-        ValueError: when the three inputs disagree in length, a window has more candidate texts than scores,
-            or a candidate's score is NaN.
-    """
-    if not (len(example_ids) == len(candidate_texts) == len(scores)):
-        raise ValueError(
-            f"merge_window_predictions: {len(example_ids)} example ids, {len(candidate_texts)} candidate rows and "
-            f"{len(scores)} score rows must be the same number of windows."
-        )
-    # query id -> normalised text -> [best score, surface text]
-    best: dict[str, dict[str, list]] = {}
-    for window, (query_id, texts, row) in enumerate(zip(example_ids, candidate_texts, scores, strict=True)):
-        per_query = best.setdefault(query_id, {})
-        row = row.tolist() if hasattr(row, "tolist") else list(row)
-        if len(texts) > len(row):
-            raise ValueError(
-                f"merge_window_predictions: window {window} (query {query_id!r}) has {len(texts)} candidate "
-                f"texts but only {len(row)} scores."
-            )
-        for text, score in zip(texts, row[: len(texts)], strict=True):
-            if not text:
-                continue
-            score = float(score)
-            if math.isnan(score):
-                raise ValueError(f"merge_window_predictions: NaN score for {text!r} in window {window}.")
-            key = normalize_answer(text)
-            entry = per_query.get(key)
-            if entry is None:
-                per_query[key] = [score, text]
-            elif score > entry[0]:
-                entry[0], entry[1] = score, text
-    answers: dict[str, str] = {}
-    for query_id, per_query in best.items():
-        answer, top = "", -math.inf
-        for score, text in per_query.values():
-            if not answer or score > top:
-                answer, top = text, score
-        answers[query_id] = answer
-    return answers
-
-
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Record(evaluate.Metric):
     """``evaluate`` wrapper around :func:`compute_record_scores`."""
@@ -260,7 +194,6 @@ __all__ = [
     "compute_record_scores",
     "exact_match_score",
     "f1_score",
-    "merge_window_predictions",
     "metric_max_over_ground_truths",
     "normalize_answer",
 ]

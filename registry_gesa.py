@@ -11,9 +11,9 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Registry of the ReCoRD models `run_record.py --variant NAME` can train: GESA, LUKE and the variants on the backbone.
+"""The variant registry: the model families every script (`--variant NAME`) and pipeline builds, in one place.
 
-Each `VariantSpec` says which QA class to build, how (from a LUKE checkpoint with `from_luke_pretrained` + config
+Each `VariantSpec` says which head class to build per task (`head_for(task)`; `"record"`: the ReCoRD head below), how (from a LUKE checkpoint with `from_luke_pretrained` + config
 overrides, or from scratch with config kwargs), and which features it trains on:
 
 | name    | QA class                 | features                                                          | entity table |
@@ -49,20 +49,21 @@ Usage (what `run_record.py` does for `--variant`)::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from gesa import GesaConfig, GesaForEntitySpanQA
-from gesa.configuration_luke_graph import LukeGraphConfig
-from gesa.configuration_variants import ErnieConfig, KarConfig, XhConfig
-from gesa.modeling_ernie import ErnieForEntitySpanQA
-from gesa.modeling_kar import KarForEntitySpanQA
-from gesa.modeling_luke_graph import LukeGraphForEntitySpanQA
-from gesa.modeling_xh import XhForEntitySpanQA
-from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
-from gesa.processing_xh import XhProcessor
+from .configuration_gesa import GesaConfig
+from .configuration_luke_graph import LukeGraphConfig
+from .configuration_variants import ErnieConfig, KarConfig, XhConfig
+from .modeling_ernie import ErnieForEntitySpanQA
+from .modeling_gesa import GesaForEntitySpanQA
+from .modeling_kar import KarForEntitySpanQA
+from .modeling_luke_graph import LukeGraphForEntitySpanQA
+from .modeling_xh import XhForEntitySpanQA
+from .processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
+from .processing_xh import XhProcessor
 
 Collator = Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
 
@@ -89,6 +90,8 @@ class VariantSpec:
         knowledge_variant: `"kar"`/`"ernie"`: the collator adds that variant's KB inputs.
         keep_entity_aware_queries: convert LUKE keeping its own w2e/e2w/e2e queries even when not asked to
             (LUKE-Graph fine-tunes LUKE as it is).
+        task_heads: the variant's head class for each task other than ReCoRD (``"wikihop"``, ``"entity_typing"``,
+            ...); ``head_for(task)`` reads it.
     """
 
     name: str
@@ -100,6 +103,19 @@ class VariantSpec:
     shrink_entity_table: bool = True
     knowledge_variant: str | None = None
     keep_entity_aware_queries: bool = False
+    task_heads: Mapping[str, type[PreTrainedModel]] = field(default_factory=dict)
+
+    def head_for(self, task: str) -> type[PreTrainedModel]:
+        """The head class of ``task`` for this variant (``"record"``: ``model_class``); a ``ValueError`` naming the
+        variants that have one when this variant has none."""
+        if task == "record":
+            return self.model_class
+        if task in self.task_heads:
+            return self.task_heads[task]
+        able = [name for name, spec in VARIANTS.items() if task == "record" or task in spec.task_heads]
+        raise ValueError(
+            f"--variant {self.name} has no head for the task {task!r}; variants with one: {able or 'none'}"
+        )
 
     def _overrides(self, num_hidden_layers: int, overrides: Mapping[str, Any]) -> dict[str, Any]:
         merged = {**self.config_overrides, **overrides}
@@ -118,7 +134,7 @@ class VariantSpec:
             return
         raise ValueError(
             f"{source} has kb_size={kb_size} (a user-supplied knowledge base, set with set_knowledge_base), but "
-            f"run_record.py --variant {self.name} supports only LUKE's entity table as the KB: its candidate ids are "
+            f"--variant {self.name} supports only LUKE's entity table as the KB: its candidate ids are "
             "the tokenizer's entity-vocabulary ids, which do not index the rows of a user KB. Train a user-KB model "
             "from Python with gesa.processing_kb (EntityCandidateGenerator(alias_table=...) giving KB rows, "
             f"KnowledgeCollator; see model_cards/{self.knowledge_variant}.md), or use a checkpoint with kb_size=None."
@@ -239,4 +255,29 @@ VARIANTS: dict[str, VariantSpec] = {
     )
 }
 
-__all__ = ["VARIANTS", "VariantSpec"]
+
+def register_task_head(task: str, heads: Mapping[str, type[PreTrainedModel]]) -> None:
+    """Give variants a head for ``task`` (``{variant name: head class}``), e.g. from a task's own module."""
+    for name, head in heads.items():
+        if name not in VARIANTS:
+            raise ValueError(f"register_task_head({task!r}): unknown variant {name!r} (known: {sorted(VARIANTS)})")
+        spec = VARIANTS[name]
+        VARIANTS[name] = replace(spec, task_heads={**spec.task_heads, task: head})
+
+
+def knowledge_variant_of(model_type: str) -> str | None:
+    """``"kar"``/``"ernie"`` for a config ``model_type`` whose collator adds knowledge-base inputs, else ``None``."""
+    for spec in VARIANTS.values():
+        if spec.config_class.model_type == model_type:
+            return spec.knowledge_variant
+    return None
+
+
+def reads_sentence_graphs(model_type: str) -> bool:
+    """Whether a config ``model_type`` reads XH sentence graphs (``XhProcessor``) instead of GESA windows."""
+    return any(
+        spec.config_class.model_type == model_type and not spec.uses_gesa_features for spec in VARIANTS.values()
+    )
+
+
+__all__ = ["VARIANTS", "VariantSpec", "knowledge_variant_of", "reads_sentence_graphs", "register_task_head"]

@@ -1,0 +1,94 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Checkpoint files that parse: weights checked before transformers reads them, so a damaged file is named.
+
+A truncated ``model.safetensors`` (an interrupted save or copy) makes the safetensors library fail with
+``incomplete metadata`` and no path; ``weights_problem`` reads the headers only and says which file is damaged and
+how. Used by ``GesaPreTrainedModel.from_pretrained`` (every model class of the package) and by the scripts' resume
+checks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+WEIGHTS_NAMES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+_MAX_HEADER = 1 << 28
+
+
+def safetensors_problem(path: Path) -> str | None:
+    """What is wrong with a ``.safetensors`` file (header unreadable, data shorter than its header says), or ``None``.
+    Reads the header only."""
+    try:
+        with path.open("rb") as handle:
+            size = int.from_bytes(handle.read(8), "little")
+            raw = handle.read(size) if 0 < size < _MAX_HEADER else b""
+            if 0 < size < _MAX_HEADER and len(raw) < size:
+                return f"{path} is truncated (its header alone needs {size + 8} bytes; an interrupted save or copy?)"
+            header = json.loads(raw) if raw else None
+    except (OSError, ValueError, UnicodeDecodeError) as error:
+        return f"{path} cannot be read ({error})"
+    if not isinstance(header, dict):
+        return f"{path} is not a safetensors file (no readable header)"
+    try:
+        ends = [int(entry["data_offsets"][1]) for name, entry in header.items() if name != "__metadata__"]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return f"{path} has a damaged header (a tensor entry without data_offsets)"
+    expected = 8 + size + max(ends, default=0)
+    actual = path.stat().st_size
+    if actual < expected:
+        return f"{path} is truncated ({actual} of {expected} bytes; an interrupted save or copy?)"
+    return None
+
+
+def weights_problem(folder: Path) -> str | None:
+    """What makes the weights of a checkpoint folder unloadable (missing, truncated, a missing shard), or ``None``."""
+    present = [name for name in WEIGHTS_NAMES if (folder / name).is_file()]
+    if not present:
+        return f"{folder} has no weights file ({', '.join(WEIGHTS_NAMES[::2])})"
+    name = present[0]
+    if name == "model.safetensors":
+        return safetensors_problem(folder / name)
+    if name.endswith(".index.json"):
+        try:
+            shards = sorted(set(json.loads((folder / name).read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            return f"{folder / name} cannot be read ({error})"
+        for shard in shards:
+            if not (folder / shard).is_file():
+                return f"{folder / name} names the shard {shard}, which is missing"
+            if shard.endswith(".safetensors") and (problem := safetensors_problem(folder / shard)):
+                return problem
+    return None
+
+
+def refuse_damaged_weights(name_or_path: str | os.PathLike, subfolder: str = "") -> None:
+    """``OSError`` naming the damaged weights file of a local checkpoint folder and the fix; nothing for a Hub id
+    (the download is checked by ``huggingface_hub``) or a folder without weights (transformers names that case)."""
+    folder = Path(name_or_path) / subfolder
+    if not folder.is_dir() or not any((folder / name).is_file() for name in WEIGHTS_NAMES):
+        return
+    problem = weights_problem(folder)
+    if problem is not None:
+        raise OSError(f"{problem}. Re-save the model with save_pretrained, or copy the checkpoint again.")
+
+
+__all__ = ["WEIGHTS_NAMES", "refuse_damaged_weights", "safetensors_problem", "weights_problem"]

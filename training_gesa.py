@@ -1,0 +1,417 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The Trainer machinery the example scripts share: argument checks, the output folder, resuming, result files.
+
+Everything here runs before or around ``Trainer`` so that a run either works or ends with ONE ``<script>: error:``
+line (exit status 2) before any weight is loaded, and never loses or silently corrupts a result:
+
+- ``check_training_arguments``: values ``TrainingArguments`` accepts but cannot train with (a negative or
+  non-finite learning rate, no batch, no gradient accumulation, an output folder that is a file or not writable);
+- ``OutputDirLock``: one live run per ``--output_dir`` (an advisory ``flock``, released by the kernel when its process
+  dies, so a killed run never blocks the next one);
+- ``plan_resume``: the newest checkpoint whose every file parses (weights, ``trainer_state.json``, optimizer,
+  scheduler and RNG states), never one that has trained past ``--max_steps``;
+- ``FiniteTrainingGuard``: a diverged run (non-finite loss or weights) stops with an error naming the step, before
+  the broken weights are saved;
+- ``write_json_atomically``: result files are complete or absent (temporary file + rename), ``ENOSPC`` is named;
+- ``apply_saved_settings``: a checkpoint's own ``processor_config.json`` settings are the defaults of a re-evaluation;
+  a flag given on the command line wins, and the log says which did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import math
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback, TrainingArguments
+from transformers.trainer_utils import get_last_checkpoint
+
+from .loading_gesa import WEIGHTS_NAMES, weights_problem
+
+LOCK_NAME = ".gesa-run.lock"
+# files of a Trainer checkpoint that torch.load reads when resuming (zip archives, whatever their suffix)
+TORCH_STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt")
+
+
+class ScriptArgumentError(ValueError):
+    """A problem with the arguments or the inputs, reported as one ``error:`` line before any training starts."""
+
+
+# ----------------------------------------------------------------------------------------------- arguments
+
+
+def explicit_flags(argv: Iterable[str]) -> set[str]:
+    """The ``--flag`` names given on a command line (``--flag value`` and ``--flag=value``), without dashes."""
+    return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
+
+
+def check_training_arguments(args: TrainingArguments) -> None:
+    """``TrainingArguments`` values that parse but cannot run, as one ``ScriptArgumentError`` naming the flag."""
+    if not isinstance(args.learning_rate, (int, float)) or not math.isfinite(args.learning_rate):
+        raise ScriptArgumentError(f"--learning_rate must be a finite number, got {args.learning_rate}")
+    if args.learning_rate < 0:
+        raise ScriptArgumentError(f"--learning_rate must be >= 0, got {args.learning_rate}")
+    if args.gradient_accumulation_steps < 1:
+        raise ScriptArgumentError(
+            f"--gradient_accumulation_steps must be at least 1 (batches per optimizer step), got "
+            f"{args.gradient_accumulation_steps}"
+        )
+    for name in ("per_device_train_batch_size", "per_device_eval_batch_size"):
+        if getattr(args, name) < 1:
+            raise ScriptArgumentError(f"--{name} must be at least 1, got {getattr(args, name)}")
+    check_output_dir(args.output_dir)
+
+
+def check_output_dir(output_dir: str | None) -> None:
+    """``--output_dir`` must name a folder that exists or can be made, and that this process can write. Nothing is
+    created here: a run that stops on a bad argument leaves no folder behind."""
+    if not output_dir or not str(output_dir).strip():
+        raise ScriptArgumentError("--output_dir is empty: give the folder the run writes its model and results to")
+    path = Path(output_dir)
+    if path.exists() and not path.is_dir():
+        raise ScriptArgumentError(f"--output_dir {output_dir} is a file, not a folder: give a folder path")
+    existing = path.resolve()
+    while not existing.exists():  # the nearest folder that exists is where the run's folders will be made
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ScriptArgumentError(f"--output_dir {output_dir}: {existing} is a file, not a folder; give a folder path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ScriptArgumentError(
+            f"--output_dir {output_dir} is not writable (no write permission on {existing}); give a folder this user "
+            "can write"
+        )
+
+
+# ----------------------------------------------------------------------------------------------- the output folder
+
+
+class OutputDirLock:
+    """An exclusive advisory lock on ``output_dir`` for the life of a run (``with OutputDirLock(dir): ...``).
+
+    A second live run on the same folder is refused with the first one's pid. The lock is ``fcntl.flock`` on a file in
+    the folder: the kernel releases it when the holding process exits, even by ``kill -9``, so a dead run holds
+    nothing. Where ``fcntl`` does not exist (Windows) the lock is a no-op.
+    """
+
+    def __init__(self, output_dir: str | os.PathLike, flag: str = "--output_dir") -> None:
+        self.path = Path(output_dir) / LOCK_NAME
+        self.flag = flag
+        self.handle = None
+        self.made_folder = False
+
+    def __enter__(self) -> OutputDirLock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return self
+        self.made_folder = not self.path.parent.exists()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the run
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            self.made_folder = False
+            raise ScriptArgumentError(
+                f"{self.flag} {self.path.parent} is in use by a live run ({holder}); wait for it to finish, or give "
+                "another folder"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        self.handle = handle
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self.handle is not None:
+            self.path.unlink(missing_ok=True)  # while still held: a run waiting on this file is refused, not let in
+            self.handle.close()  # closing releases the flock
+            self.handle = None
+            if self.made_folder:  # a run that wrote nothing leaves no folder behind
+                with contextlib.suppress(OSError):
+                    self.path.parent.rmdir()
+
+
+def disk_full(error: BaseException, folder: str | os.PathLike) -> bool:
+    """Whether ``error`` comes from a full disk: ``ENOSPC``, or a torch/safetensors write that stopped short
+    (``unexpected pos``) on a disk with (almost) no free space left."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return True
+    if "No space left" in str(error):
+        return True
+    if isinstance(error, RuntimeError) and "unexpected pos" in str(error):
+        try:
+            return shutil.disk_usage(folder).free < 64 * 1024 * 1024
+        except OSError:
+            return False
+    return False
+
+
+def disk_full_error(error: BaseException, folder: str | os.PathLike, what: str) -> ScriptArgumentError:
+    return ScriptArgumentError(
+        f"no space left on the device of {folder} while {what} ({str(error).splitlines()[0]}); free some space and "
+        "run the same command again (training resumes from the last complete checkpoint)"
+    )
+
+
+def write_json_atomically(path: str | os.PathLike, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` so that ``path`` is either the whole file or untouched: a temporary file in
+    the same folder, flushed, then renamed over ``path``. NaN/inf are refused (they are not JSON)."""
+    path = Path(path)
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        with handle:
+            json.dump(data, handle, ensure_ascii=False, indent=2, allow_nan=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException as error:
+        Path(handle.name).unlink(missing_ok=True)
+        if disk_full(error, path.parent):
+            raise disk_full_error(error, path.parent, f"writing {path.name}") from None
+        raise
+
+
+# ----------------------------------------------------------------------------------------------- resuming
+
+
+def _torch_file_problem(path: Path) -> str | None:
+    """A file written by ``torch.save`` is a zip archive: one cut short has no readable central directory."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if not archive.namelist():
+                return f"{path} is empty"
+    except (OSError, zipfile.BadZipFile) as error:
+        return f"{path} is truncated or damaged ({error})"
+    return None
+
+
+def checkpoint_problem(folder: Path) -> str | None:
+    """What makes ``folder`` no complete Trainer checkpoint, or ``None``: every file a resume reads must parse
+    (``trainer_state.json``, the weights, the optimizer/scheduler/scaler and RNG states)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return f"{folder} does not exist"
+    state = folder / "trainer_state.json"
+    if not state.is_file():
+        return f"{folder} has no trainer_state.json (a checkpoint whose save was interrupted?)"
+    try:
+        parsed = json.loads(state.read_text(encoding="utf-8"))
+        int(parsed["global_step"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return f"{state} cannot be read ({type(error).__name__}: {error}; a save that was interrupted?)"
+    problem = weights_problem(folder)
+    if problem is not None:
+        return problem
+    for path in [folder / name for name in TORCH_STATE_FILES] + sorted(folder.glob("rng_state*.pth")):
+        if path.is_file() and (problem := _torch_file_problem(path)) is not None:
+            return problem
+    return None
+
+
+def checkpoint_step(folder: str | os.PathLike) -> int:
+    """The global step a complete checkpoint was saved at (its ``trainer_state.json``)."""
+    return int(json.loads((Path(folder) / "trainer_state.json").read_text(encoding="utf-8"))["global_step"])
+
+
+@dataclass
+class ResumePlan:
+    """The checkpoint a training run resumes from (``None``: a fresh start) and the incomplete ones it skipped."""
+
+    checkpoint: str | None = None
+    skipped: list[str] = field(default_factory=list)
+
+
+def plan_resume(args: TrainingArguments, overwrite_output_dir: bool = False) -> ResumePlan:
+    """Where training starts, decided before anything is loaded (``ScriptArgumentError`` when it cannot be safe).
+
+    An explicit ``--resume_from_checkpoint`` must be a complete checkpoint. Otherwise the newest COMPLETE
+    ``checkpoint-N`` of ``--output_dir`` is resumed (incomplete newer ones are skipped and logged). A finished model in
+    ``--output_dir`` with no checkpoint to resume is not overwritten unless ``overwrite_output_dir``. A checkpoint that
+    trained past ``--max_steps`` is refused (resuming it would train on and overwrite the model).
+    """
+    plan = ResumePlan()
+    if not args.do_train:
+        return plan
+    explicit = args.resume_from_checkpoint
+    if explicit not in (None, "", "False", "false"):
+        if explicit in ("True", "true"):
+            explicit = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
+            if explicit is None:
+                raise ScriptArgumentError(
+                    f"--resume_from_checkpoint true: {args.output_dir} holds no checkpoint-N folder"
+                )
+        problem = checkpoint_problem(Path(explicit))
+        if problem is not None:
+            raise ScriptArgumentError(
+                f"--resume_from_checkpoint {explicit}: {problem}; give a complete checkpoint folder (with "
+                "trainer_state.json and its weights), or leave the flag out to start from --model_name_or_path"
+            )
+        plan.checkpoint = str(explicit)
+    else:
+        output_dir = Path(args.output_dir)
+        if not output_dir.is_dir():
+            return plan
+        numbered = sorted(
+            (path for path in output_dir.glob("checkpoint-*") if path.is_dir() and path.name[11:].isdigit()),
+            key=lambda path: int(path.name[11:]),
+            reverse=True,
+        )
+        for candidate in numbered:
+            problem = checkpoint_problem(candidate)
+            if problem is None:
+                plan.checkpoint = str(candidate)
+                break
+            plan.skipped.append(problem)
+        if plan.checkpoint is None and numbered:
+            raise ScriptArgumentError(
+                f"--output_dir {output_dir} holds checkpoints but none is complete ({plan.skipped[0]}); remove them, "
+                "or give a new --output_dir"
+            )
+        if plan.checkpoint is None and not overwrite_output_dir:
+            finished = [name for name in ("config.json", *WEIGHTS_NAMES) if (output_dir / name).is_file()]
+            if finished and (problem := weights_problem(output_dir)) is not None:
+                raise ScriptArgumentError(
+                    f"--output_dir {output_dir} holds an incomplete model save ({problem}); pass --overwrite_output_dir "
+                    "to train a new one there, or give another --output_dir"
+                )
+            if finished:
+                raise ScriptArgumentError(
+                    f"--output_dir {output_dir} already holds a trained model ({', '.join(finished)}); pass "
+                    "--overwrite_output_dir to replace it, or give another --output_dir"
+                )
+    if plan.checkpoint is not None and args.max_steps > 0:
+        step = checkpoint_step(plan.checkpoint)
+        if step > args.max_steps:
+            raise ScriptArgumentError(
+                f"{plan.checkpoint} has trained {step} steps, more than --max_steps {args.max_steps}: resuming it "
+                "would not stop at --max_steps. Raise --max_steps, resume another checkpoint with "
+                "--resume_from_checkpoint, or give a new --output_dir"
+            )
+    return plan
+
+
+# ----------------------------------------------------------------------------------------------- training
+
+
+class FiniteTrainingGuard(TrainerCallback):
+    """Stops a diverged run: a non-finite logged loss, or non-finite weights, raise ``ScriptArgumentError`` naming
+    the step, before ``Trainer`` saves the broken weights.
+
+    Weights are checked every ``every`` optimizer steps (default: ``logging_steps``) and when training ends, element
+    by element (one host sync); a learning rate of ``1e8`` drives them to NaN while the
+    logged loss still reads ``0.0``, which is why the loss alone is not enough.
+    """
+
+    def __init__(self, every: int | None = None) -> None:
+        self.every = every
+        self.last_good_step = 0
+
+    def _check_weights(self, model: torch.nn.Module | None, step: int) -> None:
+        if model is None:
+            return
+        flags = [torch.isfinite(parameter.detach()).all() for parameter in model.parameters() if parameter.numel()]
+        if not flags or bool(torch.stack(flags).all()):  # one host sync
+            self.last_good_step = step
+            return
+        names = [name for name, parameter in model.named_parameters() if not torch.isfinite(parameter).all()]
+        raise ScriptArgumentError(
+            f"training diverged: non-finite weights at step {step} (finite at step {self.last_good_step}; "
+            f"{len(names)} tensors, e.g. {names[:3]}). Nothing was saved after step {self.last_good_step}: lower "
+            "--learning_rate, or use --max_grad_norm / --warmup_ratio"
+        )
+
+    def on_step_end(self, args: TrainingArguments, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        every = self.every or max(1, int(args.logging_steps) if args.logging_steps >= 1 else 1)
+        if state.global_step % every == 0 or state.global_step >= state.max_steps:
+            self._check_weights(model, state.global_step)
+
+    def on_log(self, args: TrainingArguments, state: Any, control: Any, logs: Mapping | None = None, **kwargs) -> None:
+        for key in ("loss", "grad_norm"):
+            value = (logs or {}).get(key)
+            if isinstance(value, (int, float)) and not math.isfinite(value):
+                raise ScriptArgumentError(
+                    f"training diverged: the logged {key} is {value} at step {state.global_step}. Nothing was saved "
+                    "after that step's checks: lower --learning_rate, or use --max_grad_norm / --warmup_ratio"
+                )
+
+
+# ----------------------------------------------------------------------------------------------- saved settings
+
+
+def apply_saved_settings(
+    data_args: Any,
+    saved: Mapping[str, Any],
+    names: Mapping[str, str],
+    explicit: set[str],
+    source: str,
+) -> list[str]:
+    """Give ``data_args`` a checkpoint's saved processor settings where the command line did not set them.
+
+    Args:
+        data_args: the script's data arguments (attributes named by ``names``' values).
+        saved: the checkpoint's ``processor_config.json`` settings.
+        names: saved setting -> data argument (``{"max_seq_length": "max_seq_length"}``; XH: ``max_node_length``).
+        explicit: the flags given on the command line (``explicit_flags``).
+        source: the settings file, for the log.
+
+    Returns:
+        One line per setting saying which value won and why.
+    """
+    lines = []
+    for saved_name, argument in names.items():
+        if saved_name not in saved:
+            continue
+        value = saved[saved_name]
+        if argument in explicit:
+            lines.append(f"{argument} {getattr(data_args, argument)} (--{argument}; {source} says {value})")
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ScriptArgumentError(f"{source}: {saved_name} must be an integer, got {value!r}; fix the file")
+        setattr(data_args, argument, value)
+        lines.append(f"{argument} {value} (from {source})")
+    return lines
+
+
+__all__ = [
+    "FiniteTrainingGuard",
+    "OutputDirLock",
+    "ResumePlan",
+    "ScriptArgumentError",
+    "apply_saved_settings",
+    "check_output_dir",
+    "check_training_arguments",
+    "checkpoint_problem",
+    "checkpoint_step",
+    "disk_full",
+    "disk_full_error",
+    "explicit_flags",
+    "plan_resume",
+    "write_json_atomically",
+]
