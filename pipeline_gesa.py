@@ -59,7 +59,13 @@ from transformers.pipelines import PIPELINE_REGISTRY
 from transformers.utils import cached_file, logging
 
 from .modeling_gesa import ENTITY_CLOZE_PIPELINES, ENTITY_CLOZE_TASK
-from .processing_gesa import MODEL_INPUT_NAMES, GesaProcessor, RecordExample, to_record_examples
+from .processing_gesa import (
+    MODEL_INPUT_NAMES,
+    GesaProcessor,
+    RecordExample,
+    normalize_entity_string,
+    to_record_examples,
+)
 from .processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 from .processing_xh import XhProcessor
 
@@ -175,17 +181,39 @@ class EntityClozeQAPipeline(Pipeline):
             return results[0]
         return results
 
-    def entity_graph_svg(self, inputs: Mapping[str, Any], window: int = 0) -> str:
+    def entity_graph_svg(self, inputs: Mapping[str, Any], window: int | None = None) -> str:
         """The entity graph (PLC / SENT / MATCH edges) of one window of one query, as an SVG
-        (``render_gesa.render_entity_graph``); GESA-feature checkpoints only (XH builds sentence graphs instead)."""
+        (``render_gesa.render_entity_graph``), titled with the query, the model's answer, its score and ``window k
+        of n``; ``window=None`` draws the first window that holds the answer. GESA-feature checkpoints only (XH
+        builds sentence graphs instead)."""
         if self.is_xh:
             raise ValueError("entity_graph_svg draws GESA's entity graph; an XH checkpoint reads sentence graphs")
         from .render_gesa import render_entity_graph
 
-        model_inputs = self.preprocess(self.examples(inputs)[:1])
-        if not 0 <= window < len(model_inputs["features"]):
-            raise ValueError(f"window {window}: the query has {len(model_inputs['features'])} window(s)")
-        return render_entity_graph(model_inputs["features"][window], model_inputs["candidate_texts"][window])
+        examples = self.examples(inputs)[:1]
+        model_inputs = self.preprocess(examples)
+        windows = len(model_inputs["features"])
+        (ranking,) = self.postprocess(self.forward_windows(model_inputs, self._batch_size or 1), top_k=1)
+        answer = ranking[0]["answer"] if ranking else None
+        if window is None:
+            key = None if answer is None else normalize_entity_string(answer)
+            holding = [
+                index
+                for index, texts in enumerate(model_inputs["candidate_texts"])
+                if any(normalize_entity_string(text) == key for text in texts[1:])
+            ]
+            window = holding[0] if holding else 0
+        if not 0 <= window < windows:
+            raise ValueError(f"window {window}: the query has {windows} window(s)")
+        return render_entity_graph(
+            model_inputs["features"][window],
+            model_inputs["candidate_texts"][window],
+            query=examples[0].query,
+            answer=answer,
+            score=ranking[0]["score"] if ranking else None,
+            window=window,
+            windows=windows,
+        )
 
     def _mentions(self, model_inputs: dict[str, Any]) -> list[list[tuple[int, int]]]:
         """Per query of a group, the character spans of its candidate mentions over all its windows."""

@@ -17,10 +17,11 @@
   answer) and the passage with every candidate mention highlighted, shaded by its answer's score (pale to orange)
   and labelled with the score; the shade is the score relative to the best one's; the mentions of the top answer are green and labelled ``ANSWER``.
   ``pipeline(...)(inputs, return_html=True)`` returns this page.
-- ``render_entity_graph(feature, candidate_texts)``: the entity graph of one GESA window (placeholder, candidates and
-  their PLC / SENT / MATCH edges, ``processing_gesa.build_entity_graph``) as an SVG (displacy's arc diagram; each
-  entity is tagged with its sentence). ``EntityClozeQAPipeline.entity_graph_svg(input)`` draws the first window of an
-  input.
+- ``render_entity_graph(feature, candidate_texts, query=, answer=, score=, window=, windows=)``: the entity graph of
+  one GESA window (placeholder, candidates and their PLC / SENT / MATCH edges, ``processing_gesa.build_entity_graph``)
+  as an SVG (displacy's arc diagram; each entity is tagged with its sentence), with a title (query, answer, score,
+  window k of n), the answer's nodes in green and a legend of the sentence tags and edge kinds.
+  ``EntityClozeQAPipeline.entity_graph_svg(input)`` answers the input and draws the window holding its answer.
 
 spaCy is needed to draw (``pip install "gesa[data]"``), not to answer.
 
@@ -44,6 +45,7 @@ from .processing_gesa import (
 )
 
 ANSWER_COLOR = "#7bd88f"
+_ANSWER_INK = "#1a7f37"  # the answer's nodes in the entity graph
 EDGE_NAMES = {EDGE_PLC: "PLC", EDGE_SENT: "SENT", EDGE_MATCH: "MATCH"}
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -117,21 +119,65 @@ def render_html(
     return PAGE.format(title=html.escape(title), body="\n".join(sections))
 
 
-def render_entity_graph(feature: Mapping[str, Sequence[Any]], candidate_texts: Sequence[str]) -> str:
-    """The entity graph of one GESA window as an SVG: a node per entity (``[PLC]`` first, tagged with its sentence
-    ``S<i>``) and an arc per PLC / SENT / MATCH edge (``build_entity_graph``)."""
+LEGEND_EDGES = (
+    ("PLC", "the placeholder [PLC] and a candidate"),
+    ("SENT", "two candidates in the same sentence"),
+    ("MATCH", "the same normalised string in different sentences"),
+)
+_TITLE_LINE = 20  # px per line of the title and the legend
+_ARC_LABEL = 22  # px above the highest arc kept for its label
+
+
+def _graph_title(
+    query: str | None, answer: str | None, score: float | None, window: int | None, windows: int | None
+) -> list[str]:
+    lines = []
+    if query is not None:
+        lines.append("Query: " + query.replace(RECORD_PLACEHOLDER, PLACEHOLDER_TOKEN))
+    facts = []
+    if answer is not None:
+        facts.append(f"answer {answer}" + ("" if score is None else f" (score {score:.2f})"))
+    if window is not None:
+        facts.append(f"window {window + 1} of {windows}" if windows else f"window {window + 1}")
+    if facts:
+        lines.append("Entity graph: " + ", ".join(facts))
+    return lines
+
+
+def render_entity_graph(
+    feature: Mapping[str, Sequence[Any]],
+    candidate_texts: Sequence[str],
+    *,
+    query: str | None = None,
+    answer: str | None = None,
+    score: float | None = None,
+    window: int | None = None,
+    windows: int | None = None,
+) -> str:
+    """The entity graph of one GESA window as an SVG: a node per entity (``[PLC]`` first, tagged ``query``; each
+    candidate tagged with its sentence ``S<i>``) and an arc per PLC / SENT / MATCH edge (``build_entity_graph``).
+
+    Above the graph, a title: the query, the answer and its score, and ``window k of n`` (each line only when given);
+    the candidates whose text is the answer are drawn in green bold and tagged ``answer``. Below it, a legend of the
+    sentence tags and the three edge kinds. The SVG is cropped to what is drawn (no blank band above the arcs)."""
     displacy = _displacy()
+    from spacy.displacy.render import DependencyRenderer
+
     graph = build_entity_graph(
         feature["entity_sentence_ids"],
         feature["entity_string_ids"],
         feature["placeholder_entity_mask"],
         feature.get("entity_attention_mask"),
     )
-    words = []
+    answer_key = None if answer is None else normalize_entity_string(answer)
+    words, answer_nodes = [], []
     for index, placeholder in enumerate(feature["placeholder_entity_mask"]):
         text = PLACEHOLDER_TOKEN if placeholder else candidate_texts[index]
-        sentence = feature["entity_sentence_ids"][index]
-        words.append({"text": text, "tag": "query" if placeholder else f"S{sentence}"})
+        tag = "query" if placeholder else f"S{feature['entity_sentence_ids'][index]}"
+        if not placeholder and answer_key is not None and normalize_entity_string(text) == answer_key:
+            tag += " answer"
+            answer_nodes.append(index)
+        words.append({"text": text, "tag": tag})
     arcs = [
         {"start": first, "end": second, "label": EDGE_NAMES[int(graph[first, second])], "dir": "right"}
         for first in range(len(words))
@@ -139,7 +185,58 @@ def render_entity_graph(feature: Mapping[str, Sequence[Any]], candidate_texts: S
         if int(graph[first, second]) in EDGE_NAMES
     ]
     options = {"compact": True, "distance": 110, "offset_x": 40, "bg": "#ffffff"}
-    return displacy.render({"words": words, "arcs": arcs}, style="dep", manual=True, page=False, options=options)
+    svg = displacy.render({"words": words, "arcs": arcs}, style="dep", manual=True, page=False, options=options)
+
+    # displacy reserves distance / 2 per arc level above the words but, compact, draws its arcs in a third of it
+    renderer = DependencyRenderer(options)
+    highest = max(renderer.get_levels(arcs).values(), default=0)
+    offset_y = renderer.distance / 2 * highest + renderer.arrow_stroke
+    top = max(offset_y - highest * renderer.distance / 6 - _ARC_LABEL, 0)
+    width = renderer.offset_x + len(words) * renderer.distance
+    # the words sit one word_spacing below the arcs, their tags 2em under them: the last third is empty too
+    graph_height = offset_y + 2 * renderer.word_spacing + 8 - top
+
+    tokens = svg.split('<text class="displacy-token"')
+    for index in answer_nodes:  # tokens[0] is the opening tag; word i is tokens[i + 1]
+        tokens[index + 1] = tokens[index + 1].replace(
+            'class="displacy-word" fill="currentColor"',
+            f'class="displacy-word" fill="{_ANSWER_INK}" font-weight="bold"',
+            1,
+        )
+    svg = '<text class="displacy-token"'.join(tokens)
+    opening = svg[: svg.index(">") + 1]
+    inner = svg[len(opening) : svg.rindex("</svg>")]
+
+    title = _graph_title(query, answer, score, window, windows)
+    legend = [
+        "Nodes: [PLC] (query) is the placeholder; S0, S1, ...: the passage sentence of each candidate mention"
+        + (" (green: the answer)" if answer_nodes else ""),
+        *(f"Edge {name}: {meaning}" for name, meaning in LEGEND_EDGES),
+    ]
+    title_height = _TITLE_LINE * len(title) + (8 if title else 0)
+    legend_width = 8 * max(len(line) for line in legend + title)  # 14 px Arial: under 8 px a character
+    total_width = max(width, legend_width + 32)
+    total_height = title_height + graph_height + _TITLE_LINE * len(legend) + 8
+
+    def text_lines(lines: list[str], y0: float, weight: str) -> str:
+        return "".join(
+            f'<text x="16" y="{y0 + _TITLE_LINE * (number + 1) - 5:.0f}" font-weight="{weight}">'
+            f"{html.escape(line)}</text>"
+            for number, line in enumerate(lines)
+        )
+
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" class="gesa-entity-graph" '
+        f'width="{total_width:.0f}" height="{total_height:.0f}" viewBox="0 0 {total_width:.0f} {total_height:.0f}" '
+        f'font-family="Arial, Helvetica, sans-serif" font-size="14" style="background: #ffffff">'
+        + text_lines(title, 4, "bold")
+        + f'<svg x="0" y="{title_height}" width="{width:.0f}" height="{graph_height:.0f}" '
+        f'viewBox="0 {top:.0f} {width:.0f} {graph_height:.0f}" style="color: #000000; font-family: Arial">'
+        + inner
+        + "</svg>"
+        + text_lines(legend, title_height + graph_height, "normal")
+        + "</svg>"
+    )
 
 
 __all__ = ["render_entity_graph", "render_html", "score_color"]

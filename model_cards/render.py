@@ -43,6 +43,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "gesa": {
         "title": "GESA (Graph-Enhanced Self-Attention)",
         "tags": [],
+        "limitations": (
+            "GESA's distance labels reach at most `max_relative_position` tokens (k = 150) and its entity graph "
+            "links the entities of one window only: evidence in different windows is combined only through each "
+            "candidate's best window score."
+        ),
         "description": (
             "GESA (Foolad & Kiani, 2023) replaces LUKE's absolute position embeddings with relative-position labels "
             "inside LUKE's entity-aware self-attention: word pairs get CLS-global, question-global or clipped-distance "
@@ -54,6 +59,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "luke": {
         "title": "LUKE (entity-aware self-attention, GESA code path)",
         "tags": [],
+        "limitations": ("This is the baseline without a graph: entities relate only through attention."),
         "description": (
             "LUKE (Yamada et al., 2020) run through GESA's code with the `luke` ablation: absolute position "
             "embeddings on and no relative-position labels, which reproduces `transformers.LukeModel` exactly. It is "
@@ -63,6 +69,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "luke_graph": {
         "title": "LUKE-Graph (LUKE + gated relational graph attention)",
         "tags": ["luke-graph"],
+        "limitations": (
+            "The graph network reads the entity tokens once, after the encoder, on the same window-local graph as"
+            " GESA: evidence in different windows is combined only through each candidate's best window score."
+        ),
         "description": (
             "LUKE-Graph (Foolad & Kiani, 2023): LUKE, then a two-layer relational graph network over the entity "
             "tokens on the same heterogeneous graph as GESA (placeholder, same-sentence and string-match edges), each "
@@ -81,6 +91,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "kar": {
         "title": "LUKE + KnowBERT-KAR",
         "tags": ["knowbert"],
+        "limitations": (
+            "Its knowledge base is LUKE's entity embedding table unless you supply one with an alias table; "
+            "mentions are linked by alias priors and a threshold, so an entity the alias table lacks gets no "
+            "knowledge and a wrong link feeds a wrong entity into the passage states."
+        ),
         "description": (
             "LUKE with KnowBERT's Knowledge Attention and Recontextualization (Peters et al., 2019) inserted between "
             "two encoder layers: mention spans are linked to knowledge-base entity embeddings and the word states are "
@@ -101,6 +116,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "xh": {
         "title": "LUKE + Transformer-XH",
         "tags": ["transformer-xh"],
+        "limitations": (
+            "Each passage sentence is a node and hop attention links only sentences that share a normalised "
+            "entity string, so a pronoun or a paraphrase adds no edge; every sentence is a window of its own, "
+            "which makes a step several times LUKE's."
+        ),
         "description": (
             "LUKE with Transformer-XH's eXtra Hop attention (Zhao et al., 2020) in its top layers: each passage "
             "sentence is a node (with the query) and the node hubs attend to the hubs of sentences that share an "
@@ -119,6 +139,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "ernie": {
         "title": "LUKE + ERNIE information fusion",
         "tags": ["ernie"],
+        "limitations": (
+            "Knowledge enters at the first token of each mention from the linked knowledge-base entity: an entity"
+            " the knowledge base lacks gets none, and a wrong link feeds a wrong entity into the token stream."
+        ),
         "description": (
             "LUKE with ERNIE's knowledgeable-encoder fusion (Zhang et al., 2019) in its top layers: a token stream and "
             "an entity stream, each with its own attention, exchange information through a fusion layer at the first "
@@ -136,6 +160,48 @@ VARIANTS: dict[str, dict[str, Any]] = {
         ),
     },
 }
+
+INTENDED_USES = (
+    "Intended use: answering cloze-style queries about an English passage, where the query holds one `@placeholder` "
+    "and the answer is one of the passage's candidate entity mentions (the ReCoRD task), and research on "
+    "entity-aware and graph-enhanced reading comprehension (ablations, comparisons with LUKE).\n\n"
+    "Limitations: the model only ranks the candidates it is given. It cannot answer with text that is not a candidate "
+    "mention, and it never abstains: every query gets an answer, and `score` is the model's probability for that "
+    "candidate, not a guarantee. From raw text the candidates come from spaCy's English NER, so an entity the NER "
+    "misses cannot be the answer. It is trained on English news (ReCoRD: CNN and Daily Mail articles) on top of "
+    "LUKE's English Wikipedia pre-training; other languages and domains are untested. Long passages are read in "
+    "windows of `max_seq_length` tokens and a query's answer is its candidates' best score over the windows. "
+)
+BIAS_RISKS = (
+    "The model inherits the biases of its data: LUKE's pre-training on English Wikipedia and ReCoRD's news articles "
+    "(CNN and Daily Mail, 2007-2015), which over-represent some people, places and viewpoints, so its answers about "
+    "people can reflect associations found there (which person goes with a role, a crime or a nationality). It picks "
+    "an entity even when the passage supports none, so a confident wrong answer can attribute an act or a statement "
+    "to the wrong named person. Names that are rare in its training data are split into more word pieces and may be "
+    "missed more often by spaCy's NER.\n\n"
+    "Recommendations: do not use it to make decisions about people or as a source of facts without a person checking "
+    "the passage; evaluate it on your own data before relying on it, and show users the evidence "
+    "(`reader(inputs, return_html=True)` highlights every candidate mention with its score). A checkpoint made by "
+    "the no-argument demo of `examples/run_record.py` (a tiny random model) checks the pipeline; it is not a reader."
+)
+
+
+def limitations_sections(variant: str) -> str:
+    """The Hub template's "Intended uses & limitations" and "Bias, risks, and limitations" sections of a variant.
+
+    The same text is in the generated card (``template.md``) and in the static card ``model_cards/<variant>.md``.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}")
+    return (
+        "## Intended uses & limitations\n\n"
+        + INTENDED_USES
+        + VARIANTS[variant]["limitations"]
+        + "\n\n## Bias, risks, and limitations\n\n"
+        + BIAS_RISKS
+        + "\n"
+    )
+
 
 # (label in the card, TrainingArguments field)
 _TRAINING_FIELDS = [
@@ -352,6 +418,7 @@ def render_model_card(
         variant_title=info["title"],
         variant_description=info["description"],
         variant_citation=info.get("citation"),
+        limitations_sections=limitations_sections(variant),
         base_model=base_model,
         dataset_sentence=dataset_sentence,
         eval_split=eval_split,

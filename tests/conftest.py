@@ -18,7 +18,9 @@ from tiny_luke import build_tiny_luke, shared_available
 def pytest_collection_modifyitems(config, items):
     if shared_available():
         return
-    skip = pytest.mark.skip(reason="../shared (RoBERTa tokenizer files, ReCoRD samples) is not present")
+    skip = pytest.mark.skip(
+        reason="../shared (third-party RoBERTa tokenizer files, ReCoRD/HotpotQA data) is not present"
+    )
     for item in items:
         if "needs_shared" in item.keywords:
             item.add_marker(skip)
@@ -26,7 +28,13 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def tiny_luke_dir(tmp_path_factory):
-    """A random tiny LUKE checkpoint saved like a Hub checkpoint (weights + tokenizer)."""
+    """A random tiny LUKE checkpoint saved like a Hub checkpoint (weights + a byte-level BPE trained offline)."""
+    return build_tiny_luke(tmp_path_factory.mktemp("tiny-luke"))
+
+
+@pytest.fixture(scope="session")
+def roberta_luke_dir(tmp_path_factory):
+    """The same tiny LUKE on the real RoBERTa BPE files of ../shared (tests using it are marked ``needs_shared``)."""
     if not shared_available():
         pytest.skip("../shared (RoBERTa tokenizer files) is not present")
-    return build_tiny_luke(tmp_path_factory.mktemp("tiny-luke"))
+    return build_tiny_luke(tmp_path_factory.mktemp("tiny-luke-roberta"), tokenizer="roberta")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_long_inputs import TINY, assert_same, long_batch, model_with_labels, outputs_and_grads
+from test_kernels import TINY, assert_same, long_batch, model_with_labels, outputs_and_grads
 from transformers import AttentionInterface
 
 from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel, attention_gesa
@@ -134,7 +134,7 @@ def test_capture_outputs_records_word_and_entity_states_and_probabilities():
 # torch.compile and torch.export of the default config (every label family, entities, structure inputs)
 # ---------------------------------------------------------------------------------------------
 
-TINY_DEFAULT = TINY  # the same tiny dims as tests/test_long_inputs.py
+TINY_DEFAULT = TINY  # the same tiny dims as tests/test_kernels.py
 
 
 def test_torch_compile_fullgraph_forward_and_backward_equal_eager():

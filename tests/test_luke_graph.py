@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""LUKE-Graph on GESA's LUKE backbone (issue 16): the gated relational graph network against a plain per-node loop,
+"""LUKE-Graph on GESA's LUKE backbone: the gated relational graph network against a plain per-node loop,
 the graph it reads against the processor's, padding, LUKE conversion and the `trust_remote_code` reload.
 
 `run_record.py --variant luke_graph` (training lowers the loss, evaluation, reload) is a case of
@@ -134,13 +134,13 @@ def test_relational_layer_and_gate_equal_a_plain_loop_over_nodes():
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. The graph the model reads is the processor's graph (real ReCoRD)
+# 2. The graph the model reads is the processor's graph (ReCoRD records)
 # ---------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def record_batch(tiny_luke_dir):
-    """Collated GesaProcessor features of the shared ReCoRD sample (windows of 128 tokens), and the processor."""
+    """Collated GesaProcessor features of the project's ReCoRD sample (windows of 128 tokens), and the processor."""
     tokenizer = AutoTokenizer.from_pretrained(tiny_luke_dir)
     features, processor = gesa_features(tokenizer, count=3, max_seq_length=128)
     return features, processor
@@ -150,7 +150,6 @@ def _tensors(batch) -> dict:
     return {key: value for key, value in batch.items() if isinstance(value, torch.Tensor)}
 
 
-@pytest.mark.needs_shared
 def test_graph_edges_the_model_reads_equal_the_processor_graph(tiny_luke_dir, record_batch):
     features, processor = record_batch
     batch = _tensors(processor.get_data_collator()(features))
@@ -187,7 +186,6 @@ def test_graph_edges_the_model_reads_equal_the_processor_graph(tiny_luke_dir, re
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.needs_shared
 def test_example_alone_equals_example_in_padded_batch(tiny_luke_dir, record_batch):
     features, processor = record_batch
     torch.manual_seed(0)
@@ -213,7 +211,6 @@ def test_example_alone_equals_example_in_padded_batch(tiny_luke_dir, record_batc
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.needs_shared
 def test_conversion_from_luke_leaves_every_luke_weight_in_place(tmp_path):
     from tiny_luke import build_tiny_luke
 
@@ -248,7 +245,6 @@ def test_conversion_from_luke_leaves_every_luke_weight_in_place(tmp_path):
     assert not torch.allclose(actual.entity_last_hidden_state, expected.entity_last_hidden_state)
 
 
-@pytest.mark.needs_shared
 def test_save_and_reload_with_remote_code_in_fresh_process(tiny_luke_dir, record_batch, tmp_path):
     features, processor = record_batch
     torch.manual_seed(0)

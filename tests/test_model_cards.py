@@ -178,3 +178,22 @@ def test_variant_cards_document_their_parameters(name, fields):
         assert row, field
         assert row.group(1).strip() and row.group(2).strip(), field
     assert "studio-ousia/luke-large" in text and "yamada2020luke" in text
+
+
+@pytest.mark.parametrize("variant", sorted(render.VARIANTS))
+def test_cards_say_what_the_model_is_for_and_its_risks(variant):
+    """The Hub template's "Intended uses & limitations" and "Bias, risks, and limitations" sections: in the generated
+    card of every variant and, word for word, in its static card; each names the variant's own limitation."""
+    sections = render.limitations_sections(variant)
+    assert render.VARIANTS[variant]["limitations"] in sections
+    texts = [ModelCard(render.render_model_card(f"m-{variant}", results=RESULTS, variant=variant)).text]
+    if (CARDS / f"{variant}.md").is_file():
+        texts.append(_static_card(f"{variant}.md").text)
+    for text in texts:
+        assert sections in text
+        intended = text.split("## Intended uses & limitations\n")[1].split("\n## ")[0]
+        risks = text.split("## Bias, risks, and limitations\n")[1].split("\n## ")[0]
+        assert "@placeholder" in intended and "never abstains" in intended and "English" in intended
+        assert "biases" in risks and "Recommendations" in risks
+        assert text.index("## Intended uses & limitations") < text.index("## Bias, risks, and limitations")
+    assert len(texts) == (1 if variant == "luke" else 2)

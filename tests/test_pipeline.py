@@ -11,12 +11,13 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The entity cloze QA pipeline (issue 15): `pipeline(model=dir, trust_remote_code=True)` on checkpoints saved by
+"""The entity cloze QA pipeline: `pipeline(model=dir, trust_remote_code=True)` on checkpoints saved by
 examples/run_record.py, against what `run_record.py --do_eval` predicts for the same queries.
 
-Each run fine-tunes the tiny LUKE (random weights, RoBERTa BPE from ../shared) for a few steps in this process
-(`run_record.main`), evaluates on real ReCoRD passages (explorer_dev60) and predicts the same queries from a copy of
-the file without answers (`--do_predict --test_file`). 96-token windows with stride 48 cut every passage into several
+Each run fine-tunes the tiny LUKE (random weights, the offline-trained byte-level BPE of tests/tiny_luke.py) for a few
+steps in this process (`run_record.main`) on the project's ReCoRD sample (examples/data), evaluates on the first query
+of each of its dev passages and predicts the same queries from a copy of the file without answers
+(`--do_predict --test_file`). 96-token windows with stride 48 cut every passage into several
 windows, so the pipeline's merging over windows is what the comparison checks.
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,15 +34,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tiny_luke import RECORD_DIR
+from record_fixtures import project_records
+from tiny_luke import SAMPLE_DIR
 
 from gesa.candidates_gesa import ner_candidates
 from gesa.processing_gesa import normalize_entity_string, to_record_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "run_record.py"
-TRAIN_FILE = RECORD_DIR / "fewglue_train32.jsonl"
-DEV_FILE = RECORD_DIR / "explorer_dev60.jsonl"
+TRAIN_FILE = SAMPLE_DIR / "record_sample_train.jsonl"
+DEV_FILE = SAMPLE_DIR / "record_sample_dev.jsonl"
 EVAL_RECORDS = 6  # queries compared with --do_eval (one query per record)
 TOP_K = 3
 ALL = 1000  # top_k that keeps every candidate
@@ -61,7 +64,9 @@ run_record = _load_script()
 
 
 def _records(count: int, start: int = 0) -> list[dict]:
-    return [json.loads(line) for line in DEV_FILE.read_text(encoding="utf-8").splitlines()[start : start + count]]
+    """Dev records `start`..`start + count`, each with its first query only."""
+    lines = DEV_FILE.read_text(encoding="utf-8").splitlines()[start : start + count]
+    return [{**record, "qas": record["qas"][:1]} for record in map(json.loads, lines)]
 
 
 def _without_answers(records: list[dict]) -> list[dict]:
@@ -163,7 +168,7 @@ FRESH = textwrap.dedent("""
 """)
 
 
-@pytest.mark.needs_shared
+@pytest.mark.slow
 def test_run_record_checkpoint_loads_in_fresh_process_and_matches_eval(run_variant, tmp_path):
     output_dir = run_variant("gesa")
     config = json.loads((output_dir / "config.json").read_text())
@@ -186,7 +191,7 @@ def test_run_record_checkpoint_loads_in_fresh_process_and_matches_eval(run_varia
     check_answers(result["outputs"], records, output_dir, top_k=ALL)
 
 
-@pytest.mark.needs_shared
+@pytest.mark.slow
 def test_do_predict_writes_ranked_answers_of_the_eval_queries(run_variant):
     """--do_predict on the evaluation file without its answers: top-k per query, the top one as --do_eval's."""
     output_dir = run_variant("gesa")
@@ -204,7 +209,7 @@ def reader(run_variant):
     return pipeline(model=str(run_variant("gesa")), trust_remote_code=True)
 
 
-@pytest.mark.needs_shared
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["kar", "xh", "ernie", "luke"])
 def test_variant_checkpoints(run_variant, variant):
     from transformers import pipeline
@@ -220,12 +225,12 @@ def test_variant_checkpoints(run_variant, variant):
     check_answers([predictions[e.example_id] for e in to_record_examples(records)], records, output_dir)
 
 
-@pytest.mark.needs_shared
+@pytest.mark.slow
 def test_batch_of_16_equals_one_by_one(reader):
     """Rows with Python-slice spans (the README's dict input): a batch of 16 with batch_size=4 gives each input what
     it gets alone (same answers, scores to float rounding)."""
     rows = []
-    for record in _records(16, start=10):
+    for record in project_records()[4:20]:
         text = record["passage"]["text"]
         spans = [(entity["start"], entity["end"] + 1) for entity in record["passage"]["entities"]]
         rows.append({"passage": text, "query": record["qas"][0]["query"], "entity_spans": spans})
@@ -244,7 +249,7 @@ def test_batch_of_16_equals_one_by_one(reader):
                 assert (a["start"], a["end"]) == (b["start"], b["end"])
 
 
-@pytest.mark.needs_shared
+@pytest.mark.slow
 def test_raw_text_candidates_come_from_spacy_ner(reader):
     passage = (
         "Angela Merkel met Emmanuel Macron in Berlin on Monday. The German chancellor said that France and Germany "
@@ -264,7 +269,7 @@ def test_raw_text_candidates_come_from_spacy_ner(reader):
         assert passage[answer["start"] : answer["end"]] == answer["answer"]
 
 
-@pytest.mark.needs_shared
+@pytest.mark.slow
 def test_bad_input_raises_the_processors_errors(reader):
     good = {"passage": "Anna met Bob in Paris.", "query": "@placeholder met Bob.", "entity_spans": [(0, 4), (9, 12)]}
     with pytest.raises(ValueError, match=r"input #1.*@placeholder"):
@@ -287,7 +292,7 @@ def _browser() -> str | None:
     return None
 
 
-@pytest.mark.needs_shared
+@pytest.mark.slow
 def test_picture_renders_in_a_headless_browser(reader, tmp_path):
     """`return_html=True`: the passage with every candidate shaded, the query with [PLC], the answer marked; the entity
     graph as SVG; Chromium draws the page (a non-empty screenshot)."""
@@ -300,13 +305,19 @@ def test_picture_renders_in_a_headless_browser(reader, tmp_path):
         assert f"answer {answer[0]['answer']}" in page
     svg = reader.entity_graph_svg(records[0])
     assert svg.lstrip().startswith("<svg") and "PLC" in svg and "[PLC]" in svg
+    # titled with the model's answer and score and the window that holds the answer, which is drawn in the graph
+    top = answers[0][0]
+    assert re.search(
+        rf"Entity graph: answer {re.escape(top['answer'])} \(score {top['score']:.2f}\), window \d+ of \d+", svg
+    )
+    assert " answer</tspan>" in svg and "Edge PLC:" in svg
     (tmp_path / "page.html").write_text(page.replace("</body>", svg + "</body>"), encoding="utf-8")
     browser = _browser()
     if browser is None:
         pytest.skip("no headless browser installed (Debian: apt-get install chromium)")
     screenshot = tmp_path / "page.png"
     proc = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--screenshot={screenshot}",
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--hide-scrollbars", f"--screenshot={screenshot}",
          "--window-size=1000,800", (tmp_path / "page.html").as_uri()],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -315,7 +326,7 @@ def test_picture_renders_in_a_headless_browser(reader, tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, len(data)
 
 
-@pytest.mark.needs_shared
+@pytest.mark.slow
 def test_readme_snippet_runs(run_variant, capsys):
     """README "Use a trained model", on a folder run_record.py wrote: the annotated call and the raw-text call."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

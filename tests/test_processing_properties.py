@@ -32,12 +32,10 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_processing import features_of
+from record_fixtures import features_of
 from transformers import AutoTokenizer
 
 from gesa.processing_gesa import MODEL_INPUT_NAMES, GesaDataCollator, GesaProcessor
-
-pytestmark = pytest.mark.needs_shared
 
 BUDGET = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 WORDS = ["Anna", "Berlin", "river", "the", "Zoë", "met", "2019", "O'Neil", "Café", "and", "in", "x", "Mr.", "Paris"]

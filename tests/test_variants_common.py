@@ -137,7 +137,6 @@ def test_registry_lists_every_variant_with_a_qa_class():
     assert xh.config.xh_num_hop_layers == 2  # K = 3 capped at the depth of a 2-layer model
 
 
-@pytest.mark.needs_shared
 def test_registry_builds_each_variant_from_luke_and_collates(tiny_luke_dir):
     from transformers import LukeModel, LukeTokenizer
 
@@ -157,9 +156,10 @@ def test_registry_builds_each_variant_from_luke_and_collates(tiny_luke_dir):
     with pytest.raises(ValueError, match=r"a config override has kb_size=10 .*--variant ernie supports only LUKE's"):
         registry.VARIANTS["ernie"].from_luke(tiny_luke_dir, kb_size=10)
     tokenizer = LukeTokenizer.from_pretrained(tiny_luke_dir)
-    tokenizer.entity_vocab = {**tokenizer.entity_vocab, "Chelsea": 3}
+    tokenizer.entity_vocab = {**tokenizer.entity_vocab, "Tobias": 3}
     batch = {k: v for k, v in record_like_batch(vocab_size=1000).items()}
-    batch["input_ids"][0, 9] = tokenizer.convert_tokens_to_ids("ĠChelsea")
+    batch["input_ids"][0, 9] = tokenizer.convert_tokens_to_ids("ĠTobias")
+    assert batch["input_ids"][0, 9] != tokenizer.unk_token_id  # one word token of the offline-trained vocabulary
     kar_collate = registry.VARIANTS["kar"].wrap_collator(lambda features: dict(batch), tokenizer)
     ernie_collate = registry.VARIANTS["ernie"].wrap_collator(lambda features: dict(batch), tokenizer)
     assert registry.VARIANTS["gesa"].wrap_collator(len, tokenizer) is len

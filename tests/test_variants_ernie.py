@@ -358,11 +358,11 @@ def test_bad_ernie_config_values_raise_clear_errors(kwargs, field, message):
 
 
 # ---------------------------------------------------------------------------------------------
-# 5. LUKE conversion, training on the shared ReCoRD sample, save / reload with trust_remote_code
+# 5. LUKE conversion, training on the project's ReCoRD sample, save / reload with trust_remote_code
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.needs_shared
+@pytest.mark.slow
 def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
     from transformers import LukeTokenizer
 

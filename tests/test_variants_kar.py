@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """KnowBERT-KAR on the GESA backbone: identity, linker weights, W2 W1 = I, linking loss, KB, bad input, and
-conversion + training + fresh-process reload on the shared ReCoRD sample."""
+conversion + training + fresh-process reload on the project's ReCoRD sample."""
 
 from __future__ import annotations
 
@@ -336,11 +336,11 @@ def test_candidate_generator_prefers_aliases_then_titles():
 
 
 # ---------------------------------------------------------------------------------------------
-# 5. LUKE conversion, training on the shared ReCoRD sample, save / reload with trust_remote_code
+# 5. LUKE conversion, training on the project's ReCoRD sample, save / reload with trust_remote_code
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.needs_shared
+@pytest.mark.slow
 def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
     from transformers import LukeTokenizer
 

@@ -450,7 +450,6 @@ def test_hotpot_graphs_and_multihop_head(tmp_path):
         assert start <= end < start + 10 and mask[node, start] == 0  # a context token of the chosen node
 
 
-@pytest.mark.needs_shared
 def test_record_graphs_follow_the_spec():
     from tiny_luke import build_luke_tokenizer
 
@@ -554,11 +553,11 @@ def test_bad_xh_config_values_raise_clear_errors(kwargs, field, message):
 
 
 # ---------------------------------------------------------------------------------------------
-# 6. LUKE conversion, training on the shared ReCoRD sample, save / reload with trust_remote_code
+# 6. LUKE conversion, training on the project's ReCoRD sample, save / reload with trust_remote_code
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.needs_shared
+@pytest.mark.slow
 def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
     from transformers import LukeTokenizer
 

@@ -11,8 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Helpers shared by the tests of the variants (KAR, XH, ERNIE): real ReCoRD features, a short training loop and a
-fresh-process reload with `trust_remote_code`."""
+"""Helpers shared by the tests of the variants (KAR, XH, ERNIE): ReCoRD features of the project's own sample, a short
+training loop and a fresh-process reload with `trust_remote_code`."""
 
 from __future__ import annotations
 
@@ -25,19 +25,19 @@ import zlib
 from pathlib import Path
 
 import torch
-from tiny_luke import RECORD_DIR
+from tiny_luke import SAMPLE_DIR
 
-TRAIN_FILE = RECORD_DIR / "fewglue_train32.jsonl"
+TRAIN_FILE = SAMPLE_DIR / "record_sample_train.jsonl"
 
 
 def record_rows(count: int) -> list[dict]:
-    """The first `count` records (passages with their queries) of the shared ReCoRD training sample."""
+    """The first `count` records (passages with their queries) of the project's ReCoRD training sample."""
     lines = TRAIN_FILE.read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines[:count]]
 
 
 def gesa_features(tokenizer, count: int = 4, max_seq_length: int = 128) -> tuple[list[dict], object]:
-    """`GesaProcessor` features of the shared sample (windows of `max_seq_length`) and the processor."""
+    """`GesaProcessor` features of the project's sample (windows of `max_seq_length`) and the processor."""
     from gesa.processing_gesa import GesaProcessor
 
     processor = GesaProcessor(tokenizer, max_seq_length=max_seq_length, doc_stride=64, max_query_length=40)
