@@ -106,6 +106,11 @@ def to_example(item: Any, position: int = 0, source: str | None = None) -> Wikih
             f"{source or f'input #{position}'}: a WikiHop record must be an object with {list(WIKIHOP_FIELDS)}, got "
             f"{type(item).__name__} {_short(item)}; {DATA_FILE_FIX}"
         )
+    if not any(key in item for key in ("query", "supports", "candidates")):
+        raise WikihopError(
+            f"{source or f'input #{position}'}: not a WikiHop record: it has keys {sorted(map(str, item))}, none of "
+            f"'query', 'supports', 'candidates'; {DATA_FILE_FIX}"
+        )
     raw_id = item.get("id")
     example_id = str(raw_id) if isinstance(raw_id, (str, int, np.integer)) and not isinstance(raw_id, bool) else None
 
