@@ -152,7 +152,16 @@ def build_model(model_args: ModelArguments, data_args: DataArguments, task: Any,
         model = spec.from_luke(model_args.model_name_or_path, entity_rows=entity_rows(tokenizer),
                                hub={"cache_dir": model_args.cache_dir}, **overrides)  # fmt: skip
     else:
-        model = head.from_pretrained(model_args.model_name_or_path, cache_dir=model_args.cache_dir)
+        saved = transformers.PretrainedConfig.get_config_dict(model_args.model_name_or_path,
+                                                              cache_dir=model_args.cache_dir)[0]  # fmt: skip
+        expected = spec.config_class.model_type
+        if saved.get("model_type") != expected or saved.get("architectures", [head.__name__])[0] != head.__name__:
+            raise ValueError(
+                f"--model_name_or_path {model_args.model_name_or_path} holds a {saved.get('model_type')!r} model "
+                f"({saved.get('architectures')}), but --task {task.name} --variant {model_args.variant} needs a "
+                f"{expected!r} {head.__name__}: pass the --variant it was trained with, or a LUKE checkpoint to convert"
+            )
+        model = spec.from_checkpoint(model_args.model_name_or_path, hub={"cache_dir": model_args.cache_dir})
         model.config.attention_window = model_args.attention_window
     # absolute positions (LUKE, LUKE-Graph, presets with entity positions) must reach the longest sequence
     extend_position_embeddings(model, data_args.max_seq_length + (model.config.pad_token_id or 0) + 1)

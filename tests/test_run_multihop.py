@@ -144,3 +144,17 @@ def test_training_on_records_without_answers_is_refused(tiny_luke_dir, tmp_path)
     records = make_wikihop_sample(2, seed=1, labelled=False)
     with pytest.raises(ValueError, match="--train_file has records without 'answer'"):
         run_script(tiny_luke_dir, tmp_path, "gesa", records, records)
+
+
+@pytest.mark.slow
+def test_a_checkpoint_evaluates_again_and_refuses_another_variant(tiny_luke_dir, tmp_path):
+    train, evaluation = make_wikihop_sample(4, seed=1), make_wikihop_sample(3, seed=2)
+    output_dir, first = run_script(tiny_luke_dir, tmp_path, "luke_graph", train, evaluation,
+                                   extra=["--num_train_epochs", "1", "--max_seq_length", "512"])  # fmt: skip
+    dev = write_wikihop_file(tmp_path / "dev2.json", evaluation)
+    common = ["--task", "wikihop", "--model_name_or_path", str(output_dir), "--validation_file", str(dev),
+              "--do_eval", "--max_seq_length", "512", "--report_to", "none", "--use_cpu", "true"]  # fmt: skip
+    again = load_script().main([*common, "--variant", "luke_graph", "--output_dir", str(tmp_path / "again")])
+    assert again["eval_accuracy"] == first["eval_accuracy"]
+    with pytest.raises(ValueError, match="needs a 'gesa' GesaForEntityMultipleChoice: pass the --variant"):
+        load_script().main([*common, "--variant", "gesa", "--output_dir", str(tmp_path / "other")])
