@@ -113,6 +113,9 @@ def test_pipeline_from_a_fresh_process_elsewhere_agrees_with_do_eval(tiny_luke_d
         "from transformers import pipeline\n"
         f"answer = pipeline(model={str(output_dir)!r}, trust_remote_code=True)\n"
         "records = json.load(open(sys.argv[1]))\n"
+        "from transformers import AutoProcessor\n"
+        f"processor = AutoProcessor.from_pretrained({str(output_dir)!r}, trust_remote_code=True)\n"
+        "assert type(processor).__name__ == 'WikihopProcessor' and processor.max_seq_length == 512\n"
         "print(json.dumps([answer(r) for r in records] + [answer(records)]))\n"
     )
     inputs = elsewhere / "inputs.json"
