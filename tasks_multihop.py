@@ -58,6 +58,12 @@ class MultihopTask:
         score: ``(predictions {id: answer}, references {id: answer}) -> {metric: value}``.
         metric_for_best_model: the main metric's name.
         processor_settings: the processor's keyword arguments the script passes through from its data arguments.
+        eval_columns: feature columns that are not model inputs (dropped before the model; ``example_id`` and
+            ``candidate_texts`` feed ``rank``).
+        reference: an example's gold answer for ``score`` (``None``: unlabelled; it is predicted, never trained on).
+
+    Examples (what the readers return) carry ``example_id``; a processor has ``map_function(batch) -> columns`` and
+    ``get_data_collator()``, and is saved with ``save_pretrained`` next to the model.
     """
 
     name: str
@@ -71,6 +77,8 @@ class MultihopTask:
     score: Callable[[Mapping[str, str], Mapping[str, str]], dict[str, float]]
     metric_for_best_model: str = "accuracy"
     processor_settings: tuple[str, ...] = field(default_factory=tuple)
+    eval_columns: tuple[str, ...] = ("example_id", "candidate_texts", "answers")
+    reference: Callable[[Any], Any] = field(default=lambda example: example.answer)
 
     def head_for(self, variant: str) -> type[PreTrainedModel]:
         if variant not in self.heads:

@@ -181,7 +181,7 @@ def write_json(path: Path, value: Any) -> None:
 
 
 def ranked_predictions(task: Any, trainer: Trainer, features: datasets.Dataset) -> dict[str, list[dict[str, Any]]]:
-    output = trainer.predict(features.remove_columns(["example_id", "candidate_texts", "answers"]))
+    output = trainer.predict(features.remove_columns([c for c in task.eval_columns if c in features.column_names]))
     return task.rank(features["example_id"], features["candidate_texts"], output.predictions)
 
 
@@ -197,7 +197,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArgu
     splits = {"train": args.do_train, "validation": args.do_eval, "test": args.do_predict}
     examples = {split: load_split(task, data_args, model_args, split) for split, wanted in splits.items() if wanted}
     if args.do_train:
-        unlabelled = [example.example_id for example in examples["train"] if example.answer is None]
+        unlabelled = [example.example_id for example in examples["train"] if task.reference(example) is None]
         if unlabelled:
             raise ValueError(f"--train_file has records without 'answer' (e.g. {unlabelled[0]!r}): they cannot be "
                              "trained on; give their answers or pass them as --test_file")  # fmt: skip
@@ -229,8 +229,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArgu
     if args.do_eval:
         ranked = ranked_predictions(task, trainer, features["validation"])
         predictions = {example_id: answers[0]["answer"] for example_id, answers in ranked.items()}
-        references = {example.example_id: example.answer for example in examples["validation"][: len(ranked)]
-                      if example.answer is not None}  # fmt: skip
+        references = {example.example_id: task.reference(example) for example in examples["validation"]
+                      if example.example_id in ranked and task.reference(example) is not None}  # fmt: skip
         metrics = {f"eval_{name}": value for name, value in task.score(predictions, references).items()}
         metrics["eval_samples"] = len(predictions)
         write_json(output_dir / "eval_predictions.json", predictions)
