@@ -97,11 +97,19 @@ def find_mentions(text: str, strings: Sequence[str]) -> list[tuple[int, int, int
 
 
 def _token_span(offsets: Sequence[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
-    """Token indices ``[first, last)`` of the tokens overlapping characters ``[start, end)``."""
-    tokens = [i for i, (a, b) in enumerate(offsets) if b > start and a < end and b > a]
-    if not tokens:
+    """Token indices ``[first, last)`` of the tokens overlapping characters ``[start, end)`` (offsets sorted)."""
+    token_starts = np.fromiter((a for a, _ in offsets), dtype=np.int64, count=len(offsets))
+    token_ends = np.fromiter((b for _, b in offsets), dtype=np.int64, count=len(offsets))
+    return _span_in(token_starts, token_ends, start, end)
+
+
+def _span_in(token_starts: np.ndarray, token_ends: np.ndarray, start: int, end: int) -> tuple[int, int] | None:
+    """``_token_span`` on offset arrays: two binary searches (a mention costs O(log T), not O(T))."""
+    first = int(np.searchsorted(token_ends, start, side="right"))  # the first token ending after `start`
+    last = int(np.searchsorted(token_starts, end, side="left"))  # past the last token starting before `end`
+    if first >= last:
         return None
-    return tokens[0], tokens[-1] + 1
+    return first, last
 
 
 def fair_cut(lengths: Sequence[int], budget: int) -> int | None:
@@ -374,11 +382,12 @@ class WikihopProcessor(ProcessorMixin):
         for unit, (text, encoding) in enumerate(zip(example.supports, support_encodings, strict=True), 1):
             keep = len(encoding.ids) if cut is None else min(len(encoding.ids), cut)
             offset = len(input_ids)
-            offsets = [(a - 1, b - 1) for a, b in encoding.offsets[:keep]]  # the leading space shifted them
+            offsets = np.asarray(encoding.offsets[:keep], dtype=np.int64).reshape(-1, 2) - 1  # the leading space
+            token_starts, token_ends = offsets[:, 0], np.maximum.accumulate(offsets[:, 1]) if keep else offsets[:, 1]
             for start, end, index in find_mentions(text, mention_strings):
-                span = _token_span(offsets, start, end)
+                span = _span_in(token_starts, token_ends, start, end)
                 if span is None:
-                    if offsets and start >= offsets[-1][1]:
+                    if keep and start >= token_ends[-1]:
                         stats["mentions_cut_with_supports"] += 1
                     continue
                 first, last = span
@@ -426,8 +435,9 @@ class WikihopProcessor(ProcessorMixin):
         if stats["records_cut"]:
             logger.warning(
                 f"{source}: supports of {stats['records_cut']} of {stats['queries']} records cut to fit "
-                f"max_seq_length={self.max_seq_length}: {stats['words_cut']} support words dropped (each document "
-                "keeps its beginning; raise --max_seq_length to keep them)"
+                f"max_seq_length={self.max_seq_length}: {stats['words_cut']} support words dropped, with "
+                f"{stats['mentions_cut_with_supports']} candidate/subject mentions in them (each document keeps its "
+                "beginning; raise --max_seq_length to keep them)"
             )
         warnings = {
             "mentions_over_max_entities": f"mentions dropped beyond max_entities={self.max_entities}",
