@@ -30,9 +30,11 @@ Flat module: copied next to every saved checkpoint, so it imports only third-par
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -58,6 +60,10 @@ class XhTaskCollator(XhGraphCollator):
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         own = ("sentence_starts", "sentence_ends", "sentence_labels", "answer_type", "fever_label", "candidates")
         extra = [{k: f[k] for k in own if k in f} for f in features]
+        if "labels" in features[0] and isinstance(features[0]["labels"], int):  # FEVER's class id (-100: none)
+            for row, feature in zip(extra, features, strict=True):
+                row["fever_label"] = feature["labels"]
+            own = (*own, "labels")
         base = [{k: v for k, v in f.items() if k not in own} for f in features]
         batch = super().__call__(base)
         graphs, nodes = batch["node_mask"].shape
@@ -81,7 +87,55 @@ class XhTaskCollator(XhGraphCollator):
 
 
 class XhTaskProcessor(XhProcessor):
-    """`XhProcessor` with HotpotQA sentence features and FEVER claim graphs (see the module docstring)."""
+    """`XhProcessor` with HotpotQA sentence features and FEVER claim graphs (see the module docstring).
+
+    `task` (`"hotpotqa"` or `"fever"`) and, for FEVER, `pages` (`{page id: {line: sentence}}`) say what
+    `map_function` (batched `Dataset.map` over `example_json` rows) encodes; it builds TRAINING features (FEVER:
+    the gold evidence among the candidates). `save_pretrained` writes the settings and the tokenizer.
+    """
+
+    TASKS = ("hotpotqa", "fever")
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        *args: Any,
+        task: str = "hotpotqa",
+        pages: Mapping[str, Mapping[int, str]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if task not in self.TASKS:
+            raise ValueError(f"XhTaskProcessor: task must be one of {self.TASKS}, got {task!r}")
+        super().__init__(tokenizer, *args, **kwargs)
+        self.task = task
+        self.pages = dict(pages or {})
+
+    def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
+        """Training features of a batch of `example_json` rows (JSON of `records_xh` rows), as columns."""
+        rows = [json.loads(text) for text in batch["example_json"]]
+        if self.task == "hotpotqa":
+            features = self.encode_hotpot_rows(rows)
+        else:
+            features = self.encode_fever_claims(rows, self.pages, include_gold=True)
+            for feature in features:
+                feature["labels"] = feature.pop("fever_label", -100)
+                feature["candidates"] = json.dumps(feature["candidates"])  # one Arrow type per column
+        return {key: [feature[key] for feature in features] for key in features[0]} if features else {}
+
+    def save_pretrained(self, save_directory: str | Any) -> None:
+        """`processor_config.json` (the settings, not the pages) and the tokenizer."""
+        directory = Path(save_directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "processor_class": type(self).__name__,
+            "task": self.task,
+            "max_node_length": self.max_node_length,
+            "max_query_length": self.max_query_length,
+            "max_nodes": self.max_nodes,
+            "hotpot_edges": self.hotpot_edges,
+        }
+        (directory / "processor_config.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        self.tokenizer.save_pretrained(directory)
 
     def get_data_collator(self, keep_eval_columns: bool = False) -> XhTaskCollator:
         return XhTaskCollator(self.tokenizer.pad_token_id, self.entity_mask_id, keep_eval_columns)
@@ -97,7 +151,7 @@ class XhTaskProcessor(XhProcessor):
 
     def encode_hotpot_sentences(self, row: Mapping[str, Any], position: int = 0) -> dict[str, Any]:
         """`encode_hotpot_record`'s graph and labels, the nodes re-encoded with sentence boundaries."""
-        feature = self.encode_hotpot_record(row, position)
+        feature = self.encode_hotpot_record({**row, "answer": row.get("answer") or ""}, position)
         feature.pop("node_labels", None)  # paragraph labels: superseded by the sentence labels
         context = row["context"]
         if isinstance(context, Mapping):

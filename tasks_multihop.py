@@ -54,13 +54,19 @@ class MultihopTask:
         load_rows: ``(rows, where) -> examples`` for Hub rows (``datasets``).
         to_columns: examples -> columns for ``datasets.Dataset.from_dict``.
         make_processor: ``(tokenizer, **settings) -> processor``.
-        rank: ``(example_ids, candidate_texts, logits) -> {id: [{"answer", "score"}, ...]}`` best first.
-        score: ``(predictions {id: answer}, references {id: answer}) -> {metric: value}``.
+        rank: ``(example_ids, candidate_texts, logits) -> {id: [{"answer", "score"}, ...]}`` best first (``None``
+            for a task with ``predict``).
+        score: ``(predictions {id: answer}, references {id: answer}) -> {metric: value}`` (``None`` with
+            ``predict``).
         metric_for_best_model: the main metric's name.
         processor_settings: the processor's keyword arguments the script passes through from its data arguments.
         eval_columns: feature columns that are not model inputs (dropped before the model; ``example_id`` and
             ``candidate_texts`` feed ``rank``).
         reference: an example's gold answer for ``score`` (``None``: unlabelled; it is predicted, never trained on).
+        predict: for tasks whose answers are not one ranked candidate (HotpotQA's answer + supporting facts, FEVER's
+            label + evidence): ``(model, processor, examples) -> [prediction dict with "id", ...]``; the script then
+            scores with ``score_predictions(predictions, examples) -> {metric: value}`` and writes the official
+            file with ``write_predictions(predictions, output_dir, split) -> path`` instead of ``rank``/``score``.
 
     Examples (what the readers return) carry ``example_id``; a processor has ``map_function(batch) -> columns`` and
     ``get_data_collator()``, and is saved with ``save_pretrained`` next to the model.
@@ -73,12 +79,15 @@ class MultihopTask:
     load_rows: Callable[[Any, str], list[Any]]
     to_columns: Callable[[Sequence[Any]], dict[str, list]]
     make_processor: Callable[..., Any]
-    rank: Callable[[Sequence[str], Sequence[Sequence[str]], Any], dict[str, list[dict[str, Any]]]]
-    score: Callable[[Mapping[str, str], Mapping[str, str]], dict[str, float]]
+    rank: Callable[[Sequence[str], Sequence[Sequence[str]], Any], dict[str, list[dict[str, Any]]]] | None
+    score: Callable[[Mapping[str, str], Mapping[str, str]], dict[str, float]] | None
     metric_for_best_model: str = "accuracy"
     processor_settings: tuple[str, ...] = field(default_factory=tuple)
     eval_columns: tuple[str, ...] = ("example_id", "candidate_texts", "answers")
     reference: Callable[[Any], Any] = field(default=lambda example: example.answer)
+    predict: Callable[[Any, Any, Sequence[Any]], list[dict[str, Any]]] | None = None
+    score_predictions: Callable[[Sequence[Mapping[str, Any]], Sequence[Any]], dict[str, float]] | None = None
+    write_predictions: Callable[[Sequence[Mapping[str, Any]], Path, str], Path] | None = None
 
     def head_for(self, variant: str) -> type[PreTrainedModel]:
         if variant not in self.heads:

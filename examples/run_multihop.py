@@ -46,6 +46,7 @@ from transformers import AutoTokenizer, HfArgumentParser, Trainer, TrainingArgum
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from variants import VARIANTS  # noqa: E402
 
+import gesa.tasks_xh  # noqa: E402,F401  (registers --task hotpotqa and fever)
 from gesa.modeling_gesa_multiple_choice import extend_position_embeddings  # noqa: E402
 from gesa.tasks_multihop import (  # noqa: E402
     MULTIHOP_TASKS,
@@ -89,6 +90,10 @@ class DataArguments:
     max_query_length: int = field(default=64, metadata={"help": "Query tokens kept."})
     max_entities: int = field(default=1024, metadata={"help": "Entities per query: query, candidates, mentions."})
     max_mention_length: int = field(default=30, metadata={"help": "Word positions kept per mention."})
+    wiki_pages: str | None = field(
+        default=None, metadata={"help": "FEVER: wiki-pages JSON-lines files (comma-separated) holding the evidence."}
+    )
+    max_nodes: int | None = field(default=None, metadata={"help": "XH tasks: nodes kept per graph (FEVER: 5)."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep the first N training records."})
     max_eval_samples: int | None = field(default=None, metadata={"help": "Keep the first N evaluation records."})
 
@@ -226,7 +231,16 @@ def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArgu
         trainer.save_metrics("train", metrics)
         trainer.save_state()
         results.update(metrics)
-    if args.do_eval:
+    if args.do_eval and task.predict is not None:  # answers that are not one ranked candidate (hotpotqa, fever)
+        validation = examples["validation"][: data_args.max_eval_samples]
+        predictions = task.predict(model, processor, validation)
+        metrics = {f"eval_{name}": value for name, value in task.score_predictions(predictions, validation).items()}
+        metrics["eval_samples"] = len(predictions)
+        task.write_predictions(predictions, output_dir, "eval")
+        trainer.log_metrics("eval", metrics)
+        trainer.save_metrics("eval", metrics)
+        results.update(metrics)
+    elif args.do_eval:
         ranked = ranked_predictions(task, trainer, features["validation"])
         predictions = {example_id: answers[0]["answer"] for example_id, answers in ranked.items()}
         references = {example.example_id: task.reference(example) for example in examples["validation"]
@@ -237,7 +251,10 @@ def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArgu
         trainer.log_metrics("eval", metrics)
         trainer.save_metrics("eval", metrics)
         results.update(metrics)
-    if args.do_predict:
+    if args.do_predict and task.predict is not None:
+        path = task.write_predictions(task.predict(model, processor, examples["test"]), output_dir, "predict")
+        logger.info(f"wrote the predictions to {path}")
+    elif args.do_predict:
         ranked = ranked_predictions(task, trainer, features["test"])
         write_json(output_dir / "predict_predictions.json", ranked)
         logger.info(f"wrote {len(ranked)} ranked predictions to {output_dir / 'predict_predictions.json'}")
