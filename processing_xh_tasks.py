@@ -151,7 +151,9 @@ class XhTaskProcessor(XhProcessor):
 
     def encode_hotpot_sentences(self, row: Mapping[str, Any], position: int = 0) -> dict[str, Any]:
         """`encode_hotpot_record`'s graph and labels, the nodes re-encoded with sentence boundaries."""
+        counted = dict(self.stats)  # the nodes are encoded again below: count each cap once
         feature = self.encode_hotpot_record({**row, "answer": row.get("answer") or ""}, position)
+        self.stats = counted
         feature.pop("node_labels", None)  # paragraph labels: superseded by the sentence labels
         context = row["context"]
         if isinstance(context, Mapping):
