@@ -31,7 +31,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from transformers import Pipeline
+from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification, Pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
 
 from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA, decode_fever
 from .processing_xh_tasks import XhTaskProcessor
@@ -127,5 +128,13 @@ class XhFactVerificationPipeline(_XhTaskPipeline):
         decoded = decode_fever(model_outputs["output"], [model_outputs["feature"]["candidates"]], labels)[0]
         return {"id": model_outputs["claim"]["id"], **decoded}
 
+
+# `pipeline("xh-hotpot-qa", model=...)` / `pipeline("xh-fact-verification", model=..., pages=...)` once imported
+for _task, _cls, _auto in (
+    ("xh-hotpot-qa", XhHotpotQAPipeline, AutoModelForQuestionAnswering),
+    ("xh-fact-verification", XhFactVerificationPipeline, AutoModelForSequenceClassification),
+):
+    if _task not in PIPELINE_REGISTRY.supported_tasks:  # the first import wins (the package's or a checkpoint's copy)
+        PIPELINE_REGISTRY.register_pipeline(_task, _cls, pt_model=_auto)
 
 __all__ = ["XhFactVerificationPipeline", "XhHotpotQAPipeline"]

@@ -312,6 +312,27 @@ def test_tiny_xh_trains_on_fever_fixtures_and_writes_the_shared_task_file(tmp_pa
         assert metrics["evidence_f1"] == pytest.approx(f1, abs=1e-9)
 
 
+def test_the_registered_pipeline_answers_with_answer_score_and_supporting_facts(processor):
+    import transformers
+
+    import gesa.pipeline_xh_tasks  # noqa: F401  (registers the tasks)
+
+    model = _tiny(HotpotQATask(), processor).eval()
+    qa = transformers.pipeline("xh-hotpot-qa", model=model, tokenizer=processor.tokenizer, processor=processor)
+    row = hotpot_fixture_rows()[0]
+    result = qa({"question": row["question"], "context": row["context"]})
+    assert set(result) == {"id", "answer", "score", "supporting_facts"} and 0.0 <= result["score"] <= 1.0
+    titles = [c[0] for c in row["context"]]
+    assert all(title in titles and isinstance(s, int) for title, s in result["supporting_facts"])
+    verify = transformers.pipeline(
+        "xh-fact-verification", model=_tiny(FeverTask(), processor).eval(), tokenizer=processor.tokenizer,
+        processor=processor, pages=FEVER_PAGES,
+    )  # fmt: skip
+    verdict = verify({"claim": "Lyon is in France."})
+    assert verdict["label"] in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO") and len(verdict["evidence"]) <= 5
+    assert all(page == "Lyon" for page, _ in verdict["evidence"])
+
+
 def test_hop_attention_off_is_the_baseline(processor):
     task = HotpotQATask()
     baseline = _tiny(task, processor, hop_attention=False)
