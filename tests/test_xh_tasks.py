@@ -338,3 +338,21 @@ def test_hop_attention_off_is_the_baseline(processor):
     baseline = _tiny(task, processor, hop_attention=False)
     assert baseline.config.xh_num_hop_layers == 0 and len(baseline.gesa.hop_layers) == 0
     assert len(_tiny(task, processor).gesa.hop_layers) == 1
+
+
+@pytest.mark.slow
+def test_a_saved_hotpot_model_reloads_from_its_own_code_in_a_fresh_process(tmp_path, processor):
+    from variant_helpers import reload_each_in_fresh_process
+
+    model = _tiny(HotpotQATask(), processor).eval()
+    batch = processor.get_data_collator()(processor.encode_hotpot_rows([{**hotpot_fixture_rows()[0], "id": "a"}]))
+    inputs = {k: v for k, v in batch.items() if k not in ("relevant_node", "start_positions", "end_positions",
+                                                          "answer_type", "sentence_labels")}  # fmt: skip
+    model.save_pretrained(tmp_path / "saved")
+    with torch.no_grad():
+        expected = model(**inputs)
+    case = {"name": "hotpot", "folder": tmp_path / "saved", "auto_class": "AutoModelForQuestionAnswering",
+            "expected_class": "XhForHotpotQA", "inputs": inputs, "outputs": ["relevance_logits", "supporting_logits"]}  # fmt: skip
+    reloaded = reload_each_in_fresh_process([case], tmp_path)["hotpot"]
+    torch.testing.assert_close(reloaded["relevance_logits"], expected.relevance_logits)
+    torch.testing.assert_close(reloaded["supporting_logits"], expected.supporting_logits)
