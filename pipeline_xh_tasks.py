@@ -20,14 +20,17 @@
   sentence}}`, `records_xh.read_wiki_pages`) -> `{"label", "score", "evidence": [[page, line], ...]}`.
 
 Both take the model, its tokenizer and optionally `processor=` (an `XhTaskProcessor`; default: one on the tokenizer
-with `max_node_length=512`, and for FEVER `max_nodes=5`). `score` is a probability (see `modeling_xh_tasks`).
+with the settings of the checkpoint's `processor_config.json` when it has one, else `max_node_length=512` and for FEVER
+`max_nodes=5`). `score` is a probability (see `modeling_xh_tasks`).
 
 Flat module: copied next to every saved checkpoint, so it imports only third-party packages and its siblings.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -53,7 +56,13 @@ class _XhTaskPipeline(Pipeline):
         if processor is None:
             if self.tokenizer is None:
                 raise ValueError(f"{type(self).__name__}: give tokenizer= or processor=")
-            processor = XhTaskProcessor(self.tokenizer, max_node_length=512, max_nodes=self.default_max_nodes)
+            settings = {"max_node_length": 512, "max_nodes": self.default_max_nodes}
+            saved = Path(self.model.config._name_or_path or "") / "processor_config.json"
+            if saved.is_file():  # the settings run_multihop.py trained with
+                stored = json.loads(saved.read_text(encoding="utf-8"))
+                settings.update({k: stored[k] for k in ("max_node_length", "max_query_length", "max_nodes",
+                                                        "hotpot_edges", "task") if k in stored})  # fmt: skip
+            processor = XhTaskProcessor(self.tokenizer, **settings)
         self.xh_processor = processor
         self.collator = processor.get_data_collator()
 

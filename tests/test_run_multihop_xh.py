@@ -49,6 +49,14 @@ def test_run_multihop_trains_xh_on_hotpotqa_and_writes_the_official_file(tiny_lu
     assert {f"eval_{k}" for k in keys} <= set(all_results) and all_results["eval_f1"] == results["eval_f1"]
     predictions = json.loads((output_dir / "eval_predictions.json").read_text())
     assert set(predictions) == {"answer", "sp"} and set(predictions["answer"]) == {r["_id"] for r in rows}
+    import transformers
+
+    import gesa.pipeline_xh_tasks  # noqa: F401  (registers xh-hotpot-qa)
+
+    qa = transformers.pipeline("xh-hotpot-qa", model=str(output_dir), trust_remote_code=True)
+    assert qa.xh_processor.max_node_length == 64  # the training settings, from processor_config.json
+    answer = qa(rows[0])
+    assert answer["id"] == rows[0]["_id"] and set(answer) == {"id", "answer", "score", "supporting_facts"}
 
 
 @pytest.mark.slow
