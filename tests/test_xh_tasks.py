@@ -219,6 +219,29 @@ def test_supporting_fact_and_answer_type_heads_follow_appendix_a3(processor):
     assert all(d["supporting"] and d["answer_type"] in ("span", "yes", "no") for d in decoded)
 
 
+def test_hotpot_decoding_takes_the_answer_node_and_the_next_most_relevant_one():
+    from gesa.modeling_xh_tasks import XhHotpotQAOutput
+
+    low = torch.finfo(torch.float32).min
+    start = torch.full((1, 3, 6), -5.0)
+    end = torch.full((1, 3, 6), -5.0)
+    start[0, 2, 3], end[0, 2, 4] = 5.0, 5.0
+    supporting = torch.tensor([[[3.0, -3.0, low], [-3.0, -2.0, low], [-1.0, 2.0, 1.0]]])
+    output = XhHotpotQAOutput(
+        relevance_logits=torch.tensor([[1.0, 0.0, 3.0]]),
+        start_logits=start,
+        end_logits=end,
+        answer_type_logits=torch.tensor([[[0.0, 9.0, 0.0], [0.0, 0.0, 9.0], [9.0, 0.0, 0.0]]]),
+        supporting_logits=supporting,
+    )
+    decoded = XhForHotpotQA.decode_hotpot(output, torch.ones(1, 3, dtype=torch.bool))[0]
+    assert (decoded["node"], decoded["answer_type"], decoded["start"], decoded["end"]) == (2, "span", 3, 4)
+    # node 2: sentences 1 and 2 above 0.5; node 0 (second most relevant): sentence 0; node 1 is not looked at
+    assert decoded["supporting"] == [(2, 1), (2, 2), (0, 0)]
+    output.answer_type_logits[0, 2] = torch.tensor([0.0, 0.0, 9.0])
+    assert XhForHotpotQA.decode_hotpot(output, torch.ones(1, 3, dtype=torch.bool))[0]["answer_type"] == "no"
+
+
 def test_fever_evidence_is_the_nodes_with_above_uniform_importance():
     class Output:
         probs = torch.tensor([[0.2, 0.7, 0.1]])
