@@ -62,6 +62,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="timed steps per probe (median)")
     parser.add_argument("--rounds", type=int, default=2, help="alternating GESA/LUKE probe pairs for the time ratio")
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--skip-time", action="store_true")
     common.add_common_arguments(parser)
     parser.add_argument("--probe", nargs=3, metavar=("MODEL", "WORDS", "WHAT"), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -160,19 +161,22 @@ def main(argv: list[str] | None = None) -> None:
         f"head, {args.layers} layers, hidden {args.hidden}, {args.heads} heads, FFN {args.ffn}; {args.candidates} "
         f"candidates; attention_window {args.window} (both models), GESA k {args.k}; {args.clock} clock"
     )
-    seconds: dict[str, list[float]] = {"gesa": [], "luke": []}
-    shape = {}
-    for _ in range(args.rounds):
-        for model_name in ("gesa", "luke"):
-            result = run_probe(args, argv, model_name, args.words, "time")
-            seconds[model_name].append(median(result["times"]))
-            shape = result
-    gesa_s, luke_s = median(seconds["gesa"]), median(seconds["luke"])
-    print(f"training step at {shape['words']} words, {shape['entities']} entities (query, candidates, mentions):")
-    print(f"  GESA {gesa_s:.3f} s   LUKE {luke_s:.3f} s   GESA / LUKE = {gesa_s / luke_s:.2f}x (target <= 1.3x)")
-    fastest = min(seconds["gesa"]) / min(seconds["luke"])
-    print(f"  fastest probe of each (least disturbed by other jobs): GESA / LUKE = {fastest:.2f}x")
-    print(f"  per round: GESA {[round(s, 3) for s in seconds['gesa']]}, LUKE {[round(s, 3) for s in seconds['luke']]}")
+    if not args.skip_time:
+        seconds: dict[str, list[float]] = {"gesa": [], "luke": []}
+        shape = {}
+        for _ in range(args.rounds):
+            for model_name in ("gesa", "luke"):
+                result = run_probe(args, argv, model_name, args.words, "time")
+                seconds[model_name].append(median(result["times"]))
+                shape = result
+        gesa_s, luke_s = median(seconds["gesa"]), median(seconds["luke"])
+        print(f"training step at {shape['words']} words, {shape['entities']} entities (query, candidates, mentions):")
+        print(f"  GESA {gesa_s:.3f} s   LUKE {luke_s:.3f} s   GESA / LUKE = {gesa_s / luke_s:.2f}x (target <= 1.3x)")
+        fastest = min(seconds["gesa"]) / min(seconds["luke"])
+        print(f"  fastest probe of each (least disturbed by other jobs): GESA / LUKE = {fastest:.2f}x")
+        print(
+            f"  per round: GESA {[round(s, 3) for s in seconds['gesa']]}, LUKE {[round(s, 3) for s in seconds['luke']]}"
+        )
     if args.skip_memory:
         return
     print(
