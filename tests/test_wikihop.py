@@ -281,3 +281,14 @@ def test_auto_class_reload_with_trust_remote_code(tokenizer, tmp_path, head, con
     assert type(reloaded).__name__ == head.__name__
     batch = batch_of(tokenizer, [RECORD])
     torch.testing.assert_close(reloaded(**batch).logits, model(**batch).logits)
+
+
+@pytest.mark.parametrize(("lengths", "budget"), [([10, 50, 200], 120), ([5, 5], 3), ([100, 100, 100], 299), ([7], 7)])
+def test_fair_cut_keeps_every_document_up_to_the_largest_length_that_fits(lengths, budget):
+    from gesa.processing_wikihop import fair_cut
+
+    cut = fair_cut(lengths, budget)
+    if sum(lengths) <= budget:
+        assert cut is None
+        return
+    assert sum(min(length, cut) for length in lengths) <= budget < sum(min(length, cut + 1) for length in lengths)
