@@ -126,6 +126,9 @@ LEGEND_EDGES = (
 )
 _TITLE_LINE = 20  # px per line of the title and the legend
 _ARC_LABEL = 22  # px above the highest arc kept for its label
+_MAX_NODE_CHARS = (
+    28  # a longer candidate text is cut (with an ellipsis) in its node; the title gives the answer in full
+)
 
 
 def _graph_title(
@@ -184,7 +187,12 @@ def render_entity_graph(
         for second in range(first + 1, len(words))
         if int(graph[first, second]) in EDGE_NAMES
     ]
-    options = {"compact": True, "distance": 110, "offset_x": 40, "bg": "#ffffff"}
+    # room for the longest node text (14 px Arial: under 8 px a character), up to _MAX_NODE_CHARS characters
+    longest = min(max((len(word["text"]) for word in words), default=0), _MAX_NODE_CHARS)
+    options = {"compact": True, "distance": max(110, round(7.5 * longest) + 24), "offset_x": 40, "bg": "#ffffff"}
+    for word in words:
+        if len(word["text"]) > _MAX_NODE_CHARS:
+            word["text"] = word["text"][: _MAX_NODE_CHARS - 1] + "\u2026"
     svg = displacy.render({"words": words, "arcs": arcs}, style="dep", manual=True, page=False, options=options)
 
     # displacy reserves distance / 2 per arc level above the words but, compact, draws its arcs in a third of it
@@ -228,7 +236,7 @@ def render_entity_graph(
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" class="gesa-entity-graph" '
         f'width="{total_width:.0f}" height="{total_height:.0f}" viewBox="0 0 {total_width:.0f} {total_height:.0f}" '
-        f'font-family="Arial, Helvetica, sans-serif" font-size="14" style="background: #ffffff">'
+        f'font-family="Arial, Helvetica, sans-serif" font-size="14" style="background: #ffffff; max-width: 100%; height: auto">'
         + text_lines(title, 4, "bold")
         + f'<svg x="0" y="{title_height}" width="{width:.0f}" height="{graph_height:.0f}" '
         f'viewBox="0 {top:.0f} {width:.0f} {graph_height:.0f}" style="color: #000000; font-family: Arial">'

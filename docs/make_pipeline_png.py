@@ -18,7 +18,7 @@ project's ReCoRD sample by ``examples/run_record.py``; the pipeline then answers
 file with ``return_html=True`` and draws the entity graph of the window holding its answer
 (``entity_graph_svg``). A picture of the mechanics, not of a reader: the tiny model is near chance.
 
-    python docs/make_pipeline_png.py [--steps 40] [--output docs/pipeline.png]
+    python docs/make_pipeline_png.py [--steps 200] [--output docs/pipeline.png]
 
 Needs Chromium (Debian: ``apt-get install chromium``) and Pillow (to crop the page's empty bottom).
 """
@@ -83,7 +83,7 @@ def page_with_graph(reader_dir: Path) -> str:
     return page.replace("</body>", f"<h2>Entity graph</h2>{svg}\n</body>")
 
 
-def screenshot(page: str, output: Path, width: int = 1000) -> None:
+def screenshot(page: str, output: Path, width: int = 1200) -> None:
     browser = next((shutil.which(name) for name in BROWSERS if shutil.which(name)), None)
     if browser is None:
         raise SystemExit("no headless browser found: apt-get install chromium")
@@ -103,7 +103,7 @@ def screenshot(page: str, output: Path, width: int = 1000) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=40, help="training steps of the tiny reader (default 40)")
+    parser.add_argument("--steps", type=int, default=200, help="training steps of the tiny reader (default 200)")
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "pipeline.png")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as work:

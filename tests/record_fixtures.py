@@ -120,3 +120,65 @@ def hub_rows(record: dict) -> list[dict]:
 def features_of(columns: dict[str, list]) -> list[dict]:
     """Column-wise processor output as one dict per feature."""
     return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+
+
+def _hotpot(question: str, answer: str, kind: str, supporting: list[tuple[str, int]], paragraphs: list) -> dict:
+    return {
+        "question": question,
+        "answer": answer,
+        "type": kind,
+        "level": "easy",
+        "supporting_facts": {"title": [t for t, _ in supporting], "sent_id": [s for _, s in supporting]},
+        "context": {"title": [t for t, _ in paragraphs], "sentences": [s for _, s in paragraphs]},
+    }
+
+
+def hotpot_records() -> list[dict]:
+    """Invented HotpotQA questions in the Hub layout (``hotpot_qa``/``distractor``: ``supporting_facts`` and
+    ``context`` as columns of titles and sentence lists, sentences after the first with a leading space): two bridge
+    questions with a span answer, a comparison with a span answer and a yes/no comparison. In the first, "Halvard
+    Bridge" mentions "Marta Lind" and not the other way round (a directed title-mention edge)."""
+    records = [
+        _hotpot(
+            "In which town was the architect of the Halvard Bridge born?", "Trondvik", "bridge",
+            [("Halvard Bridge", 1), ("Marta Lind", 0)],
+            [
+                ("Elm Valley", ["Elm Valley is a farming district on the river Elm.", " Its main crop is barley."]),
+                ("Halvard Bridge", ["The Halvard Bridge is a stone arch bridge over the river Elm.",
+                                    " It was designed by Marta Lind and opened in 1891."]),
+                ("Marta Lind", ["Marta Lind (1850 – 1921) was an architect born in Trondvik.",
+                                " She built eleven bridges in the north."]),
+            ],
+        ),
+        _hotpot(
+            "What instrument did the founder of the Northern Orchestra play?", "cello", "bridge",
+            [("Northern Orchestra", 0), ("Oskar Brenner", 1)],
+            [
+                ("Northern Orchestra", ["The Northern Orchestra was founded by Oskar Brenner in 1962.",
+                                        " It plays in the Harbour Hall."]),
+                ("Harbour Hall", ["Harbour Hall is a concert hall by the sea.", " It seats 1,200 people."]),
+                ("Oskar Brenner", ["Oskar Brenner (1921 – 1999) was a conductor.",
+                                   " Before he conducted, he played the cello in a string quartet."]),
+            ],
+        ),
+        _hotpot(
+            "Which is longer, the river Elm or the river Saltmere?", "river Saltmere", "comparison",
+            [("River Elm", 0), ("River Saltmere", 0)],
+            [
+                ("River Elm", ["The river Elm is 120 kilometres long.", " It flows into Lake Orvin."]),
+                ("River Saltmere", ["The river Saltmere is 310 kilometres long, longer than any river near it.",
+                                    " Salmon swim up it each autumn."]),
+                ("Lake Orvin", ["Lake Orvin is a lake fed by the river Elm.", " Its water is very clear."]),
+            ],
+        ),
+        _hotpot(
+            "Are Lake Orvin and Lake Brisk both fed by rivers?", "yes", "comparison",
+            [("Lake Orvin", 0), ("Lake Brisk", 0)],
+            [
+                ("Lake Orvin", ["Lake Orvin is a lake fed by the river Elm.", " Its water is very clear."]),
+                ("Lake Brisk", ["Lake Brisk is fed by the river Tarn.", " Ferries cross it in summer."]),
+                ("River Tarn", ["The river Tarn rises in the hills.", " It is short and fast."]),
+            ],
+        ),
+    ]  # fmt: skip
+    return [{"id": f"gesa-hotpot-{number}", **record} for number, record in enumerate(records)]

@@ -23,6 +23,7 @@ SOURCE_DIRS = [
     ROOT / "tests",
     ROOT / "metrics" / "record",
     ROOT / "model_cards",
+    ROOT / "docs",
 ]
 
 

@@ -97,10 +97,10 @@ def cache_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def trained(tiny_luke_dir, tmp_path_factory, cache_dir):
+def trained(roberta_luke_dir, tmp_path_factory, cache_dir):
     """The tiny LUKE fine-tuned for TRAIN_STEPS steps on the 32 FewGLUE training queries (checkpoint at half-way)."""
     output_dir = tmp_path_factory.mktemp("run") / "trained"
-    argv = _train_args(tiny_luke_dir, output_dir, cache_dir)
+    argv = _train_args(roberta_luke_dir, output_dir, cache_dir)
     started = time.perf_counter()
     results = run_record.main(argv)
     print(f"\n[run_record] {TRAIN_STEPS} training steps + 2 evaluations: {time.perf_counter() - started:.1f} s")

@@ -406,7 +406,7 @@ def test_hotpot_graphs_and_multihop_head(tmp_path):
 
     from gesa.processing_xh import XhProcessor
 
-    tokenizer = build_luke_tokenizer()
+    tokenizer = build_luke_tokenizer("roberta")  # the node length below is counted in RoBERTa's tokens
     processor = XhProcessor(tokenizer, max_node_length=128, max_query_length=40)
     records = json.loads((HOTPOT_DIR / "hotpot_dev_distractor_first100.json").read_text())[:30]
     features = processor.encode_hotpot_graphs(records)
@@ -592,3 +592,52 @@ def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
         out_dir, first, tmp_path, "AutoModelForQuestionAnswering", "XhForEntitySpanQA", "XhModel"
     )
     torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)
+
+
+def test_hotpot_graphs_and_multihop_head_on_project_questions():
+    """The HotpotQA path on the project's own questions (``record_fixtures.hotpot_records``, Hub layout): one graph per
+    question, no self-loops, the relevant node holds the answer span (decoding to the answer) or is a supporting
+    title, yes/no answers have no span, title-mention edges are directed, and the multi-hop head trains and decodes a
+    span inside a context."""
+    from record_fixtures import hotpot_records
+    from tiny_luke import build_luke_tokenizer
+
+    from gesa.processing_xh import XhProcessor
+
+    tokenizer = build_luke_tokenizer()
+    processor = XhProcessor(tokenizer, max_node_length=128, max_query_length=40)
+    records = hotpot_records()
+    features = processor.encode_hotpot_graphs(records)
+    assert len(features) == len(records)
+    for record, feature in zip(records, features, strict=True):
+        count = len(feature["input_ids"])
+        assert count == len(record["context"]["title"]) and feature["titles"] == record["context"]["title"]
+        assert all(feature["node_adjacency"][i][i] == 0 for i in range(count))
+        if record["answer"] in ("yes", "no"):
+            assert feature["start_positions"] == -100 and feature["end_positions"] == -100
+            assert feature["titles"][feature["relevant_node"]] in record["supporting_facts"]["title"]
+        else:
+            ids = feature["input_ids"][feature["relevant_node"]]
+            text = tokenizer.decode(ids[feature["start_positions"] : feature["end_positions"] + 1]).strip()
+            assert text.lower() == record["answer"].lower(), (text, record["answer"])
+    titles = features[0]["titles"]
+    bridge, architect = titles.index("Halvard Bridge"), titles.index("Marta Lind")
+    assert (
+        features[0]["node_adjacency"][bridge][architect] == 1 and features[0]["node_adjacency"][architect][bridge] == 0
+    )
+
+    torch.manual_seed(0)
+    config = xh_config(vocab_size=len(tokenizer), classifier_dropout=0.0, max_relative_position=16)
+    model = XhForMultiHopQA(config)
+    collator = processor.get_data_collator()
+    batches = [collator([feature]) for feature in features[:3]]
+    for batch in batches:
+        batch.pop("node_labels")
+    before, after = train_steps(model, batches, steps=10, lr=3e-3)
+    assert after < before
+    model.eval()
+    with torch.no_grad():
+        out = model(**batches[0])
+    answers = XhForMultiHopQA.decode_answers(out, max_answer_length=10)
+    for (node, start, end), mask in zip(answers, batches[0]["global_attention_mask"], strict=True):
+        assert start <= end < start + 10 and mask[node, start] == 0  # a context token of the chosen node
