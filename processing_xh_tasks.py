@@ -20,10 +20,11 @@ a sentence cut by `max_node_length`), `sentence_labels` (1 on supporting facts) 
 
 FEVER (paper sec. 4): one node per candidate evidence sentence, `<s> claim </s> </s> title: sentence </s>`, fully
 connected. Candidates (at most `max_nodes`, the paper's five): the record's `predicted_sentences` ([page, line], e.g.
-from a retriever), then the sentences of its `predicted_pages` or, without those, of the pages whose title occurs in
-the claim; with `include_gold` (training) the gold evidence sentences come first. A claim with no candidate gets
-one node with the claim alone (it is never predicted as evidence). `labels` is the class id, `node_labels` marks the
-gold evidence nodes and `candidates` the `[page, line]` of each node.
+from a retriever), then the sentences of its `predicted_pages` or, without those, of the pages whose title's words
+occur in the claim as a run of whole words (longest first); with `include_gold` (training) the gold evidence
+sentences come first. A claim with no candidate gets one node with the claim alone (it is never predicted as
+evidence). `labels` is the class id, `node_labels` marks the gold evidence nodes and `candidates` the `[page, line]`
+of each node.
 
 Flat module: copied next to every saved checkpoint, so it imports only third-party packages and its siblings.
 """
@@ -44,6 +45,7 @@ from .records_xh import FEVER_LABELS, XhDataError, page_title
 
 ANSWER_TYPES = ("span", "yes", "no")
 FEVER_LABEL_IDS = {label: index for index, label in enumerate(FEVER_LABELS)}
+_WORD = re.compile(r"\w+")
 
 
 def answer_type_of(answer: str | None) -> int:
@@ -109,6 +111,7 @@ class XhTaskProcessor(XhProcessor):
         super().__init__(tokenizer, *args, **kwargs)
         self.task = task
         self.pages = dict(pages or {})
+        self._title_index: tuple[Mapping, dict[str, list[str]], int] | None = None
 
     def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
         """Training features of a batch of `example_json` rows (JSON of `records_xh` rows), as columns."""
@@ -243,12 +246,7 @@ class XhTaskProcessor(XhProcessor):
             ordered.append((page, int(line)))
         candidate_pages = claim.get("predicted_pages")
         if candidate_pages is None:
-            text = f" {claim['claim'].lower()} "
-            candidate_pages = [
-                page
-                for page in pages
-                if re.search(rf"(?<!\w){re.escape(page_title(page).lower())}(?!\w)", text) is not None
-            ]
+            candidate_pages = self.pages_named_in(claim["claim"], pages)
         for page in candidate_pages:
             ordered += [(page, line) for line, sentence in sorted(pages.get(page, {}).items()) if sentence.strip()]
         unique = list(dict.fromkeys(p for p in ordered if p[0] in pages and p[1] in pages[p[0]]))
@@ -256,6 +254,27 @@ class XhTaskProcessor(XhProcessor):
             self._count("truncated_candidates")
             unique = unique[: self.max_nodes]
         return unique
+
+    def pages_named_in(self, claim: str, pages: Mapping[str, Mapping[int, str]]) -> list[str]:
+        """The pages whose title (`records_xh.page_title`, case-insensitive) is a run of whole words of `claim`,
+        longest first: one dictionary look-up per word n-gram, so a full wiki dump costs no scan per claim."""
+        index = self._title_index
+        if index is None or index[0] is not pages:
+            table: dict[str, list[str]] = {}
+            longest = 1
+            for page in pages:
+                words = _WORD.findall(page_title(page).lower())
+                if words:
+                    table.setdefault(" ".join(words), []).append(page)
+                    longest = max(longest, len(words))
+            index = self._title_index = (pages, table, longest)
+        _, table, longest = index
+        words = _WORD.findall(claim.lower())
+        found: list[str] = []
+        for size in range(min(longest, len(words)), 0, -1):
+            for start in range(len(words) - size + 1):
+                found += table.get(" ".join(words[start : start + size]), [])
+        return list(dict.fromkeys(found))
 
     def encode_fever_claims(
         self,
