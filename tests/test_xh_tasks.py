@@ -182,11 +182,8 @@ def test_fever_graph_is_claim_title_sentence_fully_connected(processor):
     text = processor.tokenizer.decode(train["input_ids"][0])
     assert "Lyon is in France." in text and "Lyon: Lyon is a city in France." in text
     pages = {**FEVER_PAGES, "Lyon_-LRB-film-RRB-": {0: "A film."}, "Old_Lyon": {0: "A quarter."}}
-    assert processor.pages_named_in("Old Lyon (film) is in Lyon.", pages) == [
-        "Lyon_-LRB-film-RRB-",
-        "Old_Lyon",
-        "Lyon",
-    ]
+    named = processor.pages_named_in("Old Lyon (film) is in Lyon.", pages)
+    assert named == ["Old_Lyon", "Lyon_-LRB-film-RRB-", "Lyon"]  # two-word titles first, in claim order
     assert processor.pages_named_in("Lyonnais food.", pages) == []
     lonely = processor.encode_fever_claim({"id": 9, "claim": "Nobody knows.", "evidence": []}, FEVER_PAGES)
     assert lonely["candidates"] == [None] and lonely["node_labels"] == [0]
