@@ -70,7 +70,12 @@ def test_run_multihop_trains_xh_on_fever_and_writes_the_shared_task_file(tiny_lu
     argv = ["--task", "fever", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(output_dir),
             "--train_file", str(tmp_path / "train.jsonl"), "--validation_file", str(tmp_path / "train.jsonl"),
             "--wiki_pages", str(tmp_path / "wiki-001.jsonl"), *COMMON]  # fmt: skip
+    blind = [{"id": c["id"], "claim": c["claim"]} for c in claims[:3]]  # a blind test file: no label, no evidence
+    (tmp_path / "test.jsonl").write_text("\n".join(json.dumps(c) for c in blind))
+    argv += ["--do_predict", "--test_file", str(tmp_path / "test.jsonl")]
     load_script().main(argv)
+    submitted = [json.loads(line) for line in (output_dir / "predict_predictions.jsonl").read_text().splitlines()]
+    assert [s["id"] for s in submitted] == [c["id"] for c in blind]
     losses = _losses(output_dir)
     assert len(losses) >= 4 and sum(losses[-2:]) < sum(losses[:2]), losses
     all_results = json.loads((output_dir / "all_results.json").read_text())
