@@ -223,7 +223,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArgu
     output_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, float] = {}
     if args.do_train:
-        train_result = trainer.train()
+        train_result = trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
         trainer.save_model()
         processor.save_pretrained(args.output_dir)
         metrics = {**train_result.metrics, "train_samples": len(features["train"])}
@@ -258,6 +258,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArgu
         ranked = ranked_predictions(task, trainer, features["test"])
         write_json(output_dir / "predict_predictions.json", ranked)
         logger.info(f"wrote {len(ranked)} ranked predictions to {output_dir / 'predict_predictions.json'}")
+    if args.push_to_hub and args.do_train:
+        trainer.push_to_hub(finetuned_from=model_args.model_name_or_path, tasks="multiple-choice")
     return results
 
 
