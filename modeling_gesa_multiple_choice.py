@@ -1,0 +1,242 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Multiple choice over candidate entities (WikiHop): one head for GESA, LUKE (``ablation="luke"``) and LUKE-Graph.
+
+``logit_c = w . dropout([y_q ; y_c]) + b`` for every candidate entity ``c`` (``candidate_entity_mask``), with ``y_q``
+the query entity (``placeholder_entity_mask``): paper 3.5's score, normalised by a softmax over the example's
+candidates (cross-entropy; padded and non-candidate entities masked). ``labels`` ``(B,)`` is the answer's entity
+index (``-100``: unlabelled, ignored).
+
+Also ``extend_position_embeddings``: the Longformer recipe (copy the 512 learned positions over the longer table) for
+models with absolute positions (``--variant luke``/``luke_graph``) on WikiHop's 4,096-word inputs.
+
+Flat module: copied next to every saved checkpoint (``AutoModelForMultipleChoice`` with ``trust_remote_code``), so it
+imports only its siblings.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers.dynamic_module_utils import get_relative_import_files
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, can_return_tuple
+
+from .modeling_gesa import GesaForEntitySpanQA, GesaInputs, GesaModel, refuse_span_positions, with_inputs_of
+from .modeling_luke_graph import LukeGraphModel, LukeGraphPreTrainedModel
+
+IGNORE_INDEX = -100
+# `config.custom_pipelines` of every WikiHop checkpoint: `pipeline(model=dir, trust_remote_code=True)` builds
+# pipeline_wikihop.WikihopPipeline (the file and its relative imports are copied next to the weights).
+WIKIHOP_TASK = "wikihop-multiple-choice"
+WIKIHOP_PIPELINES = {WIKIHOP_TASK: {"impl": "pipeline_wikihop.WikihopPipeline", "pt": ["AutoModelForMultipleChoice"]}}
+
+
+@dataclass
+class EntityMultipleChoiceOutput(ModelOutput):
+    """
+    Args:
+        loss: softmax cross-entropy over each example's candidates, mean over labelled examples.
+        logits: `(B, E)` candidate scores; non-candidate and padded entities hold `finfo.min`.
+        hidden_states, entity_hidden_states, attentions: the base model's, on request.
+    """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    entity_hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+def multiple_choice_logits(
+    classifier: nn.Linear,
+    dropout: nn.Module,
+    entity_states: torch.Tensor,
+    placeholder_entity_mask: torch.Tensor,
+    candidate_entity_mask: torch.Tensor,
+) -> torch.Tensor:
+    """`(B, E, D)` entity states -> `(B, E)` logits `w . [y_q ; y_e] + b`, non-candidates at `finfo.min`."""
+    batch_size = entity_states.size(0)
+    query_index = placeholder_entity_mask.float().argmax(dim=1)
+    query_states = entity_states[torch.arange(batch_size, device=entity_states.device), query_index]
+    pair = torch.cat([query_states[:, None].expand_as(entity_states), entity_states], dim=-1)
+    logits = classifier(dropout(pair)).squeeze(-1)
+    return logits.masked_fill(~candidate_entity_mask.bool(), torch.finfo(logits.dtype).min)
+
+
+def check_choice_inputs(
+    labels: torch.Tensor | None, candidate_entity_mask: torch.Tensor | None, entity_ids: torch.Tensor | None
+) -> None:
+    """`candidate_entity_mask` `(B, E)` with a candidate in every row; `labels` `(B,)` naming a candidate or -100."""
+    if entity_ids is None or candidate_entity_mask is None:
+        raise ValueError(
+            "the multiple-choice head needs entity_ids and candidate_entity_mask (1 on each candidate entity); build "
+            "the inputs with WikihopProcessor"
+        )
+    if tuple(candidate_entity_mask.shape) != tuple(entity_ids.shape):
+        raise ValueError(
+            f"candidate_entity_mask has shape {tuple(candidate_entity_mask.shape)}; expected (batch, entities) = "
+            f"{tuple(entity_ids.shape)}"
+        )
+    if torch.compiler.is_compiling():
+        return
+    empty = (candidate_entity_mask.sum(dim=1) == 0).nonzero()
+    if len(empty):
+        raise ValueError(f"candidate_entity_mask row {int(empty[0])} marks no candidate: nothing to choose from")
+    if labels is None:
+        return
+    if tuple(labels.shape) != (entity_ids.size(0),) or labels.is_floating_point():
+        raise ValueError(
+            f"labels has shape {tuple(labels.shape)} and dtype {labels.dtype}; expected (batch,) = "
+            f"({entity_ids.size(0)},) long: the entity index of each example's answer (-100: no answer)"
+        )
+    labelled = labels != IGNORE_INDEX
+    in_range = (labels >= 0) & (labels < entity_ids.size(1))
+    safe = labels.clamp(0, entity_ids.size(1) - 1)
+    on_candidate = candidate_entity_mask.gather(1, safe[:, None]).squeeze(1).bool() & in_range
+    bad = (labelled & ~on_candidate).nonzero()
+    if len(bad):
+        row = int(bad[0])
+        raise ValueError(
+            f"labels[{row}] = {int(labels[row])} is not the index of a candidate entity (candidate_entity_mask); "
+            "give the answer's entity index, or -100 for an unlabelled example"
+        )
+
+
+class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
+    """Multiple choice over candidate entities (WikiHop), on GESA (or LUKE with `ablation="luke"`).
+
+    A variant's head sets `base_model_class` (LUKE-Graph: `LukeGraphForEntityMultipleChoice`) and gets this forward.
+    """
+
+    output_class = EntityMultipleChoiceOutput
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        own_forward = "forward" in cls.__dict__
+        super().__init_subclass__(**kwargs)
+        if not own_forward:
+
+            def forward(self: GesaForEntityMultipleChoice, *args: object, **kwargs: object) -> ModelOutput:
+                return GesaForEntityMultipleChoice.forward(self, *args, **kwargs)
+
+            forward.__doc__ = GesaForEntityMultipleChoice.forward.__doc__
+            forward.__signature__ = inspect.signature(GesaForEntityMultipleChoice.forward)
+            cls.forward = with_inputs_of(cls.base_model_class.forward)(forward)
+
+    @can_return_tuple
+    @with_inputs_of(GesaModel.forward)
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        *,
+        candidate_entity_mask: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        start_positions: torch.LongTensor | None = None,
+        end_positions: torch.LongTensor | None = None,
+        **kwargs: Unpack[GesaInputs],
+    ) -> ModelOutput:
+        """Score the candidate entities: `logits` `(B, E)`; `labels` `(B,)` (answer entity index) gives the loss.
+
+        Takes every input of the base model (`kwargs`, README "Model inputs") and `candidate_entity_mask` `(B, E)`.
+        """
+        refuse_span_positions(self, start_positions, end_positions)
+        check_choice_inputs(labels, candidate_entity_mask, kwargs.get("entity_ids"))
+        outputs = self.run_base_model(input_ids, None, kwargs)
+        placeholder = kwargs.get("placeholder_entity_mask")
+        if placeholder is None:
+            placeholder = torch.zeros_like(candidate_entity_mask)
+            placeholder[:, 0] = 1
+        logits = multiple_choice_logits(
+            self.classifier, self.dropout, outputs.entity_last_hidden_state, placeholder, candidate_entity_mask
+        )
+        loss = None
+        if labels is not None:
+            if (labels != IGNORE_INDEX).any():
+                loss = F.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX)
+            else:
+                loss = logits.sum() * 0.0
+        extra = self.auxiliary_loss(outputs)
+        if extra is not None:
+            loss = extra if loss is None else loss + extra
+        passed = self._passed_output_fields
+        return self.output_class(loss=loss, logits=logits, **{name: outputs.get(name) for name in passed})
+
+    def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs) -> None:
+        """`save_pretrained`, with `pipeline(model=dir, trust_remote_code=True)` building `WikihopPipeline`."""
+        pipeline_file = Path(__file__).with_name("pipeline_wikihop.py")
+        if pipeline_file.is_file():
+            self.config.custom_pipelines = copy.deepcopy(WIKIHOP_PIPELINES)
+        super().save_pretrained(save_directory, *args, **kwargs)
+        if pipeline_file.is_file() and kwargs.get("is_main_process", True):
+            for source in [pipeline_file, *map(Path, get_relative_import_files(str(pipeline_file)))]:
+                shutil.copyfile(source, Path(save_directory) / source.name)
+
+
+class LukeGraphForEntityMultipleChoice(LukeGraphPreTrainedModel, GesaForEntityMultipleChoice):
+    """LUKE-Graph's gated relational graph network under the multiple-choice head."""
+
+    base_model_class = LukeGraphModel
+
+
+def extend_position_embeddings(model: nn.Module, max_position_embeddings: int) -> bool:
+    """Grow every absolute position table of `model` to `max_position_embeddings` rows by copying its learned rows
+    (past the padding rows) over and over (Longformer's recipe for LUKE/RoBERTa beyond 512 words).
+
+    Returns whether a table grew; `config.max_position_embeddings` follows.
+    """
+    config = model.config
+    if max_position_embeddings <= config.max_position_embeddings:
+        return False
+    offset = (config.pad_token_id or 0) + 1
+    grown = False
+    for module in list(model.modules()):
+        table = getattr(module, "position_embeddings", None)
+        if not isinstance(table, nn.Embedding) or table.num_embeddings >= max_position_embeddings:
+            continue
+        old = table.weight.data
+        new = old.new_empty(max_position_embeddings, old.size(1))
+        new[:offset] = old[:offset]
+        learned = old[offset:]
+        for start in range(offset, max_position_embeddings, len(learned)):
+            count = min(len(learned), max_position_embeddings - start)
+            new[start : start + count] = learned[:count]
+        replacement = nn.Embedding(max_position_embeddings, old.size(1), padding_idx=table.padding_idx)
+        replacement.weight.data.copy_(new)
+        replacement.to(old.device)
+        for name, child in module.named_children():
+            if child is table:
+                setattr(module, name, replacement)
+        grown = True
+    config.max_position_embeddings = max_position_embeddings
+    return grown
+
+
+GesaForEntityMultipleChoice.register_for_auto_class("AutoModelForMultipleChoice")
+LukeGraphForEntityMultipleChoice.register_for_auto_class("AutoModelForMultipleChoice")
+
+__all__ = [
+    "EntityMultipleChoiceOutput",
+    "GesaForEntityMultipleChoice",
+    "LukeGraphForEntityMultipleChoice",
+    "extend_position_embeddings",
+    "multiple_choice_logits",
+]

@@ -1,0 +1,285 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Transformer-XH heads for its own benchmarks: HotpotQA with supporting facts and answer types, FEVER decoding.
+
+`XhForHotpotQA` is `modeling_xh.XhForMultiHopQA` (node relevance, Eq. 11; span inside the node, Eq. 12; same weights,
+same names) plus the two heads of the paper's appendix A.3:
+
+- supporting facts: `p(sp | sentence) = sigmoid(Linear([h_first ; h_last]))` on the first and last token states of
+  each sentence (A.3.2), binary cross-entropy over the real sentences;
+- answer type: `p(type | tau) = softmax(Linear(h_tau,0))` over span / yes / no on the relevant node's hub (A.3.1's
+  question classifier folded into the graph model), cross-entropy on the gold relevant node.
+
+`loss = relevance + span (span answers) + answer type + supporting facts`. Inference (`decode_hotpot`): the most
+relevant node, its answer type, its best span for span answers; supporting facts are the sentences with
+`p >= 0.5` in the answer node and in the most relevant other node (the paper's answer document plus one more,
+A.3.2), at least the best sentence of each.
+
+FEVER: `modeling_xh.XhForFactVerification` (Eqs. 14-16) as is; `decode_fever` ranks the nodes by node importance
+`p(s | tau)` (Eq. 15) and predicts as evidence the candidates whose importance is at least uniform (`1 / nodes`),
+at most five, best first.
+
+The baseline the paper ablates is the same classes with `xh_num_hop_layers=0` (no hop attention).
+
+Flat module: copied next to every saved checkpoint, so it imports only its siblings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, can_return_tuple
+
+from .configuration_variants import XhConfig
+from .modeling_gesa import with_inputs_of
+from .modeling_variants import GesaInputs
+from .modeling_xh import XhFactVerificationOutput, XhForMultiHopQA, XhModel
+
+ANSWER_TYPES = ("span", "yes", "no")
+FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+
+
+@dataclass
+class XhHotpotQAOutput(ModelOutput):
+    """
+    Args:
+        loss: `relevance_loss + span_loss + answer_type_loss + supporting_loss` (the terms that have labels).
+        relevance_logits: `(G, N)`, padded nodes `finfo.min`.
+        start_logits, end_logits: `(G, N, L)`, non-context tokens `finfo.min`.
+        answer_type_logits: `(G, N, 3)` span / yes / no per node.
+        supporting_logits: `(G, N, S)` per sentence (`sentence_starts` given), padded sentences `finfo.min`.
+        relevance_loss, span_loss, answer_type_loss, supporting_loss: the loss terms.
+        hub_states: `(G, N, D)`.
+        hop_attentions: per hop layer `(G, H, N, N)`, with `output_attentions`.
+    """
+
+    loss: torch.FloatTensor | None = None
+    relevance_logits: torch.FloatTensor | None = None
+    start_logits: torch.FloatTensor | None = None
+    end_logits: torch.FloatTensor | None = None
+    answer_type_logits: torch.FloatTensor | None = None
+    supporting_logits: torch.FloatTensor | None = None
+    relevance_loss: torch.FloatTensor | None = None
+    span_loss: torch.FloatTensor | None = None
+    answer_type_loss: torch.FloatTensor | None = None
+    supporting_loss: torch.FloatTensor | None = None
+    hub_states: torch.FloatTensor | None = None
+    hop_attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class XhForHotpotQA(XhForMultiHopQA):
+    """HotpotQA (answer + supporting facts) with Transformer-XH; see the module docstring.
+
+    Features: `processing_xh_tasks.XhTaskProcessor.encode_hotpot_rows`. Prediction: `decode_hotpot`.
+    """
+
+    def __init__(self, config: XhConfig) -> None:
+        super().__init__(config)
+        self.answer_type = nn.Linear(config.hidden_size, len(ANSWER_TYPES))
+        self.supporting = nn.Linear(2 * config.hidden_size, 1)
+        self.post_init()
+
+    @can_return_tuple
+    @with_inputs_of(XhModel.forward)
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        *,
+        node_adjacency: torch.Tensor | None = None,
+        node_mask: torch.Tensor | None = None,
+        relevant_node: torch.LongTensor | None = None,
+        start_positions: torch.LongTensor | None = None,
+        end_positions: torch.LongTensor | None = None,
+        answer_type: torch.LongTensor | None = None,
+        sentence_starts: torch.LongTensor | None = None,
+        sentence_ends: torch.LongTensor | None = None,
+        sentence_labels: torch.LongTensor | None = None,
+        **kwargs: Unpack[GesaInputs],
+    ) -> XhHotpotQAOutput:
+        """`XhForMultiHopQA`'s inputs plus `answer_type` `(G,)` (0 span, 1 yes, 2 no, -100 none),
+        `sentence_starts`/`sentence_ends` `(G, N, S)` token indices (-1: no sentence) and `sentence_labels`
+        `(G, N, S)` (1 supporting, 0 not, -100 ignored)."""
+        outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
+        attention_mask, global_attention_mask = kwargs.get("attention_mask"), kwargs.get("global_attention_mask")
+        words, hubs = self.dropout(outputs.last_hidden_state), self.dropout(outputs.hub_states)
+        graphs, nodes, length = words.shape[:3]
+        real = outputs.node_mask
+        minimum = torch.finfo(words.dtype).min
+        relevance_logits = self.relevance(hubs).squeeze(-1).masked_fill(~real, minimum)
+        context = real[..., None].expand(graphs, nodes, length)
+        if attention_mask is not None:
+            context = context & attention_mask.bool()
+        if global_attention_mask is not None:
+            context = context & (global_attention_mask == 0)
+        start_logits, end_logits = self.span(words).masked_fill(~context[..., None], minimum).unbind(-1)
+        answer_type_logits = self.answer_type(hubs)
+        supporting_logits = None
+        if sentence_starts is not None:
+            if sentence_ends is None or sentence_ends.shape != sentence_starts.shape:
+                raise ValueError("sentence_ends must be given with sentence_starts, with the same (G, N, S) shape.")
+            if tuple(sentence_starts.shape[:2]) != (graphs, nodes):
+                raise ValueError(
+                    f"sentence_starts has shape {tuple(sentence_starts.shape)}; expected (graphs, nodes, sentences) "
+                    f"with (graphs, nodes) = {(graphs, nodes)}."
+                )
+            present = sentence_starts >= 0
+            if not torch.compiler.is_compiling() and ((sentence_ends >= length) | (sentence_starts >= length)).any():
+                raise ValueError(f"sentence_starts/sentence_ends must be token indices below {length} (or -1).")
+            index = torch.stack([sentence_starts, sentence_ends], -1).clamp(min=0)  # (G, N, S, 2)
+            gathered = torch.gather(
+                words, 2, index.flatten(2)[..., None].expand(-1, -1, -1, words.size(-1))
+            )  # (G, N, 2S, D)
+            pairs = gathered.view(graphs, nodes, -1, 2 * words.size(-1))
+            supporting_logits = self.supporting(pairs).squeeze(-1).masked_fill(~present, minimum)
+
+        losses: dict[str, torch.Tensor] = {}
+        if relevant_node is not None:
+            for name, value in (("relevant_node", relevant_node), ("answer_type", answer_type)):
+                if value is not None and tuple(value.shape) != (graphs,):
+                    raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (graphs,) = ({graphs},).")
+            given = relevant_node != -100
+            if not torch.compiler.is_compiling() and given.any():
+                picked = relevant_node[given]
+                if (picked < 0).any() or (picked >= nodes).any() or not real[given, picked.clamp(0, nodes - 1)].all():
+                    raise ValueError(
+                        f"relevant_node must be a real node index in [0, {nodes - 1}] or -100; got "
+                        f"{relevant_node.tolist()}."
+                    )
+            labelled = given.sum().clamp(min=1).to(relevance_logits.dtype)
+            losses["relevance"] = (
+                F.cross_entropy(relevance_logits.float(), relevant_node, ignore_index=-100, reduction="sum") / labelled
+            )
+            rows = given.nonzero().squeeze(1)
+            if start_positions is not None and end_positions is not None:
+                has_span = given & (start_positions >= 0) & (end_positions >= 0)
+                if answer_type is not None:
+                    has_span = has_span & (answer_type == 0)
+                if has_span.any():
+                    span_rows = has_span.nonzero().squeeze(1)
+                    node = relevant_node[span_rows]
+                    start = F.cross_entropy(start_logits[span_rows, node].float(), start_positions[span_rows])
+                    end = F.cross_entropy(end_logits[span_rows, node].float(), end_positions[span_rows])
+                    losses["span"] = (start + end) / 2
+            if answer_type is not None and rows.numel():
+                typed = answer_type[rows]
+                if (typed != -100).any():
+                    logits = answer_type_logits[rows, relevant_node[rows]].float()
+                    losses["answer_type"] = F.cross_entropy(logits, typed, ignore_index=-100)
+        if sentence_labels is not None and supporting_logits is not None:
+            if sentence_labels.shape != supporting_logits.shape:
+                raise ValueError(
+                    f"sentence_labels has shape {tuple(sentence_labels.shape)}; expected {tuple(supporting_logits.shape)}"
+                    " like sentence_starts."
+                )
+            keep = (sentence_labels != -100) & (sentence_starts >= 0) & real[..., None]
+            if keep.any():
+                losses["supporting"] = F.binary_cross_entropy_with_logits(
+                    supporting_logits[keep].float(), sentence_labels[keep].float()
+                )
+        loss = sum(losses.values()) if losses else None
+        return XhHotpotQAOutput(
+            loss=loss,
+            relevance_logits=relevance_logits,
+            start_logits=start_logits,
+            end_logits=end_logits,
+            answer_type_logits=answer_type_logits,
+            supporting_logits=supporting_logits,
+            relevance_loss=losses.get("relevance"),
+            span_loss=losses.get("span"),
+            answer_type_loss=losses.get("answer_type"),
+            supporting_loss=losses.get("supporting"),
+            hub_states=outputs.hub_states,
+            hop_attentions=outputs.hop_attentions,
+        )
+
+    @staticmethod
+    def decode_hotpot(
+        output: XhHotpotQAOutput, node_mask: torch.Tensor, max_answer_length: int = 30, threshold: float = 0.5
+    ) -> list[dict[str, Any]]:
+        """Per graph: `{"node", "answer_type", "start", "end", "score", "supporting": [(node, sentence), ...]}`.
+
+        `start`/`end` are token indices inside `node` (None for yes/no); `score` is the probability of the chosen
+        node times that of the answer type (times that of the span, for span answers).
+        """
+        results = []
+        for graph in range(output.relevance_logits.size(0)):
+            real = node_mask[graph].bool()
+            relevance = output.relevance_logits[graph].float().masked_fill(~real, float("-inf")).softmax(-1)
+            ranked = [int(n) for n in relevance.argsort(descending=True) if real[n]]
+            node = ranked[0]
+            types = output.answer_type_logits[graph, node].float().softmax(-1)
+            kind = int(types.argmax())
+            score = float(relevance[node] * types[kind])
+            start = end = None
+            if kind == 0:
+                start_logits = output.start_logits[graph, node].float()
+                end_logits = output.end_logits[graph, node].float()
+                length = start_logits.size(0)
+                positions = torch.arange(length, device=start_logits.device)
+                allowed = (positions[None, :] >= positions[:, None]) & (
+                    positions[None, :] < positions[:, None] + max_answer_length
+                )
+                scores = (start_logits[:, None] + end_logits[None, :]).masked_fill(~allowed, float("-inf"))
+                best = int(scores.flatten().argmax())
+                start, end = best // length, best % length
+                score *= float(start_logits.softmax(-1)[start] * end_logits.softmax(-1)[end])
+            supporting: list[tuple[int, int]] = []
+            if output.supporting_logits is not None:
+                for chosen in ranked[:2]:
+                    logits = output.supporting_logits[graph, chosen].float()
+                    present = logits > torch.finfo(output.supporting_logits.dtype).min / 2
+                    if not present.any():
+                        continue
+                    probs = logits.sigmoid().masked_fill(~present, 0.0)
+                    picked = [int(s) for s in (probs >= threshold).nonzero().flatten()] or [int(probs.argmax())]
+                    supporting += [(chosen, s) for s in picked]
+            results.append(
+                {"node": node, "answer_type": ANSWER_TYPES[kind], "start": start, "end": end, "score": score,
+                 "supporting": supporting}
+            )  # fmt: skip
+        return results
+
+
+def decode_fever(
+    output: XhFactVerificationOutput,
+    candidates: Sequence[Sequence[Sequence[Any] | None]],
+    labels: Sequence[str] = FEVER_LABELS,
+    max_evidence: int = 5,
+) -> list[dict[str, Any]]:
+    """Per graph: `{"label", "score", "evidence": [[page, line], ...]}` from Eq. 16 and the node importance.
+
+    Evidence: the candidate nodes (not the claim-only node, `None`) with importance `p(s|tau) >= 1 / nodes`, best
+    first, at most `max_evidence`.
+    """
+    results = []
+    for graph, nodes in enumerate(candidates):
+        probs = output.probs[graph].float()
+        label = int(probs.argmax())
+        importance = output.node_importance[graph, : len(nodes)].float()
+        order = importance.argsort(descending=True).tolist()
+        floor = 1.0 / max(len(nodes), 1)
+        evidence = [list(nodes[n]) for n in order if nodes[n] is not None and float(importance[n]) >= floor - 1e-12]
+        results.append({"label": labels[label], "score": float(probs[label]), "evidence": evidence[:max_evidence]})
+    return results
+
+
+XhForHotpotQA.register_for_auto_class("AutoModelForQuestionAnswering")
+
+__all__ = ["ANSWER_TYPES", "FEVER_LABELS", "XhForHotpotQA", "XhHotpotQAOutput", "decode_fever"]

@@ -1,0 +1,126 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""``WikihopPipeline``: ranked answers of a WikiHop checkpoint to ``{"query", "supports", "candidates"}`` queries.
+
+Built by ``pipeline(model=<checkpoint>, trust_remote_code=True)`` (``config.custom_pipelines``, written by
+``GesaForEntityMultipleChoice.save_pretrained``). Input: one dict or a list of dicts (``"id"`` optional); output per
+query: every candidate best first, ``[{"answer", "score"}, ...]``, ``score`` the softmax probability over the
+query's candidates (they sum to 1). ``top_k`` keeps the first k. The top answer is what ``run_multihop.py --do_eval``
+predicts for the same record (the same processor settings, ``processor_config.json``, and the same head).
+
+Flat module: copied next to every saved WikiHop checkpoint with its relative imports.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from transformers import AutoModelForMultipleChoice, Pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
+from transformers.utils import cached_file
+
+from .modeling_gesa_multiple_choice import WIKIHOP_TASK
+from .processing_wikihop import WikihopProcessor
+from .records_wikihop import to_example
+
+TASK = WIKIHOP_TASK
+PROCESSOR_CONFIG = "processor_config.json"
+PROCESSOR_SETTINGS = ("max_seq_length", "max_query_length", "max_candidate_length", "max_entities",
+                      "max_mention_length", "entity_mask_id")  # fmt: skip
+
+
+def load_processor_settings(name_or_path: str) -> dict[str, Any]:
+    """The checkpoint's saved ``WikihopProcessor`` settings (``{}`` when it has none)."""
+    try:
+        path = cached_file(name_or_path, PROCESSOR_CONFIG, _raise_exceptions_for_missing_entries=False)
+    except OSError:
+        path = None
+    if path is None:
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        settings = json.load(handle)
+    return {key: settings[key] for key in PROCESSOR_SETTINGS if key in settings}
+
+
+class WikihopPipeline(Pipeline):
+    """Ranked candidates of WikiHop queries (module docstring)."""
+
+    _load_processor = False
+    _load_image_processor = False
+    _load_feature_extractor = False
+    _load_video_processor = False
+    _load_tokenizer = True
+    _pipeline_calls_generate = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        processor = kwargs.pop("processor", None)
+        super().__init__(*args, **kwargs)
+        if processor is None:
+            if self.tokenizer is None:
+                raise ValueError(f"{TASK}: give tokenizer= or processor= (the model has no tokenizer to load)")
+            name = self.model.config._name_or_path
+            processor = WikihopProcessor(self.tokenizer, **(load_processor_settings(name) if name else {}))
+        self.wikihop_processor = processor
+        self.collator = processor.get_data_collator()
+
+    def _sanitize_parameters(self, top_k: int | None = None, **kwargs: Any) -> tuple[dict, dict, dict]:
+        if kwargs:
+            raise TypeError(f"{TASK} pipeline: unknown argument(s) {sorted(kwargs)}; it takes top_k and batch_size")
+        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+            raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+        return {}, {}, {"top_k": top_k}
+
+    def __call__(self, inputs: Mapping[str, Any] | Sequence[Mapping[str, Any]], **kwargs: Any) -> Any:
+        """One query dict -> its ranked list; a list of dicts -> one ranked list each."""
+        if isinstance(inputs, Mapping):
+            return super().__call__(dict(inputs), **kwargs)
+        if isinstance(inputs, (list, tuple)):
+            return [super(WikihopPipeline, self).__call__(dict(item), **kwargs) for item in inputs]
+        raise TypeError(
+            f"{TASK}: give a dict with query, supports, candidates (or a list of them), got {type(inputs)}"
+        )
+
+    def preprocess(self, record: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(record, Mapping):
+            raise TypeError(f"{TASK}: each input must be a dict with query, supports, candidates")
+        record = dict(record)
+        record.setdefault("id", "input")
+        record["answer"] = None  # the pipeline predicts; it never reads a gold answer
+        example = to_example(record, 0, "pipeline input")
+        columns = self.wikihop_processor.encode_examples([example])
+        names = [name for name in columns if name not in ("example_id", "candidate_texts", "answers", "labels")]
+        batch = self.collator([{name: columns[name][0] for name in names}])
+        return {**batch, "candidate_texts": columns["candidate_texts"], "example_id": columns["example_id"]}
+
+    def _forward(self, model_inputs: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        tensors = {name: value for name, value in model_inputs.items() if isinstance(value, torch.Tensor)}
+        logits = self.model(**tensors).logits
+        return {"logits": logits, "candidate_texts": model_inputs["candidate_texts"],
+                "example_id": model_inputs["example_id"]}  # fmt: skip
+
+    def postprocess(self, model_outputs: dict[str, Any], top_k: int | None = None) -> list[dict[str, Any]]:
+        ranked = WikihopProcessor.rank_candidates(
+            model_outputs["example_id"], model_outputs["candidate_texts"], model_outputs["logits"]
+        )
+        answers = ranked[model_outputs["example_id"][0]]
+        return answers[:top_k] if top_k else answers
+
+
+if TASK not in PIPELINE_REGISTRY.supported_tasks:
+    PIPELINE_REGISTRY.register_pipeline(TASK, WikihopPipeline, pt_model=AutoModelForMultipleChoice)
+
+__all__ = ["TASK", "WikihopPipeline", "load_processor_settings"]

@@ -1,0 +1,149 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Inference pipelines for Transformer-XH on HotpotQA and FEVER.
+
+* `XhHotpotQAPipeline` (`"xh-hotpot-qa"`): a HotpotQA question (a Hub or official row: `question`, `context`, ...)
+  -> `{"answer", "score", "supporting_facts": [[title, sent_id], ...]}`.
+* `XhFactVerificationPipeline` (`"xh-fact-verification"`): a FEVER claim (`{"id", "claim"}`, optionally
+  `predicted_pages`/`predicted_sentences`) with the wiki pages given at construction (`pages={page: {line:
+  sentence}}`, `records_xh.read_wiki_pages`) -> `{"label", "score", "evidence": [[page, line], ...]}`.
+
+Both take the model, its tokenizer and optionally `processor=` (an `XhTaskProcessor`; default: one on the tokenizer
+with the settings of the checkpoint's `processor_config.json` when it has one, else `max_node_length=512` and for FEVER
+`max_nodes=5`). `score` is a probability (see `modeling_xh_tasks`).
+
+Flat module: copied next to every saved checkpoint, so it imports only third-party packages and its siblings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification, Pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
+
+from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA, decode_fever
+from .processing_xh_tasks import XhTaskProcessor
+from .records_xh import to_fever_claim, to_hotpot_row
+
+
+class _XhTaskPipeline(Pipeline):
+    _load_processor = False
+    _load_image_processor = False
+    _load_feature_extractor = False
+    _load_video_processor = False
+    _load_tokenizer = True
+    _pipeline_calls_generate = False
+    default_max_nodes: int | None = None
+
+    def __init__(self, *args: Any, processor: XhTaskProcessor | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if processor is None:
+            if self.tokenizer is None:
+                raise ValueError(f"{type(self).__name__}: give tokenizer= or processor=")
+            settings = {"max_node_length": 512, "max_nodes": self.default_max_nodes}
+            saved = Path(self.model.config._name_or_path or "") / "processor_config.json"
+            if saved.is_file():  # the settings run_multihop.py trained with
+                stored = json.loads(saved.read_text(encoding="utf-8"))
+                settings.update({k: stored[k] for k in ("max_node_length", "max_query_length", "max_nodes",
+                                                        "hotpot_edges", "task") if k in stored})  # fmt: skip
+            processor = XhTaskProcessor(self.tokenizer, **settings)
+        self.xh_processor = processor
+        self.collator = processor.get_data_collator()
+
+    def _sanitize_parameters(self, **kwargs: Any) -> tuple[dict, dict, dict]:
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}: unknown argument(s) {sorted(kwargs)}")
+        return {}, {}, {}
+
+    def _batch(self, feature: dict[str, Any]) -> dict[str, torch.Tensor]:
+        batch = self.collator([feature])
+        return {k: v for k, v in batch.items() if isinstance(v, torch.Tensor) and k not in self._label_names}
+
+
+class XhHotpotQAPipeline(_XhTaskPipeline):
+    """HotpotQA answers and supporting facts from an `XhForHotpotQA` (module docstring)."""
+
+    _label_names = (
+        "relevant_node",
+        "start_positions",
+        "end_positions",
+        "answer_type",
+        "sentence_labels",
+        "node_labels",
+    )
+
+    def preprocess(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        row = to_hotpot_row(inputs, "pipeline input", default_id="input")
+        feature = self.xh_processor.encode_hotpot_sentences(row)
+        return {"batch": self._batch(feature), "feature": feature, "row": row}
+
+    def _forward(self, model_inputs: dict[str, Any]) -> dict[str, Any]:
+        return {**model_inputs, "output": self.model(**model_inputs["batch"])}
+
+    def postprocess(self, model_outputs: dict[str, Any]) -> dict[str, Any]:
+        feature, row = model_outputs["feature"], model_outputs["row"]
+        node_mask = model_outputs["batch"]["node_mask"]
+        decoded = XhForHotpotQA.decode_hotpot(model_outputs["output"], node_mask)[0]
+        if decoded["answer_type"] == "span":
+            ids = feature["input_ids"][decoded["node"]][decoded["start"] : decoded["end"] + 1]
+            answer = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+        else:
+            answer = decoded["answer_type"]
+        titles = feature["titles"]
+        facts = [[titles[node], sentence] for node, sentence in decoded["supporting"]]
+        return {"id": row["id"], "answer": answer, "score": decoded["score"], "supporting_facts": facts}
+
+
+class XhFactVerificationPipeline(_XhTaskPipeline):
+    """FEVER labels and evidence from an `XhForFactVerification` (module docstring); `pages=` is required."""
+
+    _label_names = ("labels", "node_labels")
+    default_max_nodes = 5
+
+    def __init__(self, *args: Any, pages: Mapping[str, Mapping[int, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if pages is None:
+            raise ValueError("XhFactVerificationPipeline needs pages={page id: {line: sentence}} (read_wiki_pages)")
+        self.pages = pages
+
+    def preprocess(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        claim = to_fever_claim({"id": "input", **inputs}, "pipeline input")
+        feature = self.xh_processor.encode_fever_claim(claim, self.pages, include_gold=False)
+        return {"batch": self._batch(feature), "feature": feature, "claim": claim}
+
+    def _forward(self, model_inputs: dict[str, Any]) -> dict[str, Any]:
+        return {**model_inputs, "output": self.model(**model_inputs["batch"])}
+
+    def postprocess(self, model_outputs: dict[str, Any]) -> dict[str, Any]:
+        labels = [self.model.config.id2label.get(i, FEVER_LABELS[i]) for i in range(len(FEVER_LABELS))]
+        if any(label.upper() not in FEVER_LABELS for label in labels):
+            labels = list(FEVER_LABELS)
+        decoded = decode_fever(model_outputs["output"], [model_outputs["feature"]["candidates"]], labels)[0]
+        return {"id": model_outputs["claim"]["id"], **decoded}
+
+
+# `pipeline("xh-hotpot-qa", model=...)` / `pipeline("xh-fact-verification", model=..., pages=...)` once imported
+for _task, _cls, _auto in (
+    ("xh-hotpot-qa", XhHotpotQAPipeline, AutoModelForQuestionAnswering),
+    ("xh-fact-verification", XhFactVerificationPipeline, AutoModelForSequenceClassification),
+):
+    if _task not in PIPELINE_REGISTRY.supported_tasks:  # the first import wins (the package's or a checkpoint's copy)
+        PIPELINE_REGISTRY.register_pipeline(_task, _cls, pt_model=_auto)
+
+__all__ = ["XhFactVerificationPipeline", "XhHotpotQAPipeline"]

@@ -1,0 +1,525 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""WikiHop features for GESA, LUKE and LUKE-Graph: ``WikihopProcessor`` (one long sequence per query).
+
+Flat module: copied next to every saved WikiHop checkpoint (``AutoProcessor.from_pretrained(...,
+trust_remote_code=True)``) with the siblings it imports relatively (``records_wikihop``, ``candidates_gesa``,
+``collator_gesa``).
+
+Word sequence of one query (ONE feature per query, no document windows: the model's ``attention_window`` makes it
+linear in length)::
+
+    <s> R S </s> </s> C_1 </s> C_2 </s> ... C_n </s> D_1 </s> D_2 </s> ... D_m </s>
+
+``R S`` is the query (relation with ``_`` read as spaces, then the subject): global (``global_attention_mask`` 2,
+``<s>`` 1). ``C_i`` are the candidates (the candidate list is sentence unit 0), ``D_j`` the support documents (unit
+``j``); every other word is local. Entities (all global: entities attend to every word and every word to them):
+
+- entity 0, the query entity (``placeholder_entity_mask``), positioned on the subject's words ``S``;
+- entities ``1..n``, one per candidate, positioned on ``C_i``: always present, also for a candidate that is never
+  mentioned in the supports;
+- one entity per mention of the subject or of a candidate in the supports, found by normalised exact match (thesis
+  3.1: lower case, whitespace collapsed, whole words; the longest match wins where two overlap).
+
+The thesis's context-graph edges reach GESA's entity graph through the compact inputs (``docs/wikihop.md``):
+``entity_string_ids`` is the normalised text (MATCH: same text in different units: co-mention across documents, and
+candidate node <-> its mentions); ``entity_sentence_ids`` the unit (SENT: co-document mentions, and candidate <->
+candidate in unit 0); the query entity is the placeholder (PLC: query subject <-> every node).
+
+When the query, candidates and supports exceed ``max_seq_length``, every support is cut to the same largest length
+that fits (each keeps its beginning); the log says how many records and words were cut. Mentions beyond
+``max_entities`` are dropped, latest first, and logged too. Nothing is cut silently.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+from transformers import BatchFeature, PreTrainedTokenizerBase
+from transformers.processing_utils import ProcessorMixin
+from transformers.utils import logging
+
+from .collator_gesa import GLOBAL_CLS, GLOBAL_LOCAL, GLOBAL_QUESTION, GesaDataCollator
+from .records_gesa import content_id
+from .records_wikihop import WikihopError, WikihopExample, record_error, rows_to_examples, to_example
+
+logger = logging.get_logger(__name__)
+
+LUKE_MASK_ENTITY_ID = 2
+IGNORE_INDEX = -100
+CANDIDATE_ENTITY_MASK = "candidate_entity_mask"
+WIKIHOP_EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
+CANDIDATE_UNIT = 0  # sentence unit of the candidate list; support j is unit j + 1
+
+
+def normalize_mention(text: str) -> str:
+    """Thesis 3.1's exact match, normalised: lower case, whitespace collapsed (WikiHop candidates are lower case)."""
+    return " ".join(text.lower().split())
+
+
+def find_mentions(text: str, strings: Sequence[str]) -> list[tuple[int, int, int]]:
+    """``(start, end, string index)`` of every whole-word, case-insensitive match of ``strings`` in ``text``.
+
+    Longest match first where two overlap (``"new york city"`` over ``"new york"``); sorted by start.
+    """
+    lowered = text.lower()
+    found = []
+    for index, string in enumerate(strings):
+        words = normalize_mention(string).split()
+        if not words:
+            continue
+        pattern = re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)")
+        found.extend((match.start(), match.end(), index) for match in pattern.finditer(lowered))
+    found.sort(key=lambda item: (item[0], -(item[1] - item[0])))
+    kept: list[tuple[int, int, int]] = []
+    for start, end, index in found:
+        if not kept or start >= kept[-1][1]:
+            kept.append((start, end, index))
+    return kept
+
+
+def _token_span(offsets: Sequence[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """Token indices ``[first, last)`` of the tokens overlapping characters ``[start, end)`` (offsets sorted)."""
+    token_starts = np.fromiter((a for a, _ in offsets), dtype=np.int64, count=len(offsets))
+    token_ends = np.fromiter((b for _, b in offsets), dtype=np.int64, count=len(offsets))
+    return _span_in(token_starts, token_ends, start, end)
+
+
+def _span_in(token_starts: np.ndarray, token_ends: np.ndarray, start: int, end: int) -> tuple[int, int] | None:
+    """``_token_span`` on offset arrays: two binary searches (a mention costs O(log T), not O(T))."""
+    first = int(np.searchsorted(token_ends, start, side="right"))  # the first token ending after `start`
+    last = int(np.searchsorted(token_starts, end, side="left"))  # past the last token starting before `end`
+    if first >= last:
+        return None
+    return first, last
+
+
+def fair_cut(lengths: Sequence[int], budget: int) -> int | None:
+    """The largest per-document length ``c`` with ``sum(min(length, c)) <= budget`` (None: nothing to cut)."""
+    if sum(lengths) <= budget:
+        return None
+    low, high = 0, max(lengths)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if sum(min(length, middle) for length in lengths) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+class WikihopProcessor(ProcessorMixin):
+    """Turns WikiHop records (three input shapes) into one long GESA feature per query (see the module docstring).
+
+    Feature columns (``L`` words, ``E`` entities, ``M`` longest mention): the ``GesaProcessor`` model inputs
+    (``input_ids`` ... ``entity_sentence_ids``), plus ``candidate_entity_mask`` ``(E,)`` (1 on the candidate
+    entities), ``labels`` (the answer's entity index, ``-100`` for an unlabelled query; only when the input has
+    answers), and the evaluation columns ``example_id``, ``candidate_texts`` ``(E,)`` (the candidate of each
+    candidate entity, ``""`` elsewhere), ``answers`` (the gold candidate, or empty).
+
+    Args:
+        tokenizer: a fast tokenizer with RoBERTa's ``<s>``/``</s>``/``<pad>`` (``LukeTokenizer`` or RoBERTa's).
+        max_seq_length: word tokens of the one sequence, special tokens included (WikiHop: 4096 or more with the
+            model's ``attention_window``; the supports are cut fairly beyond it).
+        max_query_length: query tokens kept.
+        max_candidate_length: tokens kept per candidate in the candidate list.
+        max_entities: entities per query: the query entity, every candidate, then mentions in reading order.
+        max_mention_length: word positions kept per mention.
+        entity_mask_id: entity id of ``[MASK]``; default the tokenizer's entity vocabulary, else LUKE's 2.
+    """
+
+    def __init__(
+        self,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        max_seq_length: int = 4096,
+        max_query_length: int = 64,
+        max_candidate_length: int = 16,
+        max_entities: int = 1024,
+        max_mention_length: int = 30,
+        entity_mask_id: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if tokenizer is None:
+            raise ValueError("WikihopProcessor needs a tokenizer (LukeTokenizer or a fast RoBERTa tokenizer)")
+        if not isinstance(getattr(tokenizer, "backend_tokenizer", None), Tokenizer):
+            raise TypeError(
+                "WikihopProcessor needs a fast tokenizer with a `tokenizers` backend (offsets); got "
+                f"{type(tokenizer).__name__}"
+            )
+        for name, value in (
+            ("max_query_length", max_query_length),
+            ("max_candidate_length", max_candidate_length),
+            ("max_mention_length", max_mention_length),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be positive, got {value}")
+        if max_entities < 3:
+            raise ValueError(f"max_entities counts the query entity and the candidates: >= 3, got {max_entities}")
+        if max_seq_length < max_query_length + 8:
+            raise ValueError(f"max_seq_length={max_seq_length} leaves no room after {max_query_length} query tokens")
+        for name in ("cls_token_id", "sep_token_id", "pad_token_id"):
+            if getattr(tokenizer, name, None) is None:
+                raise ValueError(f"the tokenizer has no {name[:-3]} (needed for <s> Q </s> </s> C </s> D </s>)")
+        super().__init__(tokenizer, **kwargs)
+        self.max_seq_length = int(max_seq_length)
+        self.max_query_length = int(max_query_length)
+        self.max_candidate_length = int(max_candidate_length)
+        self.max_entities = int(max_entities)
+        self.max_mention_length = int(max_mention_length)
+        if entity_mask_id is None:
+            entity_vocab = getattr(tokenizer, "entity_vocab", None) or {}
+            entity_mask_id = entity_vocab.get(getattr(tokenizer, "entity_mask_token", "[MASK]"), LUKE_MASK_ENTITY_ID)
+        self.entity_mask_id = int(entity_mask_id)
+        self.stats: Counter[str] = Counter()
+        self._backend: Tokenizer | None = None
+
+    def _tokenizer_backend(self) -> Tokenizer:
+        if self._backend is None:
+            backend = Tokenizer.from_str(self.tokenizer.backend_tokenizer.to_str())
+            backend.no_truncation()
+            backend.no_padding()
+            self._backend = backend
+        return self._backend
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_backend"] = None
+        state["stats"] = Counter()
+        return state
+
+    @property
+    def model_input_names(self) -> list[str]:
+        from .collator_gesa import MODEL_INPUT_NAMES
+
+        return [*MODEL_INPUT_NAMES, CANDIDATE_ENTITY_MASK]
+
+    # ------------------------------------------------------------------ entry points
+
+    def __call__(
+        self,
+        queries: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        supports: Sequence[str] | Sequence[Sequence[str]] | None = None,
+        candidates: Sequence[str] | Sequence[Sequence[str]] | None = None,
+        answers: str | Sequence[str | None] | None = None,
+        example_ids: str | Sequence[str] | None = None,
+        return_tensors: str | None = None,
+    ) -> BatchFeature:
+        """Encode one query or a list: ``processor(query, supports, candidates)`` or ``processor({"query",
+        "supports", "candidates"[, "answer", "id"]})`` (or a list of such dicts).
+
+        Returns:
+            ``BatchFeature`` of the feature columns (one row per query); with ``return_tensors="pt"`` the model
+            inputs as padded tensors, the evaluation columns as attributes (``batch.candidate_texts``).
+        """
+        if isinstance(queries, Mapping):
+            records = [dict(queries)]
+        elif isinstance(queries, str):
+            records = [{"query": queries, "supports": supports, "candidates": candidates, "answer": answers}]
+            if example_ids is not None:
+                records[0]["id"] = example_ids
+        else:
+            queries = list(queries)
+            if queries and all(isinstance(item, Mapping) for item in queries):
+                records = [dict(item) for item in queries]
+            else:
+                count = len(queries)
+                for name, values in (("supports", supports), ("candidates", candidates)):
+                    if values is None or len(values) != count:
+                        raise ValueError(f"{name} must give one list per query ({count} queries)")
+                records = [
+                    {
+                        "query": query,
+                        "supports": supports[index],
+                        "candidates": candidates[index],
+                        "answer": None if answers is None else answers[index],
+                        **({} if example_ids is None else {"id": example_ids[index]}),
+                    }
+                    for index, query in enumerate(queries)
+                ]
+        examples = []
+        for position, record in enumerate(records):
+            if record.get("id") is None:
+                record["id"] = content_id(
+                    "\x00".join(map(str, record.get("supports") or [])), str(record.get("query"))
+                )
+            examples.append(to_example(record, position, f"input #{position}"))
+        columns = self.encode_examples(examples)
+        if return_tensors is None:
+            return BatchFeature(columns)
+        if return_tensors != "pt":
+            raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
+        names = [name for name in columns if name not in WIKIHOP_EVAL_COLUMNS]
+        features = [{name: columns[name][row] for name in names} for row in range(len(examples))]
+        batch = BatchFeature(self.get_data_collator()(features))
+        for name in WIKIHOP_EVAL_COLUMNS:
+            setattr(batch, name, columns[name])
+        return batch
+
+    def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
+        """Batched ``Dataset.map`` function over rows with ``id, query, supports, candidates, answer``."""
+        return self.encode_examples(rows_to_examples(batch))
+
+    def get_data_collator(self, **kwargs: Any) -> WikihopDataCollator:
+        return WikihopDataCollator(pad_token_id=self.tokenizer.pad_token_id, **kwargs)
+
+    # ------------------------------------------------------------------ encoding
+
+    def encode_examples(self, examples: Sequence[WikihopExample]) -> dict[str, list]:
+        """Columns (dict of lists, one row per query); see the class docstring."""
+        stats: Counter[str] = Counter()
+        with_labels = any(example.answer is not None for example in examples)
+        names = [
+            "input_ids",
+            "attention_mask",
+            "token_type_ids",
+            "global_attention_mask",
+            "entity_ids",
+            "entity_attention_mask",
+            "entity_token_type_ids",
+            "entity_position_ids",
+            "placeholder_entity_mask",
+            "entity_string_ids",
+            "entity_sentence_ids",
+            CANDIDATE_ENTITY_MASK,
+            *WIKIHOP_EVAL_COLUMNS,
+        ]
+        columns: dict[str, list] = {name: [] for name in names}
+        if with_labels:
+            columns["labels"] = []
+        backend = self._tokenizer_backend()
+        for example in examples:
+            self._encode_one(example, backend, columns, stats, with_labels)
+        self._report(stats)
+        return columns
+
+    def _encode_one(
+        self,
+        example: WikihopExample,
+        backend: Tokenizer,
+        columns: dict[str, list],
+        stats: Counter[str],
+        with_labels: bool,
+    ) -> None:
+        cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        relation = example.relation.replace("_", " ")
+        subject = example.subject
+        query_text = f"{relation} {subject}" if subject != example.query else subject
+        query = backend.encode(query_text, add_special_tokens=False)
+        query_ids = query.ids
+        subject_span = _token_span(query.offsets, len(query_text) - len(subject), len(query_text))
+        if len(query_ids) > self.max_query_length:
+            stats["query_truncated"] += 1
+            query_ids = query_ids[-self.max_query_length :]  # the subject is at the end: keep it
+            shift = len(query.ids) - self.max_query_length
+            subject_span = None if subject_span is None else (max(0, subject_span[0] - shift), subject_span[1] - shift)
+        if subject_span is None or subject_span[1] <= subject_span[0]:
+            subject_span = (0, len(query_ids))
+        input_ids = [cls_id, *query_ids, sep_id, sep_id]
+        global_mask = [GLOBAL_CLS] + [GLOBAL_QUESTION] * len(query_ids) + [GLOBAL_LOCAL, GLOBAL_LOCAL]
+        subject_positions = list(range(1 + subject_span[0], 1 + subject_span[1]))
+        strings = [normalize_mention(text) for text in example.candidates]
+        string_index: dict[str, int] = {}
+        candidate_string_ids = [string_index.setdefault(text, len(string_index)) for text in strings]
+        subject_string_id = string_index.setdefault(normalize_mention(subject), len(string_index))
+
+        # the candidate list (unit 0)
+        candidate_encodings = backend.encode_batch(
+            [" " + text for text in example.candidates], add_special_tokens=False
+        )
+        candidate_positions = []
+        for encoding in candidate_encodings:
+            ids = encoding.ids[: self.max_candidate_length] or [self.tokenizer.unk_token_id or sep_id]
+            if len(encoding.ids) > self.max_candidate_length:
+                stats["candidate_truncated"] += 1
+            candidate_positions.append(list(range(len(input_ids), len(input_ids) + len(ids))))
+            input_ids.extend([*ids, sep_id])
+        global_mask.extend([GLOBAL_LOCAL] * (len(input_ids) - len(global_mask)))
+        if len(example.candidates) + 1 > self.max_entities:
+            raise record_error(
+                example.example_id,
+                f"has {len(example.candidates)} candidates but max_entities={self.max_entities} (query entity "
+                "included); raise max_entities (--max_entities)",
+                example.source,
+            )
+
+        # the supports (units 1..m), cut fairly when they do not fit
+        support_encodings = backend.encode_batch([" " + text for text in example.supports], add_special_tokens=False)
+        budget = self.max_seq_length - len(input_ids) - len(example.supports)
+        if budget < len(example.supports):
+            raise record_error(
+                example.example_id,
+                f"the query and {len(example.candidates)} candidates take {len(input_ids)} of max_seq_length="
+                f"{self.max_seq_length} words, leaving no room for its {len(example.supports)} supports; raise "
+                "max_seq_length (--max_seq_length)",
+                example.source,
+            )
+        lengths = [len(encoding.ids) for encoding in support_encodings]
+        cut = fair_cut(lengths, budget)
+        if cut is not None:
+            stats["records_cut"] += 1
+            stats["words_cut"] += sum(max(0, length - cut) for length in lengths)
+        mention_strings = [*strings, normalize_mention(subject)]
+        mention_string_ids = [*candidate_string_ids, subject_string_id]
+        mentions: list[tuple[list[int], int, int]] = []  # (positions, string id, unit)
+        for unit, (text, encoding) in enumerate(zip(example.supports, support_encodings, strict=True), 1):
+            keep = len(encoding.ids) if cut is None else min(len(encoding.ids), cut)
+            offset = len(input_ids)
+            offsets = np.asarray(encoding.offsets[:keep], dtype=np.int64).reshape(-1, 2) - 1  # the leading space
+            token_starts, token_ends = offsets[:, 0], np.maximum.accumulate(offsets[:, 1]) if keep else offsets[:, 1]
+            for start, end, index in find_mentions(text, mention_strings):
+                span = _span_in(token_starts, token_ends, start, end)
+                if span is None:
+                    if keep and start >= token_ends[-1]:
+                        stats["mentions_cut_with_supports"] += 1
+                    continue
+                first, last = span
+                if last - first > self.max_mention_length:
+                    stats["mention_truncated"] += 1
+                    last = first + self.max_mention_length
+                mentions.append((list(range(offset + first, offset + last)), mention_string_ids[index], unit))
+            input_ids.extend([*encoding.ids[:keep], sep_id])
+        global_mask.extend([GLOBAL_LOCAL] * (len(input_ids) - len(global_mask)))
+        room = self.max_entities - 1 - len(example.candidates)
+        if len(mentions) > room:
+            stats["mentions_over_max_entities"] += len(mentions) - room
+            mentions = mentions[:room]
+
+        positions = [subject_positions, *candidate_positions, *(m[0] for m in mentions)]
+        width = max(len(row) for row in positions)
+        count = len(positions)
+        candidate_count = len(example.candidates)
+        columns["input_ids"].append(input_ids)
+        columns["attention_mask"].append([1] * len(input_ids))
+        columns["token_type_ids"].append([0] * len(input_ids))
+        columns["global_attention_mask"].append(global_mask)
+        columns["entity_ids"].append([self.entity_mask_id] * count)
+        columns["entity_attention_mask"].append([1] * count)
+        columns["entity_token_type_ids"].append([0] * count)
+        columns["entity_position_ids"].append([row + [-1] * (width - len(row)) for row in positions])
+        columns["placeholder_entity_mask"].append([1] + [0] * (count - 1))
+        columns["entity_string_ids"].append([subject_string_id, *candidate_string_ids, *(m[1] for m in mentions)])
+        columns["entity_sentence_ids"].append([-1] + [CANDIDATE_UNIT] * candidate_count + [m[2] for m in mentions])
+        columns[CANDIDATE_ENTITY_MASK].append([0] + [1] * candidate_count + [0] * len(mentions))
+        columns["example_id"].append(example.example_id)
+        columns["candidate_texts"].append(["", *example.candidates] + [""] * len(mentions))
+        columns["answers"].append([] if example.answer is None else [example.answer])
+        if with_labels:
+            label = IGNORE_INDEX if example.answer is None else 1 + example.candidates.index(example.answer)
+            columns["labels"].append(label)
+        stats["queries"] += 1
+        stats["mentions"] += len(mentions)
+        stats["unmentioned_candidates"] += candidate_count - len({m[1] for m in mentions} & set(candidate_string_ids))
+
+    def _report(self, stats: Counter[str]) -> None:
+        """Accumulate counters; every cut is logged at WARNING (never silent)."""
+        self.stats.update(stats)
+        source = "WikihopProcessor" + (f" (process {os.getpid()})" if os.getpid() != _MAIN_PID else "")
+        if stats["records_cut"]:
+            logger.warning(
+                f"{source}: supports of {stats['records_cut']} of {stats['queries']} records cut to fit "
+                f"max_seq_length={self.max_seq_length}: {stats['words_cut']} support words dropped, with "
+                f"{stats['mentions_cut_with_supports']} candidate/subject mentions in them (each document keeps its "
+                "beginning; raise --max_seq_length to keep them)"
+            )
+        warnings = {
+            "mentions_over_max_entities": f"mentions dropped beyond max_entities={self.max_entities}",
+            "query_truncated": f"queries cut to max_query_length={self.max_query_length}",
+            "candidate_truncated": f"candidates cut to max_candidate_length={self.max_candidate_length} words",
+            "mention_truncated": f"mentions cut to max_mention_length={self.max_mention_length} words",
+        }
+        for key, message in warnings.items():
+            if stats[key]:
+                logger.warning(f"{source}: {stats[key]} {message}")
+
+    # ------------------------------------------------------------------ predictions
+
+    @staticmethod
+    def rank_candidates(
+        example_ids: Sequence[str], candidate_texts: Sequence[Sequence[str]], logits: Any
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Per query, every candidate best first with its probability (softmax over that query's candidates).
+
+        Raises:
+            ValueError: lengths disagree, or a query's scores are not finite (NaN).
+        """
+        scores = logits.detach().float().cpu().numpy() if isinstance(logits, torch.Tensor) else np.asarray(logits)
+        if scores.ndim != 2 or not (len(example_ids) == len(candidate_texts) == scores.shape[0]):
+            raise ValueError(
+                f"rank_candidates: {len(example_ids)} ids, {len(candidate_texts)} candidate rows and logits of shape "
+                f"{tuple(scores.shape)} must describe the same queries"
+            )
+        ranked = {}
+        for row, (example_id, texts) in enumerate(zip(example_ids, candidate_texts, strict=True)):
+            indices = [index for index, text in enumerate(texts) if text]
+            values = scores[row, indices].astype(np.float64)
+            if np.isnan(values).any():
+                raise ValueError(f"rank_candidates: query {example_id!r} has NaN scores: the model diverged")
+            probabilities = np.exp(values - values.max())
+            probabilities /= probabilities.sum()
+            order = sorted(range(len(indices)), key=lambda i: -values[i])  # stable: ties keep the file's order
+            ranked[example_id] = [{"answer": texts[indices[i]], "score": float(probabilities[i])} for i in order]
+        return ranked
+
+
+_MAIN_PID = os.getpid()
+
+
+class WikihopDataCollator(GesaDataCollator):
+    """``GesaDataCollator`` plus ``candidate_entity_mask`` ``(B, E)`` (padded 0) and ``labels`` ``(B,)`` long."""
+
+    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        if not features:
+            raise ValueError("WikihopDataCollator got an empty batch")
+        for row, feature in enumerate(features):
+            if CANDIDATE_ENTITY_MASK not in feature:
+                raise ValueError(
+                    f"WikihopDataCollator: feature {row} has no {CANDIDATE_ENTITY_MASK!r}; build features with "
+                    "WikihopProcessor"
+                )
+        labels = [feature["labels"] for feature in features] if "labels" in features[0] else None
+        masks = [feature[CANDIDATE_ENTITY_MASK] for feature in features]
+        rest = [
+            {key: value for key, value in feature.items() if key not in ("labels", CANDIDATE_ENTITY_MASK)}
+            for feature in features
+        ]
+        batch = super().__call__(rest)
+        entity_length = batch["entity_ids"].size(1)
+        batch[CANDIDATE_ENTITY_MASK] = self._pad_rows(
+            [{CANDIDATE_ENTITY_MASK: mask} for mask in masks], CANDIDATE_ENTITY_MASK, entity_length, 0, np.int64
+        )
+        if labels is not None:
+            batch["labels"] = torch.tensor([int(label) for label in labels], dtype=torch.long)
+        return batch
+
+
+WikihopProcessor.register_for_auto_class("AutoProcessor")
+
+__all__ = [
+    "CANDIDATE_ENTITY_MASK",
+    "IGNORE_INDEX",
+    "WikihopDataCollator",
+    "WikihopError",
+    "WikihopExample",
+    "WikihopProcessor",
+    "fair_cut",
+    "find_mentions",
+    "normalize_mention",
+]

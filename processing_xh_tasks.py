@@ -1,0 +1,320 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Transformer-XH graph features for its own tasks: HotpotQA with sentences and answer types, and FEVER.
+
+HotpotQA: `processing_xh`'s paragraph graph (one node per paragraph, `<s> question </s> </s> title: paragraph </s>`,
+title-mention edges), plus per node the first/last token of each sentence (`sentence_starts`/`sentence_ends`, -1 for
+a sentence cut by `max_node_length`), `sentence_labels` (1 on supporting facts) and `answer_type` (0 span, 1 yes,
+2 no). Sentence and answer boundaries are tokenisation boundaries, so a sentence's tokens are exactly its own.
+
+FEVER (paper sec. 4): one node per candidate evidence sentence, `<s> claim </s> </s> title: sentence </s>`, fully
+connected. Candidates (at most `max_nodes`, the paper's five): the record's `predicted_sentences` ([page, line], e.g.
+from a retriever), then the sentences of its `predicted_pages` or, without those, of the pages whose title's words
+occur in the claim as a run of whole words (longest first); with `include_gold` (training) the gold evidence
+sentences come first. A claim with no candidate gets one node with the claim alone (it is never predicted as
+evidence). `labels` is the class id, `node_labels` marks the gold evidence nodes and `candidates` the `[page, line]`
+of each node.
+
+Flat module: copied next to every saved checkpoint, so it imports only third-party packages and its siblings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .processing_xh import XhGraphCollator, XhProcessor, _whitespace_to_spaces
+from .records_xh import FEVER_LABELS, XhDataError, page_title
+
+ANSWER_TYPES = ("span", "yes", "no")
+FEVER_LABEL_IDS = {label: index for index, label in enumerate(FEVER_LABELS)}
+_WORD = re.compile(r"\w+")
+
+
+def answer_type_of(answer: str | None) -> int:
+    """0 for a span answer, 1 for yes, 2 for no (HotpotQA's comparison questions)."""
+    text = (answer or "").strip().lower()
+    return ANSWER_TYPES.index(text) if text in ("yes", "no") else 0
+
+
+@dataclass
+class XhTaskCollator(XhGraphCollator):
+    """`XhGraphCollator` plus `sentence_starts`/`sentence_ends` `(G, N, S)` (-1 padding), `sentence_labels`
+    `(G, N, S)` (-100 padding), `answer_type` `(G,)` and FEVER's class `labels` `(G,)`."""
+
+    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        own = ("sentence_starts", "sentence_ends", "sentence_labels", "answer_type", "fever_label", "candidates")
+        extra = [{k: f[k] for k in own if k in f} for f in features]
+        if "labels" in features[0] and isinstance(features[0]["labels"], int):  # FEVER's class id (-100: none)
+            for row, feature in zip(extra, features, strict=True):
+                row["fever_label"] = feature["labels"]
+            own = (*own, "labels")
+        base = [{k: v for k, v in f.items() if k not in own} for f in features]
+        batch = super().__call__(base)
+        graphs, nodes = batch["node_mask"].shape
+        if "sentence_starts" in extra[0]:
+            count = max((len(s) for f in extra for s in f["sentence_starts"]), default=1) or 1
+            for name, pad in (("sentence_starts", -1), ("sentence_ends", -1), ("sentence_labels", -100)):
+                if name not in extra[0]:
+                    continue
+                tensor = torch.full((graphs, nodes, count), pad, dtype=torch.long)
+                for g, feature in enumerate(extra):
+                    for n, values in enumerate(feature[name]):
+                        tensor[g, n, : len(values)] = torch.tensor(values, dtype=torch.long)
+                batch[name] = tensor
+        if "answer_type" in extra[0]:
+            batch["answer_type"] = torch.tensor([f["answer_type"] for f in extra], dtype=torch.long)
+        if "fever_label" in extra[0]:
+            batch["labels"] = torch.tensor([f["fever_label"] for f in extra], dtype=torch.long)
+        if self.keep_eval_columns and "candidates" in extra[0]:
+            batch["candidates"] = [f["candidates"] for f in extra]
+        return batch
+
+
+class XhTaskProcessor(XhProcessor):
+    """`XhProcessor` with HotpotQA sentence features and FEVER claim graphs (see the module docstring).
+
+    `task` (`"hotpotqa"` or `"fever"`) and, for FEVER, `pages` (`{page id: {line: sentence}}`) say what
+    `map_function` (batched `Dataset.map` over `example_json` rows) encodes; it builds TRAINING features (FEVER:
+    the gold evidence among the candidates). `save_pretrained` writes the settings and the tokenizer.
+    """
+
+    TASKS = ("hotpotqa", "fever")
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        *args: Any,
+        task: str = "hotpotqa",
+        pages: Mapping[str, Mapping[int, str]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if task not in self.TASKS:
+            raise ValueError(f"XhTaskProcessor: task must be one of {self.TASKS}, got {task!r}")
+        super().__init__(tokenizer, *args, **kwargs)
+        self.task = task
+        self.pages = dict(pages or {})
+        self._title_index: tuple[Mapping, dict[str, list[str]], int] | None = None
+
+    def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
+        """Training features of a batch of `example_json` rows (JSON of `records_xh` rows), as columns."""
+        rows = [json.loads(text) for text in batch["example_json"]]
+        if self.task == "hotpotqa":
+            features = self.encode_hotpot_rows(rows)
+        else:
+            features = self.encode_fever_claims(rows, self.pages, include_gold=True)
+            for feature in features:
+                feature["labels"] = feature.pop("fever_label", -100)
+                feature["candidates"] = json.dumps(feature["candidates"])  # one Arrow type per column
+        return {key: [feature[key] for feature in features] for key in features[0]} if features else {}
+
+    def save_pretrained(self, save_directory: str | Any) -> None:
+        """`processor_config.json` (the settings, not the pages) and the tokenizer."""
+        directory = Path(save_directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "processor_class": type(self).__name__,
+            "task": self.task,
+            "max_node_length": self.max_node_length,
+            "max_query_length": self.max_query_length,
+            "max_nodes": self.max_nodes,
+            "hotpot_edges": self.hotpot_edges,
+        }
+        (directory / "processor_config.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        self.tokenizer.save_pretrained(directory)
+
+    def get_data_collator(self, keep_eval_columns: bool = False) -> XhTaskCollator:
+        return XhTaskCollator(self.tokenizer.pad_token_id, self.entity_mask_id, keep_eval_columns)
+
+    # ------------------------------------------------------------------ HotpotQA
+
+    def encode_hotpot_rows(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """One graph feature per HotpotQA row (`records_xh.read_hotpot_file` rows or Hub rows)."""
+        before = dict(self.stats)
+        features = [self.encode_hotpot_sentences(row, position) for position, row in enumerate(rows)]
+        self._report(before)
+        return features
+
+    def encode_hotpot_sentences(self, row: Mapping[str, Any], position: int = 0) -> dict[str, Any]:
+        """`encode_hotpot_record`'s graph and labels, the nodes re-encoded with sentence boundaries."""
+        counted = dict(self.stats)  # the nodes are encoded again below: count each cap once
+        feature = self.encode_hotpot_record({**row, "answer": row.get("answer") or ""}, position)
+        self.stats = counted
+        feature.pop("node_labels", None)  # paragraph labels: superseded by the sentence labels
+        context = row["context"]
+        if isinstance(context, Mapping):
+            titles, paragraphs = list(context["title"]), [list(s) for s in context["sentences"]]
+        else:
+            titles, paragraphs = [c[0] for c in context], [list(c[1]) for c in context]
+        titles, paragraphs = titles[: len(feature["input_ids"])], paragraphs[: len(feature["input_ids"])]
+        facts = row.get("supporting_facts", {})
+        if isinstance(facts, Mapping):
+            gold = set(zip(facts.get("title", []), facts.get("sent_id", []), strict=True))
+        else:
+            gold = {(f[0], f[1]) for f in facts}
+        answer = str(row.get("answer") or "")
+        texts = [_whitespace_to_spaces(f"{t}: {''.join(s)}") for t, s in zip(titles, paragraphs, strict=True)]
+        relevant, answer_span = self._hotpot_answer(texts, titles, [t for t, _ in gold], answer)
+        question_ids = self._tokens(_whitespace_to_spaces(row["question"]), leading_space=False)
+        question_ids = question_ids[: self.max_query_length]
+        feature.update(input_ids=[], global_attention_mask=[], sentence_starts=[], sentence_ends=[])
+        feature.update(sentence_labels=[], start_positions=-100, end_positions=-100)
+        for node, (title, sentences, text) in enumerate(zip(titles, paragraphs, texts, strict=True)):
+            cursor, ranges = len(title) + 2, []
+            for sentence in sentences:
+                start = cursor + len(sentence) - len(sentence.lstrip())
+                end = max(start, cursor + len(sentence.rstrip()))
+                ranges.append((start, end))
+                cursor += len(sentence)
+            pieces, owner, answer_piece = [], [], None
+            for index, (start, end) in enumerate(ranges):
+                cuts = [start, end]
+                if node == relevant and answer_span is not None and start <= answer_span[0] < answer_span[1] <= end:
+                    cuts = sorted({start, *answer_span, end})
+                for a, b in zip(cuts, cuts[1:], strict=False):
+                    a += len(text[a:b]) - len(text[a:b].lstrip())  # whitespace stays outside: a leading space
+                    if b > a:
+                        if node == relevant and answer_span is not None and (a, b) == tuple(answer_span):
+                            answer_piece = len(pieces)
+                        pieces.append((a, b))
+                        owner.append(index)
+            text_ids, positions = self._encode_with_spans(text, pieces, markers=False)
+            ids, global_mask, offset = self._node(question_ids, text_ids)
+            last = len(ids) - 2  # ids[-1] is </s>
+            starts, ends = [-1] * len(sentences), [-1] * len(sentences)
+            for index, words in zip(owner, positions, strict=True):
+                kept = [offset + w for w in words if offset + w <= last]
+                if kept:
+                    starts[index] = kept[0] if starts[index] < 0 else starts[index]
+                    ends[index] = kept[-1]
+            self.stats["truncated_sentences"] = self.stats.get("truncated_sentences", 0) + starts.count(-1)
+            if answer_piece is not None and positions[answer_piece]:
+                first, final = offset + positions[answer_piece][0], offset + positions[answer_piece][-1]
+                if final <= last:
+                    feature["start_positions"], feature["end_positions"] = first, final
+                else:
+                    self._count("truncated_answers")
+            feature["input_ids"].append(ids)
+            feature["global_attention_mask"].append(global_mask)
+            feature["sentence_starts"].append(starts)
+            feature["sentence_ends"].append(ends)
+            feature["sentence_labels"].append(
+                [int((title, i) in gold) if starts[i] >= 0 else -100 for i in range(len(sentences))]
+            )
+        feature["answer_type"] = answer_type_of(answer)
+        if feature["answer_type"] == 0 and feature["start_positions"] < 0 and answer:
+            self._count("answers_not_found")
+        return feature
+
+    # ------------------------------------------------------------------ FEVER
+
+    def fever_candidates(
+        self, claim: Mapping[str, Any], pages: Mapping[str, Mapping[int, str]], include_gold: bool
+    ) -> list[tuple[str, int]]:
+        """The claim's candidate evidence sentences `(page, line)`, at most `max_nodes` (see module docstring)."""
+        where = f"{claim.get('location', 'claim')} (claim {claim['id']!r})"
+        ordered: list[tuple[str, int]] = []
+        if include_gold:
+            for group in claim.get("evidence", []):
+                for entry in group:
+                    if entry[2] is None:
+                        continue
+                    if entry[2] not in pages or entry[3] not in pages[entry[2]]:
+                        raise XhDataError(
+                            f"{where}: gold evidence [{entry[2]!r}, {entry[3]}] is not in the wiki pages given; "
+                            "pass the wiki-pages files that hold it"
+                        )
+                    ordered.append((entry[2], entry[3]))
+        for page, line in claim.get("predicted_sentences", []):
+            ordered.append((page, int(line)))
+        candidate_pages = claim.get("predicted_pages")
+        if candidate_pages is None:
+            candidate_pages = self.pages_named_in(claim["claim"], pages)
+        for page in candidate_pages:
+            ordered += [(page, line) for line, sentence in sorted(pages.get(page, {}).items()) if sentence.strip()]
+        unique = list(dict.fromkeys(p for p in ordered if p[0] in pages and p[1] in pages[p[0]]))
+        if self.max_nodes is not None and len(unique) > self.max_nodes:
+            self._count("truncated_candidates")
+            unique = unique[: self.max_nodes]
+        return unique
+
+    def pages_named_in(self, claim: str, pages: Mapping[str, Mapping[int, str]]) -> list[str]:
+        """The pages whose title (`records_xh.page_title`, case-insensitive) is a run of whole words of `claim`,
+        longest first: one dictionary look-up per word n-gram, so a full wiki dump costs no scan per claim."""
+        index = self._title_index
+        if index is None or index[0] is not pages:
+            table: dict[str, list[str]] = {}
+            longest = 1
+            for page in pages:
+                words = _WORD.findall(page_title(page).lower())
+                if words:
+                    table.setdefault(" ".join(words), []).append(page)
+                    longest = max(longest, len(words))
+            index = self._title_index = (pages, table, longest)
+        _, table, longest = index
+        words = _WORD.findall(claim.lower())
+        found: list[str] = []
+        for size in range(min(longest, len(words)), 0, -1):
+            for start in range(len(words) - size + 1):
+                found += table.get(" ".join(words[start : start + size]), [])
+        return list(dict.fromkeys(found))
+
+    def encode_fever_claims(
+        self,
+        claims: Iterable[Mapping[str, Any]],
+        pages: Mapping[str, Mapping[int, str]],
+        include_gold: bool = False,
+    ) -> list[dict[str, Any]]:
+        """One fully connected evidence graph per claim (`records_xh.read_fever_claims` rows)."""
+        before = dict(self.stats)
+        features = [self.encode_fever_claim(claim, pages, include_gold) for claim in claims]
+        self._report(before)
+        return features
+
+    def encode_fever_claim(
+        self, claim: Mapping[str, Any], pages: Mapping[str, Mapping[int, str]], include_gold: bool = False
+    ) -> dict[str, Any]:
+        """The XH evidence graph of one claim: claim + page title + sentence per node, fully connected."""
+        candidates = self.fever_candidates(claim, pages, include_gold)
+        claim_ids = self._tokens(_whitespace_to_spaces(claim["claim"]), leading_space=False)
+        if len(claim_ids) > self.max_query_length:
+            self._count("truncated_queries")
+            claim_ids = claim_ids[: self.max_query_length]
+        nodes = candidates or [None]
+        feature: dict[str, Any] = {"input_ids": [], "global_attention_mask": []}
+        for candidate in nodes:
+            text = "" if candidate is None else f"{page_title(candidate[0])}: {pages[candidate[0]][candidate[1]]}"
+            ids, global_mask, _ = self._node(claim_ids, self._tokens(_whitespace_to_spaces(text), False))
+            feature["input_ids"].append(ids)
+            feature["global_attention_mask"].append(global_mask)
+        count = len(nodes)
+        gold = {(e[2], e[3]) for group in claim.get("evidence", []) for e in group if e[2] is not None}
+        feature.update(
+            node_adjacency=[[int(a != b) for b in range(count)] for a in range(count)],
+            node_labels=[int(c is not None and c in gold) for c in nodes],
+            candidates=[None if c is None else [c[0], c[1]] for c in nodes],
+            example_id=str(claim["id"]),
+        )
+        if claim.get("label") is not None:
+            feature["fever_label"] = FEVER_LABEL_IDS[claim["label"].upper()]
+        return feature
+
+
+__all__ = ["ANSWER_TYPES", "FEVER_LABEL_IDS", "XhTaskCollator", "XhTaskProcessor", "answer_type_of"]

@@ -1,0 +1,290 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Readers for Transformer-XH's own tasks: HotpotQA questions and FEVER claims with their Wikipedia pages.
+
+* HotpotQA: the official release (a JSON list of ``{"_id", "question", "answer", "supporting_facts": [[title,
+  sent_id]], "context": [[title, [sentences]]]}``) or the Hub layout (``hotpot_qa``/``distractor`` rows, JSON list or
+  JSON lines: ``{"id"?, "question", "answer", "supporting_facts": {"title", "sent_id"}, "context": {"title",
+  "sentences"}}``) -> one canonical Hub-layout row per question, with an ``id`` (the file's, or ``dev-<index>``-style
+  ``<stem>-<index>`` when the Hub rows carry none) and its ``location``.
+* FEVER: the shared task's JSON lines (``{"id", "claim", "label", "evidence": [[[annotation_id, evidence_id, page,
+  line]]]}``; ``label``/``evidence`` absent in a blind test file) and the wiki-pages dump (JSON lines ``{"id",
+  "text", "lines"}``, ``lines`` holding ``"N\\tsentence[\\tlink...]"`` rows separated by newlines).
+
+Every problem is ONE ``XhDataError`` naming the file, the line or item, the record's id when it has one, what is
+wrong and the fix; nothing is dropped silently.
+
+Flat module: copied next to every saved checkpoint, so it imports only third-party packages and its siblings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+HOTPOT_FIX = (
+    "give HotpotQA questions as the official JSON list (_id, question, answer, supporting_facts, context) or Hub rows "
+    "(question, answer, supporting_facts{title, sent_id}, context{title, sentences})"
+)
+
+
+class XhDataError(ValueError):
+    """A bad HotpotQA / FEVER input; the message names the file, the line or item, the id and the fix."""
+
+
+def _decode_lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                raise XhDataError(
+                    f"{path}, line {number}: not UTF-8 (byte {raw[error.start]:#04x}); re-save the file as UTF-8"
+                ) from None
+
+
+def read_json_items(path: str | Path, fix: str) -> Iterator[tuple[str, Any]]:
+    """``(location, item)`` of a JSON list (``item N``) or JSON lines (``line N``) file."""
+    path = Path(path)
+    if not path.is_file():
+        raise XhDataError(f"{path}: no such file; {fix}")
+    first = next((line for _, line in _decode_lines(path) if line.strip()), "")
+    if not first:
+        raise XhDataError(f"{path} is empty; {fix}")
+    if first.lstrip().startswith("["):
+        try:
+            document = json.loads("".join(line for _, line in _decode_lines(path)))
+        except json.JSONDecodeError as error:
+            raise XhDataError(f"{path}: not valid JSON ({error}); {fix}") from None
+        if not isinstance(document, list):
+            raise XhDataError(f"{path}: expected a JSON list of records; {fix}")
+        yield from ((f"{path}, item {number}", item) for number, item in enumerate(document))
+        return
+    for number, line in _decode_lines(path):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise XhDataError(f"{path}, line {number}: not valid JSON ({error}); fix or remove the line") from None
+        yield f"{path}, line {number}", item
+
+
+# ----------------------------------------------------------------------------------------------- HotpotQA
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
+    """One HotpotQA question (official or Hub layout) -> the canonical Hub-layout row (plus ``id``, ``location``)."""
+    if not isinstance(item, Mapping):
+        raise XhDataError(f"{location}: a HotpotQA question must be a JSON object, got {type(item).__name__}")
+    question_id = item.get("_id", item.get("id", default_id))
+    where = f"{location} (question {question_id!r})"
+
+    def fail(message: str) -> XhDataError:
+        return XhDataError(f"{where}: {message}")
+
+    if not isinstance(question_id, (str, int)) or isinstance(question_id, bool):
+        raise XhDataError(f"{location}: '_id' must be a string, got {question_id!r}")
+    if not isinstance(item.get("question"), str) or not item["question"].strip():
+        raise fail("'question' must be a non-empty string; add the question text")
+    answer = item.get("answer")
+    if answer is not None and not isinstance(answer, str):
+        raise fail(f"'answer' must be a string (yes/no or a span), got {answer!r}")
+    context = item.get("context")
+    if isinstance(context, Mapping):
+        titles, sentences = context.get("title"), context.get("sentences")
+    elif isinstance(context, list):
+        if any(not isinstance(c, list) or len(c) != 2 for c in context):
+            raise fail("'context' in the official layout is a list of [title, [sentences]] pairs; fix the pairs")
+        titles, sentences = [c[0] for c in context], [c[1] for c in context]
+    else:
+        raise fail(f"'context' is missing or not a list/object; {HOTPOT_FIX}")
+    if not _strings(titles) or not isinstance(sentences, list) or len(titles) != len(sentences):
+        raise fail("'context' needs as many titles (strings) as sentence lists; fix the paragraph titles")
+    for title, paragraph in zip(titles, sentences, strict=True):
+        if not _strings(paragraph):
+            raise fail(f"paragraph {title!r}: 'sentences' must be a list of strings")
+    if len(set(titles)) != len(titles):
+        raise fail("two paragraphs share a title, so supporting facts [title, sent_id] would be ambiguous")
+    facts = item.get("supporting_facts", [])
+    if isinstance(facts, Mapping):
+        fact_titles, fact_ids = facts.get("title", []), facts.get("sent_id", [])
+        if not isinstance(fact_titles, list) or not isinstance(fact_ids, list) or len(fact_titles) != len(fact_ids):
+            raise fail("'supporting_facts' needs as many 'title' as 'sent_id' entries")
+        pairs = list(zip(fact_titles, fact_ids, strict=True))
+    elif isinstance(facts, list) and all(isinstance(f, list) and len(f) == 2 for f in facts):
+        pairs = [(f[0], f[1]) for f in facts]
+    else:
+        raise fail("'supporting_facts' must be [[title, sent_id], ...] or {title: [...], sent_id: [...]}")
+    for title, sent_id in pairs:
+        if not isinstance(title, str) or not isinstance(sent_id, int) or isinstance(sent_id, bool) or sent_id < 0:
+            raise fail(f"supporting fact {[title, sent_id]!r} must be [title <str>, sent_id <int >= 0>]")
+        if title not in titles:
+            raise fail(f"supporting fact title {title!r} is none of the context titles; fix the title")
+    row = {
+        "id": str(question_id),
+        "question": item["question"],
+        "answer": answer,
+        "type": item.get("type"),
+        "level": item.get("level"),
+        "supporting_facts": {"title": [t for t, _ in pairs], "sent_id": [s for _, s in pairs]},
+        "context": {"title": list(titles), "sentences": [list(s) for s in sentences]},
+        "location": location,
+    }
+    return row
+
+
+def read_hotpot_file(path: str | Path) -> list[dict[str, Any]]:
+    """All questions of a HotpotQA file (official JSON or Hub-layout JSON / JSON lines), checked, in file order."""
+    path = Path(path)
+    rows, seen = [], {}
+    for index, (location, item) in enumerate(read_json_items(path, HOTPOT_FIX)):
+        row = to_hotpot_row(item, location, default_id=f"{path.stem}-{index}")
+        if row["id"] in seen:
+            raise XhDataError(f"{location}: question id {row['id']!r} repeats {seen[row['id']]}; ids must be unique")
+        seen[row["id"]] = location
+        rows.append(row)
+    return rows
+
+
+def hotpot_supporting_facts(row: Mapping[str, Any]) -> list[list[Any]]:
+    """The ``[[title, sent_id], ...]`` of a canonical row (the metric's and the official file's form)."""
+    facts = row["supporting_facts"]
+    return [[t, s] for t, s in zip(facts["title"], facts["sent_id"], strict=True)]
+
+
+# ----------------------------------------------------------------------------------------------- FEVER
+
+FEVER_FIX = "give FEVER claims as JSON lines {id, claim, label, evidence} (the shared task's format)"
+WIKI_FIX = 'give wiki pages as JSON lines {id, text, lines} with lines "0\\tsentence\\n1\\tsentence..."'
+
+
+def to_fever_claim(item: Any, location: str) -> dict[str, Any]:
+    """One shared-task claim, checked: ``{id, claim, label (or None), evidence (groups of [page, line])}``."""
+    if not isinstance(item, Mapping):
+        raise XhDataError(f"{location}: a FEVER claim must be a JSON object; {FEVER_FIX}")
+    claim_id = item.get("id")
+    if claim_id is None or isinstance(claim_id, bool) or not isinstance(claim_id, (int, str)):
+        raise XhDataError(f"{location}: 'id' is missing or not an int/string; {FEVER_FIX}")
+    where = f"{location} (claim {claim_id!r})"
+    if not isinstance(item.get("claim"), str) or not item["claim"].strip():
+        raise XhDataError(f"{where}: 'claim' must be a non-empty string")
+    label = item.get("label")
+    if label is not None and (not isinstance(label, str) or label.upper() not in FEVER_LABELS):
+        raise XhDataError(f"{where}: 'label' {label!r} is none of {FEVER_LABELS}")
+    evidence = item.get("evidence", [])
+    groups = []
+    if not isinstance(evidence, list):
+        raise XhDataError(f"{where}: 'evidence' must be a list of groups of [annotation_id, evidence_id, page, line]")
+    for g, group in enumerate(evidence):
+        if not isinstance(group, list) or any(not isinstance(e, list) or len(e) != 4 for e in group):
+            raise XhDataError(
+                f"{where}: evidence group {g} must be a list of [annotation_id, evidence_id, page, line] entries"
+            )
+        for entry in group:
+            page, line = entry[2], entry[3]
+            if (page is None) != (line is None) or (
+                page is not None and (not isinstance(page, str) or not isinstance(line, int) or line < 0)
+            ):
+                raise XhDataError(
+                    f"{where}: evidence {entry!r} needs page <str> and line <int >= 0> (both null for NOT ENOUGH INFO)"
+                )
+        groups.append([list(e) for e in group])
+    if label is not None and label.upper() != FEVER_LABELS[2]:
+        if not any(e[2] is not None for group in groups for e in group):
+            raise XhDataError(f"{where}: a {label} claim needs at least one evidence [page, line]; add its evidence")
+    return {
+        "id": claim_id,
+        "claim": item["claim"],
+        "label": None if label is None else label.upper(),
+        "evidence": groups,
+        "location": location,
+        **{k: item[k] for k in ("predicted_pages", "predicted_sentences") if k in item},
+    }
+
+
+def read_fever_claims(path: str | Path) -> list[dict[str, Any]]:
+    """All claims of a shared-task JSON-lines file, checked, in file order."""
+    claims, seen = [], {}
+    for location, item in read_json_items(path, FEVER_FIX):
+        claim = to_fever_claim(item, location)
+        if claim["id"] in seen:
+            raise XhDataError(f"{location}: claim id {claim['id']!r} repeats {seen[claim['id']]}; ids must be unique")
+        seen[claim["id"]] = location
+        claims.append(claim)
+    return claims
+
+
+def parse_wiki_lines(lines: str, where: str) -> dict[int, str]:
+    """``"N\\tsentence[\\tlinks...]"`` rows -> ``{N: sentence}`` (empty sentences kept as ``""``)."""
+    out: dict[int, str] = {}
+    if not lines:
+        return out
+    for row in lines.split("\n"):
+        if not row.strip():
+            continue
+        number, _, rest = row.partition("\t")
+        if not number.isdigit():
+            raise XhDataError(f"{where}: the 'lines' row {row[:40]!r} does not start with 'N\\t'; {WIKI_FIX}")
+        out[int(number)] = rest.split("\t", 1)[0]
+    return out
+
+
+def read_wiki_pages(
+    paths: str | Path | Iterable[str | Path], keep: set[str] | None = None
+) -> dict[str, dict[int, str]]:
+    """``{page id: {line: sentence}}`` from wiki-pages JSON-lines files (``keep``: only these page ids)."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    pages: dict[str, dict[int, str]] = {}
+    for path in paths:
+        for location, item in read_json_items(path, WIKI_FIX):
+            if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+                raise XhDataError(f"{location}: a wiki page needs a string 'id'; {WIKI_FIX}")
+            if keep is not None and item["id"] not in keep:
+                continue
+            if not isinstance(item.get("lines", ""), str):
+                raise XhDataError(f"{location} (page {item['id']!r}): 'lines' must be a string; {WIKI_FIX}")
+            pages[item["id"]] = parse_wiki_lines(item.get("lines", ""), f"{location} (page {item['id']!r})")
+    return pages
+
+
+def page_title(page_id: str) -> str:
+    """A wiki page id as text: underscores to spaces, ``-LRB-``/``-RRB-`` and the like to brackets."""
+    text = page_id.replace("_", " ")
+    for token, char in (("-LRB-", "("), ("-RRB-", ")"), ("-LSB-", "["), ("-RSB-", "]"), ("-COLON-", ":")):
+        text = text.replace(token, char)
+    return text
+
+
+__all__ = [
+    "FEVER_LABELS",
+    "XhDataError",
+    "hotpot_supporting_facts",
+    "page_title",
+    "parse_wiki_lines",
+    "read_fever_claims",
+    "read_hotpot_file",
+    "read_json_items",
+    "read_wiki_pages",
+    "to_fever_claim",
+    "to_hotpot_row",
+]

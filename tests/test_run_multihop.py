@@ -1,0 +1,163 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""``examples/run_multihop.py --task wikihop`` end to end for GESA, LUKE and LUKE-Graph from a tiny LUKE, a record of
+more than 2,000 words under windowed attention, and the saved checkpoint's pipeline from a fresh process."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "examples" / "run_multihop.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("run_multihop_under_test", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_script(luke_dir, tmp_path, variant, train, evaluation, test=None, extra=()):
+    files = {
+        "--train_file": write_wikihop_file(tmp_path / "train.json", train),
+        "--validation_file": write_wikihop_file(tmp_path / "dev.jsonl", evaluation, json_lines=True),
+    }
+    if test is not None:
+        files["--test_file"] = write_wikihop_file(tmp_path / "test.json", test)
+    output_dir = tmp_path / f"out-{variant}"
+    argv = ["--task", "wikihop", "--model_name_or_path", str(luke_dir), "--variant", variant,
+            "--output_dir", str(output_dir), "--do_train", "--do_eval", *(["--do_predict"] if test else []),
+            "--per_device_train_batch_size", "4", "--learning_rate", "3e-3", "--logging_steps", "2",
+            "--save_strategy", "no", "--report_to", "none", "--seed", "0", "--use_cpu", "true",
+            "--dataloader_pin_memory", "false", *extra]  # fmt: skip
+    for flag, path in files.items():
+        argv += [flag, str(path)]
+    results = load_script().main(argv)
+    return output_dir, results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["gesa", "luke", "luke_graph"])
+def test_each_variant_trains_and_evaluates_on_its_own_candidates(tiny_luke_dir, tmp_path, variant):
+    train = make_wikihop_sample(12, seed=1)
+    evaluation = make_wikihop_sample(6, seed=2)
+    output_dir, results = run_script(tiny_luke_dir, tmp_path, variant, train, evaluation,
+                                     extra=["--num_train_epochs", "8", "--max_seq_length", "512",
+                                            "--attention_window", "32"])  # fmt: skip
+    state = json.loads((output_dir / "trainer_state.json").read_text())
+    losses = [entry["loss"] for entry in state["log_history"] if "loss" in entry]
+    assert len(losses) >= 4 and sum(losses[-2:]) / 2 < sum(losses[:2]) / 2, losses
+    predictions = json.loads((output_dir / "eval_predictions.json").read_text())
+    by_id = {record["id"]: record for record in evaluation}
+    assert set(predictions) == set(by_id)
+    assert all(answer in by_id[example_id]["candidates"] for example_id, answer in predictions.items())
+    correct = sum(answer == by_id[example_id]["answer"] for example_id, answer in predictions.items())
+    all_results = json.loads((output_dir / "all_results.json").read_text())
+    assert all_results["eval_accuracy"] == pytest.approx(100.0 * correct / len(by_id))
+    assert results["eval_accuracy"] == all_results["eval_accuracy"]
+    config = json.loads((output_dir / "config.json").read_text())
+    assert config["attention_window"] == 32
+    assert config.get("ablation") == (None if variant == "gesa" else "luke")
+
+
+@pytest.mark.slow
+def test_a_record_past_2000_words_trains_and_predicts_with_windowed_attention(tiny_luke_dir, tmp_path):
+    long_record = make_wikihop_sample(1, seed=11, filler_sentences=60)[0]
+    assert sum(len(text.split()) for text in long_record["supports"]) > 2000
+    test = [dict(long_record, id="long-test", answer=None)]
+    test[0].pop("answer")
+    output_dir, _ = run_script(tiny_luke_dir, tmp_path, "gesa", [long_record], [long_record], test=test,
+                               extra=["--num_train_epochs", "2", "--max_seq_length", "8192",
+                                      "--attention_window", "64"])  # fmt: skip
+    ranked = json.loads((output_dir / "predict_predictions.json").read_text())["long-test"]
+    assert sorted(entry["answer"] for entry in ranked) == sorted(long_record["candidates"])
+    assert sum(entry["score"] for entry in ranked) == pytest.approx(1.0)
+    assert [entry["score"] for entry in ranked] == sorted((entry["score"] for entry in ranked), reverse=True)
+    config = json.loads((output_dir / "config.json").read_text())
+    assert config["attention_window"] == 64
+    processor_config = json.loads((output_dir / "processor_config.json").read_text())
+    assert processor_config["max_seq_length"] == 8192
+
+
+@pytest.mark.slow
+def test_pipeline_from_a_fresh_process_elsewhere_agrees_with_do_eval(tiny_luke_dir, tmp_path):
+    train, evaluation = make_wikihop_sample(8, seed=1), make_wikihop_sample(4, seed=2)
+    output_dir, _ = run_script(tiny_luke_dir, tmp_path, "gesa", train, evaluation,
+                               extra=["--num_train_epochs", "3", "--max_seq_length", "512"])  # fmt: skip
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = (
+        "import json, sys\n"
+        "from transformers import pipeline\n"
+        f"answer = pipeline(model={str(output_dir)!r}, trust_remote_code=True)\n"
+        "records = json.load(open(sys.argv[1]))\n"
+        "from transformers import AutoProcessor\n"
+        f"processor = AutoProcessor.from_pretrained({str(output_dir)!r}, trust_remote_code=True)\n"
+        "assert type(processor).__name__ == 'WikihopProcessor' and processor.max_seq_length == 512\n"
+        "print(json.dumps([answer(r) for r in records] + [answer(records)]))\n"
+    )
+    inputs = elsewhere / "inputs.json"
+    inputs.write_text(json.dumps([{k: r[k] for k in ("query", "supports", "candidates")} for r in evaluation]))
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", code, str(inputs)], cwd=elsewhere, env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    outputs = json.loads(done.stdout.strip().splitlines()[-1])
+    singles, batched = outputs[:-1], outputs[-1]
+    assert batched == singles
+    predictions = json.loads((output_dir / "eval_predictions.json").read_text())
+    for record, ranked in zip(evaluation, singles, strict=True):
+        assert sorted(entry["answer"] for entry in ranked) == sorted(record["candidates"])
+        assert sum(entry["score"] for entry in ranked) == pytest.approx(1.0)
+        assert ranked[0]["answer"] == predictions[record["id"]]
+
+
+def test_unknown_task_and_headless_variant_are_refused():
+    script = load_script()
+    with pytest.raises(ValueError, match="--task 'nope' is unknown; choose one of"):
+        script.main(["--task", "nope", "--output_dir", "x", "--model_name_or_path", "y"])
+    with pytest.raises(ValueError, match="--task wikihop has no head for --variant xh"):
+        script.main(["--task", "wikihop", "--variant", "xh", "--output_dir", "x", "--model_name_or_path", "y"])
+
+
+def test_training_on_records_without_answers_is_refused(tiny_luke_dir, tmp_path):
+    records = make_wikihop_sample(2, seed=1, labelled=False)
+    with pytest.raises(ValueError, match="--train_file has records without 'answer'"):
+        run_script(tiny_luke_dir, tmp_path, "gesa", records, records)
+
+
+@pytest.mark.slow
+def test_a_checkpoint_evaluates_again_and_refuses_another_variant(tiny_luke_dir, tmp_path):
+    train, evaluation = make_wikihop_sample(4, seed=1), make_wikihop_sample(3, seed=2)
+    output_dir, first = run_script(tiny_luke_dir, tmp_path, "luke_graph", train, evaluation,
+                                   extra=["--num_train_epochs", "1", "--max_seq_length", "512"])  # fmt: skip
+    dev = write_wikihop_file(tmp_path / "dev2.json", evaluation)
+    common = ["--task", "wikihop", "--model_name_or_path", str(output_dir), "--validation_file", str(dev),
+              "--do_eval", "--max_seq_length", "512", "--report_to", "none", "--use_cpu", "true"]  # fmt: skip
+    again = load_script().main([*common, "--variant", "luke_graph", "--output_dir", str(tmp_path / "again")])
+    assert again["eval_accuracy"] == first["eval_accuracy"]
+    with pytest.raises(ValueError, match="needs a 'gesa' GesaForEntityMultipleChoice: pass the --variant"):
+        load_script().main([*common, "--variant", "gesa", "--output_dir", str(tmp_path / "other")])

@@ -1,0 +1,387 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Transformer-XH on HotpotQA and FEVER: sentence features, the supporting-fact / answer-type heads against a plain
+loop, and a tiny model that trains (loss falls), predicts and writes files the official scorers read."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_modeling import TINY
+from tiny_luke import HOTPOT_DIR, build_luke_tokenizer
+from transformers import Trainer, TrainingArguments
+
+from gesa.modeling_xh_tasks import XhForHotpotQA, decode_fever
+from gesa.processing_xh_tasks import XhTaskProcessor
+from gesa.records_xh import read_hotpot_file
+from gesa.tasks_xh import FeverTask, HotpotQATask, xh_task_config
+
+OFFICIAL = os.environ.get("GESA_OFFICIAL_SCORERS")
+
+
+def _paragraph(title: str, *sentences: str) -> list:
+    return [title, [sentences[0], *(" " + s for s in sentences[1:])]]
+
+
+def hotpot_fixture_rows() -> list[dict]:
+    """Small HotpotQA questions in the official layout, written for these tests (span and yes/no answers)."""
+    people = [("Alma Reed", "Lyon", "France"), ("Bo Stone", "Turin", "Italy"), ("Cy Hale", "Porto", "Portugal")]
+    rows = []
+    for i, (person, city, country) in enumerate(people):
+        rows.append(
+            {
+                "_id": f"bridge-{i}",
+                "question": f"In which country is the city where {person} was born?",
+                "answer": country,
+                "type": "bridge",
+                "supporting_facts": [[person, 0], [city, 1]],
+                "context": [
+                    _paragraph(person, f"{person} was born in {city}.", "She wrote books."),
+                    _paragraph(city, f"{city} is an old city.", f"It lies in {country}."),
+                    _paragraph("Noise", "Nothing here matters.", "Really nothing."),
+                ],
+            }
+        )
+        rows.append(
+            {
+                "_id": f"compare-{i}",
+                "question": f"Were {person} and Dee Lane both writers?",
+                "answer": "yes" if i % 2 == 0 else "no",
+                "type": "comparison",
+                "supporting_facts": [[person, 1], ["Dee Lane", 0]],
+                "context": [
+                    _paragraph(person, f"{person} was born in {city}.", "She wrote books."),
+                    _paragraph("Dee Lane", "Dee Lane wrote poems.", "She lived long."),
+                ],
+            }
+        )
+    return rows
+
+
+FEVER_PAGES = {
+    "Lyon": {0: "Lyon is a city in France.", 1: "Lyon has two rivers."},
+    "Turin": {0: "Turin is a city in Italy.", 1: "Turin makes cars."},
+    "Porto": {0: "Porto is a city in Portugal.", 1: "Porto makes wine."},
+}
+
+
+def fever_fixture_claims() -> list[dict]:
+    """Shared-task-format claims over `FEVER_PAGES`, every label."""
+    claims = []
+    for i, (page, country, wrong) in enumerate(
+        [("Lyon", "France", "Spain"), ("Turin", "Italy", "Greece"), ("Porto", "Portugal", "Chile")]
+    ):
+        evidence = [[[i, 3 * i, page, 0]]]
+        claims.append({"id": 3 * i, "claim": f"{page} is in {country}.", "label": "SUPPORTS", "evidence": evidence})
+        claims.append({"id": 3 * i + 1, "claim": f"{page} is in {wrong}.", "label": "REFUTES", "evidence": evidence})
+        claims.append(
+            {"id": 3 * i + 2, "claim": f"{page} has a mayor.", "label": "NOT ENOUGH INFO",
+             "evidence": [[[i, None, None, None]]]}
+        )  # fmt: skip
+    return claims
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def processor():
+    return XhTaskProcessor(build_luke_tokenizer(), max_node_length=64, max_query_length=24)
+
+
+def _tiny(task, processor, hop_attention: bool = True, seed: int = 0):
+    torch.manual_seed(seed)
+    config = xh_task_config(
+        task,
+        hop_attention=hop_attention,
+        **{**TINY, "vocab_size": len(processor.tokenizer), "max_relative_position": 8, "xh_num_hop_layers": 1},
+        classifier_dropout=0.0,
+    )
+    return task.model_class(config)
+
+
+def _mean_loss(model, collator, features) -> float:
+    model.eval()
+    with torch.no_grad():
+        return float(model(**collator(features)).loss)
+
+
+def _train(model, collator, features, tmp_path, steps: int) -> tuple[float, float]:
+    before = _mean_loss(model, collator, features)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        max_steps=steps,
+        per_device_train_batch_size=4,
+        learning_rate=3e-3,
+        warmup_steps=0,
+        lr_scheduler_type="constant",
+        remove_unused_columns=False,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        logging_strategy="no",
+        seed=0,
+    )
+    Trainer(model=model, args=args, train_dataset=features, data_collator=collator).train()
+    return before, _mean_loss(model, collator, features)
+
+
+# ---- features --------------------------------------------------------------------------------------------------
+def test_hotpot_sentence_features_cover_each_sentence_and_the_answer(tmp_path, processor):
+    path = tmp_path / "hotpot.json"
+    path.write_text(json.dumps(hotpot_fixture_rows()))
+    rows = read_hotpot_file(path)
+    features = processor.encode_hotpot_rows(rows)
+    tokenizer = processor.tokenizer
+    for row, feature in zip(rows, features, strict=True):
+        for node, sentences in enumerate(row["context"]["sentences"]):
+            ids = feature["input_ids"][node]
+            for s, (start, end) in enumerate(
+                zip(feature["sentence_starts"][node], feature["sentence_ends"][node], strict=True)
+            ):
+                assert tokenizer.decode(ids[start : end + 1]).strip() == sentences[s].strip()
+            gold = {(t, i) for t, i in zip(*row["supporting_facts"].values(), strict=True)}
+            title = row["context"]["title"][node]
+            assert feature["sentence_labels"][node] == [int((title, i) in gold) for i in range(len(sentences))]
+        if row["answer"] in ("yes", "no"):
+            assert feature["answer_type"] == ("yes", "no").index(row["answer"]) + 1
+        else:
+            ids = feature["input_ids"][feature["relevant_node"]]
+            span = ids[feature["start_positions"] : feature["end_positions"] + 1]
+            assert feature["answer_type"] == 0 and tokenizer.decode(span).strip() == row["answer"]
+
+
+def test_fever_graph_is_claim_title_sentence_fully_connected(processor):
+    claim = fever_fixture_claims()[0]
+    train = processor.encode_fever_claim(claim, FEVER_PAGES, include_gold=True)
+    assert train["candidates"] == [["Lyon", 0], ["Lyon", 1]]  # gold first, then the page named in the claim
+    assert train["node_labels"] == [1, 0] and train["fever_label"] == 0
+    assert train["node_adjacency"] == [[0, 1], [1, 0]]
+    text = processor.tokenizer.decode(train["input_ids"][0])
+    assert "Lyon is in France." in text and "Lyon: Lyon is a city in France." in text
+    pages = {**FEVER_PAGES, "Lyon_-LRB-film-RRB-": {0: "A film."}, "Old_Lyon": {0: "A quarter."}}
+    named = processor.pages_named_in("Old Lyon (film) is in Lyon.", pages)
+    assert named == ["Old_Lyon", "Lyon_-LRB-film-RRB-", "Lyon"]  # two-word titles first, in claim order
+    assert processor.pages_named_in("Lyonnais food.", pages) == []
+    lonely = processor.encode_fever_claim({"id": 9, "claim": "Nobody knows.", "evidence": []}, FEVER_PAGES)
+    assert lonely["candidates"] == [None] and lonely["node_labels"] == [0]
+
+
+# ---- heads against a plain loop --------------------------------------------------------------------------------
+def test_supporting_fact_and_answer_type_heads_follow_appendix_a3(processor):
+    task = HotpotQATask()
+    model = _tiny(task, processor).eval()
+    rows = [{**r, "id": r["_id"]} for r in hotpot_fixture_rows()[:2]]
+    collator = processor.get_data_collator()
+    batch = collator(processor.encode_hotpot_rows(rows))
+    with torch.no_grad():
+        out = model(**batch)
+        states = model.gesa(
+            batch["input_ids"], node_adjacency=batch["node_adjacency"], node_mask=batch["node_mask"],
+            attention_mask=batch["attention_mask"], global_attention_mask=batch["global_attention_mask"],
+        ).last_hidden_state  # fmt: skip
+    losses = []
+    for g in range(2):
+        for n in range(int(batch["node_mask"][g].sum())):
+            for s in range(batch["sentence_starts"].size(2)):
+                start, end = int(batch["sentence_starts"][g, n, s]), int(batch["sentence_ends"][g, n, s])
+                if start < 0:
+                    continue
+                logit = model.supporting(torch.cat([states[g, n, start], states[g, n, end]]))
+                torch.testing.assert_close(out.supporting_logits[g, n, s], logit[0])
+                label = batch["sentence_labels"][g, n, s]
+                losses.append(F.binary_cross_entropy_with_logits(logit[0], label.float()))
+    torch.testing.assert_close(out.supporting_loss, torch.stack(losses).mean())
+    node = batch["relevant_node"]
+    type_logits = torch.stack([model.answer_type(states[g, node[g], 0]) for g in range(2)])
+    torch.testing.assert_close(out.answer_type_loss, F.cross_entropy(type_logits, batch["answer_type"]))
+    expected = out.relevance_loss + out.span_loss + out.answer_type_loss + out.supporting_loss
+    torch.testing.assert_close(out.loss, expected)
+    decoded = XhForHotpotQA.decode_hotpot(out, batch["node_mask"])
+    assert all(d["supporting"] and d["answer_type"] in ("span", "yes", "no") for d in decoded)
+
+
+def test_hotpot_decoding_takes_the_answer_node_and_the_next_most_relevant_one():
+    from gesa.modeling_xh_tasks import XhHotpotQAOutput
+
+    low = torch.finfo(torch.float32).min
+    start = torch.full((1, 3, 6), -5.0)
+    end = torch.full((1, 3, 6), -5.0)
+    start[0, 2, 3], end[0, 2, 4] = 5.0, 5.0
+    supporting = torch.tensor([[[3.0, -3.0, low], [-3.0, -2.0, low], [-1.0, 2.0, 1.0]]])
+    output = XhHotpotQAOutput(
+        relevance_logits=torch.tensor([[1.0, 0.0, 3.0]]),
+        start_logits=start,
+        end_logits=end,
+        answer_type_logits=torch.tensor([[[0.0, 9.0, 0.0], [0.0, 0.0, 9.0], [9.0, 0.0, 0.0]]]),
+        supporting_logits=supporting,
+    )
+    decoded = XhForHotpotQA.decode_hotpot(output, torch.ones(1, 3, dtype=torch.bool))[0]
+    assert (decoded["node"], decoded["answer_type"], decoded["start"], decoded["end"]) == (2, "span", 3, 4)
+    # node 2: sentences 1 and 2 above 0.5; node 0 (second most relevant): sentence 0; node 1 is not looked at
+    assert decoded["supporting"] == [(2, 1), (2, 2), (0, 0)]
+    output.answer_type_logits[0, 2] = torch.tensor([0.0, 0.0, 9.0])
+    assert XhForHotpotQA.decode_hotpot(output, torch.ones(1, 3, dtype=torch.bool))[0]["answer_type"] == "no"
+
+
+def test_fever_evidence_is_the_nodes_with_above_uniform_importance():
+    class Output:
+        probs = torch.tensor([[0.2, 0.7, 0.1]])
+        node_importance = torch.tensor([[0.1, 0.5, 0.3, 0.1]])
+
+    candidates = [[["A", 0], ["B", 1], ["C", 2], None]]
+    assert decode_fever(Output, candidates) == [{"label": "REFUTES", "score": pytest.approx(0.7),
+                                                 "evidence": [["B", 1], ["C", 2]]}]  # fmt: skip
+
+
+# ---- a tiny XH trains, predicts and writes the official files ----------------------------------------------------
+def _official_hotpot(prediction: Path, gold_rows: list[dict], tmp_path: Path) -> dict | None:
+    script = Path(OFFICIAL or "") / "hotpot_evaluate_v1.py"
+    if not OFFICIAL or not script.is_file():
+        return None
+    gold = [{"_id": r["id"], "answer": r["answer"], "supporting_facts": [list(f) for f in
+             zip(r["supporting_facts"]["title"], r["supporting_facts"]["sent_id"], strict=True)]} for r in gold_rows]  # fmt: skip
+    gold_path = tmp_path / "official_gold.json"
+    gold_path.write_text(json.dumps(gold))
+    run = subprocess.run(
+        [sys.executable, str(script), str(prediction), str(gold_path)], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    return ast.literal_eval(run.stdout.strip().splitlines()[-1])
+
+
+def _train_and_score_hotpot(rows_train, rows_eval, processor, tmp_path, steps, hop_attention=True):
+    task = HotpotQATask()
+    model = _tiny(task, processor, hop_attention=hop_attention)
+    collator = processor.get_data_collator()
+    before, after = _train(model, collator, task.features(processor, rows_train, training=True), tmp_path, steps)
+    predictions = task.predict(model, processor, rows_eval)
+    path = task.write_predictions(predictions, tmp_path)
+    metrics = task.compute_metrics(predictions, rows_eval)
+    return before, after, predictions, path, metrics
+
+
+def test_tiny_xh_trains_on_hotpot_fixtures_and_writes_the_official_file(tmp_path, processor):
+    path = tmp_path / "hotpot.json"
+    path.write_text(json.dumps(hotpot_fixture_rows()))
+    rows = HotpotQATask().read(path)
+    before, after, predictions, written, metrics = _train_and_score_hotpot(rows[:4], rows[4:], processor, tmp_path, 30)
+    rows = rows[4:]  # the held-out questions
+    assert after < 0.7 * before
+    assert {"answer", "score", "supporting_facts", "id"} <= set(predictions[0])
+    payload = json.loads(written.read_text())
+    assert set(payload) == {"answer", "sp"} and set(payload["answer"]) == {r["id"] for r in rows}
+    assert all(isinstance(t, str) and isinstance(s, int) for facts in payload["sp"].values() for t, s in facts)
+    official = _official_hotpot(written, rows, tmp_path)
+    if official is not None:
+        assert official == pytest.approx(metrics, abs=1e-9)
+
+
+@pytest.mark.needs_shared
+@pytest.mark.slow
+def test_tiny_xh_trains_on_80_shared_hotpot_questions_and_scores_the_other_20(tmp_path):
+    processor = XhTaskProcessor(build_luke_tokenizer(), max_node_length=96, max_query_length=32)
+    rows = read_hotpot_file(HOTPOT_DIR / "hotpot_dev_distractor_first100.json")
+    before, after, predictions, written, metrics = _train_and_score_hotpot(
+        rows[:80], rows[80:], processor, tmp_path, steps=40
+    )
+    assert after < before
+    assert len(predictions) == 20 and set(metrics) >= {"em", "sp_f1", "joint_f1"}
+    official = _official_hotpot(written, rows[80:], tmp_path)
+    if official is not None:
+        assert official == pytest.approx(metrics, abs=1e-9)
+
+
+def test_tiny_xh_trains_on_fever_fixtures_and_writes_the_shared_task_file(tmp_path, processor):
+    claims_path = _write_jsonl(tmp_path / "train.jsonl", fever_fixture_claims())
+    pages = [{"id": page, "text": " ".join(lines.values()), "lines": "\n".join(f"{n}\t{s}" for n, s in lines.items())}
+             for page, lines in FEVER_PAGES.items()]  # fmt: skip
+    task = FeverTask(wiki_pages=[_write_jsonl(tmp_path / "wiki-001.jsonl", pages)])
+    claims = task.read(claims_path)
+    model = _tiny(task, processor)
+    collator = processor.get_data_collator()
+    before, after = _train(model, collator, task.features(processor, claims[:6], training=True), tmp_path, 40)
+    assert after < 0.7 * before
+    claims = claims[6:]  # held out: the claims about the third page
+    predictions = task.predict(model, processor, claims)
+    assert {"label", "score", "evidence"} <= set(predictions[0])
+    metrics = task.compute_metrics(predictions, claims)
+    written = task.write_predictions(predictions, tmp_path)
+    submitted = [json.loads(line) for line in written.read_text().splitlines()]
+    assert [s["id"] for s in submitted] == [c["id"] for c in claims]
+    if OFFICIAL and (Path(OFFICIAL) / "fever/src/fever/scorer.py").is_file():
+        spec = importlib.util.spec_from_file_location("official_fever", Path(OFFICIAL) / "fever/src/fever/scorer.py")
+        scorer = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(scorer)
+        actual = [{"label": c["label"], "evidence": c["evidence"]} for c in claims]
+        strict, accuracy, precision, recall, f1 = scorer.fever_score(submitted, actual)
+        assert (metrics["fever_score"], metrics["label_accuracy"]) == pytest.approx((strict, accuracy), abs=1e-9)
+        assert metrics["evidence_f1"] == pytest.approx(f1, abs=1e-9)
+
+
+def test_the_registered_pipeline_answers_with_answer_score_and_supporting_facts(processor):
+    import transformers
+
+    import gesa.pipeline_xh_tasks  # noqa: F401  (registers the tasks)
+
+    model = _tiny(HotpotQATask(), processor).eval()
+    qa = transformers.pipeline("xh-hotpot-qa", model=model, tokenizer=processor.tokenizer, processor=processor)
+    row = hotpot_fixture_rows()[0]
+    result = qa({"question": row["question"], "context": row["context"]})
+    assert set(result) == {"id", "answer", "score", "supporting_facts"} and 0.0 <= result["score"] <= 1.0
+    titles = [c[0] for c in row["context"]]
+    assert all(title in titles and isinstance(s, int) for title, s in result["supporting_facts"])
+    verify = transformers.pipeline(
+        "xh-fact-verification", model=_tiny(FeverTask(), processor).eval(), tokenizer=processor.tokenizer,
+        processor=processor, pages=FEVER_PAGES,
+    )  # fmt: skip
+    verdict = verify({"claim": "Lyon is in France."})
+    assert verdict["label"] in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO") and len(verdict["evidence"]) <= 5
+    assert all(page == "Lyon" for page, _ in verdict["evidence"])
+
+
+def test_hop_attention_off_is_the_baseline(processor):
+    task = HotpotQATask()
+    baseline = _tiny(task, processor, hop_attention=False)
+    assert baseline.config.xh_num_hop_layers == 0 and len(baseline.gesa.hop_layers) == 0
+    assert len(_tiny(task, processor).gesa.hop_layers) == 1
+
+
+@pytest.mark.slow
+def test_a_saved_hotpot_model_reloads_from_its_own_code_in_a_fresh_process(tmp_path, processor):
+    from variant_helpers import reload_each_in_fresh_process
+
+    model = _tiny(HotpotQATask(), processor).eval()
+    batch = processor.get_data_collator()(processor.encode_hotpot_rows([{**hotpot_fixture_rows()[0], "id": "a"}]))
+    inputs = {k: v for k, v in batch.items() if k not in ("relevant_node", "start_positions", "end_positions",
+                                                          "answer_type", "sentence_labels")}  # fmt: skip
+    model.save_pretrained(tmp_path / "saved")
+    with torch.no_grad():
+        expected = model(**inputs)
+    case = {"name": "hotpot", "folder": tmp_path / "saved", "auto_class": "AutoModelForQuestionAnswering",
+            "expected_class": "XhForHotpotQA", "inputs": inputs, "outputs": ["relevance_logits", "supporting_logits"]}  # fmt: skip
+    reloaded = reload_each_in_fresh_process([case], tmp_path)["hotpot"]
+    torch.testing.assert_close(reloaded["relevance_logits"], expected.relevance_logits)
+    torch.testing.assert_close(reloaded["supporting_logits"], expected.supporting_logits)
