@@ -43,12 +43,10 @@ import datasets
 import transformers
 from transformers import AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments, set_seed
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from variants import VARIANTS  # noqa: E402
-
-import gesa.tasks_xh  # noqa: E402,F401  (registers --task hotpotqa and fever)
-from gesa.modeling_gesa_multiple_choice import extend_position_embeddings  # noqa: E402
-from gesa.tasks_multihop import (  # noqa: E402
+import gesa.tasks_xh  # noqa: F401  (registers --task hotpotqa and fever)
+from gesa.modeling_gesa_multiple_choice import extend_position_embeddings
+from gesa.registry_gesa import VARIANTS
+from gesa.tasks_multihop import (
     MULTIHOP_TASKS,
     build_demo_luke,
     entity_rows,
