@@ -57,9 +57,12 @@ from transformers import BatchFeature, PreTrainedTokenizerBase
 from transformers.processing_utils import ProcessorMixin
 from transformers.utils import logging
 
-from .collator_gesa import GLOBAL_CLS, GLOBAL_LOCAL, GLOBAL_QUESTION, GesaDataCollator
+from .collator_gesa import GesaDataCollator
 from .records_gesa import content_id
 from .records_wikihop import WikihopError, WikihopExample, record_error, rows_to_examples, to_example
+from .structure_gesa import CLS_GLOBAL as GLOBAL_CLS
+from .structure_gesa import LOCAL as GLOBAL_LOCAL
+from .structure_gesa import QUESTION_GLOBAL as GLOBAL_QUESTION
 
 logger = logging.get_logger(__name__)
 
