@@ -278,7 +278,7 @@ class GesaConfig(PreTrainedConfig):
 
     @property
     def num_relative_labels(self) -> int:
-        """Size of each layer's label table (see `modeling_gesa.RelativeLabels`)."""
+        """Size of each layer's label table (see `structure_gesa.RelativeLabels`)."""
         return 13 + 2 * (2 * self.max_relative_position + 1)
 
     @classmethod

@@ -162,7 +162,8 @@ class GesaSelfAttention(nn.Module):
     Each token carries two queries, `q_to_word` (its w2w or e2w query) and `q_to_entity` (w2e or e2e): the first
     meets the word keys, the second the entity keys, which yields all four blocks without computing any score twice.
     The label term `q_i . r_label(i,j)` is computed per block over the few labels that block can use
-    (`_label_terms`; the eager reference reads it from `q . R^T` by the dense labels, `_gathered_label_scores`).
+    (`structure_gesa.label_terms`; the eager reference reads it from `q . R^T` by the dense labels,
+    `structure_gesa.gathered_label_scores`), both from the label table passed as a tensor.
     The attention itself is `ALL_ATTENTION_FUNCTIONS[config._attn_implementation]` (`attention_gesa`); probabilities
     (`output_attentions`) and V-type labels take `"eager"`, the only one that has the probabilities.
     """

@@ -21,7 +21,7 @@ GESA lives here:
    entity-aware queries, no relative-position labels).
 2. **Graph**: the heterogeneous entity graph GESA puts into its e2e labels (paper 3.2), read from the same structure
    inputs (`placeholder_entity_mask`, `entity_string_ids`, `entity_sentence_ids`) by the same builder
-   (`modeling_gesa.build_entity_entity_labels`), as one dense adjacency per edge type: `A` `(B, R, E, E)` with
+   (`structure_gesa.build_entity_entity_labels`), as one dense adjacency per edge type: `A` `(B, R, E, E)` with
    `R = 3` (PLC, SENT-BASED, MATCH), padded entities cut off.
 3. **Relational layer** (R-GCN with mean aggregation per relation, as LUKE-Graph's `RGCNConv`):
    `h'_i = relu(W_0 h_i + b + sum_r sum_{j in N_r(i)} W_r h_j / |N_r(i)|)`.
