@@ -181,6 +181,7 @@ def test_hotpot_metric_equals_the_official_script_on_shared_dev(tmp_path):
     gold_path = tmp_path / "hotpot_gold.json"
     gold_path.write_text(json.dumps(gold))
     references = {g["_id"]: (g["answer"], g["supporting_facts"]) for g in gold}
+    metric = evaluate.load(str(ROOT / "metrics" / "hotpotqa"))
     for name, prediction in _prediction_files(gold).items():
         path = hotpot.write_prediction_file(tmp_path / f"pred_{name}.json", prediction["answer"], prediction["sp"])
         run = subprocess.run([sys.executable, str(script), str(path), str(gold_path)], capture_output=True, text=True)
@@ -193,6 +194,13 @@ def test_hotpot_metric_equals_the_official_script_on_shared_dev(tmp_path):
             assert ours[key] == pytest.approx(value, abs=1e-9, rel=0), (name, key)
         if name == "gold":
             assert all(value == 1.0 for value in ours.values())
+        if set(answers) == set(sp) == set(references):  # the evaluate module takes one prediction per reference
+            module = metric.compute(
+                predictions=[{"id": k, "answer": answers[k], "sp": sp[k]} for k in references],
+                references=[{"id": k, "answer": a, "supporting_facts": f} for k, (a, f) in references.items()],
+            )
+            for key, value in official.items():
+                assert module[key] == pytest.approx(value, abs=1e-9, rel=0), ("evaluate module", name, key)
 
 
 # ---- FEVER, hand-counted ---------------------------------------------------------------------------------------

@@ -161,3 +161,23 @@ def test_a_checkpoint_evaluates_again_and_refuses_another_variant(tiny_luke_dir,
     assert again["eval_accuracy"] == first["eval_accuracy"]
     with pytest.raises(ValueError, match="needs a 'gesa' GesaForEntityMultipleChoice: pass the --variant"):
         load_script().main([*common, "--variant", "gesa", "--output_dir", str(tmp_path / "other")])
+
+
+@pytest.mark.slow
+def test_training_resumed_from_a_checkpoint_ends_where_an_uninterrupted_run_ends(tiny_luke_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    train, evaluation = make_wikihop_sample(8, seed=1), make_wikihop_sample(2, seed=2)
+    steps = ["--max_steps", "4", "--save_strategy", "steps", "--save_steps", "2", "--max_seq_length", "512",
+             "--data_seed", "0"]  # fmt: skip
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    straight, _ = run_script(tiny_luke_dir, tmp_path / "a", "gesa", train, evaluation, extra=steps)
+    resumed, _ = run_script(tiny_luke_dir, tmp_path / "b", "gesa", train, evaluation,
+                            extra=[*steps, "--seed", "1", "--resume_from_checkpoint", str(straight / "checkpoint-2")])  # fmt: skip
+    # another seed starts another head: only the checkpoint's weights make the two runs end alike
+    assert json.loads((resumed / "trainer_state.json").read_text())["global_step"] == 4
+    first, second = load_file(straight / "model.safetensors"), load_file(resumed / "model.safetensors")
+    assert first.keys() == second.keys()
+    for name in first:
+        assert (first[name] == second[name]).all(), name
