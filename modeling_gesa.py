@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
+from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.dynamic_module_utils import get_relative_import_files
 from transformers.modeling_layers import GradientCheckpointingLayer
@@ -68,6 +69,14 @@ def create_position_ids_from_input_ids(input_ids: torch.Tensor, padding_idx: int
     """LUKE/RoBERTa positions: `padding_idx + 1 + index` for real tokens, `padding_idx` for padding."""
     mask = input_ids.ne(padding_idx).int()
     return (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + padding_idx
+
+
+# Initial std of the entity label families (`GesaPreTrainedModel.entity_label_init_std`).
+ENTITY_LABEL_INIT_STD = 1.0
+
+
+class LabelTable(nn.Embedding):
+    """A layer's key-side label table (`r_ij` of Eq. 1): an `nn.Embedding` that `_init_weights` recognises."""
 
 
 class GesaEmbeddings(nn.Module):
@@ -182,7 +191,7 @@ class GesaSelfAttention(nn.Module):
         self.value = nn.Linear(config.hidden_size, self.all_head_size)
         self.dropout_prob = config.attention_probs_dropout_prob
         self.label_embeddings = (
-            nn.Embedding(config.num_relative_labels, self.head_size, padding_idx=RelativeLabels.NULL)
+            LabelTable(config.num_relative_labels, self.head_size, padding_idx=RelativeLabels.NULL)
             if config.use_relative_labels
             else None
         )
@@ -428,6 +437,27 @@ class GesaPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings"]
     # the loss is a mean over real candidates, not over label tokens: Trainer must not pass num_items_in_batch
     accepts_loss_kwargs = False
+    # Initial std of the label rows an entity takes part in (w2e/e2w: PLC-question, mention, non-mention; e2e: self,
+    # edges, entity distances). All [MASK] candidates start alike, so at `initializer_range` they attend alike and
+    # score alike for hundreds of steps (docs/diagnostic.md); at 1.0 each entity sees its own mentions and edges
+    # from step 0. The word rows (w2w distances, CLS, question) keep `initializer_range`, so a converted LUKE's
+    # words compute exactly what they did. `None`: every row at `initializer_range` (the init before this).
+    entity_label_init_std: float | None = ENTITY_LABEL_INIT_STD
+
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, LabelTable):
+            self._init_entity_label_rows(module.weight)
+
+    def _init_entity_label_rows(self, weight: torch.Tensor) -> None:
+        """Rescale the entity families' rows of a freshly drawn label table to `entity_label_init_std` (no RNG use:
+        every other parameter is drawn exactly as before). A table loaded from a checkpoint is left alone."""
+        if self.entity_label_init_std is None or getattr(weight, "_is_hf_initialized", False):
+            return
+        first = RelativeLabels(self.config.max_relative_position).plc_question
+        rescaled = weight.detach().clone()
+        rescaled[first:] *= self.entity_label_init_std / (self.config.initializer_range or 0.02)
+        init.copy_(weight, rescaled)
 
     def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs) -> None:
         """`PreTrainedModel.save_pretrained`, with `auto_map` also naming the base model for `AutoModel`."""
