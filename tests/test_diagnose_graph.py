@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "diagnose_graph.py"
 def diagnose():
     spec = importlib.util.spec_from_file_location("diagnose_graph", SCRIPT)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
