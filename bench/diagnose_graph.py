@@ -27,7 +27,7 @@ the first logging step whose logged training loss is below ``(1 - --leave_margin
         --presets luke,full,no_match_edges,no_sent_edges --inits old,new --seeds 0 --max_steps 300
 
 ``--inits``: ``old`` = every label row at ``initializer_range`` (the init before issue 25); ``new`` = the entity label
-rows at ``ENTITY_LABEL_INIT_STD``; a number = the entity rows at that std. ``luke`` has no label tables: it runs once.
+rows at ``ENTITY_LABEL_LOGIT_STD``; a number = that label-logit std. ``luke`` has no label tables: it runs once.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from transformers.trainer_callback import PrinterCallback
 from transformers.utils import logging as hf_logging
 
 from gesa.configuration_gesa import ABLATION_PRESETS
-from gesa.modeling_gesa import ENTITY_LABEL_INIT_STD, GesaForEntitySpanQA, GesaPreTrainedModel
+from gesa.modeling_gesa import ENTITY_LABEL_LOGIT_STD, GesaForEntitySpanQA, GesaPreTrainedModel
 from gesa.processing_gesa import GesaProcessor
 from gesa.synthetic_gesa import generate_records, hop_count
 
@@ -65,7 +65,7 @@ class DiagnosticArguments:
     )
     inits: str = field(
         default="old,new",
-        metadata={"help": "Entity label row init per GESA run: 'old' (initializer_range), 'new', or a std."},
+        metadata={"help": "Entity label row init per GESA run: 'old' (initializer_range), 'new', or a logit std."},
     )
     seeds: str = field(default="0", metadata={"help": "Comma-separated seeds (tiny LUKE, model init, data order)."})
     hops: str = field(default="1,2", metadata={"help": "Hop counts of the tasks (1 = control, 2, 3)."})
@@ -101,11 +101,11 @@ class DiagnosticArguments:
 
 
 def parse_init(value: str) -> tuple[str, float | None]:
-    """'old' -> ('old', None); 'new' -> ('new', ENTITY_LABEL_INIT_STD); '0.5' -> ('0.5', 0.5)."""
+    """'old' -> ('old', None); 'new' -> ('new', ENTITY_LABEL_LOGIT_STD); '0.5' -> ('0.5', 0.5)."""
     if value == "old":
         return value, None
     if value == "new":
-        return value, ENTITY_LABEL_INIT_STD
+        return value, ENTITY_LABEL_LOGIT_STD
     try:
         return value, float(value)
     except ValueError:
@@ -173,13 +173,13 @@ def constant_score_loss(features: Dataset) -> float:
 
 
 def convert(luke_dir: Path, preset: str, std: float | None, processor: GesaProcessor, seed: int) -> Any:
-    previous = GesaPreTrainedModel.entity_label_init_std
-    GesaPreTrainedModel.entity_label_init_std = std
+    previous = GesaPreTrainedModel.entity_label_logit_std
+    GesaPreTrainedModel.entity_label_logit_std = std
     try:
         torch.manual_seed(seed)
         model = GesaForEntitySpanQA.from_luke_pretrained(luke_dir, ablation=preset)
     finally:
-        GesaPreTrainedModel.entity_label_init_std = previous
+        GesaPreTrainedModel.entity_label_logit_std = previous
     model.init_added_word_embeddings(processor.added_token_sources())
     return model
 
