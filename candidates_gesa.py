@@ -27,15 +27,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from .records_gesa import HIGHLIGHT_PATTERN, RECORD_HIGHLIGHT
+from .structure_gesa import EDGE_MATCH, EDGE_NONE, EDGE_PLC, EDGE_SELF, EDGE_SENT
+from .structure_gesa import build_entity_graph as structure_build_entity_graph
 
 # spaCy (OntoNotes) labels kept as ReCoRD-style candidates: named entities, not numbers/dates/quantities.
 DEFAULT_NER_LABELS: tuple[str, ...] = tuple(
     "PERSON NORP FAC ORG GPE LOC PRODUCT EVENT WORK_OF_ART LAW LANGUAGE".split()
 )
-# Entity-graph edge types returned by ``build_entity_graph`` (spec section 4, e2e precedence top to bottom).
-EDGE_NONE, EDGE_SELF, EDGE_PLC, EDGE_SENT, EDGE_MATCH = 0, 1, 2, 3, 4
 
 _PUNCTUATION_TABLE = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -61,9 +62,7 @@ def build_entity_graph(
     placeholder_entity_mask: Sequence[int],
     entity_attention_mask: Sequence[int] | None = None,
 ) -> np.ndarray:
-    """Reference (numpy) construction of the e2e graph of one feature, for inspection and tests.
-
-    The model builds the same labels on the device from the compact inputs; this function documents them.
+    """The e2e graph of one feature as the model builds it (`structure_gesa.build_entity_graph`), for inspection.
 
     Args:
         entity_sentence_ids: ``(E,)`` sentence index per entity, ``-1`` for none.
@@ -73,24 +72,18 @@ def build_entity_graph(
 
     Returns:
         ``(E, E)`` int64 array of edge types: ``EDGE_SELF`` on the diagonal, ``EDGE_PLC`` between the placeholder and
-        every other real entity, ``EDGE_SENT`` for two candidates in one sentence, ``EDGE_MATCH`` for two candidates
+        every other real entity, ``EDGE_SENT`` for two entities in one sentence, ``EDGE_MATCH`` for two entities
         with equal normalised strings in different sentences, ``EDGE_NONE`` otherwise. Symmetric.
     """
-    sentence = np.asarray(entity_sentence_ids, dtype=np.int64)
-    string_id = np.asarray(entity_string_ids, dtype=np.int64)
-    placeholder = np.asarray(placeholder_entity_mask).astype(bool)
-    real = np.ones_like(placeholder) if entity_attention_mask is None else np.asarray(entity_attention_mask) > 0
-    candidate = real & ~placeholder
-    pair_candidates = candidate[:, None] & candidate[None, :]
-    same_sentence = (sentence[:, None] == sentence[None, :]) & (sentence[:, None] >= 0)
-    same_string = (string_id[:, None] == string_id[None, :]) & (string_id[:, None] >= 0)
-    graph = np.full(sentence.shape * 2, EDGE_NONE, dtype=np.int64)
-    graph[pair_candidates & same_string & ~same_sentence] = EDGE_MATCH
-    graph[pair_candidates & same_sentence] = EDGE_SENT
-    real_pair = real[:, None] & real[None, :]
-    graph[real_pair & (placeholder[:, None] | placeholder[None, :])] = EDGE_PLC
-    graph[np.diag_indices_from(graph)] = np.where(real, EDGE_SELF, EDGE_NONE)
-    return graph
+    placeholder = torch.as_tensor(np.asarray(placeholder_entity_mask)).bool()[None]
+    real = None if entity_attention_mask is None else torch.as_tensor(np.asarray(entity_attention_mask))[None] > 0
+    graph = structure_build_entity_graph(
+        placeholder,
+        torch.as_tensor(np.asarray(entity_string_ids, dtype=np.int64))[None],
+        torch.as_tensor(np.asarray(entity_sentence_ids, dtype=np.int64))[None],
+        real=real,
+    )
+    return graph[0].numpy()
 
 
 def _import_spacy(purpose: str, then: str = "") -> Any:

@@ -16,7 +16,7 @@ inside torch or a silently wrong answer.
 
 `check_model_inputs` checks `GesaModel.forward`'s inputs (ranks, shapes and dtypes on the host; every value range
 read back in one host sync through `InputValueChecks`); the heads add `check_candidate_labels` and
-`check_one_placeholder` to the same sync; `check_kb_ids`, `check_shape` and `check_kar_mention_spans` serve the
+`check_one_placeholder` to the same sync; `check_kb_ids`, `check_shape` and `check_kar_inputs` serve the
 knowledge variants. `inputs_checked_by_head` tells a base model that the head running it has just checked the same
 inputs: per thread and per call (a context variable), never state on the model.
 
@@ -347,10 +347,73 @@ def check_shape(name: str, value: torch.Tensor | None, expected: tuple[int, ...]
         raise ValueError(f"{name} has shape {tuple(value.shape)}; expected {meaning} = {tuple(expected)}.")
 
 
+def check_kar_inputs(
+    kar_mention_spans: torch.Tensor | None,
+    kar_candidate_ids: torch.Tensor | None,
+    kar_candidate_priors: torch.Tensor | None,
+    kar_gold_candidates: torch.Tensor | None,
+    batch_size: int,
+    word_length: int,
+    kb_size: int,
+) -> None:
+    """KAR's inputs: mention spans `(B, C, 2)` (inclusive word spans, `[-1, -1]` padding), candidate KB ids
+    `(B, C, K)` (-1 padding), their priors `(B, C, K)` and gold candidates `(B, C)` (-1 none). Each needs what it
+    refers to (candidates their spans, priors and gold their candidates)."""
+    if kar_mention_spans is None:
+        raise ValueError(
+            "kar_candidate_ids was given without kar_mention_spans; pass the mention spans the candidates belong to."
+        )
+    if kar_mention_spans.dim() != 3 or kar_mention_spans.size(0) != batch_size or kar_mention_spans.size(2) != 2:
+        raise ValueError(
+            f"kar_mention_spans has shape {tuple(kar_mention_spans.shape)}; expected (batch={batch_size}, "
+            "mentions, 2) inclusive word spans."
+        )
+    num_mentions = kar_mention_spans.size(1)
+    if not torch.compiler.is_compiling() and kar_mention_spans.numel():
+        start, end = kar_mention_spans[..., 0], kar_mention_spans[..., 1]
+        padded = (start == -1) & (end == -1)
+        bad = ~padded & ((start < 0) | (end < start) | (end >= word_length))
+        if bad.any():
+            b, c = (int(i) for i in bad.nonzero()[0])
+            raise ValueError(
+                f"kar_mention_spans[{b}, {c}] = {kar_mention_spans[b, c].tolist()} is not an inclusive word span in "
+                f"[0, {word_length - 1}] (or [-1, -1] for padding)."
+            )
+    if kar_candidate_priors is not None and kar_candidate_ids is None:
+        raise ValueError("kar_candidate_priors was given without kar_candidate_ids.")
+    if kar_gold_candidates is not None and kar_candidate_ids is None:
+        raise ValueError("kar_gold_candidates was given without kar_candidate_ids.")
+    if kar_candidate_ids is None:
+        return
+    if kar_candidate_ids.dim() != 3 or tuple(kar_candidate_ids.shape[:2]) != (batch_size, num_mentions):
+        raise ValueError(
+            f"kar_candidate_ids has shape {tuple(kar_candidate_ids.shape)}; expected (batch, mentions, "
+            f"candidates) with batch, mentions = {(batch_size, num_mentions)} from kar_mention_spans."
+        )
+    check_kb_ids("kar_candidate_ids", kar_candidate_ids, kb_size)
+    check_shape(
+        "kar_candidate_priors", kar_candidate_priors, tuple(kar_candidate_ids.shape), "(batch, mentions, candidates)"
+    )
+    if kar_gold_candidates is not None:
+        check_shape("kar_gold_candidates", kar_gold_candidates, (batch_size, num_mentions), "(batch, mentions)")
+        valid = kar_candidate_ids >= 0
+        gold = kar_gold_candidates.clamp(min=0)
+        real = kar_gold_candidates >= 0
+        if not torch.compiler.is_compiling() and (
+            (kar_gold_candidates >= kar_candidate_ids.size(2)).any()
+            or (kar_gold_candidates < -1).any()
+            or (real & ~valid.gather(2, gold.clamp(max=kar_candidate_ids.size(2) - 1)[..., None])[..., 0]).any()
+        ):
+            raise ValueError(
+                "kar_gold_candidates must index a real candidate of its mention (in [0, candidates)) or be -1."
+            )
+
+
 __all__ = [
     "INTEGER_INPUTS",
     "InputValueChecks",
     "check_candidate_labels",
+    "check_kar_inputs",
     "check_kb_ids",
     "check_model_inputs",
     "check_one_placeholder",

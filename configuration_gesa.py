@@ -192,7 +192,26 @@ class GesaConfig(PreTrainedConfig):
 
     def __post_init__(self, **kwargs: Any) -> None:
         self._apply_ablation()
-        super().__post_init__(**kwargs)
+        super().__post_init__(**kwargs)  # ends with `_post_init_done`: from then on assignments are validated
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assignment validated like construction: the field's own check (`strict`, before this runs), then every
+        combination check (`validate_*`, as after `__init__`); a refused value is not kept, so a config that
+        `save_pretrained` writes always loads again."""
+        if not self.__dict__.get("_post_init_done") or name not in type(self).__dataclass_fields__:
+            super().__setattr__(name, value)
+            return
+        unset = object()
+        previous = self.__dict__.get(name, unset)
+        super().__setattr__(name, value)
+        try:
+            self.validate()
+        except Exception:
+            if previous is unset:
+                self.__dict__.pop(name, None)
+            else:
+                super().__setattr__(name, previous)
+            raise
 
     def _apply_ablation(self) -> None:
         """Resolve the preset-controlled fields: the preset's value, or the caller's when it does not contradict."""
@@ -271,7 +290,8 @@ class GesaConfig(PreTrainedConfig):
     def get_config_dict(
         cls, pretrained_model_name_or_path: str | os.PathLike, **kwargs: Any
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """`PreTrainedConfig.get_config_dict`, refusing a LUKE checkpoint: its weights need `from_luke_pretrained`."""
+        """`PreTrainedConfig.get_config_dict`, refusing a LUKE checkpoint (its weights need `from_luke_pretrained`)
+        and another GESA variant's checkpoint (naming the class that loads it)."""
         config_dict, kwargs = super().get_config_dict(pretrained_model_name_or_path, **kwargs)
         if config_dict.get("model_type") == "luke":
             raise ValueError(
@@ -279,6 +299,17 @@ class GesaConfig(PreTrainedConfig):
                 "one: from_pretrained would start GESA's queries, label tables and head at random. Convert it with "
                 "from_luke_pretrained of the model class, e.g. GesaForEntitySpanQA.from_luke_pretrained(path), which "
                 "maps LUKE's weights and logs what starts fresh."
+            )
+        model_type = config_dict.get("model_type")
+        if isinstance(model_type, str) and model_type.startswith("gesa") and model_type != cls.model_type:
+            saved = config_dict.get("architectures") or []
+            use = saved[0] if saved else (config_dict.get("auto_map") or {}).get("AutoModel", model_type)
+            raise ValueError(
+                f"{pretrained_model_name_or_path!s} is a {model_type!r} checkpoint ({use}), not a {cls.__name__} one "
+                f"({cls.model_type!r}): its weights do not fit this class (keys would be missing or left unused and "
+                f"start at random). Load it with {str(use).split('.')[-1]}.from_pretrained(path), or with "
+                "AutoModelForQuestionAnswering.from_pretrained(path, trust_remote_code=True), which picks the class "
+                "the checkpoint names."
             )
         return config_dict, kwargs
 

@@ -22,14 +22,15 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
-from typing import Any
+from huggingface_hub.dataclasses import strict, validated_field
 
-from .configuration_gesa import GesaConfig
+from .configuration_gesa import GesaConfig, ablation_name, positive
 
 # The edge types of GESA's heterogeneous entity graph (paper 3.2), in the order of the relation axis.
 LUKE_GRAPH_RELATIONS = ("plc", "sent", "match")
 
 
+@strict
 class LukeGraphConfig(GesaConfig):
     r"""LUKE + LUKE-Graph's gated relational graph network over the entity tokens.
 
@@ -39,20 +40,26 @@ class LukeGraphConfig(GesaConfig):
         ablation (`str`, defaults to `"luke"`):
             The backbone is LUKE: absolute word and entity positions, no relative-position labels. Other presets are
             refused (they would put GESA's labels under the graph network, which is not LUKE-Graph).
+
+    Validated on construction and on assignment, like every `GesaConfig` (`strict`).
     """
 
     model_type = "gesa_luke_graph"
 
-    def __init__(self, graph_num_layers: int = 2, ablation: str | None = "luke", **kwargs: Any) -> None:
-        if ablation != "luke":
+    graph_num_layers: int = validated_field(positive, default=2)
+    ablation: str | None = validated_field(ablation_name, default="luke")
+
+    def validate_luke_graph(self) -> None:
+        """LUKE-Graph's backbone is LUKE, and it reads its three edge types from GESA's entity graph."""
+        if isinstance(self.graph_num_layers, bool):
             raise ValueError(
-                f"LukeGraphConfig.ablation={ablation!r}: LUKE-Graph's backbone is LUKE, so ablation must be 'luke' "
-                "(for GESA's label ablations use GesaConfig)."
+                f"LukeGraphConfig.graph_num_layers must be a positive integer, got {self.graph_num_layers!r}."
             )
-        super().__init__(ablation=ablation, **kwargs)
-        self.graph_num_layers = graph_num_layers
-        if not isinstance(graph_num_layers, int) or isinstance(graph_num_layers, bool) or graph_num_layers <= 0:
-            raise ValueError(f"LukeGraphConfig.graph_num_layers must be a positive integer, got {graph_num_layers!r}.")
+        if self.ablation != "luke":
+            raise ValueError(
+                f"LukeGraphConfig.ablation={self.ablation!r}: LUKE-Graph's backbone is LUKE, so ablation must be "
+                "'luke' (for GESA's label ablations use GesaConfig)."
+            )
         switches = self.label_switches
         if not (switches["e2e"] and switches["e2e_graph"]) or switches["single_edge_label"]:
             raise ValueError(

@@ -849,9 +849,15 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
                 "(build the inputs with the processor)."
             )
         entity_ids = kwargs["entity_ids"]
+        # no entity (E = 0), or (B, E) with the placeholder alone (E = 1): no candidate to score
+        found = None
         if entity_ids.dim() >= 2 and entity_ids.size(-1) == 0:
+            found = "no entity"
+        elif entity_ids.dim() == 2 and entity_ids.size(-1) == 1:
+            found = "only the placeholder entity, no candidate"
+        if found is not None:
             raise ValueError(
-                f"entity_ids has shape {tuple(entity_ids.shape)}: no entity, so nothing to score. "
+                f"entity_ids has shape {tuple(entity_ids.shape)}: {found}, so nothing to score. "
                 f"{type(self).__name__} needs the placeholder entity and at least one candidate per example; encode "
                 "entity-free text with the base model."
             )

@@ -47,7 +47,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
-from .checks_gesa import check_kb_ids, check_shape
+from .checks_gesa import check_kar_inputs
 from .configuration_variants import KarConfig
 from .modeling_gesa import (
     GesaEntitySpanQAOutput,
@@ -318,65 +318,28 @@ class KarModel(KarPreTrainedModel, GesaModel):
         kar_candidate_priors: torch.Tensor | None,
         kar_gold_candidates: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """Check the KAR inputs, fill the defaults; returns spans `(B,C,2)`, ids `(B,C,K)`, priors, gold."""
-        if kar_mention_spans is None:
-            if kar_candidate_ids is not None:
-                raise ValueError(
-                    "kar_candidate_ids was given without kar_mention_spans; pass the mention spans the candidates "
-                    "belong to."
-                )
+        """Check the KAR inputs (`checks_gesa.check_kar_inputs`), fill the defaults; returns spans `(B,C,2)`, ids
+        `(B,C,K)`, priors, gold."""
+        if kar_mention_spans is None and kar_candidate_ids is None:
             kar_mention_spans = self._spans_from_entities(
                 batch_size, device, entity_position_ids, entity_attention_mask, placeholder_entity_mask
             )
-        if kar_mention_spans.dim() != 3 or kar_mention_spans.size(0) != batch_size or kar_mention_spans.size(2) != 2:
-            raise ValueError(
-                f"kar_mention_spans has shape {tuple(kar_mention_spans.shape)}; expected (batch={batch_size}, "
-                "mentions, 2) inclusive word spans."
-            )
-        num_mentions = kar_mention_spans.size(1)
-        if not torch.compiler.is_compiling() and kar_mention_spans.numel():
-            start, end = kar_mention_spans[..., 0], kar_mention_spans[..., 1]
-            padded = (start == -1) & (end == -1)
-            bad = ~padded & ((start < 0) | (end < start) | (end >= word_length))
-            if bad.any():
-                b, c = (int(i) for i in bad.nonzero()[0])
-                raise ValueError(
-                    f"kar_mention_spans[{b}, {c}] = {kar_mention_spans[b, c].tolist()} is not an inclusive word span in "
-                    f"[0, {word_length - 1}] (or [-1, -1] for padding)."
-                )
-        if kar_candidate_priors is not None and kar_candidate_ids is None:
-            raise ValueError("kar_candidate_priors was given without kar_candidate_ids.")
-        if kar_gold_candidates is not None and kar_candidate_ids is None:
-            raise ValueError("kar_gold_candidates was given without kar_candidate_ids.")
-        if kar_candidate_ids is None:
-            kar_candidate_ids = torch.full((batch_size, num_mentions, 1), -1, dtype=torch.long, device=device)
-        if kar_candidate_ids.dim() != 3 or tuple(kar_candidate_ids.shape[:2]) != (batch_size, num_mentions):
-            raise ValueError(
-                f"kar_candidate_ids has shape {tuple(kar_candidate_ids.shape)}; expected (batch, mentions, "
-                f"candidates) with batch, mentions = {(batch_size, num_mentions)} from kar_mention_spans."
-            )
-        check_kb_ids("kar_candidate_ids", kar_candidate_ids, knowledge_table(self).size(0))
-        valid = kar_candidate_ids >= 0
-        if kar_candidate_priors is None:
-            kar_candidate_priors = valid.float() / valid.sum(-1, keepdim=True).clamp(min=1)
-        check_shape(
-            "kar_candidate_priors",
+        check_kar_inputs(
+            kar_mention_spans,
+            kar_candidate_ids,
             kar_candidate_priors,
-            tuple(kar_candidate_ids.shape),
-            "(batch, mentions, candidates)",
+            kar_gold_candidates,
+            batch_size,
+            word_length,
+            knowledge_table(self).size(0),
         )
-        if kar_gold_candidates is not None:
-            check_shape("kar_gold_candidates", kar_gold_candidates, (batch_size, num_mentions), "(batch, mentions)")
-            gold = kar_gold_candidates.clamp(min=0)
-            real = kar_gold_candidates >= 0
-            if not torch.compiler.is_compiling() and (
-                (kar_gold_candidates >= kar_candidate_ids.size(2)).any()
-                or (kar_gold_candidates < -1).any()
-                or (real & ~valid.gather(2, gold.clamp(max=kar_candidate_ids.size(2) - 1)[..., None])[..., 0]).any()
-            ):
-                raise ValueError(
-                    "kar_gold_candidates must index a real candidate of its mention (in [0, candidates)) or be -1."
-                )
+        if kar_candidate_ids is None:
+            kar_candidate_ids = torch.full(
+                (batch_size, kar_mention_spans.size(1), 1), -1, dtype=torch.long, device=device
+            )
+        if kar_candidate_priors is None:
+            valid = kar_candidate_ids >= 0
+            kar_candidate_priors = valid.float() / valid.sum(-1, keepdim=True).clamp(min=1)
         return kar_mention_spans, kar_candidate_ids, kar_candidate_priors, kar_gold_candidates
 
     @staticmethod

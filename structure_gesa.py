@@ -181,10 +181,53 @@ def build_entity_word_labels(
     return e2w
 
 
+# Edge kinds of the entity graph (paper 3.2), by precedence: self, then PLC, SENT, MATCH; none otherwise.
+EDGE_NONE, EDGE_SELF, EDGE_PLC, EDGE_SENT, EDGE_MATCH = 0, 1, 2, 3, 4
+
+
+def build_entity_graph(
+    placeholder: torch.Tensor,
+    entity_string_ids: torch.Tensor,
+    entity_sentence_ids: torch.Tensor,
+    real: torch.Tensor | None = None,
+    plc_edges: bool = True,
+    sent_edges: bool = True,
+    match_edges: bool = True,
+) -> torch.Tensor:
+    """THE entity graph (paper 3.2): edge kind `(B, E, E)` long (`EDGE_*`) of every entity pair.
+
+    `placeholder` bool `(B, E)`; `entity_string_ids`, `entity_sentence_ids` `(B, E)`, -1 for none. Self on the
+    diagonal; PLC between the placeholder and every entity; SENT between two entities of one sentence; MATCH between
+    two entities with equal strings in different sentences (both in some sentence); none otherwise. A switched-off
+    kind (`plc_edges`, ...) leaves its pairs to the next kind down. `real` bool `(B, E)`: pairs with a padded entity
+    get `EDGE_NONE` (the model passes None: padded entities are masked as keys instead). Symmetric.
+    """
+    E = entity_string_ids.size(1)
+    device = entity_string_ids.device
+    graph = torch.full(entity_string_ids.shape + (E,), EDGE_NONE, dtype=torch.long, device=device)
+    has_sentence = entity_sentence_ids >= 0
+    same_sentence = (entity_sentence_ids[:, :, None] == entity_sentence_ids[:, None, :]) & has_sentence[:, :, None]
+    if match_edges:
+        same_string = (entity_string_ids[:, :, None] == entity_string_ids[:, None, :]) & (
+            entity_string_ids[:, :, None] >= 0
+        )
+        match = same_string & ~same_sentence & has_sentence[:, :, None] & has_sentence[:, None, :]
+        graph = graph.masked_fill(match, EDGE_MATCH)
+    if sent_edges:
+        graph = graph.masked_fill(same_sentence, EDGE_SENT)
+    if plc_edges:
+        graph = graph.masked_fill(placeholder[:, :, None] | placeholder[:, None, :], EDGE_PLC)
+    graph = graph.masked_fill(torch.eye(E, dtype=torch.bool, device=device), EDGE_SELF)
+    if real is not None:
+        graph = graph.masked_fill(~(real[:, :, None] & real[:, None, :]), EDGE_NONE)
+    return graph
+
+
 def build_entity_entity_labels(
     config: LabelConfig, placeholder: torch.Tensor, entity_string_ids: torch.Tensor, entity_sentence_ids: torch.Tensor
 ) -> torch.Tensor:
-    """e2e label ids `(B, E, E)`: none, MATCH, SENT, PLC, self (graph) or entity-index distances (e2e_local)."""
+    """e2e label ids `(B, E, E)`: the entity graph's edges (`build_entity_graph`: none, MATCH, SENT, PLC, self, or
+    one shared label for every edge with `single_edge_label`), or entity-index distances (e2e_local)."""
     labels = RelativeLabels(config.max_relative_position)
     switches = config.label_switches
     batch_size, E = entity_string_ids.shape
@@ -195,22 +238,24 @@ def build_entity_entity_labels(
     if not switches["e2e_graph"]:
         e2e = labels.distance(entity_index[None, :] - entity_index[:, None], labels.entity_distance_offset)
         return e2e.expand(batch_size, E, E)
+    graph = build_entity_graph(
+        placeholder,
+        entity_string_ids,
+        entity_sentence_ids,
+        plc_edges=switches["plc_edges"],
+        sent_edges=switches["sent_edges"],
+        match_edges=switches["match_edges"],
+    )
     single = switches["single_edge_label"]
-    e2e = torch.full((batch_size, E, E), labels.no_edge, dtype=torch.long, device=device)
-    has_sentence = entity_sentence_ids >= 0
-    same_sentence = (entity_sentence_ids[:, :, None] == entity_sentence_ids[:, None, :]) & has_sentence[:, :, None]
-    if switches["match_edges"]:
-        same_string = (entity_string_ids[:, :, None] == entity_string_ids[:, None, :]) & (
-            entity_string_ids[:, :, None] >= 0
-        )
-        match = same_string & ~same_sentence & has_sentence[:, :, None] & has_sentence[:, None, :]
-        e2e = torch.where(match, labels.any_edge if single else labels.match_edge, e2e)
-    if switches["sent_edges"]:
-        e2e = torch.where(same_sentence, labels.any_edge if single else labels.sent_edge, e2e)
-    if switches["plc_edges"]:
-        plc = placeholder[:, :, None] | placeholder[:, None, :]
-        e2e = torch.where(plc, labels.any_edge if single else labels.plc_edge, e2e)
-    return torch.where(torch.eye(E, dtype=torch.bool, device=device), labels.self_edge, e2e)
+    e2e = torch.full_like(graph, labels.no_edge)
+    for kind, label in (
+        (EDGE_SELF, labels.self_edge),
+        (EDGE_PLC, labels.any_edge if single else labels.plc_edge),
+        (EDGE_SENT, labels.any_edge if single else labels.sent_edge),
+        (EDGE_MATCH, labels.any_edge if single else labels.match_edge),
+    ):
+        e2e = e2e.masked_fill(graph == kind, label)
+    return e2e
 
 
 def assemble_labels(w2w: torch.Tensor, e2w: torch.Tensor | None, e2e: torch.Tensor | None) -> torch.Tensor:
@@ -483,7 +528,13 @@ __all__ = [
     "TokenStructure",
     "assemble_labels",
     "build_attention_allowed",
+    "EDGE_MATCH",
+    "EDGE_NONE",
+    "EDGE_PLC",
+    "EDGE_SELF",
+    "EDGE_SENT",
     "build_entity_entity_labels",
+    "build_entity_graph",
     "build_entity_word_labels",
     "build_word_word_labels",
     "cached_plan",

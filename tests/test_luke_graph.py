@@ -25,6 +25,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from huggingface_hub.errors import StrictDataclassError
 from transformers import AutoTokenizer, LukeModel
 from variant_helpers import gesa_features, reload_in_fresh_process
 
@@ -283,13 +284,35 @@ def test_save_and_reload_with_remote_code_in_fresh_process(tiny_luke_dir, record
     ("kwargs", "message"),
     [
         ({"ablation": "full"}, "ablation must be 'luke'"),
-        ({"graph_num_layers": 0}, "graph_num_layers must be a positive integer"),
+        ({"graph_num_layers": 0}, "graph_num_layers.*must be a positive integer"),
         ({"label_switches": {"single_edge_label": True}}, "single_edge_label off"),
     ],
 )
 def test_bad_config_values_raise_clear_errors(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((ValueError, StrictDataclassError), match=rf"(?s){message}"):
         LukeGraphConfig(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("graph_num_layers", -3, "graph_num_layers.*must be a positive integer"),
+        ("graph_num_layers", True, "graph_num_layers must be a positive integer"),
+        ("ablation", None, "ablation must be 'luke'"),
+        ("ablation", "full", "ablation must be 'luke'"),
+    ],
+)
+def test_bad_config_assignments_are_refused_like_construction(tmp_path, field, value, message):
+    """An assignment is validated as construction is; the refused value is not kept, so the config still saves
+    and loads as LUKE-Graph."""
+    config = LukeGraphConfig(**TINY)
+    before = getattr(config, field)
+    with pytest.raises((ValueError, StrictDataclassError), match=rf"(?s){message}"):
+        setattr(config, field, value)
+    assert getattr(config, field) == before
+    config.save_pretrained(tmp_path)
+    reloaded = LukeGraphConfig.from_pretrained(tmp_path)
+    assert reloaded.graph_num_layers == config.graph_num_layers and reloaded.ablation == "luke"
 
 
 def test_the_gate_needs_the_question_tokens():

@@ -631,6 +631,48 @@ BAD_GESA_FIELDS = [
 ]
 
 
+# what each variant's config needs on top of TINY (two layers)
+TINY_VARIANT_FIELDS = {"XhConfig": {"xh_num_hop_layers": 1}, "LukeGraphConfig": {"ablation": "luke"}}
+
+
+def every_config_class():
+    from gesa import ErnieConfig, KarConfig, LukeGraphConfig, XhConfig
+
+    return [GesaConfig, KarConfig, ErnieConfig, XhConfig, LukeGraphConfig]
+
+
+@pytest.mark.parametrize("config_class", every_config_class(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("hidden_size", 33, "multiple of num_attention_heads"),  # a combination check, as after __init__
+        ("num_hidden_layers", -3, "positive integer"),
+        ("ablation", "no_mention_label", "ablation"),
+    ],
+)
+def test_config_assignment_is_validated_like_construction(tmp_path, config_class, field, value, message):
+    """Every config class: an assignment construction would refuse is refused, the old value kept, and the config
+    still saves and reloads."""
+    config = config_class(**TINY, **TINY_VARIANT_FIELDS.get(config_class.__name__, {}))
+    before = getattr(config, field)
+    with config_error(field if field != "ablation" else "", message):
+        setattr(config, field, value)
+    assert getattr(config, field) == before
+    config.save_pretrained(tmp_path)
+    assert getattr(config_class.from_pretrained(tmp_path), field) == before
+
+
+@pytest.mark.parametrize("config_class", every_config_class()[:4], ids=lambda c: c.__name__)
+def test_assigning_no_ablation_keeps_a_config_that_reloads(tmp_path, config_class):
+    """`ablation = None` on a preset config keeps the preset's fields as a custom combination that saves and loads."""
+    config = config_class(**TINY, **{**TINY_VARIANT_FIELDS.get(config_class.__name__, {}), "ablation": "luke"})
+    config.ablation = None
+    config.save_pretrained(tmp_path)
+    reloaded = config_class.from_pretrained(tmp_path)
+    assert reloaded.ablation is None
+    assert reloaded.use_absolute_position_embeddings and not reloaded.use_relative_labels
+
+
 def test_every_gesa_config_field_is_checked():
     own = {f.name for f in dataclasses.fields(GesaConfig)} - BASE_CONFIG_FIELDS
     assert own == {name for name, _, _ in BAD_GESA_FIELDS}
@@ -675,10 +717,10 @@ def test_ablation_preset_and_agreeing_fields_round_trip(tmp_path):
     assert reloaded.ablation == "luke" and reloaded.label_switches == config.label_switches
     assert tiny_config(ablation="e2e_local").label_switches["e2e_graph"] is False
     assert tiny_config().use_relative_labels is True and tiny_config().use_absolute_position_embeddings is False
-    # a preset field changed after construction no longer matches the named row: saving says so
-    config.use_relative_labels = True
+    # a preset field changed after construction would no longer match the named row: the assignment is refused
     with config_error("ablation='luke' no longer holds"):
-        config.save_pretrained(tmp_path / "changed")
+        config.use_relative_labels = True
+    assert config.use_relative_labels is False
 
 
 def test_unexpected_forward_inputs_are_refused():
