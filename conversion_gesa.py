@@ -126,6 +126,7 @@ def convert_luke_checkpoint(
             )
         used[key] = tensor
     base.load_state_dict(used, strict=False)
+    model.fit_entity_label_rows_to_queries()  # fresh label tables: entity rows fit to LUKE's queries
     prefix = f"{cls.base_model_prefix}." if model is not base else ""
     missing = sorted(prefix + k for k in base_state if k not in used)
     if prefix:

@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
+from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.dynamic_module_utils import get_relative_import_files
 from transformers.modeling_layers import GradientCheckpointingLayer
@@ -69,6 +70,15 @@ def create_position_ids_from_input_ids(input_ids: torch.Tensor, padding_idx: int
     """LUKE/RoBERTa positions: `padding_idx + 1 + index` for real tokens, `padding_idx` for padding."""
     mask = input_ids.ne(padding_idx).int()
     return (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + padding_idx
+
+
+# Initial std of the label logits `q_i . r_ij / sqrt(d)` of the entity families
+# (`GesaPreTrainedModel.entity_label_logit_std`; docs/diagnostic.md).
+ENTITY_LABEL_LOGIT_STD = 2.0
+
+
+class LabelTable(nn.Embedding):
+    """A layer's key-side label table (`r_ij` of Eq. 1): an `nn.Embedding` that `_init_weights` recognises."""
 
 
 class GesaEmbeddings(nn.Module):
@@ -184,7 +194,7 @@ class GesaSelfAttention(nn.Module):
         self.value = nn.Linear(config.hidden_size, self.all_head_size)
         self.dropout_prob = config.attention_probs_dropout_prob
         self.label_embeddings = (
-            nn.Embedding(config.num_relative_labels, self.head_size, padding_idx=RelativeLabels.NULL)
+            LabelTable(config.num_relative_labels, self.head_size, padding_idx=RelativeLabels.NULL)
             if config.use_relative_labels
             else None
         )
@@ -430,6 +440,55 @@ class GesaPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings"]
     # the loss is a mean over real candidates, not over label tokens: Trainer must not pass num_items_in_batch
     accepts_loss_kwargs = False
+    # The label rows an entity takes part in (w2e/e2w: PLC-question, mention, non-mention; e2e: self, edges, entity
+    # distances) start so that their label logits `q_i . r_ij / sqrt(d)` have this std. All [MASK] candidates start
+    # alike: at `initializer_range` they attend alike and score alike for hundreds of steps (docs/diagnostic.md);
+    # with logits of std 2 each entity sees its own mentions and edges from step 0. The word rows (w2w distances,
+    # CLS, question) keep `initializer_range`, so a converted LUKE's words compute exactly what they did. `None`:
+    # every row at `initializer_range` (the init before this).
+    entity_label_logit_std: float | None = ENTITY_LABEL_LOGIT_STD
+
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, LabelTable):
+            self._init_entity_label_rows(module.weight)
+
+    def entity_label_std(self, query_norm: float | None = None) -> float:
+        """Std of the entity label rows giving label logits of std `entity_label_logit_std` for inputs of unit
+        variance (after LayerNorm): `logit_std * sqrt(d) / |W_h|_F`, with `query_norm` the mean Frobenius norm of one
+        head's query matrix `W_h` (`d x D`); default: that of a fresh query, `initializer_range * sqrt(d * D)`."""
+        head_size = self.config.hidden_size // self.config.num_attention_heads
+        if query_norm is None:
+            query_norm = (self.config.initializer_range or 0.02) * (head_size * self.config.hidden_size) ** 0.5
+        return self.entity_label_logit_std * head_size**0.5 / max(query_norm, 1e-12)
+
+    def _init_entity_label_rows(self, weight: torch.Tensor) -> None:
+        """Rescale the entity families' rows of a freshly drawn label table to `entity_label_std()` (no RNG use:
+        every other parameter is drawn exactly as before). A table loaded from a checkpoint is left alone."""
+        if self.entity_label_logit_std is None or getattr(weight, "_is_hf_initialized", False):
+            return
+        first = RelativeLabels(self.config.max_relative_position).plc_question
+        rescaled = weight.detach().clone()
+        rescaled[first:] *= self.entity_label_std() / (self.config.initializer_range or 0.02)
+        init.copy_(weight, rescaled)
+
+    @torch.no_grad()
+    def fit_entity_label_rows_to_queries(self) -> None:
+        """After LUKE's queries were loaded into a fresh model (`from_luke_pretrained`): rescale each layer's entity
+        label rows from the fresh-query std to `entity_label_std` of that layer's entity-aware queries."""
+        if self.entity_label_logit_std is None:
+            return
+        first = RelativeLabels(self.config.max_relative_position).plc_question
+        for module in self.modules():
+            if not isinstance(module, GesaSelfAttention) or module.label_embeddings is None:
+                continue
+            names = ("w2e_query", "e2w_query", "e2e_query") if module.entity_aware else ("w2w_query",)
+            norms = [
+                getattr(module, name).weight.view(module.num_heads, module.head_size, -1).norm(dim=(1, 2)).mean()
+                for name in names
+            ]
+            factor = self.entity_label_std(float(torch.stack(norms).mean())) / self.entity_label_std()
+            module.label_embeddings.weight[first:] *= factor
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args, **kwargs):

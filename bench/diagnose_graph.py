@@ -1,0 +1,348 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Does the graph help? Train ablation presets on synthetic multi-hop cloze tasks and compare their curves.
+
+Everything is built here, offline: the tasks (``synthetic_gesa``), a byte-level BPE trained on them, a random tiny
+LUKE (width 64, 4 layers, 4 heads by default) saved like a Hub checkpoint, and from it one GESA per preset
+(``from_luke_pretrained``), trained with ``Trainer`` on ``GesaProcessor`` features. It prints, per preset and label
+init, the training loss every ``--logging_steps``, the step at which the loss leaves the constant-score level and the
+dev exact match per hop count, each the mean over ``--seeds``, and saves the curves as a PNG.
+
+Constant-score level: the training loss of a model giving every candidate the same score, i.e. the binary entropy
+``H(p)`` of the training features' positive rate ``p`` (0.234 for one answer among 16 candidates). A run *leaves* it at
+the first logging step whose logged training loss is below ``(1 - --leave_margin) * H(p)``.
+
+    OMP_NUM_THREADS=1 PYTHONPATH=<dir holding gesa> python bench/diagnose_graph.py \\
+        --presets luke,full,no_match_edges,no_sent_edges --inits old,new --seeds 0 --max_steps 300
+
+``--inits``: ``old`` = every label row at ``initializer_range`` (the init before issue 25); ``new`` = the entity label
+rows at ``ENTITY_LABEL_LOGIT_STD``; a number = that label-logit std. ``luke`` has no label tables: it runs once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from datasets import Dataset
+from transformers import HfArgumentParser, LukeConfig, LukeModel, LukeTokenizer, Trainer, TrainingArguments
+from transformers.trainer_callback import PrinterCallback
+from transformers.utils import logging as hf_logging
+
+from gesa.configuration_gesa import ABLATION_PRESETS
+from gesa.modeling_gesa import ENTITY_LABEL_LOGIT_STD, GesaForEntitySpanQA, GesaPreTrainedModel
+from gesa.processing_gesa import GesaProcessor
+from gesa.synthetic_gesa import generate_records, hop_count
+
+ENTITY_VOCAB = {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3}
+SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
+
+
+@dataclass
+class DiagnosticArguments:
+    presets: str = field(
+        default="luke,full,no_match_edges,no_sent_edges",
+        metadata={"help": "Comma-separated ABLATION_PRESETS names, or 'all' (the 14 rows)."},
+    )
+    inits: str = field(
+        default="old,new",
+        metadata={"help": "Entity label row init per GESA run: 'old' (initializer_range), 'new', or a logit std."},
+    )
+    seeds: str = field(default="0", metadata={"help": "Comma-separated seeds (tiny LUKE, model init, data order)."})
+    hops: str = field(default="1,2", metadata={"help": "Hop counts of the tasks (1 = control, 2, 3)."})
+    pairs: int = field(default=4, metadata={"help": "Chains (cities) per passage."})
+    distractors: int = field(default=0, metadata={"help": "'W visited CITY.' sentences per passage."})
+    train_size: int = field(default=2000, metadata={"help": "Training records (hop counts cycle)."})
+    eval_size: int = field(default=300, metadata={"help": "Dev records (hop counts cycle)."})
+    data_seed: int = field(default=0, metadata={"help": "Seed of the generated data (the same for every run)."})
+    max_steps: int = field(default=300, metadata={"help": "Training steps per run."})
+    batch_size: int = field(default=16)
+    learning_rate: float = field(default=5e-4)
+    logging_steps: int = field(default=25)
+    leave_margin: float = field(default=0.05, metadata={"help": "Relative margin below the constant-score loss."})
+    hidden_size: int = field(default=64)
+    num_hidden_layers: int = field(default=4)
+    num_attention_heads: int = field(default=4)
+    output_dir: str = field(default="diagnostic_out", metadata={"help": "results.json and curves.png go here."})
+    plot_title: str = field(default="")
+
+    def __post_init__(self) -> None:
+        names = list(ABLATION_PRESETS) if self.presets == "all" else self.presets.split(",")
+        unknown = [name for name in names if name not in ABLATION_PRESETS]
+        if unknown:
+            raise SystemExit(
+                f"diagnose_graph.py: --presets: unknown {unknown}; choose from {sorted(ABLATION_PRESETS)}"
+            )
+        self.preset_list = names
+        self.init_list = [parse_init(value) for value in self.inits.split(",")]
+        self.seed_list = [int(seed) for seed in self.seeds.split(",")]
+        self.hop_list = [int(hop) for hop in self.hops.split(",")]
+        if self.leave_margin < 0 or self.max_steps < self.logging_steps:
+            raise SystemExit("diagnose_graph.py: --leave_margin must be >= 0 and --max_steps >= --logging_steps")
+
+
+def parse_init(value: str) -> tuple[str, float | None]:
+    """'old' -> ('old', None); 'new' -> ('new', ENTITY_LABEL_LOGIT_STD); '0.5' -> ('0.5', 0.5)."""
+    if value == "old":
+        return value, None
+    if value == "new":
+        return value, ENTITY_LABEL_LOGIT_STD
+    try:
+        return value, float(value)
+    except ValueError:
+        raise SystemExit(f"diagnose_graph.py: --inits: {value!r} is not 'old', 'new' or a number") from None
+
+
+def train_tokenizer(texts: list[str], directory: Path) -> LukeTokenizer:
+    """A byte-level BPE (RoBERTa's layout) trained on the generated texts, as LUKE's tokenizer."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=600,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    backend.train_from_iterator(texts, trainer=trainer)
+    model = json.loads(backend.to_str())["model"]
+    merges = [" ".join(merge) if isinstance(merge, list) else merge for merge in model["merges"]]
+    (directory / "vocab.json").write_text(json.dumps(model["vocab"]), encoding="utf-8")
+    (directory / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
+    return LukeTokenizer(
+        vocab=str(directory / "vocab.json"),
+        merges=str(directory / "merges.txt"),
+        entity_vocab=dict(ENTITY_VOCAB),
+        task=None,
+    )
+
+
+def build_tiny_luke(args: DiagnosticArguments, tokenizer: LukeTokenizer, seed: int, path: Path) -> Path:
+    """A random LUKE saved like a Hub checkpoint; entity-aware queries tied to the word query as in released LUKE."""
+    config = LukeConfig(
+        vocab_size=len(tokenizer),
+        entity_vocab_size=len(ENTITY_VOCAB),
+        hidden_size=args.hidden_size,
+        entity_emb_size=args.hidden_size // 2,
+        num_hidden_layers=args.num_hidden_layers,
+        num_attention_heads=args.num_attention_heads,
+        intermediate_size=4 * args.hidden_size,
+        max_position_embeddings=260,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    torch.manual_seed(seed)
+    model = LukeModel(config)
+    with torch.no_grad():
+        for layer in model.encoder.layer:
+            attention = layer.attention.self
+            for name in ("w2e_query", "e2w_query", "e2e_query"):
+                getattr(attention, name).weight.copy_(attention.query.weight)
+                getattr(attention, name).bias.copy_(attention.query.bias)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def constant_score_loss(features: Dataset) -> float:
+    """Binary entropy of the positive rate over real candidates (the placeholder is no candidate)."""
+    positives = sum(sum(labels[1:]) for labels in features["labels"])
+    candidates = sum(sum(mask[1:]) for mask in features["entity_attention_mask"])
+    p = positives / candidates
+    return -(p * math.log(p) + (1 - p) * math.log(1 - p))
+
+
+def convert(luke_dir: Path, preset: str, std: float | None, processor: GesaProcessor, seed: int) -> Any:
+    previous = GesaPreTrainedModel.entity_label_logit_std
+    GesaPreTrainedModel.entity_label_logit_std = std
+    try:
+        torch.manual_seed(seed)
+        model = GesaForEntitySpanQA.from_luke_pretrained(luke_dir, ablation=preset)
+    finally:
+        GesaPreTrainedModel.entity_label_logit_std = previous
+    model.init_added_word_embeddings(processor.added_token_sources())
+    return model
+
+
+def exact_match_per_hop(trainer: Trainer, dev: Dataset, dev_columns: dict[str, list]) -> dict[int, float]:
+    logits = trainer.predict(dev).predictions
+    predicted = GesaProcessor.post_process_predictions(
+        dev_columns["example_id"], dev_columns["candidate_texts"], logits
+    )
+    answers = dict(zip(dev_columns["example_id"], dev_columns["answers"], strict=True))
+    per_hop: dict[int, list[float]] = {}
+    for example_id, text in predicted.items():
+        per_hop.setdefault(hop_count(example_id), []).append(float(text in answers[example_id]))
+    return {hop: 100.0 * sum(hits) / len(hits) for hop, hits in sorted(per_hop.items())}
+
+
+def run_one(args, luke_dir, processor, train, dev, dev_columns, preset, std, seed, workdir) -> dict[str, Any]:
+    model = convert(luke_dir, preset, std, processor, seed)
+    training_args = TrainingArguments(
+        output_dir=str(workdir / "trainer"),
+        max_steps=args.max_steps,
+        per_device_train_batch_size=args.batch_size,
+        per_device_eval_batch_size=64,
+        learning_rate=args.learning_rate,
+        logging_steps=args.logging_steps,
+        save_strategy="no",
+        eval_strategy="no",
+        report_to="none",
+        seed=seed,
+        use_cpu=True,
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+    )
+    trainer = Trainer(
+        model=model, args=training_args, train_dataset=train, data_collator=processor.get_data_collator()
+    )
+    trainer.remove_callback(PrinterCallback)  # the table below reports the losses
+    start = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - start
+    curve = [(entry["step"], entry["loss"]) for entry in trainer.state.log_history if "loss" in entry]
+    return {"curve": curve, "em": exact_match_per_hop(trainer, dev, dev_columns), "seconds": seconds}
+
+
+def leave_step(curve: list[tuple[int, float]], level: float, margin: float) -> int | None:
+    return next((step for step, loss in curve if loss < (1.0 - margin) * level), None)
+
+
+def summarise(args: DiagnosticArguments, runs: list[dict[str, Any]], level: float) -> list[dict[str, Any]]:
+    rows = []
+    for key in dict.fromkeys((run["preset"], run["init"]) for run in runs):
+        group = [run for run in runs if (run["preset"], run["init"]) == key]
+        steps = [step for step, _ in group[0]["curve"]]
+        mean_curve = [sum(run["curve"][i][1] for run in group) / len(group) for i in range(len(steps))]
+        leaves = [leave_step(run["curve"], level, args.leave_margin) for run in group]
+        hops = sorted(group[0]["em"])
+        rows.append(
+            {
+                "preset": key[0],
+                "init": key[1],
+                "seeds": [run["seed"] for run in group],
+                "steps": steps,
+                "loss": mean_curve,
+                "leave_steps": leaves,
+                # a run that never leaves counts as max_steps + logging_steps in the mean
+                "leave_mean": sum(s if s is not None else args.max_steps + args.logging_steps for s in leaves)
+                / len(leaves),
+                "em": {hop: sum(run["em"][hop] for run in group) / len(group) for hop in hops},
+                "seconds": sum(run["seconds"] for run in group) / len(group),
+            }
+        )
+    return rows
+
+
+def print_table(args: DiagnosticArguments, rows: list[dict[str, Any]], level: float) -> None:
+    hops = sorted({hop for row in rows for hop in row["em"]})
+    print(f"constant-score loss H(p) = {level:.3f}; leave = first logged loss < {(1 - args.leave_margin) * level:.3f}")
+    print(f"loss every {args.logging_steps} steps, mean over seeds {args.seed_list}; EM on the dev set per hop count")
+    header = ["preset", "init", "leave@ (per seed)", *[f"EM {h}-hop" for h in hops], "s/run", "training loss"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        leaves = ",".join("never" if s is None else str(s) for s in row["leave_steps"])
+        cells = [row["preset"], row["init"], f"{row['leave_mean']:.0f} ({leaves})"]
+        cells += [f"{row['em'][h]:.1f}" for h in hops]
+        cells += [f"{row['seconds']:.0f}", " ".join(f"{loss:.3f}" for loss in row["loss"])]
+        print("| " + " | ".join(cells) + " |")
+    luke = [row for row in rows if row["preset"] == "luke"]
+    if luke:
+        bound = luke[0]["leave_mean"]
+        for init in dict.fromkeys(row["init"] for row in rows if row["preset"] != "luke"):
+            late = [
+                r["preset"] for r in rows if r["init"] == init and r["preset"] != "luke" and r["leave_mean"] > bound
+            ]
+            verdict = "every GESA preset leaves no later than LUKE" if not late else f"later than LUKE: {late}"
+            print(f"init {init}: {verdict} (LUKE leaves at {bound:.0f})")
+
+
+def plot(args: DiagnosticArguments, rows: list[dict[str, Any]], level: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    inits = list(dict.fromkeys(row["init"] for row in rows if row["preset"] != "luke")) or ["luke"]
+    figure, axes = plt.subplots(1, len(inits), figsize=(6 * len(inits), 4.2), sharey=True, squeeze=False)
+    for axis, init in zip(axes[0], inits, strict=True):
+        for row in rows:
+            if row["init"] == init or row["preset"] == "luke":
+                style = {"color": "black", "linewidth": 2.5} if row["preset"] == "luke" else {"linewidth": 1.2}
+                axis.plot(row["steps"], row["loss"], label=row["preset"], **style)
+        axis.axhline(level, color="grey", linestyle="--", linewidth=1)
+        axis.axhline((1 - args.leave_margin) * level, color="grey", linestyle=":", linewidth=1)
+        axis.set_title(f"entity label init: {init}")
+        axis.set_xlabel("step")
+        axis.grid(alpha=0.3)
+    axes[0][0].set_ylabel("training loss (mean over seeds)")
+    axes[0][-1].legend(fontsize=7, ncol=2)
+    figure.suptitle(args.plot_title or f"hops {args.hops}, seeds {args.seeds}; dashed: constant-score loss")
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    (args,) = HfArgumentParser(DiagnosticArguments).parse_args_into_dataclasses(args=argv)
+    hf_logging.set_verbosity_error()
+    output = Path(args.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    train_records = generate_records(args.train_size, args.hop_list, args.data_seed, args.pairs, args.distractors)
+    dev_records = generate_records(
+        args.eval_size, args.hop_list, args.data_seed + 10_000, args.pairs, args.distractors, prefix="dev"
+    )
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="gesa-diagnostic-") as tmp:
+        workdir = Path(tmp)
+        texts = [r["passage"]["text"] for r in train_records] + [r["qas"][0]["query"] for r in train_records]
+        tokenizer = train_tokenizer(texts, workdir)
+        processor = GesaProcessor(
+            tokenizer, max_seq_length=160, doc_stride=64, max_query_length=32, candidate_source="annotations"
+        )
+        train = Dataset.from_dict(processor.encode_records(train_records)).remove_columns(list(EVAL_COLUMNS))
+        dev_all = processor.encode_records(dev_records)
+        dev_columns = {name: dev_all[name] for name in EVAL_COLUMNS}
+        dev = Dataset.from_dict({k: v for k, v in dev_all.items() if k not in EVAL_COLUMNS})
+        level = constant_score_loss(train)
+        for seed in args.seed_list:
+            luke_dir = build_tiny_luke(args, tokenizer, seed, workdir / f"luke-{seed}")
+            for preset in args.preset_list:
+                for init, std in [("-", None)] if preset == "luke" else args.init_list:
+                    result = run_one(args, luke_dir, processor, train, dev, dev_columns, preset, std, seed, workdir)
+                    runs.append({"preset": preset, "init": init, "seed": seed, **result})
+                    losses = " ".join(f"{loss:.3f}" for _, loss in result["curve"])
+                    print(f"[seed {seed}] {preset} init={init}: EM {result['em']} loss {losses}", flush=True)
+                    rows = summarise(args, runs, level)
+                    (output / "results.json").write_text(
+                        json.dumps({"args": asdict(args), "constant_score_loss": level, "rows": rows}, indent=1)
+                    )
+    print_table(args, rows, level)
+    plot(args, rows, level, output / "curves.png")
+    print(f"plot: {output / 'curves.png'}; results: {output / 'results.json'}")
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)

@@ -1,0 +1,66 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The multi-hop diagnostic (bench/diagnose_graph.py): constant-score level, leave step, one tiny end-to-end run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+from datasets import Dataset
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "diagnose_graph.py"
+
+
+@pytest.fixture(scope="module")
+def diagnose():
+    spec = importlib.util.spec_from_file_location("diagnose_graph", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_constant_score_loss_is_the_entropy_of_the_positive_rate(diagnose):
+    # placeholder first (not a candidate), then 16 candidates of which one is the answer
+    features = Dataset.from_dict({"labels": [[0.0] + [1.0] + [0.0] * 15], "entity_attention_mask": [[1] * 17]})
+    p = 1 / 16
+    assert diagnose.constant_score_loss(features) == pytest.approx(-(p * math.log(p) + (1 - p) * math.log(1 - p)))
+    assert diagnose.constant_score_loss(features) == pytest.approx(0.234, abs=1e-3)  # the issue's plateau
+
+
+def test_leave_step_is_the_first_logged_loss_below_the_margin(diagnose):
+    curve = [(100, 0.266), (200, 0.234), (300, 0.226), (400, 0.150)]
+    assert diagnose.leave_step(curve, 0.234, 0.05) == 400
+    assert diagnose.leave_step(curve, 0.234, 0.0) == 300
+    assert diagnose.leave_step(curve[:2], 0.234, 0.05) is None
+
+
+@pytest.mark.slow
+def test_one_command_trains_prints_the_table_and_saves_the_plot(diagnose, tmp_path, capsys):
+    rows = diagnose.main(
+        ["--presets", "luke,full", "--inits", "old,new", "--max_steps", "4", "--logging_steps", "2",
+         "--train_size", "32", "--eval_size", "8", "--hidden_size", "32", "--num_hidden_layers", "1",
+         "--output_dir", str(tmp_path)]
+    )  # fmt: skip
+    assert [(row["preset"], row["init"]) for row in rows] == [("luke", "-"), ("full", "old"), ("full", "new")]
+    assert all(row["steps"] == [2, 4] and set(row["em"]) == {1, 2} for row in rows)
+    printed = capsys.readouterr().out
+    assert "| luke | - |" in printed and "constant-score loss" in printed
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+    assert len(json.loads((tmp_path / "results.json").read_text())["rows"]) == 3

@@ -1,0 +1,128 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The start that does not stall: entity label rows start large, word rows (and a converted LUKE's words) unchanged."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import LukeConfig, LukeModel
+
+from gesa.modeling_gesa import GesaForEntitySpanQA, GesaModel, GesaPreTrainedModel
+from gesa.structure_gesa import RelativeLabels
+
+K = 8  # max_relative_position of the tiny models
+
+
+@pytest.fixture(scope="module")
+def luke_dir(tmp_path_factory):
+    torch.manual_seed(0)
+    config = LukeConfig(vocab_size=120, entity_vocab_size=4, hidden_size=32, entity_emb_size=16, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=37, max_position_embeddings=80,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # fmt: skip
+    path = tmp_path_factory.mktemp("luke")
+    LukeModel(config).save_pretrained(path)
+    return path
+
+
+def convert(luke_dir, std, monkeypatch, seed=0):
+    monkeypatch.setattr(GesaPreTrainedModel, "entity_label_logit_std", std)
+    torch.manual_seed(seed)
+    return GesaModel.from_luke_pretrained(luke_dir, max_relative_position=K).eval()
+
+
+def entity_inputs(entities: int = 6, length: int = 30) -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(1)
+    positions = torch.full((1, entities, 2), -1)
+    for e in range(entities):
+        positions[0, e, 0] = 4 + 4 * e  # one distinct one-word mention per candidate
+    return dict(
+        input_ids=torch.randint(5, 120, (1, length), generator=generator),
+        entity_ids=torch.full((1, entities), 2),  # every candidate is [MASK]
+        entity_position_ids=positions,
+        entity_sentence_ids=torch.arange(entities).view(1, -1) // 2,
+        entity_string_ids=torch.arange(entities).view(1, -1) % 3,
+    )
+
+
+def test_word_rows_keep_the_old_init_and_entity_rows_are_rescaled(luke_dir, monkeypatch):
+    old, new = convert(luke_dir, None, monkeypatch), convert(luke_dir, 2.0, monkeypatch)
+    first = RelativeLabels(K).plc_question
+    for old_layer, new_layer in zip(old.encoder.layer, new.encoder.layer, strict=True):
+        old_table = old_layer.attention.self.label_embeddings.weight
+        new_table = new_layer.attention.self.label_embeddings.weight
+        torch.testing.assert_close(new_table[:first], old_table[:first], rtol=0, atol=0)
+        ratio = new_table[first:] / old_table[first:]
+        torch.testing.assert_close(ratio, torch.full_like(ratio, ratio.mean().item()), rtol=1e-4, atol=0)
+        assert ratio.mean().item() > 10  # one factor per table: the rows' draw is kept, only rescaled
+
+
+def test_converted_luke_words_compute_the_same_without_entities(luke_dir, monkeypatch):
+    """Entity-free inputs use only the word rows (w2w distances, CLS, question): the new init changes no word output."""
+    inputs = entity_inputs()
+    words = {"input_ids": inputs["input_ids"], "global_attention_mask": torch.zeros_like(inputs["input_ids"])}
+    words["global_attention_mask"][0, :1] = 1
+    words["global_attention_mask"][0, 1:5] = 2
+    old, new = convert(luke_dir, None, monkeypatch), convert(luke_dir, 2.0, monkeypatch)
+    with torch.no_grad():
+        expected = old(**words).last_hidden_state
+        actual = new(**words).last_hidden_state
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+
+
+def test_converted_entity_rows_fit_the_loaded_queries(luke_dir, monkeypatch):
+    """The label logits `q . r / sqrt(d)` of a converted model's entity rows have about the chosen std."""
+    model = convert(luke_dir, 2.0, monkeypatch)
+    first = RelativeLabels(K).plc_question
+    attention = model.encoder.layer[0].attention.self
+    inputs = torch.nn.functional.layer_norm(torch.randn(4000, 32), (32,))
+    queries = attention.e2w_query(inputs).view(4000, 4, 8)
+    logits = queries @ attention.label_embeddings.weight[first:].T / 8**0.5
+    assert 1.2 < logits.std().item() < 3.0
+
+
+def test_candidates_start_apart_with_the_new_init(luke_dir, monkeypatch):
+    """All candidates are the same [MASK]: their initial states differ only through their labels."""
+
+    def spread(model):
+        with torch.no_grad():
+            states = model(**entity_inputs()).entity_last_hidden_state[0]
+        return (states - states.mean(0)).norm(dim=-1).mean().item() / states.norm(dim=-1).mean().item()
+
+    old, new = spread(convert(luke_dir, None, monkeypatch)), spread(convert(luke_dir, 2.0, monkeypatch))
+    assert new > 10 * old
+
+
+def test_loaded_checkpoint_keeps_its_label_tables(luke_dir, monkeypatch, tmp_path):
+    model = convert(luke_dir, 2.0, monkeypatch)
+    model.save_pretrained(tmp_path / "gesa")
+    loaded = GesaModel.from_pretrained(tmp_path / "gesa")
+    for saved, back in zip(model.encoder.layer, loaded.encoder.layer, strict=True):
+        a, b = saved.attention.self.label_embeddings.weight, back.attention.self.label_embeddings.weight
+        torch.testing.assert_close(b, a, rtol=0, atol=0)
+
+
+def test_fresh_heads_get_the_new_init_too(monkeypatch):
+    monkeypatch.setattr(GesaPreTrainedModel, "entity_label_logit_std", 2.0)
+    from gesa.configuration_gesa import GesaConfig
+
+    config = GesaConfig(vocab_size=50, entity_vocab_size=4, hidden_size=32, entity_emb_size=16, num_hidden_layers=1,
+                        num_attention_heads=4, intermediate_size=37, max_relative_position=K)  # fmt: skip
+    model = GesaForEntitySpanQA(config)
+    table = model.gesa.encoder.layer[0].attention.self.label_embeddings.weight
+    first = RelativeLabels(K).plc_question
+    assert table[1:first].std().item() < 0.05
+    # logit std 2 for a fresh query: 2 * sqrt(8) / (0.02 * sqrt(8 * 32)) = 17.7
+    assert model.entity_label_std() == pytest.approx(2.0 * 8**0.5 / (0.02 * (8 * 32) ** 0.5))
+    assert table[first:].std().item() == pytest.approx(model.entity_label_std(), rel=0.25)
