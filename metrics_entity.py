@@ -37,7 +37,7 @@ def typing_micro_prf(predictions: Sequence[Iterable[str]], references: Sequence[
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions for {len(references)} references.")
     correct = predicted = gold = 0
-    for prediction, reference in zip(predictions, references):
+    for prediction, reference in zip(predictions, references, strict=True):
         prediction, reference = set(prediction), set(reference)
         correct += len(prediction & reference)
         predicted += len(prediction)
@@ -51,7 +51,7 @@ def relation_micro_prf(
     """TACRED's scorer: a prediction counts when it is not `negative`; it is correct when it equals the gold."""
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions for {len(references)} references.")
-    correct = sum(p == r and p != negative for p, r in zip(predictions, references))
+    correct = sum(p == r and p != negative for p, r in zip(predictions, references, strict=True))
     predicted = sum(p != negative for p in predictions)
     gold = sum(r != negative for r in references)
     return _prf(correct, predicted, gold)
@@ -64,7 +64,7 @@ def span_f1(
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions for {len(references)} references.")
     correct = predicted = gold = 0
-    for prediction, reference in zip(predictions, references):
+    for prediction, reference in zip(predictions, references, strict=True):
         prediction, reference = set(map(tuple, prediction)), set(map(tuple, reference))
         correct += len(prediction & reference)
         predicted += len(prediction)

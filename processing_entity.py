@@ -167,8 +167,8 @@ def decode_ner(
 ) -> list[list[tuple[int, int, str]]]:
     """Predicted spans per example: LUKE's greedy decoding (best-scoring non-`O` spans first, no overlaps)."""
     scored: list[list[tuple[float, int, int, str]]] = [[] for _ in range(num_examples)]
-    for feature, feature_logits in zip(features, logits):
-        for (start, end), row in zip(feature["spans"], feature_logits):
+    for feature, feature_logits in zip(features, logits, strict=True):
+        for (start, end), row in zip(feature["spans"], feature_logits, strict=False):
             row = torch.as_tensor(row)
             label = int(row.argmax())
             if label != 0:

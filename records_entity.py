@@ -154,7 +154,7 @@ def tacred_example(row: Any, position: int, source: str | None = None) -> Relati
     if not isinstance(relation, str) or not relation:
         raise fail(f"field 'relation' must be a relation name such as 'per:title' or 'no_relation' (got {relation!r})")
     types = [row.get(name) for name in ("subj_type", "obj_type")]
-    for name, value in zip(("subj_type", "obj_type"), types):
+    for name, value in zip(("subj_type", "obj_type"), types, strict=True):
         if value is not None and not isinstance(value, str):
             raise fail(f"field {name!r} must be a string such as 'PERSON' (got {value!r})")
     return RelationExample(str(example_id), tokens, spans[0], spans[1], relation, types[0], types[1])
