@@ -28,6 +28,12 @@ from .modeling_gesa import (
     GesaModelOutput,
     GesaPreTrainedModel,
 )
+from .modeling_gesa_entity import (
+    GesaForEntityClassification,
+    GesaForEntityPairClassification,
+    GesaForEntitySpanClassification,
+    GesaForMaskedLM,
+)
 from .modeling_kar import KarForEntitySpanQA, KarModel
 from .modeling_luke_graph import LukeGraphForEntitySpanQA, LukeGraphModel
 from .modeling_xh import XhForEntitySpanQA, XhForFactVerification, XhForMultiHopQA, XhModel
@@ -44,7 +50,11 @@ __all__ = [
     "DEFAULT_LABEL_SWITCHES",
     "GesaConfig",
     "GesaEntitySpanQAOutput",
+    "GesaForEntityClassification",
+    "GesaForEntityPairClassification",
+    "GesaForEntitySpanClassification",
     "GesaForEntitySpanQA",
+    "GesaForMaskedLM",
     "GesaModel",
     "GesaModelOutput",
     "GesaPreTrainedModel",

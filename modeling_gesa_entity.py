@@ -1,0 +1,376 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Entity-task heads on GESA's encoder: entity typing, entity-pair (relation) and entity-span (NER) classification,
+and masked language modelling + masked-entity prediction, each LUKE's head (transformers `Luke*`) on `GesaModel`.
+
+With `ablation="luke"` every head computes exactly its `transformers.Luke*` counterpart; `from_luke_pretrained`
+also copies a fine-tuned LUKE checkpoint's own head (`classifier`, `lm_head`, `entity_predictions`).
+A variant's head sets `base_model_class` (its encoder) and inherits the rest.
+
+Flat module: copied next to every saved checkpoint, so it imports only its siblings.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers.models.luke.modeling_luke import (
+    EntityClassificationOutput,
+    EntityPairClassificationOutput,
+    EntityPredictionHead,
+    EntitySpanClassificationOutput,
+    LukeLMHead,
+    LukeMaskedLMOutput,
+)
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, can_return_tuple, logging
+
+from .modeling_gesa import GesaInputs, GesaModel, GesaPreTrainedModel, classifier_dropout, with_inputs_of
+
+logger = logging.get_logger(__name__)
+
+HUB_KWARGS = ("cache_dir", "revision", "token", "local_files_only", "force_download", "subfolder")
+
+
+def copy_luke_head(
+    model: nn.Module, pretrained_model_name_or_path: str | os.PathLike, luke_class_name: str, hub_kwargs: dict
+) -> list[str]:
+    """Copy the head modules (`model.luke_head_modules`) of a fine-tuned LUKE checkpoint into `model`.
+
+    A module the checkpoint does not hold (a `LukeModel` checkpoint has no head) keeps its fresh initialisation.
+    Returns the names of the modules copied; `model.luke_conversion_info` is updated to match.
+    """
+    import transformers
+
+    luke_class = getattr(transformers, luke_class_name)
+    config_kwargs = {}
+    if getattr(model.config, "num_labels", None) is not None and luke_class_name != "LukeForMaskedLM":
+        config_kwargs["num_labels"] = model.config.num_labels
+    luke, loading = luke_class.from_pretrained(
+        pretrained_model_name_or_path, output_loading_info=True, **config_kwargs, **hub_kwargs
+    )
+    missing = set(loading.get("missing_keys", []))
+    tied = set(getattr(luke, "_tied_weights_keys", None) or {})
+    copied = []
+    for name in model.luke_head_modules:
+        source, target = getattr(luke, name), getattr(model, name)
+        own = {f"{name}.{key}" for key in source.state_dict()}
+        if own & missing - tied:
+            continue  # not in the checkpoint: fresh head
+        state = source.state_dict()
+        for key, tensor in target.state_dict().items():
+            if key in state and state[key].shape != tensor.shape:
+                raise ValueError(
+                    f"LUKE head weight {name}.{key} has shape {tuple(state[key].shape)} but {type(model).__name__} "
+                    f"expects {tuple(tensor.shape)}; pass num_labels (or the entity_rows it was trained with) to "
+                    "from_luke_pretrained to match the checkpoint."
+                )
+        target.load_state_dict(state, strict=False)
+        copied.append(name)
+    info = getattr(model, "luke_conversion_info", None)
+    if info is not None:
+        info["missing_keys"] = [k for k in info["missing_keys"] if k.split(".")[0] not in copied]
+        info["unexpected_keys"] = [k for k in info["unexpected_keys"] if k.split(".")[0] not in copied]
+    for name in copied:
+        logger.info("Copied LUKE head %s from %s.", name, pretrained_model_name_or_path)
+    return copied
+
+
+class GesaEntityHeadBase(GesaPreTrainedModel):
+    """What the four entity-task heads share: the encoder (`base_model_class`, a variant's own one in its subclass),
+    LUKE conversion that also copies LUKE's head, and a forward whose signature names the encoder's inputs."""
+
+    base_model_class: type[GesaModel] = GesaModel
+    # the transformers LUKE class whose head this one equals with ablation="luke", and its head modules
+    luke_class_name: str = ""
+    luke_head_modules: tuple[str, ...] = ("classifier",)
+    # the smallest number of entities per example the head reads
+    min_entities: int = 1
+    # the loss is a mean over labels, not over items counted by Trainer
+    accepts_loss_kwargs = False
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        head = next((c for c in cls.__mro__ if "forward" in c.__dict__ and issubclass(c, GesaEntityHeadBase)), None)
+        if "forward" not in cls.__dict__ and head is not None and head.base_model_class is not cls.base_model_class:
+            # a variant's head: the same forward, whose signature also names the variant encoder's inputs
+            head_forward = head.__dict__["forward"]
+
+            def forward(self: GesaEntityHeadBase, *args: object, **kwargs: object) -> ModelOutput:
+                return head_forward(self, *args, **kwargs)
+
+            forward.__doc__ = head_forward.__doc__
+            forward.__signature__ = inspect.signature(head_forward)
+            cls.forward = with_inputs_of(cls.base_model_class.forward)(forward)
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self.gesa = self.base_model_class(config, add_pooling_layer=False)
+
+    @classmethod
+    def from_luke_pretrained(
+        cls, pretrained_model_name_or_path: str | os.PathLike, *args: Any, **kwargs: Any
+    ) -> GesaEntityHeadBase:
+        """`GesaPreTrainedModel.from_luke_pretrained`, then LUKE's own head from the checkpoint where it has one.
+
+        A fine-tuned LUKE checkpoint's `id2label` (and so `num_labels`) is taken unless passed.
+        """
+        from transformers import PreTrainedConfig
+
+        hub_kwargs = {k: kwargs[k] for k in HUB_KWARGS if k in kwargs}
+        if "id2label" not in kwargs and "num_labels" not in kwargs and cls.luke_class_name != "LukeForMaskedLM":
+            config_dict, _ = PreTrainedConfig.get_config_dict(pretrained_model_name_or_path, **hub_kwargs)
+            if config_dict.get("id2label"):
+                kwargs["id2label"] = {int(k): v for k, v in config_dict["id2label"].items()}
+                kwargs["label2id"] = {v: int(k) for k, v in config_dict["id2label"].items()}
+        model = super().from_luke_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        copy_luke_head(model, pretrained_model_name_or_path, cls.luke_class_name, hub_kwargs)
+        return model
+
+    def encode(self, input_ids: torch.Tensor | None, kwargs: dict) -> ModelOutput:
+        """The encoder on the inputs, after checking the head has the entities it reads."""
+        entity_ids = kwargs.get("entity_ids")
+        if entity_ids is None or entity_ids.dim() != 2 or entity_ids.size(1) < self.min_entities:
+            shape = None if entity_ids is None else tuple(entity_ids.shape)
+            raise ValueError(
+                f"{type(self).__name__} needs entity_ids of shape (batch, >= {self.min_entities}) (got {shape}): "
+                f"{self.task_entities}. Build the inputs with the entity-task processor (processing_entity.py)."
+            )
+        return self.gesa(input_ids, **kwargs, return_dict=True)
+
+    task_entities = "the entities the head classifies"
+
+
+def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None, single_label_dims: int) -> torch.Tensor:
+    """LUKE's head loss: cross-entropy for class indices (`labels.ndim == single_label_dims`), else binary
+    cross-entropy over `{0, 1}` multi-label targets of the logits' shape (Open Entity typing)."""
+    if labels.dim() == single_label_dims:
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
+    if labels.shape != logits.shape:
+        raise ValueError(
+            f"labels has shape {tuple(labels.shape)}; give class indices of shape {tuple(logits.shape[:-1])} or "
+            f"multi-label 0/1 targets of shape {tuple(logits.shape)}."
+        )
+    return F.binary_cross_entropy_with_logits(logits.reshape(-1), labels.reshape(-1).type_as(logits))
+
+
+def _passed(outputs: ModelOutput) -> dict:
+    return {name: outputs.get(name) for name in ("hidden_states", "entity_hidden_states", "attentions")}
+
+
+class GesaForEntityClassification(GesaEntityHeadBase):
+    """Entity typing (Open Entity): `logits = W . dropout(e_1)` on the first entity's final state; multi-label
+    0/1 `labels` `(B, num_labels)` give binary cross-entropy, class indices `(B,)` cross-entropy (LUKE's head)."""
+
+    luke_class_name = "LukeForEntityClassification"
+    task_entities = "the entity to type first"
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self.dropout = classifier_dropout(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    @can_return_tuple
+    @with_inputs_of(GesaModel.forward)
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        *,
+        labels: torch.Tensor | None = None,
+        **kwargs: Unpack[GesaInputs],
+    ) -> EntityClassificationOutput:
+        """`logits` `(B, num_labels)`; `labels` as in `LukeForEntityClassification`. Other inputs: the encoder's."""
+        outputs = self.encode(input_ids, kwargs)
+        logits = self.classifier(self.dropout(outputs.entity_last_hidden_state[:, 0, :]))
+        loss = None if labels is None else classification_loss(logits, labels.to(logits.device), 1)
+        return EntityClassificationOutput(loss=loss, logits=logits, **_passed(outputs))
+
+
+class GesaForEntityPairClassification(GesaEntityHeadBase):
+    """Relation classification (TACRED): `logits = W . dropout([e_head ; e_tail])` on the first two entities'
+    final states (no bias, as LUKE's head)."""
+
+    luke_class_name = "LukeForEntityPairClassification"
+    min_entities = 2
+    task_entities = "the head entity first, the tail entity second"
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self.dropout = classifier_dropout(config)
+        self.classifier = nn.Linear(2 * config.hidden_size, config.num_labels, False)
+        self.post_init()
+
+    @can_return_tuple
+    @with_inputs_of(GesaModel.forward)
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        *,
+        labels: torch.Tensor | None = None,
+        **kwargs: Unpack[GesaInputs],
+    ) -> EntityPairClassificationOutput:
+        """`logits` `(B, num_labels)`; `labels` as in `LukeForEntityPairClassification`. Other inputs: the encoder's."""
+        outputs = self.encode(input_ids, kwargs)
+        states = outputs.entity_last_hidden_state
+        logits = self.classifier(self.dropout(torch.cat([states[:, 0, :], states[:, 1, :]], dim=1)))
+        loss = None if labels is None else classification_loss(logits, labels.to(logits.device), 1)
+        return EntityPairClassificationOutput(loss=loss, logits=logits, **_passed(outputs))
+
+
+class GesaForEntitySpanClassification(GesaEntityHeadBase):
+    """NER over candidate spans (CoNLL-2003): for every span entity, `logits = W . dropout([h_start ; h_end ; e])`
+    from its first and last word states and its entity state (LUKE's head)."""
+
+    luke_class_name = "LukeForEntitySpanClassification"
+    task_entities = "one entity per candidate span"
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self.dropout = classifier_dropout(config)
+        self.classifier = nn.Linear(3 * config.hidden_size, config.num_labels)
+        self.post_init()
+
+    @can_return_tuple
+    @with_inputs_of(GesaModel.forward)
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        *,
+        entity_start_positions: torch.LongTensor | None = None,
+        entity_end_positions: torch.LongTensor | None = None,
+        labels: torch.Tensor | None = None,
+        **kwargs: Unpack[GesaInputs],
+    ) -> EntitySpanClassificationOutput:
+        """`entity_start_positions` / `entity_end_positions` `(B, E)`: each span's first and last word index;
+        `logits` `(B, E, num_labels)`; `labels` `(B, E)` class indices (-100 ignored) or `(B, E, num_labels)` 0/1."""
+        outputs = self.encode(input_ids, kwargs)
+        words = outputs.last_hidden_state
+        entity_shape = tuple(kwargs["entity_ids"].shape)
+        for name, positions in (
+            ("entity_start_positions", entity_start_positions),
+            ("entity_end_positions", entity_end_positions),
+        ):
+            if positions is None or tuple(positions.shape) != entity_shape:
+                got = None if positions is None else tuple(positions.shape)
+                raise ValueError(
+                    f"{name} must have entity_ids' shape {entity_shape} (got {got}): the word index of each span's "
+                    "first / last token (the entity-task processor builds them)."
+                )
+            if positions.numel() and (int(positions.min()) < 0 or int(positions.max()) >= words.size(1)):
+                raise ValueError(
+                    f"{name} holds word indices outside [0, {words.size(1) - 1}]; point padded spans at 0 and mask "
+                    "them with entity_attention_mask and labels=-100."
+                )
+        hidden = words.size(-1)
+        start = torch.gather(words, -2, entity_start_positions.to(words.device).unsqueeze(-1).expand(-1, -1, hidden))
+        end = torch.gather(words, -2, entity_end_positions.to(words.device).unsqueeze(-1).expand(-1, -1, hidden))
+        logits = self.classifier(self.dropout(torch.cat([start, end, outputs.entity_last_hidden_state], dim=2)))
+        loss = None if labels is None else classification_loss(logits, labels.to(logits.device), 2)
+        return EntitySpanClassificationOutput(loss=loss, logits=logits, **_passed(outputs))
+
+
+class GesaForMaskedLM(GesaEntityHeadBase):
+    """Masked language modelling + masked-entity prediction (LUKE's pre-training, paper sec. 3.4): `lm_head` over
+    the word states, `entity_predictions` over the entity states; `loss = mlm_loss + mep_loss`. The word and entity
+    decoders are tied to the input tables, as in `LukeForMaskedLM`."""
+
+    luke_class_name = "LukeForMaskedLM"
+    luke_head_modules = ("lm_head", "entity_predictions")
+    min_entities = 0
+    _tied_weights_keys = {
+        "entity_predictions.decoder.weight": "gesa.entity_embeddings.entity_embeddings.weight",
+        "lm_head.decoder.weight": "gesa.embeddings.word_embeddings.weight",
+        "lm_head.bias": "lm_head.decoder.bias",
+    }
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self.lm_head = LukeLMHead(config)
+        self.entity_predictions = EntityPredictionHead(config)
+        self.post_init()
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_head.decoder
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.lm_head.decoder = new_embeddings
+
+    def encode(self, input_ids: torch.Tensor | None, kwargs: dict) -> ModelOutput:
+        return self.gesa(input_ids, **kwargs, return_dict=True)
+
+    @can_return_tuple
+    @with_inputs_of(GesaModel.forward)
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        *,
+        labels: torch.LongTensor | None = None,
+        entity_labels: torch.LongTensor | None = None,
+        **kwargs: Unpack[GesaInputs],
+    ) -> LukeMaskedLMOutput:
+        """`labels` `(B, L)` word ids at masked words (-100 elsewhere), `entity_labels` `(B, E)` entity ids at masked
+        entities (-100 elsewhere). Other inputs: the encoder's."""
+        outputs = self.encode(input_ids, kwargs)
+        logits = self.lm_head(outputs.last_hidden_state)
+        loss = mlm_loss = mep_loss = entity_logits = None
+        if labels is not None:
+            if labels.shape != logits.shape[:2]:
+                raise ValueError(
+                    f"labels has shape {tuple(labels.shape)}; it must be input_ids' {tuple(logits.shape[:2])}."
+                )
+            mlm_loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.to(logits.device).reshape(-1))
+            loss = mlm_loss
+        if outputs.entity_last_hidden_state is not None:
+            entity_logits = self.entity_predictions(outputs.entity_last_hidden_state)
+            if entity_labels is not None:
+                if entity_labels.shape != entity_logits.shape[:2]:
+                    raise ValueError(
+                        f"entity_labels has shape {tuple(entity_labels.shape)}; it must be entity_ids' "
+                        f"{tuple(entity_logits.shape[:2])}."
+                    )
+                flat = entity_logits.reshape(-1, entity_logits.size(-1))
+                mep_loss = F.cross_entropy(flat, entity_labels.to(flat.device).reshape(-1))
+                loss = mep_loss if loss is None else loss + mep_loss
+        elif entity_labels is not None:
+            raise ValueError("entity_labels were given without entity_ids: give the (masked) entities they label.")
+        return LukeMaskedLMOutput(
+            loss=loss,
+            mlm_loss=mlm_loss,
+            mep_loss=mep_loss,
+            logits=logits,
+            entity_logits=entity_logits,
+            **_passed(outputs),
+        )
+
+
+GesaForEntityClassification.register_for_auto_class("AutoModelForSequenceClassification")
+GesaForEntityPairClassification.register_for_auto_class("AutoModelForSequenceClassification")
+GesaForEntitySpanClassification.register_for_auto_class("AutoModelForTokenClassification")
+GesaForMaskedLM.register_for_auto_class("AutoModelForMaskedLM")
+
+__all__ = [
+    "GesaEntityHeadBase",
+    "GesaForEntityClassification",
+    "GesaForEntityPairClassification",
+    "GesaForEntitySpanClassification",
+    "GesaForMaskedLM",
+    "classification_loss",
+    "copy_luke_head",
+]

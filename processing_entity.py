@@ -1,0 +1,186 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Entity-task examples (``records_entity``) -> model inputs of the entity heads, with LUKE's tokenizer.
+
+As LUKE fine-tunes them: typing marks the mention with the `[MASK]` entity, relation classification the head with
+`[MASK]` and the tail with `[MASK2]`, NER gives every candidate word span up to `max_span_length` words its own
+`[MASK]` entity (in chunks of `max_entities`). The tokenizer (`LukeTokenizer`) builds word ids, entity ids and
+mention positions (`entity_position_ids`, GESA's mention links); this module adds the labels and NER's span ends.
+
+Flat module: copied next to every saved checkpoint, so it imports only its siblings and third-party packages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .records_entity import NerExample, RelationExample, TypingExample
+
+TASKS = ("entity_typing", "relation_classification", "ner")
+# NER's label 0: a candidate span that is no entity
+NO_ENTITY = "O"
+
+
+def char_spans(tokens: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+    """The tokens joined by single spaces and each token's character span in that text."""
+    offsets, position = [], 0
+    for token in tokens:
+        offsets.append((position, position + len(token)))
+        position += len(token) + 1
+    return " ".join(tokens), offsets
+
+
+class EntityTaskProcessor:
+    """Encode one task's examples for its head and collate them into batches.
+
+    Args:
+        tokenizer: a LUKE tokenizer (takes `entity_spans` and `entities`), e.g. the checkpoint's own.
+        task: `entity_typing`, `relation_classification` or `ner`.
+        label_names: the label list; index = the head's class id (NER: `O` first, the no-entity class).
+        max_length: word tokens per feature; max_span_length / max_entities: NER's candidate spans.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        task: str,
+        label_names: Sequence[str],
+        max_length: int = 128,
+        max_span_length: int = 8,
+        max_entities: int = 64,
+    ) -> None:
+        if task not in TASKS:
+            raise ValueError(f"task {task!r} is not an entity task; choose one of {TASKS}.")
+        if task == "ner" and (not label_names or label_names[0] != NO_ENTITY):
+            raise ValueError(
+                f"NER label_names must start with {NO_ENTITY!r} (the no-entity class), got {label_names!r}."
+            )
+        self.tokenizer, self.task, self.label_names = tokenizer, task, list(label_names)
+        self.label2id = {name: i for i, name in enumerate(self.label_names)}
+        self.max_length, self.max_span_length, self.max_entities = max_length, max_span_length, max_entities
+
+    @staticmethod
+    def label_names_of(task: str, examples: Sequence[Any]) -> list[str]:
+        """Every label the examples use, sorted (NER: `O` then the entity types)."""
+        if task == "entity_typing":
+            return sorted({label for example in examples for label in example.labels})
+        if task == "relation_classification":
+            return sorted({example.relation for example in examples})
+        return [NO_ENTITY, *sorted({kind for example in examples for *_, kind in example.spans})]
+
+    def _label_id(self, name: str, example_id: str) -> int:
+        if name not in self.label2id:
+            raise ValueError(
+                f"example {example_id!r}: label {name!r} is not among the model's {len(self.label_names)} labels "
+                f"({self.label_names[:8]}...); train with a label list that includes it (config.id2label)."
+            )
+        return self.label2id[name]
+
+    def _encode(self, tokens: Sequence[str], spans: Sequence[tuple[int, int]], entities: Sequence[str]) -> dict:
+        text, offsets = char_spans(tokens)
+        entity_spans = [(offsets[start][0], offsets[end - 1][1]) for start, end in spans]
+        return dict(
+            self.tokenizer(
+                text,
+                entity_spans=entity_spans,
+                entities=list(entities),
+                max_length=self.max_length,
+                truncation=True,
+            )
+        )
+
+    def encode(self, example: TypingExample | RelationExample | NerExample, index: int = 0) -> list[dict]:
+        """The features of one example (NER: one per chunk of candidate spans), labels included."""
+        if self.task == "entity_typing":
+            feature = self._encode(example.tokens, [(example.start, example.end)], ["[MASK]"])
+            labels = [0.0] * len(self.label_names)
+            for name in example.labels:
+                labels[self._label_id(name, example.id)] = 1.0
+            return [dict(feature, labels=labels, example_index=index)]
+        if self.task == "relation_classification":
+            feature = self._encode(example.tokens, [example.head, example.tail], ["[MASK]", "[MASK2]"])
+            return [dict(feature, labels=self._label_id(example.relation, example.id), example_index=index)]
+        gold = {(start, end): kind for start, end, kind in example.spans}
+        candidates = [
+            (start, end)
+            for start in range(len(example.tokens))
+            for end in range(start + 1, min(start + self.max_span_length, len(example.tokens)) + 1)
+        ]
+        features = []
+        for first in range(0, len(candidates), self.max_entities):
+            chunk = candidates[first : first + self.max_entities]
+            feature = self._encode(example.tokens, chunk, ["[MASK]"] * len(chunk))
+            positions = feature["entity_position_ids"]
+            starts = [row[0] for row in positions]
+            ends = [max(p for p in row if p >= 0) for row in positions]
+            labels = [self._label_id(gold.get(span, NO_ENTITY), example.id) for span in chunk]
+            features.append(
+                dict(
+                    feature,
+                    entity_start_positions=starts,
+                    entity_end_positions=ends,
+                    labels=labels,
+                    example_index=index,
+                    spans=chunk,
+                )
+            )
+        return features
+
+    def encode_all(self, examples: Sequence[Any]) -> list[dict]:
+        return [feature for index, example in enumerate(examples) for feature in self.encode(example, index)]
+
+    def collate(self, features: Sequence[dict]) -> dict[str, torch.Tensor]:
+        """Pad a batch: the tokenizer pads words and entities; labels pad with -100, span ends with 0."""
+        own = ("labels", "entity_start_positions", "entity_end_positions", "example_index", "spans")
+        batch = self.tokenizer.pad(
+            [{k: v for k, v in feature.items() if k not in own} for feature in features], return_tensors="pt"
+        )
+        batch = dict(batch)
+        if self.task == "ner":
+            width = batch["entity_ids"].size(1)
+            for name, fill in (("labels", -100), ("entity_start_positions", 0), ("entity_end_positions", 0)):
+                batch[name] = torch.tensor([f[name] + [fill] * (width - len(f[name])) for f in features])
+        elif "labels" in features[0]:
+            dtype = torch.float if self.task == "entity_typing" else torch.long
+            batch["labels"] = torch.tensor([f["labels"] for f in features], dtype=dtype)
+        return batch
+
+    __call__ = collate
+
+
+def decode_ner(
+    features: Sequence[dict], logits: Sequence[Any], label_names: Sequence[str], num_examples: int
+) -> list[list[tuple[int, int, str]]]:
+    """Predicted spans per example: LUKE's greedy decoding (best-scoring non-`O` spans first, no overlaps)."""
+    scored: list[list[tuple[float, int, int, str]]] = [[] for _ in range(num_examples)]
+    for feature, feature_logits in zip(features, logits, strict=True):
+        for (start, end), row in zip(feature["spans"], feature_logits, strict=False):
+            row = torch.as_tensor(row)
+            label = int(row.argmax())
+            if label != 0:
+                scored[feature["example_index"]].append((float(row[label]), start, end, label_names[label]))
+    predictions = []
+    for candidates in scored:
+        taken: list[tuple[int, int, str]] = []
+        for _, start, end, kind in sorted(candidates, key=lambda c: -c[0]):
+            if all(end <= s or start >= e for s, e, _ in taken):
+                taken.append((start, end, kind))
+        predictions.append(sorted(taken))
+    return predictions
+
+
+__all__ = ["NO_ENTITY", "TASKS", "EntityTaskProcessor", "char_spans", "decode_ner"]
