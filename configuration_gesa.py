@@ -73,7 +73,8 @@ ABLATION_PRESETS: dict[str, dict[str, Any]] = {
 
 
 def positive(value: int) -> None:
-    if value <= 0:
+    # the type check too: `strict` does not type-check a field a subclass redeclares (LukeGraphConfig's)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"must be a positive integer, got {value!r}.")
 
 

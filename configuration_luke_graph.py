@@ -24,10 +24,19 @@ from __future__ import annotations
 
 from huggingface_hub.dataclasses import strict, validated_field
 
-from .configuration_gesa import GesaConfig, ablation_name, positive
+from .configuration_gesa import GesaConfig, positive
 
 # The edge types of GESA's heterogeneous entity graph (paper 3.2), in the order of the relation axis.
 LUKE_GRAPH_RELATIONS = ("plc", "sent", "match")
+
+
+def luke_backbone(value: str | None) -> None:
+    # a field check, so it speaks before GesaConfig's preset checks do
+    if value != "luke":
+        raise ValueError(
+            f"LukeGraphConfig.ablation={value!r}: LUKE-Graph's backbone is LUKE, so ablation must be 'luke' "
+            "(for GESA's label ablations use GesaConfig)."
+        )
 
 
 @strict
@@ -47,19 +56,10 @@ class LukeGraphConfig(GesaConfig):
     model_type = "gesa_luke_graph"
 
     graph_num_layers: int = validated_field(positive, default=2)
-    ablation: str | None = validated_field(ablation_name, default="luke")
+    ablation: str | None = validated_field(luke_backbone, default="luke")
 
     def validate_luke_graph(self) -> None:
-        """LUKE-Graph's backbone is LUKE, and it reads its three edge types from GESA's entity graph."""
-        if isinstance(self.graph_num_layers, bool):
-            raise ValueError(
-                f"LukeGraphConfig.graph_num_layers must be a positive integer, got {self.graph_num_layers!r}."
-            )
-        if self.ablation != "luke":
-            raise ValueError(
-                f"LukeGraphConfig.ablation={self.ablation!r}: LUKE-Graph's backbone is LUKE, so ablation must be "
-                "'luke' (for GESA's label ablations use GesaConfig)."
-            )
+        """LUKE-Graph reads its three edge types from GESA's entity graph."""
         switches = self.label_switches
         if not (switches["e2e"] and switches["e2e_graph"]) or switches["single_edge_label"]:
             raise ValueError(

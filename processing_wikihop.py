@@ -71,9 +71,6 @@ IGNORE_INDEX = -100
 CANDIDATE_ENTITY_MASK = "candidate_entity_mask"
 WIKIHOP_EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
 CANDIDATE_UNIT = 0  # sentence unit of the candidate list; support j is unit j + 1
-# `global_attention_mask` values, the model's input contract (README "Model inputs"): local, CLS-global,
-# question-global. Spelt out here so that this processor depends on no structure module of the model.
-GLOBAL_LOCAL, GLOBAL_CLS, GLOBAL_QUESTION = 0, 1, 2
 
 
 def normalize_mention(text: str) -> str:

@@ -293,7 +293,7 @@ def test_bad_config_values_raise_clear_errors(kwargs, message):
     ("field", "value", "message"),
     [
         ("graph_num_layers", -3, "graph_num_layers.*must be a positive integer"),
-        ("graph_num_layers", True, "graph_num_layers must be a positive integer"),
+        ("graph_num_layers", True, "graph_num_layers.*must be a positive integer"),
         ("ablation", None, "ablation must be 'luke'"),
         ("ablation", "full", "ablation must be 'luke'"),
     ],

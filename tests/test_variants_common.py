@@ -304,7 +304,7 @@ def test_registry_refuses_a_user_knowledge_base(name, tmp_path):
     registry = load_registry()
     spec = registry.VARIANTS[name]
     scratch = dict(TINY, max_position_embeddings=40)
-    with pytest.raises(ValueError, match=rf"kb_size=8 .*run_record.py --variant {name} supports only LUKE's entity"):
+    with pytest.raises(ValueError, match=rf"kb_size=8 .*--variant {name} supports only LUKE's entity"):
         spec.from_scratch(**scratch, kb_size=8)
 
     torch.manual_seed(0)
