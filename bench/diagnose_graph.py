@@ -37,7 +37,7 @@ import math
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,12 @@ class DiagnosticArguments:
     num_attention_heads: int = field(default=4)
     output_dir: str = field(default="diagnostic_out", metadata={"help": "results.json and curves.png go here."})
     plot_title: str = field(default="")
+    from_results: str = field(
+        default="",
+        metadata={
+            "help": "A results.json written before (also by a stopped run): print its table and plot, no training."
+        },
+    )
 
     def __post_init__(self) -> None:
         names = list(ABLATION_PRESETS) if self.presets == "all" else self.presets.split(",")
@@ -258,25 +264,38 @@ def summarise(args: DiagnosticArguments, runs: list[dict[str, Any]], level: floa
 def print_table(args: DiagnosticArguments, rows: list[dict[str, Any]], level: float) -> None:
     hops = sorted({hop for row in rows for hop in row["em"]})
     print(f"constant-score loss H(p) = {level:.3f}; leave = first logged loss < {(1 - args.leave_margin) * level:.3f}")
-    print(f"loss every {args.logging_steps} steps, mean over seeds {args.seed_list}; EM on the dev set per hop count")
+    print(f"loss every {args.logging_steps} steps, mean over the row's seeds; EM on the dev set per hop count")
     header = ["preset", "init", "leave@ (per seed)", *[f"EM {h}-hop" for h in hops], "s/run", "training loss"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:
-        leaves = ",".join("never" if s is None else str(s) for s in row["leave_steps"])
+        leaves = ", ".join(
+            f"s{seed}: {'never' if step is None else step}"
+            for seed, step in zip(row["seeds"], row["leave_steps"], strict=True)
+        )
         cells = [row["preset"], row["init"], f"{row['leave_mean']:.0f} ({leaves})"]
         cells += [f"{row['em'][h]:.1f}" for h in hops]
         cells += [f"{row['seconds']:.0f}", " ".join(f"{loss:.3f}" for loss in row["loss"])]
         print("| " + " | ".join(cells) + " |")
     luke = [row for row in rows if row["preset"] == "luke"]
-    if luke:
-        bound = luke[0]["leave_mean"]
+    if luke:  # same seed against same seed; a run that never leaves counts as leaving after the last step
+        never = math.inf
+        bound = {
+            seed: never if step is None else step
+            for seed, step in zip(luke[0]["seeds"], luke[0]["leave_steps"], strict=True)
+        }
         for init in dict.fromkeys(row["init"] for row in rows if row["preset"] != "luke"):
-            late = [
-                r["preset"] for r in rows if r["init"] == init and r["preset"] != "luke" and r["leave_mean"] > bound
-            ]
+            late = []
+            for row in rows:
+                if row["init"] != init or row["preset"] == "luke":
+                    continue
+                pairs = zip(row["seeds"], row["leave_steps"], strict=True)
+                seeds = [s for s, step in pairs if s in bound and (never if step is None else step) > bound[s]]
+                if seeds:
+                    late.append(f"{row['preset']} (seeds {seeds})")
             verdict = "every GESA preset leaves no later than LUKE" if not late else f"later than LUKE: {late}"
-            print(f"init {init}: {verdict} (LUKE leaves at {bound:.0f})")
+            luke_steps = ", ".join(f"s{seed}: {step}" for seed, step in bound.items())
+            print(f"init {init}: {verdict} (LUKE leaves at {luke_steps}; compared seed by seed)")
 
 
 def plot(args: DiagnosticArguments, rows: list[dict[str, Any]], level: float, path: Path) -> None:
@@ -304,11 +323,30 @@ def plot(args: DiagnosticArguments, rows: list[dict[str, Any]], level: float, pa
     figure.savefig(path, dpi=80)
 
 
+def reprint(path: Path, output: Path) -> list[dict[str, Any]]:
+    """The table and plot of a saved results.json, under the arguments it was run with."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        names = {f.name for f in fields(DiagnosticArguments)}
+        args = DiagnosticArguments(**{k: v for k, v in saved["args"].items() if k in names and k != "from_results"})
+        rows, level = saved["rows"], saved["constant_score_loss"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise SystemExit(
+            f"diagnose_graph.py: --from_results {path}: not a results.json of this script ({error})"
+        ) from None
+    print_table(args, rows, level)
+    plot(args, rows, level, output / "curves.png")
+    print(f"plot: {output / 'curves.png'}")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     (args,) = HfArgumentParser(DiagnosticArguments).parse_args_into_dataclasses(args=argv)
     hf_logging.set_verbosity_error()
     output = Path(args.output_dir)
     output.mkdir(parents=True, exist_ok=True)
+    if args.from_results:
+        return reprint(Path(args.from_results), output)
     train_records = generate_records(args.train_size, args.hop_list, args.data_seed, args.pairs, args.distractors)
     dev_records = generate_records(
         args.eval_size, args.hop_list, args.data_seed + 10_000, args.pairs, args.distractors, prefix="dev"

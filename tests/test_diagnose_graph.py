@@ -64,3 +64,32 @@ def test_one_command_trains_prints_the_table_and_saves_the_plot(diagnose, tmp_pa
     assert "| luke | - |" in printed and "constant-score loss" in printed
     assert (tmp_path / "curves.png").stat().st_size > 1000
     assert len(json.loads((tmp_path / "results.json").read_text())["rows"]) == 3
+
+
+def run(preset, init, seed, leave):
+    curve = [(10, 0.30), (20, 0.20 if leave == 20 else 0.234), (30, 0.20 if leave in (20, 30) else 0.234)]
+    return {"preset": preset, "init": init, "seed": seed, "curve": curve, "em": {2: 25.0}, "seconds": 1.0}
+
+
+def test_saved_results_reprint_and_compare_each_seed_with_luke(diagnose, tmp_path, capsys):
+    """A stopped run's results.json prints its table; a preset is late when it leaves after LUKE on the same seed."""
+    args = diagnose.DiagnosticArguments(seeds="0,1", max_steps=30, logging_steps=10, output_dir=str(tmp_path))
+    runs = [run("luke", "-", 0, 20), run("full", "new", 0, 20), run("no_match_edges", "new", 0, 30),
+            run("luke", "-", 1, 30), run("full", "new", 1, 20), run("no_match_edges", "new", 1, 20),
+            run("full", "old", 0, None)]  # fmt: skip
+    rows = diagnose.summarise(args, runs, 0.234)
+    saved = {"args": diagnose.asdict(args), "constant_score_loss": 0.234, "rows": rows}
+    (tmp_path / "results.json").write_text(json.dumps(saved))
+    reprinted = diagnose.main(["--from_results", str(tmp_path / "results.json"), "--output_dir", str(tmp_path)])
+    assert [row["leave_steps"] for row in reprinted] == [[20, 30], [20, 20], [30, 20], [None]]
+    printed = capsys.readouterr().out
+    assert "| full | new | 20 (s0: 20, s1: 20) |" in printed
+    assert "init new: later than LUKE: ['no_match_edges (seeds [0])']" in printed
+    assert "init old: later than LUKE: ['full (seeds [0])']" in printed
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+
+
+def test_a_file_that_is_no_results_json_is_named(diagnose, tmp_path):
+    (tmp_path / "results.json").write_text("{}")
+    with pytest.raises(SystemExit, match="results.json"):
+        diagnose.main(["--from_results", str(tmp_path / "results.json"), "--output_dir", str(tmp_path)])
