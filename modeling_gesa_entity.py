@@ -49,11 +49,17 @@ HUB_KWARGS = ("cache_dir", "revision", "token", "local_files_only", "force_downl
 
 
 def copy_luke_head(
-    model: nn.Module, pretrained_model_name_or_path: str | os.PathLike, luke_class_name: str, hub_kwargs: dict
+    model: nn.Module,
+    pretrained_model_name_or_path: str | os.PathLike,
+    luke_class_name: str,
+    hub_kwargs: dict,
+    entity_rows: list[int] | None = None,
 ) -> list[str]:
     """Copy the head modules (`model.luke_head_modules`) of a fine-tuned LUKE checkpoint into `model`.
 
     A module the checkpoint does not hold (a `LukeModel` checkpoint has no head) keeps its fresh initialisation.
+    `entity_rows` (the rows of LUKE's entity table the model kept) selects the same rows of the entity decoder
+    (`entity_predictions`: its weight, tied to the table, and its bias).
     Returns the names of the modules copied; `model.luke_conversion_info` is updated to match.
     """
     import transformers
@@ -74,6 +80,11 @@ def copy_luke_head(
         if own & missing - tied:
             continue  # not in the checkpoint: fresh head
         state = source.state_dict()
+        if name == "entity_predictions" and entity_rows is not None:
+            rows = torch.as_tensor(entity_rows, dtype=torch.long)
+            entities = luke.config.entity_vocab_size
+            state = {k: v.index_select(0, rows) if k in ("decoder.weight", "bias") and v.size(0) == entities else v
+                     for k, v in state.items()}  # fmt: skip
         for key, tensor in target.state_dict().items():
             if key in state and state[key].shape != tensor.shape:
                 raise ValueError(
@@ -140,7 +151,8 @@ class GesaEntityHeadBase(GesaPreTrainedModel):
                 kwargs["id2label"] = {int(k): v for k, v in config_dict["id2label"].items()}
                 kwargs["label2id"] = {v: int(k) for k, v in config_dict["id2label"].items()}
         model = super().from_luke_pretrained(pretrained_model_name_or_path, *args, **kwargs)
-        copy_luke_head(model, pretrained_model_name_or_path, cls.luke_class_name, hub_kwargs)
+        entity_rows = kwargs.get("entity_rows", args[1] if len(args) > 1 else None)
+        copy_luke_head(model, pretrained_model_name_or_path, cls.luke_class_name, hub_kwargs, entity_rows)
         return model
 
     def encode(self, input_ids: torch.Tensor | None, kwargs: dict) -> ModelOutput:

@@ -293,16 +293,27 @@ def build_pretraining_model(
     vocabulary: Mapping[str, int],
     luke_tokenizer: PreTrainedTokenizerBase,
     hub: dict[str, Any] | None = None,
+    seed: int = 0,
     **overrides: Any,
 ) -> PreTrainedModel:
     """The variant's pre-training head from a LUKE checkpoint, its entity table holding ``vocabulary``'s entities
-    (ERNIE: its knowledge base, so every candidate the dEA collator draws is a row of it)."""
+    (ERNIE: its knowledge base, so every candidate the dEA collator draws is a row of it). Rows of entities LUKE's
+    table lacks start random (normal, ``initializer_range``; ``seed``)."""
     spec = VARIANTS[variant]
     head = spec.head_for("pretrain")
     rows = pretraining_entity_rows(vocabulary, luke_tokenizer)
-    return head.from_luke_pretrained(
+    model = head.from_luke_pretrained(
         name_or_path, entity_rows=rows, **(hub or {}), **spec.config_overrides, **overrides
     )
+    # entities LUKE does not know get distinct random rows (ERNIE's KB is frozen: equal rows could never be told apart)
+    new = [index for name, index in vocabulary.items() if name not in luke_tokenizer.entity_vocab]
+    if new:
+        table = model.gesa.get_entity_embeddings().weight
+        generator = torch.Generator().manual_seed(seed)
+        fresh = torch.randn(len(new), table.size(1), generator=generator) * model.config.initializer_range
+        with torch.no_grad():
+            table[new] = fresh.to(table.dtype)
+    return model
 
 
 def _pad(tokenizer: PreTrainedTokenizerBase, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
@@ -330,10 +341,7 @@ class MaskedEntityCollator:
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         batch = _pad(self.tokenizer, features)
         words = batch["input_ids"]
-        special = torch.tensor(
-            [self.tokenizer.get_special_tokens_mask(row, already_has_special_tokens=True) for row in words.tolist()],
-            dtype=torch.bool,
-        )
+        special = torch.isin(words, torch.tensor(self.tokenizer.all_special_ids))  # <s>, </s>, <pad>, ...
         original = words.clone()
         batch["input_ids"], batch["labels"] = self.mlm.torch_mask_tokens(words, special_tokens_mask=special)
         unmasked = (batch["labels"] == -100).all(1) & (~special).any(1)

@@ -175,7 +175,9 @@ def saved_config(model_args: ModelArguments) -> dict[str, Any]:
         ) from None
 
 
-def build(model_args: ModelArguments, data_args: DataArguments, examples: dict[str, list]) -> tuple[Any, Any, Any]:
+def build(
+    model_args: ModelArguments, data_args: DataArguments, examples: dict[str, list], seed: int = 0
+) -> tuple[Any, Any, Any]:
     """(model, tokenizer, label names or None): converted from LUKE, or a checkpoint of this script reloaded."""
     path, hub = model_args.model_name_or_path, {"cache_dir": model_args.cache_dir, "token": model_args.token}
     config = saved_config(model_args)
@@ -187,7 +189,7 @@ def build(model_args: ModelArguments, data_args: DataArguments, examples: dict[s
                                       f"{config.get('model_type')!r} one")  # fmt: skip
         check_luke_tokenizer(luke := AutoTokenizer.from_pretrained(tokenizer_path, **hub), tokenizer_path)
         vocabulary = pretraining_vocabulary([e for split in examples.values() for e in split])
-        model = build_pretraining_model(model_args.variant, path, vocabulary, luke, hub, **overrides)
+        model = build_pretraining_model(model_args.variant, path, vocabulary, luke, hub, seed, **overrides)
         return model, pretraining_tokenizer(tokenizer_path, vocabulary, **hub), None
     task = ENTITY_TASKS[data_args.task]
     if config.get("model_type") == "luke":
@@ -251,7 +253,7 @@ def _run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArg
     task = ENTITY_TASKS[data_args.pretrain_format if pretraining else data_args.task]
     wanted = {"train": args.do_train, "validation": args.do_eval, "test": args.do_predict}
     examples = {split: load_split(task, data_args, model_args, split) for split, on in wanted.items() if on}
-    model, tokenizer, labels = build(model_args, data_args, examples)
+    model, tokenizer, labels = build(model_args, data_args, examples, args.seed)
     if pretraining:
         features = {split: encode_pretraining(tokenizer, items, data_args.max_seq_length)
                     for split, items in examples.items()}  # fmt: skip
