@@ -20,11 +20,12 @@
   ``[{"relation", "score"}, ...]``, every relation with its probability (softmax), best first (``top_k`` keeps the
   first k).
 
-The mention is the ``[MASK]`` entity (the tail: ``[MASK2]``), exactly as ``run_entity_tasks.py`` trains. A trained
+The mention is the ``[MASK]`` entity (the tail: ``[MASK2]``) with GESA's graph inputs (``processing_entity.graph_inputs``:
+one sentence, equal mention texts matched), exactly as ``run_entity_tasks.py`` trains. A trained
 checkpoint names its pipeline in ``config.custom_pipelines``, so ``pipeline(task, model=dir, trust_remote_code=True)``
 builds it from the checkpoint's own copy of this file. A bad input is one ``ValueError`` naming the field.
 
-Flat module: copied next to every saved checkpoint, so it imports only third-party packages.
+Flat module: copied next to every saved checkpoint, so it imports only its siblings and third-party packages.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from typing import Any
 import torch
 from transformers import AutoModelForSequenceClassification, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
+
+from .processing_entity import graph_inputs
 
 ENTITY_TYPING_TASK = "entity-typing"
 RELATION_CLASSIFICATION_TASK = "relation-classification"
@@ -103,7 +106,8 @@ class _EntityPipeline(Pipeline):
                 f"{self.task_name}: the mention {spans} lies beyond the first {max_length} tokens of 'text'; shorten "
                 "the text around it or pass a larger max_length"
             )
-        return dict(encoded)
+        graph = graph_inputs([text[start:end] for start, end in spans])  # as run_entity_tasks.py's features
+        return {**encoded, **{name: torch.tensor([values]) for name, values in graph.items()}}
 
     def _forward(self, model_inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.model(**model_inputs).logits[0]

@@ -58,8 +58,10 @@ def direct_logits(checkpoint, spans, entities):
     model = transformers.AutoModelForSequenceClassification.from_pretrained(checkpoint, trust_remote_code=True)
     tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint)
     inputs = tokenizer(TEXT, entity_spans=spans, entities=entities, return_tensors="pt")
+    graph = {"entity_sentence_ids": torch.zeros(1, len(spans), dtype=torch.long),  # one sentence
+             "entity_string_ids": torch.arange(len(spans))[None]}  # the mentions' texts differ  # fmt: skip
     with torch.no_grad():
-        return model.eval()(**inputs).logits[0], model.config.id2label
+        return model.eval()(**inputs, **graph).logits[0], model.config.id2label
 
 
 @pytest.mark.slow

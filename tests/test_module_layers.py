@@ -129,4 +129,4 @@ def test_entity_task_modules_sit_between_the_heads_and_the_scripts():
     assert floor_of("metrics_entity") == 6 and floor_of("records_entity") == 6 and floor_of("tasks_entity") == 7
     graph = import_graph()
     assert "metrics_entity" in graph["tasks_entity"] and "registry_gesa" in graph["tasks_entity"]
-    assert graph["pipeline_entity"] == set()  # copied next to checkpoints alone: third-party imports only
+    assert graph["pipeline_entity"] == {"processing_entity"}  # the features' graph inputs, not the script's glue
