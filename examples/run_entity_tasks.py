@@ -253,7 +253,12 @@ def _run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArg
     task = ENTITY_TASKS[data_args.pretrain_format if pretraining else data_args.task]
     wanted = {"train": args.do_train, "validation": args.do_eval, "test": args.do_predict}
     examples = {split: load_split(task, data_args, model_args, split) for split, on in wanted.items() if on}
-    model, tokenizer, labels = build(model_args, data_args, examples, args.seed)
+    try:
+        model, tokenizer, labels = build(model_args, data_args, examples, args.seed)
+    except ScriptArgumentError:
+        raise
+    except ValueError as error:  # a checkpoint that does not fit (labels, entity table, variant), named by the model
+        raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
     if pretraining:
         features = {split: encode_pretraining(tokenizer, items, data_args.max_seq_length)
                     for split, items in examples.items()}  # fmt: skip

@@ -186,3 +186,32 @@ def test_a_finished_model_is_not_overwritten(tiny_luke_dir, tmp_path, capsys):
     with pytest.raises(SystemExit):
         load_script().main(argv)
     assert "--overwrite_output_dir" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_training_resumes_from_the_newest_complete_checkpoint(tiny_luke_dir, tmp_path):
+    output_dir = tmp_path / "resumed"
+    steps = ["--save_strategy", "steps", "--save_steps", "2", "--logging_steps", "1", "--num_train_epochs", "1"]
+    run_task(tiny_luke_dir, output_dir, "relation_classification", extra=[*steps, "--max_steps", "4"])
+    state = json.loads((output_dir / "checkpoint-2" / "trainer_state.json").read_text())["log_history"]
+    (output_dir / "checkpoint-4" / "trainer_state.json").unlink()  # a save cut short: not resumable
+    for name in ("config.json", "model.safetensors"):
+        (output_dir / name).unlink()  # the finished model of the first run
+    # another seed: a fresh start would shuffle differently; the resumed run keeps checkpoint-2's first two steps
+    run_task(tiny_luke_dir, output_dir, "relation_classification", extra=[*steps, "--max_steps", "6", "--seed", "1"])
+    history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
+    losses = {entry["step"]: entry["loss"] for entry in history if "loss" in entry}
+    assert sorted(losses) == [1, 2, 3, 4, 5, 6]
+    assert [losses[1], losses[2]] == [entry["loss"] for entry in state if "loss" in entry]
+
+
+@pytest.mark.slow
+def test_a_diverged_run_stops_with_one_error_line_and_saves_no_model(tiny_luke_dir, tmp_path, capsys):
+    output_dir = tmp_path / "diverged"
+    with pytest.raises(SystemExit) as stop:
+        run_task(tiny_luke_dir, output_dir, "entity_typing", extra=["--learning_rate", "1e8", "--max_steps", "3",
+                                                                    "--logging_steps", "1"])  # fmt: skip
+    assert stop.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("run_entity_tasks.py: error: training diverged")
+    assert not (output_dir / "model.safetensors").exists()
