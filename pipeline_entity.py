@@ -21,7 +21,8 @@
   first k).
 
 The mention is the ``[MASK]`` entity (the tail: ``[MASK2]``) with GESA's graph inputs (``processing_entity.graph_inputs``:
-one sentence, equal mention texts matched), exactly as ``run_entity_tasks.py`` trains. A trained
+one sentence, equal mention texts matched) and, for KAR/ERNIE checkpoints, the knowledge inputs (mentions matched
+to the tokenizer's entity titles), exactly as ``run_entity_tasks.py`` trains. A trained
 checkpoint names its pipeline in ``config.custom_pipelines``, so ``pipeline(task, model=dir, trust_remote_code=True)``
 builds it from the checkpoint's own copy of this file. A bad input is one ``ValueError`` naming the field.
 
@@ -38,6 +39,8 @@ from transformers import AutoModelForSequenceClassification, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .processing_entity import graph_inputs
+from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
+from .registry_gesa import knowledge_variant_of
 
 ENTITY_TYPING_TASK = "entity-typing"
 RELATION_CLASSIFICATION_TASK = "relation-classification"
@@ -82,6 +85,14 @@ class _EntityPipeline(Pipeline):
     fields: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        variant = knowledge_variant_of(self.model.config.model_type)
+        self.knowledge = None  # KAR/ERNIE: the KB inputs, as run_entity_tasks.py's collator adds them
+        if variant is not None:
+            candidates = EntityCandidateGenerator.from_tokenizer(self.tokenizer)
+            self.knowledge = KnowledgeInputBuilder(self.tokenizer, candidates, variant)
+
     def _sanitize_parameters(self, max_length: int | None = None, **kwargs: Any) -> tuple[dict, dict, dict]:
         post = {name: kwargs.pop(name) for name in self.postprocess_parameters if name in kwargs}
         if kwargs:
@@ -107,7 +118,8 @@ class _EntityPipeline(Pipeline):
                 "the text around it or pass a larger max_length"
             )
         graph = graph_inputs([text[start:end] for start, end in spans])  # as run_entity_tasks.py's features
-        return {**encoded, **{name: torch.tensor([values]) for name, values in graph.items()}}
+        batch = {**encoded, **{name: torch.tensor([values]) for name, values in graph.items()}}
+        return batch if self.knowledge is None else self.knowledge(batch)
 
     def _forward(self, model_inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.model(**model_inputs).logits[0]

@@ -41,6 +41,14 @@ import torch
 from transformers import AutoTokenizer, DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase
 
 from .metrics_entity import relation_micro_prf, span_f1, typing_micro_prf
+from .modeling_entity_variants import (
+    ErnieForEntityClassification,
+    ErnieForEntityPairClassification,
+    ErnieForEntitySpanClassification,
+    KarForEntityClassification,
+    KarForEntityPairClassification,
+    KarForEntitySpanClassification,
+)
 from .modeling_ernie import ErnieForDenoisingEntityAutoencoder, corrupt_entity_alignments
 from .modeling_gesa_entity import (
     GesaForEntityClassification,
@@ -101,6 +109,11 @@ class EntityTask:
     def label_names(self, examples: Sequence[Any]) -> list[str]:
         """Every label the examples use, sorted (NER: ``O`` first)."""
         return EntityTaskProcessor.label_names_of(self.name, examples)
+
+    def make_collator(self, variant: str, processor: EntityTaskProcessor, tokenizer: PreTrainedTokenizerBase) -> Any:
+        """The processor's batches, plus the knowledge inputs of KAR/ERNIE (``VariantSpec.wrap_collator``: mentions
+        matched to the tokenizer's entity titles)."""
+        return VARIANTS[variant].wrap_collator(processor, tokenizer)
 
     def prediction_rows(self, examples: Sequence[Any], predictions: Sequence[Any]) -> list[dict[str, Any]]:
         """The predictions file: ``{"id", "prediction", "reference"}`` per example (NER spans as ``[start, end,
@@ -164,26 +177,44 @@ ENTITY_TASKS: dict[str, EntityTask] = {
     )
 }
 
-# the heads of each task per variant (GESA's heads; `luke` is GESA with ablation="luke", i.e. transformers' Luke*)
+# the heads of each task per variant (`luke` is GESA with ablation="luke", i.e. transformers' Luke* heads; KAR and
+# ERNIE: GESA's heads on their encoders, fed the knowledge inputs by the registry's collator)
 TASK_HEADS = {
-    "entity_typing": GesaForEntityClassification,
-    "relation_classification": GesaForEntityPairClassification,
-    "ner": GesaForEntitySpanClassification,
-    "pretrain": GesaForMaskedLM,
+    "entity_typing": {
+        "gesa": GesaForEntityClassification,
+        "luke": GesaForEntityClassification,
+        "kar": KarForEntityClassification,
+        "ernie": ErnieForEntityClassification,
+    },
+    "relation_classification": {
+        "gesa": GesaForEntityPairClassification,
+        "luke": GesaForEntityPairClassification,
+        "kar": KarForEntityPairClassification,
+        "ernie": ErnieForEntityPairClassification,
+    },
+    "ner": {
+        "gesa": GesaForEntitySpanClassification,
+        "luke": GesaForEntitySpanClassification,
+        "kar": KarForEntitySpanClassification,
+        "ernie": ErnieForEntitySpanClassification,
+    },
+    "pretrain": {"gesa": GesaForMaskedLM, "luke": GesaForMaskedLM, "ernie": ErnieForDenoisingEntityAutoencoder},
 }
-for _task, _head in TASK_HEADS.items():
-    register_task_head(_task, {"gesa": _head, "luke": _head})
-register_task_head("pretrain", {"ernie": ErnieForDenoisingEntityAutoencoder})
+for _task, _heads in TASK_HEADS.items():
+    register_task_head(_task, _heads)
 
 
 # ----------------------------------------------------------------------------------------------- models
 
 
-def task_tokenizer(name_or_path: str, **hub: Any) -> PreTrainedTokenizerBase:
+def task_tokenizer(name_or_path: str, variant: str = "gesa", **hub: Any) -> PreTrainedTokenizerBase:
     """A LUKE tokenizer whose entity vocabulary is LUKE's special entities only (ids 0-3), the rows
-    ``task_entity_rows`` keeps: a fine-tuned head reads no other entity."""
+    ``task_entity_rows`` keeps: a fine-tuned head reads no other entity. KAR and ERNIE keep LUKE's whole vocabulary
+    (their knowledge base and its titles)."""
     tokenizer = AutoTokenizer.from_pretrained(name_or_path, **hub)
     check_luke_tokenizer(tokenizer, name_or_path)
+    if not VARIANTS[variant].shrink_entity_table:
+        return tokenizer
     return AutoTokenizer.from_pretrained(
         name_or_path, entity_vocab={name: i for i, name in enumerate(SPECIAL_ENTITIES)}, **hub
     )

@@ -78,7 +78,9 @@ class ModelArguments:
         metadata={"help": "A LUKE checkpoint (converted with from_luke_pretrained) or a checkpoint of this script."},
     )
     tokenizer_name: str | None = field(default=None, metadata={"help": "Tokenizer, if not the model's."})
-    variant: str = field(default="gesa", metadata={"help": "gesa or luke (ablation='luke'); pretrain also ernie."})
+    variant: str = field(
+        default="gesa", metadata={"help": "gesa, luke (ablation='luke'), kar or ernie (pretrain: gesa, luke, ernie)."}
+    )
     ablation: str | None = field(
         default=None, metadata={"help": "GESA ablation preset (GesaConfig.ABLATION_PRESETS)."}
     )
@@ -200,7 +202,7 @@ def build(
         check_luke_tokenizer(luke, tokenizer_path)
         labels = task.label_names(examples["train"])
         model = build_task_model(task, model_args.variant, path, labels, luke, hub, **overrides)
-        return model, task_tokenizer(tokenizer_path, **hub), labels
+        return model, task_tokenizer(tokenizer_path, model_args.variant, **hub), labels
     head = task.head_for(model_args.variant)
     expected = VARIANTS[model_args.variant].config_class.model_type
     if config.get("model_type") != expected or (config.get("architectures") or [head.__name__])[0] != head.__name__:
@@ -269,7 +271,7 @@ def _run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArg
         processor = EntityTaskProcessor(tokenizer, task.name, labels, data_args.max_seq_length,
                                         data_args.max_span_length, data_args.max_entities)  # fmt: skip
         features = {split: featurise(processor, items, split) for split, items in examples.items()}
-        collator = processor
+        collator = task.make_collator(model_args.variant, processor, tokenizer)
     args.remove_unused_columns = False  # the collators drop what the model does not read
     trainer = Trainer(
         model=model,

@@ -127,6 +127,7 @@ def test_kernels_and_label_terms_take_tensors_not_the_calling_module(module):
 
 def test_entity_task_modules_sit_between_the_heads_and_the_scripts():
     assert floor_of("metrics_entity") == 6 and floor_of("records_entity") == 6 and floor_of("tasks_entity") == 7
+    assert floor_of("modeling_entity_variants") == 5
     graph = import_graph()
     assert "metrics_entity" in graph["tasks_entity"] and "registry_gesa" in graph["tasks_entity"]
-    assert graph["pipeline_entity"] == {"processing_entity"}  # the features' graph inputs, not the script's glue
+    assert "tasks_entity" not in graph["pipeline_entity"]  # the features' inputs come from the processors

@@ -149,7 +149,7 @@ def test_luke_variant_trains_and_evaluates_a_trained_checkpoint(tiny_luke_dir, t
     "extra, message",
     [
         (["--task", "coref"], "--task 'coref' is unknown"),
-        (["--task", "ner", "--variant", "kar"], "--variant kar has no head for the task 'ner'"),
+        (["--task", "ner", "--variant", "xh"], "--variant xh has no head for the task 'ner'"),
         (["--task", "ner", "--do_eval"], "--do_eval needs --validation_file"),
         (["--task", "pretrain", "--do_predict", "--test_file", "x"], "--task pretrain has nothing to predict"),
         (["--task", "ner", "--do_train", "--train_file", "x", "--max_span_length", "0"], "--max_span_length must be"),
