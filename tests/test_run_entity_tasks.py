@@ -134,15 +134,16 @@ def test_luke_variant_trains_and_evaluates_a_trained_checkpoint(tiny_luke_dir, t
     run_task(tiny_luke_dir, output_dir, "relation_classification", extra=["--variant", "luke", "--max_steps", "6"])
     assert json.loads((output_dir / "config.json").read_text())["ablation"] == "luke"
     again = tmp_path / "again"
+    data = str(FILES["relation_classification"])
     argv = ["--task", "relation_classification", "--model_name_or_path", str(output_dir), "--variant", "luke",
-            "--validation_file", str(FILES["relation_classification"]), "--do_eval", "--output_dir", str(again),
+            "--validation_file", data, "--test_file", data, "--do_eval", "--do_predict", "--output_dir", str(again),
             "--report_to", "none", "--use_cpu", "true"]  # fmt: skip
     results = load_script().main(argv)
     first = json.loads((output_dir / "eval_results.json").read_text())
     assert results["eval_f1"] == pytest.approx(first["eval_f1"])
-    assert json.loads((again / "eval_predictions.json").read_text()) == json.loads(
-        (output_dir / "eval_predictions.json").read_text()
-    )
+    trained = json.loads((output_dir / "eval_predictions.json").read_text())
+    assert json.loads((again / "eval_predictions.json").read_text()) == trained
+    assert json.loads((again / "predict_predictions.json").read_text()) == trained  # the same file as test data
 
 
 @pytest.mark.parametrize(
@@ -215,3 +216,34 @@ def test_a_diverged_run_stops_with_one_error_line_and_saves_no_model(tiny_luke_d
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith("run_entity_tasks.py: error: training diverged")
     assert not (output_dir / "model.safetensors").exists()
+
+
+@pytest.mark.slow
+def test_ner_trains_from_a_dataset_in_the_hub_layout(tiny_luke_dir, tmp_path):
+    dataset = tmp_path / "conll-hub"
+    dataset.mkdir()
+    rows = [
+        {"id": str(i), "tokens": e.tokens, "ner_tags": e.tags}
+        for i, e in enumerate(read_task_file("ner", FILES["ner"]))
+    ]
+    for split in ("train", "validation"):
+        (dataset / f"{split}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    argv = ["--task", "ner", "--model_name_or_path", str(tiny_luke_dir), "--dataset_name", str(dataset),
+            "--output_dir", str(tmp_path / "out"), "--do_train", "--do_eval", "--max_steps", "4",
+            "--report_to", "none", "--use_cpu", "true", "--save_strategy", "no"]  # fmt: skip
+    results = load_script().main(argv)
+    assert results["eval_samples"] == len(rows) == 3
+    predicted = json.loads((tmp_path / "out" / "eval_predictions.json").read_text())
+    assert [row["reference"] for row in predicted][1] == [[0, 2, "PER"], [3, 4, "LOC"]]
+
+
+def test_push_to_hub_is_checked_before_any_data_loads(tiny_luke_dir, tmp_path, capsys, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    argv = ["--task", "ner", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(tmp_path / "out"),
+            "--train_file", str(tmp_path / "missing.txt"), "--do_train", "--push_to_hub", "--report_to", "none"]  # fmt: skip
+    with pytest.raises(SystemExit):
+        load_script().main(argv)
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("run_entity_tasks.py: error: --push_to_hub: HF_HUB_OFFLINE is set")
