@@ -268,6 +268,60 @@ def checkpoint_labels(model: PreTrainedModel) -> list[str]:
     return [id2label[i] for i in range(len(id2label))]
 
 
+def load_model_and_tokenizer(
+    task_name: str,
+    variant: str,
+    name_or_path: str,
+    examples: Mapping[str, Sequence[Any]],
+    tokenizer_name: str | None = None,
+    hub: dict[str, Any] | None = None,
+    seed: int = 0,
+    **overrides: Any,
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, list[str] | None]:
+    """What ``run_entity_tasks.py`` trains: ``(model, tokenizer, label names)`` (``None`` for pre-training).
+
+    From a LUKE checkpoint: the variant's head converted with ``from_luke_pretrained`` (``overrides``: config values),
+    labelled with the training examples' labels (``examples["train"]``), or the pre-training head with the data's
+    entity table. From a checkpoint of the script: the head it holds, which must be the variant's for the task; its
+    labels are its ``id2label``. A checkpoint that does not fit is one ``ValueError`` saying what to pass instead.
+    """
+    from transformers import PretrainedConfig
+
+    hub = hub or {}
+    tokenizer_path = tokenizer_name or name_or_path
+    config = PretrainedConfig.get_config_dict(name_or_path, **hub)[0]
+    if task_name == PRETRAIN.name:
+        if config.get("model_type") != "luke":
+            raise ValueError(
+                f"--task pretrain starts from a LUKE checkpoint; this is a {config.get('model_type')!r} one"
+            )
+        luke = AutoTokenizer.from_pretrained(tokenizer_path, **hub)
+        check_luke_tokenizer(luke, tokenizer_path)
+        vocabulary = pretraining_vocabulary([example for split in examples.values() for example in split])
+        model = build_pretraining_model(variant, name_or_path, vocabulary, luke, hub, seed, **overrides)
+        return model, pretraining_tokenizer(tokenizer_path, vocabulary, **hub), None
+    task = ENTITY_TASKS[task_name]
+    if config.get("model_type") == "luke":
+        if "train" not in examples:
+            raise ValueError("a LUKE checkpoint has no head for this task yet: pass --do_train with --train_file, or "
+                             "give a checkpoint run_entity_tasks.py trained")  # fmt: skip
+        luke = AutoTokenizer.from_pretrained(tokenizer_path, **hub)
+        check_luke_tokenizer(luke, tokenizer_path)
+        labels = task.label_names(examples["train"])
+        model = build_task_model(task, variant, name_or_path, labels, luke, hub, **overrides)
+        return model, task_tokenizer(tokenizer_path, variant, **hub), labels
+    head = task.head_for(variant)
+    expected = VARIANTS[variant].config_class.model_type
+    if config.get("model_type") != expected or (config.get("architectures") or [head.__name__])[0] != head.__name__:
+        raise ValueError(
+            f"it holds a {config.get('model_type')!r} model ({config.get('architectures')}), but --task {task.name} "
+            f"--variant {variant} needs a {expected!r} {head.__name__}: pass the --variant it was trained with, or a "
+            "LUKE checkpoint to convert"
+        )
+    model = build_task_model(task, variant, name_or_path, None, None, hub)
+    return model, AutoTokenizer.from_pretrained(tokenizer_path, **hub), checkpoint_labels(model)
+
+
 # ----------------------------------------------------------------------------------------------- pre-training
 
 
@@ -475,6 +529,7 @@ __all__ = [
     "decode_spans",
     "decode_types",
     "encode_pretraining",
+    "load_model_and_tokenizer",
     "mention_spans",
     "pretraining_entity_rows",
     "pretraining_tokenizer",

@@ -28,6 +28,7 @@ output-folder lock, resuming, the divergence guard and atomic result files from 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -38,22 +39,10 @@ from typing import Any
 
 import datasets
 import transformers
-from transformers import AutoTokenizer, HfArgumentParser, PretrainedConfig, Trainer, TrainingArguments, set_seed
+from transformers import HfArgumentParser, Trainer, TrainingArguments, set_seed
 
 from gesa.processing_entity import EntityTaskProcessor
-from gesa.registry_gesa import VARIANTS
-from gesa.tasks_entity import (
-    ENTITY_TASKS,
-    PRETRAIN,
-    build_pretraining_model,
-    build_task_model,
-    check_luke_tokenizer,
-    checkpoint_labels,
-    encode_pretraining,
-    pretraining_tokenizer,
-    pretraining_vocabulary,
-    task_tokenizer,
-)
+from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN, encode_pretraining, load_model_and_tokenizer
 from gesa.training_gesa import (
     FiniteTrainingGuard,
     OutputDirLock,
@@ -166,55 +155,6 @@ def load_split(task: Any, data_args: DataArguments, model_args: ModelArguments, 
     return examples[:limit] if limit is not None else examples
 
 
-def saved_config(model_args: ModelArguments) -> dict[str, Any]:
-    try:
-        return PretrainedConfig.get_config_dict(model_args.model_name_or_path, cache_dir=model_args.cache_dir,
-                                                token=model_args.token)[0]  # fmt: skip
-    except OSError as error:
-        raise ScriptArgumentError(
-            f"--model_name_or_path {model_args.model_name_or_path}: cannot read its config "
-            f"({str(error).splitlines()[0]}); give a LUKE checkpoint or a checkpoint of this script"
-        ) from None
-
-
-def build(
-    model_args: ModelArguments, data_args: DataArguments, examples: dict[str, list], seed: int = 0
-) -> tuple[Any, Any, Any]:
-    """(model, tokenizer, label names or None): converted from LUKE, or a checkpoint of this script reloaded."""
-    path, hub = model_args.model_name_or_path, {"cache_dir": model_args.cache_dir, "token": model_args.token}
-    config = saved_config(model_args)
-    overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
-    tokenizer_path = model_args.tokenizer_name or path
-    if data_args.task == PRETRAIN.name:
-        if config.get("model_type") != "luke":
-            raise ScriptArgumentError(f"--task pretrain starts from a LUKE checkpoint; {path} is a "
-                                      f"{config.get('model_type')!r} one")  # fmt: skip
-        check_luke_tokenizer(luke := AutoTokenizer.from_pretrained(tokenizer_path, **hub), tokenizer_path)
-        vocabulary = pretraining_vocabulary([e for split in examples.values() for e in split])
-        model = build_pretraining_model(model_args.variant, path, vocabulary, luke, hub, seed, **overrides)
-        return model, pretraining_tokenizer(tokenizer_path, vocabulary, **hub), None
-    task = ENTITY_TASKS[data_args.task]
-    if config.get("model_type") == "luke":
-        if "train" not in examples:
-            raise ScriptArgumentError(f"{path} is a LUKE checkpoint without this task's head: pass --do_train with "
-                                      "--train_file, or give a checkpoint this script trained")  # fmt: skip
-        luke = AutoTokenizer.from_pretrained(tokenizer_path, **hub)
-        check_luke_tokenizer(luke, tokenizer_path)
-        labels = task.label_names(examples["train"])
-        model = build_task_model(task, model_args.variant, path, labels, luke, hub, **overrides)
-        return model, task_tokenizer(tokenizer_path, model_args.variant, **hub), labels
-    head = task.head_for(model_args.variant)
-    expected = VARIANTS[model_args.variant].config_class.model_type
-    if config.get("model_type") != expected or (config.get("architectures") or [head.__name__])[0] != head.__name__:
-        raise ScriptArgumentError(
-            f"--model_name_or_path {path} holds a {config.get('model_type')!r} model ({config.get('architectures')}), "
-            f"but --task {task.name} --variant {model_args.variant} needs a {expected!r} {head.__name__}: pass the "
-            "--variant it was trained with, or a LUKE checkpoint to convert"
-        )
-    model = build_task_model(task, model_args.variant, path, None, None, hub)
-    return model, AutoTokenizer.from_pretrained(tokenizer_path, **hub), checkpoint_labels(model)
-
-
 def featurise(processor: EntityTaskProcessor, examples: list[Any], split: str) -> list[dict[str, Any]]:
     try:
         return processor.encode_all(examples)
@@ -241,7 +181,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArgu
     """Train, evaluate and/or predict; returns the metrics of ``all_results.json``."""
     check_arguments(model_args, data_args, args)
     preflight_push_to_hub(args, model_args.token)
-    with OutputDirLock(args.output_dir):
+    # one live run per output folder (process 0 holds it; a dead run's lock is released by the kernel)
+    with OutputDirLock(args.output_dir) if args.process_index == 0 else contextlib.nullcontext():
         return _run(model_args, data_args, args)
 
 
@@ -254,12 +195,15 @@ def _run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArg
     pretraining = data_args.task == PRETRAIN.name
     task = ENTITY_TASKS[data_args.pretrain_format if pretraining else data_args.task]
     wanted = {"train": args.do_train, "validation": args.do_eval, "test": args.do_predict}
-    examples = {split: load_split(task, data_args, model_args, split) for split, on in wanted.items() if on}
+    with args.main_process_first(desc="reading the data"):
+        examples = {split: load_split(task, data_args, model_args, split) for split, on in wanted.items() if on}
+    overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
     try:
-        model, tokenizer, labels = build(model_args, data_args, examples, args.seed)
-    except ScriptArgumentError:
-        raise
-    except ValueError as error:  # a checkpoint that does not fit (labels, entity table, variant), named by the model
+        model, tokenizer, labels = load_model_and_tokenizer(
+            data_args.task, model_args.variant, model_args.model_name_or_path, examples, model_args.tokenizer_name,
+            {"cache_dir": model_args.cache_dir, "token": model_args.token}, args.seed, **overrides,
+        )  # fmt: skip
+    except (OSError, ValueError) as error:  # a checkpoint that does not fit (task, variant, labels, entity table)
         raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
     if pretraining:
         features = {split: encode_pretraining(tokenizer, items, data_args.max_seq_length)

@@ -129,10 +129,15 @@ def test_entity_task_trains_scores_by_hand_count_and_reloads(tiny_luke_dir, tmp_
 
 
 @pytest.mark.slow
-def test_luke_variant_trains_and_evaluates_a_trained_checkpoint(tiny_luke_dir, tmp_path):
+def test_luke_variant_trains_and_evaluates_a_trained_checkpoint(tiny_luke_dir, tmp_path, capsys):
     output_dir = tmp_path / "luke-tacred"
     run_task(tiny_luke_dir, output_dir, "relation_classification", extra=["--variant", "luke", "--max_steps", "6"])
     assert json.loads((output_dir / "config.json").read_text())["ablation"] == "luke"
+    with pytest.raises(SystemExit):  # a relation head is no typing head
+        load_script().main(["--task", "entity_typing", "--model_name_or_path", str(output_dir), "--variant", "luke",
+                            "--validation_file", str(FILES["entity_typing"]), "--do_eval", "--output_dir",
+                            str(tmp_path / "wrong"), "--report_to", "none"])  # fmt: skip
+    assert "needs a 'gesa' GesaForEntityClassification" in capsys.readouterr().err
     again = tmp_path / "again"
     data = str(FILES["relation_classification"])
     argv = ["--task", "relation_classification", "--model_name_or_path", str(output_dir), "--variant", "luke",
@@ -154,6 +159,18 @@ def test_luke_variant_trains_and_evaluates_a_trained_checkpoint(tiny_luke_dir, t
         (["--task", "ner", "--do_eval"], "--do_eval needs --validation_file"),
         (["--task", "pretrain", "--do_predict", "--test_file", "x"], "--task pretrain has nothing to predict"),
         (["--task", "ner", "--do_train", "--train_file", "x", "--max_span_length", "0"], "--max_span_length must be"),
+        (
+            [
+                "--task",
+                "ner",
+                "--do_train",
+                "--train_file",
+                str(FILES["ner"]),
+                "--model_name_or_path",
+                "/nonexistent/m",
+            ],
+            "--model_name_or_path /nonexistent/m: ",
+        ),
     ],
 )
 def test_bad_flags_end_with_one_error_line(tiny_luke_dir, tmp_path, capsys, extra, message):
