@@ -26,7 +26,8 @@ line (exit status 2) before any weight is loaded, and never loses or silently co
   the broken weights are saved;
 - ``write_json_atomically``: result files are complete or absent (temporary file + rename), ``ENOSPC`` is named;
 - ``apply_saved_settings``: a checkpoint's own ``processor_config.json`` settings are the defaults of a re-evaluation;
-  a flag given on the command line wins, and the log says which did.
+  a flag given on the command line wins, and the log says which did;
+- ``preflight_push_to_hub``: with ``--push_to_hub``, a Hub token and a reachable Hub, before any data or weights load.
 """
 
 from __future__ import annotations
@@ -399,6 +400,36 @@ def apply_saved_settings(
     return lines
 
 
+# ----------------------------------------------------------------------------------------------- scripts
+
+
+def preflight_push_to_hub(args: TrainingArguments, token: str | None = None, timeout: float = 5.0) -> None:
+    """With ``--push_to_hub``: a Hub token (``--hub_token``, ``token`` - the script's ``--token`` - or the logged-in
+    one) and a reachable Hub (one socket connection, ``timeout`` seconds at most), checked before any data or
+    weights load."""
+    if not args.push_to_hub:
+        return
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants, get_token
+
+    fix = "log in with `hf auth login` (or pass --hub_token), or drop --push_to_hub and upload the folder later"
+    if constants.HF_HUB_OFFLINE:
+        raise ScriptArgumentError(f"--push_to_hub: HF_HUB_OFFLINE is set, so the Hub cannot be reached; {fix}")
+    token = args.hub_token or token or get_token()
+    if not token:
+        raise ScriptArgumentError(f"--push_to_hub: no Hub token found; {fix}")
+    endpoint = urlparse(constants.ENDPOINT)
+    host, port = endpoint.hostname or "", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as error:
+        raise ScriptArgumentError(
+            f"--push_to_hub: cannot reach the Hub at {constants.ENDPOINT} ({error}); {fix}"
+        ) from None
+
+
 __all__ = [
     "FiniteTrainingGuard",
     "OutputDirLock",
@@ -413,5 +444,6 @@ __all__ = [
     "disk_full_error",
     "explicit_flags",
     "plan_resume",
+    "preflight_push_to_hub",
     "write_json_atomically",
 ]

@@ -35,6 +35,8 @@ FLOORS = [
     (("modeling_",), 5),
     (("registry_", "records_", "candidates_", "collator_", "windows_", "processing_", "render_"), 6),
     (("pipeline_",), 7),
+    (("metrics_",), 6),  # scores computed from predictions (the standard library only)
+    (("tasks_",), 7),  # a script's task interface: readers, processors, heads, pipelines of one task family
     (("training_",), 8),
 ]
 
@@ -121,3 +123,11 @@ def test_kernels_and_label_terms_take_tensors_not_the_calling_module(module):
     for path in FLAT_MODULES:
         source = path.read_text()
         assert "module._label_terms" not in source and "module._gathered_label_scores" not in source, path.name
+
+
+def test_entity_task_modules_sit_between_the_heads_and_the_scripts():
+    assert floor_of("metrics_entity") == 6 and floor_of("records_entity") == 6 and floor_of("tasks_entity") == 7
+    assert floor_of("modeling_entity_variants") == 5
+    graph = import_graph()
+    assert "metrics_entity" in graph["tasks_entity"] and "registry_gesa" in graph["tasks_entity"]
+    assert "tasks_entity" not in graph["pipeline_entity"]  # the features' inputs come from the processors
