@@ -197,12 +197,15 @@ def check_split_answers(fields: dict[str, CheckedFile], args: TrainingArguments)
     """A training file needs gold answers on every query (one without would train as all negative), an evaluation
     file too (there is nothing to score against otherwise): the first query without names the file and line."""
     if args.do_train and "train" in fields and fields["train"].unanswered is not None:
-        raise ScriptArgumentError(f"{fields['train'].unanswered} has no gold answer ('answers' missing or empty): it "
-                                  "would train as all negative; give its answers or remove it (a test split cannot "
-                                  "train)")  # fmt: skip
+        raise ScriptArgumentError(
+            f"{fields['train'].unanswered} has no gold answer ('answers' missing or empty): it would train as all "
+            "negative; give its answers or remove it (a test split cannot train)"
+        )
     if args.do_eval and "validation" in fields and fields["validation"].unanswered is not None:
-        raise ScriptArgumentError(f"{fields['validation'].unanswered} has no gold answer to evaluate against (a test "
-                                  "split?); give its answers or remove it")  # fmt: skip
+        raise ScriptArgumentError(
+            f"{fields['validation'].unanswered} has no gold answer to evaluate against (a test split?); give its "
+            "answers or remove it"
+        )
 
 
 def prefixed(where: str, error: Exception) -> str:

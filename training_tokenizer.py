@@ -69,8 +69,10 @@ def shrink_entity_vocab(tokenizer: PreTrainedTokenizerBase, source: str) -> list
     """
     vocab = getattr(tokenizer, "entity_vocab", None)
     if not isinstance(vocab, dict):
-        raise ScriptArgumentError(f"the tokenizer of {source} ({type(tokenizer).__name__}) has no LUKE entity vocabulary; "
-                             "use the checkpoint's LukeTokenizer")  # fmt: skip
+        raise ScriptArgumentError(
+            f"the tokenizer of {source} ({type(tokenizer).__name__}) has no LUKE entity vocabulary; use the "
+            "checkpoint's LukeTokenizer"
+        )
     names = [getattr(tokenizer, attribute) for attribute in ENTITY_SPECIAL_ATTRIBUTES]
     missing = [name for name in names if name not in vocab]
     if missing:

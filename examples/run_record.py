@@ -308,8 +308,10 @@ def check_arguments(model_args: ModelArguments, data_args: DataTrainingArguments
         raise ScriptArgumentError("give either --dataset_name or --train_file/--validation_file, not both")
     fixed = VARIANTS[model_args.variant].config_overrides.get("ablation")  # luke, luke_graph: the LUKE backbone
     if fixed is not None and model_args.ablation not in (None, fixed):
-        raise ScriptArgumentError(f"--variant {model_args.variant} is the {fixed!r} ablation; it cannot be combined with "
-                             f"--ablation {model_args.ablation}")  # fmt: skip
+        raise ScriptArgumentError(
+            f"--variant {model_args.variant} is the {fixed!r} ablation; it cannot be combined with --ablation "
+            f"{model_args.ablation}"
+        )
     if not VARIANTS[model_args.variant].uses_gesa_features and data_args.candidate_source == "ner":
         raise ScriptArgumentError(
             f"--variant {model_args.variant} needs annotated candidate entities; not --candidate_source ner"
