@@ -52,10 +52,10 @@ TRAIN_STEPS = 300
 RESUME_STEP = 150  # the checkpoint an interrupted run leaves behind (--save_steps: checkpoints at 150 and 300)
 LOGGING_STEPS = 20
 # The tiny model sits at the label prior for a while before it fits the 32 queries; with this seed both the 1- and
-# the 2-process run leave that plateau around step 180-200 and reach 96.9 EM with eval losses 0.023/0.026, so the
-# two-process comparison compares results, not how far each run got up the steep part (seed scan 0-5 of the tiny
-# LUKE in tiny_luke.py: seeds 1-4 leave it 20-60 steps later in one of the two runs, seed 5 not within 300 steps).
-SEED = 0
+# the 2-process run leave that plateau in time and reach 100 EM with eval losses about 0.001, so the two-process
+# comparison compares results, not how far each run got up the steep part (seed scan 0-3 of the tiny LUKE in
+# tiny_luke.py: seed 0 leaves the 1-process run at 81 EM after 300 steps; seeds 1 and 3 fit both runs).
+SEED = 1
 
 
 def _load_script():
