@@ -31,14 +31,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import datasets
-import transformers
 from transformers import HfArgumentParser, Trainer, TrainingArguments, set_seed
 
 from gesa.processing_entity import EntityTaskProcessor
@@ -50,8 +48,11 @@ from gesa.training_gesa import (
     check_training_arguments,
     disk_full,
     disk_full_error,
+    one_error_line,
+    parse_script_args,
     plan_resume,
     preflight_push_to_hub,
+    setup_logging,
     write_json_atomically,
 )
 
@@ -188,7 +189,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArgu
 
 def _run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArguments) -> dict[str, float]:
     resume = plan_resume(args, data_args.overwrite_output_dir)
-    setup_logging(args)
+    setup_logging(args, logger)
     for problem in resume.skipped:
         logger.warning(f"Not resuming from an incomplete checkpoint: {problem}")
     set_seed(args.seed)
@@ -257,35 +258,12 @@ def _run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArg
     return results
 
 
-def setup_logging(args: TrainingArguments) -> None:
-    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
-                        handlers=[logging.StreamHandler(sys.stdout)])  # fmt: skip
-    log_level = args.get_process_log_level()
-    logger.setLevel(log_level)
-    datasets.utils.logging.set_verbosity(log_level)
-    transformers.utils.logging.set_verbosity(log_level)
-    transformers.utils.logging.enable_default_handler()
-    transformers.utils.logging.enable_explicit_format()
-
-
-def parse_args(argv: list[str]) -> tuple[ModelArguments, DataArguments, TrainingArguments]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    try:
-        if len(argv) == 1 and argv[0].endswith(".json"):
-            return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
-        return parser.parse_args_into_dataclasses(args=argv)
-    except ValueError as error:
-        raise ScriptArgumentError(str(error).strip().splitlines()[0]) from None
-
-
 def main(argv: list[str] | None = None) -> dict[str, float]:
     """Command-line entry point; argument and input errors end the run with one ``error:`` line (exit status 2)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        results = run(*parse_args(argv))
-    except ScriptArgumentError as error:
-        print(f"{SCRIPT}: error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
+    with one_error_line(SCRIPT):
+        results = run(*parse_script_args(parser, argv, SCRIPT))
     print(json.dumps({key: value for key, value in results.items() if key.startswith("eval_")}))
     return results
 
