@@ -353,13 +353,57 @@ class GesaModelOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
+class LayerBlocks:
+    """A variant's blocks inside the encoder's layer loop, for one call (`GesaModel.layer_blocks` builds it).
+
+    `GesaEncoder` runs `between(0)`, then for each layer `layer(index)` and `between(index + 1)`; GESA's own blocks
+    run the layer and change nothing else. KAR inserts its block between two layers, ERNIE replaces the top layers by
+    its fusion layers, XH adds hop attention after each of the last K. The per-layer states `capture_outputs`
+    records are the states after `between`; `output` adds the variant's own outputs to the encoder's.
+    """
+
+    def between(self, done: int, words: torch.Tensor, entities: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        """After `done` layers (0: the embeddings): the (possibly changed) words and entities."""
+        return words, entities
+
+    def layer(
+        self,
+        index: int,
+        layer: GesaLayer,
+        words: torch.Tensor,
+        entities: torch.Tensor | None,
+        structure: AttentionStructure,
+        output_attentions: bool = False,
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Backbone layer `index` on the words and entities; `kwargs` reach its attention."""
+        words, entities, _ = layer(words, entities, structure, output_attentions, **kwargs)
+        return words, entities
+
+    def output(self, encoded: GesaModelOutput) -> ModelOutput:
+        """The model's output from the encoder's (pooler set): GESA's as it is."""
+        return encoded
+
+
+class GesaLayerStates(nn.Module):
+    """Identity at the end of each encoder step: `capture_outputs` records the per-layer states here, after the
+    variant blocks of that step (its first input, the step's input, is the initial state)."""
+
+    def forward(
+        self, previous: torch.Tensor, words: torch.Tensor, entities: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return words, entities
+
+
 class GesaEncoder(nn.Module):
-    """The layers in turn; per-layer states and probabilities are recorded by `capture_outputs` (`GesaModel`)."""
+    """The layers in turn, with a variant's blocks (`LayerBlocks`) in the loop; per-layer states and probabilities
+    are recorded by `capture_outputs` (`GesaModel`)."""
 
     def __init__(self, config: GesaConfig) -> None:
         super().__init__()
         self.config = config
         self.layer = nn.ModuleList([GesaLayer(config) for _ in range(config.num_hidden_layers)])
+        self.states = GesaLayerStates()
         self.gradient_checkpointing = False
 
     def forward(
@@ -368,10 +412,16 @@ class GesaEncoder(nn.Module):
         entities: torch.Tensor | None,
         structure: AttentionStructure,
         output_attentions: bool = False,
+        blocks: LayerBlocks | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> GesaModelOutput:
-        for layer in self.layer:
-            words, entities, _ = layer(words, entities, structure, output_attentions, **kwargs)
+        blocks = LayerBlocks() if blocks is None else blocks
+        words, entities = blocks.between(0, words, entities)
+        for index, layer in enumerate(self.layer):
+            previous = words
+            words, entities = blocks.layer(index, layer, words, entities, structure, output_attentions, **kwargs)
+            words, entities = blocks.between(index + 1, words, entities)
+            words, entities = self.states(previous, words, entities)
         return GesaModelOutput(last_hidden_state=words, entity_last_hidden_state=entities)
 
 
@@ -432,9 +482,13 @@ class GesaPreTrainedModel(PreTrainedModel):
     # a generic attention backend (vLLM, TGI) knows neither the two queries per token nor the label terms
     _supports_attention_backend = False
     _can_record_outputs = {
-        "hidden_states": OutputRecorder(GesaLayer, index=0),
+        # after each encoder step, variant blocks included (`GesaLayerStates`)
+        "hidden_states": OutputRecorder(GesaLayerStates, index=0),
         # the entity embeddings, then each layer's entity states (LUKE returns them with `output_hidden_states`)
-        "entity_hidden_states": [OutputRecorder(GesaEntityEmbeddings, index=0), OutputRecorder(GesaLayer, index=1)],
+        "entity_hidden_states": [
+            OutputRecorder(GesaEntityEmbeddings, index=0),
+            OutputRecorder(GesaLayerStates, index=1),
+        ],
         "attentions": OutputRecorder(GesaSelfAttention, index=1),
     }
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings"]
@@ -586,7 +640,16 @@ class GesaModel(GesaPreTrainedModel):
         self.entity_embeddings = GesaEntityEmbeddings(config)
         self.encoder = GesaEncoder(config)
         self.pooler = GesaPooler(config) if add_pooling_layer else None
+        self.build_variant_modules(config)
         self.post_init()
+
+    def build_variant_modules(self, config: GesaConfig) -> None:
+        """A variant's own modules (its blocks, its KB), added after the backbone and before the one `post_init`."""
+
+    def layer_blocks(self, inputs: dict, words: torch.Tensor) -> LayerBlocks | None:
+        """A variant's `LayerBlocks` for this call, from its own inputs (`variant_inputs` of `forward`) and the
+        backbone's (`inputs`: GESA's inputs with the masks defaulted; `words` the embedded words); GESA: none."""
+        return None
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings
@@ -626,6 +689,8 @@ class GesaModel(GesaPreTrainedModel):
         """
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
         kwargs.pop("output_entity_hidden_states", None)  # read by the decorators
+        # a variant's own inputs (its forward names them), read by its `layer_blocks`
+        variant_inputs = kwargs.pop("variant_inputs", None)
         check_unknown_inputs(self, kwargs)
         # before any shape is read: a 1-D or float input gets its own error (D14)
         self._check_inputs(
@@ -660,6 +725,7 @@ class GesaModel(GesaPreTrainedModel):
 
         words = self.embeddings(input_ids, token_type_ids, inputs_embeds=inputs_embeds, position_ids=position_ids)
         entities = None
+        given_entity_position_ids = entity_position_ids
         if entity_ids is not None:
             if entity_position_ids is None:
                 entity_position_ids = torch.full((*entity_ids.shape, 1), -1, dtype=torch.long, device=device)
@@ -675,9 +741,19 @@ class GesaModel(GesaPreTrainedModel):
             entity_string_ids,
             entity_sentence_ids,
         )
-        encoded = self.encoder(words, entities, structure, output_attentions, **kwargs)
+        blocks = None
+        if variant_inputs is not None:
+            inputs = {
+                "attention_mask": attention_mask[:, :word_length],
+                "entity_attention_mask": entity_attention_mask,
+                "entity_position_ids": given_entity_position_ids,
+                "placeholder_entity_mask": placeholder_entity_mask,
+                "output_attentions": output_attentions,
+            }
+            blocks = self.layer_blocks({**inputs, **variant_inputs}, words)
+        encoded = self.encoder(words, entities, structure, output_attentions, blocks=blocks, **kwargs)
         encoded.pooler_output = self.pooler(encoded.last_hidden_state) if self.pooler is not None else None
-        return encoded
+        return encoded if blocks is None else blocks.output(encoded)
 
     def build_attention_structure(
         self,
