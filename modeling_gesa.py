@@ -27,7 +27,6 @@ import copy
 import inspect
 import os
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import wraps
 from pathlib import Path
@@ -46,24 +45,18 @@ from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 from .attention_gesa import ALL_ATTENTION_FUNCTIONS, eager_attention_forward
 from .checks_gesa import (
+    GesaInputs,
     check_model_inputs,
     check_unknown_inputs,
     inputs_already_checked,
     inputs_checked_by_head,
+    refuse_span_positions,
+    with_inputs_of,
 )
 from .configuration_gesa import GesaConfig
-from .conversion_gesa import convert_luke_checkpoint
+from .conversion_gesa import convert_luke_checkpoint, init_added_word_embeddings
 from .loading_gesa import refuse_damaged_weights
-from .structure_gesa import (
-    LOCAL,
-    AttentionStructure,
-    RelativeLabels,
-    TokenStructure,
-    build_entity_entity_labels,
-    build_entity_word_labels,
-    entity_defaults,
-    word_label_ranks,
-)
+from .structure_gesa import AttentionStructure, RelativeLabels, build_attention_structure
 
 
 def create_position_ids_from_input_ids(input_ids: torch.Tensor, padding_idx: int) -> torch.Tensor:
@@ -566,64 +559,12 @@ class GesaPreTrainedModel(PreTrainedModel):
             for source in [pipeline_file, *map(Path, get_relative_import_files(str(pipeline_file)))]:
                 shutil.copyfile(source, Path(save_directory) / source.name)
 
-    def init_added_word_embeddings(self, sources: dict[int, int]) -> None:
-        """Grow the word table to hold new token ids and copy each from its source token (spec section 1).
+    # grow the word table for added tokens, each copied from its source token (`conversion_gesa`)
+    init_added_word_embeddings = init_added_word_embeddings
 
-        Args:
-            sources: `{new_token_id: existing_token_id}`, e.g. `GesaProcessor.added_token_sources()`.
-        """
-        embeddings = self.get_input_embeddings()
-        needed = max(sources, default=-1) + 1
-        for new_id, source_id in sources.items():
-            if source_id >= min(embeddings.num_embeddings, needed) or source_id < 0:
-                raise ValueError(f"sources[{new_id}]={source_id} is not an existing word token id.")
-        if needed > embeddings.num_embeddings:
-            self.resize_token_embeddings(needed, mean_resizing=False)
-            embeddings = self.get_input_embeddings()
-        with torch.no_grad():
-            for new_id, source_id in sources.items():
-                embeddings.weight[new_id] = embeddings.weight[source_id]
-
-    @classmethod
-    def from_luke_pretrained(
-        cls,
-        pretrained_model_name_or_path: str | os.PathLike,
-        keep_entity_aware_queries: bool | None = None,
-        entity_rows: list[int] | None = None,
-        *,
-        cache_dir: str | os.PathLike | None = None,
-        revision: str | None = None,
-        token: str | bool | None = None,
-        local_files_only: bool = False,
-        force_download: bool = False,
-        subfolder: str = "",
-        **config_overrides,
-    ) -> GesaPreTrainedModel:
-        """Build this GESA class from a transformers LUKE checkpoint (`LukeModel` or any `LukeFor*`).
-
-        LUKE's word `query` is copied into all four query matrices (paper 4.1) unless `keep_entity_aware_queries`
-        (default: only with `ablation="luke"`, which means exactly LUKE, entity-aware queries and all);
-        key/value/output/FFN/LayerNorm/embeddings map one to one; absolute position
-        tables are dropped unless `use_absolute_position_embeddings=True`; label tables and heads start fresh.
-        `entity_rows` keeps only those rows of LUKE's entity table (in that order; e.g. `[PAD]`, `[UNK]`,
-        `[MASK]`). Every GESA parameter not filled from LUKE and every LUKE weight left unused is logged and
-        returned in `model.luke_conversion_info`. `cache_dir`, `revision`, `token`, `local_files_only`,
-        `force_download` and `subfolder` mean what they mean in `from_pretrained`; other keyword arguments
-        override config fields.
-        """
-        return convert_luke_checkpoint(
-            cls,
-            pretrained_model_name_or_path,
-            keep_entity_aware_queries,
-            entity_rows,
-            cache_dir=cache_dir,
-            revision=revision,
-            token=token,
-            local_files_only=local_files_only,
-            force_download=force_download,
-            subfolder=subfolder,
-            **config_overrides,
-        )
+    # Build this GESA class from a transformers LUKE checkpoint (`LukeModel` or any `LukeFor*`); see
+    # `conversion_gesa.convert_luke_checkpoint` for the arguments
+    from_luke_pretrained = classmethod(convert_luke_checkpoint)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -755,48 +696,11 @@ class GesaModel(GesaPreTrainedModel):
         encoded.pooler_output = self.pooler(encoded.last_hidden_state) if self.pooler is not None else None
         return encoded if blocks is None else blocks.output(encoded)
 
-    def build_attention_structure(
-        self,
-        attention_mask: torch.Tensor,
-        word_length: int,
-        global_attention_mask: torch.Tensor | None = None,
-        entity_position_ids: torch.Tensor | None = None,
-        placeholder_entity_mask: torch.Tensor | None = None,
-        entity_string_ids: torch.Tensor | None = None,
-        entity_sentence_ids: torch.Tensor | None = None,
-    ) -> AttentionStructure:
-        """Masks and labels shared by every layer, from the compact inputs; `attention_mask` is `(B, P)`.
-
-        Per token only (`TokenStructure`, linear in length); the dense `(B, P, P)` forms appear only if the
-        eager path asks for them.
-        """
-        config = self.config
-        batch_size, device = attention_mask.size(0), attention_mask.device
-        entity_length = attention_mask.size(1) - word_length
-        use_labels = config.use_relative_labels
-        entity_word_labels = entity_entity_labels = None
-        if use_labels and entity_length > 0:
-            if entity_position_ids is None:
-                entity_position_ids = torch.full((batch_size, entity_length, 1), -1, dtype=torch.long, device=device)
-            placeholder, strings, sentences = entity_defaults(
-                placeholder_entity_mask, entity_string_ids, entity_sentence_ids, batch_size, entity_length, device
-            )
-            entity_word_labels = build_entity_word_labels(
-                config, word_length, global_attention_mask, entity_position_ids, placeholder, strings
-            )
-            entity_entity_labels = build_entity_entity_labels(config, placeholder, strings, sentences)
-        tokens = TokenStructure(
-            attention_mask=attention_mask,
-            word_ranks=word_label_ranks(config, global_attention_mask) if use_labels else None,
-            window_global=None if global_attention_mask is None else global_attention_mask != LOCAL,
-            entity_word_labels=entity_word_labels,
-            entity_entity_labels=entity_entity_labels,
-            layout=RelativeLabels(config.max_relative_position),
-            w2w_distance=config.label_switches["w2w_distance"],
-            use_labels=use_labels,
-            attention_window=config.attention_window,
-        )
-        return AttentionStructure(word_length=word_length, tokens=tokens)
+    def build_attention_structure(self, attention_mask: torch.Tensor, word_length: int, *args) -> AttentionStructure:
+        """`structure_gesa.build_attention_structure` with this model's config: masks and labels shared by every
+        layer from the compact inputs (`attention_mask` `(B, P)`, then global mask, mention positions, placeholder,
+        string and sentence ids)."""
+        return build_attention_structure(self.config, attention_mask, word_length, *args)
 
     def _check_inputs(
         self, batch_size: int | None = None, word_length: int | None = None, **inputs: torch.Tensor | None
@@ -819,43 +723,6 @@ class GesaModel(GesaPreTrainedModel):
 # ---------------------------------------------------------------------------------------------
 # ReCoRD head (paper 3.5), shared by GESA and every variant
 # ---------------------------------------------------------------------------------------------
-
-
-class GesaInputs(TransformersKwargs, total=False):
-    """`GesaModel.forward`'s inputs after `input_ids` (README "Model inputs") and transformers' own keywords
-    (`output_attentions`, `output_hidden_states`, ...): what the heads and the variants' models pass on."""
-
-    attention_mask: torch.Tensor | None
-    token_type_ids: torch.LongTensor | None
-    entity_ids: torch.LongTensor | None
-    entity_attention_mask: torch.Tensor | None
-    entity_token_type_ids: torch.LongTensor | None
-    entity_position_ids: torch.LongTensor | None
-    global_attention_mask: torch.LongTensor | None
-    placeholder_entity_mask: torch.Tensor | None
-    entity_string_ids: torch.LongTensor | None
-    entity_sentence_ids: torch.LongTensor | None
-    inputs_embeds: torch.Tensor | None
-
-
-def with_inputs_of(*forwards: Callable) -> Callable[[Callable], Callable]:
-    """Decorator: the decorated `forward`'s signature also names the inputs of `forwards`, which reach it through
-    `**kwargs` (Trainer keeps the dataset columns a model's signature names; `help()` shows them)."""
-
-    def decorate(forward: Callable) -> Callable:
-        signature = inspect.signature(forward)
-        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        rest = [p for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
-        names = {p.name for p in own}
-        for other in forwards:
-            for p in inspect.signature(other).parameters.values():
-                if p.name not in names and p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                    own.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
-                    names.add(p.name)
-        forward.__signature__ = signature.replace(parameters=own + rest)
-        return forward
-
-    return decorate
 
 
 @dataclass
@@ -985,17 +852,6 @@ def classifier_dropout(config: GesaConfig) -> nn.Dropout:
     return nn.Dropout(
         config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
     )
-
-
-def refuse_span_positions(model: nn.Module, start_positions: torch.Tensor | None, end_positions: torch.Tensor | None):
-    """Generic extractive-QA code sends token spans; this head scores entity candidates instead."""
-    if start_positions is not None or end_positions is not None:
-        raise ValueError(
-            f"{type(model).__name__} scores entity candidates, not token spans: it takes labels (batch, entities), "
-            "1 for each entity that answers the query, and returns logits (batch, entities); start_positions / "
-            "end_positions are not read. Build its inputs with the processor (GesaProcessor), or answer cloze "
-            "queries with the entity-cloze pipeline: pipeline(model=<checkpoint>, trust_remote_code=True)."
-        )
 
 
 def score_candidates(
