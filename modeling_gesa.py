@@ -14,7 +14,7 @@
 """GESA: Graph-Enhanced Self-Attention on the LUKE backbone (Foolad & Kiani, 2023): the model itself.
 
 Reads like the paper: embeddings (3.1), entity-aware self-attention with label embeddings (3.4, Eq. 1), layer,
-encoder, model, the ReCoRD score head (3.5). The floors below it: `structure_gesa` (relative-position labels, 3.3),
+encoder (a variant's blocks enter its layer loop through `LayerBlocks`), model, the ReCoRD score head (3.5). The floors below it: `structure_gesa` (relative-position labels, 3.3),
 `kernels_gesa` and `attention_gesa` (the attention computation), `checks_gesa` (input checks), `conversion_gesa`
 (LUKE conversion, 4.1).
 
