@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.dynamic_module_utils import get_relative_import_files
@@ -55,7 +55,7 @@ from .checks_gesa import (
 )
 from .configuration_gesa import GesaConfig
 from .conversion_gesa import convert_luke_checkpoint, init_added_word_embeddings
-from .loading_gesa import refuse_damaged_weights
+from .loading_gesa import forget_remote_head_mapping, refuse_damaged_weights
 from .structure_gesa import AttentionStructure, RelativeLabels, build_attention_structure
 
 
@@ -542,6 +542,8 @@ class GesaPreTrainedModel(PreTrainedModel):
         """`PreTrainedModel.from_pretrained`; a truncated or damaged weights file of a local folder is named first."""
         if pretrained_model_name_or_path is not None:
             refuse_damaged_weights(pretrained_model_name_or_path, kwargs.get("subfolder") or "")
+        if isinstance(kwargs.get("config"), PretrainedConfig):  # an Auto class's call: each checkpoint its own head
+            forget_remote_head_mapping(cls, type(kwargs["config"]))
         return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs) -> None:

@@ -38,8 +38,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import AutoTokenizer, DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase
 
+from .loading_gesa import load_tokenizer
 from .metrics_entity import relation_micro_prf, span_f1, typing_micro_prf
 from .modeling_entity_variants import (
     ErnieForEntityClassification,
@@ -211,13 +212,11 @@ def task_tokenizer(name_or_path: str, variant: str = "gesa", **hub: Any) -> PreT
     """A LUKE tokenizer whose entity vocabulary is LUKE's special entities only (ids 0-3), the rows
     ``task_entity_rows`` keeps: a fine-tuned head reads no other entity. KAR and ERNIE keep LUKE's whole vocabulary
     (their knowledge base and its titles)."""
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, **hub)
+    tokenizer = load_tokenizer(name_or_path, **hub)
     check_luke_tokenizer(tokenizer, name_or_path)
     if not VARIANTS[variant].shrink_entity_table:
         return tokenizer
-    return AutoTokenizer.from_pretrained(
-        name_or_path, entity_vocab={name: i for i, name in enumerate(SPECIAL_ENTITIES)}, **hub
-    )
+    return load_tokenizer(name_or_path, entity_vocab={name: i for i, name in enumerate(SPECIAL_ENTITIES)}, **hub)
 
 
 def check_luke_tokenizer(tokenizer: PreTrainedTokenizerBase, source: str) -> None:
@@ -295,7 +294,7 @@ def load_model_and_tokenizer(
             raise ValueError(
                 f"--task pretrain starts from a LUKE checkpoint; this is a {config.get('model_type')!r} one"
             )
-        luke = AutoTokenizer.from_pretrained(tokenizer_path, **hub)
+        luke = load_tokenizer(tokenizer_path, **hub)
         check_luke_tokenizer(luke, tokenizer_path)
         vocabulary = pretraining_vocabulary([example for split in examples.values() for example in split])
         model = build_pretraining_model(variant, name_or_path, vocabulary, luke, hub, seed, **overrides)
@@ -305,7 +304,7 @@ def load_model_and_tokenizer(
         if "train" not in examples:
             raise ValueError("a LUKE checkpoint has no head for this task yet: pass --do_train with --train_file, or "
                              "give a checkpoint run_entity_tasks.py trained")  # fmt: skip
-        luke = AutoTokenizer.from_pretrained(tokenizer_path, **hub)
+        luke = load_tokenizer(tokenizer_path, **hub)
         check_luke_tokenizer(luke, tokenizer_path)
         labels = task.label_names(examples["train"])
         model = build_task_model(task, variant, name_or_path, labels, luke, hub, **overrides)
@@ -319,7 +318,7 @@ def load_model_and_tokenizer(
             "LUKE checkpoint to convert"
         )
     model = build_task_model(task, variant, name_or_path, None, None, hub)
-    return model, AutoTokenizer.from_pretrained(tokenizer_path, **hub), checkpoint_labels(model)
+    return model, load_tokenizer(tokenizer_path, **hub), checkpoint_labels(model)
 
 
 # ----------------------------------------------------------------------------------------------- pre-training
@@ -352,7 +351,7 @@ def pretraining_entity_rows(vocabulary: Mapping[str, int], luke_tokenizer: PreTr
 
 def pretraining_tokenizer(name_or_path: str, vocabulary: Mapping[str, int], **hub: Any) -> PreTrainedTokenizerBase:
     """LUKE's tokenizer with ``vocabulary`` as its entity vocabulary (saved with the pre-trained model)."""
-    return AutoTokenizer.from_pretrained(name_or_path, entity_vocab=dict(vocabulary), **hub)
+    return load_tokenizer(name_or_path, entity_vocab=dict(vocabulary), **hub)
 
 
 def encode_pretraining(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Any], max_length: int) -> list[dict]:

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoTokenizer
-
+from .loading_gesa import load_tokenizer
 from .pipeline_gesa import _load_processor_settings
 from .registry_gesa import VARIANTS
 from .training_gesa import ScriptArgumentError, apply_saved_settings, checkpoint_config
@@ -113,7 +112,7 @@ def check_checkpoint(model_args: Any, data_args: Any, explicit: set[str] | None 
         use_saved_settings(path, variant, data_args, explicit)
     tokenizer_source = model_args.tokenizer_name or path
     try:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, **hub)
+        tokenizer = load_tokenizer(tokenizer_source, config_dict if tokenizer_source == path else None, **hub)
     except (OSError, ValueError) as error:
         raise ScriptArgumentError(
             f"cannot load a tokenizer from {tokenizer_source}: {str(error).splitlines()[0]}"
@@ -168,7 +167,7 @@ def build_model_and_processor(
     path = model_args.model_name_or_path
     if path is None:
         if model_args.tokenizer_name:
-            tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name, **hub)
+            tokenizer = load_tokenizer(model_args.tokenizer_name, **hub)
         else:
             tokenizer = train_sample_tokenizer(tokenizer_texts)
         entity_vocab = getattr(tokenizer, "entity_vocab", None) or {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3}

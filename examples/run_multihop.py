@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-from transformers import AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments, set_seed
+from transformers import HfArgumentParser, Trainer, TrainingArguments, set_seed
 
 import gesa.tasks_xh  # noqa: F401  (registers --task hotpotqa and fever)
+from gesa.loading_gesa import load_tokenizer
 from gesa.modeling_gesa_multiple_choice import extend_position_embeddings
 from gesa.registry_gesa import VARIANTS
 from gesa.tasks_multihop import (
@@ -218,8 +219,9 @@ def _run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArg
     for problem in resume.skipped:
         logger.warning(f"Not resuming from an incomplete checkpoint: {problem}")
     set_seed(args.seed)
-    tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path,
-                                              cache_dir=model_args.cache_dir)  # fmt: skip
+    tokenizer = load_tokenizer(
+        model_args.tokenizer_name or model_args.model_name_or_path, cache_dir=model_args.cache_dir
+    )
     settings = {name: getattr(data_args, name) for name in task.processor_settings}
     try:
         processor = task.make_processor(tokenizer, **settings, entity_mask_id=2)

@@ -67,7 +67,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from transformers import AutoConfig, HfArgumentParser, Trainer, TrainerCallback, TrainingArguments, set_seed
+from transformers import HfArgumentParser, Trainer, TrainerCallback, TrainingArguments, set_seed
 
 try:
     from gesa import ABLATION_PRESETS
@@ -168,10 +168,6 @@ def load_module_by_path(name: str, path: Path) -> ModuleType:
 
 record_metric = load_module_by_path("gesa_record_metric", METRIC_FILE)
 card_renderer = load_module_by_path("gesa_model_card", CARD_RENDERER_FILE)
-# Configs of this package's checkpoints resolve to its own classes here, so that reading a GESA/variant checkpoint's
-# tokenizer (AutoTokenizer reads config.json, whose auto_map names remote code) neither prompts nor warns.
-for _spec in VARIANTS.values():
-    AutoConfig.register(_spec.config_class.model_type, _spec.config_class, exist_ok=True)
 
 
 # --help: the module docstring up to its first literal block (what no argument at all does comes first).
