@@ -18,7 +18,9 @@ inside torch or a silently wrong answer.
 read back in one host sync through `InputValueChecks`); the heads add `check_candidate_labels` and
 `check_one_placeholder` to the same sync; `check_kb_ids`, `check_shape` and `check_kar_inputs` serve the
 knowledge variants. `inputs_checked_by_head` tells a base model that the head running it has just checked the same
-inputs: per thread and per call (a context variable), never state on the model.
+inputs: per thread and per call (a context variable), never state on the model. The accepted inputs themselves:
+`GesaInputs` (what `check_unknown_inputs` accepts), `with_inputs_of` (a forward's signature naming them) and
+`refuse_span_positions` (the extractive-QA inputs the entity heads refuse).
 
 Flat module: copied next to every saved checkpoint; it imports torch and transformers only.
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -34,7 +37,56 @@ import torch
 from torch import nn
 from transformers.utils import TransformersKwargs
 
+
 # Inputs that index tables or positions: a float tensor there is a caller's mistake, not a value to round.
+class GesaInputs(TransformersKwargs, total=False):
+    """`GesaModel.forward`'s inputs after `input_ids` (README "Model inputs") and transformers' own keywords
+    (`output_attentions`, `output_hidden_states`, ...): what the heads and the variants' models pass on."""
+
+    attention_mask: torch.Tensor | None
+    token_type_ids: torch.LongTensor | None
+    entity_ids: torch.LongTensor | None
+    entity_attention_mask: torch.Tensor | None
+    entity_token_type_ids: torch.LongTensor | None
+    entity_position_ids: torch.LongTensor | None
+    global_attention_mask: torch.LongTensor | None
+    placeholder_entity_mask: torch.Tensor | None
+    entity_string_ids: torch.LongTensor | None
+    entity_sentence_ids: torch.LongTensor | None
+    inputs_embeds: torch.Tensor | None
+
+
+def with_inputs_of(*forwards: Callable) -> Callable[[Callable], Callable]:
+    """Decorator: the decorated `forward`'s signature also names the inputs of `forwards`, which reach it through
+    `**kwargs` (Trainer keeps the dataset columns a model's signature names; `help()` shows them)."""
+
+    def decorate(forward: Callable) -> Callable:
+        signature = inspect.signature(forward)
+        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        rest = [p for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+        names = {p.name for p in own}
+        for other in forwards:
+            for p in inspect.signature(other).parameters.values():
+                if p.name not in names and p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                    own.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+                    names.add(p.name)
+        forward.__signature__ = signature.replace(parameters=own + rest)
+        return forward
+
+    return decorate
+
+
+def refuse_span_positions(model: nn.Module, start_positions: torch.Tensor | None, end_positions: torch.Tensor | None):
+    """Generic extractive-QA code sends token spans; this head scores entity candidates instead."""
+    if start_positions is not None or end_positions is not None:
+        raise ValueError(
+            f"{type(model).__name__} scores entity candidates, not token spans: it takes labels (batch, entities), "
+            "1 for each entity that answers the query, and returns logits (batch, entities); start_positions / "
+            "end_positions are not read. Build its inputs with the processor (GesaProcessor), or answer cloze "
+            "queries with the entity-cloze pipeline: pipeline(model=<checkpoint>, trust_remote_code=True)."
+        )
+
+
 INTEGER_INPUTS = (
     "input_ids",
     "token_type_ids",

@@ -45,9 +45,18 @@ def convert_luke_checkpoint(
     subfolder: str = "",
     **config_overrides: Any,
 ) -> PreTrainedModel:
-    """`cls.from_luke_pretrained`: build the GESA class `cls` (or a variant's) from a transformers LUKE checkpoint.
+    """`cls.from_luke_pretrained` (`GesaPreTrainedModel` and every variant): build the GESA class `cls` from a
+    transformers LUKE checkpoint (`LukeModel` or any `LukeFor*`).
 
-    See `GesaPreTrainedModel.from_luke_pretrained` for the arguments.
+    LUKE's word `query` is copied into all four query matrices (paper 4.1) unless `keep_entity_aware_queries`
+    (default: only with `ablation="luke"`, which means exactly LUKE, entity-aware queries and all);
+    key/value/output/FFN/LayerNorm/embeddings map one to one; absolute position
+    tables are dropped unless `use_absolute_position_embeddings=True`; label tables and heads start fresh.
+    `entity_rows` keeps only those rows of LUKE's entity table (in that order; e.g. `[PAD]`, `[UNK]`,
+    `[MASK]`). Every GESA parameter not filled from LUKE and every LUKE weight left unused is logged and
+    returned in `model.luke_conversion_info`. `cache_dir`, `revision`, `token`, `local_files_only`,
+    `force_download` and `subfolder` mean what they mean in `from_pretrained`; other keyword arguments
+    override config fields.
     """
     from transformers import LukeConfig, LukeModel, PreTrainedConfig
 
@@ -151,4 +160,23 @@ def convert_luke_checkpoint(
     return model
 
 
-__all__ = ["convert_luke_checkpoint"]
+def init_added_word_embeddings(model: PreTrainedModel, sources: dict[int, int]) -> None:
+    """`model.init_added_word_embeddings`: grow the word table to hold new token ids and copy each from its source token (spec section 1).
+
+    Args:
+        sources: `{new_token_id: existing_token_id}`, e.g. `GesaProcessor.added_token_sources()`.
+    """
+    embeddings = model.get_input_embeddings()
+    needed = max(sources, default=-1) + 1
+    for new_id, source_id in sources.items():
+        if source_id >= min(embeddings.num_embeddings, needed) or source_id < 0:
+            raise ValueError(f"sources[{new_id}]={source_id} is not an existing word token id.")
+    if needed > embeddings.num_embeddings:
+        model.resize_token_embeddings(needed, mean_resizing=False)
+        embeddings = model.get_input_embeddings()
+    with torch.no_grad():
+        for new_id, source_id in sources.items():
+            embeddings.weight[new_id] = embeddings.weight[source_id]
+
+
+__all__ = ["convert_luke_checkpoint", "init_added_word_embeddings"]

@@ -16,7 +16,8 @@
 A truncated ``model.safetensors`` (an interrupted save or copy) makes the safetensors library fail with
 ``incomplete metadata`` and no path; ``weights_problem`` reads the headers only and says which file is damaged and
 how. Used by ``GesaPreTrainedModel.from_pretrained`` (every model class of the package) and by the scripts' resume
-checks.
+checks. ``load_tokenizer`` reads a checkpoint's tokenizer without running (or asking to run) its remote code;
+``forget_remote_head_mapping`` keeps one checkpoint's head from standing in for another's in later ``Auto*`` loads.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
+
+import transformers
+from transformers import AutoTokenizer, PretrainedConfig, PreTrainedTokenizerBase
 
 WEIGHTS_NAMES = (
     "model.safetensors",
@@ -91,4 +96,51 @@ def refuse_damaged_weights(name_or_path: str | os.PathLike, subfolder: str = "")
         raise OSError(f"{problem}. Re-save the model with save_pretrained, or copy the checkpoint again.")
 
 
-__all__ = ["WEIGHTS_NAMES", "refuse_damaged_weights", "safetensors_problem", "weights_problem"]
+def load_tokenizer(
+    name_or_path: str | os.PathLike, config: dict[str, Any] | None = None, **kwargs: Any
+) -> PreTrainedTokenizerBase:
+    """``AutoTokenizer.from_pretrained(name_or_path, **kwargs)`` for a checkpoint of this package (or LUKE's).
+
+    ``AutoTokenizer`` reads the folder's ``config.json`` when given no config, and a GESA/variant config names remote
+    code, so it would ask whether to run that code just to pick the tokenizer class (``tokenizer_config.json`` names
+    it anyway). The config is handed over as a plain ``PretrainedConfig`` instead (``config``: its dict when the caller
+    has read it). Registering the package's config classes with ``AutoConfig`` would do the same but changes every
+    later remote-code load in the process: transformers then maps that config class to the first model class loaded
+    for it, whatever head a later checkpoint holds.
+    """
+    hub = {key: kwargs[key] for key in ("cache_dir", "revision", "token") if kwargs.get(key) is not None}
+    if config is None:
+        try:
+            config, _ = PretrainedConfig.get_config_dict(name_or_path, **hub)
+        except OSError:  # a tokenizer folder without config.json: nothing to hand over
+            return AutoTokenizer.from_pretrained(name_or_path, **kwargs)
+    return AutoTokenizer.from_pretrained(name_or_path, config=PretrainedConfig.from_dict(dict(config)), **kwargs)
+
+
+def forget_remote_head_mapping(model_class: type, config_class: type) -> None:
+    """Undo the mapping ``AutoModelFor*.from_pretrained(..., trust_remote_code=True)`` made from ``config_class`` (the
+    checkpoint's remote config class) to ``model_class`` (the head it loaded), before the head loads.
+
+    transformers keeps that mapping for the process and prefers it to a later checkpoint's own ``auto_map``. Local
+    checkpoints whose folders share a name (``.../typing/checkpoint-500`` and ``.../relation/checkpoint-500``) and whose
+    code is the same share one remote module, hence one config class: the second checkpoint would load as the first's
+    head (a size-mismatch error, or, with equal sizes, the wrong head). Without the mapping, each load reads its
+    checkpoint's ``auto_map``. A mapping the user registered (a class outside ``transformers_modules``) is kept.
+    """
+    auto_name = getattr(model_class, "_auto_class", None)
+    if not auto_name or not model_class.__module__.startswith("transformers_modules"):
+        return
+    mapping = getattr(getattr(transformers, str(auto_name), None), "_model_mapping", None)
+    registered = getattr(mapping, "_extra_content", None)
+    if isinstance(registered, dict) and registered.get(config_class) is model_class:
+        del registered[config_class]
+
+
+__all__ = [
+    "WEIGHTS_NAMES",
+    "forget_remote_head_mapping",
+    "load_tokenizer",
+    "refuse_damaged_weights",
+    "safetensors_problem",
+    "weights_problem",
+]

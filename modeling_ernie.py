@@ -48,26 +48,21 @@ from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
-from transformers.utils import ModelOutput, can_return_tuple
+from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
 from .checks_gesa import check_kb_ids, check_shape
 from .configuration_variants import ErnieConfig
 from .modeling_gesa import (
     AttentionStructure,
     GesaForEntitySpanQA,
+    GesaInputs,
     GesaLayer,
     GesaModel,
     GesaPreTrainedModel,
+    LayerBlocks,
     with_inputs_of,
 )
-from .modeling_variants import (
-    EntityAttention,
-    GesaInputs,
-    KnowledgeBase,
-    embed_backbone_inputs,
-    knowledge_table,
-    set_knowledge_base,
-)
+from .modeling_variants import EntityAttention, KnowledgeBase, knowledge_table, set_knowledge_base
 
 
 class ErnieEntityAttention(EntityAttention):
@@ -110,6 +105,7 @@ class ErnieFusionLayer(GradientCheckpointingLayer):
         knowledge_mask: torch.Tensor,
         alignment: torch.Tensor,
         output_attentions: bool = False,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor | None]:
         """
         Args:
@@ -119,13 +115,14 @@ class ErnieFusionLayer(GradientCheckpointingLayer):
             knowledge_mask: bool `(B, N)`, True for real knowledge entities.
             alignment: `(B, N)` word index `j` of each knowledge entity (the first token of its mention); any value
                 for padding.
+            kwargs: transformers' keywords, passed to the backbone layer's attention.
 
         Returns:
             words `(B, L, D)`, LUKE entities `(B, E, D)` or None, knowledge `(B, N, E_kb)` (0 in padded slots),
             attention probabilities.
         """
         word_length = words.size(1)
-        attended, probs = layer.attention(words, entities, structure, output_attentions)  # w~, (B, P, D)
+        attended, probs = layer.attention(words, entities, structure, output_attentions, **kwargs)  # w~, (B, P, D)
         knowledge_attended = self.entity_attention(knowledge, knowledge_mask)  # e~, (B, N, E_kb)
         pre = layer.intermediate.dense(attended)  # W~_t w~_j + b~, (B, P, I)
         entity_term = self.entity_to_intermediate(knowledge_attended) * knowledge_mask[..., None].to(pre.dtype)
@@ -197,11 +194,9 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
     Without `ernie_entity_ids` no token is aligned and the model computes exactly its backbone.
     """
 
-    def __init__(self, config: ErnieConfig, add_pooling_layer: bool = True) -> None:
-        super().__init__(config, add_pooling_layer=add_pooling_layer)
+    def build_variant_modules(self, config: ErnieConfig) -> None:
         self.fusion_layers = nn.ModuleList([ErnieFusionLayer(config) for _ in range(config.ernie_num_fusion_layers)])
         self.knowledge_base = KnowledgeBase(config.kb_size, config.entity_emb_size) if config.kb_size else None
-        self.post_init()
 
     def _knowledge_inputs(
         self,
@@ -253,7 +248,6 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
                 raise ValueError("ernie_entity_positions: two entities are aligned to the same word; align each once.")
         return ernie_entity_ids, real, ernie_entity_positions.clamp(min=0)
 
-    @can_return_tuple
     @with_inputs_of(GesaModel.forward)
     def forward(
         self,
@@ -264,33 +258,62 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
         **kwargs: Unpack[GesaInputs],
     ) -> ErnieModelOutput:
         """Encode words `(B, L)`, LUKE entities `(B, E)` (GESA's inputs, `kwargs`) and knowledge entities `(B, N)`."""
-        inputs = embed_backbone_inputs(self, input_ids, kwargs)
-        words, entities = inputs.words, inputs.entities
+        knowledge_inputs = {"ernie_entity_ids": ernie_entity_ids, "ernie_entity_positions": ernie_entity_positions}
+        return super().forward(input_ids, variant_inputs=knowledge_inputs, **kwargs)
+
+    def layer_blocks(self, inputs: dict, words: torch.Tensor) -> ErnieBlocks:
         batch_size, word_length = words.shape[:2]
         knowledge_ids, knowledge_mask, alignment = self._knowledge_inputs(
-            batch_size, word_length, inputs.attention_mask, ernie_entity_ids, ernie_entity_positions, words.device
+            batch_size,
+            word_length,
+            inputs["attention_mask"],
+            inputs["ernie_entity_ids"],
+            inputs["ernie_entity_positions"],
+            words.device,
         )
         table = knowledge_table(self)
         knowledge = (table[knowledge_ids.clamp(min=0)] * knowledge_mask[..., None].to(table.dtype)).to(words.dtype)
+        return ErnieBlocks(self, knowledge, knowledge_mask, alignment)
 
-        collected = inputs.layer_outputs()
-        first_fusion = self.config.num_hidden_layers - self.config.ernie_num_fusion_layers
-        for index, layer in enumerate(self.encoder.layer):
-            if index < first_fusion:
-                words, entities, probs = layer(words, entities, inputs.structure, inputs.output_attentions)
-            else:
-                words, entities, knowledge, probs = self.fusion_layers[index - first_fusion](
-                    layer,
-                    words,
-                    entities,
-                    inputs.structure,
-                    knowledge,
-                    knowledge_mask,
-                    alignment,
-                    inputs.output_attentions,
-                )
-            collected.add(words, entities, probs)
-        return collected.output(ErnieModelOutput, self, words, entities, knowledge_last_hidden_state=knowledge)
+
+class ErnieBlocks(LayerBlocks):
+    """ERNIE's fusion layers in place of the top `ernie_num_fusion_layers` layers of `GesaEncoder`, carrying the
+    knowledge-entity stream from one to the next (`knowledge_last_hidden_state`)."""
+
+    def __init__(
+        self, model: ErnieModel, knowledge: torch.Tensor, knowledge_mask: torch.Tensor, alignment: torch.Tensor
+    ) -> None:
+        self.fusion_layers = model.fusion_layers
+        self.first_fusion = model.config.num_hidden_layers - len(model.fusion_layers)
+        self.knowledge, self.knowledge_mask, self.alignment = knowledge, knowledge_mask, alignment
+
+    def layer(
+        self,
+        index: int,
+        layer: GesaLayer,
+        words: torch.Tensor,
+        entities: torch.Tensor | None,
+        structure: AttentionStructure,
+        output_attentions: bool = False,
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if index < self.first_fusion:
+            return super().layer(index, layer, words, entities, structure, output_attentions, **kwargs)
+        words, entities, self.knowledge, _ = self.fusion_layers[index - self.first_fusion](
+            layer,
+            words,
+            entities,
+            structure,
+            self.knowledge,
+            self.knowledge_mask,
+            self.alignment,
+            output_attentions,
+            **kwargs,
+        )
+        return words, entities
+
+    def output(self, encoded: ModelOutput) -> ErnieModelOutput:
+        return ErnieModelOutput(**encoded, knowledge_last_hidden_state=self.knowledge)
 
 
 class ErnieForEntitySpanQA(ErniePreTrainedModel, GesaForEntitySpanQA):

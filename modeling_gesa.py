@@ -14,7 +14,7 @@
 """GESA: Graph-Enhanced Self-Attention on the LUKE backbone (Foolad & Kiani, 2023): the model itself.
 
 Reads like the paper: embeddings (3.1), entity-aware self-attention with label embeddings (3.4, Eq. 1), layer,
-encoder, model, the ReCoRD score head (3.5). The floors below it: `structure_gesa` (relative-position labels, 3.3),
+encoder (a variant's blocks enter its layer loop through `LayerBlocks`), model, the ReCoRD score head (3.5). The floors below it: `structure_gesa` (relative-position labels, 3.3),
 `kernels_gesa` and `attention_gesa` (the attention computation), `checks_gesa` (input checks), `conversion_gesa`
 (LUKE conversion, 4.1).
 
@@ -27,7 +27,6 @@ import copy
 import inspect
 import os
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import wraps
 from pathlib import Path
@@ -35,7 +34,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.dynamic_module_utils import get_relative_import_files
@@ -46,24 +45,18 @@ from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 from .attention_gesa import ALL_ATTENTION_FUNCTIONS, eager_attention_forward
 from .checks_gesa import (
+    GesaInputs,
     check_model_inputs,
     check_unknown_inputs,
     inputs_already_checked,
     inputs_checked_by_head,
+    refuse_span_positions,
+    with_inputs_of,
 )
 from .configuration_gesa import GesaConfig
-from .conversion_gesa import convert_luke_checkpoint
-from .loading_gesa import refuse_damaged_weights
-from .structure_gesa import (
-    LOCAL,
-    AttentionStructure,
-    RelativeLabels,
-    TokenStructure,
-    build_entity_entity_labels,
-    build_entity_word_labels,
-    entity_defaults,
-    word_label_ranks,
-)
+from .conversion_gesa import convert_luke_checkpoint, init_added_word_embeddings
+from .loading_gesa import forget_remote_head_mapping, refuse_damaged_weights
+from .structure_gesa import AttentionStructure, RelativeLabels, build_attention_structure
 
 
 def create_position_ids_from_input_ids(input_ids: torch.Tensor, padding_idx: int) -> torch.Tensor:
@@ -353,13 +346,57 @@ class GesaModelOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
+class LayerBlocks:
+    """A variant's blocks inside the encoder's layer loop, for one call (`GesaModel.layer_blocks` builds it).
+
+    `GesaEncoder` runs `between(0)`, then for each layer `layer(index)` and `between(index + 1)`; GESA's own blocks
+    run the layer and change nothing else. KAR inserts its block between two layers, ERNIE replaces the top layers by
+    its fusion layers, XH adds hop attention after each of the last K. The per-layer states `capture_outputs`
+    records are the states after `between`; `output` adds the variant's own outputs to the encoder's.
+    """
+
+    def between(self, done: int, words: torch.Tensor, entities: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        """After `done` layers (0: the embeddings): the (possibly changed) words and entities."""
+        return words, entities
+
+    def layer(
+        self,
+        index: int,
+        layer: GesaLayer,
+        words: torch.Tensor,
+        entities: torch.Tensor | None,
+        structure: AttentionStructure,
+        output_attentions: bool = False,
+        **kwargs: Unpack[TransformersKwargs],
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Backbone layer `index` on the words and entities; `kwargs` reach its attention."""
+        words, entities, _ = layer(words, entities, structure, output_attentions, **kwargs)
+        return words, entities
+
+    def output(self, encoded: GesaModelOutput) -> ModelOutput:
+        """The model's output from the encoder's (pooler set): GESA's as it is."""
+        return encoded
+
+
+class GesaLayerStates(nn.Module):
+    """Identity at the end of each encoder step: `capture_outputs` records the per-layer states here, after the
+    variant blocks of that step (its first input, the step's input, is the initial state)."""
+
+    def forward(
+        self, previous: torch.Tensor, words: torch.Tensor, entities: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return words, entities
+
+
 class GesaEncoder(nn.Module):
-    """The layers in turn; per-layer states and probabilities are recorded by `capture_outputs` (`GesaModel`)."""
+    """The layers in turn, with a variant's blocks (`LayerBlocks`) in the loop; per-layer states and probabilities
+    are recorded by `capture_outputs` (`GesaModel`)."""
 
     def __init__(self, config: GesaConfig) -> None:
         super().__init__()
         self.config = config
         self.layer = nn.ModuleList([GesaLayer(config) for _ in range(config.num_hidden_layers)])
+        self.states = GesaLayerStates()
         self.gradient_checkpointing = False
 
     def forward(
@@ -368,10 +405,16 @@ class GesaEncoder(nn.Module):
         entities: torch.Tensor | None,
         structure: AttentionStructure,
         output_attentions: bool = False,
+        blocks: LayerBlocks | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> GesaModelOutput:
-        for layer in self.layer:
-            words, entities, _ = layer(words, entities, structure, output_attentions, **kwargs)
+        blocks = LayerBlocks() if blocks is None else blocks
+        words, entities = blocks.between(0, words, entities)
+        for index, layer in enumerate(self.layer):
+            previous = words
+            words, entities = blocks.layer(index, layer, words, entities, structure, output_attentions, **kwargs)
+            words, entities = blocks.between(index + 1, words, entities)
+            words, entities = self.states(previous, words, entities)
         return GesaModelOutput(last_hidden_state=words, entity_last_hidden_state=entities)
 
 
@@ -432,9 +475,13 @@ class GesaPreTrainedModel(PreTrainedModel):
     # a generic attention backend (vLLM, TGI) knows neither the two queries per token nor the label terms
     _supports_attention_backend = False
     _can_record_outputs = {
-        "hidden_states": OutputRecorder(GesaLayer, index=0),
+        # after each encoder step, variant blocks included (`GesaLayerStates`)
+        "hidden_states": OutputRecorder(GesaLayerStates, index=0),
         # the entity embeddings, then each layer's entity states (LUKE returns them with `output_hidden_states`)
-        "entity_hidden_states": [OutputRecorder(GesaEntityEmbeddings, index=0), OutputRecorder(GesaLayer, index=1)],
+        "entity_hidden_states": [
+            OutputRecorder(GesaEntityEmbeddings, index=0),
+            OutputRecorder(GesaLayerStates, index=1),
+        ],
         "attentions": OutputRecorder(GesaSelfAttention, index=1),
     }
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings"]
@@ -495,6 +542,8 @@ class GesaPreTrainedModel(PreTrainedModel):
         """`PreTrainedModel.from_pretrained`; a truncated or damaged weights file of a local folder is named first."""
         if pretrained_model_name_or_path is not None:
             refuse_damaged_weights(pretrained_model_name_or_path, kwargs.get("subfolder") or "")
+        if isinstance(kwargs.get("config"), PretrainedConfig):  # an Auto class's call: each checkpoint its own head
+            forget_remote_head_mapping(cls, type(kwargs["config"]))
         return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs) -> None:
@@ -512,64 +561,12 @@ class GesaPreTrainedModel(PreTrainedModel):
             for source in [pipeline_file, *map(Path, get_relative_import_files(str(pipeline_file)))]:
                 shutil.copyfile(source, Path(save_directory) / source.name)
 
-    def init_added_word_embeddings(self, sources: dict[int, int]) -> None:
-        """Grow the word table to hold new token ids and copy each from its source token (spec section 1).
+    # grow the word table for added tokens, each copied from its source token (`conversion_gesa`)
+    init_added_word_embeddings = init_added_word_embeddings
 
-        Args:
-            sources: `{new_token_id: existing_token_id}`, e.g. `GesaProcessor.added_token_sources()`.
-        """
-        embeddings = self.get_input_embeddings()
-        needed = max(sources, default=-1) + 1
-        for new_id, source_id in sources.items():
-            if source_id >= min(embeddings.num_embeddings, needed) or source_id < 0:
-                raise ValueError(f"sources[{new_id}]={source_id} is not an existing word token id.")
-        if needed > embeddings.num_embeddings:
-            self.resize_token_embeddings(needed, mean_resizing=False)
-            embeddings = self.get_input_embeddings()
-        with torch.no_grad():
-            for new_id, source_id in sources.items():
-                embeddings.weight[new_id] = embeddings.weight[source_id]
-
-    @classmethod
-    def from_luke_pretrained(
-        cls,
-        pretrained_model_name_or_path: str | os.PathLike,
-        keep_entity_aware_queries: bool | None = None,
-        entity_rows: list[int] | None = None,
-        *,
-        cache_dir: str | os.PathLike | None = None,
-        revision: str | None = None,
-        token: str | bool | None = None,
-        local_files_only: bool = False,
-        force_download: bool = False,
-        subfolder: str = "",
-        **config_overrides,
-    ) -> GesaPreTrainedModel:
-        """Build this GESA class from a transformers LUKE checkpoint (`LukeModel` or any `LukeFor*`).
-
-        LUKE's word `query` is copied into all four query matrices (paper 4.1) unless `keep_entity_aware_queries`
-        (default: only with `ablation="luke"`, which means exactly LUKE, entity-aware queries and all);
-        key/value/output/FFN/LayerNorm/embeddings map one to one; absolute position
-        tables are dropped unless `use_absolute_position_embeddings=True`; label tables and heads start fresh.
-        `entity_rows` keeps only those rows of LUKE's entity table (in that order; e.g. `[PAD]`, `[UNK]`,
-        `[MASK]`). Every GESA parameter not filled from LUKE and every LUKE weight left unused is logged and
-        returned in `model.luke_conversion_info`. `cache_dir`, `revision`, `token`, `local_files_only`,
-        `force_download` and `subfolder` mean what they mean in `from_pretrained`; other keyword arguments
-        override config fields.
-        """
-        return convert_luke_checkpoint(
-            cls,
-            pretrained_model_name_or_path,
-            keep_entity_aware_queries,
-            entity_rows,
-            cache_dir=cache_dir,
-            revision=revision,
-            token=token,
-            local_files_only=local_files_only,
-            force_download=force_download,
-            subfolder=subfolder,
-            **config_overrides,
-        )
+    # Build this GESA class from a transformers LUKE checkpoint (`LukeModel` or any `LukeFor*`); see
+    # `conversion_gesa.convert_luke_checkpoint` for the arguments
+    from_luke_pretrained = classmethod(convert_luke_checkpoint)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -586,7 +583,16 @@ class GesaModel(GesaPreTrainedModel):
         self.entity_embeddings = GesaEntityEmbeddings(config)
         self.encoder = GesaEncoder(config)
         self.pooler = GesaPooler(config) if add_pooling_layer else None
+        self.build_variant_modules(config)
         self.post_init()
+
+    def build_variant_modules(self, config: GesaConfig) -> None:
+        """A variant's own modules (its blocks, its KB), added after the backbone and before the one `post_init`."""
+
+    def layer_blocks(self, inputs: dict, words: torch.Tensor) -> LayerBlocks | None:
+        """A variant's `LayerBlocks` for this call, from its own inputs (`variant_inputs` of `forward`) and the
+        backbone's (`inputs`: GESA's inputs with the masks defaulted; `words` the embedded words); GESA: none."""
+        return None
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings
@@ -626,6 +632,8 @@ class GesaModel(GesaPreTrainedModel):
         """
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
         kwargs.pop("output_entity_hidden_states", None)  # read by the decorators
+        # a variant's own inputs (its forward names them), read by its `layer_blocks`
+        variant_inputs = kwargs.pop("variant_inputs", None)
         check_unknown_inputs(self, kwargs)
         # before any shape is read: a 1-D or float input gets its own error (D14)
         self._check_inputs(
@@ -660,6 +668,7 @@ class GesaModel(GesaPreTrainedModel):
 
         words = self.embeddings(input_ids, token_type_ids, inputs_embeds=inputs_embeds, position_ids=position_ids)
         entities = None
+        given_entity_position_ids = entity_position_ids
         if entity_ids is not None:
             if entity_position_ids is None:
                 entity_position_ids = torch.full((*entity_ids.shape, 1), -1, dtype=torch.long, device=device)
@@ -675,52 +684,25 @@ class GesaModel(GesaPreTrainedModel):
             entity_string_ids,
             entity_sentence_ids,
         )
-        encoded = self.encoder(words, entities, structure, output_attentions, **kwargs)
+        blocks = None
+        if variant_inputs is not None:
+            inputs = {
+                "attention_mask": attention_mask[:, :word_length],
+                "entity_attention_mask": entity_attention_mask,
+                "entity_position_ids": given_entity_position_ids,
+                "placeholder_entity_mask": placeholder_entity_mask,
+                "output_attentions": output_attentions,
+            }
+            blocks = self.layer_blocks({**inputs, **variant_inputs}, words)
+        encoded = self.encoder(words, entities, structure, output_attentions, blocks=blocks, **kwargs)
         encoded.pooler_output = self.pooler(encoded.last_hidden_state) if self.pooler is not None else None
-        return encoded
+        return encoded if blocks is None else blocks.output(encoded)
 
-    def build_attention_structure(
-        self,
-        attention_mask: torch.Tensor,
-        word_length: int,
-        global_attention_mask: torch.Tensor | None = None,
-        entity_position_ids: torch.Tensor | None = None,
-        placeholder_entity_mask: torch.Tensor | None = None,
-        entity_string_ids: torch.Tensor | None = None,
-        entity_sentence_ids: torch.Tensor | None = None,
-    ) -> AttentionStructure:
-        """Masks and labels shared by every layer, from the compact inputs; `attention_mask` is `(B, P)`.
-
-        Per token only (`TokenStructure`, linear in length); the dense `(B, P, P)` forms appear only if the
-        eager path asks for them.
-        """
-        config = self.config
-        batch_size, device = attention_mask.size(0), attention_mask.device
-        entity_length = attention_mask.size(1) - word_length
-        use_labels = config.use_relative_labels
-        entity_word_labels = entity_entity_labels = None
-        if use_labels and entity_length > 0:
-            if entity_position_ids is None:
-                entity_position_ids = torch.full((batch_size, entity_length, 1), -1, dtype=torch.long, device=device)
-            placeholder, strings, sentences = entity_defaults(
-                placeholder_entity_mask, entity_string_ids, entity_sentence_ids, batch_size, entity_length, device
-            )
-            entity_word_labels = build_entity_word_labels(
-                config, word_length, global_attention_mask, entity_position_ids, placeholder, strings
-            )
-            entity_entity_labels = build_entity_entity_labels(config, placeholder, strings, sentences)
-        tokens = TokenStructure(
-            attention_mask=attention_mask,
-            word_ranks=word_label_ranks(config, global_attention_mask) if use_labels else None,
-            window_global=None if global_attention_mask is None else global_attention_mask != LOCAL,
-            entity_word_labels=entity_word_labels,
-            entity_entity_labels=entity_entity_labels,
-            layout=RelativeLabels(config.max_relative_position),
-            w2w_distance=config.label_switches["w2w_distance"],
-            use_labels=use_labels,
-            attention_window=config.attention_window,
-        )
-        return AttentionStructure(word_length=word_length, tokens=tokens)
+    def build_attention_structure(self, attention_mask: torch.Tensor, word_length: int, *args) -> AttentionStructure:
+        """`structure_gesa.build_attention_structure` with this model's config: masks and labels shared by every
+        layer from the compact inputs (`attention_mask` `(B, P)`, then global mask, mention positions, placeholder,
+        string and sentence ids)."""
+        return build_attention_structure(self.config, attention_mask, word_length, *args)
 
     def _check_inputs(
         self, batch_size: int | None = None, word_length: int | None = None, **inputs: torch.Tensor | None
@@ -743,43 +725,6 @@ class GesaModel(GesaPreTrainedModel):
 # ---------------------------------------------------------------------------------------------
 # ReCoRD head (paper 3.5), shared by GESA and every variant
 # ---------------------------------------------------------------------------------------------
-
-
-class GesaInputs(TransformersKwargs, total=False):
-    """`GesaModel.forward`'s inputs after `input_ids` (README "Model inputs") and transformers' own keywords
-    (`output_attentions`, `output_hidden_states`, ...): what the heads and the variants' models pass on."""
-
-    attention_mask: torch.Tensor | None
-    token_type_ids: torch.LongTensor | None
-    entity_ids: torch.LongTensor | None
-    entity_attention_mask: torch.Tensor | None
-    entity_token_type_ids: torch.LongTensor | None
-    entity_position_ids: torch.LongTensor | None
-    global_attention_mask: torch.LongTensor | None
-    placeholder_entity_mask: torch.Tensor | None
-    entity_string_ids: torch.LongTensor | None
-    entity_sentence_ids: torch.LongTensor | None
-    inputs_embeds: torch.Tensor | None
-
-
-def with_inputs_of(*forwards: Callable) -> Callable[[Callable], Callable]:
-    """Decorator: the decorated `forward`'s signature also names the inputs of `forwards`, which reach it through
-    `**kwargs` (Trainer keeps the dataset columns a model's signature names; `help()` shows them)."""
-
-    def decorate(forward: Callable) -> Callable:
-        signature = inspect.signature(forward)
-        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        rest = [p for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
-        names = {p.name for p in own}
-        for other in forwards:
-            for p in inspect.signature(other).parameters.values():
-                if p.name not in names and p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                    own.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
-                    names.add(p.name)
-        forward.__signature__ = signature.replace(parameters=own + rest)
-        return forward
-
-    return decorate
 
 
 @dataclass
@@ -909,17 +854,6 @@ def classifier_dropout(config: GesaConfig) -> nn.Dropout:
     return nn.Dropout(
         config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
     )
-
-
-def refuse_span_positions(model: nn.Module, start_positions: torch.Tensor | None, end_positions: torch.Tensor | None):
-    """Generic extractive-QA code sends token spans; this head scores entity candidates instead."""
-    if start_positions is not None or end_positions is not None:
-        raise ValueError(
-            f"{type(model).__name__} scores entity candidates, not token spans: it takes labels (batch, entities), "
-            "1 for each entity that answers the query, and returns logits (batch, entities); start_positions / "
-            "end_positions are not read. Build its inputs with the processor (GesaProcessor), or answer cloze "
-            "queries with the entity-cloze pipeline: pipeline(model=<checkpoint>, trust_remote_code=True)."
-        )
 
 
 def score_candidates(

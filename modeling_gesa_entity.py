@@ -23,13 +23,17 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
+import copy
 import inspect
 import os
+import shutil
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from transformers.dynamic_module_utils import get_relative_import_files
 from transformers.models.luke.modeling_luke import (
     EntityClassificationOutput,
     EntityPairClassificationOutput,
@@ -49,11 +53,17 @@ HUB_KWARGS = ("cache_dir", "revision", "token", "local_files_only", "force_downl
 
 
 def copy_luke_head(
-    model: nn.Module, pretrained_model_name_or_path: str | os.PathLike, luke_class_name: str, hub_kwargs: dict
+    model: nn.Module,
+    pretrained_model_name_or_path: str | os.PathLike,
+    luke_class_name: str,
+    hub_kwargs: dict,
+    entity_rows: list[int] | None = None,
 ) -> list[str]:
     """Copy the head modules (`model.luke_head_modules`) of a fine-tuned LUKE checkpoint into `model`.
 
     A module the checkpoint does not hold (a `LukeModel` checkpoint has no head) keeps its fresh initialisation.
+    `entity_rows` (the rows of LUKE's entity table the model kept) selects the same rows of the entity decoder
+    (`entity_predictions`: its weight, tied to the table, and its bias).
     Returns the names of the modules copied; `model.luke_conversion_info` is updated to match.
     """
     import transformers
@@ -74,6 +84,11 @@ def copy_luke_head(
         if own & missing - tied:
             continue  # not in the checkpoint: fresh head
         state = source.state_dict()
+        if name == "entity_predictions" and entity_rows is not None:
+            rows = torch.as_tensor(entity_rows, dtype=torch.long)
+            entities = luke.config.entity_vocab_size
+            state = {k: v.index_select(0, rows) if k in ("decoder.weight", "bias") and v.size(0) == entities else v
+                     for k, v in state.items()}  # fmt: skip
         for key, tensor in target.state_dict().items():
             if key in state and state[key].shape != tensor.shape:
                 raise ValueError(
@@ -104,6 +119,9 @@ class GesaEntityHeadBase(GesaPreTrainedModel):
     min_entities: int = 1
     # the loss is a mean over labels, not over items counted by Trainer
     accepts_loss_kwargs = False
+    # `config.custom_pipelines` of a saved checkpoint: `pipeline(task, model=dir, trust_remote_code=True)` builds the
+    # class of pipeline_entity.py (copied next to the weights); None: the head has no pipeline
+    pipeline: tuple[str, str] | None = None
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -140,8 +158,23 @@ class GesaEntityHeadBase(GesaPreTrainedModel):
                 kwargs["id2label"] = {int(k): v for k, v in config_dict["id2label"].items()}
                 kwargs["label2id"] = {v: int(k) for k, v in config_dict["id2label"].items()}
         model = super().from_luke_pretrained(pretrained_model_name_or_path, *args, **kwargs)
-        copy_luke_head(model, pretrained_model_name_or_path, cls.luke_class_name, hub_kwargs)
+        entity_rows = kwargs.get("entity_rows", args[1] if len(args) > 1 else None)
+        copy_luke_head(model, pretrained_model_name_or_path, cls.luke_class_name, hub_kwargs, entity_rows)
         return model
+
+    def save_pretrained(self, save_directory: str | os.PathLike, *args: Any, **kwargs: Any) -> None:
+        """`save_pretrained`, with `pipeline(task, model=dir, trust_remote_code=True)` building the head's pipeline."""
+        pipeline_file = Path(__file__).with_name("pipeline_entity.py")
+        with_pipeline = self.pipeline is not None and pipeline_file.is_file()
+        if with_pipeline:
+            task, impl = self.pipeline
+            custom = dict(copy.deepcopy(getattr(self.config, "custom_pipelines", None) or {}))
+            custom[task] = {"impl": impl, "pt": [getattr(type(self), "_auto_class", None) or "AutoModel"]}
+            self.config.custom_pipelines = custom
+        super().save_pretrained(save_directory, *args, **kwargs)
+        if with_pipeline and kwargs.get("is_main_process", True):
+            for source in [pipeline_file, *map(Path, get_relative_import_files(str(pipeline_file)))]:
+                shutil.copyfile(source, Path(save_directory) / source.name)
 
     def encode(self, input_ids: torch.Tensor | None, kwargs: dict) -> ModelOutput:
         """The encoder on the inputs, after checking the head has the entities it reads."""
@@ -180,6 +213,7 @@ class GesaForEntityClassification(GesaEntityHeadBase):
 
     luke_class_name = "LukeForEntityClassification"
     task_entities = "the entity to type first"
+    pipeline = ("entity-typing", "pipeline_entity.EntityTypingPipeline")
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
@@ -210,6 +244,7 @@ class GesaForEntityPairClassification(GesaEntityHeadBase):
     luke_class_name = "LukeForEntityPairClassification"
     min_entities = 2
     task_entities = "the head entity first, the tail entity second"
+    pipeline = ("relation-classification", "pipeline_entity.RelationClassificationPipeline")
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

@@ -45,25 +45,20 @@ from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
-from transformers.utils import ModelOutput, can_return_tuple
+from transformers.utils import ModelOutput
 
 from .checks_gesa import check_kar_inputs
 from .configuration_variants import KarConfig
 from .modeling_gesa import (
     GesaEntitySpanQAOutput,
     GesaForEntitySpanQA,
+    GesaInputs,
     GesaModel,
     GesaPreTrainedModel,
+    LayerBlocks,
     with_inputs_of,
 )
-from .modeling_variants import (
-    EntityAttention,
-    GesaInputs,
-    KnowledgeBase,
-    embed_backbone_inputs,
-    knowledge_table,
-    set_knowledge_base,
-)
+from .modeling_variants import EntityAttention, KnowledgeBase, knowledge_table, set_knowledge_base
 
 # ---------------------------------------------------------------------------------------------
 # Building blocks in the entity dimension
@@ -299,11 +294,9 @@ class KarModel(KarPreTrainedModel, GesaModel):
       `linking_loss`.
     """
 
-    def __init__(self, config: KarConfig, add_pooling_layer: bool = True) -> None:
-        super().__init__(config, add_pooling_layer=add_pooling_layer)
+    def build_variant_modules(self, config: KarConfig) -> None:
         self.kar = KarLayer(config)
         self.knowledge_base = KnowledgeBase(config.kb_size, config.entity_emb_size) if config.kb_size else None
-        self.post_init()
 
     def _kar_inputs(
         self,
@@ -363,7 +356,6 @@ class KarModel(KarPreTrainedModel, GesaModel):
         spans = torch.stack([start, end], dim=-1)
         return torch.where(real[..., None], spans, torch.full_like(spans, -1))
 
-    @can_return_tuple
     @with_inputs_of(GesaModel.forward)
     def forward(
         self,
@@ -377,50 +369,67 @@ class KarModel(KarPreTrainedModel, GesaModel):
     ) -> KarModelOutput:
         """Encode words `(B, L)` and entities `(B, E)` (GESA's inputs, `kwargs`) with the KAR block after layer
         `kar_layer`; the KAR inputs are described in the module docstring and the KAR model card."""
-        inputs = embed_backbone_inputs(self, input_ids, kwargs)
-        words, entities = inputs.words, inputs.entities
+        kar_inputs = {
+            "kar_mention_spans": kar_mention_spans,
+            "kar_candidate_ids": kar_candidate_ids,
+            "kar_candidate_priors": kar_candidate_priors,
+            "kar_gold_candidates": kar_gold_candidates,
+        }
+        return super().forward(input_ids, variant_inputs=kar_inputs, **kwargs)
+
+    def layer_blocks(self, inputs: dict, words: torch.Tensor) -> KarBlocks:
         batch_size, word_length = words.shape[:2]
         spans, candidate_ids, priors, gold = self._kar_inputs(
             batch_size,
             word_length,
             words.device,
-            kwargs.get("entity_position_ids"),
-            inputs.entity_attention_mask,
-            kwargs.get("placeholder_entity_mask"),
-            kar_mention_spans,
-            kar_candidate_ids,
-            kar_candidate_priors,
-            kar_gold_candidates,
+            inputs["entity_position_ids"],
+            inputs["entity_attention_mask"],
+            inputs["placeholder_entity_mask"],
+            inputs["kar_mention_spans"],
+            inputs["kar_candidate_ids"],
+            inputs["kar_candidate_priors"],
+            inputs["kar_gold_candidates"],
         )
         candidate_mask = candidate_ids >= 0
         table = knowledge_table(self)
         candidate_embeddings = table[candidate_ids.clamp(min=0)] * candidate_mask[..., None].to(table.dtype)
+        return KarBlocks(self, spans, candidate_embeddings.to(words.dtype), priors, candidate_mask, gold)
 
-        collected = inputs.layer_outputs()
-        block = None
-        for index in range(self.config.num_hidden_layers + 1):
-            if index == self.config.kar_layer:
-                block = self.kar(words, spans, candidate_embeddings.to(words.dtype), priors, candidate_mask)
-                words = block[0]
-                collected.replace_last(words)
-            if index < self.config.num_hidden_layers:
-                words, entities, probs = self.encoder.layer[index](
-                    words, entities, inputs.structure, inputs.output_attentions
-                )
-                collected.add(words, entities, probs)
-        _, linking_scores, linking_weights, _, null_mask, _ = block
 
+class KarBlocks(LayerBlocks):
+    """The KAR block between layers `kar_layer` and `kar_layer + 1` of `GesaEncoder`; its linking results join the
+    output (`KarModelOutput`)."""
+
+    def __init__(
+        self,
+        model: KarModel,
+        spans: torch.Tensor,
+        candidate_embeddings: torch.Tensor,
+        priors: torch.Tensor,
+        candidate_mask: torch.Tensor,
+        gold: torch.Tensor | None,
+    ) -> None:
+        self.model, self.spans, self.candidate_embeddings = model, spans, candidate_embeddings
+        self.priors, self.candidate_mask, self.gold = priors, candidate_mask, gold
+        self.block = None
+
+    def between(self, done: int, words: torch.Tensor, entities: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        if done != self.model.config.kar_layer:
+            return words, entities
+        self.block = self.model.kar(words, self.spans, self.candidate_embeddings, self.priors, self.candidate_mask)
+        return self.block[0], entities
+
+    def output(self, encoded: ModelOutput) -> KarModelOutput:
+        _, linking_scores, linking_weights, _, null_mask, _ = self.block
         linking_loss = None
-        if gold is not None:
+        if self.gold is not None:
             log_probs = torch.log_softmax(linking_scores.float(), dim=-1)
-            supervised = gold >= 0
-            picked = log_probs.gather(2, gold.clamp(min=0)[..., None])[..., 0]
-            linking_loss = -(picked * supervised).sum() / batch_size
-        return collected.output(
-            KarModelOutput,
-            self,
-            words,
-            entities,
+            supervised = self.gold >= 0
+            picked = log_probs.gather(2, self.gold.clamp(min=0)[..., None])[..., 0]
+            linking_loss = -(picked * supervised).sum() / linking_scores.size(0)
+        return KarModelOutput(
+            **encoded,
             linking_scores=linking_scores,
             linking_weights=linking_weights,
             null_mask=null_mask,

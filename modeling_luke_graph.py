@@ -235,10 +235,8 @@ class LukeGraphModel(LukeGraphPreTrainedModel, GesaModel):
     `entity_sentence_ids`; the gate reads the question tokens from `global_attention_mask` (required).
     """
 
-    def __init__(self, config: LukeGraphConfig, add_pooling_layer: bool = True) -> None:
-        super().__init__(config, add_pooling_layer=add_pooling_layer)
+    def build_variant_modules(self, config: LukeGraphConfig) -> None:
         self.graph = LukeGraphNetwork(config)
-        self.post_init()
 
     @can_return_tuple
     @with_inputs_of(GesaModel.forward)

@@ -11,11 +11,9 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Pieces shared by the variants on GESA's backbone (`modeling_kar`, `modeling_xh`, `modeling_ernie`).
+"""Pieces shared by the variants on GESA's backbone (`modeling_kar`, `modeling_xh`, `modeling_ernie`); the variants
+run through `GesaModel.forward`, their blocks inside its layer loop (`modeling_gesa.LayerBlocks`).
 
-- `embed_backbone_inputs`: what `GesaModel.forward` does before its encoder (defaults, input checks, word and entity
-  embeddings, attention structure), for variants that run the backbone layers one at a time.
-- `LayerOutputs`: collects per-layer states and attention maps exactly as `GesaEncoder` does.
 - `plain_attention`: the variants' own multi-head attention (KAR's span attention, ERNIE's entity stream, XH's hop
   attention), dispatched through `ALL_ATTENTION_FUNCTIONS` on `config._attn_implementation`.
 - `KnowledgeBase`: the user-supplied, frozen entity table of KAR and ERNIE (`kb_size` in their configs); without it
@@ -27,149 +25,17 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.bert.modeling_bert import eager_attention_forward
-from transformers.utils import ModelOutput, TransformersKwargs
 
-from .checks_gesa import check_unknown_inputs
 from .configuration_gesa import GesaConfig
-from .modeling_gesa import GesaInputs, GesaModel
-from .structure_gesa import AttentionStructure
+from .modeling_gesa import GesaModel
 
 # transformers' attention functions that fit a plain (label-free) attention; any other implementation (GESA's own
 # kernels, flash/flex) gives the variants' attention "sdpa"
 PLAIN_ATTENTION_IMPLEMENTATIONS = ("eager", "sdpa")
-
-
-# the backbone's inputs among `GesaInputs` (`position_ids` is one of transformers' keywords too)
-BACKBONE_INPUTS = (
-    "position_ids",
-    *(name for name in GesaInputs.__annotations__ if name not in TransformersKwargs.__annotations__),
-)
-
-
-@dataclass
-class BackboneInputs:
-    """The backbone's first-layer inputs.
-
-    Args:
-        words: `(B, L, D)` word embeddings.
-        entities: `(B, E, D)` entity embeddings, or None without `entity_ids`.
-        structure: the attention structure shared by every layer.
-        attention_mask: `(B, L)` word mask (1 = real token).
-        entity_attention_mask: `(B, E)` entity mask, or None without entities.
-        output_attentions, output_hidden_states: the call's choice, else the config's.
-    """
-
-    words: torch.Tensor
-    entities: torch.Tensor | None
-    structure: AttentionStructure
-    attention_mask: torch.Tensor
-    entity_attention_mask: torch.Tensor | None
-    output_attentions: bool
-    output_hidden_states: bool
-
-    def layer_outputs(self) -> LayerOutputs:
-        """An empty record of the per-layer outputs the call asked for."""
-        return LayerOutputs(self.words, self.entities, self.output_hidden_states, self.output_attentions)
-
-
-def embed_backbone_inputs(model: GesaModel, input_ids: torch.Tensor | None, kwargs: dict) -> BackboneInputs:
-    """`GesaModel.forward` up to its encoder: same input checks, defaults, embeddings and structure.
-
-    `kwargs`: `GesaInputs` (README "Model inputs"): words `(B, L)`, entities `(B, E)`, `entity_position_ids`
-    `(B, E, M)`; any other keyword is refused, naming it.
-    """
-    check_unknown_inputs(model, kwargs, GesaInputs)
-    inputs = {name: kwargs.get(name) for name in BACKBONE_INPUTS}
-    model._check_inputs(input_ids=input_ids, **inputs)
-    inputs_embeds = inputs["inputs_embeds"]
-    reference = input_ids if input_ids is not None else inputs_embeds
-    batch_size, word_length = reference.shape[:2]
-    device = reference.device
-    attention_mask, token_type_ids = inputs["attention_mask"], inputs["token_type_ids"]
-    entity_ids, entity_position_ids = inputs["entity_ids"], inputs["entity_position_ids"]
-    entity_attention_mask, entity_token_type_ids = inputs["entity_attention_mask"], inputs["entity_token_type_ids"]
-    if attention_mask is None:
-        attention_mask = torch.ones(batch_size, word_length, dtype=torch.long, device=device)
-    if token_type_ids is None:
-        token_type_ids = torch.zeros(batch_size, word_length, dtype=torch.long, device=device)
-    position_ids = inputs["position_ids"]
-    words = model.embeddings(input_ids, token_type_ids, inputs_embeds=inputs_embeds, position_ids=position_ids)
-    entities = None
-    full_mask = attention_mask
-    if entity_ids is not None:
-        if entity_attention_mask is None:
-            entity_attention_mask = torch.ones_like(entity_ids)
-        if entity_token_type_ids is None:
-            entity_token_type_ids = torch.zeros_like(entity_ids)
-        if entity_position_ids is None:
-            entity_position_ids = torch.full((*entity_ids.shape, 1), -1, dtype=torch.long, device=device)
-        entities = model.entity_embeddings(entity_ids, entity_token_type_ids, entity_position_ids)
-        full_mask = torch.cat([attention_mask, entity_attention_mask], dim=1)
-    structure = model.build_attention_structure(
-        full_mask,
-        word_length,
-        inputs["global_attention_mask"],
-        entity_position_ids if entities is not None else None,
-        inputs["placeholder_entity_mask"],
-        inputs["entity_string_ids"],
-        inputs["entity_sentence_ids"],
-    )
-    config = model.config
-    output_attentions = kwargs.get("output_attentions")
-    output_hidden_states = kwargs.get("output_hidden_states")
-    return BackboneInputs(
-        words,
-        entities,
-        structure,
-        attention_mask,
-        entity_attention_mask,
-        config.output_attentions if output_attentions is None else output_attentions,
-        config.output_hidden_states if output_hidden_states is None else output_hidden_states,
-    )
-
-
-class LayerOutputs:
-    """Per-layer word/entity states and attention maps, collected the way `GesaEncoder` does."""
-
-    def __init__(
-        self, words: torch.Tensor, entities: torch.Tensor | None, output_hidden_states: bool, output_attentions: bool
-    ) -> None:
-        self.words = (words,) if output_hidden_states else None
-        self.entities = (entities,) if output_hidden_states and entities is not None else None
-        self.attentions = () if output_attentions else None
-
-    def add(self, words: torch.Tensor, entities: torch.Tensor | None, probs: torch.Tensor | None) -> None:
-        if self.words is not None:
-            self.words += (words,)
-            if entities is not None:
-                self.entities += (entities,)
-        if self.attentions is not None:
-            self.attentions += (probs,)
-
-    def replace_last(self, words: torch.Tensor) -> None:
-        """A block after the last layer changed the words (KAR, XH hubs): the recorded state is the changed one."""
-        if self.words is not None:
-            self.words = self.words[:-1] + (words,)
-
-    def output(
-        self, output_class: type, model: GesaModel, words: torch.Tensor, entities: torch.Tensor | None, **extra
-    ) -> ModelOutput:
-        """`output_class` of a variant's model: last states, pooler (if the model has one), the records, `extra`."""
-        return output_class(
-            last_hidden_state=words,
-            entity_last_hidden_state=entities,
-            pooler_output=model.pooler(words) if model.pooler is not None else None,
-            hidden_states=self.words,
-            entity_hidden_states=self.entities,
-            attentions=self.attentions,
-            **extra,
-        )
 
 
 def plain_attention(
@@ -300,13 +166,8 @@ def set_knowledge_base(model: GesaModel, embeddings: torch.Tensor) -> None:
 
 
 __all__ = [
-    "BACKBONE_INPUTS",
-    "BackboneInputs",
     "EntityAttention",
-    "GesaInputs",
     "KnowledgeBase",
-    "LayerOutputs",
-    "embed_backbone_inputs",
     "knowledge_table",
     "plain_attention",
     "set_knowledge_base",

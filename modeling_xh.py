@@ -43,19 +43,27 @@ from torch import nn
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
-from transformers.utils import ModelOutput, can_return_tuple
+from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
 from .checks_gesa import InputValueChecks, check_candidate_labels
 from .configuration_variants import XhConfig
 from .modeling_gesa import (
     GesaForEntitySpanQA,
+    GesaInputs,
     GesaModel,
     GesaPreTrainedModel,
+    LayerBlocks,
     classifier_dropout,
     score_candidates,
     with_inputs_of,
 )
-from .modeling_variants import BACKBONE_INPUTS, GesaInputs, embed_backbone_inputs, plain_attention
+from .modeling_variants import plain_attention
+
+# GESA's per-node inputs (`(G, N, ...)`): flattened to the real nodes before `GesaModel.forward`
+NODE_INPUTS = (
+    "position_ids",
+    *(name for name in GesaInputs.__annotations__ if name not in TransformersKwargs.__annotations__),
+)
 
 NODE_WORD_INPUTS = ("attention_mask", "token_type_ids", "global_attention_mask")
 NODE_ENTITY_INPUTS = (
@@ -175,10 +183,8 @@ class XhModel(XhPreTrainedModel, GesaModel):
     - `node_mask` `(G, N)`: 1 for real nodes; default: nodes with at least one real word.
     """
 
-    def __init__(self, config: XhConfig, add_pooling_layer: bool = True) -> None:
-        super().__init__(config, add_pooling_layer=add_pooling_layer)
+    def build_variant_modules(self, config: XhConfig) -> None:
         self.hop_layers = nn.ModuleList([XhHopLayer(config) for _ in range(config.xh_num_hop_layers)])
-        self.post_init()
 
     def _check_graph_inputs(
         self,
@@ -244,46 +250,63 @@ class XhModel(XhPreTrainedModel, GesaModel):
                 if attention_mask is not None
                 else torch.ones(graphs, nodes, dtype=torch.bool, device=reference.device)
             )
-        node_inputs = {name: kwargs.pop(name) for name in BACKBONE_INPUTS if kwargs.get(name) is not None}
+        node_inputs = {name: kwargs.pop(name) for name in NODE_INPUTS if kwargs.get(name) is not None}
         adjacency = self._check_graph_inputs(graphs, nodes, node_mask, node_adjacency, node_inputs)
         node_index = node_mask.bool().reshape(-1).nonzero().squeeze(1)
         flat = {name: _flatten_nodes(value, node_index) for name, value in node_inputs.items()}
         flat["inputs_embeds"] = _flatten_nodes(inputs_embeds, node_index)
-        inputs = embed_backbone_inputs(self, _flatten_nodes(input_ids, node_index), {**kwargs, **flat})
-        output_attentions = inputs.output_attentions
-        words, entities = inputs.words, inputs.entities
-        collected = inputs.layer_outputs()
-        hop_attentions = () if output_attentions else None
-        first_hop = self.config.num_hidden_layers - self.config.xh_num_hop_layers
-        for index, layer in enumerate(self.encoder.layer):
-            words, entities, probs = layer(words, entities, inputs.structure, output_attentions)
-            collected.add(words, entities, probs)
-            if index >= first_hop:
-                hubs = _unflatten_nodes(words[:, 0], node_index, graphs, nodes)
-                new_hubs, hop_probs = self.hop_layers[index - first_hop](hubs, adjacency, output_attentions)
-                new_hubs = new_hubs.reshape(graphs * nodes, -1)[node_index]
-                words = torch.cat([new_hubs[:, None], words[:, 1:]], dim=1)
-                collected.replace_last(words)
-                if hop_attentions is not None:
-                    hop_attentions += (hop_probs,)
+        graph = {"node_adjacency": adjacency, "node_index": node_index, "graphs": graphs, "nodes": nodes}
+        kwargs["return_dict"] = True
+        encoded = super().forward(_flatten_nodes(input_ids, node_index), variant_inputs=graph, **kwargs, **flat)
 
         def per_node(value: torch.Tensor | None) -> torch.Tensor | None:
             return None if value is None else _unflatten_nodes(value, node_index, graphs, nodes)
 
-        hub_states = per_node(words[:, 0])
+        def per_layer(values: tuple[torch.Tensor, ...] | None) -> tuple[torch.Tensor, ...] | None:
+            return None if values is None else tuple(per_node(x) for x in values)
+
+        words = encoded.last_hidden_state
         return XhModelOutput(
             last_hidden_state=per_node(words),
-            entity_last_hidden_state=per_node(entities),
-            hub_states=hub_states,
-            pooler_output=per_node(self.pooler(words)) if self.pooler is not None else None,
-            hidden_states=None if collected.words is None else tuple(per_node(x) for x in collected.words),
-            entity_hidden_states=None
-            if collected.entities is None
-            else tuple(per_node(x) for x in collected.entities),
-            attentions=None if collected.attentions is None else tuple(per_node(x) for x in collected.attentions),
-            hop_attentions=hop_attentions,
+            entity_last_hidden_state=per_node(encoded.entity_last_hidden_state),
+            hub_states=per_node(words[:, 0]),
+            pooler_output=per_node(encoded.pooler_output),
+            hidden_states=per_layer(encoded.get("hidden_states")),
+            entity_hidden_states=per_layer(encoded.get("entity_hidden_states")),
+            attentions=per_layer(encoded.get("attentions")),
+            hop_attentions=encoded.hop_attentions,
             node_mask=node_mask.bool(),
         )
+
+    def layer_blocks(self, inputs: dict, words: torch.Tensor) -> XhBlocks:
+        return XhBlocks(self, inputs)
+
+
+class XhBlocks(LayerBlocks):
+    """Hop attention (Eqs. 7-8) after each of the last K layers of `GesaEncoder`, on the hubs of the real nodes
+    (`(T, L, D)`, flattened); the hop attention probabilities join the output (`hop_attentions`)."""
+
+    def __init__(self, model: XhModel, inputs: dict) -> None:
+        self.hop_layers = model.hop_layers
+        self.first_hop = model.config.num_hidden_layers - len(model.hop_layers)
+        self.adjacency, self.node_index = inputs["node_adjacency"], inputs["node_index"]
+        self.graphs, self.nodes = inputs["graphs"], inputs["nodes"]
+        self.output_attentions = inputs["output_attentions"]
+        self.hop_attentions = () if self.output_attentions else None
+
+    def between(self, done: int, words: torch.Tensor, entities: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        if done <= self.first_hop:
+            return words, entities
+        hubs = _unflatten_nodes(words[:, 0], self.node_index, self.graphs, self.nodes)
+        new_hubs, hop_probs = self.hop_layers[done - 1 - self.first_hop](hubs, self.adjacency, self.output_attentions)
+        new_hubs = new_hubs.reshape(self.graphs * self.nodes, -1)[self.node_index]
+        if self.hop_attentions is not None:
+            self.hop_attentions += (hop_probs,)
+        return torch.cat([new_hubs[:, None], words[:, 1:]], dim=1), entities
+
+    def output(self, encoded: ModelOutput) -> XhModelOutput:
+        """The encoder's output over the real nodes `(T, ...)`, with the hop attentions (`XhModel` regroups it)."""
+        return XhModelOutput(**encoded, hop_attentions=self.hop_attentions)
 
 
 # ---------------------------------------------------------------------------------------------

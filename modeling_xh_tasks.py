@@ -48,8 +48,7 @@ from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
 from .configuration_variants import XhConfig
-from .modeling_gesa import with_inputs_of
-from .modeling_variants import GesaInputs
+from .modeling_gesa import GesaInputs, with_inputs_of
 from .modeling_xh import XhFactVerificationOutput, XhForMultiHopQA, XhModel
 
 ANSWER_TYPES = ("span", "yes", "no")

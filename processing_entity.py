@@ -16,7 +16,8 @@
 As LUKE fine-tunes them: typing marks the mention with the `[MASK]` entity, relation classification the head with
 `[MASK]` and the tail with `[MASK2]`, NER gives every candidate word span up to `max_span_length` words its own
 `[MASK]` entity (in chunks of `max_entities`). The tokenizer (`LukeTokenizer`) builds word ids, entity ids and
-mention positions (`entity_position_ids`, GESA's mention links); this module adds the labels and NER's span ends.
+mention positions (`entity_position_ids`, GESA's mention links); this module adds the labels, NER's span ends and
+GESA's entity-graph inputs (`graph_inputs`: sentence edges between the entities, match edges between equal mentions).
 
 Flat module: copied next to every saved checkpoint, so it imports only its siblings and third-party packages.
 """
@@ -33,6 +34,20 @@ from .records_entity import NerExample, RelationExample, TypingExample
 TASKS = ("entity_typing", "relation_classification", "ner")
 # NER's label 0: a candidate span that is no entity
 NO_ENTITY = "O"
+# GESA's entity-graph inputs the features carry (`graph_inputs`); padded entities get -1 (no sentence, no string)
+GRAPH_INPUTS = ("entity_sentence_ids", "entity_string_ids")
+
+
+def graph_inputs(mention_texts: Sequence[str]) -> dict[str, list[int]]:
+    """GESA's entity-graph inputs of one single-sentence example (a TACRED or CoNLL-2003 sentence, an Open Entity
+    context): every mention lies in sentence 0 (`entity_sentence_ids`: a sentence edge between every two entities),
+    and mentions of the same text (case-folded) share an `entity_string_ids` value (a match edge). LUKE
+    (`ablation="luke"`) reads neither."""
+    ids: dict[str, int] = {}
+    return {
+        "entity_sentence_ids": [0] * len(mention_texts),
+        "entity_string_ids": [ids.setdefault(" ".join(text.casefold().split()), len(ids)) for text in mention_texts],
+    }
 
 
 def char_spans(tokens: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
@@ -93,7 +108,7 @@ class EntityTaskProcessor:
     def _encode(self, tokens: Sequence[str], spans: Sequence[tuple[int, int]], entities: Sequence[str]) -> dict:
         text, offsets = char_spans(tokens)
         entity_spans = [(offsets[start][0], offsets[end - 1][1]) for start, end in spans]
-        return dict(
+        feature = dict(
             self.tokenizer(
                 text,
                 entity_spans=entity_spans,
@@ -102,6 +117,8 @@ class EntityTaskProcessor:
                 truncation=True,
             )
         )
+        kept = len(feature["entity_ids"])
+        return dict(feature, **graph_inputs([" ".join(tokens[start:end]) for start, end in spans[:kept]]))
 
     def encode(self, example: TypingExample | RelationExample | NerExample, index: int = 0) -> list[dict]:
         """The features of one example (NER: one per chunk of candidate spans), labels included."""
@@ -144,14 +161,17 @@ class EntityTaskProcessor:
         return [feature for index, example in enumerate(examples) for feature in self.encode(example, index)]
 
     def collate(self, features: Sequence[dict]) -> dict[str, torch.Tensor]:
-        """Pad a batch: the tokenizer pads words and entities; labels pad with -100, span ends with 0."""
-        own = ("labels", "entity_start_positions", "entity_end_positions", "example_index", "spans")
+        """Pad a batch: the tokenizer pads words and entities; labels pad with -100, span ends with 0, graph inputs -1."""
+        own = ("labels", "entity_start_positions", "entity_end_positions", "example_index", "spans", *GRAPH_INPUTS)
         batch = self.tokenizer.pad(
             [{k: v for k, v in feature.items() if k not in own} for feature in features], return_tensors="pt"
         )
         batch = dict(batch)
+        width = batch["entity_ids"].size(1)
+        for name in GRAPH_INPUTS:
+            if name in features[0]:
+                batch[name] = torch.tensor([f[name] + [-1] * (width - len(f[name])) for f in features])
         if self.task == "ner":
-            width = batch["entity_ids"].size(1)
             for name, fill in (("labels", -100), ("entity_start_positions", 0), ("entity_end_positions", 0)):
                 batch[name] = torch.tensor([f[name] + [fill] * (width - len(f[name])) for f in features])
         elif "labels" in features[0]:
@@ -183,4 +203,4 @@ def decode_ner(
     return predictions
 
 
-__all__ = ["NO_ENTITY", "TASKS", "EntityTaskProcessor", "char_spans", "decode_ner"]
+__all__ = ["GRAPH_INPUTS", "NO_ENTITY", "TASKS", "EntityTaskProcessor", "char_spans", "decode_ner", "graph_inputs"]

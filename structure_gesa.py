@@ -384,6 +384,50 @@ class AttentionStructure:
         return self._labels
 
 
+def build_attention_structure(
+    config: LabelConfig,
+    attention_mask: torch.Tensor,
+    word_length: int,
+    global_attention_mask: torch.Tensor | None = None,
+    entity_position_ids: torch.Tensor | None = None,
+    placeholder_entity_mask: torch.Tensor | None = None,
+    entity_string_ids: torch.Tensor | None = None,
+    entity_sentence_ids: torch.Tensor | None = None,
+) -> AttentionStructure:
+    """Masks and labels shared by every layer, from the compact inputs; `attention_mask` is `(B, P)` (words then
+    entities); `config` also gives `use_relative_labels` and `attention_window`.
+
+    Per token only (`TokenStructure`, linear in length); the dense `(B, P, P)` forms appear only if the
+    eager path asks for them.
+    """
+    batch_size, device = attention_mask.size(0), attention_mask.device
+    entity_length = attention_mask.size(1) - word_length
+    use_labels = config.use_relative_labels
+    entity_word_labels = entity_entity_labels = None
+    if use_labels and entity_length > 0:
+        if entity_position_ids is None:
+            entity_position_ids = torch.full((batch_size, entity_length, 1), -1, dtype=torch.long, device=device)
+        placeholder, strings, sentences = entity_defaults(
+            placeholder_entity_mask, entity_string_ids, entity_sentence_ids, batch_size, entity_length, device
+        )
+        entity_word_labels = build_entity_word_labels(
+            config, word_length, global_attention_mask, entity_position_ids, placeholder, strings
+        )
+        entity_entity_labels = build_entity_entity_labels(config, placeholder, strings, sentences)
+    tokens = TokenStructure(
+        attention_mask=attention_mask,
+        word_ranks=word_label_ranks(config, global_attention_mask) if use_labels else None,
+        window_global=None if global_attention_mask is None else global_attention_mask != LOCAL,
+        entity_word_labels=entity_word_labels,
+        entity_entity_labels=entity_entity_labels,
+        layout=RelativeLabels(config.max_relative_position),
+        w2w_distance=config.label_switches["w2w_distance"],
+        use_labels=use_labels,
+        attention_window=config.attention_window,
+    )
+    return AttentionStructure(word_length=word_length, tokens=tokens)
+
+
 # ---------------------------------------------------------------------------------------------
 # Embeddings (paper 3.1): no absolute positions unless switched on
 # ---------------------------------------------------------------------------------------------
@@ -521,6 +565,7 @@ def label_terms(
 __all__ = [
     "CLS_GLOBAL",
     "LOCAL",
+    "build_attention_structure",
     "QUESTION_GLOBAL",
     "AttentionStructure",
     "LabelTerms",

@@ -40,6 +40,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, LukeGraphForEntityMultipleChoice
 from .processing_wikihop import WikihopProcessor
 from .records_wikihop import WikihopExample, examples_to_rows, load_wikihop_file, to_wikihop_examples
+from .training_tokenizer import train_sample_tokenizer
 
 
 @dataclass(frozen=True)
@@ -203,26 +204,11 @@ def sample_texts(records: Sequence[Mapping[str, Any]]) -> list[str]:
 def build_demo_luke(path: Path | str, texts: Sequence[str], vocab_size: int = 600, **config: Any) -> Path:
     """A tiny random ``LukeModel`` + ``LukeTokenizer`` (byte-level BPE trained offline on ``texts``) saved at
     ``path``: the starting point of the demo (hidden 32, 2 layers unless ``config`` says otherwise)."""
-    import tempfile
-
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import LukeConfig, LukeModel, LukeTokenizer
+    from transformers import LukeConfig, LukeModel
 
     path = Path(path)
-    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=1, special_tokens=specials,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)  # fmt: skip
-    backend.train_from_iterator(list(texts), trainer=trainer)
-    model_json = json.loads(backend.to_str())["model"]
-    merges = [" ".join(m) if isinstance(m, list) else m for m in model_json["merges"]]
-    with tempfile.TemporaryDirectory() as scratch:
-        (Path(scratch) / "vocab.json").write_text(json.dumps(model_json["vocab"]), encoding="utf-8")
-        (Path(scratch) / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
-        tokenizer = LukeTokenizer(vocab=str(Path(scratch) / "vocab.json"), merges=str(Path(scratch) / "merges.txt"),
-                                  entity_vocab={"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3}, task=None)  # fmt: skip
+    tokenizer = train_sample_tokenizer(texts, vocab_size=vocab_size, min_frequency=1)
     settings = dict(vocab_size=len(tokenizer), entity_vocab_size=4, hidden_size=32, entity_emb_size=16,
                     num_hidden_layers=2, num_attention_heads=4, intermediate_size=37, max_position_embeddings=514,
                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # fmt: skip

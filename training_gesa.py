@@ -26,7 +26,10 @@ line (exit status 2) before any weight is loaded, and never loses or silently co
   the broken weights are saved;
 - ``write_json_atomically``: result files are complete or absent (temporary file + rename), ``ENOSPC`` is named;
 - ``apply_saved_settings``: a checkpoint's own ``processor_config.json`` settings are the defaults of a re-evaluation;
-  a flag given on the command line wins, and the log says which did.
+  a flag given on the command line wins, and the log says which did;
+- ``check_resume_fits``: the checkpoint a run resumes holds the run's own weights (names and shapes);
+- ``preflight_push_to_hub``, ``parse_script_args``, ``setup_logging``, ``one_error_line``: the scripts' shared
+  start (Hub token and reachability, flags, logging) and end (one error line, exit status 2).
 """
 
 from __future__ import annotations
@@ -34,18 +37,24 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import math
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import datasets
 import torch
-from transformers import TrainerCallback, TrainingArguments
+import transformers
+from datasets import Dataset
+from safetensors import safe_open
+from transformers import HfArgumentParser, PretrainedConfig, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 
 from .loading_gesa import WEIGHTS_NAMES, weights_problem
@@ -82,6 +91,22 @@ def check_training_arguments(args: TrainingArguments) -> None:
         if getattr(args, name) < 1:
             raise ScriptArgumentError(f"--{name} must be at least 1, got {getattr(args, name)}")
     check_output_dir(args.output_dir)
+
+
+def check_run_arguments(args: TrainingArguments) -> None:
+    """What every script's run needs of ``TrainingArguments``: something to do, values it can train with
+    (``check_training_arguments``), and, to train, a positive ``--max_steps`` or ``--num_train_epochs``."""
+    if not (args.do_train or args.do_eval or args.do_predict):
+        raise ScriptArgumentError("nothing to do: pass --do_train, --do_eval and/or --do_predict")
+    check_training_arguments(args)
+    if args.do_train and (args.max_steps == 0 or args.max_steps < -1):
+        raise ScriptArgumentError(
+            f"--max_steps must be a positive number of steps (or -1: use --num_train_epochs), got {args.max_steps}"
+        )
+    if args.do_train and args.max_steps == -1 and not args.num_train_epochs > 0:
+        raise ScriptArgumentError(
+            f"--num_train_epochs must be positive to train, got {args.num_train_epochs} (or set --max_steps)"
+        )
 
 
 def check_output_dir(output_dir: str | None) -> None:
@@ -201,6 +226,22 @@ def write_json_atomically(path: str | os.PathLike, data: Any) -> None:
 # ----------------------------------------------------------------------------------------------- resuming
 
 
+def checkpoint_config(path: str, kinds: str, **hub: Any) -> dict[str, Any]:
+    """The config of ``--model_name_or_path`` (a folder or a Hub id) as a dict, read before any weight loads; a
+    config that cannot be read, or a folder whose weights are missing or cut short, is one ``ScriptArgumentError``.
+    ``kinds``: the checkpoints the script takes, for the fix (``"a LUKE or 'gesa'"``)."""
+    try:
+        config_dict, _ = PretrainedConfig.get_config_dict(path, **hub)
+    except OSError as error:
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path}: cannot read its config ({str(error).splitlines()[0]}); give {kinds} "
+            "checkpoint folder or Hub id"
+        ) from None
+    if os.path.isdir(path) and (problem := weights_problem(Path(path))) is not None:
+        raise ScriptArgumentError(f"--model_name_or_path {path}: {problem}; save or download the checkpoint again")
+    return config_dict
+
+
 def _torch_file_problem(path: Path) -> str | None:
     """A file written by ``torch.save`` is a zip archive: one cut short has no readable central directory."""
     try:
@@ -317,7 +358,74 @@ def plan_resume(args: TrainingArguments, overwrite_output_dir: bool = False) -> 
     return plan
 
 
+def check_resume_fits(checkpoint: str, model: torch.nn.Module) -> None:
+    """The checkpoint's weights must be the model's (names and shapes), or loading its optimizer state would crash
+    (another --variant / --ablation / size): ``ScriptArgumentError`` before the model is touched. Reads headers only."""
+
+    folder = Path(checkpoint)
+    files = [folder / "model.safetensors"]
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        files = [folder / name for name in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
+    if not all(path.is_file() for path in files):
+        return  # a .bin checkpoint: Trainer's own loading checks it
+    saved: dict[str, tuple[int, ...]] = {}
+    for path in files:
+        with safe_open(str(path), framework="pt") as handle:
+            for name in handle.keys():
+                saved[name] = tuple(handle.get_slice(name).get_shape())
+    state = model.state_dict()
+    expected = {name: tuple(tensor.shape) for name, tensor in state.items()}
+    # a tied weight is saved once: a name is covered when a tensor sharing its storage is saved
+    storage: dict[int, set[str]] = {}
+    for name, tensor in state.items():
+        storage.setdefault(tensor.data_ptr(), set()).add(name)
+    parameters = {name for name, _ in model.named_parameters(remove_duplicate=False)}
+    missing = [
+        name
+        for name, tensor in state.items()
+        if name in parameters and name not in saved and not (storage[tensor.data_ptr()] & set(saved))
+    ]
+    unexpected = [name for name in saved if name not in expected]
+    reshaped = [f"{name} {saved[name]} vs {expected[name]}" for name in saved if name in expected and saved[name] !=
+                expected[name]]  # fmt: skip
+    if missing or unexpected or reshaped:
+        config_path = folder / "config.json"
+        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+        model_config = model.config
+        details = "; ".join(
+            f"{what}: {items[:3]}{' ...' if len(items) > 3 else ''}"
+            for what, items in (("missing", missing), ("unexpected", unexpected), ("other shapes", reshaped))
+            if items
+        )
+        raise ScriptArgumentError(
+            f"cannot resume from {checkpoint}: it was saved by another model (its config: model_type="
+            f"{config.get('model_type')!r}, ablation={config.get('ablation')!r}; this run: model_type="
+            f"{model_config.model_type!r}, ablation={getattr(model_config, 'ablation', None)!r}; weights {details}). "
+            "Resume with the run's own --variant/--ablation/--model_name_or_path, or give a new --output_dir"
+        )
+
+
 # ----------------------------------------------------------------------------------------------- training
+
+
+def featurise_rows(
+    rows: Dataset,
+    function: Callable[[dict[str, list]], dict[str, list]],
+    split: str,
+    num_proc: int | None = None,
+    load_from_cache_file: bool = True,
+) -> Dataset:
+    """A split's model features: ``rows`` (one per query) through a processor's batched ``map_function``; the
+    features replace the rows' columns (a query may give several features, e.g. one per window)."""
+    return rows.map(
+        function,
+        batched=True,
+        remove_columns=rows.column_names,
+        num_proc=num_proc,
+        load_from_cache_file=load_from_cache_file,
+        desc=f"Featurising {split}",
+    )
 
 
 class FiniteTrainingGuard(TrainerCallback):
@@ -362,6 +470,19 @@ class FiniteTrainingGuard(TrainerCallback):
                 )
 
 
+def train_and_save(trainer: Trainer, checkpoint: str | None) -> Any:
+    """``trainer.train(resume_from_checkpoint=checkpoint)`` then ``trainer.save_model()``; a full disk while saving a
+    checkpoint or the model is one ``ScriptArgumentError`` saying what to free (the next run resumes)."""
+    try:
+        result = trainer.train(resume_from_checkpoint=checkpoint)
+        trainer.save_model()  # config with auto_map, code files, safetensors, processor files
+    except (OSError, RuntimeError) as error:
+        if disk_full(error, trainer.args.output_dir):
+            raise disk_full_error(error, trainer.args.output_dir, "saving a checkpoint or the model") from None
+        raise
+    return result
+
+
 # ----------------------------------------------------------------------------------------------- saved settings
 
 
@@ -399,6 +520,82 @@ def apply_saved_settings(
     return lines
 
 
+# ----------------------------------------------------------------------------------------------- scripts
+
+
+def preflight_push_to_hub(args: TrainingArguments, token: str | None = None, timeout: float = 5.0) -> None:
+    """With ``--push_to_hub``: a Hub token (``--hub_token``, ``token`` - the script's ``--token`` - or the logged-in
+    one) and a reachable Hub (one socket connection, ``timeout`` seconds at most), checked before any data or
+    weights load."""
+    if not args.push_to_hub:
+        return
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants, get_token
+
+    fix = "log in with `hf auth login` (or pass --hub_token), or drop --push_to_hub and upload the folder later"
+    if constants.HF_HUB_OFFLINE:
+        raise ScriptArgumentError(f"--push_to_hub: HF_HUB_OFFLINE is set, so the Hub cannot be reached; {fix}")
+    token = args.hub_token or token or get_token()
+    if not token:
+        raise ScriptArgumentError(f"--push_to_hub: no Hub token found; {fix}")
+    endpoint = urlparse(constants.ENDPOINT)
+    host, port = endpoint.hostname or "", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as error:
+        raise ScriptArgumentError(
+            f"--push_to_hub: cannot reach the Hub at {constants.ENDPOINT} ({error}); {fix}"
+        ) from None
+
+
+def setup_logging(args: TrainingArguments, logger: logging.Logger) -> None:
+    """Transformers-style logging for a script's ``logger``: INFO on the main process, warnings elsewhere."""
+    logging.basicConfig(
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
+        datefmt="%m/%d/%Y %H:%M:%S",
+        handlers=[logging.StreamHandler(sys.stdout)],
+    )
+    if args.should_log:
+        transformers.utils.logging.set_verbosity_info()
+    log_level = args.get_process_log_level()
+    logger.setLevel(log_level)
+    datasets.utils.logging.set_verbosity(log_level)
+    transformers.utils.logging.set_verbosity(log_level)
+    transformers.utils.logging.enable_default_handler()
+    transformers.utils.logging.enable_explicit_format()
+
+
+def parse_script_args(parser: HfArgumentParser, argv: list[str], script: str) -> tuple[Any, ...]:
+    """``parser``'s dataclasses from ``argv`` (or from a JSON file of flags given alone); an unknown flag, a bad value
+    or ``TrainingArguments``' own refusals (e.g. ``--bf16`` without the hardware) become one ``ScriptArgumentError``."""
+    try:
+        if len(argv) == 1 and argv[0].endswith(".json"):
+            if not os.path.isfile(argv[0]):
+                raise ScriptArgumentError(f"the arguments file {argv[0]} does not exist: give a JSON file of flags")
+            return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
+        return parser.parse_args_into_dataclasses(args=argv)
+    except (ValueError, OSError) as error:
+        if isinstance(error, ScriptArgumentError):
+            raise
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if "not used by the HfArgumentParser" in message:
+            message += f" (unknown flags: see python examples/{script} --help)"
+        raise ScriptArgumentError(message) from None
+
+
+@contextlib.contextmanager
+def one_error_line(script: str) -> Iterator[None]:
+    """A script's ``main``: a ``ScriptArgumentError`` ends the run with one ``<script>: error: ...`` line on stderr
+    and exit status 2 (argparse's convention)."""
+    try:
+        yield
+    except ScriptArgumentError as error:
+        print(f"{script}: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 __all__ = [
     "FiniteTrainingGuard",
     "OutputDirLock",
@@ -406,12 +603,21 @@ __all__ = [
     "ScriptArgumentError",
     "apply_saved_settings",
     "check_output_dir",
+    "checkpoint_config",
+    "check_resume_fits",
+    "check_run_arguments",
     "check_training_arguments",
     "checkpoint_problem",
     "checkpoint_step",
     "disk_full",
     "disk_full_error",
     "explicit_flags",
+    "featurise_rows",
+    "one_error_line",
+    "parse_script_args",
     "plan_resume",
+    "preflight_push_to_hub",
+    "setup_logging",
+    "train_and_save",
     "write_json_atomically",
 ]

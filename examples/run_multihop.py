@@ -29,10 +29,10 @@ probabilities). The task interface (readers, processors, heads per variant, rank
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
-import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-import transformers
-from transformers import AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments, set_seed
+from transformers import HfArgumentParser, Trainer, TrainingArguments, set_seed
 
 import gesa.tasks_xh  # noqa: F401  (registers --task hotpotqa and fever)
+from gesa.loading_gesa import load_tokenizer
 from gesa.modeling_gesa_multiple_choice import extend_position_embeddings
 from gesa.registry_gesa import VARIANTS
 from gesa.tasks_multihop import (
@@ -53,6 +53,22 @@ from gesa.tasks_multihop import (
     make_wikihop_sample,
     sample_texts,
     write_wikihop_file,
+)
+from gesa.training_gesa import (
+    FiniteTrainingGuard,
+    OutputDirLock,
+    ScriptArgumentError,
+    check_resume_fits,
+    check_run_arguments,
+    checkpoint_config,
+    featurise_rows,
+    one_error_line,
+    parse_script_args,
+    plan_resume,
+    preflight_push_to_hub,
+    setup_logging,
+    train_and_save,
+    write_json_atomically,
 )
 
 logger = logging.getLogger(__name__)
@@ -94,27 +110,36 @@ class DataArguments:
     max_nodes: int | None = field(default=None, metadata={"help": "XH tasks: nodes kept per graph (FEVER: 5)."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep the first N training records."})
     max_eval_samples: int | None = field(default=None, metadata={"help": "Keep the first N evaluation records."})
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Train into an --output_dir that holds a finished model (replacing it) instead of stopping "
+                  "with an error. (Checkpoints there are resumed unless --resume_from_checkpoint says otherwise.)"},
+    )  # fmt: skip
 
 
 DEMO_ARGS = [
     "--output_dir", "outputs/gesa-tiny-wikihop", "--do_train", "--do_eval", "--do_predict",
     "--max_seq_length", "512", "--attention_window", "64", "--num_train_epochs", "30",
     "--per_device_train_batch_size", "8", "--learning_rate", "3e-3", "--logging_steps", "10",
-    "--save_strategy", "no", "--report_to", "none", "--seed", "0",
+    "--save_strategy", "no", "--overwrite_output_dir", "true", "--report_to", "none", "--seed", "0",
 ]  # fmt: skip
 
 
 def parse_args(argv: list[str]) -> tuple[ModelArguments, DataArguments, TrainingArguments]:
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        return parser.parse_json_file(os.path.abspath(argv[0]))
-    return parser.parse_args_into_dataclasses(argv)
+    """HfArgumentParser over the three dataclasses (or a JSON file of flags); bad flags are one error line."""
+    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments), description=__doc__)
+    return parse_script_args(parser, argv, "run_multihop.py")
 
 
 def check_arguments(model_args: ModelArguments, data_args: DataArguments, args: TrainingArguments) -> None:
+    """Argument combinations that cannot work, as ``ScriptArgumentError`` (before anything is loaded)."""
     if data_args.task not in MULTIHOP_TASKS:
-        raise ValueError(f"--task {data_args.task!r} is unknown; choose one of {sorted(MULTIHOP_TASKS)}")
-    MULTIHOP_TASKS[data_args.task].head_for(model_args.variant)
+        raise ScriptArgumentError(f"--task {data_args.task!r} is unknown; choose one of {sorted(MULTIHOP_TASKS)}")
+    try:
+        MULTIHOP_TASKS[data_args.task].head_for(model_args.variant)
+    except ValueError as error:
+        raise ScriptArgumentError(str(error)) from None
+    check_run_arguments(args)
     for flag, wanted, given in (
         ("--do_train", args.do_train, data_args.train_file or data_args.dataset_name),
         ("--do_eval", args.do_eval, data_args.validation_file or data_args.dataset_name),
@@ -122,65 +147,47 @@ def check_arguments(model_args: ModelArguments, data_args: DataArguments, args: 
     ):
         if wanted and not given:
             name = {"--do_train": "--train_file", "--do_eval": "--validation_file", "--do_predict": "--test_file"}
-            raise ValueError(f"{flag} needs {name[flag]} (or --dataset_name)")
+            raise ScriptArgumentError(f"{flag} needs {name[flag]} (or --dataset_name)")
 
 
 def load_split(task: Any, data_args: DataArguments, model_args: ModelArguments, split: str) -> list[Any]:
     """Examples of one split, from the file flag or the Hub dataset, checked by the task's reader."""
     flag = {"train": "train_file", "validation": "validation_file", "test": "test_file"}[split]
     path = getattr(data_args, flag)
-    if path is not None:
-        return task.load_file(path, f"--{flag} {path}")
-    rows = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name, split=split,
-                                 cache_dir=model_args.cache_dir)  # fmt: skip
-    return task.load_rows(rows, f"--dataset_name {data_args.dataset_name} ({split})")
-
-
-def featurise(task: Any, processor: Any, examples: list[Any], limit: int | None) -> datasets.Dataset:
-    examples = examples[:limit] if limit is not None else examples
-    rows = datasets.Dataset.from_dict(task.to_columns(examples))
-    return rows.map(processor.map_function, batched=True, remove_columns=rows.column_names)
+    try:
+        if path is not None:
+            return task.load_file(path, f"--{flag} {path}")
+        rows = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name, split=split,
+                                     cache_dir=model_args.cache_dir)  # fmt: skip
+        return task.load_rows(rows, f"--dataset_name {data_args.dataset_name} ({split})")
+    except ValueError as error:  # the task's reader names the file, the record and the fix
+        raise ScriptArgumentError(str(error).strip().splitlines()[0]) from None
 
 
 def build_model(model_args: ModelArguments, data_args: DataArguments, task: Any, tokenizer: Any) -> Any:
     """The variant's head for the task: converted from LUKE, or loaded from a checkpoint of this script."""
     head = task.head_for(model_args.variant)
     spec = dataclasses.replace(VARIANTS[model_args.variant], model_class=head)
-    config = transformers.AutoConfig.from_pretrained(model_args.model_name_or_path, cache_dir=model_args.cache_dir,
-                                                     trust_remote_code=False) if _is_luke(model_args) else None  # fmt: skip
+    expected = spec.config_class.model_type
+    hub = {"cache_dir": model_args.cache_dir}
+    saved = checkpoint_config(model_args.model_name_or_path, f"a LUKE or {expected!r}", **hub)
     overrides: dict[str, Any] = {"attention_window": model_args.attention_window}
     if model_args.ablation is not None:
         overrides["ablation"] = model_args.ablation
-    if config is not None:
-        model = spec.from_luke(model_args.model_name_or_path, entity_rows=entity_rows(tokenizer),
-                               hub={"cache_dir": model_args.cache_dir}, **overrides)  # fmt: skip
+    if saved.get("model_type") == "luke":
+        model = spec.from_luke(model_args.model_name_or_path, entity_rows=entity_rows(tokenizer), hub=hub, **overrides)
     else:
-        saved = transformers.PretrainedConfig.get_config_dict(model_args.model_name_or_path,
-                                                              cache_dir=model_args.cache_dir)[0]  # fmt: skip
-        expected = spec.config_class.model_type
         if saved.get("model_type") != expected or saved.get("architectures", [head.__name__])[0] != head.__name__:
-            raise ValueError(
+            raise ScriptArgumentError(
                 f"--model_name_or_path {model_args.model_name_or_path} holds a {saved.get('model_type')!r} model "
                 f"({saved.get('architectures')}), but --task {task.name} --variant {model_args.variant} needs a "
                 f"{expected!r} {head.__name__}: pass the --variant it was trained with, or a LUKE checkpoint to convert"
             )
-        model = spec.from_checkpoint(model_args.model_name_or_path, hub={"cache_dir": model_args.cache_dir})
+        model = spec.from_checkpoint(model_args.model_name_or_path, hub=hub)
         model.config.attention_window = model_args.attention_window
     # absolute positions (LUKE, LUKE-Graph, presets with entity positions) must reach the longest sequence
     extend_position_embeddings(model, data_args.max_seq_length + (model.config.pad_token_id or 0) + 1)
     return model
-
-
-def _is_luke(model_args: ModelArguments) -> bool:
-    config = transformers.PretrainedConfig.get_config_dict(model_args.model_name_or_path,
-                                                           cache_dir=model_args.cache_dir)[0]  # fmt: skip
-    return config.get("model_type") == "luke"
-
-
-def write_json(path: Path, value: Any) -> None:
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(json.dumps(value, indent=2, ensure_ascii=False), encoding="utf-8")
-    os.replace(temporary, path)
 
 
 def ranked_predictions(task: Any, trainer: Trainer, features: datasets.Dataset) -> dict[str, list[dict[str, Any]]]:
@@ -189,24 +196,44 @@ def ranked_predictions(task: Any, trainer: Trainer, features: datasets.Dataset) 
 
 
 def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArguments) -> dict[str, float]:
+    """Train, evaluate and/or predict; returns the metrics (also in ``all_results.json``)."""
     check_arguments(model_args, data_args, args)
+    preflight_push_to_hub(args)
+    # one live run per output folder (process 0 holds it; a dead run's lock is released by the kernel)
+    with OutputDirLock(args.output_dir) if args.process_index == 0 else contextlib.nullcontext():
+        return _run(model_args, data_args, args)
+
+
+def _run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArguments) -> dict[str, float]:
+    """``run`` once the arguments are checked and the output folder is this run's."""
     task = MULTIHOP_TASKS[data_args.task]
-    set_seed(args.seed)
-    tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path,
-                                              cache_dir=model_args.cache_dir)  # fmt: skip
-    settings = {name: getattr(data_args, name) for name in task.processor_settings}
-    processor = task.make_processor(tokenizer, **settings, entity_mask_id=2)
-    model = build_model(model_args, data_args, task, tokenizer)
     splits = {"train": args.do_train, "validation": args.do_eval, "test": args.do_predict}
     examples = {split: load_split(task, data_args, model_args, split) for split, wanted in splits.items() if wanted}
     if args.do_train:
         unlabelled = [example.example_id for example in examples["train"] if task.reference(example) is None]
         if unlabelled:
-            raise ValueError(f"--train_file has records without 'answer' (e.g. {unlabelled[0]!r}): they cannot be "
-                             "trained on; give their answers or pass them as --test_file")  # fmt: skip
+            raise ScriptArgumentError(f"--train_file has records without 'answer' (e.g. {unlabelled[0]!r}): they "
+                                      "cannot be trained on; give their answers or pass them as --test_file")  # fmt: skip
+    resume = plan_resume(args, data_args.overwrite_output_dir)
+    setup_logging(args, logger)  # after the input errors, which stay the run's one line
+    for problem in resume.skipped:
+        logger.warning(f"Not resuming from an incomplete checkpoint: {problem}")
+    set_seed(args.seed)
+    tokenizer = load_tokenizer(
+        model_args.tokenizer_name or model_args.model_name_or_path, cache_dir=model_args.cache_dir
+    )
+    settings = {name: getattr(data_args, name) for name in task.processor_settings}
+    try:
+        processor = task.make_processor(tokenizer, **settings, entity_mask_id=2)
+    except ValueError as error:
+        raise ScriptArgumentError(str(error)) from None
+    model = build_model(model_args, data_args, task, tokenizer)
+    if resume.checkpoint is not None:
+        check_resume_fits(resume.checkpoint, model)
+    limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples}
     features = {
-        split: featurise(task, processor, items, {"train": data_args.max_train_samples,
-                                                  "validation": data_args.max_eval_samples}.get(split))
+        split: featurise_rows(datasets.Dataset.from_dict(task.to_columns(items[: limits.get(split)])),
+                              processor.map_function, split)
         for split, items in examples.items()
     }  # fmt: skip
     args.remove_unused_columns = True
@@ -216,13 +243,12 @@ def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArgu
         train_dataset=features.get("train"),
         data_collator=processor.get_data_collator(),
         processing_class=tokenizer,
+        callbacks=[FiniteTrainingGuard()] if args.do_train else None,
     )
     output_dir = Path(args.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, float] = {}
     if args.do_train:
-        train_result = trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
-        trainer.save_model()
+        train_result = train_and_save(trainer, resume.checkpoint)
         processor.save_pretrained(args.output_dir)
         metrics = {**train_result.metrics, "train_samples": len(features["train"])}
         trainer.log_metrics("train", metrics)
@@ -245,7 +271,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArgu
                       if example.example_id in ranked and task.reference(example) is not None}  # fmt: skip
         metrics = {f"eval_{name}": value for name, value in task.score(predictions, references).items()}
         metrics["eval_samples"] = len(predictions)
-        write_json(output_dir / "eval_predictions.json", predictions)
+        write_json_atomically(output_dir / "eval_predictions.json", predictions)
         trainer.log_metrics("eval", metrics)
         trainer.save_metrics("eval", metrics)
         results.update(metrics)
@@ -254,22 +280,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArgu
         logger.info(f"wrote the predictions to {path}")
     elif args.do_predict:
         ranked = ranked_predictions(task, trainer, features["test"])
-        write_json(output_dir / "predict_predictions.json", ranked)
+        write_json_atomically(output_dir / "predict_predictions.json", ranked)
         logger.info(f"wrote {len(ranked)} ranked predictions to {output_dir / 'predict_predictions.json'}")
     if args.push_to_hub and args.do_train:
         trainer.push_to_hub(finetuned_from=model_args.model_name_or_path, tasks="multiple-choice")
     return results
-
-
-def setup_logging(args: TrainingArguments) -> None:
-    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
-                        handlers=[logging.StreamHandler(sys.stdout)])  # fmt: skip
-    log_level = args.get_process_log_level()
-    logger.setLevel(log_level)
-    datasets.utils.logging.set_verbosity(log_level)
-    transformers.utils.logging.set_verbosity(log_level)
-    transformers.utils.logging.enable_default_handler()
-    transformers.utils.logging.enable_explicit_format()
 
 
 def demo_argv(directory: Path) -> list[str]:
@@ -287,12 +302,12 @@ def demo_argv(directory: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
+    """Command-line entry point; argument and input errors end the run with one ``error:`` line (exit status 2)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    with tempfile.TemporaryDirectory(prefix="gesa-wikihop-demo-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="gesa-wikihop-demo-") as scratch, one_error_line("run_multihop.py"):
         if not argv:
             argv = demo_argv(Path(scratch))
         model_args, data_args, args = parse_args(argv)
-        setup_logging(args)
         results = run(model_args, data_args, args)
     print(json.dumps({key: value for key, value in results.items() if key.startswith("eval_")}))
     return results

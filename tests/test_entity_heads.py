@@ -136,3 +136,15 @@ def test_span_head_refuses_positions_of_another_shape(tiny_luke_dir):
     inputs, _ = _inputs()
     with pytest.raises(ValueError, match="entity_start_positions must have entity_ids' shape"):
         model(**inputs, entity_start_positions=torch.zeros(B, 1, dtype=torch.long), entity_end_positions=None)
+
+
+def test_masked_lm_keeps_the_entity_decoder_rows_of_the_entity_rows_kept(tiny_luke_dir, tmp_path):
+    path, luke = fine_tuned_luke(tiny_luke_dir, tmp_path, "LukeForMaskedLM")
+    rows = [0, 1, 2, 3, 1, 2]  # the specials, then two entities started from [UNK] and [MASK]
+    model = GesaForMaskedLM.from_luke_pretrained(path, entity_rows=rows, ablation="luke")
+    expected = luke.entity_predictions
+    torch.testing.assert_close(model.entity_predictions.bias.detach(), expected.bias.detach()[rows])
+    torch.testing.assert_close(
+        model.entity_predictions.decoder.weight.detach(), expected.decoder.weight.detach()[rows]
+    )
+    assert "entity_predictions" not in {key.split(".")[0] for key in model.luke_conversion_info["missing_keys"]}

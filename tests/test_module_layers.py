@@ -35,7 +35,10 @@ FLOORS = [
     (("modeling_",), 5),
     (("registry_", "records_", "candidates_", "collator_", "windows_", "processing_", "render_"), 6),
     (("pipeline_",), 7),
-    (("training_",), 8),
+    (("metrics_",), 6),  # scores computed from predictions (the standard library only)
+    # a script's task interface (readers, processors, heads, pipelines of one task family) and the machinery the
+    # scripts share sit side by side on the top floor: a task may build its demo tokenizer with training_tokenizer
+    (("tasks_", "training_"), 8),
 ]
 
 
@@ -63,6 +66,21 @@ def import_graph() -> dict[str, set[str]]:
 def test_floor_of_names_the_layer_order():
     assert [floor_of(n) for n in ("structure_gesa", "kernels_gesa", "attention_gesa", "modeling_gesa")] == [0, 1, 2, 3]
     assert floor_of("modeling_kar") == 5 and floor_of("pipeline_gesa") == 7 and floor_of("somewhere_else") is None
+    assert {floor_of(n) for n in ("training_gesa", "training_tokenizer", "training_record", "training_models")} == {8}
+
+
+def test_the_scripts_machinery_sits_on_the_top_floor_and_imports_no_script():
+    """What the example scripts share lives in flat modules (importable by tests, copied next to checkpoints); they
+    import each other relatively and never the scripts, the tests or the metric files."""
+    graph = import_graph()
+    assert graph["training_tokenizer"] == {"training_gesa"}
+    assert graph["training_models"] <= {"loading_gesa", "pipeline_gesa", "registry_gesa", "training_gesa",
+                                        "training_record", "training_tokenizer"}  # fmt: skip
+    for name in ("training_gesa", "training_tokenizer", "training_record", "training_models"):
+        source = (ROOT / f"{name}.py").read_text(encoding="utf-8")
+        assert "examples" not in {node.module.split(".")[0] for node in ast.walk(ast.parse(source))
+                                  if isinstance(node, ast.ImportFrom) and node.module}, name  # fmt: skip
+        assert "from gesa" not in source and "import gesa" not in source, name
 
 
 def test_flat_modules_import_without_a_cycle():
@@ -121,3 +139,11 @@ def test_kernels_and_label_terms_take_tensors_not_the_calling_module(module):
     for path in FLAT_MODULES:
         source = path.read_text()
         assert "module._label_terms" not in source and "module._gathered_label_scores" not in source, path.name
+
+
+def test_entity_task_modules_sit_between_the_heads_and_the_scripts():
+    assert floor_of("metrics_entity") == 6 and floor_of("records_entity") == 6 and floor_of("tasks_entity") == 8
+    assert floor_of("modeling_entity_variants") == 5
+    graph = import_graph()
+    assert "metrics_entity" in graph["tasks_entity"] and "registry_gesa" in graph["tasks_entity"]
+    assert "tasks_entity" not in graph["pipeline_entity"]  # the features' inputs come from the processors

@@ -285,7 +285,7 @@ def test_graph_invariants(processor, records, sentencizer):
     assert edge_counts[EDGE_SENT] > 0 and edge_counts[EDGE_MATCH] > 0
 
     # What the model builds on the device from the collated features is exactly this graph.
-    modeling = pytest.importorskip("gesa.modeling_gesa", reason="modeling_gesa.py (the model) not present")
+    modeling = pytest.importorskip("gesa.structure_gesa", reason="structure_gesa.py (the label builders) not present")
     from gesa.configuration_gesa import GesaConfig
 
     config = GesaConfig()

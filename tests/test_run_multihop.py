@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,9 +27,11 @@ from pathlib import Path
 import pytest
 
 from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
+from gesa.training_gesa import OutputDirLock
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "run_multihop.py"
+RECORD_TRAIN = ROOT / "examples" / "data" / "record_sample_train.jsonl"
 
 
 def load_script():
@@ -37,6 +40,17 @@ def load_script():
     sys.modules[spec.name] = module  # its dataclasses resolve their annotations through sys.modules
     spec.loader.exec_module(module)
     return module
+
+
+def error_line(capsys, argv: list[str]) -> str:
+    """The one ``run_multihop.py: error: ...`` line (exit status 2) a refused run prints, and nothing else on stderr."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stopped:
+        load_script().main(argv)
+    assert stopped.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("run_multihop.py: error: "), lines
+    return lines[0]
 
 
 def run_script(luke_dir, tmp_path, variant, train, evaluation, test=None, extra=()):
@@ -135,22 +149,25 @@ def test_pipeline_from_a_fresh_process_elsewhere_agrees_with_do_eval(tiny_luke_d
         assert ranked[0]["answer"] == predictions[record["id"]]
 
 
-def test_unknown_task_and_headless_variant_are_refused():
-    script = load_script()
-    with pytest.raises(ValueError, match="--task 'nope' is unknown; choose one of"):
-        script.main(["--task", "nope", "--output_dir", "x", "--model_name_or_path", "y"])
-    with pytest.raises(ValueError, match="--task wikihop has no head for --variant xh"):
-        script.main(["--task", "wikihop", "--variant", "xh", "--output_dir", "x", "--model_name_or_path", "y"])
+def test_unknown_task_and_headless_variant_are_refused(capsys):
+    assert "--task 'nope' is unknown; choose one of" in error_line(
+        capsys, ["--task", "nope", "--output_dir", "x", "--model_name_or_path", "y"]
+    )
+    assert "--task wikihop has no head for --variant xh" in error_line(
+        capsys, ["--task", "wikihop", "--variant", "xh", "--output_dir", "x", "--model_name_or_path", "y"]
+    )
 
 
-def test_training_on_records_without_answers_is_refused(tiny_luke_dir, tmp_path):
+def test_training_on_records_without_answers_is_refused(tiny_luke_dir, tmp_path, capsys):
     records = make_wikihop_sample(2, seed=1, labelled=False)
-    with pytest.raises(ValueError, match="--train_file has records without 'answer'"):
+    with pytest.raises(SystemExit):
         run_script(tiny_luke_dir, tmp_path, "gesa", records, records)
+    assert "--train_file has records without 'answer'" in capsys.readouterr().err
+    assert not (tmp_path / "out-gesa").exists()  # refused before anything was written
 
 
 @pytest.mark.slow
-def test_a_checkpoint_evaluates_again_and_refuses_another_variant(tiny_luke_dir, tmp_path):
+def test_a_checkpoint_evaluates_again_and_refuses_another_variant(tiny_luke_dir, tmp_path, capsys):
     train, evaluation = make_wikihop_sample(4, seed=1), make_wikihop_sample(3, seed=2)
     output_dir, first = run_script(tiny_luke_dir, tmp_path, "luke_graph", train, evaluation,
                                    extra=["--num_train_epochs", "1", "--max_seq_length", "512"])  # fmt: skip
@@ -159,8 +176,8 @@ def test_a_checkpoint_evaluates_again_and_refuses_another_variant(tiny_luke_dir,
               "--do_eval", "--max_seq_length", "512", "--report_to", "none", "--use_cpu", "true"]  # fmt: skip
     again = load_script().main([*common, "--variant", "luke_graph", "--output_dir", str(tmp_path / "again")])
     assert again["eval_accuracy"] == first["eval_accuracy"]
-    with pytest.raises(ValueError, match="needs a 'gesa' GesaForEntityMultipleChoice: pass the --variant"):
-        load_script().main([*common, "--variant", "gesa", "--output_dir", str(tmp_path / "other")])
+    refused = error_line(capsys, [*common, "--variant", "gesa", "--output_dir", str(tmp_path / "other")])
+    assert "needs a 'gesa' GesaForEntityMultipleChoice: pass the --variant" in refused
 
 
 @pytest.mark.slow
@@ -177,7 +194,68 @@ def test_training_resumed_from_a_checkpoint_ends_where_an_uninterrupted_run_ends
                             extra=[*steps, "--seed", "1", "--resume_from_checkpoint", str(straight / "checkpoint-2")])  # fmt: skip
     # another seed starts another head: only the checkpoint's weights make the two runs end alike
     assert json.loads((resumed / "trainer_state.json").read_text())["global_step"] == 4
-    first, second = load_file(straight / "model.safetensors"), load_file(resumed / "model.safetensors")
-    assert first.keys() == second.keys()
-    for name in first:
-        assert (first[name] == second[name]).all(), name
+    # as run_record.py does, a folder holding the interrupted run's checkpoint resumes it without being told
+    (tmp_path / "c").mkdir()
+    shutil.copytree(straight / "checkpoint-2", tmp_path / "c" / "out-gesa" / "checkpoint-2")
+    automatic, _ = run_script(tiny_luke_dir, tmp_path / "c", "gesa", train, evaluation, extra=[*steps, "--seed", "1"])
+    assert json.loads((automatic / "trainer_state.json").read_text())["global_step"] == 4
+    first = load_file(straight / "model.safetensors")
+    for other in (load_file(resumed / "model.safetensors"), load_file(automatic / "model.safetensors")):
+        assert first.keys() == other.keys()
+        for name in first:
+            assert (first[name] == other[name]).all(), name
+
+
+# ----------------------------------------------------------------------------------------------- shared machinery
+# run_multihop.py and run_record.py refuse an unsafe output folder or checkpoint with the same check
+# (gesa.training_gesa) and the same message, before any weight is loaded.
+
+
+def _refused_by_both(capsys, tmp_path, output_dir: Path, extra: list[str]) -> str:
+    """The error of run_multihop.py and of run_record.py for the same folder flags; asserts they say the same."""
+    from test_run_record import run_record
+
+    wikihop = write_wikihop_file(tmp_path / "wikihop-train.json", make_wikihop_sample(2, seed=1))
+    multihop = error_line(capsys, ["--task", "wikihop", "--model_name_or_path", "not-loaded", "--do_train",
+                                   "--train_file", str(wikihop), "--output_dir", str(output_dir), *extra])  # fmt: skip
+    with pytest.raises(SystemExit) as stopped:
+        run_record.main(["--do_train", "--train_file", str(RECORD_TRAIN), "--output_dir", str(output_dir), *extra])
+    assert stopped.value.code == 2
+    record = capsys.readouterr().err.strip().splitlines()[-1]
+    assert record.startswith("run_record.py: error: ")
+    assert multihop.removeprefix("run_multihop.py: error: ") == record.removeprefix("run_record.py: error: ")
+    return multihop
+
+
+def test_a_folder_in_use_by_a_live_run_is_refused_as_run_record_refuses_it(tmp_path, capsys):
+    output_dir = tmp_path / "busy"
+    with OutputDirLock(output_dir):
+        refused = _refused_by_both(capsys, tmp_path, output_dir, [])
+    assert f"--output_dir {output_dir} is in use by a live run (pid {os.getpid()})" in refused
+
+
+def test_a_folder_holding_a_trained_model_is_not_overwritten_as_by_run_record(tiny_luke_dir, tmp_path, capsys):
+    output_dir = tmp_path / "finished"
+    shutil.copytree(tiny_luke_dir, output_dir)
+    refused = _refused_by_both(capsys, tmp_path, output_dir, [])
+    assert "already holds a trained model (config.json, model.safetensors); pass --overwrite_output_dir" in refused
+    assert sorted(path.name for path in output_dir.iterdir()) == sorted(path.name for path in tiny_luke_dir.iterdir())
+
+
+def test_an_incomplete_checkpoint_is_not_resumed_as_by_run_record(tmp_path, capsys):
+    checkpoint = tmp_path / "out" / "checkpoint-2"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "config.json").write_text("{}")
+    refused = _refused_by_both(capsys, tmp_path, tmp_path / "out", ["--resume_from_checkpoint", str(checkpoint)])
+    assert f"--resume_from_checkpoint {checkpoint}: {checkpoint} has no trainer_state.json" in refused
+
+
+def test_bad_training_flags_and_unreachable_hub_are_refused_as_by_run_record(tmp_path, capsys, monkeypatch):
+    assert "--learning_rate must be >= 0, got -1.0" in _refused_by_both(
+        capsys, tmp_path, tmp_path / "o", ["--learning_rate", "-1"]
+    )
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    refused = _refused_by_both(capsys, tmp_path, tmp_path / "o", ["--push_to_hub", "--hub_model_id", "me/x"])
+    assert "--push_to_hub: HF_HUB_OFFLINE is set" in refused
+    assert not (tmp_path / "o").exists()  # refused before the folder was made

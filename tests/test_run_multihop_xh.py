@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_run_multihop import load_script
+from test_run_multihop import error_line, load_script
 from test_xh_tasks import FEVER_PAGES, fever_fixture_claims, hotpot_fixture_rows
 
 COMMON = ["--variant", "xh", "--do_train", "--do_eval", "--per_device_train_batch_size", "4",
@@ -85,10 +85,9 @@ def test_run_multihop_trains_xh_on_fever_and_writes_the_shared_task_file(tiny_lu
     assert all(set(line) == {"id", "predicted_label", "predicted_evidence"} for line in lines)
 
 
-def test_fever_without_wiki_pages_is_one_clear_error(tiny_luke_dir, tmp_path):
+def test_fever_without_wiki_pages_is_one_clear_error(tiny_luke_dir, tmp_path, capsys):
     (tmp_path / "train.jsonl").write_text(json.dumps(fever_fixture_claims()[0]))
     argv = ["--task", "fever", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(tmp_path / "o"),
             "--train_file", str(tmp_path / "train.jsonl"), *COMMON[:-4]]  # fmt: skip
     argv.remove("--do_eval")
-    with pytest.raises(ValueError, match="--task fever needs --wiki_pages"):
-        load_script().main(argv)
+    assert "--task fever needs --wiki_pages" in error_line(capsys, argv)

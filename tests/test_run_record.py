@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""examples/run_record.py end to end (issue 4): train, evaluate, publish, reload, resume, two processes, bad input.
+"""examples/run_record.py end to end: train, evaluate, publish, reload, resume, two processes, bad input.
 
 (The no-argument embedded demo has its own file, tests/test_run_record_default.py.)
 
@@ -40,6 +40,9 @@ from test_metric import ref_evaluate
 from tiny_luke import RECORD_DIR, ROBERTA_DIR, build_luke_tokenizer, tiny_luke_config
 from transformers import LukeModel, TrainerCallback
 
+from gesa import training_models
+from gesa.training_tokenizer import train_sample_tokenizer
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "run_record.py"
 TRAIN32 = RECORD_DIR / "fewglue_train32.jsonl"
@@ -49,10 +52,10 @@ TRAIN_STEPS = 300
 RESUME_STEP = 150  # the checkpoint an interrupted run leaves behind (--save_steps: checkpoints at 150 and 300)
 LOGGING_STEPS = 20
 # The tiny model sits at the label prior for a while before it fits the 32 queries; with this seed both the 1- and
-# the 2-process run leave that plateau around step 180-200 and reach 96.9 EM with eval losses 0.023/0.026, so the
-# two-process comparison compares results, not how far each run got up the steep part (seed scan 0-5 of the tiny
-# LUKE in tiny_luke.py: seeds 1-4 leave it 20-60 steps later in one of the two runs, seed 5 not within 300 steps).
-SEED = 0
+# the 2-process run leave that plateau in time and reach 100 EM with eval losses about 0.001, so the two-process
+# comparison compares results, not how far each run got up the steep part (seed scan 0-3 of the tiny LUKE in
+# tiny_luke.py: seed 0 leaves the 1-process run at 81 EM after 300 steps; seeds 1 and 3 fit both runs).
+SEED = 1
 
 
 def _load_script():
@@ -107,6 +110,7 @@ def trained(roberta_luke_dir, tmp_path_factory, cache_dir):
     return output_dir, results, argv
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shared
 def test_training_lowers_loss_and_raises_em(trained):
     """Evaluation loss and EM on the 32 training queries at step 0 (--eval_on_start) and after TRAIN_STEPS steps;
@@ -130,6 +134,7 @@ def test_training_lowers_loss_and_raises_em(trained):
     assert results["eval_samples"] == 32
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shared
 def test_output_folder_is_a_publishable_checkpoint(trained):
     output_dir, results, _ = trained
@@ -157,6 +162,7 @@ def test_output_folder_is_a_publishable_checkpoint(trained):
     assert "| learning rate | 0.005 |" in card.text
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shared
 def test_reload_in_fresh_process_reproduces_predictions(trained):
     output_dir, _, _ = trained
@@ -227,6 +233,7 @@ def _max_difference(left: dict[str, torch.Tensor], right: dict[str, torch.Tensor
     return max(float((left[name] - right[name]).abs().max()) for name in left)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shared
 def test_resume_from_checkpoint_matches_uninterrupted_run(trained, tmp_path):
     """A run interrupted right after its checkpoint at step RESUME_STEP, resumed with --resume_from_checkpoint,
@@ -274,6 +281,7 @@ def test_resume_from_checkpoint_matches_uninterrupted_run(trained, tmp_path):
     assert elsewhere > 1e-2
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shared
 def test_gesa_checkpoint_evaluates_explorer_dev60(trained, tmp_path, cache_dir, capfd):
     output_dir, _, _ = trained
@@ -300,6 +308,7 @@ def test_gesa_checkpoint_evaluates_explorer_dev60(trained, tmp_path, cache_dir, 
     assert results["eval_samples"] == 60
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shared
 def test_hub_rows_and_release_json_give_the_same_predictions(trained, tmp_path, cache_dir):
     """The same 8 queries as Hub ``super_glue/record`` rows (exclusive ends) and as the original release's
@@ -330,6 +339,7 @@ def test_hub_rows_and_release_json_give_the_same_predictions(trained, tmp_path, 
         assert got == {query_id: saved[query_id] for query_id in got} and len(got) == 8, name
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shared
 def test_two_process_run_matches_single_process(trained, tmp_path):
     """torchrun with 2 CPU processes (gloo) on the command line of the single-process ``trained`` run, the global batch
@@ -395,7 +405,7 @@ def test_luke_conversion_variant_and_ablation(tiny_luke_dir, tmp_path, extra, ab
     model_args, data_args, _ = run_record.parse_args(
         ["--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(tmp_path), *extra]
     )
-    model, processor = run_record.build_model_and_processor(model_args, data_args, [])
+    model, processor = training_models.build_model_and_processor(model_args, data_args, [])
     assert model.config.ablation == ablation
     assert model.config.use_absolute_position_embeddings is absolute_positions
     assert model.config.entity_vocab_size == 4 and model.config.vocab_size == len(processor.tokenizer)
@@ -423,7 +433,7 @@ def test_entity_table_shrinks_to_the_special_entities(tmp_path):
     model_args, data_args, _ = run_record.parse_args(
         ["--model_name_or_path", str(tmp_path / "luke"), "--output_dir", str(tmp_path / "out")]
     )
-    model, processor = run_record.build_model_and_processor(model_args, data_args, [])
+    model, processor = training_models.build_model_and_processor(model_args, data_args, [])
     table = luke.entity_embeddings.entity_embeddings.weight
     kept = model.base_model.entity_embeddings.entity_embeddings.weight
     torch.testing.assert_close(kept, table[[0, 2, 4, 6]])
@@ -542,7 +552,7 @@ def test_bad_input_luke_vocab_mismatch(tmp_path):
     LukeModel(tiny_luke_config(tokenizer_size + 7)).save_pretrained(luke_dir)
     tokenizer.save_pretrained(luke_dir)
     foreign = tmp_path / "foreign-tokenizer"
-    foreign_tokenizer = run_record.train_sample_tokenizer(["a few words of text", "more words"] * 10)
+    foreign_tokenizer = train_sample_tokenizer(["a few words of text", "more words"] * 10)
     foreign_tokenizer.save_pretrained(foreign)
     cases = [
         ["--model_name_or_path", str(luke_dir), *extra, "--train_file", str(TRAIN32), "--validation_file",

@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""``python examples/run_record.py`` with no argument at all: the embedded demo (issue 4, "Embedded default")."""
+"""``python examples/run_record.py`` with no argument at all: the embedded demo."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
+
+from gesa.training_tokenizer import train_sample_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "run_record.py"
@@ -58,6 +62,7 @@ def _label_prior_loss(path: Path) -> float:
     return -(share * math.log(share) + (1 - share) * math.log(1 - share))
 
 
+@pytest.mark.slow
 def test_embedded_default_runs_offline_with_no_arguments(tmp_path):
     """``python examples/run_record.py`` alone: tiny GESA, offline tokenizer, embedded sample, EM/F1 printed with
     the scores before training; the model learns: its training loss ends well below the label prior's."""
@@ -90,8 +95,8 @@ def test_embedded_default_runs_offline_with_no_arguments(tmp_path):
     train_texts = _texts(ROOT / "examples" / "data" / "record_sample_train.jsonl")
     dev_texts = _texts(ROOT / "examples" / "data" / "record_sample_dev.jsonl")
     saved = _bpe_merges((output_dir / "tokenizer.json").read_text(encoding="utf-8"))
-    assert saved == _bpe_merges(run_record.train_sample_tokenizer(train_texts).backend_tokenizer.to_str())
-    assert saved != _bpe_merges(run_record.train_sample_tokenizer(train_texts + dev_texts).backend_tokenizer.to_str())
+    assert saved == _bpe_merges(train_sample_tokenizer(train_texts).backend_tokenizer.to_str())
+    assert saved != _bpe_merges(train_sample_tokenizer(train_texts + dev_texts).backend_tokenizer.to_str())
     predictions = json.loads((output_dir / "eval_predictions.json").read_text(encoding="utf-8"))
     sample = _rows(ROOT / "examples" / "data" / "record_sample_dev.jsonl")
     assert set(predictions) == {qa["id"] for row in sample for qa in row["qas"]}

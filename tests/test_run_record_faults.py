@@ -11,9 +11,10 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Issue 14's run_record.py faults, one test each (D1, D2, D4, D6, D15, D19, D20): a run that cannot go on safely
-stops with one ``run_record.py: error: ...`` line (exit status 2) naming the flag, the file and line where there is
-one, and the fix; auto-resume takes the last COMPLETE checkpoint.
+"""run_record.py on inputs it cannot run safely: a checkpoint of another model, a half-written checkpoint, records
+with off-by-one ends or no answer, unknown flags, files that are not UTF-8, a missing spaCy pipeline, truncated weights
+and flags that cannot train. Such a run stops with one ``run_record.py: error: ...`` line (exit status 2) naming the
+flag, the file and line where there is one, and the fix; auto-resume takes the last COMPLETE checkpoint.
 
 Cost: one tiny training run (2 steps, a checkpoint each), one resumed run, one model build, and one fresh process
 for all the one-line error cases.
@@ -30,6 +31,11 @@ import pytest
 import torch
 from test_run_record import ROOT, _error_lines, run_record
 from transformers import TrainerCallback
+
+from gesa import training_models, training_record
+from gesa.processing_gesa import GesaProcessor
+from gesa.training_gesa import ScriptArgumentError, check_resume_fits
+from gesa.training_tokenizer import train_sample_tokenizer
 
 TRAIN_FILE = ROOT / "examples" / "data" / "record_sample_train.jsonl"
 DEV_FILE = ROOT / "examples" / "data" / "record_sample_dev.jsonl"
@@ -66,33 +72,36 @@ def _sample_records() -> list[dict]:
     return [json.loads(line) for line in TRAIN_FILE.read_text(encoding="utf-8").splitlines()]
 
 
-def test_d1_resuming_a_checkpoint_of_another_model_stops_before_touching_it(checkpointed, tmp_path):
-    """Before: a segmentation fault (optimizer state loaded into parameters of other shapes). Another --ablation or
-    --variant is refused from the checkpoint's config before logging starts (one line, in ``test_one_error_line...``);
+@pytest.mark.slow
+def test_resuming_a_checkpoint_of_another_model_stops_before_touching_it(checkpointed, tmp_path):
+    """Loading another model's optimizer state into parameters of other shapes would crash (a segmentation fault).
+    Another --ablation or --variant is refused from the checkpoint's config before logging starts (one line, in ``test_one_error_line...``);
     the weights themselves are compared once the model is built, before the checkpoint is loaded."""
     checkpoint = str(checkpointed / "checkpoint-1")
     model_args, data_args, args = run_record.parse_args(_argv(tmp_path / "luke", "--do_train", "--ablation", "luke"))
-    train = run_record.load_queries(data_args, model_args, args)["train"]
+    train = training_record.load_queries(data_args, model_args, args)["train"]
     texts = [*dict.fromkeys(train["passage"]), *train["query"]]  # the demo tokenizer of the checkpointed run
-    with pytest.raises(run_record.RunRecordError) as error:
-        run_record.check_resume_config(checkpoint, model_args)
+    with pytest.raises(ScriptArgumentError) as error:
+        training_models.check_resume_config(checkpoint, model_args)
     assert f"cannot resume from {checkpoint}: it was saved by another model (ablation None, this run 'luke')" in str(
         error.value
     )
-    model, _ = run_record.build_model_and_processor(model_args, data_args, texts)
-    with pytest.raises(run_record.RunRecordError) as error:
-        run_record.check_resume_fits(checkpoint, model)
+    model, _ = training_models.build_model_and_processor(model_args, data_args, texts)
+    with pytest.raises(ScriptArgumentError) as error:
+        check_resume_fits(checkpoint, model)
     message = str(error.value)
     assert "ablation=None; this run: model_type='gesa', ablation='luke'" in message
     assert "missing: ['gesa.embeddings.position_embeddings.weight'" in message and "label_embeddings" in message
     own_args, data_args, _ = run_record.parse_args(_argv(tmp_path / "own", "--do_train"))
-    run_record.check_resume_config(checkpoint, own_args)  # the run's own checkpoint passes both checks
-    own, _ = run_record.build_model_and_processor(own_args, data_args, texts)
-    run_record.check_resume_fits(checkpoint, own)
+    training_models.check_resume_config(checkpoint, own_args)  # the run's own checkpoint passes both checks
+    own, _ = training_models.build_model_and_processor(own_args, data_args, texts)
+    check_resume_fits(checkpoint, own)
 
 
-def test_d6_auto_resume_skips_a_half_written_last_checkpoint(checkpointed, tmp_path, caplog):
-    """Before: the half-written checkpoint-2 was picked, then a raw SafetensorError naming no path."""
+@pytest.mark.slow
+def test_auto_resume_skips_a_half_written_last_checkpoint(checkpointed, tmp_path, caplog):
+    """The newest checkpoint is skipped (and the log says why) when its save was cut short: resuming it would end in a
+    raw SafetensorError naming no path."""
     output_dir = tmp_path / "half"
     shutil.copytree(checkpointed / "checkpoint-1", output_dir / "checkpoint-1")
     shutil.copytree(checkpointed / "checkpoint-2", output_dir / "checkpoint-2")
@@ -112,8 +121,9 @@ def test_d6_auto_resume_skips_a_half_written_last_checkpoint(checkpointed, tmp_p
     assert json.loads((output_dir / "trainer_state.json").read_text())["global_step"] == 3
 
 
+@pytest.mark.slow
 def test_one_error_line_for_each_bad_flag_file_or_checkpoint(checkpointed, tmp_path):
-    """D2, D4, D6 (explicit), D15, D19, D20: one line each, exit status 2, before any training."""
+    """Bad records, flags, files and checkpoints: one line each, exit status 2, before any training."""
     records = _sample_records()
     exclusive_ends = copy.deepcopy(records[1])  # original shape, ends written exclusively (off by one)
     for entity in exclusive_ends["passage"]["entities"]:
@@ -147,53 +157,53 @@ def test_one_error_line_for_each_bad_flag_file_or_checkpoint(checkpointed, tmp_p
         return ["--train_file", train, "--validation_file", str(DEV_FILE), "--do_train", "--output_dir", out]
 
     cases = {
-        "D2": (data("ends.jsonl"), ["--train_file ends.jsonl, line 2: ReCoRD example ", "ends with whitespace",
+        "exclusive-entity-ends": (data("ends.jsonl"), ["--train_file ends.jsonl, line 2: ReCoRD example ", "ends with whitespace",
                                     "INCLUSIVE end", "subtract 1"]),
-        "D20": (data("answer-off.jsonl"), ["--train_file answer-off.jsonl, line 2: ReCoRD example ",
+        "answer-end-off-by-one": (data("answer-off.jsonl"), ["--train_file answer-off.jsonl, line 2: ReCoRD example ",
                                            "does not match the passage", "subtract 1"]),
-        "D4": (data("no-answer.jsonl"), ["--train_file no-answer.jsonl, line 2: ReCoRD example ",
+        "training-query-without-answer": (data("no-answer.jsonl"), ["--train_file no-answer.jsonl, line 2: ReCoRD example ",
                                          "has no gold answer", "train as all negative"]),
-        "D3": (data("bare-answer.jsonl"), ["--train_file bare-answer.jsonl, line 2: ReCoRD example ",
+        "answers-a-bare-string": (data("bare-answer.jsonl"), ["--train_file bare-answer.jsonl, line 2: ReCoRD example ",
                                            "'answers' is the string 'Tobias Wren', not a list: wrap it"]),
-        "D15-unknown-flag": (["--do_train", "--not_a_flag", "1"], ["['--not_a_flag', '1']", "--help"]),
-        "D15-args-file": (["missing-args.json"], ["the arguments file missing-args.json does not exist"]),
-        "D15-latin1": (data("latin1.jsonl"), ["--train_file latin1.jsonl, line 2: not UTF-8 (byte 0xe9",
+        "unknown-flag": (["--do_train", "--not_a_flag", "1"], ["['--not_a_flag', '1']", "--help"]),
+        "missing-arguments-file": (["missing-args.json"], ["the arguments file missing-args.json does not exist"]),
+        "file-not-utf8": (data("latin1.jsonl"), ["--train_file latin1.jsonl, line 2: not UTF-8 (byte 0xe9",
                                               "re-save the file as UTF-8"]),
-        "D15-spacy": (data() + ["--candidate_source", "ner", "--spacy_model", "no_such_pipeline"],
+        "spacy-pipeline-not-installed": (data() + ["--candidate_source", "ner", "--spacy_model", "no_such_pipeline"],
                       ["--spacy_model no_such_pipeline: spaCy pipeline 'no_such_pipeline' is not installed",
                        "python -m spacy download no_such_pipeline"]),
-        "D15-resume-missing": (data() + ["--resume_from_checkpoint", "no-such-checkpoint"],
+        "resume-from-a-missing-checkpoint": (data() + ["--resume_from_checkpoint", "no-such-checkpoint"],
                                ["--resume_from_checkpoint no-such-checkpoint: no-such-checkpoint does not exist",
                                 "give a complete checkpoint folder"]),
-        "D6-resume-half": (data() + ["--resume_from_checkpoint", str(half)],
+        "resume-from-a-half-written-checkpoint": (data() + ["--resume_from_checkpoint", str(half)],
                            [f"{half} has no trainer_state.json", "give a complete checkpoint folder"]),
-        "D15-truncated-weights": (["--model_name_or_path", str(truncated), "--do_eval", "--validation_file",
+        "truncated-model-weights": (["--model_name_or_path", str(truncated), "--do_eval", "--validation_file",
                                    str(DEV_FILE), "--output_dir", out],
                                   [f"--model_name_or_path {truncated}: {truncated / 'model.safetensors'} is truncated",
                                    "save or download the checkpoint again"]),
-        "D1-ablation": (data() + ["--ablation", "luke", "--resume_from_checkpoint", str(checkpointed / "checkpoint-1")],
+        "resume-a-checkpoint-of-another-ablation": (data() + ["--ablation", "luke", "--resume_from_checkpoint", str(checkpointed / "checkpoint-1")],
                         [f"cannot resume from {checkpointed / 'checkpoint-1'}: it was saved by another model "
                          "(ablation None, this run 'luke')"]),
-        "D1-variant": (data() + ["--variant", "kar", "--output_dir", str(checkpointed)],
+        "resume-a-checkpoint-of-another-variant": (data() + ["--variant", "kar", "--output_dir", str(checkpointed)],
                        [f"cannot resume from {checkpointed / 'checkpoint-2'}: it was saved by another model "
                         "(model_type 'gesa', this run 'gesa_kar' (--variant kar))"]),
-        "D19-epochs": (data() + ["--num_train_epochs", "0"], ["--num_train_epochs must be positive", "got 0.0"]),
-        "D19-steps": (data() + ["--max_steps", "-5"], ["--max_steps must be a positive number of steps", "got -5"]),
-        "D19-overwrite": (["--train_file", str(TRAIN_FILE), "--do_train", "--output_dir", str(truncated)],
+        "zero-epochs": (data() + ["--num_train_epochs", "0"], ["--num_train_epochs must be positive", "got 0.0"]),
+        "negative-max-steps": (data() + ["--max_steps", "-5"], ["--max_steps must be a positive number of steps", "got -5"]),
+        "incomplete-model-in-output-dir": (["--train_file", str(TRAIN_FILE), "--do_train", "--output_dir", str(truncated)],
                           [f"--output_dir {truncated} holds an incomplete model save", "is truncated",
                            "--overwrite_output_dir"]),
     }  # fmt: skip
     if not torch.cuda.is_available():
-        cases["D15-bf16"] = (data() + ["--bf16"], ["doesn't support bf16"])
+        cases["bf16-without-hardware"] = (data() + ["--bf16"], ["doesn't support bf16"])
     lines = _error_lines([argv for argv, _ in cases.values()], cwd=tmp_path)
     for (name, (_, fragments)), line in zip(cases.items(), lines, strict=True):
         for fragment in fragments:
             assert fragment in line, (name, line)
-    assert "add 1" not in lines[0]  # D2: the inclusive convention's fix, not the opposite one
+    assert "add 1" not in lines[0]  # exclusive-entity-ends: the inclusive convention's fix, not the opposite
     assert not (tmp_path / "out").exists()
 
 
-def test_d2_processor_errors_on_flattened_rows_keep_the_file_line_and_the_inclusive_fix(tmp_path):
+def test_processor_errors_on_flattened_rows_keep_the_file_line_and_the_inclusive_fix(tmp_path):
     """run_record flattens records to rows with exclusive spans; the processor's own checks (here: a span starting
     inside a word, which needs the tokenizer) still name the file and line and show the record's inclusive ends."""
     record = _sample_records()[1]
@@ -201,15 +211,15 @@ def test_d2_processor_errors_on_flattened_rows_keep_the_file_line_and_the_inclus
     entity["start"] += 1  # now inside the first word of the mention
     path = tmp_path / "inside.jsonl"
     path.write_text(json.dumps(_sample_records()[0]) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
-    checked = run_record.sniff_json_file(path, "--train_file")  # no tokenizer needed for this file-level check
-    rows = run_record.flatten_records(
+    checked = training_record.sniff_json_file(path, "--train_file")  # no tokenizer needed for this file-level check
+    rows = training_record.flatten_records(
         {key: [item[key] for item in (_sample_records()[0], record)] for key in record},
         indices=[0, 1],
         sources=[f"--train_file {path}, {location}" for location in checked.locations],
     )
     assert rows["record_inclusive_end"] == [True] * len(rows["id"])
-    tokenizer = run_record.train_sample_tokenizer([text] * 4)
-    processor = run_record.GesaProcessor(tokenizer, entity_mask_id=2)
+    tokenizer = train_sample_tokenizer([text] * 4)
+    processor = GesaProcessor(tokenizer, entity_mask_id=2)
     rows_list = [dict(zip(rows, values, strict=True)) for values in zip(*rows.values(), strict=True)]
     with pytest.raises(ValueError) as error:
         processor.encode_records(rows_list)

@@ -124,6 +124,7 @@ def test_a_live_run_holds_its_output_folder(tmp_path):
         pass
 
 
+@pytest.mark.slow
 def test_auto_resume_skips_checkpoints_whose_state_files_do_not_parse(trained, tmp_path):
     output_dir = tmp_path / "damaged"
     for name in ("checkpoint-1", "checkpoint-2"):
@@ -141,6 +142,7 @@ def test_auto_resume_skips_checkpoints_whose_state_files_do_not_parse(trained, t
     assert plan.checkpoint == str(output_dir / "checkpoint-1") and "optimizer.pt is truncated" in plan.skipped[0]
 
 
+@pytest.mark.slow
 def test_resuming_a_checkpoint_past_max_steps_is_refused(trained, tmp_path):
     output_dir = tmp_path / "past"
     shutil.copytree(trained / "checkpoint-2", output_dir / "checkpoint-2")
@@ -176,6 +178,7 @@ def test_disk_full_is_recognised_by_its_errors(tmp_path):
     assert not training_gesa.disk_full(RuntimeError("unexpected pos 861184 vs 861072"), tmp_path)  # plenty free here
 
 
+@pytest.mark.slow
 def test_one_error_line_for_each_unusable_flag_or_file(trained, tmp_path):
     records = _records()
     no_queries = _write_jsonl(tmp_path / "no-queries.jsonl", [dict(record, qas=[]) for record in records[:2]])

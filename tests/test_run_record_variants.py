@@ -32,6 +32,7 @@ from tiny_luke import RECORD_DIR
 from transformers import HfArgumentParser, TrainingArguments
 from variant_helpers import record_rows, reload_in_fresh_process
 
+from gesa import training_record
 from gesa.processing_gesa import to_record_examples
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +68,7 @@ def test_help_lists_the_six_variants():
     assert set(run_record.VARIANTS) == {"gesa", "luke", "luke_graph", "kar", "ernie", "xh"}
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shared
 @pytest.mark.parametrize("variant", ["kar", "xh", "ernie", "luke_graph"])
 def test_variant_trains_evaluates_and_reloads(variant, tiny_luke_dir, tmp_path):
@@ -133,11 +135,11 @@ def reload_batch(variant: str, output_dir: Path, argv: list[str]) -> dict:
     from transformers import AutoTokenizer
 
     _, data_args, _ = run_record.parse_args(argv)
-    processor = run_record.make_processor(AutoTokenizer.from_pretrained(output_dir), data_args, variant)
+    processor = training_record.make_processor(AutoTokenizer.from_pretrained(output_dir), data_args, variant)
     if run_record.VARIANTS[variant].uses_gesa_features:
         columns = processor.encode_records(record_rows(1))
         features = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
     else:
         features = processor.encode_record_graphs(record_rows(1))
-    batch = run_record.make_collator(variant, processor)(features[:2])
+    batch = training_record.make_collator(variant, processor)(features[:2])
     return {key: value for key, value in batch.items() if isinstance(value, torch.Tensor)}

@@ -11,8 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""First use of examples/run_record.py (issue 15): --help says what the script does, --push_to_hub fails in one line
-before any work when the Hub cannot be used, evaluation-only runs say what they are and what they wrote."""
+"""The command line of examples/run_record.py at first use: --help says what the script does, --push_to_hub fails in
+one line before any work when the Hub cannot be used, evaluation-only runs say what they are and what they wrote."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ import importlib.util
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "run_record.py"
@@ -73,15 +74,41 @@ def test_push_to_hub_preflight_fails_in_one_line_before_any_work(tmp_path):
         "cannot reach the Hub at http://127.0.0.1:9": {"HF_TOKEN": "hf_test", "HF_ENDPOINT": "http://127.0.0.1:9"},
     }
     for expected, env in cases.items():
-        started = time.perf_counter()
         proc = _run(base, tmp_path, **env)
-        elapsed = time.perf_counter() - started
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         assert proc.returncode == 2, proc.stderr[-2000:]
         assert len(lines) == 1 and lines[0].startswith("run_record.py: error: --push_to_hub: "), lines
         assert expected in lines[0] and "hf auth login" in lines[0], lines
         assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
-        assert elapsed < 60, elapsed  # the preflight's socket timeout is 5 s; the rest is importing the script
+
+
+def test_push_to_hub_preflight_tries_the_hub_once_with_its_timeout_before_reading_any_data(tmp_path, monkeypatch):
+    """An unreachable Hub costs one connection attempt bounded by the preflight's timeout (5 s), to the configured
+    endpoint, and the run stops before it reads a data file or a checkpoint."""
+    import socket
+
+    from huggingface_hub import constants
+
+    attempts = []
+
+    def refused(address, timeout=None, *args, **kwargs):
+        attempts.append((address, timeout))
+        raise ConnectionRefusedError("connection refused")
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the run went past the preflight")
+
+    monkeypatch.setattr(socket, "create_connection", refused)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setattr(run_record, "check_data_files", must_not_run)
+    monkeypatch.setattr(run_record, "check_checkpoint", must_not_run)
+    with pytest.raises(SystemExit) as stopped:
+        run_record.main(["--do_train", "--push_to_hub", "--hub_token", "hf_test", "--output_dir", str(tmp_path / "out"),
+                         "--report_to", "none"])  # fmt: skip
+    assert stopped.value.code == 2
+    assert attempts == [(("127.0.0.1", 9), 5.0)]
+    assert not (tmp_path / "out").exists()
 
 
 def test_eval_only_run_warns_and_prints_one_honest_line(tmp_path, capsys):

@@ -1,0 +1,173 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Inference pipelines of the entity-task heads, as LUKE's fine-tuned models are used:
+
+* ``EntityTypingPipeline`` (``"entity-typing"``): ``{"text", "entity_span": [start, end]}`` (character offsets, end
+  exclusive) -> ``[{"type", "score"}, ...]``, the types whose probability (sigmoid) is at least ``threshold`` (0.5,
+  the typing head's decision: logit > 0), best first; ``threshold=0`` lists every type.
+* ``RelationClassificationPipeline`` (``"relation-classification"``): ``{"text", "head_span", "tail_span"}`` ->
+  ``[{"relation", "score"}, ...]``, every relation with its probability (softmax), best first (``top_k`` keeps the
+  first k).
+
+The mention is the ``[MASK]`` entity (the tail: ``[MASK2]``) with GESA's graph inputs (``processing_entity.graph_inputs``:
+one sentence, equal mention texts matched) and, for KAR/ERNIE checkpoints, the knowledge inputs (mentions matched
+to the tokenizer's entity titles), exactly as ``run_entity_tasks.py`` trains. A trained
+checkpoint names its pipeline in ``config.custom_pipelines``, so ``pipeline(task, model=dir, trust_remote_code=True)``
+builds it from the checkpoint's own copy of this file. A bad input is one ``ValueError`` naming the field.
+
+Flat module: copied next to every saved checkpoint, so it imports only its siblings and third-party packages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from transformers import AutoModelForSequenceClassification, Pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
+
+from .processing_entity import graph_inputs
+from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
+from .registry_gesa import knowledge_variant_of
+
+ENTITY_TYPING_TASK = "entity-typing"
+RELATION_CLASSIFICATION_TASK = "relation-classification"
+
+
+def _text(inputs: Any, task: str, fields: Sequence[str]) -> str:
+    if not isinstance(inputs, Mapping):
+        raise ValueError(
+            f"{task}: each input must be a dict with {list(fields)}, got {type(inputs).__name__}: "
+            f"e.g. {{'text': 'Alice works at Acme.', {', '.join(repr(f) + ': [0, 5]' for f in fields[1:])}}}"
+        )
+    text = inputs.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"{task}: 'text' must be a non-empty string, got {text!r}")
+    return text
+
+
+def _span(inputs: Mapping[str, Any], field: str, text: str, task: str) -> tuple[int, int]:
+    span = inputs.get(field)
+    ok = (
+        isinstance(span, (list, tuple))
+        and len(span) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in span)
+        and 0 <= span[0] < span[1] <= len(text)
+    )
+    if not ok:
+        raise ValueError(
+            f"{task}: '{field}' must be [start, end], character offsets into 'text' with 0 <= start < end <= "
+            f"{len(text)} (end exclusive), got {span!r}"
+        )
+    return int(span[0]), int(span[1])
+
+
+class _EntityPipeline(Pipeline):
+    _load_processor = False
+    _load_image_processor = False
+    _load_feature_extractor = False
+    _load_video_processor = False
+    _load_tokenizer = True
+    _pipeline_calls_generate = False
+    task_name = ""
+    fields: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        variant = knowledge_variant_of(self.model.config.model_type)
+        self.knowledge = None  # KAR/ERNIE: the KB inputs, as run_entity_tasks.py's collator adds them
+        if variant is not None:
+            candidates = EntityCandidateGenerator.from_tokenizer(self.tokenizer)
+            self.knowledge = KnowledgeInputBuilder(self.tokenizer, candidates, variant)
+
+    def _sanitize_parameters(self, max_length: int | None = None, **kwargs: Any) -> tuple[dict, dict, dict]:
+        post = {name: kwargs.pop(name) for name in self.postprocess_parameters if name in kwargs}
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}: unknown argument(s) {sorted(kwargs)}")
+        return ({"max_length": max_length} if max_length is not None else {}), {}, post
+
+    postprocess_parameters: tuple[str, ...] = ()
+
+    def preprocess(self, inputs: Any, max_length: int = 512) -> dict[str, torch.Tensor]:
+        text = _text(inputs, self.task_name, self.fields)
+        spans = [_span(inputs, field, text, self.task_name) for field in self.fields[1:]]
+        encoded = self.tokenizer(
+            text,
+            entity_spans=spans,
+            entities=list(self.entities),
+            max_length=max_length,
+            truncation=True,
+            return_tensors="pt",
+        )
+        if encoded["entity_ids"].size(1) != len(self.entities):
+            raise ValueError(
+                f"{self.task_name}: the mention {spans} lies beyond the first {max_length} tokens of 'text'; shorten "
+                "the text around it or pass a larger max_length"
+            )
+        graph = graph_inputs([text[start:end] for start, end in spans])  # as run_entity_tasks.py's features
+        batch = {**encoded, **{name: torch.tensor([values]) for name, values in graph.items()}}
+        return batch if self.knowledge is None else self.knowledge(batch)
+
+    def _forward(self, model_inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.model(**model_inputs).logits[0]
+
+    def _labels(self) -> list[str]:
+        return [self.model.config.id2label[i] for i in range(self.model.config.num_labels)]
+
+
+class EntityTypingPipeline(_EntityPipeline):
+    """Types of one mention from a ``GesaForEntityClassification`` (module docstring)."""
+
+    task_name = ENTITY_TYPING_TASK
+    fields = ("text", "entity_span")
+    entities = ("[MASK]",)
+    postprocess_parameters = ("threshold",)
+
+    def postprocess(self, logits: torch.Tensor, threshold: float = 0.5) -> list[dict[str, Any]]:
+        scores = torch.sigmoid(logits.float())
+        kept = [(float(score), label) for score, label in zip(scores.tolist(), self._labels(), strict=True)]
+        kept = [(score, label) for score, label in kept if score >= threshold]
+        return [{"type": label, "score": score} for score, label in sorted(kept, key=lambda item: -item[0])]
+
+
+class RelationClassificationPipeline(_EntityPipeline):
+    """The relation between two mentions from a ``GesaForEntityPairClassification`` (module docstring)."""
+
+    task_name = RELATION_CLASSIFICATION_TASK
+    fields = ("text", "head_span", "tail_span")
+    entities = ("[MASK]", "[MASK2]")
+    postprocess_parameters = ("top_k",)
+
+    def postprocess(self, logits: torch.Tensor, top_k: int | None = None) -> list[dict[str, Any]]:
+        scores = torch.softmax(logits.float(), dim=-1).tolist()
+        ranked = sorted(zip(scores, self._labels(), strict=True), key=lambda item: -item[0])
+        return [{"relation": label, "score": score} for score, label in ranked[:top_k]]
+
+
+# `pipeline("entity-typing", model=...)` / `pipeline("relation-classification", model=...)` once imported
+for _task, _cls in (
+    (ENTITY_TYPING_TASK, EntityTypingPipeline),
+    (RELATION_CLASSIFICATION_TASK, RelationClassificationPipeline),
+):
+    if _task not in PIPELINE_REGISTRY.supported_tasks:  # the first import wins (the package's or a checkpoint's copy)
+        PIPELINE_REGISTRY.register_pipeline(_task, _cls, pt_model=AutoModelForSequenceClassification)
+
+__all__ = [
+    "ENTITY_TYPING_TASK",
+    "RELATION_CLASSIFICATION_TASK",
+    "EntityTypingPipeline",
+    "RelationClassificationPipeline",
+]

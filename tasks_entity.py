@@ -1,0 +1,538 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The entity-task interface of ``examples/run_entity_tasks.py``: one ``EntityTask`` per ``--task``.
+
+A task says how its public files and Hub rows are read (``records_entity``), which head each ``--variant`` trains (the
+heads are registered in the variant registry, ``registry_gesa.register_task_head``), how the head's logits become
+predictions (typing: every type whose logit is > 0; relations: the argmax; NER: LUKE's greedy span decoding) and how
+they are scored (``metrics_entity``: micro P/R/F1 over types, TACRED's micro P/R/F1 without ``no_relation``, exact
+span F1 as seqeval's entity-level score). ``prediction_rows`` gives the predictions file, one row per example.
+
+``--task pretrain`` (``PretrainTask``): LUKE's masked language model + masked-entity prediction for GESA/LUKE
+(``MaskedEntityCollator``, ``GesaForMaskedLM``), ERNIE's denoising entity auto-encoder for ``--variant ernie``
+(``DeaCollator``: token-entity alignments replaced or masked, ``ErnieForDenoisingEntityAutoencoder``). Its entity
+table holds LUKE's special entities and the distinct mention texts of the data (rows taken from LUKE's table where
+LUKE has that title, else from ``[UNK]``); the tokenizer saved with the model carries the same entity vocabulary.
+
+Flat module: imports its siblings relatively, third-party packages otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase
+
+from .loading_gesa import load_tokenizer
+from .metrics_entity import relation_micro_prf, span_f1, typing_micro_prf
+from .modeling_entity_variants import (
+    ErnieForEntityClassification,
+    ErnieForEntityPairClassification,
+    ErnieForEntitySpanClassification,
+    KarForEntityClassification,
+    KarForEntityPairClassification,
+    KarForEntitySpanClassification,
+)
+from .modeling_ernie import ErnieForDenoisingEntityAutoencoder, corrupt_entity_alignments
+from .modeling_gesa_entity import (
+    GesaForEntityClassification,
+    GesaForEntityPairClassification,
+    GesaForEntitySpanClassification,
+    GesaForMaskedLM,
+)
+from .processing_entity import NO_ENTITY, EntityTaskProcessor, char_spans, decode_ner
+from .records_entity import EntityRecordError, read_hub_rows, read_task_file
+from .registry_gesa import VARIANTS, register_task_head
+
+# LUKE's special entities, in the order of the shrunk entity table the fine-tuned heads keep
+SPECIAL_ENTITIES = ("[PAD]", "[UNK]", "[MASK]", "[MASK2]")
+
+
+@dataclass(frozen=True)
+class EntityTask:
+    """What ``run_entity_tasks.py --task NAME`` needs to know about one fine-tuning task.
+
+    Args:
+        name: the ``--task`` value (also the variant registry's task key and ``records_entity``'s reader key).
+        description: one line for ``--help``.
+        file_format: the public format ``--train_file`` etc. hold, for messages.
+        decode: ``(examples, features, logits, label_names) -> predictions`` (one per example).
+        reference: an example's gold answer, in the shape of a prediction.
+        score: ``(predictions, references) -> {"precision", "recall", "f1"}`` (fractions).
+        auto_class: the ``transformers`` auto class a saved checkpoint reloads with (``trust_remote_code=True``).
+    """
+
+    name: str
+    description: str
+    file_format: str
+    decode: Callable[[Sequence[Any], Sequence[Mapping[str, Any]], Any, Sequence[str]], list[Any]]
+    reference: Callable[[Any], Any]
+    score: Callable[[Sequence[Any], Sequence[Any]], dict[str, float]]
+    auto_class: str = "AutoModelForSequenceClassification"
+
+    def head_for(self, variant: str) -> type[PreTrainedModel]:
+        """The variant's head class (the variant registry's ``head_for``)."""
+        if variant not in VARIANTS:
+            raise ValueError(f"--variant {variant!r} is unknown; choose one of {sorted(VARIANTS)}")
+        return VARIANTS[variant].head_for(self.name)
+
+    def load_file(self, path: str | Path, flag: str) -> list[Any]:
+        """The examples of ``path`` (one ``ValueError`` naming ``flag``, the file, the record and the field)."""
+        try:
+            return read_task_file(self.name, path)
+        except (EntityRecordError, FileNotFoundError) as error:
+            raise ValueError(f"{flag}: {error}") from None
+
+    def load_rows(self, rows: Any, where: str, tag_names: Sequence[str] | None = None) -> list[Any]:
+        """The examples of a Hub split's rows (NER: ``tag_names`` from its ``ClassLabel``)."""
+        try:
+            return read_hub_rows(self.name, rows, tag_names)
+        except EntityRecordError as error:
+            raise ValueError(f"{where}: {error}") from None
+
+    def label_names(self, examples: Sequence[Any]) -> list[str]:
+        """Every label the examples use, sorted (NER: ``O`` first)."""
+        return EntityTaskProcessor.label_names_of(self.name, examples)
+
+    def make_collator(self, variant: str, processor: EntityTaskProcessor, tokenizer: PreTrainedTokenizerBase) -> Any:
+        """The processor's batches, plus the knowledge inputs of KAR/ERNIE (``VariantSpec.wrap_collator``: mentions
+        matched to the tokenizer's entity titles)."""
+        return VARIANTS[variant].wrap_collator(processor, tokenizer)
+
+    def prediction_rows(self, examples: Sequence[Any], predictions: Sequence[Any]) -> list[dict[str, Any]]:
+        """The predictions file: ``{"id", "prediction", "reference"}`` per example (NER spans as ``[start, end,
+        type]`` word spans, end exclusive)."""
+        rows = []
+        for example, prediction in zip(examples, predictions, strict=True):
+            reference = self.reference(example)
+            if self.name == "ner":
+                prediction, reference = [list(span) for span in prediction], [list(span) for span in reference]
+            rows.append({"id": example.id, "prediction": prediction, "reference": reference})
+        return rows
+
+
+def _logits(predictions: Any) -> np.ndarray:
+    return np.asarray(predictions[0] if isinstance(predictions, tuple) else predictions)
+
+
+def decode_types(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
+    """Open Entity: every type whose logit is > 0 (sigmoid > 0.5), as LUKE's typing evaluation."""
+    return [[names[i] for i in np.flatnonzero(row > 0)] for row in _logits(logits)]
+
+
+def decode_relations(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
+    """TACRED: the highest-scoring relation (``no_relation`` included)."""
+    return [names[int(i)] for i in _logits(logits).argmax(-1)]
+
+
+def decode_spans(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
+    """CoNLL-2003: LUKE's greedy decoding of the candidate spans (``processing_entity.decode_ner``)."""
+    return decode_ner(features, _logits(logits), names, len(examples))
+
+
+ENTITY_TASKS: dict[str, EntityTask] = {
+    task.name: task
+    for task in (
+        EntityTask(
+            "entity_typing",
+            "Open Entity: multi-label typing of one mention (BCE), micro P/R/F1",
+            "Open Entity crowd JSON lines",
+            decode_types,
+            lambda example: sorted(example.labels),
+            typing_micro_prf,
+        ),
+        EntityTask(
+            "relation_classification",
+            "TACRED: the relation between a head and a tail mention, micro P/R/F1 without no_relation",
+            "TACRED JSON",
+            decode_relations,
+            lambda example: example.relation,
+            relation_micro_prf,
+        ),
+        EntityTask(
+            "ner",
+            "CoNLL-2003: typed entity spans over candidate word spans, exact span F1",
+            "CoNLL-2003 column file",
+            decode_spans,
+            lambda example: [tuple(span) for span in example.spans],
+            span_f1,
+            auto_class="AutoModelForTokenClassification",
+        ),
+    )
+}
+
+# the heads of each task per variant (`luke` is GESA with ablation="luke", i.e. transformers' Luke* heads; KAR and
+# ERNIE: GESA's heads on their encoders, fed the knowledge inputs by the registry's collator)
+TASK_HEADS = {
+    "entity_typing": {
+        "gesa": GesaForEntityClassification,
+        "luke": GesaForEntityClassification,
+        "kar": KarForEntityClassification,
+        "ernie": ErnieForEntityClassification,
+    },
+    "relation_classification": {
+        "gesa": GesaForEntityPairClassification,
+        "luke": GesaForEntityPairClassification,
+        "kar": KarForEntityPairClassification,
+        "ernie": ErnieForEntityPairClassification,
+    },
+    "ner": {
+        "gesa": GesaForEntitySpanClassification,
+        "luke": GesaForEntitySpanClassification,
+        "kar": KarForEntitySpanClassification,
+        "ernie": ErnieForEntitySpanClassification,
+    },
+    "pretrain": {"gesa": GesaForMaskedLM, "luke": GesaForMaskedLM, "ernie": ErnieForDenoisingEntityAutoencoder},
+}
+for _task, _heads in TASK_HEADS.items():
+    register_task_head(_task, _heads)
+
+
+# ----------------------------------------------------------------------------------------------- models
+
+
+def task_tokenizer(name_or_path: str, variant: str = "gesa", **hub: Any) -> PreTrainedTokenizerBase:
+    """A LUKE tokenizer whose entity vocabulary is LUKE's special entities only (ids 0-3), the rows
+    ``task_entity_rows`` keeps: a fine-tuned head reads no other entity. KAR and ERNIE keep LUKE's whole vocabulary
+    (their knowledge base and its titles)."""
+    tokenizer = load_tokenizer(name_or_path, **hub)
+    check_luke_tokenizer(tokenizer, name_or_path)
+    if not VARIANTS[variant].shrink_entity_table:
+        return tokenizer
+    return load_tokenizer(name_or_path, entity_vocab={name: i for i, name in enumerate(SPECIAL_ENTITIES)}, **hub)
+
+
+def check_luke_tokenizer(tokenizer: PreTrainedTokenizerBase, source: str) -> None:
+    vocab = getattr(tokenizer, "entity_vocab", None)
+    if not vocab or any(name not in vocab for name in SPECIAL_ENTITIES[:3]):
+        raise ValueError(
+            f"{source}: the tokenizer ({type(tokenizer).__name__}) has no LUKE entity vocabulary with "
+            f"{list(SPECIAL_ENTITIES[:3])}; give a LUKE checkpoint or --tokenizer_name of a LUKE tokenizer"
+        )
+
+
+def task_entity_rows(tokenizer: PreTrainedTokenizerBase) -> list[int]:
+    """LUKE's rows of ``[PAD]``, ``[UNK]``, ``[MASK]`` and ``[MASK2]`` (``[MASK]``'s when LUKE has no ``[MASK2]``)."""
+    vocab = tokenizer.entity_vocab
+    return [vocab.get(name, vocab["[MASK]"]) for name in SPECIAL_ENTITIES]
+
+
+def build_task_model(
+    task: EntityTask,
+    variant: str,
+    name_or_path: str,
+    label_names: Sequence[str] | None,
+    luke_tokenizer: PreTrainedTokenizerBase | None,
+    hub: dict[str, Any] | None = None,
+    **overrides: Any,
+) -> PreTrainedModel:
+    """The variant's head for ``task``: converted from a LUKE checkpoint (``luke_tokenizer``: its own tokenizer, for
+    the entity rows kept; ``label_names``: the head's classes), or loaded from a checkpoint of this script
+    (``luke_tokenizer=None``; its ``id2label`` are the classes)."""
+    head = task.head_for(variant)
+    spec = dataclasses.replace(VARIANTS[variant], model_class=head)
+    if luke_tokenizer is not None:
+        id2label = dict(enumerate(label_names or ()))
+        return spec.from_luke(
+            name_or_path,
+            entity_rows=task_entity_rows(luke_tokenizer) if spec.shrink_entity_table else None,
+            hub=hub,
+            id2label=id2label,
+            label2id={name: i for i, name in id2label.items()},
+            **overrides,
+        )
+    return spec.from_checkpoint(name_or_path, hub=hub)
+
+
+def checkpoint_labels(model: PreTrainedModel) -> list[str]:
+    """A trained head's classes in id order (``config.id2label``)."""
+    id2label = {int(key): value for key, value in model.config.id2label.items()}
+    return [id2label[i] for i in range(len(id2label))]
+
+
+def load_model_and_tokenizer(
+    task_name: str,
+    variant: str,
+    name_or_path: str,
+    examples: Mapping[str, Sequence[Any]],
+    tokenizer_name: str | None = None,
+    hub: dict[str, Any] | None = None,
+    seed: int = 0,
+    **overrides: Any,
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, list[str] | None]:
+    """What ``run_entity_tasks.py`` trains: ``(model, tokenizer, label names)`` (``None`` for pre-training).
+
+    From a LUKE checkpoint: the variant's head converted with ``from_luke_pretrained`` (``overrides``: config values),
+    labelled with the training examples' labels (``examples["train"]``), or the pre-training head with the data's
+    entity table. From a checkpoint of the script: the head it holds, which must be the variant's for the task; its
+    labels are its ``id2label``. A checkpoint that does not fit is one ``ValueError`` saying what to pass instead.
+    """
+    from transformers import PretrainedConfig
+
+    hub = hub or {}
+    tokenizer_path = tokenizer_name or name_or_path
+    config = PretrainedConfig.get_config_dict(name_or_path, **hub)[0]
+    if task_name == PRETRAIN.name:
+        if config.get("model_type") != "luke":
+            raise ValueError(
+                f"--task pretrain starts from a LUKE checkpoint; this is a {config.get('model_type')!r} one"
+            )
+        luke = load_tokenizer(tokenizer_path, **hub)
+        check_luke_tokenizer(luke, tokenizer_path)
+        vocabulary = pretraining_vocabulary([example for split in examples.values() for example in split])
+        model = build_pretraining_model(variant, name_or_path, vocabulary, luke, hub, seed, **overrides)
+        return model, pretraining_tokenizer(tokenizer_path, vocabulary, **hub), None
+    task = ENTITY_TASKS[task_name]
+    if config.get("model_type") == "luke":
+        if "train" not in examples:
+            raise ValueError("a LUKE checkpoint has no head for this task yet: pass --do_train with --train_file, or "
+                             "give a checkpoint run_entity_tasks.py trained")  # fmt: skip
+        luke = load_tokenizer(tokenizer_path, **hub)
+        check_luke_tokenizer(luke, tokenizer_path)
+        labels = task.label_names(examples["train"])
+        model = build_task_model(task, variant, name_or_path, labels, luke, hub, **overrides)
+        return model, task_tokenizer(tokenizer_path, variant, **hub), labels
+    head = task.head_for(variant)
+    expected = VARIANTS[variant].config_class.model_type
+    if config.get("model_type") != expected or (config.get("architectures") or [head.__name__])[0] != head.__name__:
+        raise ValueError(
+            f"it holds a {config.get('model_type')!r} model ({config.get('architectures')}), but --task {task.name} "
+            f"--variant {variant} needs a {expected!r} {head.__name__}: pass the --variant it was trained with, or a "
+            "LUKE checkpoint to convert"
+        )
+    model = build_task_model(task, variant, name_or_path, None, None, hub)
+    return model, load_tokenizer(tokenizer_path, **hub), checkpoint_labels(model)
+
+
+# ----------------------------------------------------------------------------------------------- pre-training
+
+
+def mention_spans(example: Any) -> list[tuple[int, int]]:
+    """The entity mentions of an entity-task example: NER's gold spans, the typed mention, a relation's two."""
+    if hasattr(example, "spans"):
+        return [(start, end) for start, end, _ in example.spans]
+    if hasattr(example, "head"):
+        return [tuple(example.head), tuple(example.tail)]
+    return [(example.start, example.end)]
+
+
+def mention_text(example: Any, span: tuple[int, int]) -> str:
+    return " ".join(example.tokens[span[0] : span[1]])
+
+
+def pretraining_vocabulary(examples: Sequence[Any]) -> dict[str, int]:
+    """LUKE's special entities (0-3), then every distinct mention text of the data, sorted."""
+    names = sorted({mention_text(example, span) for example in examples for span in mention_spans(example)})
+    return {**{name: i for i, name in enumerate(SPECIAL_ENTITIES)}, **{n: 4 + i for i, n in enumerate(names)}}
+
+
+def pretraining_entity_rows(vocabulary: Mapping[str, int], luke_tokenizer: PreTrainedTokenizerBase) -> list[int]:
+    """For each entity of ``vocabulary`` (in id order), LUKE's row of that title, else LUKE's ``[UNK]`` row."""
+    luke = luke_tokenizer.entity_vocab
+    return [luke.get(name, luke.get("[MASK]") if name == "[MASK2]" else luke["[UNK]"]) for name in vocabulary]
+
+
+def pretraining_tokenizer(name_or_path: str, vocabulary: Mapping[str, int], **hub: Any) -> PreTrainedTokenizerBase:
+    """LUKE's tokenizer with ``vocabulary`` as its entity vocabulary (saved with the pre-trained model)."""
+    return load_tokenizer(name_or_path, entity_vocab=dict(vocabulary), **hub)
+
+
+def encode_pretraining(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Any], max_length: int) -> list[dict]:
+    """Word ids and, at every mention, its entity (by its text in the pre-training entity vocabulary)."""
+    features = []
+    for example in examples:
+        spans = mention_spans(example)
+        text, offsets = char_spans(example.tokens)
+        encoded = tokenizer(
+            text,
+            entity_spans=[(offsets[start][0], offsets[end - 1][1]) for start, end in spans],
+            entities=[mention_text(example, span) for span in spans],
+            max_length=max_length,
+            truncation=True,
+        )
+        features.append(dict(encoded))
+    return features
+
+
+def build_pretraining_model(
+    variant: str,
+    name_or_path: str,
+    vocabulary: Mapping[str, int],
+    luke_tokenizer: PreTrainedTokenizerBase,
+    hub: dict[str, Any] | None = None,
+    seed: int = 0,
+    **overrides: Any,
+) -> PreTrainedModel:
+    """The variant's pre-training head from a LUKE checkpoint, its entity table holding ``vocabulary``'s entities
+    (ERNIE: its knowledge base, so every candidate the dEA collator draws is a row of it). Rows of entities LUKE's
+    table lacks start random (normal, ``initializer_range``; ``seed``)."""
+    spec = VARIANTS[variant]
+    head = spec.head_for("pretrain")
+    rows = pretraining_entity_rows(vocabulary, luke_tokenizer)
+    model = head.from_luke_pretrained(
+        name_or_path, entity_rows=rows, **(hub or {}), **spec.config_overrides, **overrides
+    )
+    # entities LUKE does not know get distinct random rows (ERNIE's KB is frozen: equal rows could never be told apart)
+    new = [index for name, index in vocabulary.items() if name not in luke_tokenizer.entity_vocab]
+    if new:
+        table = model.gesa.get_entity_embeddings().weight
+        generator = torch.Generator().manual_seed(seed)
+        fresh = torch.randn(len(new), table.size(1), generator=generator) * model.config.initializer_range
+        with torch.no_grad():
+            table[new] = fresh.to(table.dtype)
+    return model
+
+
+def _pad(tokenizer: PreTrainedTokenizerBase, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+    return dict(tokenizer.pad([dict(feature) for feature in features], return_tensors="pt"))
+
+
+class MaskedEntityCollator:
+    """LUKE's pre-training batch: masked words (``DataCollatorForLanguageModeling``: 15%, 80/10/10) and masked
+    entities (each replaced by ``[MASK]`` with ``entity_mask_probability``); ``labels``/``entity_labels`` hold the
+    originals at masked places, -100 elsewhere. Every example gets at least one masked word and, when it has an
+    entity, one masked entity (a batch with none would make its loss 0/0)."""
+
+    def __init__(
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        mlm_probability: float = 0.15,
+        entity_mask_probability: float = 0.15,
+        seed: int = 0,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.mlm = DataCollatorForLanguageModeling(tokenizer, mlm_probability=mlm_probability, return_tensors="pt")
+        self.entity_mask_probability = entity_mask_probability
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        batch = _pad(self.tokenizer, features)
+        words = batch["input_ids"]
+        special = torch.isin(words, torch.tensor(self.tokenizer.all_special_ids))  # <s>, </s>, <pad>, ...
+        original = words.clone()
+        batch["input_ids"], batch["labels"] = self.mlm.torch_mask_tokens(words, special_tokens_mask=special)
+        unmasked = (batch["labels"] == -100).all(1) & (~special).any(1)
+        for row in unmasked.nonzero().flatten().tolist():  # one masked word per example at least
+            column = int((~special[row]).nonzero()[0])
+            batch["labels"][row, column] = original[row, column]
+            batch["input_ids"][row, column] = self.tokenizer.mask_token_id
+        if "entity_ids" in batch:
+            entities, real = batch["entity_ids"], batch["entity_attention_mask"].bool()
+            draw = (torch.rand(entities.shape, generator=self.generator) < self.entity_mask_probability) & real
+            first = real.long().argmax(1)
+            rows = torch.arange(len(first))
+            draw[rows, first] |= real[rows, first] & ~draw.any(1)
+            batch["entity_labels"] = torch.where(draw, entities, torch.full_like(entities, -100))
+            batch["entity_ids"] = entities.masked_fill(draw, self.tokenizer.entity_mask_token_id)
+        return batch
+
+
+class DeaCollator:
+    """ERNIE's dEA batch: each mention's entity aligned to the mention's first word (``ernie_entity_ids``/
+    ``ernie_entity_positions``, KB rows = the pre-training entity vocabulary), corrupted by
+    ``modeling_ernie.corrupt_entity_alignments`` (5% replaced by another entity, 15% masked, 80% kept); every
+    originally aligned word must predict its entity among the sequence's (``dea_labels``). LUKE's entity stream is
+    left out (ERNIE reads the knowledge entities)."""
+
+    def __init__(
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        kb_size: int,
+        replace_probability: float = 0.05,
+        mask_probability: float = 0.15,
+        seed: int = 0,
+    ) -> None:
+        self.tokenizer, self.kb_size = tokenizer, kb_size
+        self.replace_probability, self.mask_probability = replace_probability, mask_probability
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        batch = _pad(self.tokenizer, features)
+        real = batch.pop("entity_attention_mask").bool()
+        ids = batch.pop("entity_ids").masked_fill(~real, -1)
+        positions = batch.pop("entity_position_ids")[..., 0].masked_fill(~real, -1)
+        batch.pop("entity_token_type_ids", None)
+        batch.update(
+            corrupt_entity_alignments(
+                ids,
+                positions,
+                batch["input_ids"].size(1),
+                self.kb_size,
+                replace_prob=self.replace_probability,
+                mask_prob=self.mask_probability,
+                generator=self.generator,
+            )
+        )
+        return batch
+
+
+@dataclass(frozen=True)
+class PretrainTask:
+    """``--task pretrain``: the objective per variant and its collator."""
+
+    name: str = "pretrain"
+    description: str = "LUKE's MLM + masked-entity prediction (gesa, luke); ERNIE's dEA (ernie)"
+
+    def head_for(self, variant: str) -> type[PreTrainedModel]:
+        if variant not in VARIANTS:
+            raise ValueError(f"--variant {variant!r} is unknown; choose one of {sorted(VARIANTS)}")
+        return VARIANTS[variant].head_for(self.name)
+
+    def make_collator(self, variant: str, tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel, **settings: Any):
+        """``DeaCollator`` for ERNIE (KB: the model's entity table), ``MaskedEntityCollator`` otherwise."""
+        if self.head_for(variant) is ErnieForDenoisingEntityAutoencoder:
+            return DeaCollator(tokenizer, kb_size=model.config.entity_vocab_size, seed=settings.get("seed", 0))
+        return MaskedEntityCollator(
+            tokenizer,
+            mlm_probability=settings.get("mlm_probability", 0.15),
+            entity_mask_probability=settings.get("entity_mask_probability", 0.15),
+            seed=settings.get("seed", 0),
+        )
+
+
+PRETRAIN = PretrainTask()
+
+
+__all__ = [
+    "ENTITY_TASKS",
+    "NO_ENTITY",
+    "PRETRAIN",
+    "SPECIAL_ENTITIES",
+    "TASK_HEADS",
+    "DeaCollator",
+    "EntityTask",
+    "MaskedEntityCollator",
+    "PretrainTask",
+    "build_pretraining_model",
+    "build_task_model",
+    "check_luke_tokenizer",
+    "checkpoint_labels",
+    "decode_relations",
+    "decode_spans",
+    "decode_types",
+    "encode_pretraining",
+    "load_model_and_tokenizer",
+    "mention_spans",
+    "pretraining_entity_rows",
+    "pretraining_tokenizer",
+    "pretraining_vocabulary",
+    "task_entity_rows",
+    "task_tokenizer",
+]

@@ -1,0 +1,128 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""``run_entity_tasks.py --task pretrain``: LUKE's masked words + masked entities for GESA, ERNIE's dEA (token-entity
+alignments replaced or masked, the aligned entity predicted) for ``--variant ernie``; the batches the collators make,
+and the loss falling on the project's fixtures from a tiny LUKE."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+from gesa.records_entity import read_task_file
+from gesa.tasks_entity import (
+    DeaCollator,
+    MaskedEntityCollator,
+    encode_pretraining,
+    mention_spans,
+    pretraining_tokenizer,
+    pretraining_vocabulary,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "examples" / "run_entity_tasks.py"
+FIXTURES = Path(__file__).parent / "fixtures" / "entity"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("run_entity_tasks_pretrain_under_test", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def pretraining_batch(tiny_luke_dir, task="ner", name="conll2003.txt"):
+    examples = read_task_file(task, FIXTURES / name)
+    vocabulary = pretraining_vocabulary(examples)
+    tokenizer = pretraining_tokenizer(str(tiny_luke_dir), vocabulary)
+    return examples, vocabulary, tokenizer, encode_pretraining(tokenizer, examples, max_length=64)
+
+
+def test_pretraining_vocabulary_is_lukes_specials_then_the_mentions(tiny_luke_dir):
+    examples, vocabulary, tokenizer, features = pretraining_batch(tiny_luke_dir)
+    assert list(vocabulary)[:4] == ["[PAD]", "[UNK]", "[MASK]", "[MASK2]"]
+    assert {"EU", "Peter Blackburn", "Siemens", "Munich"} <= set(vocabulary)
+    assert tokenizer.entity_vocab == vocabulary
+    # each mention's entity is the id of its text, in mention order
+    assert features[1]["entity_ids"] == [vocabulary["Peter Blackburn"], vocabulary["London"]]
+    assert [len(f["entity_ids"]) for f in features] == [len(mention_spans(e)) for e in examples]
+
+
+def test_masked_entity_batch_masks_words_and_entities_and_keeps_the_originals(tiny_luke_dir):
+    _, vocabulary, tokenizer, features = pretraining_batch(tiny_luke_dir)
+    batch = MaskedEntityCollator(tokenizer, mlm_probability=0.15, entity_mask_probability=0.15, seed=0)(features)
+    original = tokenizer.pad([dict(f) for f in features], return_tensors="pt")
+    masked_words = batch["labels"] != -100
+    assert masked_words.any(1).all()  # every example has a masked word
+    assert torch.equal(batch["labels"][masked_words], original["input_ids"][masked_words])
+    masked_entities = batch["entity_labels"] != -100
+    assert masked_entities.any(1).all()  # and a masked entity
+    assert torch.equal(batch["entity_labels"][masked_entities], original["entity_ids"][masked_entities])
+    assert (batch["entity_ids"][masked_entities] == vocabulary["[MASK]"]).all()
+    kept = ~masked_entities & original["entity_attention_mask"].bool()
+    assert torch.equal(batch["entity_ids"][kept], original["entity_ids"][kept])
+
+
+def test_dea_batch_aligns_each_entity_to_its_mentions_first_word(tiny_luke_dir):
+    _, vocabulary, tokenizer, features = pretraining_batch(tiny_luke_dir)
+    kept = DeaCollator(tokenizer, kb_size=len(vocabulary), replace_probability=0.0, mask_probability=0.0)(features)
+    assert "entity_ids" not in kept  # ERNIE reads the knowledge entities, not LUKE's entity stream
+    first = features[1]
+    assert kept["ernie_entity_ids"][1, :2].tolist() == first["entity_ids"]
+    assert kept["ernie_entity_positions"][1, :2].tolist() == [row[0] for row in first["entity_position_ids"]]
+    for index, position in enumerate(kept["ernie_entity_positions"][1, :2].tolist()):
+        assert kept["dea_labels"][1, position] == index  # the aligned word predicts its entity
+    assert (kept["dea_labels"] != -100).sum() == sum(len(f["entity_ids"]) for f in features)
+    masked = DeaCollator(tokenizer, kb_size=len(vocabulary), replace_probability=0.0, mask_probability=1.0)(features)
+    assert (masked["ernie_entity_ids"] == -1).all() and torch.equal(masked["dea_labels"], kept["dea_labels"])
+    assert torch.equal(masked["dea_candidate_ids"], kept["ernie_entity_ids"])
+
+
+def run_pretraining(tiny_luke_dir, output_dir, variant, data_format, data):
+    argv = ["--task", "pretrain", "--variant", variant, "--pretrain_format", data_format,
+            "--model_name_or_path", str(tiny_luke_dir), "--train_file", str(data), "--do_train",
+            "--output_dir", str(output_dir), "--num_train_epochs", "30", "--learning_rate", "2e-2",
+            "--per_device_train_batch_size", "4", "--logging_steps", "5", "--save_strategy", "no",
+            "--report_to", "none", "--seed", "0", "--use_cpu", "true", "--disable_tqdm", "true"]  # fmt: skip
+    load_script().main(argv)
+    history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
+    return [entry["loss"] for entry in history if "loss" in entry]
+
+
+@pytest.mark.slow
+def test_gesa_masked_word_and_entity_pretraining_loss_falls(tiny_luke_dir, tmp_path):
+    losses = run_pretraining(tiny_luke_dir, tmp_path / "gesa", "gesa", "ner", FIXTURES / "conll2003.txt")
+    assert len(losses) >= 4 and losses[-1] < 0.8 * losses[0]
+    model = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "gesa", trust_remote_code=True)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "gesa")
+    assert model.config.entity_vocab_size == len(tokenizer.entity_vocab) > 4
+
+
+@pytest.mark.slow
+def test_ernie_dea_pretraining_loss_falls(tiny_luke_dir, tmp_path):
+    data = FIXTURES / "tacred.json"
+    losses = run_pretraining(tiny_luke_dir, tmp_path / "ernie", "ernie", "relation_classification", data)
+    assert len(losses) >= 4 and losses[-1] < 0.85 * losses[0]
+    model = transformers.AutoModelForPreTraining.from_pretrained(tmp_path / "ernie", trust_remote_code=True)
+    assert type(model).__name__ == "ErnieForDenoisingEntityAutoencoder"
+    assert model.config.entity_vocab_size == len(
+        pretraining_vocabulary(read_task_file("relation_classification", data))
+    )

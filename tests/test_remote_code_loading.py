@@ -1,0 +1,78 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Saved checkpoints reload through the ``Auto*`` classes with ``trust_remote_code`` as their own head, whatever was
+loaded before in the process, and the example scripts change no ``Auto*`` mapping when imported."""
+
+from __future__ import annotations
+
+import builtins
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import transformers
+from transformers import AutoModelForSequenceClassification
+
+from gesa.loading_gesa import load_tokenizer
+from gesa.modeling_gesa_entity import GesaForEntityClassification, GesaForEntityPairClassification
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ("run_record.py", "run_multihop.py", "run_entity_tasks.py")
+
+
+@pytest.fixture
+def two_heads(tiny_luke_dir, tmp_path):
+    """A typing head and a relation head (both ``AutoModelForSequenceClassification``) saved in folders of one name,
+    as ``Trainer`` names its checkpoints: their code copies become one remote module."""
+    typing = tmp_path / "typing" / "checkpoint-8"
+    relation = tmp_path / "relation" / "checkpoint-8"
+    GesaForEntityClassification.from_luke_pretrained(tiny_luke_dir, num_labels=3).save_pretrained(typing)
+    GesaForEntityPairClassification.from_luke_pretrained(tiny_luke_dir, num_labels=5).save_pretrained(relation)
+    transformers.AutoTokenizer.from_pretrained(tiny_luke_dir).save_pretrained(typing)
+    return typing, relation
+
+
+@pytest.mark.parametrize("order", [("typing", "relation"), ("relation", "typing")])
+def test_checkpoints_in_folders_of_one_name_each_load_as_their_own_head(two_heads, order):
+    folders = dict(zip(("typing", "relation"), two_heads))
+    expected = {"typing": ("GesaForEntityClassification", 3), "relation": ("GesaForEntityPairClassification", 5)}
+    config_classes = set()
+    for name in order:
+        model = AutoModelForSequenceClassification.from_pretrained(folders[name], trust_remote_code=True)
+        assert (type(model).__name__, model.config.num_labels) == expected[name]
+        assert type(model).__module__.startswith("transformers_modules")  # the checkpoint's own copy
+        config_classes.add(type(model.config))
+    assert len(config_classes) == 1  # one remote module: the case where transformers' own mapping would mix them up
+
+
+def test_importing_the_example_scripts_registers_no_auto_class():
+    before = dict(transformers.models.auto.configuration_auto.CONFIG_MAPPING._extra_content)
+    for script in SCRIPTS:
+        spec = importlib.util.spec_from_file_location(f"import_only_{Path(script).stem}", ROOT / "examples" / script)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    assert transformers.models.auto.configuration_auto.CONFIG_MAPPING._extra_content == before
+
+
+def test_a_checkpoints_tokenizer_loads_without_asking_to_run_its_code(two_heads, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("asked whether to run the checkpoint's code")
+
+    monkeypatch.setattr(builtins, "input", refuse)
+    typing, _ = two_heads
+    tokenizer = load_tokenizer(typing)
+    assert type(tokenizer).__name__ == "LukeTokenizer"
+    assert len(tokenizer) == GesaForEntityClassification.from_pretrained(typing).config.vocab_size
