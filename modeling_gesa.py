@@ -487,11 +487,12 @@ class GesaPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings"]
     # the loss is a mean over real candidates, not over label tokens: Trainer must not pass num_items_in_batch
     accepts_loss_kwargs = False
-    # The label rows an entity takes part in (w2e/e2w: PLC-question, mention, non-mention; e2e: self, edges, entity
-    # distances) start so that their label logits `q_i . r_ij / sqrt(d)` have this std. All [MASK] candidates start
-    # alike: at `initializer_range` they attend alike and score alike for hundreds of steps (docs/diagnostic.md);
-    # with logits of std 2 each entity sees its own mentions and edges from step 0. The word rows (w2w distances,
-    # CLS, question) keep `initializer_range`, so a converted LUKE's words compute exactly what they did. `None`:
+    # The label rows of the entity graph (w2e/e2w: PLC-question, mention, non-mention; e2e: self, edges) start so
+    # that their label logits `q_i . r_ij / sqrt(d)` have this std. All [MASK] candidates start alike: at
+    # `initializer_range` they attend alike and score alike for hundreds of steps (docs/diagnostic.md); with logits
+    # of std 2 each entity sees its own mentions and edges from step 0. The word rows (w2w distances, CLS, question)
+    # keep `initializer_range`, so a converted LUKE's words compute exactly what they did; so do e2e_local's
+    # entity-index distances, which are an order, not structure (scaled, they slow that preset's start). `None`:
     # every row at `initializer_range` (the init before this).
     entity_label_logit_std: float | None = ENTITY_LABEL_LOGIT_STD
 
@@ -509,14 +510,18 @@ class GesaPreTrainedModel(PreTrainedModel):
             query_norm = (self.config.initializer_range or 0.02) * (head_size * self.config.hidden_size) ** 0.5
         return self.entity_label_logit_std * head_size**0.5 / max(query_norm, 1e-12)
 
+    def entity_graph_label_rows(self) -> slice:
+        """The label-table rows `entity_label_logit_std` applies to: PLC-question up to the shared edge label."""
+        labels = RelativeLabels(self.config.max_relative_position)
+        return slice(labels.plc_question, labels.entity_distance_offset)
+
     def _init_entity_label_rows(self, weight: torch.Tensor) -> None:
         """Rescale the entity families' rows of a freshly drawn label table to `entity_label_std()` (no RNG use:
         every other parameter is drawn exactly as before). A table loaded from a checkpoint is left alone."""
         if self.entity_label_logit_std is None or getattr(weight, "_is_hf_initialized", False):
             return
-        first = RelativeLabels(self.config.max_relative_position).plc_question
         rescaled = weight.detach().clone()
-        rescaled[first:] *= self.entity_label_std() / (self.config.initializer_range or 0.02)
+        rescaled[self.entity_graph_label_rows()] *= self.entity_label_std() / (self.config.initializer_range or 0.02)
         init.copy_(weight, rescaled)
 
     @torch.no_grad()
@@ -525,7 +530,7 @@ class GesaPreTrainedModel(PreTrainedModel):
         label rows from the fresh-query std to `entity_label_std` of that layer's entity-aware queries."""
         if self.entity_label_logit_std is None:
             return
-        first = RelativeLabels(self.config.max_relative_position).plc_question
+        rows = self.entity_graph_label_rows()
         for module in self.modules():
             if not isinstance(module, GesaSelfAttention) or module.label_embeddings is None:
                 continue
@@ -535,7 +540,7 @@ class GesaPreTrainedModel(PreTrainedModel):
                 for name in names
             ]
             factor = self.entity_label_std(float(torch.stack(norms).mean())) / self.entity_label_std()
-            module.label_embeddings.weight[first:] *= factor
+            module.label_embeddings.weight[rows] *= factor
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args, **kwargs):

@@ -56,14 +56,19 @@ def entity_inputs(entities: int = 6, length: int = 30) -> dict[str, torch.Tensor
     )
 
 
-def test_word_rows_keep_the_old_init_and_entity_rows_are_rescaled(luke_dir, monkeypatch):
+def test_word_rows_keep_the_old_init_and_entity_graph_rows_are_rescaled(luke_dir, monkeypatch):
+    """Word rows and e2e_local's entity-index distance rows keep their draw; the entity graph's rows are rescaled."""
     old, new = convert(luke_dir, None, monkeypatch), convert(luke_dir, 2.0, monkeypatch)
-    first = RelativeLabels(K).plc_question
+    labels = RelativeLabels(K)
+    first, distances = labels.plc_question, labels.entity_distance_offset
+    assert (first, distances) == (new.entity_graph_label_rows().start, new.entity_graph_label_rows().stop)
     for old_layer, new_layer in zip(old.encoder.layer, new.encoder.layer, strict=True):
         old_table = old_layer.attention.self.label_embeddings.weight
         new_table = new_layer.attention.self.label_embeddings.weight
         torch.testing.assert_close(new_table[:first], old_table[:first], rtol=0, atol=0)
-        ratio = new_table[first:] / old_table[first:]
+        torch.testing.assert_close(new_table[distances:], old_table[distances:], rtol=0, atol=0)
+        assert new_table.shape[0] - distances >= 2 * K + 1  # the entity-index distance rows are compared too
+        ratio = new_table[first:distances] / old_table[first:distances]
         torch.testing.assert_close(ratio, torch.full_like(ratio, ratio.mean().item()), rtol=1e-4, atol=0)
         assert ratio.mean().item() > 10  # one factor per table: the rows' draw is kept, only rescaled
 
@@ -84,11 +89,10 @@ def test_converted_luke_words_compute_the_same_without_entities(luke_dir, monkey
 def test_converted_entity_rows_fit_the_loaded_queries(luke_dir, monkeypatch):
     """The label logits `q . r / sqrt(d)` of a converted model's entity rows have about the chosen std."""
     model = convert(luke_dir, 2.0, monkeypatch)
-    first = RelativeLabels(K).plc_question
     attention = model.encoder.layer[0].attention.self
     inputs = torch.nn.functional.layer_norm(torch.randn(4000, 32), (32,))
     queries = attention.e2w_query(inputs).view(4000, 4, 8)
-    logits = queries @ attention.label_embeddings.weight[first:].T / 8**0.5
+    logits = queries @ attention.label_embeddings.weight[model.entity_graph_label_rows()].T / 8**0.5
     assert 1.2 < logits.std().item() < 3.0
 
 
@@ -121,8 +125,9 @@ def test_fresh_heads_get_the_new_init_too(monkeypatch):
                         num_attention_heads=4, intermediate_size=37, max_relative_position=K)  # fmt: skip
     model = GesaForEntitySpanQA(config)
     table = model.gesa.encoder.layer[0].attention.self.label_embeddings.weight
-    first = RelativeLabels(K).plc_question
-    assert table[1:first].std().item() < 0.05
+    labels = RelativeLabels(K)
+    first, distances = labels.plc_question, labels.entity_distance_offset
+    assert table[1:first].std().item() < 0.05 and table[distances:].std().item() < 0.05
     # logit std 2 for a fresh query: 2 * sqrt(8) / (0.02 * sqrt(8 * 32)) = 17.7
     assert model.entity_label_std() == pytest.approx(2.0 * 8**0.5 / (0.02 * (8 * 32) ** 0.5))
-    assert table[first:].std().item() == pytest.approx(model.entity_label_std(), rel=0.25)
+    assert table[first:distances].std().item() == pytest.approx(model.entity_label_std(), rel=0.25)
