@@ -368,6 +368,13 @@ def main(argv: list[str] | None = None) -> None:
                 f"{name} / luke step time: {median(ratios):.3f}x (median of per-round ratios; "
                 f"range {min(ratios):.3f}-{max(ratios):.3f})"
             )
+        if "gesa-before" in times:  # this checkout against the older one, round by round
+            for name in (n for n in names[1:] if n != "gesa-before"):
+                ratios = [g / b for g, b in zip(times[name], times["gesa-before"], strict=True)]
+                print(
+                    f"{name} / gesa-before step time: {median(ratios):.3f}x (median of per-round ratios; "
+                    f"range {min(ratios):.3f}-{max(ratios):.3f})"
+                )
     if memory:
         print()
         for name in names:
