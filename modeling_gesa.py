@@ -66,8 +66,8 @@ def create_position_ids_from_input_ids(input_ids: torch.Tensor, padding_idx: int
 
 
 # Initial std of the label logits `q_i . r_ij / sqrt(d)` of the entity families
-# (`GesaPreTrainedModel.entity_label_logit_std`; docs/diagnostic.md).
-ENTITY_LABEL_LOGIT_STD = 2.0
+# (`GesaPreTrainedModel.entity_label_logit_std`; docs/diagnostic.md measures 2, 3 and 4).
+ENTITY_LABEL_LOGIT_STD = 3.0
 
 
 class LabelTable(nn.Embedding):
@@ -490,7 +490,7 @@ class GesaPreTrainedModel(PreTrainedModel):
     # The label rows of the entity graph (w2e/e2w: PLC-question, mention, non-mention; e2e: self, edges) start so
     # that their label logits `q_i . r_ij / sqrt(d)` have this std. All [MASK] candidates start alike: at
     # `initializer_range` they attend alike and score alike for hundreds of steps (docs/diagnostic.md); with logits
-    # of std 2 each entity sees its own mentions and edges from step 0. The word rows (w2w distances, CLS, question)
+    # of std 3 each entity sees its own mentions and edges from step 0. The word rows (w2w distances, CLS, question)
     # keep `initializer_range`, so a converted LUKE's words compute exactly what they did; so do e2e_local's
     # entity-index distances, which are an order, not structure (scaled, they slow that preset's start). `None`:
     # every row at `initializer_range` (the init before this).
