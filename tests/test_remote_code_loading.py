@@ -46,7 +46,7 @@ def two_heads(tiny_luke_dir, tmp_path):
 
 @pytest.mark.parametrize("order", [("typing", "relation"), ("relation", "typing")])
 def test_checkpoints_in_folders_of_one_name_each_load_as_their_own_head(two_heads, order):
-    folders = dict(zip(("typing", "relation"), two_heads))
+    folders = dict(zip(("typing", "relation"), two_heads, strict=True))
     expected = {"typing": ("GesaForEntityClassification", 3), "relation": ("GesaForEntityPairClassification", 5)}
     config_classes = set()
     for name in order:
