@@ -135,7 +135,8 @@ def convert_luke_checkpoint(
             )
         used[key] = tensor
     base.load_state_dict(used, strict=False)
-    model.fit_entity_label_rows_to_queries()  # fresh label tables: entity rows fit to LUKE's queries
+    # fresh label tables: entity rows fit to LUKE's queries, mention rows turned towards its [MASK] entity
+    model.fit_entity_label_rows_to_queries(entity_rows)
     prefix = f"{cls.base_model_prefix}." if model is not base else ""
     missing = sorted(prefix + k for k in base_state if k not in used)
     if prefix:

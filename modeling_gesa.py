@@ -56,7 +56,7 @@ from .checks_gesa import (
 from .configuration_gesa import GesaConfig
 from .conversion_gesa import convert_luke_checkpoint, init_added_word_embeddings
 from .loading_gesa import forget_remote_head_mapping, refuse_damaged_weights
-from .structure_gesa import AttentionStructure, RelativeLabels, build_attention_structure
+from .structure_gesa import LUKE_MASK_ENTITY_ID, AttentionStructure, RelativeLabels, build_attention_structure
 
 
 def create_position_ids_from_input_ids(input_ids: torch.Tensor, padding_idx: int) -> torch.Tensor:
@@ -490,16 +490,23 @@ class GesaPreTrainedModel(PreTrainedModel):
     # The label rows of the entity graph (w2e/e2w: PLC-question, mention, non-mention; e2e: self, edges) start so
     # that their label logits `q_i . r_ij / sqrt(d)` have this std. All [MASK] candidates start alike: at
     # `initializer_range` they attend alike and score alike for hundreds of steps (docs/diagnostic.md); with logits
-    # of std 3 each entity sees its own mentions and edges from step 0. The word rows (w2w distances, CLS, question)
-    # keep `initializer_range`, so a converted LUKE's words compute exactly what they did; so do e2e_local's
-    # entity-index distances, which are an order, not structure (scaled, they slow that preset's start). `None`:
-    # every row at `initializer_range` (the init before this).
+    # of std 3 each entity sees its own mentions and edges from step 0, and the mention row is turned so that every
+    # head pulls a [MASK] candidate towards its mentions (`align_mention_label_rows`). The word rows (w2w distances,
+    # CLS, question) keep `initializer_range`, so a converted LUKE's words compute exactly what they did; so do
+    # e2e_local's entity-index distances, which are an order, not structure (scaled, they slow that preset's start).
+    # `None`: every row at `initializer_range`, no turn (the init before this).
     entity_label_logit_std: float | None = ENTITY_LABEL_LOGIT_STD
 
     def _init_weights(self, module: nn.Module) -> None:
         super()._init_weights(module)
         if isinstance(module, LabelTable):
             self._init_entity_label_rows(module.weight)
+
+    def initialize_weights(self) -> None:
+        """`PreTrainedModel.initialize_weights`, then the mention rows drawn now are turned towards the `[MASK]`
+        entity's queries, which are drawn by then (`align_mention_label_rows`)."""
+        super().initialize_weights()
+        self.align_mention_label_rows()
 
     def entity_label_std(self, query_norm: float | None = None) -> float:
         """Std of the entity label rows giving label logits of std `entity_label_logit_std` for inputs of unit
@@ -525,9 +532,11 @@ class GesaPreTrainedModel(PreTrainedModel):
         init.copy_(weight, rescaled)
 
     @torch.no_grad()
-    def fit_entity_label_rows_to_queries(self) -> None:
-        """After LUKE's queries were loaded into a fresh model (`from_luke_pretrained`): rescale each layer's entity
-        label rows from the fresh-query std to `entity_label_std` of that layer's entity-aware queries."""
+    def fit_entity_label_rows_to_queries(self, entity_rows: list[int] | None = None) -> None:
+        """After LUKE's weights were loaded into a fresh model (`from_luke_pretrained`): rescale each layer's entity
+        label rows from the fresh-query std to `entity_label_std` of that layer's entity-aware queries, and turn the
+        mention rows towards the loaded `[MASK]` entity's queries (`align_mention_label_rows`; `entity_rows`: the LUKE
+        rows kept, in order, when the entity table was cut)."""
         if self.entity_label_logit_std is None:
             return
         rows = self.entity_graph_label_rows()
@@ -541,6 +550,50 @@ class GesaPreTrainedModel(PreTrainedModel):
             ]
             factor = self.entity_label_std(float(torch.stack(norms).mean())) / self.entity_label_std()
             module.label_embeddings.weight[rows] *= factor
+        mask_row = LUKE_MASK_ENTITY_ID
+        if entity_rows is not None:
+            mask_row = list(entity_rows).index(mask_row) if mask_row in entity_rows else -1
+        self.align_mention_label_rows(mask_row, fresh_only=False)
+
+    @torch.no_grad()
+    def align_mention_label_rows(self, mask_entity_id: int = LUKE_MASK_ENTITY_ID, fresh_only: bool = True) -> None:
+        """Turn each layer's mention row `r_m` (norm kept) so that a `[MASK]` candidate's e2w query gives it the same
+        positive logit in every head: `r_m = |r_m| u`, `u` the unit minimum-norm solution of `Q u = 1`, `Q` `(H, d)`
+        the heads' queries `W_e2w LayerNorm([MASK] + type 0)` (exact while `H <= d` and the queries are independent).
+        A random row gives about half of the heads a negative logit `q_h . r_m / sqrt(d)`, pushing each candidate away
+        from its own mention words so that the candidates stay alike (docs/diagnostic.md).
+        Leaves a checkpoint's own tables alone (`fresh_only`: only tables drawn at init); uses no RNG."""
+        embeddings = getattr(self.base_model, "entity_embeddings", None)
+        if self.entity_label_logit_std is None or embeddings is None:
+            return
+        if not 0 <= mask_entity_id < self.config.entity_vocab_size:
+            return  # an entity table without LUKE's [MASK] row: nothing to turn towards
+        attentions = [
+            module
+            for module in self.modules()
+            if isinstance(module, GesaSelfAttention)
+            and module.label_embeddings is not None
+            and not (fresh_only and getattr(module.label_embeddings.weight, "_is_hf_initialized", False))
+        ]
+        if not attentions:
+            return
+        ids = torch.full((1, 1), mask_entity_id, dtype=torch.long, device=embeddings.entity_embeddings.weight.device)
+        training = embeddings.training
+        embeddings.eval()  # the embedding without dropout
+        try:
+            entity = embeddings(ids, torch.zeros_like(ids), None)[0, 0]
+        finally:
+            embeddings.train(training)
+        mention = RelativeLabels(self.config.max_relative_position).mention
+        for module in attentions:
+            query = module.e2w_query if module.entity_aware else module.w2w_query
+            per_head = query(entity.to(query.weight.dtype)).view(module.num_heads, module.head_size).float()
+            direction = torch.linalg.pinv(per_head) @ torch.ones(module.num_heads, device=per_head.device)
+            weight = module.label_embeddings.weight
+            row = weight[mention].float().norm() * direction / direction.norm().clamp(min=1e-12)
+            turned = weight.detach().clone()
+            turned[mention] = row.to(weight.dtype)
+            init.copy_(weight, turned)
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args, **kwargs):

@@ -95,6 +95,7 @@ from .records_gesa import (
     span_as_given,
     to_record_examples,
 )
+from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .windows_gesa import (
     ENTITY_MARKER_TOKEN,
     HIGHLIGHT_TOKEN,
@@ -109,7 +110,6 @@ logger = logging.get_logger(__name__)
 
 # LUKE's entity_span_qa adds [HIGHLIGHT], [PLACEHOLDER], [ENTITY] in this order, initialised from "@", "#", "*".
 ADDED_TOKEN_SOURCES: dict[str, str] = {HIGHLIGHT_TOKEN: "@", PLACEHOLDER_TOKEN: "#", ENTITY_MARKER_TOKEN: "*"}
-LUKE_MASK_ENTITY_ID = 2
 CANDIDATE_SOURCES = ("auto", "annotations", "ner")
 
 # Every Unicode whitespace code point becomes one ASCII space: lengths (hence character offsets) are kept, and

@@ -62,11 +62,11 @@ from .records_gesa import content_id
 from .records_wikihop import WikihopError, WikihopExample, record_error, rows_to_examples, to_example
 from .structure_gesa import CLS_GLOBAL as GLOBAL_CLS
 from .structure_gesa import LOCAL as GLOBAL_LOCAL
+from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .structure_gesa import QUESTION_GLOBAL as GLOBAL_QUESTION
 
 logger = logging.get_logger(__name__)
 
-LUKE_MASK_ENTITY_ID = 2
 IGNORE_INDEX = -100
 CANDIDATE_ENTITY_MASK = "candidate_entity_mask"
 WIKIHOP_EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")

@@ -31,6 +31,8 @@ import torch
 
 # Values of `global_attention_mask`.
 LOCAL, CLS_GLOBAL, QUESTION_GLOBAL = 0, 1, 2
+# Id of `[MASK]` in LUKE's entity vocabulary: every candidate entity token starts as it.
+LUKE_MASK_ENTITY_ID = 2
 
 
 class LabelConfig(Protocol):

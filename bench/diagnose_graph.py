@@ -26,8 +26,10 @@ the first logging step whose logged training loss is below ``(1 - --leave_margin
     OMP_NUM_THREADS=1 PYTHONPATH=<dir holding gesa> python bench/diagnose_graph.py \\
         --presets luke,full,no_match_edges,no_sent_edges --inits old,new --seeds 0 --max_steps 300
 
-``--inits``: ``old`` = every label row at ``initializer_range`` (the init before issue 25); ``new`` = the entity label
-rows at ``ENTITY_LABEL_LOGIT_STD``; a number = that label-logit std. ``luke`` has no label tables: it runs once.
+``--inits``: ``old`` = every label row at ``initializer_range`` (the init before the entity rows were scaled);
+``new`` = the default: entity label rows at ``ENTITY_LABEL_LOGIT_STD``, mention rows turned towards the ``[MASK]``
+entity's queries (``GesaPreTrainedModel.align_mention_label_rows``); a number = that label-logit std, mention rows
+turned. ``luke`` has no label tables: it runs once.
 """
 
 from __future__ import annotations

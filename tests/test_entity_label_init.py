@@ -68,9 +68,13 @@ def test_word_rows_keep_the_old_init_and_entity_graph_rows_are_rescaled(luke_dir
         torch.testing.assert_close(new_table[:first], old_table[:first], rtol=0, atol=0)
         torch.testing.assert_close(new_table[distances:], old_table[distances:], rtol=0, atol=0)
         assert new_table.shape[0] - distances >= 2 * K + 1  # the entity-index distance rows are compared too
-        ratio = new_table[first:distances] / old_table[first:distances]
+        graph_rows = [row for row in range(first, distances) if row != labels.mention]
+        ratio = new_table[graph_rows] / old_table[graph_rows]
         torch.testing.assert_close(ratio, torch.full_like(ratio, ratio.mean().item()), rtol=1e-4, atol=0)
         assert ratio.mean().item() > 10  # one factor per table: the rows' draw is kept, only rescaled
+        # the mention row is rescaled by the same factor, then turned (test below)
+        norms = new_table[labels.mention].norm() / old_table[labels.mention].norm()
+        assert norms.item() == pytest.approx(ratio.mean().item(), rel=1e-4)
 
 
 def test_converted_luke_words_compute_the_same_without_entities(luke_dir, monkeypatch):
@@ -131,3 +135,64 @@ def test_fresh_heads_get_the_new_init_too(monkeypatch):
     # logit std 2 for a fresh query: 2 * sqrt(8) / (0.02 * sqrt(8 * 32)) = 17.7
     assert model.entity_label_std() == pytest.approx(2.0 * 8**0.5 / (0.02 * (8 * 32) ** 0.5))
     assert table[first:distances].std().item() == pytest.approx(model.entity_label_std(), rel=0.25)
+
+
+def mask_entity_logits(model, layer) -> torch.Tensor:
+    """`(H,)` label logits `q_h . r_mention / sqrt(d)` of a `[MASK]` candidate's e2w query, computed from the weights."""
+    embeddings = model.entity_embeddings
+    entity = embeddings.entity_embeddings.weight[2]
+    if embeddings.entity_embedding_dense is not None:
+        entity = embeddings.entity_embedding_dense(entity)
+    entity = embeddings.LayerNorm(entity + embeddings.token_type_embeddings.weight[0])
+    attention = layer.attention.self
+    queries = attention.e2w_query(entity).view(attention.num_heads, attention.head_size)
+    return queries @ attention.label_embeddings.weight[RelativeLabels(K).mention] / attention.head_size**0.5
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_every_head_starts_with_a_candidate_pulled_towards_its_own_mentions(luke_dir, monkeypatch, seed):
+    """The mention row is turned towards the [MASK] entity's e2w queries: positive in every head of every layer
+    (drawn at random, about half the heads would push each candidate away from its own mention words)."""
+    model = convert(luke_dir, 3.0, monkeypatch, seed=seed)
+    with torch.no_grad():
+        for layer in model.encoder.layer:
+            assert (mask_entity_logits(model, layer) > 0).all()
+    monkeypatch.setattr(GesaPreTrainedModel, "align_mention_label_rows", lambda self, *args, **kwargs: None)
+    unturned = convert(luke_dir, 3.0, monkeypatch, seed=seed)
+    with torch.no_grad():
+        signs = torch.cat([mask_entity_logits(unturned, layer) > 0 for layer in unturned.encoder.layer])
+    # only the mention row differs from a conversion without the turn
+    mention = RelativeLabels(K).mention
+    for turned_layer, layer in zip(model.encoder.layer, unturned.encoder.layer, strict=True):
+        a, b = turned_layer.attention.self.label_embeddings.weight, layer.attention.self.label_embeddings.weight
+        rows = [row for row in range(a.shape[0]) if row != mention]
+        torch.testing.assert_close(a[rows], b[rows], rtol=0, atol=0)
+    assert signs.numel() == 8 and not signs.all()  # the random draw alone has a negative head (seeds 0-2)
+
+
+def test_a_cut_entity_table_turns_towards_its_mask_row(luke_dir, monkeypatch):
+    """`entity_rows` moves LUKE's [MASK] row; the turn follows it (here to row 0)."""
+    monkeypatch.setattr(GesaPreTrainedModel, "entity_label_logit_std", 3.0)
+    torch.manual_seed(0)
+    model = GesaModel.from_luke_pretrained(luke_dir, max_relative_position=K, entity_rows=[2, 0, 1]).eval()
+    luke = LukeModel.from_pretrained(luke_dir)
+    torch.testing.assert_close(model.entity_embeddings.entity_embeddings.weight[0],
+                               luke.entity_embeddings.entity_embeddings.weight[2])  # fmt: skip
+    with torch.no_grad():
+        model.entity_embeddings.entity_embeddings.weight[2] = model.entity_embeddings.entity_embeddings.weight[0]
+        for layer in model.encoder.layer:
+            assert (mask_entity_logits(model, layer) > 0).all()
+
+
+def test_fresh_models_start_with_candidates_pulled_towards_their_mentions(monkeypatch):
+    monkeypatch.setattr(GesaPreTrainedModel, "entity_label_logit_std", 3.0)
+    from gesa.configuration_gesa import GesaConfig
+
+    config = GesaConfig(vocab_size=50, entity_vocab_size=4, hidden_size=32, entity_emb_size=16, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=37, max_relative_position=K)  # fmt: skip
+    for seed in range(3):
+        torch.manual_seed(seed)
+        model = GesaForEntitySpanQA(config)
+        with torch.no_grad():
+            for layer in model.gesa.encoder.layer:
+                assert (mask_entity_logits(model.gesa, layer) > 0).all()
