@@ -573,6 +573,7 @@ class GesaPreTrainedModel(PreTrainedModel):
             for module in self.modules()
             if isinstance(module, GesaSelfAttention)
             and module.label_embeddings is not None
+            and not module.label_embeddings.weight.is_meta  # no values yet: the loaded or drawn ones come later
             and not (fresh_only and getattr(module.label_embeddings.weight, "_is_hf_initialized", False))
         ]
         if not attentions:

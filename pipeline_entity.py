@@ -35,9 +35,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
-from transformers import AutoModelForSequenceClassification, Pipeline
+from transformers import AutoModelForSequenceClassification
 from transformers.pipelines import PIPELINE_REGISTRY
 
+from .pipeline_base_gesa import TokenizerPipeline
 from .processing_entity import graph_inputs
 from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from .registry_gesa import knowledge_variant_of
@@ -74,13 +75,7 @@ def _span(inputs: Mapping[str, Any], field: str, text: str, task: str) -> tuple[
     return int(span[0]), int(span[1])
 
 
-class _EntityPipeline(Pipeline):
-    _load_processor = False
-    _load_image_processor = False
-    _load_feature_extractor = False
-    _load_video_processor = False
-    _load_tokenizer = True
-    _pipeline_calls_generate = False
+class _EntityPipeline(TokenizerPipeline):
     task_name = ""
     fields: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()

@@ -56,11 +56,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import AutoModelForQuestionAnswering, Pipeline
+from transformers import AutoModelForQuestionAnswering
 from transformers.pipelines import PIPELINE_REGISTRY
 from transformers.utils import cached_file, logging
 
 from .modeling_gesa import ENTITY_CLOZE_PIPELINES, ENTITY_CLOZE_TASK
+from .pipeline_base_gesa import TokenizerPipeline
 from .processing_gesa import MODEL_INPUT_NAMES, GesaProcessor, RecordExample, normalize_entity_string
 from .processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 from .processing_xh import XhProcessor
@@ -108,20 +109,13 @@ def _keyword_subset(cls: type, settings: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in settings.items() if key in names}
 
 
-class EntityClozeQAPipeline(Pipeline):
+class EntityClozeQAPipeline(TokenizerPipeline):
     """Ranked answers to ReCoRD-style cloze queries (module docstring: inputs, outputs, ``score``).
 
     Built by ``pipeline(model=..., trust_remote_code=True)``; the processor is made from the checkpoint's tokenizer and
     its saved settings (``processor_config.json``), or passed as ``processor=`` (a ``GesaProcessor``, or an
     ``XhProcessor`` for XH).
     """
-
-    _load_processor = False
-    _load_image_processor = False
-    _load_feature_extractor = False
-    _load_video_processor = False
-    _load_tokenizer = True
-    _pipeline_calls_generate = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         processor = kwargs.pop("processor", None)

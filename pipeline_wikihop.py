@@ -29,11 +29,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
-from transformers import AutoModelForMultipleChoice, Pipeline
+from transformers import AutoModelForMultipleChoice
 from transformers.pipelines import PIPELINE_REGISTRY
 from transformers.utils import cached_file
 
 from .modeling_gesa_multiple_choice import WIKIHOP_TASK
+from .pipeline_base_gesa import TokenizerPipeline
 from .processing_wikihop import WikihopProcessor
 from .records_wikihop import to_example
 
@@ -56,15 +57,8 @@ def load_processor_settings(name_or_path: str) -> dict[str, Any]:
     return {key: settings[key] for key in PROCESSOR_SETTINGS if key in settings}
 
 
-class WikihopPipeline(Pipeline):
+class WikihopPipeline(TokenizerPipeline):
     """Ranked candidates of WikiHop queries (module docstring)."""
-
-    _load_processor = False
-    _load_image_processor = False
-    _load_feature_extractor = False
-    _load_video_processor = False
-    _load_tokenizer = True
-    _pipeline_calls_generate = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         processor = kwargs.pop("processor", None)

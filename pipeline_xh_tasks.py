@@ -34,21 +34,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification, Pipeline
+from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA, decode_fever
+from .pipeline_base_gesa import TokenizerPipeline
 from .processing_xh_tasks import XhTaskProcessor
 from .records_xh import to_fever_claim, to_hotpot_row
 
 
-class _XhTaskPipeline(Pipeline):
-    _load_processor = False
-    _load_image_processor = False
-    _load_feature_extractor = False
-    _load_video_processor = False
-    _load_tokenizer = True
-    _pipeline_calls_generate = False
+class _XhTaskPipeline(TokenizerPipeline):
     default_max_nodes: int | None = None
 
     def __init__(self, *args: Any, processor: XhTaskProcessor | None = None, **kwargs: Any) -> None:

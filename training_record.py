@@ -28,7 +28,7 @@ from datasets import Dataset, load_dataset
 from transformers import EvalPrediction, PreTrainedTokenizerBase, Trainer, TrainingArguments
 
 from .pipeline_gesa import answer_score, first_mentions
-from .processing_gesa import GesaProcessor
+from .processing_gesa import LUKE_MASK_ENTITY_ID, GesaProcessor
 from .records_gesa import (
     INCLUSIVE_END_KEY,
     SOURCE_KEY,
@@ -257,7 +257,7 @@ def make_processor(tokenizer: PreTrainedTokenizerBase, data_args: Any, variant: 
             max_entities=data_args.max_entities,
             spacy_model=data_args.spacy_model,
             candidate_source=data_args.candidate_source,
-            entity_mask_id=2 if getattr(tokenizer, "entity_vocab", None) is None else None,
+            entity_mask_id=LUKE_MASK_ENTITY_ID if getattr(tokenizer, "entity_vocab", None) is None else None,
         )
     except (TypeError, ValueError) as error:
         raise ScriptArgumentError(f"cannot build the ReCoRD processor: {error}") from None

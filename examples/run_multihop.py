@@ -46,6 +46,7 @@ import gesa.tasks_xh  # noqa: F401  (registers --task hotpotqa and fever)
 from gesa.loading_gesa import load_tokenizer
 from gesa.modeling_gesa_multiple_choice import extend_position_embeddings
 from gesa.registry_gesa import VARIANTS
+from gesa.structure_gesa import LUKE_MASK_ENTITY_ID
 from gesa.tasks_multihop import (
     MULTIHOP_TASKS,
     build_demo_luke,
@@ -224,7 +225,7 @@ def _run(model_args: ModelArguments, data_args: DataArguments, args: TrainingArg
     )
     settings = {name: getattr(data_args, name) for name in task.processor_settings}
     try:
-        processor = task.make_processor(tokenizer, **settings, entity_mask_id=2)
+        processor = task.make_processor(tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID)
     except ValueError as error:
         raise ScriptArgumentError(str(error)) from None
     model = build_model(model_args, data_args, task, tokenizer)

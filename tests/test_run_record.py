@@ -18,7 +18,8 @@
 One tiny LUKE checkpoint (random weights, RoBERTa BPE from ../shared) is fine-tuned once per module on
 ``fewglue_train32.jsonl``; the other tests reuse that run. Runs happen in this process through
 ``run_record.main(argv)`` except where a fresh process is the point (reload, two processes, the exact output of
-bad input).
+bad input). The conversion, entity-table and bad-input tests use the offline tokenizer and the project's own sample
+and run without ../shared.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 from test_metric import ref_evaluate
-from tiny_luke import RECORD_DIR, ROBERTA_DIR, build_luke_tokenizer, tiny_luke_config
+from tiny_luke import RECORD_DIR, SAMPLE_DIR, build_luke_tokenizer, offline_bpe_dir, tiny_luke_config
 from transformers import LukeModel, TrainerCallback
 
 from gesa import training_models
@@ -46,6 +47,9 @@ from gesa.training_tokenizer import train_sample_tokenizer
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "run_record.py"
 TRAIN32 = RECORD_DIR / "fewglue_train32.jsonl"
+SAMPLE_TRAIN = (
+    SAMPLE_DIR / "record_sample_train.jsonl"
+)  # the project's own sample, for the tests that only need a file
 DEV60 = RECORD_DIR / "explorer_dev60.jsonl"
 CODE_FILES = ("configuration_gesa.py", "modeling_gesa.py", "processing_gesa.py")
 TRAIN_STEPS = 300
@@ -395,7 +399,6 @@ def test_two_process_run_matches_single_process(trained, tmp_path):
     assert abs(double["eval_loss"] - single["eval_loss"]) <= 0.05
 
 
-@pytest.mark.needs_shared
 @pytest.mark.parametrize(
     ("extra", "ablation", "absolute_positions"),
     [([], None, False), (["--variant", "luke"], "luke", True), (["--ablation", "e2e_local"], "e2e_local", False)],
@@ -417,7 +420,6 @@ def test_luke_conversion_variant_and_ablation(tiny_luke_dir, tmp_path, extra, ab
         assert torch.equal(weights[new_id], weights[source_id])
 
 
-@pytest.mark.needs_shared
 def test_entity_table_shrinks_to_the_special_entities(tmp_path):
     """A LUKE checkpoint with real entities: the model keeps the rows of [PAD] [UNK] [MASK] [MASK2], in that order,
     and the saved tokenizer's entity vocabulary is shrunk to match."""
@@ -425,7 +427,9 @@ def test_entity_table_shrinks_to_the_special_entities(tmp_path):
 
     entity_vocab = {"[PAD]": 0, "Paris": 1, "[UNK]": 2, "Obama": 3, "[MASK]": 4, "Lyon": 5, "[MASK2]": 6}
     tokenizer = LukeTokenizer(
-        vocab=str(ROBERTA_DIR / "vocab.json"), merges=str(ROBERTA_DIR / "merges.txt"), entity_vocab=entity_vocab
+        vocab=str(offline_bpe_dir() / "vocab.json"),
+        merges=str(offline_bpe_dir() / "merges.txt"),
+        entity_vocab=entity_vocab,
     )
     luke = LukeModel(tiny_luke_config(len(tokenizer), entity_vocab_size=len(entity_vocab)))
     luke.save_pretrained(tmp_path / "luke")
@@ -542,7 +546,6 @@ def test_bad_input_files_give_one_error_line(tmp_path):
         assert where in line and fix in line, line
 
 
-@pytest.mark.needs_shared
 def test_bad_input_luke_vocab_mismatch(tmp_path):
     """A LUKE checkpoint saved with a tokenizer that is not its own (and the same with a foreign --tokenizer_name):
     one error line, before any data is loaded or training starts."""
@@ -555,8 +558,8 @@ def test_bad_input_luke_vocab_mismatch(tmp_path):
     foreign_tokenizer = train_sample_tokenizer(["a few words of text", "more words"] * 10)
     foreign_tokenizer.save_pretrained(foreign)
     cases = [
-        ["--model_name_or_path", str(luke_dir), *extra, "--train_file", str(TRAIN32), "--validation_file",
-         str(TRAIN32), "--do_train", "--do_eval", "--output_dir", str(tmp_path / "out")]
+        ["--model_name_or_path", str(luke_dir), *extra, "--train_file", str(SAMPLE_TRAIN), "--validation_file",
+         str(SAMPLE_TRAIN), "--do_train", "--do_eval", "--output_dir", str(tmp_path / "out")]
         for extra in ([], ["--tokenizer_name", str(foreign)])
     ]  # fmt: skip
     lines = _error_lines(cases, cwd=tmp_path)
@@ -566,7 +569,6 @@ def test_bad_input_luke_vocab_mismatch(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.needs_shared
 def test_bad_input_user_knowledge_base_checkpoint(tmp_path):
     """A KAR checkpoint with a user-supplied KB (`kb_size` set): run_record's candidate ids index LUKE's entity
     vocabulary, not that KB's rows, so it is refused with one line before any weight or data is loaded."""
@@ -580,7 +582,7 @@ def test_bad_input_user_knowledge_base_checkpoint(tmp_path):
     kar_dir = tmp_path / "kar-user-kb"
     model.save_pretrained(kar_dir)
     tokenizer.save_pretrained(kar_dir)
-    case = ["--model_name_or_path", str(kar_dir), "--variant", "kar", "--validation_file", str(TRAIN32),
+    case = ["--model_name_or_path", str(kar_dir), "--variant", "kar", "--validation_file", str(SAMPLE_TRAIN),
             "--do_eval", "--output_dir", str(tmp_path / "out")]  # fmt: skip
     (line,) = _error_lines([case], cwd=tmp_path)
     assert f"--model_name_or_path {kar_dir} has kb_size=8" in line and "supports only LUKE's entity table" in line

@@ -13,8 +13,8 @@
 # limitations under the License.
 """examples/run_record.py --variant kar|xh|ernie|luke_graph end to end on a tiny converted LUKE checkpoint.
 
-Each case fine-tunes the tiny LUKE (random weights, RoBERTa BPE from ../shared) for a few dozen steps on two FewGLUE
-training queries (in this process, through ``run_record.main``), evaluates on three, and reloads the saved folder with
+Each case fine-tunes the tiny LUKE (random weights, a byte-level BPE trained offline) for a few dozen steps on two
+training queries of the project's own ReCoRD sample (in this process, through ``run_record.main``), evaluates on three, and reloads the saved folder with
 ``trust_remote_code`` in a fresh isolated interpreter run from another directory.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_luke import RECORD_DIR
+from tiny_luke import SAMPLE_DIR
 from transformers import HfArgumentParser, TrainingArguments
 from variant_helpers import record_rows, reload_in_fresh_process
 
@@ -37,9 +37,9 @@ from gesa.processing_gesa import to_record_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "run_record.py"
-TRAIN32 = RECORD_DIR / "fewglue_train32.jsonl"
+TRAIN32 = SAMPLE_DIR / "record_sample_train.jsonl"
 TRAIN_QUERIES, EVAL_QUERIES = 2, 3
-STEPS, LOGGING_STEPS = 24, 8
+STEPS, LOGGING_STEPS = 48, 16
 # XH featurises every sentence of the passage as a node of its query's graph: shorter nodes keep its steps quick.
 # --max_seq_length, --max_query_length
 LENGTHS = {"kar": ("96", "32"), "xh": ("64", "24"), "ernie": ("96", "32"), "luke_graph": ("96", "32")}
@@ -69,7 +69,6 @@ def test_help_lists_the_six_variants():
 
 
 @pytest.mark.slow
-@pytest.mark.needs_shared
 @pytest.mark.parametrize("variant", ["kar", "xh", "ernie", "luke_graph"])
 def test_variant_trains_evaluates_and_reloads(variant, tiny_luke_dir, tmp_path):
     output_dir = tmp_path / "out"
@@ -93,7 +92,7 @@ def test_variant_trains_evaluates_and_reloads(variant, tiny_luke_dir, tmp_path):
     losses = [entry["loss"] for entry in history if "loss" in entry]
     print(f"\n[run_record --variant {variant}] {STEPS} steps + evaluation {elapsed:.1f} s; loss {losses}")
     assert len(losses) == STEPS // LOGGING_STEPS
-    # the loss falls clearly (observed about 0.42 -> 0.26 over 24 steps), not by a random-walk margin
+    # the loss falls clearly (observed 0.43-0.47 -> 0.13-0.34 over 48 steps), not by a random-walk margin
     assert losses[-1] < 0.85 * losses[0], losses
 
     # Predictions for every evaluation query, and the metric in all_results.json.
