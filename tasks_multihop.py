@@ -40,6 +40,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, LukeGraphForEntityMultipleChoice
 from .processing_wikihop import WikihopProcessor
 from .records_wikihop import WikihopExample, examples_to_rows, load_wikihop_file, to_wikihop_examples
+from .resources_gesa import load_metric
 from .training_tokenizer import train_sample_tokenizer
 
 
@@ -111,12 +112,10 @@ def register_task(task: MultihopTask) -> MultihopTask:
 
 def wikihop_accuracy(predictions: Mapping[str, str], references: Mapping[str, str]) -> dict[str, float]:
     """Accuracy in percent over the reference queries (a missing prediction is wrong): the ``evaluate`` module
-    ``metrics/wikihop`` of the repository."""
-    import evaluate
-
+    ``metrics/wikihop`` shipped with the package."""
     if not references:
         raise ValueError("wikihop accuracy: no labelled query to evaluate")
-    metric = evaluate.load(str(Path(__file__).resolve().with_name("metrics") / "wikihop"))
+    metric = load_metric("wikihop")
     return metric.compute(
         predictions=[{"id": key, "prediction_text": predictions.get(key, "")} for key in references],
         references=[{"id": key, "answer": answer} for key, answer in references.items()],

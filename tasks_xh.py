@@ -14,7 +14,8 @@
 """Transformer-XH's own tasks (HotpotQA, FEVER) as task objects for the multi-hop example script.
 
 A task knows its reader, its features, its head class, how the pipeline predicts, how predictions are written in
-the official format and scored with the official metric (`metrics/hotpotqa`, `metrics/fever`, loaded by path):
+the official format and scored with the official metric (`metrics/hotpotqa`, `metrics/fever`, shipped
+with the package: `resources_gesa.load_metric`):
 
     task = HotpotQATask()                       # or FeverTask(wiki_pages=["wiki-001.jsonl"])
     rows = task.read("hotpot_dev_distractor_v1.json")
@@ -39,7 +40,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import evaluate
 import torch
 
 from .configuration_variants import XhConfig
@@ -55,16 +55,8 @@ from .records_xh import (
     to_fever_claim,
     to_hotpot_row,
 )
+from .resources_gesa import load_metric
 from .tasks_multihop import MultihopTask, register_task
-
-METRICS_DIR = Path(__file__).resolve().parent / "metrics"
-
-
-def _load_metric(name: str) -> Any:
-    path = METRICS_DIR / name
-    if not (path / f"{name}.py").is_file():
-        raise FileNotFoundError(f"the {name} metric is not at {path}; run from a full gesa checkout")
-    return evaluate.load(str(path))
 
 
 @dataclass
@@ -111,7 +103,7 @@ class HotpotQATask:
         ordered = [
             {"id": r["id"], "answer": by_id[r["id"]]["answer"], "sp": by_id[r["id"]]["supporting_facts"]} for r in rows
         ]
-        return _load_metric("hotpotqa").compute(predictions=ordered, references=references)
+        return load_metric("hotpotqa").compute(predictions=ordered, references=references)
 
 
 @dataclass
@@ -177,7 +169,7 @@ class FeverTask:
             for r in rows
         ]  # fmt: skip
         references = [{"id": str(r["id"]), "label": r["label"], "evidence": r["evidence"]} for r in rows]
-        return _load_metric("fever").compute(predictions=ordered, references=references)
+        return load_metric("fever").compute(predictions=ordered, references=references)
 
 
 TASKS: dict[str, type] = {"hotpotqa": HotpotQATask, "fever": FeverTask}

@@ -29,17 +29,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
+from common import import_gesa
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-sys.path.insert(0, str(ROOT / "bench"))
-from common import import_gesa  # noqa: E402
 
 SIZES = {
     "tiny": dict(

@@ -33,15 +33,10 @@ import bisect
 import json
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-sys.path.insert(0, str(ROOT))
-
-from gesa.processing_gesa import (  # noqa: E402
+from gesa.processing_gesa import (
     ENTITY_MARKER_TOKEN,
     HIGHLIGHT_TOKEN,
     PLACEHOLDER_TOKEN,
@@ -50,6 +45,9 @@ from gesa.processing_gesa import (  # noqa: E402
     normalize_entity_string,
     to_record_examples,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
 
 SAMPLE_FILES = ("fewglue_train32.jsonl", "fewglue_dev32.jsonl", "explorer_dev60.jsonl")
 FULL_RECORD_TRAIN_QUERIES = 100_000

@@ -43,12 +43,13 @@ MALLOC_MODES = {
 
 
 def import_gesa():
-    """The `gesa` package, installed (editable) or from a plain checkout."""
+    """The installed `gesa` package (`pip install -e .` or `pip install .` in the checkout), or one clear exit."""
     try:
         import gesa
-    except ImportError:
-        sys.path.insert(0, str(ROOT.parent))
-        import gesa
+    except ModuleNotFoundError as error:
+        if error.name != "gesa":
+            raise
+        raise SystemExit(f"the benchmarks need gesa installed in this Python: pip install -e {ROOT}") from None
     return gesa
 
 

@@ -46,8 +46,9 @@ CHROMIUM_FLAGS = [
 ]
 
 
-def _run_record():
-    spec = importlib.util.spec_from_file_location("run_record_for_picture", ROOT / "examples" / "run_record.py")
+def _load_script(name: str, path: Path):
+    """A file of the checkout that is not part of the package (the example script, the tests' tiny LUKE)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -56,12 +57,9 @@ def _run_record():
 
 def train_tiny_reader(work: Path, steps: int) -> Path:
     """A tiny GESA fine-tuned ``steps`` steps on the sample (96-token windows: passages take several)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from tiny_luke import build_tiny_luke
-
-    luke = build_tiny_luke(work / "tiny-luke")
+    luke = _load_script("tiny_luke_for_picture", ROOT / "tests" / "tiny_luke.py").build_tiny_luke(work / "tiny-luke")
     output_dir = work / "reader"
-    _run_record().main([
+    _load_script("run_record_for_picture", ROOT / "examples" / "run_record.py").main([
         "--model_name_or_path", str(luke), "--variant", "gesa",
         "--train_file", str(SAMPLE / "record_sample_train.jsonl"), "--output_dir", str(output_dir), "--do_train",
         "--max_steps", str(steps), "--learning_rate", "5e-3", "--warmup_steps", "0",

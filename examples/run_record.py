@@ -56,7 +56,6 @@ first). An evaluation-only run (no ``--do_train``) writes only ``eval_prediction
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import logging
 import os
@@ -64,14 +63,15 @@ import re
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from transformers import HfArgumentParser, Trainer, TrainerCallback, TrainingArguments, set_seed
 
 try:
     from gesa import ABLATION_PRESETS
+    from gesa import cards_gesa as card_renderer
     from gesa.registry_gesa import VARIANTS
+    from gesa.resources_gesa import metric_module
     from gesa.training_gesa import (
         FiniteTrainingGuard,
         OutputDirLock,
@@ -106,15 +106,15 @@ try:
         predict,
     )
 except ImportError as error:  # pragma: no cover - depends on the installation
-    raise SystemExit(f"run_record.py needs the gesa package installed (pip install -e <gesa repo>): {error}") from None
+    raise SystemExit(
+        f"run_record.py needs gesa and its train extra installed (pip install '<gesa repo>[train]'): {error}"
+    ) from None
 
 logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_TRAIN_FILE = ROOT / "examples" / "data" / "record_sample_train.jsonl"
 SAMPLE_VALIDATION_FILE = ROOT / "examples" / "data" / "record_sample_dev.jsonl"
-METRIC_FILE = ROOT / "metrics" / "record" / "record.py"
-CARD_RENDERER_FILE = ROOT / "model_cards" / "render.py"
 # The command line the script runs with when it is given no argument at all (the embedded demo): 30 epochs of the
 # 42 training queries (one 256-token window each: 6 steps an epoch, 180 steps), evaluated before and after training.
 # A tiny GESA trained from scratch sits at the label prior (loss ~0.42) for ~100 steps before it fits the training
@@ -155,19 +155,7 @@ PAPER_DEFAULT_ARGS = {
 }
 
 
-def load_module_by_path(name: str, path: Path) -> ModuleType:
-    """Import a stand-alone file of the repository (the metric, the card renderer) without a package."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-record_metric = load_module_by_path("gesa_record_metric", METRIC_FILE)
-card_renderer = load_module_by_path("gesa_model_card", CARD_RENDERER_FILE)
+record_metric = metric_module("record")  # the official ReCoRD EM/F1 (compute_record_scores)
 
 
 # --help: the module docstring up to its first literal block (what no argument at all does comes first).

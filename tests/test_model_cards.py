@@ -11,35 +11,24 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""model_cards/: the generated card (template + render.py) and the per-variant Hub cards."""
+"""Model cards: the generated card (model_cards/template.md + cards_gesa.py) and the per-variant Hub cards."""
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from huggingface_hub import ModelCard
 
 from gesa import ABLATION_PRESETS, DEFAULT_LABEL_SWITCHES, GesaConfig
+from gesa import cards_gesa as render
 
 CARDS = Path(__file__).resolve().parents[1] / "model_cards"
 REQUIRED_TAGS = {"gesa", "luke", "record", "reading-comprehension", "custom_code"}
 
-
-def _load_renderer():
-    spec = importlib.util.spec_from_file_location("gesa_card_renderer_under_test", CARDS / "render.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-render = _load_renderer()
 
 RESULTS = {"eval_exact_match": 91.6123, "eval_f1": 92.1449, "eval_samples": 10000, "train_loss": 0.1234}
 TRAINING_ARGS = {

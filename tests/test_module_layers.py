@@ -36,6 +36,8 @@ FLOORS = [
     (("registry_", "records_", "candidates_", "collator_", "windows_", "processing_", "render_"), 6),
     (("pipeline_",), 7),
     (("metrics_",), 6),  # scores computed from predictions (the standard library only)
+    (("resources_",), 0),  # the data files shipped beside the modules (metrics, card template): no sibling import
+    (("cards_",), 8),  # the model card a script writes after training
     # a script's task interface (readers, processors, heads, pipelines of one task family) and the machinery the
     # scripts share sit side by side on the top floor: a task may build its demo tokenizer with training_tokenizer
     (("tasks_", "training_"), 8),

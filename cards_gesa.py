@@ -11,16 +11,17 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Render the model card (``README.md``) of a trained checkpoint from ``model_cards/template.md``.
+"""Render the model card (``README.md``) of a trained checkpoint from the shipped ``model_cards/template.md``.
 
-Used by ``examples/run_record.py`` after training/evaluation; also usable on its own::
+Used by ``examples/run_record.py`` after training/evaluation; also usable on its own, to re-render the card of an
+output folder::
 
-    python model_cards/render.py OUTPUT_DIR [--model_name NAME] [--base_model ID] [--dataset_name super_glue ...]
+    python -m gesa.cards_gesa OUTPUT_DIR [--model_name NAME] [--base_model ID] [--dataset_name super_glue ...]
 
 The YAML metadata (``library_name``, ``tags``, ``datasets``, ``base_model``, ``model-index`` with the ReCoRD exact
 match and F1 read from ``all_results.json``) is produced by ``huggingface_hub.ModelCardData`` so that the Hub parses
-it; the body is the Jinja template beside this file. Imports nothing from the rest of gesa (the examples load it by
-path).
+it; the body is the Jinja template ``model_cards/template.md``, which gesa installs beside its modules
+(``resources_gesa.shipped_file``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-TEMPLATE = Path(__file__).resolve().with_name("template.md")
+from .resources_gesa import shipped_file
+
+TEMPLATE = "model_cards/template.md"  # shipped with the package
 BASE_TAGS = ["gesa", "luke", "record", "reading-comprehension", "custom_code"]
 
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -353,7 +356,7 @@ def render_model_card(
     repo_id: str | None = None,
     world_size: int = 1,
     license: str = "apache-2.0",
-    template_path: str | os.PathLike = TEMPLATE,
+    template_path: str | os.PathLike | None = None,
 ) -> str:
     """The full ``README.md`` text (YAML metadata + body) of one trained checkpoint.
 
@@ -372,7 +375,7 @@ def render_model_card(
         repo_id: id used in the loading snippet (defaults to ``model_name``).
         world_size: number of training processes (for the total batch size).
         license: license identifier for the metadata.
-        template_path: the Jinja template.
+        template_path: the Jinja template (default: the shipped ``model_cards/template.md``).
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}")
@@ -411,7 +414,7 @@ def render_model_card(
     )
     card = ModelCard.from_template(
         card_data,
-        template_path=str(template_path),
+        template_path=str(template_path or shipped_file(TEMPLATE)),
         model_name=model_name,
         repo_id=repo_id or model_name,
         variant=variant,
