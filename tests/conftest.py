@@ -11,8 +11,20 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
+"""Fixtures every test module may use: the tiny LUKE checkpoints (offline BPE and ../shared's RoBERTa BPE), the GESA
+processor on the offline one, and the skip of ``needs_shared`` tests when ../shared is absent.
+
+Constants and helpers shared by several test modules live in plain modules beside this file (``tiny_luke``,
+``model_helpers``, ``record_fixtures``, ``hotpot_fever_fixtures``, ``variant_inputs``, ``variant_helpers``,
+``long_helpers``, ``record_metric_reference``, ``script_helpers``); a test module never imports another test module.
+"""
+
 import pytest
+from record_fixtures import NER_MODEL
 from tiny_luke import build_tiny_luke, shared_available
+from transformers import AutoTokenizer
+
+from gesa.processing_gesa import GesaProcessor
 
 
 def pytest_collection_modifyitems(config, items):
@@ -38,3 +50,9 @@ def roberta_luke_dir(tmp_path_factory):
     if not shared_available():
         pytest.skip("../shared (RoBERTa tokenizer files) is not present")
     return build_tiny_luke(tmp_path_factory.mktemp("tiny-luke-roberta"), tokenizer="roberta")
+
+
+@pytest.fixture(scope="module")
+def gesa_processor(tiny_luke_dir) -> GesaProcessor:
+    """GesaProcessor on the tiny LUKE's offline tokenizer: spaCy NER candidates for raw text, 256-token windows."""
+    return GesaProcessor(AutoTokenizer.from_pretrained(tiny_luke_dir), spacy_model=NER_MODEL, max_seq_length=256)

@@ -15,25 +15,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 from datasets import Dataset
+from script_helpers import ROOT, load_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "diagnose_graph.py"
+SCRIPT = ROOT / "bench" / "diagnose_graph.py"
 
 
 @pytest.fixture(scope="module")
 def diagnose():
-    spec = importlib.util.spec_from_file_location("diagnose_graph", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "diagnose_graph")
 
 
 def test_constant_score_loss_is_the_entropy_of_the_positive_rate(diagnose):

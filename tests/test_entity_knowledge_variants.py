@@ -18,20 +18,16 @@ names, reload with ``trust_remote_code``, and the relation pipeline feeds the sa
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 import transformers
+from script_helpers import ENTITY_TASK_FILES, logged_losses, run_entity_task
 
 from gesa.processing_entity import EntityTaskProcessor
 from gesa.processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from gesa.records_entity import read_task_file
 from gesa.tasks_entity import ENTITY_TASKS
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_run_entity_tasks import FILES, logged_losses, run_task  # noqa: E402
 
 TITLES = ["[PAD]", "[UNK]", "[MASK]", "[MASK2]", "Paris", "Siemens", "Munich", "London", "Alice Smith", "Berlin"]
 
@@ -52,7 +48,7 @@ def kb_luke_dir(tmp_path_factory):
 @pytest.mark.parametrize("variant, key", [("kar", "kar_candidate_ids"), ("ernie", "ernie_entity_ids")])
 def test_knowledge_batches_link_the_mentions_the_vocabulary_knows(kb_luke_dir, variant, key):
     tokenizer = transformers.AutoTokenizer.from_pretrained(kb_luke_dir)
-    examples = read_task_file("relation_classification", FILES["relation_classification"])
+    examples = read_task_file("relation_classification", ENTITY_TASK_FILES["relation_classification"])
     labels = ENTITY_TASKS["relation_classification"].label_names(examples)
     processor = EntityTaskProcessor(tokenizer, "relation_classification", labels)
     features = processor.encode_all(examples)
@@ -66,7 +62,7 @@ def test_knowledge_batches_link_the_mentions_the_vocabulary_knows(kb_luke_dir, v
 @pytest.mark.parametrize("variant", ["kar", "ernie"])
 def test_knowledge_variant_trains_on_ner_and_reloads(kb_luke_dir, tmp_path, variant):
     output_dir = tmp_path / variant
-    results = run_task(kb_luke_dir, output_dir, "ner", extra=["--variant", variant])
+    results = run_entity_task(kb_luke_dir, output_dir, "ner", extra=["--variant", variant])
     losses = logged_losses(output_dir)
     assert losses[-1] < 0.7 * losses[0] and results["eval_f1"] > 0
     model = transformers.AutoModelForTokenClassification.from_pretrained(output_dir, trust_remote_code=True)
@@ -77,7 +73,9 @@ def test_knowledge_variant_trains_on_ner_and_reloads(kb_luke_dir, tmp_path, vari
 @pytest.mark.slow
 def test_ernie_relation_pipeline_feeds_the_kb_inputs_of_training(kb_luke_dir, tmp_path):
     output_dir = tmp_path / "ernie-tacred"
-    run_task(kb_luke_dir, output_dir, "relation_classification", extra=["--variant", "ernie", "--max_steps", "6"])
+    run_entity_task(
+        kb_luke_dir, output_dir, "relation_classification", extra=["--variant", "ernie", "--max_steps", "6"]
+    )
     relation = transformers.pipeline("relation-classification", model=str(output_dir), trust_remote_code=True)
     text = "Alice Smith , the chief engineer , resigned ."
     answer = relation({"text": text, "head_span": [0, 11], "tail_span": [18, 32]})

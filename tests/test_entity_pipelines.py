@@ -17,25 +17,19 @@ input is one ``ValueError`` naming the field."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 import transformers
+from script_helpers import ENTITY_SCRIPT, load_script
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "examples" / "run_entity_tasks.py"
 FIXTURES = Path(__file__).parent / "fixtures" / "entity"
 TEXT = "Alice Smith , the chief engineer , resigned ."
 
 
 def train(luke_dir, output_dir, task, data):
-    spec = importlib.util.spec_from_file_location("run_entity_tasks_pipeline_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = load_script(ENTITY_SCRIPT, "run_entity_tasks_pipeline_under_test")
     module.main(["--task", task, "--model_name_or_path", str(luke_dir), "--output_dir", str(output_dir),
                  "--train_file", str(data), "--do_train", "--max_steps", "8", "--learning_rate", "1e-2",
                  "--per_device_train_batch_size", "4", "--save_strategy", "no", "--report_to", "none",

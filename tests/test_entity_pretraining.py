@@ -17,14 +17,13 @@ and the loss falling on the project's fixtures from a tiny LUKE."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 import transformers
+from script_helpers import ENTITY_SCRIPT, load_script
 
 from gesa.records_entity import read_task_file
 from gesa.tasks_entity import (
@@ -36,17 +35,7 @@ from gesa.tasks_entity import (
     pretraining_vocabulary,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "examples" / "run_entity_tasks.py"
 FIXTURES = Path(__file__).parent / "fixtures" / "entity"
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("run_entity_tasks_pretrain_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def pretraining_batch(tiny_luke_dir, task="ner", name="conll2003.txt"):
@@ -102,7 +91,7 @@ def run_pretraining(tiny_luke_dir, output_dir, variant, data_format, data):
             "--output_dir", str(output_dir), "--num_train_epochs", "30", "--learning_rate", "2e-2",
             "--per_device_train_batch_size", "4", "--logging_steps", "5", "--save_strategy", "no",
             "--report_to", "none", "--seed", "0", "--use_cpu", "true", "--disable_tqdm", "true"]  # fmt: skip
-    load_script().main(argv)
+    load_script(ENTITY_SCRIPT, "run_entity_tasks_pretrain_under_test").main(argv)
     history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
     return [entry["loss"] for entry in history if "loss" in entry]
 

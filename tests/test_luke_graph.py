@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 import torch
 from huggingface_hub.errors import StrictDataclassError
+from model_helpers import LUKE_GRAPH_TINY
 from transformers import AutoTokenizer, LukeModel
 from variant_helpers import gesa_features, reload_in_fresh_process
 
@@ -39,17 +40,6 @@ from gesa.modeling_luke_graph import (
 )
 from gesa.processing_gesa import EDGE_MATCH, EDGE_NONE, EDGE_PLC, EDGE_SELF, EDGE_SENT, build_entity_graph
 
-TINY = dict(
-    vocab_size=64,
-    entity_vocab_size=4,
-    hidden_size=32,
-    entity_emb_size=16,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.0,
-)
 RELATION_OF_EDGE = {EDGE_PLC: "plc", EDGE_SENT: "sent", EDGE_MATCH: "match"}
 
 
@@ -109,7 +99,7 @@ def random_graph(
 
 
 def test_relational_layer_and_gate_equal_a_plain_loop_over_nodes():
-    config = LukeGraphConfig(**{**TINY, "hidden_size": 8, "num_attention_heads": 2})
+    config = LukeGraphConfig(**{**LUKE_GRAPH_TINY, "hidden_size": 8, "num_attention_heads": 2})
     torch.manual_seed(0)
     network = LukeGraphNetwork(config).double()
     with torch.no_grad():  # biases nonzero, weights large enough that the sigmoids are not all ~0.5
@@ -301,7 +291,7 @@ def test_bad_config_values_raise_clear_errors(kwargs, message):
 def test_bad_config_assignments_are_refused_like_construction(tmp_path, field, value, message):
     """An assignment is validated as construction is; the refused value is not kept, so the config still saves
     and loads as LUKE-Graph."""
-    config = LukeGraphConfig(**TINY)
+    config = LukeGraphConfig(**LUKE_GRAPH_TINY)
     before = getattr(config, field)
     with pytest.raises((ValueError, StrictDataclassError), match=rf"(?s){message}"):
         setattr(config, field, value)
@@ -312,12 +302,12 @@ def test_bad_config_assignments_are_refused_like_construction(tmp_path, field, v
 
 
 def test_the_gate_needs_the_question_tokens():
-    model = LukeGraphModel(LukeGraphConfig(**TINY)).eval()
+    model = LukeGraphModel(LukeGraphConfig(**LUKE_GRAPH_TINY)).eval()
     inputs = dict(input_ids=torch.randint(5, 64, (1, 8)), entity_ids=torch.full((1, 2), 2))
     with pytest.raises(ValueError, match="global_attention_mask"):
         model(**inputs)
     # a switched-off edge type leaves its relation empty
-    config = LukeGraphConfig(**TINY, label_switches={"plc_edges": False})
+    config = LukeGraphConfig(**LUKE_GRAPH_TINY, label_switches={"plc_edges": False})
     adjacency = relation_adjacency(
         config, torch.ones(1, 3), torch.tensor([[1, 0, 0]]), torch.tensor([[-1, 0, 1]]), torch.tensor([[-1, 0, 0]])
     )

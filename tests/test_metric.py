@@ -13,8 +13,8 @@
 # limitations under the License.
 """The ReCoRD metric module (metrics/record/record.py) against a plain re-implementation of the official script.
 
-The reference functions below are written out here from the official ReCoRD v1.0 evaluation script's
-definitions; they deliberately import nothing from the module under test.
+The reference functions (``record_metric_reference``) are written out from the official ReCoRD v1.0 evaluation
+script's definitions; they deliberately import nothing from the module under test.
 """
 
 from __future__ import annotations
@@ -23,14 +23,12 @@ import importlib.util
 import json
 import os
 import random
-import re
-import string
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 
 import pytest
+from record_metric_reference import ref_em, ref_evaluate, ref_f1, ref_normalize
 
 ROOT = Path(__file__).resolve().parents[1]
 METRIC_DIR = ROOT / "metrics" / "record"
@@ -45,42 +43,6 @@ def _load_module():
 
 
 record = _load_module()
-
-
-# ---- plain reference implementation of the official formulas -------------------------------------------------
-def ref_normalize(s):
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in set(string.punctuation))
-    s = re.sub(r"\b(a|an|the)\b", " ", s)
-    return " ".join(s.split())
-
-
-def ref_f1(prediction, ground_truth):
-    p = ref_normalize(prediction).split()
-    g = ref_normalize(ground_truth).split()
-    same = sum((Counter(p) & Counter(g)).values())
-    if same == 0:
-        return 0
-    precision, recall = same / len(p), same / len(g)
-    return 2 * precision * recall / (precision + recall)
-
-
-def ref_em(prediction, ground_truth):
-    return ref_normalize(prediction) == ref_normalize(ground_truth)
-
-
-def ref_evaluate(dataset, predictions):
-    """The official ``evaluate(dataset, predictions)`` loop over SuperGLUE-shaped passages."""
-    f1 = em = total = 0
-    for passage in dataset:
-        for qa in passage["qas"]:
-            total += 1
-            if qa["id"] not in predictions:
-                continue
-            golds = [a["text"] for a in qa["answers"]]
-            em += max(ref_em(predictions[qa["id"]], g) for g in golds)
-            f1 += max(ref_f1(predictions[qa["id"]], g) for g in golds)
-    return {"exact_match": 100.0 * em / total, "f1": 100.0 * f1 / total}
 
 
 # ---- random strings that exercise every normalisation rule ----------------------------------------------------

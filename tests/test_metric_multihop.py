@@ -32,9 +32,10 @@ from pathlib import Path
 
 import evaluate
 import pytest
+from tiny_luke import HOTPOT_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
-HOTPOT_DEV = ROOT.parent / "shared" / "data" / "hotpotqa" / "hotpot_dev_distractor_first100.json"
+HOTPOT_DEV = HOTPOT_DIR / "hotpot_dev_distractor_first100.json"
 OFFICIAL = os.environ.get("GESA_OFFICIAL_SCORERS")
 
 

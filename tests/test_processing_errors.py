@@ -27,16 +27,10 @@ import numpy as np
 import pytest
 import torch
 from record_fixtures import PROBE_ANSWER, features_of, hub_rows, probe_record, project_records
-from test_processing import NER_MODEL
-from transformers import AutoProcessor, AutoTokenizer
+from transformers import AutoProcessor
 
 from gesa.processing_gesa import GesaDataCollator, GesaProcessor
 from gesa.records_gesa import check_record_file, to_record_examples
-
-
-@pytest.fixture(scope="module")
-def processor(tiny_luke_dir) -> GesaProcessor:
-    return GesaProcessor(AutoTokenizer.from_pretrained(tiny_luke_dir), spacy_model=NER_MODEL, max_seq_length=256)
 
 
 @pytest.fixture(scope="module")
@@ -58,17 +52,17 @@ def _row(records, index: int, example_id: str, **changes) -> dict:
 # ---------------------------------------------------------------- a bare-string answer
 
 
-def test_bare_string_answer_is_an_error_not_characters(processor, records):
+def test_bare_string_answer_is_an_error_not_characters(gesa_processor, records):
     text = records[0]["passage"]["text"]
     with pytest.raises(ValueError, match=r"'wren'.*'answers' is the string 'Tobias Wrenfeld', not a list: wrap"):
-        processor(text, "@placeholder climbed", entity_spans=[(N, END)], answers="Tobias Wrenfeld",
+        gesa_processor(text, "@placeholder climbed", entity_spans=[(N, END)], answers="Tobias Wrenfeld",
                   example_ids=["wren"])  # fmt: skip
     record = copy.deepcopy(records[0])
     record["qas"][0]["answers"] = "Tobias Wrenfeld"
     with pytest.raises(ValueError, match=r"'answers' is the string 'Tobias Wrenfeld'"):
-        processor.encode_records([record])
+        gesa_processor.encode_records([record])
     # a list of one string is one answer
-    batch = processor(text, "@placeholder climbed", entity_spans=[(N, END)], answers=["Tobias Wrenfeld"])
+    batch = gesa_processor(text, "@placeholder climbed", entity_spans=[(N, END)], answers=["Tobias Wrenfeld"])
     assert batch["answers"] == [["Tobias Wrenfeld"]] and batch["labels"] == [[0.0, 1.0]]
 
 
@@ -76,15 +70,17 @@ def test_bare_string_answer_is_an_error_not_characters(processor, records):
 
 
 @pytest.mark.parametrize("answers", [None, []], ids=["missing", "empty"])
-def test_query_without_answers_among_labelled_ones_is_refused(processor, records, answers):
+def test_query_without_answers_among_labelled_ones_is_refused(gesa_processor, records, answers):
     good = _row(records, 1, "good-1")
     bad = _row(records, 2, "no-answers", answers=answers)
     with pytest.raises(ValueError, match=r"'no-answers'.*has no gold answer, but other queries of this input"):
-        processor.encode_records([good, bad])
-    columns = processor.encode_records([good, bad], skip_invalid=True)
+        gesa_processor.encode_records([good, bad])
+    columns = gesa_processor.encode_records([good, bad], skip_invalid=True)
     assert set(columns["example_id"]) == {"good-1"} and "labels" in columns
     # unlabelled data as a whole (a test split): no labels at all, nothing refused
-    unlabelled = processor.encode_records([_row(records, 1, "t1", answers=[]), _row(records, 2, "t2", answers=[])])
+    unlabelled = gesa_processor.encode_records(
+        [_row(records, 1, "t1", answers=[]), _row(records, 2, "t2", answers=[])]
+    )
     assert "labels" not in unlabelled and set(unlabelled["example_id"]) == {"t1", "t2"}
 
 
@@ -104,7 +100,7 @@ def test_post_processing_keeps_every_query_or_names_it():
     assert post(["q1"], [["", "A"]], np.array([[0, 1, np.nan]])) == {"q1": "A"}
 
 
-def test_two_queries_sharing_an_id_are_refused(processor, records):
+def test_two_queries_sharing_an_id_are_refused(gesa_processor, records):
     post = GesaProcessor.post_process_predictions
     with pytest.raises(ValueError, match=r"example id 'q1' comes back at feature 2.*two different queries share"):
         post(["q1", "q2", "q1"], [["", "A"]] * 3, np.zeros((3, 2)))
@@ -112,9 +108,9 @@ def test_two_queries_sharing_an_id_are_refused(processor, records):
     assert post(["q1", "q1"], [["", "A", "B"], ["", "B"]], np.array([[0, 1, 0], [0, 2, 0]])) == {"q1": "B"}
     first, second = _row(records, 1, "same-id"), _row(records, 2, "same-id")
     with pytest.raises(ValueError, match=r"'same-id'.*another query of this input has the same id"):
-        processor.encode_records([first, second])
+        gesa_processor.encode_records([first, second])
     # the same query twice (same passage and query) is the same example: accepted
-    assert set(processor.encode_records([first, dict(first)])["example_id"]) == {"same-id"}
+    assert set(gesa_processor.encode_records([first, dict(first)])["example_id"]) == {"same-id"}
 
 
 # ---------------------------------------------------------------- malformed structure in the processor API
@@ -135,26 +131,26 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("case", list(MALFORMED))
-def test_malformed_structure_is_one_value_error_naming_the_example(processor, records, case):
+def test_malformed_structure_is_one_value_error_naming_the_example(gesa_processor, records, case):
     bad = MALFORMED[case](records)
     good = [_row(records, 1, "good-1"), _row(records, 2, "good-2")]
     with pytest.raises(ValueError, match="'bad-9'"):
-        processor.encode_records([good[0], bad, good[1]])
-    columns = processor.encode_records([good[0], bad, good[1]], skip_invalid=True)
+        gesa_processor.encode_records([good[0], bad, good[1]])
+    columns = gesa_processor.encode_records([good[0], bad, good[1]], skip_invalid=True)
     assert sorted(set(columns["example_id"])) == ["good-1", "good-2"]
-    assert columns == processor.encode_records(good)
+    assert columns == gesa_processor.encode_records(good)
 
 
-def test_none_record_and_malformed_raw_api_spans_are_refused(processor, records):
+def test_none_record_and_malformed_raw_api_spans_are_refused(gesa_processor, records):
     good = _row(records, 1, "good-1")
     with pytest.raises(ValueError, match=r"input #1 is NoneType: neither a ReCoRD record"):
-        processor.encode_records([good, None])
-    assert set(processor.encode_records([good, None], skip_invalid=True)["example_id"]) == {"good-1"}
+        gesa_processor.encode_records([good, None])
+    assert set(gesa_processor.encode_records([good, None], skip_invalid=True)["example_id"]) == {"good-1"}
     text = records[0]["passage"]["text"]
     for spans in ([(N + 0.7, END)], [(str(N), END)], [(N,)], {"start": N, "end": END}):
         with pytest.raises(ValueError, match="'raw-9'"):
-            processor(text, "@placeholder climbed", entity_spans=spans, example_ids=["raw-9"])
-    batch = processor([text, text], ["@placeholder climbed", "@placeholder fell"], entity_spans=[[(N + 0.7, END)],
+            gesa_processor(text, "@placeholder climbed", entity_spans=spans, example_ids=["raw-9"])
+    batch = gesa_processor([text, text], ["@placeholder climbed", "@placeholder fell"], entity_spans=[[(N + 0.7, END)],
                       [(N, END)]], example_ids=["raw-9", "raw-10"], skip_invalid=True)  # fmt: skip
     assert batch["example_id"] == ["raw-10"] and batch["overflow_to_sample_mapping"] == [1]
 
@@ -193,9 +189,9 @@ def test_original_records_are_checked_in_their_own_end_convention(records, tmp_p
 # ---------------------------------------------------------------- collator
 
 
-def test_collator_refuses_inconsistent_features(processor, records):
-    features = features_of(processor.encode_records(records[0:3]))
-    collator = GesaDataCollator(pad_token_id=processor.tokenizer.pad_token_id)
+def test_collator_refuses_inconsistent_features(gesa_processor, records):
+    features = features_of(gesa_processor.encode_records(records[0:3]))
+    collator = GesaDataCollator(pad_token_id=gesa_processor.tokenizer.pad_token_id)
     no_labels = [{k: v for k, v in feature.items() if k != "labels"} for feature in features]
     for batch in ([no_labels[0], *features[1:]], [features[0], no_labels[1], *features[2:]]):
         with pytest.raises(ValueError, match=r"other columns than feature 0.*'labels' for all or none"):
@@ -215,8 +211,8 @@ def test_collator_refuses_inconsistent_features(processor, records):
 # ---------------------------------------------------------------- a checkpoint without its tokenizer file
 
 
-def test_saved_processor_without_tokenizer_files_is_refused(processor, tmp_path):
-    processor.save_pretrained(tmp_path)
+def test_saved_processor_without_tokenizer_files_is_refused(gesa_processor, tmp_path):
+    gesa_processor.save_pretrained(tmp_path)
     assert AutoProcessor.from_pretrained(tmp_path, trust_remote_code=True).tokenizer.__len__() > 1000
     os.remove(tmp_path / "tokenizer.json")
     with pytest.raises(ValueError, match=r"no word token for \['@', '#', '\*'\].*tokenizer.json"):

@@ -29,10 +29,9 @@ import multiprocess
 import pytest
 import torch
 from datasets import Dataset, load_dataset
-from record_fixtures import features_of, hub_rows, project_records
-from test_processing import NER_MODEL, RAW_PASSAGE, RAW_QUERY
+from record_fixtures import NER_MODEL, RAW_PASSAGE, RAW_QUERY, features_of, hub_rows, project_records
 from tiny_luke import offline_bpe_dir
-from transformers import AutoTokenizer, RobertaTokenizer, Trainer, TrainingArguments
+from transformers import RobertaTokenizer, Trainer, TrainingArguments
 
 from gesa import GesaConfig, GesaForEntitySpanQA
 from gesa.processing_gesa import MODEL_INPUT_NAMES, GesaDataCollator, GesaProcessor
@@ -50,37 +49,32 @@ TINY_GESA = dict(
 
 
 @pytest.fixture(scope="module")
-def processor(tiny_luke_dir) -> GesaProcessor:
-    return GesaProcessor(AutoTokenizer.from_pretrained(tiny_luke_dir), spacy_model=NER_MODEL, max_seq_length=256)
-
-
-@pytest.fixture(scope="module")
 def records() -> list[dict]:
     return project_records()
 
 
-def test_save_and_from_pretrained_round_trip(processor, records, tmp_path):
-    processor.save_pretrained(tmp_path)
+def test_save_and_from_pretrained_round_trip(gesa_processor, records, tmp_path):
+    gesa_processor.save_pretrained(tmp_path)
     saved = json.loads((tmp_path / "processor_config.json").read_text())
     assert saved["max_seq_length"] == 256 and saved["spacy_model"] == NER_MODEL
     assert saved["auto_map"] == {"AutoProcessor": "processing_gesa.GesaProcessor"}
     assert (tmp_path / "processing_gesa.py").read_text() == open(sys.modules[GesaProcessor.__module__].__file__).read()
     reloaded = GesaProcessor.from_pretrained(tmp_path)
-    assert len(reloaded.tokenizer) == len(processor.tokenizer)
-    assert reloaded.added_token_sources() == processor.added_token_sources()
-    assert reloaded.entity_mask_id == processor.entity_mask_id == 2
-    assert reloaded.encode_records(records[:8]) == processor.encode_records(records[:8])
+    assert len(reloaded.tokenizer) == len(gesa_processor.tokenizer)
+    assert reloaded.added_token_sources() == gesa_processor.added_token_sources()
+    assert reloaded.entity_mask_id == gesa_processor.entity_mask_id == 2
+    assert reloaded.encode_records(records[:8]) == gesa_processor.encode_records(records[:8])
     assert GesaProcessor.from_pretrained(tmp_path, max_seq_length=128).max_seq_length == 128
 
 
-def test_auto_processor_and_model_from_a_saved_folder_in_a_fresh_process(processor, tmp_path):
+def test_auto_processor_and_model_from_a_saved_folder_in_a_fresh_process(gesa_processor, tmp_path):
     """Users' path: one folder with the model, the tokenizer and the processor, its code copied in by save_pretrained."""
     checkpoint = tmp_path / "gesa-tiny"
     torch.manual_seed(0)
-    model = GesaForEntitySpanQA(GesaConfig(vocab_size=len(processor.tokenizer), **TINY_GESA)).eval()
+    model = GesaForEntitySpanQA(GesaConfig(vocab_size=len(gesa_processor.tokenizer), **TINY_GESA)).eval()
     model.save_pretrained(checkpoint)
-    processor.save_pretrained(checkpoint)
-    batch = processor(RAW_PASSAGE, RAW_QUERY, return_tensors="pt")
+    gesa_processor.save_pretrained(checkpoint)
+    batch = gesa_processor(RAW_PASSAGE, RAW_QUERY, return_tensors="pt")
     with torch.no_grad():
         expected = model(**batch).logits
     script = textwrap.dedent(f"""
@@ -107,10 +101,10 @@ def test_auto_processor_and_model_from_a_saved_folder_in_a_fresh_process(process
     torch.testing.assert_close(torch.tensor(loaded["logits"]), expected, atol=1e-5, rtol=0)
 
 
-def test_collator_pads_words_entities_and_mentions(processor, records):
-    features = features_of(processor.encode_records(records[:6], return_candidate_spans=True))
+def test_collator_pads_words_entities_and_mentions(gesa_processor, records):
+    features = features_of(gesa_processor.encode_records(records[:6], return_candidate_spans=True))
     features.sort(key=lambda feature: len(feature["entity_ids"]))
-    batch = GesaDataCollator(pad_token_id=processor.tokenizer.pad_token_id)(features)
+    batch = GesaDataCollator(pad_token_id=gesa_processor.tokenizer.pad_token_id)(features)
     assert set(batch) == set(MODEL_INPUT_NAMES) | {"labels"}
     word_length = max(len(feature["input_ids"]) for feature in features)
     entity_length = max(len(feature["entity_ids"]) for feature in features)
@@ -120,7 +114,7 @@ def test_collator_pads_words_entities_and_mentions(processor, records):
     assert batch["entity_position_ids"].shape == (len(features), entity_length, mention_length)
     assert batch["labels"].dtype == torch.float32 and batch["input_ids"].dtype == torch.long
     padding = {
-        "input_ids": processor.tokenizer.pad_token_id,
+        "input_ids": gesa_processor.tokenizer.pad_token_id,
         "attention_mask": 0,
         "token_type_ids": 0,
         "global_attention_mask": 0,
@@ -148,25 +142,25 @@ def test_collator_pads_words_entities_and_mentions(processor, records):
     assert kept["input_ids"].shape[1] % 64 == 0
 
 
-def test_dataset_map_with_workers_matches_direct_encoding(processor, records, tmp_path):
+def test_dataset_map_with_workers_matches_direct_encoding(gesa_processor, records, tmp_path):
     rows = [row for record in records for row in hub_rows(record)]
-    expected = processor.encode_records(rows)
+    expected = gesa_processor.encode_records(rows)
     hub_dataset = Dataset.from_list(rows)
-    mapped = processor.process_dataset(hub_dataset, num_proc=2, batch_size=16)
+    mapped = gesa_processor.process_dataset(hub_dataset, num_proc=2, batch_size=16)
     assert mapped.num_rows == len(expected["input_ids"])
     assert mapped.to_dict() == expected
     # original SuperGLUE jsonl, as `load_dataset("json")` reads it (one row per passage, queries in `qas`)
     record_file = tmp_path / "records.jsonl"
     record_file.write_text("".join(json.dumps(record) + "\n" for record in records[-6:]), encoding="utf-8")
     json_dataset = load_dataset("json", data_files=str(record_file), split="train", cache_dir=str(tmp_path / "c"))
-    mapped_records = processor.process_dataset(json_dataset, batch_size=4)
-    assert mapped_records.to_dict() == processor.encode_records(records[-6:])
+    mapped_records = gesa_processor.process_dataset(json_dataset, batch_size=4)
+    assert mapped_records.to_dict() == gesa_processor.encode_records(records[-6:])
 
 
 @pytest.mark.skipif(multiprocess.get_start_method() != "fork", reason="the log handler reaches forked workers only")
-def test_dataset_map_workers_log_their_caps_at_warning(processor, records, tmp_path):
+def test_dataset_map_workers_log_their_caps_at_warning(gesa_processor, records, tmp_path):
     """Under num_proc > 1 each worker's counts stay in the worker, so each worker must log its caps itself."""
-    capped = GesaProcessor(processor.tokenizer, max_entities=4, max_seq_length=256)
+    capped = GesaProcessor(gesa_processor.tokenizer, max_entities=4, max_seq_length=256)
     rows = [row for record in records[:8] for row in hub_rows(record)]
     in_process = capped.encode_records(rows)
     splits = capped.stats["entity_cap_window_splits"]
@@ -217,30 +211,30 @@ def train_two_steps(processor, records, tmp_path, accepts_loss_kwargs: bool | No
     return result, changed
 
 
-def test_trainer_trains_on_processed_records(processor, records, tmp_path):
+def test_trainer_trains_on_processed_records(gesa_processor, records, tmp_path):
     # Trainer's `num_items_in_batch` is turned off here: this test is about the dataset and the collator.
-    result, changed = train_two_steps(processor, records, tmp_path, accepts_loss_kwargs=False)
+    result, changed = train_two_steps(gesa_processor, records, tmp_path, accepts_loss_kwargs=False)
     assert result.global_step == 2 and torch.isfinite(torch.tensor(result.training_loss)) and changed
 
 
-def test_trainer_trains_with_the_model_as_it_is(processor, records, tmp_path):
+def test_trainer_trains_with_the_model_as_it_is(gesa_processor, records, tmp_path):
     # the model declines Trainer's num_items_in_batch itself (accepts_loss_kwargs = False)
-    result, changed = train_two_steps(processor, records, tmp_path, accepts_loss_kwargs=None)
+    result, changed = train_two_steps(gesa_processor, records, tmp_path, accepts_loss_kwargs=None)
     assert result.global_step == 2 and changed
 
 
-def test_roberta_tokenizer_on_the_same_bpe_files_gives_the_same_tokens(processor, records, caplog):
+def test_roberta_tokenizer_on_the_same_bpe_files_gives_the_same_tokens(gesa_processor, records, caplog):
     """A plain RoBERTa tokenizer (no entity vocabulary) on the BPE files of the LUKE tokenizer: same features."""
     bpe = offline_bpe_dir()
     roberta = RobertaTokenizer(vocab=str(bpe / "vocab.json"), merges=str(bpe / "merges.txt"))
-    roberta_processor = GesaProcessor(roberta, max_seq_length=processor.max_seq_length)
+    roberta_processor = GesaProcessor(roberta, max_seq_length=gesa_processor.max_seq_length)
     assert roberta_processor.entity_mask_id == 2 and "no entity vocabulary" in caplog.text
-    luke_columns = processor.encode_records(records[:10])
+    luke_columns = gesa_processor.encode_records(records[:10])
     roberta_columns = roberta_processor.encode_records(records[:10])
     for name in set(luke_columns) - {"input_ids"}:
         assert roberta_columns[name] == luke_columns[name], name
     for luke_ids, roberta_ids in zip(luke_columns["input_ids"], roberta_columns["input_ids"], strict=True):
-        luke_tokens = processor.tokenizer.convert_ids_to_tokens(luke_ids)
+        luke_tokens = gesa_processor.tokenizer.convert_ids_to_tokens(luke_ids)
         assert roberta.convert_ids_to_tokens(roberta_ids) == luke_tokens
     sources = roberta_processor.added_token_sources()
     assert sorted(roberta.convert_ids_to_tokens(list(sources))) == ["[ENT]", "[HL]", "[PLC]"]

@@ -42,8 +42,8 @@ WORDS = ["Anna", "Berlin", "river", "the", "Zoë", "met", "2019", "O'Neil", "Caf
 
 
 @pytest.fixture(scope="module")
-def processor(tiny_luke_dir) -> GesaProcessor:
-    # small windows and a small entity cap: most generated passages need several windows
+def small_window_processor(tiny_luke_dir) -> GesaProcessor:
+    """Small windows and a small entity cap: most generated passages need several windows."""
     return GesaProcessor(
         AutoTokenizer.from_pretrained(tiny_luke_dir), max_seq_length=48, doc_stride=16, max_query_length=12,
         max_entities=4,
@@ -162,9 +162,9 @@ def encoded_spans(processor: GesaProcessor, items: list[dict], **kwargs) -> dict
 @BUDGET
 @given(st.lists(st.integers(0, 10**6), min_size=1, max_size=3, unique=True).flatmap(
     lambda ids: st.tuples(*(records(f"q{i}") for i in ids))))  # fmt: skip
-def test_valid_records_encode_and_every_mention_lands_in_a_window(processor, items):
+def test_valid_records_encode_and_every_mention_lands_in_a_window(small_window_processor, items):
     items = list(items)
-    found = encoded_spans(processor, items)
+    found = encoded_spans(small_window_processor, items)
     assert set(found) == {example_id_of(item) for item in items}
     for item in items:
         assert found[example_id_of(item)] == gold_spans(item)
@@ -176,17 +176,19 @@ def test_valid_records_encode_and_every_mention_lands_in_a_window(processor, ite
     st.sampled_from(sorted(MUTATIONS)),
     st.integers(0, 2**16),
 )
-def test_an_invalid_record_raises_value_error_naming_it_and_skipping_keeps_the_rest(processor, items, mutation, seed):
+def test_an_invalid_record_raises_value_error_naming_it_and_skipping_keeps_the_rest(
+    small_window_processor, items, mutation, seed
+):
     good_a, bad, good_b = items
     bad = mutate(bad, mutation, seed)
     with pytest.raises(ValueError) as error:  # a ValueError, never a KeyError / TypeError / IndexError
-        processor.encode_records([good_a, bad, good_b])
+        small_window_processor.encode_records([good_a, bad, good_b])
     assert "'bad-x'" in str(error.value) or "'record-bad-x'" in str(error.value), (mutation, str(error.value))
-    processor.invalid_examples.clear()
-    kept = encoded_spans(processor, [good_a, bad, good_b], skip_invalid=True)
-    assert kept == encoded_spans(processor, [good_a, good_b])
+    small_window_processor.invalid_examples.clear()
+    kept = encoded_spans(small_window_processor, [good_a, bad, good_b], skip_invalid=True)
+    assert kept == encoded_spans(small_window_processor, [good_a, good_b])
     assert set(kept) == {"good-a", "good-b"}
-    assert [item.example_id for item in processor.invalid_examples] in (["bad-x"], ["record-bad-x"])
+    assert [item.example_id for item in small_window_processor.invalid_examples] in (["bad-x"], ["record-bad-x"])
 
 
 COLLATOR_MUTATIONS = {
@@ -209,9 +211,13 @@ COLLATOR_MUTATIONS = {
     st.integers(0, 2**16),
     st.sampled_from([None, 1, 8]),
 )
-def test_collator_pads_valid_batches_and_refuses_inconsistent_ones(processor, items, mutation, seed, multiple):
-    features = features_of(processor.encode_records(list(items)))
-    collator = GesaDataCollator(pad_token_id=processor.tokenizer.pad_token_id, pad_to_multiple_of=multiple)
+def test_collator_pads_valid_batches_and_refuses_inconsistent_ones(
+    small_window_processor, items, mutation, seed, multiple
+):
+    features = features_of(small_window_processor.encode_records(list(items)))
+    collator = GesaDataCollator(
+        pad_token_id=small_window_processor.tokenizer.pad_token_id, pad_to_multiple_of=multiple
+    )
     if mutation is None:
         batch = collator(features)
         assert set(batch) == set(MODEL_INPUT_NAMES) | {"labels"}

@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tiny_luke import HOTPOT_DIR
 
 from gesa.records_xh import (
     XhDataError,
@@ -29,7 +30,6 @@ from gesa.records_xh import (
     read_wiki_pages,
 )
 
-SHARED_HOTPOT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "hotpotqa"
 OFFICIAL_ROW = {
     "_id": "q1",
     "question": "Which city is the tower in?",
@@ -84,7 +84,7 @@ def test_repeated_hotpot_ids_are_an_error(tmp_path):
 
 @pytest.mark.needs_shared
 def test_the_shared_hub_rows_read_with_file_based_ids():
-    rows = read_hotpot_file(SHARED_HOTPOT / "hotpot_dev_distractor_first100.json")
+    rows = read_hotpot_file(HOTPOT_DIR / "hotpot_dev_distractor_first100.json")
     assert len(rows) == 100 and rows[3]["id"] == "hotpot_dev_distractor_first100-3"
     assert all(len(r["context"]["title"]) == len(r["context"]["sentences"]) for r in rows)
 

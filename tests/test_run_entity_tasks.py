@@ -17,49 +17,15 @@ predictions file, and the saved checkpoint reloads with ``trust_remote_code``; b
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 import transformers
+from script_helpers import ENTITY_TASK_FILES, load_entity_script, logged_losses, run_entity_task
 
 from gesa.processing_entity import EntityTaskProcessor
 from gesa.records_entity import read_task_file
-
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "examples" / "run_entity_tasks.py"
-FIXTURES = Path(__file__).parent / "fixtures" / "entity"
-FILES = {
-    "entity_typing": FIXTURES / "open_entity_crowd.json",
-    "relation_classification": FIXTURES / "tacred.json",
-    "ner": FIXTURES / "conll2003.txt",
-}
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("run_entity_tasks_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-def run_task(luke_dir, output_dir, task, extra=(), data=None):
-    data = data or FILES[task]
-    argv = ["--task", task, "--model_name_or_path", str(luke_dir), "--output_dir", str(output_dir),
-            "--train_file", str(data), "--validation_file", str(data), "--do_train", "--do_eval",
-            "--num_train_epochs", "25", "--learning_rate", "1e-2", "--per_device_train_batch_size", "4",
-            "--logging_steps", "4", "--save_strategy", "no", "--report_to", "none", "--seed", "0",
-            "--use_cpu", "true", "--dataloader_pin_memory", "false", "--disable_tqdm", "true", *extra]  # fmt: skip
-    return load_script().main(argv)
-
-
-def logged_losses(output_dir):
-    history = json.loads((Path(output_dir) / "trainer_state.json").read_text())["log_history"]
-    return [entry["loss"] for entry in history if "loss" in entry]
 
 
 def hand_prf(correct, predicted, gold):
@@ -94,13 +60,13 @@ def hand_count(task, rows):
 )
 def test_entity_task_trains_scores_by_hand_count_and_reloads(tiny_luke_dir, tmp_path, task, auto_class):
     output_dir = tmp_path / task
-    results = run_task(tiny_luke_dir, output_dir, task)
+    results = run_entity_task(tiny_luke_dir, output_dir, task)
     losses = logged_losses(output_dir)
     assert len(losses) >= 3 and losses[-1] < 0.7 * losses[0]
 
     saved = json.loads((output_dir / "all_results.json").read_text())
     rows = json.loads((output_dir / "eval_predictions.json").read_text())
-    examples = read_task_file(task, FILES[task])
+    examples = read_task_file(task, ENTITY_TASK_FILES[task])
     assert [row["id"] for row in rows] == [example.id for example in examples]
     correct, predicted, gold = hand_count(task, rows)
     assert gold > 0 and predicted > 0
@@ -131,19 +97,22 @@ def test_entity_task_trains_scores_by_hand_count_and_reloads(tiny_luke_dir, tmp_
 @pytest.mark.slow
 def test_luke_variant_trains_and_evaluates_a_trained_checkpoint(tiny_luke_dir, tmp_path, capsys):
     output_dir = tmp_path / "luke-tacred"
-    run_task(tiny_luke_dir, output_dir, "relation_classification", extra=["--variant", "luke", "--max_steps", "6"])
+    run_entity_task(
+        tiny_luke_dir, output_dir, "relation_classification", extra=["--variant", "luke", "--max_steps", "6"]
+    )
     assert json.loads((output_dir / "config.json").read_text())["ablation"] == "luke"
     with pytest.raises(SystemExit):  # a relation head is no typing head
-        load_script().main(["--task", "entity_typing", "--model_name_or_path", str(output_dir), "--variant", "luke",
-                            "--validation_file", str(FILES["entity_typing"]), "--do_eval", "--output_dir",
-                            str(tmp_path / "wrong"), "--report_to", "none"])  # fmt: skip
+        load_entity_script().main(["--task", "entity_typing", "--model_name_or_path", str(output_dir),
+                                   "--variant", "luke", "--validation_file", str(ENTITY_TASK_FILES["entity_typing"]),
+                                   "--do_eval", "--output_dir", str(tmp_path / "wrong"),
+                                   "--report_to", "none"])  # fmt: skip
     assert "needs a 'gesa' GesaForEntityClassification" in capsys.readouterr().err
     again = tmp_path / "again"
-    data = str(FILES["relation_classification"])
+    data = str(ENTITY_TASK_FILES["relation_classification"])
     argv = ["--task", "relation_classification", "--model_name_or_path", str(output_dir), "--variant", "luke",
             "--validation_file", data, "--test_file", data, "--do_eval", "--do_predict", "--output_dir", str(again),
             "--report_to", "none", "--use_cpu", "true"]  # fmt: skip
-    results = load_script().main(argv)
+    results = load_entity_script().main(argv)
     first = json.loads((output_dir / "eval_results.json").read_text())
     assert results["eval_f1"] == pytest.approx(first["eval_f1"])
     trained = json.loads((output_dir / "eval_predictions.json").read_text())
@@ -165,7 +134,7 @@ def test_luke_variant_trains_and_evaluates_a_trained_checkpoint(tiny_luke_dir, t
                 "ner",
                 "--do_train",
                 "--train_file",
-                str(FILES["ner"]),
+                str(ENTITY_TASK_FILES["ner"]),
                 "--model_name_or_path",
                 "/nonexistent/m",
             ],
@@ -176,7 +145,7 @@ def test_luke_variant_trains_and_evaluates_a_trained_checkpoint(tiny_luke_dir, t
 def test_bad_flags_end_with_one_error_line(tiny_luke_dir, tmp_path, capsys, extra, message):
     argv = ["--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(tmp_path / "out"), *extra]
     with pytest.raises(SystemExit) as stop:
-        load_script().main(argv)
+        load_entity_script().main(argv)
     assert stop.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and error[0].startswith("run_entity_tasks.py: error: ") and message in error[0]
@@ -189,7 +158,7 @@ def test_bad_record_names_flag_file_and_line(tiny_luke_dir, tmp_path, capsys):
     argv = ["--task", "entity_typing", "--model_name_or_path", str(tiny_luke_dir), "--output_dir",
             str(tmp_path / "out"), "--train_file", str(bad), "--do_train", "--report_to", "none"]  # fmt: skip
     with pytest.raises(SystemExit):
-        load_script().main(argv)
+        load_entity_script().main(argv)
     error = capsys.readouterr().err.strip()
     assert error.startswith(f"run_entity_tasks.py: error: --train_file: {bad}, line 1") and "y_str" in error
 
@@ -200,9 +169,9 @@ def test_a_finished_model_is_not_overwritten(tiny_luke_dir, tmp_path, capsys):
     (output_dir / "config.json").write_text("{}")
     (output_dir / "model.safetensors").write_bytes(b"")
     argv = ["--task", "ner", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(output_dir),
-            "--train_file", str(FILES["ner"]), "--do_train", "--report_to", "none"]  # fmt: skip
+            "--train_file", str(ENTITY_TASK_FILES["ner"]), "--do_train", "--report_to", "none"]  # fmt: skip
     with pytest.raises(SystemExit):
-        load_script().main(argv)
+        load_entity_script().main(argv)
     assert "--overwrite_output_dir" in capsys.readouterr().err
 
 
@@ -210,13 +179,15 @@ def test_a_finished_model_is_not_overwritten(tiny_luke_dir, tmp_path, capsys):
 def test_training_resumes_from_the_newest_complete_checkpoint(tiny_luke_dir, tmp_path):
     output_dir = tmp_path / "resumed"
     steps = ["--save_strategy", "steps", "--save_steps", "2", "--logging_steps", "1", "--num_train_epochs", "1"]
-    run_task(tiny_luke_dir, output_dir, "relation_classification", extra=[*steps, "--max_steps", "4"])
+    run_entity_task(tiny_luke_dir, output_dir, "relation_classification", extra=[*steps, "--max_steps", "4"])
     state = json.loads((output_dir / "checkpoint-2" / "trainer_state.json").read_text())["log_history"]
     (output_dir / "checkpoint-4" / "trainer_state.json").unlink()  # a save cut short: not resumable
     for name in ("config.json", "model.safetensors"):
         (output_dir / name).unlink()  # the finished model of the first run
     # another seed: a fresh start would shuffle differently; the resumed run keeps checkpoint-2's first two steps
-    run_task(tiny_luke_dir, output_dir, "relation_classification", extra=[*steps, "--max_steps", "6", "--seed", "1"])
+    run_entity_task(
+        tiny_luke_dir, output_dir, "relation_classification", extra=[*steps, "--max_steps", "6", "--seed", "1"]
+    )
     history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
     losses = {entry["step"]: entry["loss"] for entry in history if "loss" in entry}
     assert sorted(losses) == [1, 2, 3, 4, 5, 6]
@@ -227,8 +198,8 @@ def test_training_resumes_from_the_newest_complete_checkpoint(tiny_luke_dir, tmp
 def test_a_diverged_run_stops_with_one_error_line_and_saves_no_model(tiny_luke_dir, tmp_path, capsys):
     output_dir = tmp_path / "diverged"
     with pytest.raises(SystemExit) as stop:
-        run_task(tiny_luke_dir, output_dir, "entity_typing", extra=["--learning_rate", "1e8", "--max_steps", "3",
-                                                                    "--logging_steps", "1"])  # fmt: skip
+        run_entity_task(tiny_luke_dir, output_dir, "entity_typing",
+                        extra=["--learning_rate", "1e8", "--max_steps", "3", "--logging_steps", "1"])  # fmt: skip
     assert stop.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith("run_entity_tasks.py: error: training diverged")
@@ -241,14 +212,14 @@ def test_ner_trains_from_a_dataset_in_the_hub_layout(tiny_luke_dir, tmp_path):
     dataset.mkdir()
     rows = [
         {"id": str(i), "tokens": e.tokens, "ner_tags": e.tags}
-        for i, e in enumerate(read_task_file("ner", FILES["ner"]))
+        for i, e in enumerate(read_task_file("ner", ENTITY_TASK_FILES["ner"]))
     ]
     for split in ("train", "validation"):
         (dataset / f"{split}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     argv = ["--task", "ner", "--model_name_or_path", str(tiny_luke_dir), "--dataset_name", str(dataset),
             "--output_dir", str(tmp_path / "out"), "--do_train", "--do_eval", "--max_steps", "4",
             "--report_to", "none", "--use_cpu", "true", "--save_strategy", "no"]  # fmt: skip
-    results = load_script().main(argv)
+    results = load_entity_script().main(argv)
     assert results["eval_samples"] == len(rows) == 3
     predicted = json.loads((tmp_path / "out" / "eval_predictions.json").read_text())
     assert [row["reference"] for row in predicted][1] == [[0, 2, "PER"], [3, 4, "LOC"]]
@@ -261,6 +232,6 @@ def test_push_to_hub_is_checked_before_any_data_loads(tiny_luke_dir, tmp_path, c
     argv = ["--task", "ner", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(tmp_path / "out"),
             "--train_file", str(tmp_path / "missing.txt"), "--do_train", "--push_to_hub", "--report_to", "none"]  # fmt: skip
     with pytest.raises(SystemExit):
-        load_script().main(argv)
+        load_entity_script().main(argv)
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and error[0].startswith("run_entity_tasks.py: error: --push_to_hub: HF_HUB_OFFLINE is set")

@@ -16,7 +16,6 @@ more than 2,000 words under windowed attention, and the saved checkpoint's pipel
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -25,32 +24,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from script_helpers import RECORD_SAMPLE_TRAIN, load_multihop_script, multihop_error_line, record_script
 
 from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
 from gesa.training_gesa import OutputDirLock
-
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "examples" / "run_multihop.py"
-RECORD_TRAIN = ROOT / "examples" / "data" / "record_sample_train.jsonl"
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("run_multihop_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-def error_line(capsys, argv: list[str]) -> str:
-    """The one ``run_multihop.py: error: ...`` line (exit status 2) a refused run prints, and nothing else on stderr."""
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as stopped:
-        load_script().main(argv)
-    assert stopped.value.code == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("run_multihop.py: error: "), lines
-    return lines[0]
 
 
 def run_script(luke_dir, tmp_path, variant, train, evaluation, test=None, extra=()):
@@ -68,7 +45,7 @@ def run_script(luke_dir, tmp_path, variant, train, evaluation, test=None, extra=
             "--dataloader_pin_memory", "false", *extra]  # fmt: skip
     for flag, path in files.items():
         argv += [flag, str(path)]
-    results = load_script().main(argv)
+    results = load_multihop_script().main(argv)
     return output_dir, results
 
 
@@ -150,10 +127,10 @@ def test_pipeline_from_a_fresh_process_elsewhere_agrees_with_do_eval(tiny_luke_d
 
 
 def test_unknown_task_and_headless_variant_are_refused(capsys):
-    assert "--task 'nope' is unknown; choose one of" in error_line(
+    assert "--task 'nope' is unknown; choose one of" in multihop_error_line(
         capsys, ["--task", "nope", "--output_dir", "x", "--model_name_or_path", "y"]
     )
-    assert "--task wikihop has no head for --variant xh" in error_line(
+    assert "--task wikihop has no head for --variant xh" in multihop_error_line(
         capsys, ["--task", "wikihop", "--variant", "xh", "--output_dir", "x", "--model_name_or_path", "y"]
     )
 
@@ -174,9 +151,9 @@ def test_a_checkpoint_evaluates_again_and_refuses_another_variant(tiny_luke_dir,
     dev = write_wikihop_file(tmp_path / "dev2.json", evaluation)
     common = ["--task", "wikihop", "--model_name_or_path", str(output_dir), "--validation_file", str(dev),
               "--do_eval", "--max_seq_length", "512", "--report_to", "none", "--use_cpu", "true"]  # fmt: skip
-    again = load_script().main([*common, "--variant", "luke_graph", "--output_dir", str(tmp_path / "again")])
+    again = load_multihop_script().main([*common, "--variant", "luke_graph", "--output_dir", str(tmp_path / "again")])
     assert again["eval_accuracy"] == first["eval_accuracy"]
-    refused = error_line(capsys, [*common, "--variant", "gesa", "--output_dir", str(tmp_path / "other")])
+    refused = multihop_error_line(capsys, [*common, "--variant", "gesa", "--output_dir", str(tmp_path / "other")])
     assert "needs a 'gesa' GesaForEntityMultipleChoice: pass the --variant" in refused
 
 
@@ -213,13 +190,15 @@ def test_training_resumed_from_a_checkpoint_ends_where_an_uninterrupted_run_ends
 
 def _refused_by_both(capsys, tmp_path, output_dir: Path, extra: list[str]) -> str:
     """The error of run_multihop.py and of run_record.py for the same folder flags; asserts they say the same."""
-    from test_run_record import run_record
+    run_record = record_script()
 
     wikihop = write_wikihop_file(tmp_path / "wikihop-train.json", make_wikihop_sample(2, seed=1))
-    multihop = error_line(capsys, ["--task", "wikihop", "--model_name_or_path", "not-loaded", "--do_train",
+    multihop = multihop_error_line(capsys, ["--task", "wikihop", "--model_name_or_path", "not-loaded", "--do_train",
                                    "--train_file", str(wikihop), "--output_dir", str(output_dir), *extra])  # fmt: skip
     with pytest.raises(SystemExit) as stopped:
-        run_record.main(["--do_train", "--train_file", str(RECORD_TRAIN), "--output_dir", str(output_dir), *extra])
+        run_record.main(
+            ["--do_train", "--train_file", str(RECORD_SAMPLE_TRAIN), "--output_dir", str(output_dir), *extra]
+        )
     assert stopped.value.code == 2
     record = capsys.readouterr().err.strip().splitlines()[-1]
     assert record.startswith("run_record.py: error: ")

@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_run_multihop import error_line, load_script
-from test_xh_tasks import FEVER_PAGES, fever_fixture_claims, hotpot_fixture_rows
+from hotpot_fever_fixtures import FEVER_PAGES, fever_fixture_claims, hotpot_fixture_rows
+from script_helpers import load_multihop_script, multihop_error_line
 
 COMMON = ["--variant", "xh", "--do_train", "--do_eval", "--per_device_train_batch_size", "4",
           "--learning_rate", "3e-3", "--logging_steps", "2", "--save_strategy", "no", "--report_to", "none",
@@ -41,7 +41,7 @@ def test_run_multihop_trains_xh_on_hotpotqa_and_writes_the_official_file(tiny_lu
     argv = ["--task", "hotpotqa", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(output_dir),
             "--train_file", str(tmp_path / "train.json"), "--validation_file", str(tmp_path / "train.json"),
             *COMMON]  # fmt: skip
-    results = load_script().main(argv)
+    results = load_multihop_script().main(argv)
     losses = _losses(output_dir)
     assert len(losses) >= 4 and sum(losses[-2:]) < sum(losses[:2]), losses
     keys = {"em", "f1", "prec", "recall", "sp_em", "sp_f1", "sp_prec", "sp_recall", "joint_em", "joint_f1"}
@@ -73,7 +73,7 @@ def test_run_multihop_trains_xh_on_fever_and_writes_the_shared_task_file(tiny_lu
     blind = [{"id": c["id"], "claim": c["claim"]} for c in claims[:3]]  # a blind test file: no label, no evidence
     (tmp_path / "test.jsonl").write_text("\n".join(json.dumps(c) for c in blind))
     argv += ["--do_predict", "--test_file", str(tmp_path / "test.jsonl")]
-    load_script().main(argv)
+    load_multihop_script().main(argv)
     submitted = [json.loads(line) for line in (output_dir / "predict_predictions.jsonl").read_text().splitlines()]
     assert [s["id"] for s in submitted] == [c["id"] for c in blind]
     losses = _losses(output_dir)
@@ -90,4 +90,4 @@ def test_fever_without_wiki_pages_is_one_clear_error(tiny_luke_dir, tmp_path, ca
     argv = ["--task", "fever", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(tmp_path / "o"),
             "--train_file", str(tmp_path / "train.jsonl"), *COMMON[:-4]]  # fmt: skip
     argv.remove("--do_eval")
-    assert "--task fever needs --wiki_pages" in error_line(capsys, argv)
+    assert "--task fever needs --wiki_pages" in multihop_error_line(capsys, argv)

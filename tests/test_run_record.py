@@ -24,7 +24,6 @@ and run without ../shared.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -36,16 +35,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from record_metric_reference import ref_evaluate
 from safetensors.torch import load_file, save_file
-from test_metric import ref_evaluate
+from script_helpers import RECORD_SCRIPT, ROOT, record_error_lines, record_script
 from tiny_luke import RECORD_DIR, SAMPLE_DIR, build_luke_tokenizer, offline_bpe_dir, tiny_luke_config
 from transformers import LukeModel, TrainerCallback
 
 from gesa import training_models
 from gesa.training_tokenizer import train_sample_tokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "examples" / "run_record.py"
 TRAIN32 = RECORD_DIR / "fewglue_train32.jsonl"
 SAMPLE_TRAIN = (
     SAMPLE_DIR / "record_sample_train.jsonl"
@@ -62,15 +60,7 @@ LOGGING_STEPS = 20
 SEED = 1
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("run_record_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(module)
-    return module
-
-
-run_record = _load_script()
+run_record = record_script()
 
 
 def _rows(path: Path) -> list[dict]:
@@ -367,7 +357,7 @@ def test_two_process_run_matches_single_process(trained, tmp_path):
         "--standalone",
         "--nproc_per_node",
         "2",
-        str(SCRIPT),
+        str(RECORD_SCRIPT),
         *argv,
     ]
     proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
@@ -447,54 +437,6 @@ def test_entity_table_shrinks_to_the_special_entities(tmp_path):
     assert reloaded.entity_vocab == {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3}
 
 
-# Runs each argv through run_record.main in ONE fresh process (one import for all cases), with file descriptors 1
-# and 2 sent to a file per case: everything the run prints (print, logging handlers, progress bars) is captured.
-_ERROR_RUNNER = r"""
-import importlib.util, json, os, sys, tempfile, traceback
-spec = importlib.util.spec_from_file_location("run_record_cli", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = module
-spec.loader.exec_module(module)
-results = []
-for argv in json.loads(sys.argv[2]):
-    with tempfile.TemporaryFile() as sink:
-        sys.stdout.flush(); sys.stderr.flush()
-        saved = os.dup(1), os.dup(2)
-        os.dup2(sink.fileno(), 1); os.dup2(sink.fileno(), 2)
-        try:
-            module.main(argv)
-            code = 0
-        except SystemExit as error:
-            code = error.code
-        except BaseException:
-            traceback.print_exc()
-            code = "exception"
-        finally:
-            sys.stdout.flush(); sys.stderr.flush()
-            os.dup2(saved[0], 1); os.dup2(saved[1], 2)
-        sink.seek(0)
-        results.append({"code": code, "output": sink.read().decode("utf-8", "replace")})
-print(json.dumps(results))
-"""
-
-
-def _error_lines(cases: list[list[str]], cwd: Path) -> list[str]:
-    """The one output line of each bad-input run: exit status 2, exactly one non-empty line (stdout and stderr
-    together), the ``error:`` line, nothing of training."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-    proc = subprocess.run([sys.executable, "-c", _ERROR_RUNNER, str(SCRIPT), json.dumps(cases)], cwd=cwd,
-                          capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(proc.stdout.strip().splitlines()[-1])
-    lines = []
-    for argv, result in zip(cases, results, strict=True):
-        output = [line for line in result["output"].splitlines() if line.strip()]
-        assert result["code"] == 2 and len(output) == 1, (argv, result)
-        assert output[0].startswith("run_record.py: error: "), (argv, output)
-        lines.append(output[0])
-    return lines
-
-
 def _sample_lines() -> list[str]:
     return (ROOT / "examples" / "data" / "record_sample_train.jsonl").read_text(encoding="utf-8").splitlines()
 
@@ -529,7 +471,7 @@ def test_bad_input_files_give_one_error_line(tmp_path):
         ["--train_file", "late-release.json", "--do_train", *out],
         ["--validation_file", "mixed.jsonl", "--do_eval", *out],
     ]
-    lines = _error_lines(cases, cwd=tmp_path)
+    lines = record_error_lines(cases, cwd=tmp_path)
     passage_problem = "'passage' must be an object with 'text' (a string) and 'entities', got None; fix or remove"
     expected = [
         ("--train_file nope.jsonl does not exist", "give the path of an existing ReCoRD"),
@@ -562,7 +504,7 @@ def test_bad_input_luke_vocab_mismatch(tmp_path):
          str(SAMPLE_TRAIN), "--do_train", "--do_eval", "--output_dir", str(tmp_path / "out")]
         for extra in ([], ["--tokenizer_name", str(foreign)])
     ]  # fmt: skip
-    lines = _error_lines(cases, cwd=tmp_path)
+    lines = record_error_lines(cases, cwd=tmp_path)
     for line, size in zip(lines, (tokenizer_size, len(foreign_tokenizer)), strict=True):
         assert f"--model_name_or_path {luke_dir}: the LUKE checkpoint has vocab_size={tokenizer_size + 7}" in line
         assert f"has {size} word tokens" in line and "do not belong together" in line, line
@@ -584,7 +526,7 @@ def test_bad_input_user_knowledge_base_checkpoint(tmp_path):
     tokenizer.save_pretrained(kar_dir)
     case = ["--model_name_or_path", str(kar_dir), "--variant", "kar", "--validation_file", str(SAMPLE_TRAIN),
             "--do_eval", "--output_dir", str(tmp_path / "out")]  # fmt: skip
-    (line,) = _error_lines([case], cwd=tmp_path)
+    (line,) = record_error_lines([case], cwd=tmp_path)
     assert f"--model_name_or_path {kar_dir} has kb_size=8" in line and "supports only LUKE's entity table" in line
     assert not (tmp_path / "out").exists()
 

@@ -16,34 +16,22 @@ one line before any work when the Hub cannot be used, evaluation-only runs say w
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from script_helpers import RECORD_SCRIPT, load_script
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "examples" / "run_record.py"
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("run_record_cli_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-run_record = _load_script()
+run_record = load_script(RECORD_SCRIPT, "run_record_cli_under_test")
 
 
 def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
     environment.update(HF_HOME=str(tmp_path / "hf-home"), **env)
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
+        [sys.executable, str(RECORD_SCRIPT), *args],
         capture_output=True,
         text=True,
         cwd=tmp_path,

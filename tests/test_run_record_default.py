@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -25,11 +24,10 @@ import time
 from pathlib import Path
 
 import pytest
+from script_helpers import RECORD_SCRIPT, ROOT
 
 from gesa.training_tokenizer import train_sample_tokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "examples" / "run_record.py"
 CODE_FILES = ("configuration_gesa.py", "modeling_gesa.py", "processing_gesa.py")
 
 
@@ -68,7 +66,7 @@ def test_embedded_default_runs_offline_with_no_arguments(tmp_path):
     the scores before training; the model learns: its training loss ends well below the label prior's."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(SCRIPT)], cwd=tmp_path, capture_output=True, text=True, env=env,
+    proc = subprocess.run([sys.executable, str(RECORD_SCRIPT)], cwd=tmp_path, capture_output=True, text=True, env=env,
                           timeout=900)  # fmt: skip
     elapsed = time.perf_counter() - started
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -88,10 +86,6 @@ def test_embedded_default_runs_offline_with_no_arguments(tmp_path):
     assert last < 0.75 * prior and last < 0.6 * losses[0], losses
     # The BPE tokenizer was trained on the training text only: the same merges as one trained here on it, not those
     # of one trained on the training and evaluation text.
-    spec = importlib.util.spec_from_file_location("run_record_default_under_test", SCRIPT)
-    run_record = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = run_record
-    spec.loader.exec_module(run_record)
     train_texts = _texts(ROOT / "examples" / "data" / "record_sample_train.jsonl")
     dev_texts = _texts(ROOT / "examples" / "data" / "record_sample_dev.jsonl")
     saved = _bpe_merges((output_dir / "tokenizer.json").read_text(encoding="utf-8"))

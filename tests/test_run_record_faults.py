@@ -29,7 +29,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_run_record import ROOT, _error_lines, run_record
+from script_helpers import (
+    RECORD_SAMPLE_DEV,
+    RECORD_SAMPLE_TRAIN,
+    record_error_lines,
+    record_sample_argv,
+    record_script,
+)
 from transformers import TrainerCallback
 
 from gesa import training_models, training_record
@@ -37,24 +43,14 @@ from gesa.processing_gesa import GesaProcessor
 from gesa.training_gesa import ScriptArgumentError, check_resume_fits
 from gesa.training_tokenizer import train_sample_tokenizer
 
-TRAIN_FILE = ROOT / "examples" / "data" / "record_sample_train.jsonl"
-DEV_FILE = ROOT / "examples" / "data" / "record_sample_dev.jsonl"
-
-
-def _argv(output_dir: Path, *extra: str) -> list[str]:
-    return [
-        "--train_file", str(TRAIN_FILE), "--validation_file", str(DEV_FILE), "--output_dir", str(output_dir),
-        "--max_seq_length", "128", "--doc_stride", "64", "--max_query_length", "32",
-        "--per_device_train_batch_size", "8", "--report_to", "none", "--disable_tqdm", "true",
-        "--dataloader_pin_memory", "false", "--seed", "0", *extra,
-    ]  # fmt: skip
+run_record = record_script()
 
 
 @pytest.fixture(scope="module")
 def checkpointed(tmp_path_factory) -> Path:
     """A tiny GESA trained 2 steps from scratch, with checkpoint-1 and checkpoint-2 and the final model."""
     output_dir = tmp_path_factory.mktemp("faults") / "run"
-    run_record.main(_argv(output_dir, "--do_train", "--max_steps", "2", "--save_steps", "1"))
+    run_record.main(record_sample_argv(output_dir, "--do_train", "--max_steps", "2", "--save_steps", "1"))
     assert (output_dir / "checkpoint-2" / "trainer_state.json").is_file()
     return output_dir
 
@@ -69,7 +65,7 @@ class _FirstStep(TrainerCallback):
 
 
 def _sample_records() -> list[dict]:
-    return [json.loads(line) for line in TRAIN_FILE.read_text(encoding="utf-8").splitlines()]
+    return [json.loads(line) for line in RECORD_SAMPLE_TRAIN.read_text(encoding="utf-8").splitlines()]
 
 
 @pytest.mark.slow
@@ -78,7 +74,9 @@ def test_resuming_a_checkpoint_of_another_model_stops_before_touching_it(checkpo
     Another --ablation or --variant is refused from the checkpoint's config before logging starts (one line, in ``test_one_error_line...``);
     the weights themselves are compared once the model is built, before the checkpoint is loaded."""
     checkpoint = str(checkpointed / "checkpoint-1")
-    model_args, data_args, args = run_record.parse_args(_argv(tmp_path / "luke", "--do_train", "--ablation", "luke"))
+    model_args, data_args, args = run_record.parse_args(
+        record_sample_argv(tmp_path / "luke", "--do_train", "--ablation", "luke")
+    )
     train = training_record.load_queries(data_args, model_args, args)["train"]
     texts = [*dict.fromkeys(train["passage"]), *train["query"]]  # the demo tokenizer of the checkpointed run
     with pytest.raises(ScriptArgumentError) as error:
@@ -92,7 +90,7 @@ def test_resuming_a_checkpoint_of_another_model_stops_before_touching_it(checkpo
     message = str(error.value)
     assert "ablation=None; this run: model_type='gesa', ablation='luke'" in message
     assert "missing: ['gesa.embeddings.position_embeddings.weight'" in message and "label_embeddings" in message
-    own_args, data_args, _ = run_record.parse_args(_argv(tmp_path / "own", "--do_train"))
+    own_args, data_args, _ = run_record.parse_args(record_sample_argv(tmp_path / "own", "--do_train"))
     training_models.check_resume_config(checkpoint, own_args)  # the run's own checkpoint passes both checks
     own, _ = training_models.build_model_and_processor(own_args, data_args, texts)
     check_resume_fits(checkpoint, own)
@@ -111,7 +109,8 @@ def test_auto_resume_skips_a_half_written_last_checkpoint(checkpointed, tmp_path
     first = _FirstStep()
     with caplog.at_level("INFO"):
         run_record.main(
-            _argv(output_dir, "--do_train", "--max_steps", "3", "--save_strategy", "no"), callbacks=[first]
+            record_sample_argv(output_dir, "--do_train", "--max_steps", "3", "--save_strategy", "no"),
+            callbacks=[first],
         )
     assert first.first_step == 2  # resumed after step 1
     assert f"Not resuming from an incomplete checkpoint: {output_dir / 'checkpoint-2'} has no trainer_state.json" in (
@@ -142,8 +141,8 @@ def test_one_error_line_for_each_bad_flag_file_or_checkpoint(checkpointed, tmp_p
     }  # fmt: skip
     for name, content in files.items():
         (tmp_path / name).write_text(content, encoding="utf-8")
-    (tmp_path / "latin1.jsonl").write_bytes(TRAIN_FILE.read_bytes().split(b"\n")[0] + b"\n" + "{\"passage\": \"Café\"}"
-                                            .encode("latin-1") + b"\n")  # fmt: skip
+    first_line = RECORD_SAMPLE_TRAIN.read_bytes().split(b"\n")[0]
+    (tmp_path / "latin1.jsonl").write_bytes(first_line + b"\n" + '{"passage": "Café"}'.encode("latin-1") + b"\n")
     truncated = tmp_path / "truncated-model"
     shutil.copytree(checkpointed, truncated, ignore=shutil.ignore_patterns("checkpoint-*"))
     weights = (truncated / "model.safetensors").read_bytes()
@@ -153,8 +152,8 @@ def test_one_error_line_for_each_bad_flag_file_or_checkpoint(checkpointed, tmp_p
     (half / "trainer_state.json").unlink()
     out = str(tmp_path / "out")
 
-    def data(train: str = str(TRAIN_FILE)) -> list[str]:
-        return ["--train_file", train, "--validation_file", str(DEV_FILE), "--do_train", "--output_dir", out]
+    def data(train: str = str(RECORD_SAMPLE_TRAIN)) -> list[str]:
+        return ["--train_file", train, "--validation_file", str(RECORD_SAMPLE_DEV), "--do_train", "--output_dir", out]
 
     cases = {
         "exclusive-entity-ends": (data("ends.jsonl"), ["--train_file ends.jsonl, line 2: ReCoRD example ", "ends with whitespace",
@@ -178,7 +177,7 @@ def test_one_error_line_for_each_bad_flag_file_or_checkpoint(checkpointed, tmp_p
         "resume-from-a-half-written-checkpoint": (data() + ["--resume_from_checkpoint", str(half)],
                            [f"{half} has no trainer_state.json", "give a complete checkpoint folder"]),
         "truncated-model-weights": (["--model_name_or_path", str(truncated), "--do_eval", "--validation_file",
-                                   str(DEV_FILE), "--output_dir", out],
+                                   str(RECORD_SAMPLE_DEV), "--output_dir", out],
                                   [f"--model_name_or_path {truncated}: {truncated / 'model.safetensors'} is truncated",
                                    "save or download the checkpoint again"]),
         "resume-a-checkpoint-of-another-ablation": (data() + ["--ablation", "luke", "--resume_from_checkpoint", str(checkpointed / "checkpoint-1")],
@@ -189,13 +188,14 @@ def test_one_error_line_for_each_bad_flag_file_or_checkpoint(checkpointed, tmp_p
                         "(model_type 'gesa', this run 'gesa_kar' (--variant kar))"]),
         "zero-epochs": (data() + ["--num_train_epochs", "0"], ["--num_train_epochs must be positive", "got 0.0"]),
         "negative-max-steps": (data() + ["--max_steps", "-5"], ["--max_steps must be a positive number of steps", "got -5"]),
-        "incomplete-model-in-output-dir": (["--train_file", str(TRAIN_FILE), "--do_train", "--output_dir", str(truncated)],
+        "incomplete-model-in-output-dir": (["--train_file", str(RECORD_SAMPLE_TRAIN), "--do_train",
+                                            "--output_dir", str(truncated)],
                           [f"--output_dir {truncated} holds an incomplete model save", "is truncated",
                            "--overwrite_output_dir"]),
     }  # fmt: skip
     if not torch.cuda.is_available():
         cases["bf16-without-hardware"] = (data() + ["--bf16"], ["doesn't support bf16"])
-    lines = _error_lines([argv for argv, _ in cases.values()], cwd=tmp_path)
+    lines = record_error_lines([argv for argv, _ in cases.values()], cwd=tmp_path)
     for (name, (_, fragments)), line in zip(cases.items(), lines, strict=True):
         for fragment in fragments:
             assert fragment in line, (name, line)

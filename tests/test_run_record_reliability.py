@@ -29,25 +29,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_run_record import ROOT, SCRIPT, _error_lines, run_record
+from script_helpers import (
+    RECORD_SAMPLE_DEV,
+    RECORD_SAMPLE_TRAIN,
+    RECORD_SCRIPT,
+    record_error_lines,
+    record_sample_argv,
+    record_script,
+)
 
 from gesa import training_gesa
 
-TRAIN_FILE = ROOT / "examples" / "data" / "record_sample_train.jsonl"
-DEV_FILE = ROOT / "examples" / "data" / "record_sample_dev.jsonl"
-
-
-def _argv(output_dir: Path, *extra: str) -> list[str]:
-    return [
-        "--train_file", str(TRAIN_FILE), "--validation_file", str(DEV_FILE), "--output_dir", str(output_dir),
-        "--max_seq_length", "128", "--doc_stride", "64", "--max_query_length", "32",
-        "--per_device_train_batch_size", "8", "--report_to", "none", "--disable_tqdm", "true",
-        "--dataloader_pin_memory", "false", "--seed", "0", *extra,
-    ]  # fmt: skip
+run_record = record_script()
 
 
 def _records() -> list[dict]:
-    return [json.loads(line) for line in TRAIN_FILE.read_text(encoding="utf-8").splitlines()]
+    return [json.loads(line) for line in RECORD_SAMPLE_TRAIN.read_text(encoding="utf-8").splitlines()]
 
 
 def _write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -59,7 +56,7 @@ def _write_jsonl(path: Path, records: list[dict]) -> Path:
 def trained(tmp_path_factory) -> Path:
     """A tiny GESA trained 2 steps from scratch with 96-token windows (not the script's default 512/128/90)."""
     output_dir = tmp_path_factory.mktemp("reliability") / "run"
-    argv = _argv(output_dir, "--do_train", "--max_steps", "2", "--save_steps", "1")
+    argv = record_sample_argv(output_dir, "--do_train", "--max_steps", "2", "--save_steps", "1")
     argv[argv.index("--max_seq_length") + 1] = "96"
     argv[argv.index("--doc_stride") + 1] = "40"
     run_record.main(argv)
@@ -69,8 +66,8 @@ def trained(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_reevaluation_uses_the_checkpoints_saved_window_settings(trained, tmp_path, capsys):
-    common = ["--validation_file", str(DEV_FILE), "--model_name_or_path", str(trained), "--do_eval", "--report_to",
-              "none", "--disable_tqdm", "true", "--max_eval_samples", "4"]  # fmt: skip
+    common = ["--validation_file", str(RECORD_SAMPLE_DEV), "--model_name_or_path", str(trained), "--do_eval",
+              "--report_to", "none", "--disable_tqdm", "true", "--max_eval_samples", "4"]  # fmt: skip
     run_record.main([*common, "--output_dir", str(tmp_path / "saved")])
     printed = capsys.readouterr().out
     assert "max_seq_length 96 (from" in printed and "doc_stride 40 (from" in printed
@@ -85,7 +82,7 @@ def test_non_finite_weights_stop_training_naming_the_step(tmp_path, capsys):
     naming the step, and no checkpoint or model holds the broken weights."""
     output_dir = tmp_path / "diverged"
     with pytest.raises(SystemExit) as stopped:
-        run_record.main(_argv(output_dir, "--do_train", "--max_steps", "3", "--learning_rate", "1e8",
+        run_record.main(record_sample_argv(output_dir, "--do_train", "--max_steps", "3", "--learning_rate", "1e8",
                               "--logging_steps", "1", "--save_steps", "1", "--max_grad_norm", "0"))  # fmt: skip
     assert stopped.value.code == 2
     error = capsys.readouterr().err
@@ -129,7 +126,7 @@ def test_auto_resume_skips_checkpoints_whose_state_files_do_not_parse(trained, t
     output_dir = tmp_path / "damaged"
     for name in ("checkpoint-1", "checkpoint-2"):
         shutil.copytree(trained / name, output_dir / name)
-    args = run_record.parse_args(_argv(output_dir, "--do_train", "--max_steps", "3"))[2]
+    args = run_record.parse_args(record_sample_argv(output_dir, "--do_train", "--max_steps", "3"))[2]
     (output_dir / "checkpoint-2" / "trainer_state.json").write_text('{"global_step": 2, "log_hi')
     plan = training_gesa.plan_resume(args)
     assert (
@@ -146,10 +143,10 @@ def test_auto_resume_skips_checkpoints_whose_state_files_do_not_parse(trained, t
 def test_resuming_a_checkpoint_past_max_steps_is_refused(trained, tmp_path):
     output_dir = tmp_path / "past"
     shutil.copytree(trained / "checkpoint-2", output_dir / "checkpoint-2")
-    args = run_record.parse_args(_argv(output_dir, "--do_train", "--max_steps", "1"))[2]
+    args = run_record.parse_args(record_sample_argv(output_dir, "--do_train", "--max_steps", "1"))[2]
     with pytest.raises(training_gesa.ScriptArgumentError, match="has trained 2 steps, more than --max_steps 1"):
         training_gesa.plan_resume(args)
-    args = run_record.parse_args(_argv(output_dir, "--do_train", "--max_steps", "2"))[2]
+    args = run_record.parse_args(record_sample_argv(output_dir, "--do_train", "--max_steps", "2"))[2]
     assert training_gesa.plan_resume(args).checkpoint == str(output_dir / "checkpoint-2")
 
 
@@ -197,32 +194,32 @@ def test_one_error_line_for_each_unusable_flag_or_file(trained, tmp_path):
     out = str(tmp_path / "out")
     predict = ["--model_name_or_path", str(trained), "--do_predict", "--output_dir", out]
     cases = {
-        "--gradient_accumulation_steps must be at least 1 (batches per optimizer step), got -1": _argv(
+        "--gradient_accumulation_steps must be at least 1 (batches per optimizer step), got -1": record_sample_argv(
             tmp_path / "o1", "--do_train", "--gradient_accumulation_steps", "-1"
         ),
-        "--gradient_accumulation_steps must be at least 1 (batches per optimizer step), got 0": _argv(
+        "--gradient_accumulation_steps must be at least 1 (batches per optimizer step), got 0": record_sample_argv(
             tmp_path / "o2", "--do_train", "--gradient_accumulation_steps", "0"
         ),
-        "learning_rate must be >= 0": _argv(tmp_path / "o3", "--do_train", "--learning_rate", "-1"),
-        "learning_rate must be a finite": _argv(tmp_path / "o4", "--do_train", "--learning_rate", "nan"),
-        "per_device_train_batch_size must be at least 1": _argv(
+        "learning_rate must be >= 0": record_sample_argv(tmp_path / "o3", "--do_train", "--learning_rate", "-1"),
+        "learning_rate must be a finite": record_sample_argv(tmp_path / "o4", "--do_train", "--learning_rate", "nan"),
+        "per_device_train_batch_size must be at least 1": record_sample_argv(
             tmp_path / "o5", "--do_train", "--per_device_train_batch_size", "0"
         ),
-        "--output_dir is empty": [*_argv(tmp_path / "o7", "--do_train"), "--output_dir", ""],
-        "is a file, not a folder": _argv(a_file, "--do_train"),
-        "is not writable": [*predict[:-1], str(read_only), "--test_file", str(DEV_FILE)],
-        "--preprocessing_num_workers must be at least 1": _argv(
+        "--output_dir is empty": [*record_sample_argv(tmp_path / "o7", "--do_train"), "--output_dir", ""],
+        "is a file, not a folder": record_sample_argv(a_file, "--do_train"),
+        "is not writable": [*predict[:-1], str(read_only), "--test_file", str(RECORD_SAMPLE_DEV)],
+        "--preprocessing_num_workers must be at least 1": record_sample_argv(
             tmp_path / "o6", "--do_train", "--preprocessing_num_workers", "-1"
         ),
         "is a folder: give the path": [*predict, "--test_file", str(tmp_path)],
         "no query (every 'qas' is empty)": [*predict, "--test_file", str(no_queries)],
         "'qas' is null": [*predict, "--test_file", str(null_queries)],
         "query id 'q3' was already used at line 1": [*predict, "--test_file", str(duplicates)],
-        "holds an incomplete model save": _argv(killed, "--do_train"),
+        "holds an incomplete model save": record_sample_argv(killed, "--do_train"),
     }
     if os.geteuid() == 0:  # root writes anywhere: the read-only case cannot be made here
         del cases["is not writable"]
-    lines = _error_lines(list(cases.values()), cwd=tmp_path)
+    lines = record_error_lines(list(cases.values()), cwd=tmp_path)
     for expected, line in zip(cases, lines, strict=True):
         assert expected in line, (expected, line)
     test_line = lines[list(cases).index("'qas' is null")]
@@ -237,7 +234,7 @@ def test_eval_only_result_line_is_spaced():
 
 
 def test_script_help_opens_with_the_description():
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, str(RECORD_SCRIPT), "--help"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     assert lines[0].startswith("usage: run_record.py [--model_name_or_path DIR]") and len(lines[0]) < 200

@@ -20,14 +20,13 @@ training queries of the project's own ReCoRD sample (in this process, through ``
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from script_helpers import RECORD_SCRIPT, load_script
 from tiny_luke import SAMPLE_DIR
 from transformers import HfArgumentParser, TrainingArguments
 from variant_helpers import record_rows, reload_in_fresh_process
@@ -35,8 +34,6 @@ from variant_helpers import record_rows, reload_in_fresh_process
 from gesa import training_record
 from gesa.processing_gesa import to_record_examples
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "examples" / "run_record.py"
 TRAIN32 = SAMPLE_DIR / "record_sample_train.jsonl"
 TRAIN_QUERIES, EVAL_QUERIES = 2, 3
 STEPS, LOGGING_STEPS = 48, 16
@@ -51,15 +48,7 @@ EXPECTED = {  # variant -> (QA class, config model_type)
 }
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("run_record_variants_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(module)
-    return module
-
-
-run_record = _load_script()
+run_record = load_script(RECORD_SCRIPT, "run_record_variants_under_test")
 
 
 def test_help_lists_the_six_variants():

@@ -19,13 +19,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_luke_graph import TINY as LUKE_GRAPH_TINY
-from test_modeling import record_like_batch
-from test_variants_common import variant_models
-from test_variants_ernie import ernie_batch, ernie_config
-from test_variants_kar import kar_batch, kar_config
-from test_variants_xh import xh_config
+from model_helpers import LUKE_GRAPH_TINY, TINY, record_like_batch
 from transformers import AttentionInterface, PreTrainedModel
+from variant_inputs import ernie_batch, ernie_config, kar_batch, kar_config, variant_models, xh_config
 
 from gesa import LukeGraphConfig, LukeGraphForEntitySpanQA, LukeGraphModel
 from gesa.attention_gesa import ALL_ATTENTION_FUNCTIONS as GESA_ATTENTION_FUNCTIONS
@@ -191,8 +187,6 @@ def test_post_init_runs_once_per_model(name, monkeypatch):
 
 def test_gesa_model_records_the_same_states_as_its_layers():
     """GESA itself: the states recorded after each step are its layers' outputs (no block in between)."""
-    from test_modeling import TINY
-
     from gesa import GesaConfig, GesaModel
 
     torch.manual_seed(0)

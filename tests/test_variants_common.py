@@ -22,16 +22,25 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_modeling import TINY, record_like_batch
-from test_variants_ernie import ENTITY_IDS, POSITIONS, ernie_batch, ernie_config
-from test_variants_kar import kar_batch, kar_config
-from test_variants_xh import collate, graph_feature, model_inputs, randomise_hops, xh_config
+from model_helpers import TINY, record_like_batch
 from transformers.dynamic_module_utils import get_relative_imports
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from variant_helpers import reload_each_in_fresh_process
+from variant_inputs import (
+    ENTITY_IDS,
+    POSITIONS,
+    collate,
+    ernie_batch,
+    ernie_config,
+    graph_feature,
+    kar_batch,
+    kar_config,
+    model_inputs,
+    variant_models,
+    xh_config,
+)
 
 from gesa import GesaForEntitySpanQA, registry_gesa
-from gesa.configuration_variants import ErnieConfig, KarConfig
 from gesa.modeling_ernie import (
     ErnieForDenoisingEntityAutoencoder,
     ErnieForEntitySpanQA,
@@ -47,28 +56,6 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 def load_registry():
     """The package's variant registry (``gesa.registry_gesa``), the one the scripts and pipelines read."""
     return registry_gesa
-
-
-def labels_for(batch: dict) -> torch.Tensor:
-    labels = torch.zeros(batch["entity_ids"].shape)
-    labels[:, 1] = 1
-    return labels
-
-
-def variant_models() -> dict:
-    torch.manual_seed(0)
-    kar = KarForEntitySpanQA(KarConfig(**{**TINY, "kar_layer": 1, "classifier_dropout": 0.0}))
-    ernie = ErnieForEntitySpanQA(ErnieConfig(**{**TINY, "ernie_num_fusion_layers": 2, "classifier_dropout": 0.0}))
-    xh = XhForEntitySpanQA(xh_config(classifier_dropout=0.0))
-    randomise_hops(xh.gesa, std=0.1)
-    xh_batch = collate([graph_feature(3, [9, 10, 11], seed=1), graph_feature(2, [12, 10], seed=2)])
-    xh_batch["node_adjacency"][0] = 1 - torch.eye(3, dtype=torch.long)
-    xh_batch["node_adjacency"][1, 0, 1] = 1
-    return {
-        "kar": (kar, {**kar_batch(), "labels": labels_for(kar_batch())}),
-        "ernie": (ernie, {**ernie_batch(), "labels": labels_for(ernie_batch())}),
-        "xh": (xh, xh_batch),
-    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,8 +23,9 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from test_modeling import TINY, config_error, record_like_batch
+from model_helpers import config_error, record_like_batch
 from variant_helpers import gesa_features, hashed_alias_table, reload_in_fresh_process, same_backbone, train_steps
+from variant_inputs import ENTITY_IDS, POSITIONS, ernie_batch, ernie_config
 
 from gesa import GesaConfig, GesaModel
 from gesa.configuration_variants import ErnieConfig
@@ -35,18 +36,6 @@ from gesa.modeling_ernie import (
     corrupt_entity_alignments,
 )
 from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
-
-ENTITY_IDS = torch.tensor([[1, 3, 2], [2, -1, -1]])
-POSITIONS = torch.tensor([[7, 9, 11], [7, -1, -1]])  # first word of a mention; example 1 has one entity
-
-
-def ernie_config(**overrides) -> ErnieConfig:
-    return ErnieConfig(**{**TINY, **overrides})
-
-
-def ernie_batch() -> dict:
-    return {**record_like_batch(), "ernie_entity_ids": ENTITY_IDS.clone(), "ernie_entity_positions": POSITIONS.clone()}
-
 
 # ---------------------------------------------------------------------------------------------
 # 1. Identity: fusion disabled -> the backbone

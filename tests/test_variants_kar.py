@@ -22,8 +22,9 @@ import math
 
 import pytest
 import torch
-from test_modeling import TINY, config_error, record_like_batch
+from model_helpers import TINY, config_error, record_like_batch
 from variant_helpers import gesa_features, hashed_alias_table, reload_in_fresh_process, same_backbone, train_steps
+from variant_inputs import kar_batch, kar_config
 
 from gesa import GesaConfig, GesaModel
 from gesa.configuration_variants import KarConfig
@@ -31,26 +32,6 @@ from gesa.modeling_kar import KarForEntitySpanQA, KarModel, threshold_link_weigh
 from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 
 KB_SIZE = 4  # TINY's entity table is the default knowledge base
-
-
-def kar_config(**overrides) -> KarConfig:
-    return KarConfig(**{**TINY, "kar_layer": 1, **overrides})
-
-
-def kar_batch() -> dict:
-    """`record_like_batch` plus KAR candidates: mentions 1-4 of example 0 and 1-2 of example 1 (LUKE's entities)."""
-    batch = record_like_batch()
-    batch["kar_mention_spans"] = torch.tensor(
-        [[[-1, -1], [7, 8], [9, 9], [11, 12], [10, 10]], [[-1, -1], [7, 8], [9, 9], [-1, -1], [-1, -1]]]
-    )
-    ids = torch.full((2, 5, 3), -1)
-    ids[0, 1] = torch.tensor([1, 2, 3])
-    ids[0, 2] = torch.tensor([3, -1, -1])
-    ids[0, 3] = torch.tensor([0, 2, -1])
-    ids[1, 1] = torch.tensor([2, 1, -1])
-    batch["kar_candidate_ids"] = ids  # example 0 mention 4 and example 1 mention 2: no candidate -> NULL
-    batch["kar_candidate_priors"] = torch.where(ids >= 0, torch.tensor([0.5, 0.3, 0.2]), torch.zeros(()))
-    return batch
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,87 +22,23 @@ import math
 
 import pytest
 import torch
-from test_modeling import TINY, config_error
+from model_helpers import config_error
 from variant_helpers import record_rows, reload_in_fresh_process, same_backbone, train_steps
+from variant_inputs import (
+    GRAPH_KEYS,
+    HOPS,
+    collate,
+    graph_feature,
+    model_inputs,
+    node_inputs,
+    randomise_hops,
+    xh_config,
+)
 
 from gesa import GesaConfig, GesaModel
 from gesa.configuration_variants import XhConfig
 from gesa.modeling_xh import XhForEntitySpanQA, XhForFactVerification, XhForMultiHopQA, XhModel
-from gesa.processing_xh import XhGraphCollator, record_sentences
-
-LAYERS, HOPS = 3, 2
-
-
-def xh_config(**overrides) -> XhConfig:
-    return XhConfig(**{**TINY, "num_hidden_layers": LAYERS, "xh_num_hop_layers": HOPS, **overrides})
-
-
-def graph_feature(num_nodes: int, lengths: list[int], seed: int, candidates: int = 3) -> dict:
-    """A ReCoRD-like graph feature (python lists, as `XhProcessor` emits): per node `<s> q [PLC] q </s> </s> d ... </s>`
-    with the placeholder on position 2 and two mentions of graph-wide candidates."""
-    g = torch.Generator().manual_seed(seed)
-    feature = {k: [] for k in ("input_ids", "global_attention_mask", "entity_position_ids", "placeholder_entity_mask")}
-    feature.update(entity_string_ids=[], entity_sentence_ids=[])
-    for node in range(num_nodes):
-        length = max(lengths[node], 10)  # room for <s> q [PLC] q </s> </s> m m ... m </s>
-        ids = torch.randint(5, 64, (length,), generator=g).tolist()
-        ids[0], ids[4], ids[5], ids[-1] = 0, 2, 2, 2
-        feature["input_ids"].append(ids)
-        feature["global_attention_mask"].append([1, 2, 2, 2] + [0] * (length - 4))
-        strings = torch.randint(0, candidates, (2,), generator=g).tolist()
-        feature["entity_position_ids"].append([[2], [6, 7], [length - 2]])
-        feature["placeholder_entity_mask"].append([1, 0, 0])
-        feature["entity_string_ids"].append([-1, *strings])
-        feature["entity_sentence_ids"].append([-1, node, node])
-    feature["node_adjacency"] = [[0] * num_nodes for _ in range(num_nodes)]
-    feature["labels"] = [float(c == 0) for c in range(candidates)]
-    return feature
-
-
-def collate(features: list[dict]) -> dict:
-    return XhGraphCollator(pad_token_id=1, entity_id=2)(features)
-
-
-def randomise_hops(model: XhModel, std: float = 0.3, seed: int = 0) -> None:
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        for hop in model.hop_layers:
-            for parameter in hop.parameters():
-                parameter.normal_(std=std)
-
-
-def node_inputs(batch: dict, g: int, n: int) -> dict:
-    """One node of a graph batch as a GESA batch of one, without its padding."""
-    length = int(batch["attention_mask"][g, n].sum())
-    entities = int(batch["entity_attention_mask"][g, n].sum())
-    words = {k: batch[k][g, n, :length][None] for k in ("input_ids", "attention_mask", "global_attention_mask")}
-    ents = {
-        k: batch[k][g, n, :entities][None]
-        for k in ("entity_ids", "entity_attention_mask", "placeholder_entity_mask", "entity_string_ids")
-    }
-    ents["entity_sentence_ids"] = batch["entity_sentence_ids"][g, n, :entities][None]
-    ents["entity_position_ids"] = batch["entity_position_ids"][g, n, :entities][None]
-    return {**words, **ents}
-
-
-GRAPH_KEYS = (
-    "input_ids",
-    "attention_mask",
-    "global_attention_mask",
-    "entity_ids",
-    "entity_attention_mask",
-    "entity_position_ids",
-    "placeholder_entity_mask",
-    "entity_string_ids",
-    "entity_sentence_ids",
-    "node_mask",
-    "node_adjacency",
-)
-
-
-def model_inputs(batch: dict) -> dict:
-    return {k: batch[k] for k in GRAPH_KEYS}
-
+from gesa.processing_xh import record_sentences
 
 # ---------------------------------------------------------------------------------------------
 # 1. Identity: no edges, combine [I | 0] -> the backbone on every node
@@ -595,11 +531,11 @@ def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
 
 
 def test_hotpot_graphs_and_multihop_head_on_project_questions():
-    """The HotpotQA path on the project's own questions (``record_fixtures.hotpot_records``, Hub layout): one graph per
-    question, no self-loops, the relevant node holds the answer span (decoding to the answer) or is a supporting
-    title, yes/no answers have no span, title-mention edges are directed, and the multi-hop head trains and decodes a
-    span inside a context."""
-    from record_fixtures import hotpot_records
+    """The HotpotQA path on the project's own questions (``hotpot_fever_fixtures.hotpot_records``, Hub layout): one
+    graph per question, no self-loops, the relevant node holds the answer span (decoding to the answer) or is a
+    supporting title, yes/no answers have no span, title-mention edges are directed, and the multi-hop head trains
+    and decodes a span inside a context."""
+    from hotpot_fever_fixtures import hotpot_records
     from tiny_luke import build_luke_tokenizer
 
     from gesa.processing_xh import XhProcessor

@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from test_modeling import TINY
+from hotpot_fever_fixtures import FEVER_PAGES, fever_fixture_claims, hotpot_fixture_rows
+from model_helpers import TINY
 from tiny_luke import HOTPOT_DIR, build_luke_tokenizer
 from transformers import Trainer, TrainingArguments
 
@@ -39,75 +40,14 @@ from gesa.tasks_xh import FeverTask, HotpotQATask, xh_task_config
 OFFICIAL = os.environ.get("GESA_OFFICIAL_SCORERS")
 
 
-def _paragraph(title: str, *sentences: str) -> list:
-    return [title, [sentences[0], *(" " + s for s in sentences[1:])]]
-
-
-def hotpot_fixture_rows() -> list[dict]:
-    """Small HotpotQA questions in the official layout, written for these tests (span and yes/no answers)."""
-    people = [("Alma Reed", "Lyon", "France"), ("Bo Stone", "Turin", "Italy"), ("Cy Hale", "Porto", "Portugal")]
-    rows = []
-    for i, (person, city, country) in enumerate(people):
-        rows.append(
-            {
-                "_id": f"bridge-{i}",
-                "question": f"In which country is the city where {person} was born?",
-                "answer": country,
-                "type": "bridge",
-                "supporting_facts": [[person, 0], [city, 1]],
-                "context": [
-                    _paragraph(person, f"{person} was born in {city}.", "She wrote books."),
-                    _paragraph(city, f"{city} is an old city.", f"It lies in {country}."),
-                    _paragraph("Noise", "Nothing here matters.", "Really nothing."),
-                ],
-            }
-        )
-        rows.append(
-            {
-                "_id": f"compare-{i}",
-                "question": f"Were {person} and Dee Lane both writers?",
-                "answer": "yes" if i % 2 == 0 else "no",
-                "type": "comparison",
-                "supporting_facts": [[person, 1], ["Dee Lane", 0]],
-                "context": [
-                    _paragraph(person, f"{person} was born in {city}.", "She wrote books."),
-                    _paragraph("Dee Lane", "Dee Lane wrote poems.", "She lived long."),
-                ],
-            }
-        )
-    return rows
-
-
-FEVER_PAGES = {
-    "Lyon": {0: "Lyon is a city in France.", 1: "Lyon has two rivers."},
-    "Turin": {0: "Turin is a city in Italy.", 1: "Turin makes cars."},
-    "Porto": {0: "Porto is a city in Portugal.", 1: "Porto makes wine."},
-}
-
-
-def fever_fixture_claims() -> list[dict]:
-    """Shared-task-format claims over `FEVER_PAGES`, every label."""
-    claims = []
-    for i, (page, country, wrong) in enumerate(
-        [("Lyon", "France", "Spain"), ("Turin", "Italy", "Greece"), ("Porto", "Portugal", "Chile")]
-    ):
-        evidence = [[[i, 3 * i, page, 0]]]
-        claims.append({"id": 3 * i, "claim": f"{page} is in {country}.", "label": "SUPPORTS", "evidence": evidence})
-        claims.append({"id": 3 * i + 1, "claim": f"{page} is in {wrong}.", "label": "REFUTES", "evidence": evidence})
-        claims.append(
-            {"id": 3 * i + 2, "claim": f"{page} has a mayor.", "label": "NOT ENOUGH INFO",
-             "evidence": [[[i, None, None, None]]]}
-        )  # fmt: skip
-    return claims
-
-
 def _write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     return path
 
 
 @pytest.fixture(scope="module")
-def processor():
+def xh_task_processor():
+    """The HotpotQA/FEVER processor on the offline tiny LUKE tokenizer (64-token nodes, 24-token queries)."""
     return XhTaskProcessor(build_luke_tokenizer(), max_node_length=64, max_query_length=24)
 
 
@@ -149,12 +89,12 @@ def _train(model, collator, features, tmp_path, steps: int) -> tuple[float, floa
 
 
 # ---- features --------------------------------------------------------------------------------------------------
-def test_hotpot_sentence_features_cover_each_sentence_and_the_answer(tmp_path, processor):
+def test_hotpot_sentence_features_cover_each_sentence_and_the_answer(tmp_path, xh_task_processor):
     path = tmp_path / "hotpot.json"
     path.write_text(json.dumps(hotpot_fixture_rows()))
     rows = read_hotpot_file(path)
-    features = processor.encode_hotpot_rows(rows)
-    tokenizer = processor.tokenizer
+    features = xh_task_processor.encode_hotpot_rows(rows)
+    tokenizer = xh_task_processor.tokenizer
     for row, feature in zip(rows, features, strict=True):
         for node, sentences in enumerate(row["context"]["sentences"]):
             ids = feature["input_ids"][node]
@@ -173,29 +113,29 @@ def test_hotpot_sentence_features_cover_each_sentence_and_the_answer(tmp_path, p
             assert feature["answer_type"] == 0 and tokenizer.decode(span).strip() == row["answer"]
 
 
-def test_fever_graph_is_claim_title_sentence_fully_connected(processor):
+def test_fever_graph_is_claim_title_sentence_fully_connected(xh_task_processor):
     claim = fever_fixture_claims()[0]
-    train = processor.encode_fever_claim(claim, FEVER_PAGES, include_gold=True)
+    train = xh_task_processor.encode_fever_claim(claim, FEVER_PAGES, include_gold=True)
     assert train["candidates"] == [["Lyon", 0], ["Lyon", 1]]  # gold first, then the page named in the claim
     assert train["node_labels"] == [1, 0] and train["fever_label"] == 0
     assert train["node_adjacency"] == [[0, 1], [1, 0]]
-    text = processor.tokenizer.decode(train["input_ids"][0])
+    text = xh_task_processor.tokenizer.decode(train["input_ids"][0])
     assert "Lyon is in France." in text and "Lyon: Lyon is a city in France." in text
     pages = {**FEVER_PAGES, "Lyon_-LRB-film-RRB-": {0: "A film."}, "Old_Lyon": {0: "A quarter."}}
-    named = processor.pages_named_in("Old Lyon (film) is in Lyon.", pages)
+    named = xh_task_processor.pages_named_in("Old Lyon (film) is in Lyon.", pages)
     assert named == ["Old_Lyon", "Lyon_-LRB-film-RRB-", "Lyon"]  # two-word titles first, in claim order
-    assert processor.pages_named_in("Lyonnais food.", pages) == []
-    lonely = processor.encode_fever_claim({"id": 9, "claim": "Nobody knows.", "evidence": []}, FEVER_PAGES)
+    assert xh_task_processor.pages_named_in("Lyonnais food.", pages) == []
+    lonely = xh_task_processor.encode_fever_claim({"id": 9, "claim": "Nobody knows.", "evidence": []}, FEVER_PAGES)
     assert lonely["candidates"] == [None] and lonely["node_labels"] == [0]
 
 
 # ---- heads against a plain loop --------------------------------------------------------------------------------
-def test_supporting_fact_and_answer_type_heads_follow_appendix_a3(processor):
+def test_supporting_fact_and_answer_type_heads_follow_appendix_a3(xh_task_processor):
     task = HotpotQATask()
-    model = _tiny(task, processor).eval()
+    model = _tiny(task, xh_task_processor).eval()
     rows = [{**r, "id": r["_id"]} for r in hotpot_fixture_rows()[:2]]
-    collator = processor.get_data_collator()
-    batch = collator(processor.encode_hotpot_rows(rows))
+    collator = xh_task_processor.get_data_collator()
+    batch = collator(xh_task_processor.encode_hotpot_rows(rows))
     with torch.no_grad():
         out = model(**batch)
         states = model.gesa(
@@ -283,11 +223,13 @@ def _train_and_score_hotpot(rows_train, rows_eval, processor, tmp_path, steps, h
     return before, after, predictions, path, metrics
 
 
-def test_tiny_xh_trains_on_hotpot_fixtures_and_writes_the_official_file(tmp_path, processor):
+def test_tiny_xh_trains_on_hotpot_fixtures_and_writes_the_official_file(tmp_path, xh_task_processor):
     path = tmp_path / "hotpot.json"
     path.write_text(json.dumps(hotpot_fixture_rows()))
     rows = HotpotQATask().read(path)
-    before, after, predictions, written, metrics = _train_and_score_hotpot(rows[:4], rows[4:], processor, tmp_path, 30)
+    before, after, predictions, written, metrics = _train_and_score_hotpot(
+        rows[:4], rows[4:], xh_task_processor, tmp_path, 30
+    )
     rows = rows[4:]  # the held-out questions
     assert after < 0.7 * before
     assert {"answer", "score", "supporting_facts", "id"} <= set(predictions[0])
@@ -314,18 +256,18 @@ def test_tiny_xh_trains_on_80_shared_hotpot_questions_and_scores_the_other_20(tm
         assert official == pytest.approx(metrics, abs=1e-9)
 
 
-def test_tiny_xh_trains_on_fever_fixtures_and_writes_the_shared_task_file(tmp_path, processor):
+def test_tiny_xh_trains_on_fever_fixtures_and_writes_the_shared_task_file(tmp_path, xh_task_processor):
     claims_path = _write_jsonl(tmp_path / "train.jsonl", fever_fixture_claims())
     pages = [{"id": page, "text": " ".join(lines.values()), "lines": "\n".join(f"{n}\t{s}" for n, s in lines.items())}
              for page, lines in FEVER_PAGES.items()]  # fmt: skip
     task = FeverTask(wiki_pages=[_write_jsonl(tmp_path / "wiki-001.jsonl", pages)])
     claims = task.read(claims_path)
-    model = _tiny(task, processor)
-    collator = processor.get_data_collator()
-    before, after = _train(model, collator, task.features(processor, claims[:6], training=True), tmp_path, 40)
+    model = _tiny(task, xh_task_processor)
+    collator = xh_task_processor.get_data_collator()
+    before, after = _train(model, collator, task.features(xh_task_processor, claims[:6], training=True), tmp_path, 40)
     assert after < 0.7 * before
     claims = claims[6:]  # held out: the claims about the third page
-    predictions = task.predict(model, processor, claims)
+    predictions = task.predict(model, xh_task_processor, claims)
     assert {"label", "score", "evidence"} <= set(predictions[0])
     metrics = task.compute_metrics(predictions, claims)
     written = task.write_predictions(predictions, tmp_path)
@@ -341,40 +283,44 @@ def test_tiny_xh_trains_on_fever_fixtures_and_writes_the_shared_task_file(tmp_pa
         assert metrics["evidence_f1"] == pytest.approx(f1, abs=1e-9)
 
 
-def test_the_registered_pipeline_answers_with_answer_score_and_supporting_facts(processor):
+def test_the_registered_pipeline_answers_with_answer_score_and_supporting_facts(xh_task_processor):
     import transformers
 
     import gesa.pipeline_xh_tasks  # noqa: F401  (registers the tasks)
 
-    model = _tiny(HotpotQATask(), processor).eval()
-    qa = transformers.pipeline("xh-hotpot-qa", model=model, tokenizer=processor.tokenizer, processor=processor)
+    model = _tiny(HotpotQATask(), xh_task_processor).eval()
+    qa = transformers.pipeline(
+        "xh-hotpot-qa", model=model, tokenizer=xh_task_processor.tokenizer, processor=xh_task_processor
+    )
     row = hotpot_fixture_rows()[0]
     result = qa({"question": row["question"], "context": row["context"]})
     assert set(result) == {"id", "answer", "score", "supporting_facts"} and 0.0 <= result["score"] <= 1.0
     titles = [c[0] for c in row["context"]]
     assert all(title in titles and isinstance(s, int) for title, s in result["supporting_facts"])
     verify = transformers.pipeline(
-        "xh-fact-verification", model=_tiny(FeverTask(), processor).eval(), tokenizer=processor.tokenizer,
-        processor=processor, pages=FEVER_PAGES,
+        "xh-fact-verification", model=_tiny(FeverTask(), xh_task_processor).eval(),
+        tokenizer=xh_task_processor.tokenizer, processor=xh_task_processor, pages=FEVER_PAGES,
     )  # fmt: skip
     verdict = verify({"claim": "Lyon is in France."})
     assert verdict["label"] in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO") and len(verdict["evidence"]) <= 5
     assert all(page == "Lyon" for page, _ in verdict["evidence"])
 
 
-def test_hop_attention_off_is_the_baseline(processor):
+def test_hop_attention_off_is_the_baseline(xh_task_processor):
     task = HotpotQATask()
-    baseline = _tiny(task, processor, hop_attention=False)
+    baseline = _tiny(task, xh_task_processor, hop_attention=False)
     assert baseline.config.xh_num_hop_layers == 0 and len(baseline.gesa.hop_layers) == 0
-    assert len(_tiny(task, processor).gesa.hop_layers) == 1
+    assert len(_tiny(task, xh_task_processor).gesa.hop_layers) == 1
 
 
 @pytest.mark.slow
-def test_a_saved_hotpot_model_reloads_from_its_own_code_in_a_fresh_process(tmp_path, processor):
+def test_a_saved_hotpot_model_reloads_from_its_own_code_in_a_fresh_process(tmp_path, xh_task_processor):
     from variant_helpers import reload_each_in_fresh_process
 
-    model = _tiny(HotpotQATask(), processor).eval()
-    batch = processor.get_data_collator()(processor.encode_hotpot_rows([{**hotpot_fixture_rows()[0], "id": "a"}]))
+    model = _tiny(HotpotQATask(), xh_task_processor).eval()
+    batch = xh_task_processor.get_data_collator()(
+        xh_task_processor.encode_hotpot_rows([{**hotpot_fixture_rows()[0], "id": "a"}])
+    )
     inputs = {k: v for k, v in batch.items() if k not in ("relevant_node", "start_positions", "end_positions",
                                                           "answer_type", "sentence_labels")}  # fmt: skip
     model.save_pretrained(tmp_path / "saved")

@@ -1,0 +1,172 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Run the example scripts the way the tests need them: load a script as a module, ``run_record.py`` on the project's
+ReCoRD sample and its one-line errors from a fresh process, ``run_multihop.py``'s one error line, and
+``run_entity_tasks.py`` on the project's entity-task fixtures."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+RECORD_SCRIPT = EXAMPLES / "run_record.py"
+MULTIHOP_SCRIPT = EXAMPLES / "run_multihop.py"
+ENTITY_SCRIPT = EXAMPLES / "run_entity_tasks.py"
+RECORD_SAMPLE_TRAIN = EXAMPLES / "data" / "record_sample_train.jsonl"
+RECORD_SAMPLE_DEV = EXAMPLES / "data" / "record_sample_dev.jsonl"
+ENTITY_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "entity"
+ENTITY_TASK_FILES = {
+    "entity_typing": ENTITY_FIXTURES / "open_entity_crowd.json",
+    "relation_classification": ENTITY_FIXTURES / "tacred.json",
+    "ner": ENTITY_FIXTURES / "conll2003.txt",
+}
+
+
+def load_script(path: Path, module_name: str) -> ModuleType:
+    """Execute the script at `path` as a fresh module registered as `module_name` (its dataclasses look their module
+    up in ``sys.modules`` while the file executes)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------------------------------------
+# run_record.py
+# ---------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def record_script() -> ModuleType:
+    """``examples/run_record.py``, loaded once for all the test modules that run it in this process."""
+    return load_script(RECORD_SCRIPT, "run_record_under_test")
+
+
+def record_sample_argv(output_dir: Path, *extra: str) -> list[str]:
+    """run_record.py flags for a small run on the project's ReCoRD sample (train and dev), then `extra`."""
+    return [
+        "--train_file", str(RECORD_SAMPLE_TRAIN), "--validation_file", str(RECORD_SAMPLE_DEV),
+        "--output_dir", str(output_dir),
+        "--max_seq_length", "128", "--doc_stride", "64", "--max_query_length", "32",
+        "--per_device_train_batch_size", "8", "--report_to", "none", "--disable_tqdm", "true",
+        "--dataloader_pin_memory", "false", "--seed", "0", *extra,
+    ]  # fmt: skip
+
+
+# Runs each argv through run_record.main in ONE fresh process (one import for all cases), with file descriptors 1
+# and 2 sent to a file per case: everything the run prints (print, logging handlers, progress bars) is captured.
+_ERROR_RUNNER = r"""
+import importlib.util, json, os, sys, tempfile, traceback
+spec = importlib.util.spec_from_file_location("run_record_cli", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+spec.loader.exec_module(module)
+results = []
+for argv in json.loads(sys.argv[2]):
+    with tempfile.TemporaryFile() as sink:
+        sys.stdout.flush(); sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(sink.fileno(), 1); os.dup2(sink.fileno(), 2)
+        try:
+            module.main(argv)
+            code = 0
+        except SystemExit as error:
+            code = error.code
+        except BaseException:
+            traceback.print_exc()
+            code = "exception"
+        finally:
+            sys.stdout.flush(); sys.stderr.flush()
+            os.dup2(saved[0], 1); os.dup2(saved[1], 2)
+        sink.seek(0)
+        results.append({"code": code, "output": sink.read().decode("utf-8", "replace")})
+print(json.dumps(results))
+"""
+
+
+def record_error_lines(cases: list[list[str]], cwd: Path) -> list[str]:
+    """The one output line of each bad-input run: exit status 2, exactly one non-empty line (stdout and stderr
+    together), the ``error:`` line, nothing of training."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    proc = subprocess.run([sys.executable, "-c", _ERROR_RUNNER, str(RECORD_SCRIPT), json.dumps(cases)], cwd=cwd,
+                          capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    lines = []
+    for argv, result in zip(cases, results, strict=True):
+        output = [line for line in result["output"].splitlines() if line.strip()]
+        assert result["code"] == 2 and len(output) == 1, (argv, result)
+        assert output[0].startswith("run_record.py: error: "), (argv, output)
+        lines.append(output[0])
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# run_multihop.py
+# ---------------------------------------------------------------------------------------------
+
+
+def load_multihop_script() -> ModuleType:
+    """``examples/run_multihop.py``, freshly loaded."""
+    return load_script(MULTIHOP_SCRIPT, "run_multihop_under_test")
+
+
+def multihop_error_line(capsys, argv: list[str]) -> str:
+    """The one ``run_multihop.py: error: ...`` line (exit status 2) a refused run prints, with nothing else on
+    stderr."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stopped:
+        load_multihop_script().main(argv)
+    assert stopped.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("run_multihop.py: error: "), lines
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# run_entity_tasks.py
+# ---------------------------------------------------------------------------------------------
+
+
+def load_entity_script() -> ModuleType:
+    """``examples/run_entity_tasks.py``, freshly loaded."""
+    return load_script(ENTITY_SCRIPT, "run_entity_tasks_under_test")
+
+
+def run_entity_task(luke_dir, output_dir, task, extra=(), data=None):
+    """Train and evaluate `task` for 25 epochs on its fixture file (or `data`) from the LUKE at `luke_dir`."""
+    data = data or ENTITY_TASK_FILES[task]
+    argv = ["--task", task, "--model_name_or_path", str(luke_dir), "--output_dir", str(output_dir),
+            "--train_file", str(data), "--validation_file", str(data), "--do_train", "--do_eval",
+            "--num_train_epochs", "25", "--learning_rate", "1e-2", "--per_device_train_batch_size", "4",
+            "--logging_steps", "4", "--save_strategy", "no", "--report_to", "none", "--seed", "0",
+            "--use_cpu", "true", "--dataloader_pin_memory", "false", "--disable_tqdm", "true", *extra]  # fmt: skip
+    return load_entity_script().main(argv)
+
+
+def logged_losses(output_dir) -> list[float]:
+    """The training losses the Trainer logged (``trainer_state.json``)."""
+    history = json.loads((Path(output_dir) / "trainer_state.json").read_text())["log_history"]
+    return [entry["loss"] for entry in history if "loss" in entry]
