@@ -27,14 +27,16 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+import transformers
 from test_modeling import TINY
 from tiny_luke import HOTPOT_DIR, build_luke_tokenizer
 from transformers import Trainer, TrainingArguments
 
 from gesa.modeling_xh_tasks import XhForHotpotQA, decode_fever
+from gesa.pipeline_xh_tasks import XhHotpotQAPipeline  # (importing it registers the xh pipelines)
 from gesa.processing_xh_tasks import XhTaskProcessor
-from gesa.records_xh import read_hotpot_file
-from gesa.tasks_xh import FeverTask, HotpotQATask, xh_task_config
+from gesa.records_xh import read_hotpot_file, read_wiki_pages
+from gesa.tasks_xh import FEVER, HOTPOTQA, xh_task_config
 
 OFFICIAL = os.environ.get("GESA_OFFICIAL_SCORERS")
 
@@ -119,7 +121,7 @@ def _tiny(task, processor, hop_attention: bool = True, seed: int = 0):
         **{**TINY, "vocab_size": len(processor.tokenizer), "max_relative_position": 8, "xh_num_hop_layers": 1},
         classifier_dropout=0.0,
     )
-    return task.model_class(config)
+    return task.head_for("xh")(config)
 
 
 def _mean_loss(model, collator, features) -> float:
@@ -191,7 +193,7 @@ def test_fever_graph_is_claim_title_sentence_fully_connected(processor):
 
 # ---- heads against a plain loop --------------------------------------------------------------------------------
 def test_supporting_fact_and_answer_type_heads_follow_appendix_a3(processor):
-    task = HotpotQATask()
+    task = HOTPOTQA
     model = _tiny(task, processor).eval()
     rows = [{**r, "id": r["_id"]} for r in hotpot_fixture_rows()[:2]]
     collator = processor.get_data_collator()
@@ -272,25 +274,45 @@ def _official_hotpot(prediction: Path, gold_rows: list[dict], tmp_path: Path) ->
     return ast.literal_eval(run.stdout.strip().splitlines()[-1])
 
 
+def _predict(task, model, processor, rows, tmp_path) -> dict:
+    """The driver's evaluation path: ``Trainer.predict`` over the task's features (two per batch, so that batches
+    are padded to each other), then the task's decoding."""
+    features = task.featurise(processor, rows, "validation", None)
+    args = TrainingArguments(output_dir=str(tmp_path / "predict"), per_device_eval_batch_size=2, report_to=[],
+                             remove_unused_columns=False, use_cpu=True)  # fmt: skip
+    trainer = Trainer(model=model, args=args, data_collator=task.collator(processor, "xh"))
+    output = trainer.predict(features, ignore_keys=list(task.ignore_output_keys))
+    return task.decode(rows, features, output.predictions, processor)
+
+
 def _train_and_score_hotpot(rows_train, rows_eval, processor, tmp_path, steps, hop_attention=True):
-    task = HotpotQATask()
+    task = HOTPOTQA
     model = _tiny(task, processor, hop_attention=hop_attention)
     collator = processor.get_data_collator()
-    before, after = _train(model, collator, task.features(processor, rows_train, training=True), tmp_path, steps)
-    predictions = task.predict(model, processor, rows_eval)
-    path = task.write_predictions(predictions, tmp_path)
-    metrics = task.compute_metrics(predictions, rows_eval)
+    before, after = _train(model, collator, task.featurise(processor, rows_train, "train", None), tmp_path, steps)
+    predictions = _predict(task, model, processor, rows_eval, tmp_path)
+    path = task.write_predictions(predictions, rows_eval, tmp_path, "eval", None)
+    metrics = task.score(predictions, rows_eval)
     return before, after, predictions, path, metrics
 
 
 def test_tiny_xh_trains_on_hotpot_fixtures_and_writes_the_official_file(tmp_path, processor):
     path = tmp_path / "hotpot.json"
     path.write_text(json.dumps(hotpot_fixture_rows()))
-    rows = HotpotQATask().read(path)
+    rows = HOTPOTQA.read(path)
     before, after, predictions, written, metrics = _train_and_score_hotpot(rows[:4], rows[4:], processor, tmp_path, 30)
     rows = rows[4:]  # the held-out questions
     assert after < 0.7 * before
-    assert {"answer", "score", "supporting_facts", "id"} <= set(predictions[0])
+    assert set(predictions) == {row["id"] for row in rows}
+    assert all({"answer", "score", "supporting_facts", "id"} <= set(p) for p in predictions.values())
+    model = _tiny(HOTPOTQA, processor)  # the pipeline answers each question as the batched evaluation decodes it
+    runner = XhHotpotQAPipeline(model=model.eval(), tokenizer=processor.tokenizer, processor=processor)
+    batched = _predict(HOTPOTQA, model, processor, rows, tmp_path)
+    for row in rows:
+        single = runner(dict(row))
+        assert (single["answer"], single["supporting_facts"]) == (batched[row["id"]]["answer"],
+                                                                 batched[row["id"]]["supporting_facts"])  # fmt: skip
+        assert single["score"] == pytest.approx(batched[row["id"]]["score"], rel=1e-4)
     payload = json.loads(written.read_text())
     assert set(payload) == {"answer", "sp"} and set(payload["answer"]) == {r["id"] for r in rows}
     assert all(isinstance(t, str) and isinstance(s, int) for facts in payload["sp"].values() for t, s in facts)
@@ -318,17 +340,19 @@ def test_tiny_xh_trains_on_fever_fixtures_and_writes_the_shared_task_file(tmp_pa
     claims_path = _write_jsonl(tmp_path / "train.jsonl", fever_fixture_claims())
     pages = [{"id": page, "text": " ".join(lines.values()), "lines": "\n".join(f"{n}\t{s}" for n, s in lines.items())}
              for page, lines in FEVER_PAGES.items()]  # fmt: skip
-    task = FeverTask(wiki_pages=[_write_jsonl(tmp_path / "wiki-001.jsonl", pages)])
+    task = FEVER
+    processor = XhTaskProcessor(processor.tokenizer, max_node_length=64, max_query_length=24, max_nodes=5, task="fever",
+                                pages=read_wiki_pages([_write_jsonl(tmp_path / "wiki-001.jsonl", pages)]))  # fmt: skip
     claims = task.read(claims_path)
     model = _tiny(task, processor)
     collator = processor.get_data_collator()
-    before, after = _train(model, collator, task.features(processor, claims[:6], training=True), tmp_path, 40)
+    before, after = _train(model, collator, task.featurise(processor, claims[:6], "train", None), tmp_path, 40)
     assert after < 0.7 * before
     claims = claims[6:]  # held out: the claims about the third page
-    predictions = task.predict(model, processor, claims)
-    assert {"label", "score", "evidence"} <= set(predictions[0])
-    metrics = task.compute_metrics(predictions, claims)
-    written = task.write_predictions(predictions, tmp_path)
+    predictions = _predict(task, model, processor, claims, tmp_path)
+    assert all({"label", "score", "evidence"} <= set(p) for p in predictions.values())
+    metrics = task.score(predictions, claims)
+    written = task.write_predictions(predictions, claims, tmp_path, "eval", None)
     submitted = [json.loads(line) for line in written.read_text().splitlines()]
     assert [s["id"] for s in submitted] == [c["id"] for c in claims]
     if OFFICIAL and (Path(OFFICIAL) / "fever/src/fever/scorer.py").is_file():
@@ -342,11 +366,10 @@ def test_tiny_xh_trains_on_fever_fixtures_and_writes_the_shared_task_file(tmp_pa
 
 
 def test_the_registered_pipeline_answers_with_answer_score_and_supporting_facts(processor):
-    import transformers
 
     import gesa.pipeline_xh_tasks  # noqa: F401  (registers the tasks)
 
-    model = _tiny(HotpotQATask(), processor).eval()
+    model = _tiny(HOTPOTQA, processor).eval()
     qa = transformers.pipeline("xh-hotpot-qa", model=model, tokenizer=processor.tokenizer, processor=processor)
     row = hotpot_fixture_rows()[0]
     result = qa({"question": row["question"], "context": row["context"]})
@@ -354,7 +377,7 @@ def test_the_registered_pipeline_answers_with_answer_score_and_supporting_facts(
     titles = [c[0] for c in row["context"]]
     assert all(title in titles and isinstance(s, int) for title, s in result["supporting_facts"])
     verify = transformers.pipeline(
-        "xh-fact-verification", model=_tiny(FeverTask(), processor).eval(), tokenizer=processor.tokenizer,
+        "xh-fact-verification", model=_tiny(FEVER, processor).eval(), tokenizer=processor.tokenizer,
         processor=processor, pages=FEVER_PAGES,
     )  # fmt: skip
     verdict = verify({"claim": "Lyon is in France."})
@@ -363,7 +386,7 @@ def test_the_registered_pipeline_answers_with_answer_score_and_supporting_facts(
 
 
 def test_hop_attention_off_is_the_baseline(processor):
-    task = HotpotQATask()
+    task = HOTPOTQA
     baseline = _tiny(task, processor, hop_attention=False)
     assert baseline.config.xh_num_hop_layers == 0 and len(baseline.gesa.hop_layers) == 0
     assert len(_tiny(task, processor).gesa.hop_layers) == 1
@@ -373,7 +396,7 @@ def test_hop_attention_off_is_the_baseline(processor):
 def test_a_saved_hotpot_model_reloads_from_its_own_code_in_a_fresh_process(tmp_path, processor):
     from variant_helpers import reload_each_in_fresh_process
 
-    model = _tiny(HotpotQATask(), processor).eval()
+    model = _tiny(HOTPOTQA, processor).eval()
     batch = processor.get_data_collator()(processor.encode_hotpot_rows([{**hotpot_fixture_rows()[0], "id": "a"}]))
     inputs = {k: v for k, v in batch.items() if k not in ("relevant_node", "start_positions", "end_positions",
                                                           "answer_type", "sentence_labels")}  # fmt: skip
