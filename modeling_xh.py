@@ -443,6 +443,21 @@ class XhMultiHopQAOutput(ModelOutput):
     hop_attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
+@dataclass
+class XhGraphStep:
+    """What `XhForMultiHopQA.graph_step` computes once for every graph head built on it: the encoder's outputs, the
+    dropped-out word `(G, N, L, D)` and hub `(G, N, D)` states, the real nodes `(G, N)`, node relevance `(G, N)` and
+    span logits `(G, N, L)`."""
+
+    outputs: XhModelOutput
+    words: torch.Tensor
+    hubs: torch.Tensor
+    node_mask: torch.Tensor
+    relevance_logits: torch.Tensor
+    start_logits: torch.Tensor
+    end_logits: torch.Tensor
+
+
 class XhGraphHead(XhPreTrainedModel):
     """What the graph-level heads share: the XH encoder (`gesa`) and the classifier dropout."""
 
@@ -479,70 +494,85 @@ class XhForMultiHopQA(XhGraphHead):
     ) -> XhMultiHopQAOutput:
         """`relevant_node` `(G,)` (-100: none) and `start_positions`/`end_positions` `(G,)` token indices inside the
         relevant node (-100: no span, e.g. yes/no answers) give the loss. Other inputs: `XhModel`'s."""
+        step = self.graph_step(input_ids, node_adjacency, node_mask, kwargs)
+        losses = self.relevance_and_span_losses(step, relevant_node, start_positions, end_positions)
+        return XhMultiHopQAOutput(
+            loss=sum(losses.values()) if losses else None,
+            relevance_logits=step.relevance_logits,
+            start_logits=step.start_logits,
+            end_logits=step.end_logits,
+            relevance_loss=losses.get("relevance"),
+            span_loss=losses.get("span"),
+            hub_states=step.outputs.hub_states,
+            hop_attentions=step.outputs.hop_attentions,
+        )
+
+    def graph_step(
+        self, input_ids: torch.LongTensor | None, node_adjacency: torch.Tensor | None, node_mask: torch.Tensor | None,
+        kwargs: dict,
+    ) -> XhGraphStep:  # fmt: skip
+        """The encoder over the graphs, then node relevance (Eq. 11) and the span logits inside each node (Eq. 12);
+        padded nodes and non-context tokens (question, padding) get `finfo.min`."""
         outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
         attention_mask, global_attention_mask = kwargs.get("attention_mask"), kwargs.get("global_attention_mask")
-        graphs, nodes, length = outputs.last_hidden_state.shape[:3]
-        node_mask = outputs.node_mask
-        minimum = torch.finfo(outputs.hub_states.dtype).min
-        relevance_logits = (
-            self.relevance(self.dropout(outputs.hub_states)).squeeze(-1).masked_fill(~node_mask, minimum)
-        )
-        context = node_mask[..., None].expand(graphs, nodes, length)
+        words, hubs = self.dropout(outputs.last_hidden_state), self.dropout(outputs.hub_states)
+        graphs, nodes, length = words.shape[:3]
+        real = outputs.node_mask
+        minimum = torch.finfo(hubs.dtype).min
+        relevance_logits = self.relevance(hubs).squeeze(-1).masked_fill(~real, minimum)
+        context = real[..., None].expand(graphs, nodes, length)
         if attention_mask is not None:
             context = context & attention_mask.bool()
         if global_attention_mask is not None:
             context = context & (global_attention_mask == 0)
-        span_logits = self.span(self.dropout(outputs.last_hidden_state)).masked_fill(~context[..., None], minimum)
-        start_logits, end_logits = span_logits.unbind(-1)
+        start_logits, end_logits = self.span(words).masked_fill(~context[..., None], minimum).unbind(-1)
+        return XhGraphStep(outputs, words, hubs, real, relevance_logits, start_logits, end_logits)
 
-        loss = relevance_loss = span_loss = None
-        if relevant_node is not None:
-            check = {
-                "relevant_node": relevant_node,
-                "start_positions": start_positions,
-                "end_positions": end_positions,
-            }
-            for name, value in check.items():
-                if value is not None and tuple(value.shape) != (graphs,):
-                    raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (graphs,) = ({graphs},).")
-            given = relevant_node != -100
-            if not torch.compiler.is_compiling() and given.any():
-                picked = relevant_node[given]
-                if (
-                    (picked < 0).any()
-                    or (picked >= nodes).any()
-                    or not node_mask[given, picked.clamp(0, nodes - 1)].all()
-                ):
-                    raise ValueError(
-                        f"relevant_node must be a real node index in [0, {nodes - 1}] (node_mask 1) or -100 (none); "
-                        f"got {relevant_node.tolist()}."
-                    )
-            # a mean over the graphs with a relevant node: 0 (still on the graph, so backward works) when none has one,
-            # where F.cross_entropy's own mean would divide 0 by 0 (NaN)
-            labelled = given.sum().clamp(min=1).to(relevance_logits.dtype)
-            relevance_loss = (
-                F.cross_entropy(relevance_logits, relevant_node, ignore_index=-100, reduction="sum") / labelled
-            )
-            loss = relevance_loss
-            if start_positions is not None and end_positions is not None:
-                has_span = (relevant_node >= 0) & (start_positions >= 0) & (end_positions >= 0)
-                if has_span.any():
-                    rows = has_span.nonzero().squeeze(1)
-                    node = relevant_node[rows]
-                    start = F.cross_entropy(start_logits[rows, node], start_positions[rows])
-                    end = F.cross_entropy(end_logits[rows, node], end_positions[rows])
-                    span_loss = (start + end) / 2
-                    loss = loss + span_loss
-        return XhMultiHopQAOutput(
-            loss=loss,
-            relevance_logits=relevance_logits,
-            start_logits=start_logits,
-            end_logits=end_logits,
-            relevance_loss=relevance_loss,
-            span_loss=span_loss,
-            hub_states=outputs.hub_states,
-            hop_attentions=outputs.hop_attentions,
+    @staticmethod
+    def relevance_and_span_losses(
+        step: XhGraphStep,
+        relevant_node: torch.LongTensor | None,
+        start_positions: torch.LongTensor | None,
+        end_positions: torch.LongTensor | None,
+    ) -> dict[str, torch.Tensor]:
+        """`{"relevance": ..., "span": ...}`: cross-entropy of the gold node over the real nodes (a mean over the
+        graphs that have one) and of the gold span inside the gold node (graphs with a span only)."""
+        losses: dict[str, torch.Tensor] = {}
+        if relevant_node is None:
+            return losses
+        graphs, nodes = step.relevance_logits.shape
+        for name, value in (("relevant_node", relevant_node), ("start_positions", start_positions),
+                            ("end_positions", end_positions)):  # fmt: skip
+            if value is not None and tuple(value.shape) != (graphs,):
+                raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (graphs,) = ({graphs},).")
+        given = relevant_node != -100
+        if not torch.compiler.is_compiling() and given.any():
+            picked = relevant_node[given]
+            if (
+                (picked < 0).any()
+                or (picked >= nodes).any()
+                or not step.node_mask[given, picked.clamp(0, nodes - 1)].all()
+            ):
+                raise ValueError(
+                    f"relevant_node must be a real node index in [0, {nodes - 1}] (node_mask 1) or -100 (none); "
+                    f"got {relevant_node.tolist()}."
+                )
+        # a mean over the graphs with a relevant node: 0 (still on the graph, so backward works) when none has one,
+        # where F.cross_entropy's own mean would divide 0 by 0 (NaN)
+        labelled = given.sum().clamp(min=1).to(step.relevance_logits.dtype)
+        losses["relevance"] = (
+            F.cross_entropy(step.relevance_logits.float(), relevant_node, ignore_index=-100, reduction="sum")
+            / labelled
         )
+        if start_positions is not None and end_positions is not None:
+            has_span = given & (start_positions >= 0) & (end_positions >= 0)
+            if has_span.any():
+                rows = has_span.nonzero().squeeze(1)
+                node = relevant_node[rows]
+                start = F.cross_entropy(step.start_logits[rows, node].float(), start_positions[rows])
+                end = F.cross_entropy(step.end_logits[rows, node].float(), end_positions[rows])
+                losses["span"] = (start + end) / 2
+        return losses
 
     @staticmethod
     def decode_answers(output: XhMultiHopQAOutput, max_answer_length: int = 30) -> list[tuple[int, int, int]]:

@@ -115,19 +115,10 @@ class XhForHotpotQA(XhForMultiHopQA):
         """`XhForMultiHopQA`'s inputs plus `answer_type` `(G,)` (0 span, 1 yes, 2 no, -100 none),
         `sentence_starts`/`sentence_ends` `(G, N, S)` token indices (-1: no sentence) and `sentence_labels`
         `(G, N, S)` (1 supporting, 0 not, -100 ignored)."""
-        outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
-        attention_mask, global_attention_mask = kwargs.get("attention_mask"), kwargs.get("global_attention_mask")
-        words, hubs = self.dropout(outputs.last_hidden_state), self.dropout(outputs.hub_states)
+        step = self.graph_step(input_ids, node_adjacency, node_mask, kwargs)
+        words, hubs, real = step.words, step.hubs, step.node_mask
         graphs, nodes, length = words.shape[:3]
-        real = outputs.node_mask
         minimum = torch.finfo(words.dtype).min
-        relevance_logits = self.relevance(hubs).squeeze(-1).masked_fill(~real, minimum)
-        context = real[..., None].expand(graphs, nodes, length)
-        if attention_mask is not None:
-            context = context & attention_mask.bool()
-        if global_attention_mask is not None:
-            context = context & (global_attention_mask == 0)
-        start_logits, end_logits = self.span(words).masked_fill(~context[..., None], minimum).unbind(-1)
         answer_type_logits = self.answer_type(hubs)
         supporting_logits = None
         if sentence_starts is not None:
@@ -148,39 +139,17 @@ class XhForHotpotQA(XhForMultiHopQA):
             pairs = gathered.view(graphs, nodes, -1, 2 * words.size(-1))
             supporting_logits = self.supporting(pairs).squeeze(-1).masked_fill(~present, minimum)
 
-        losses: dict[str, torch.Tensor] = {}
-        if relevant_node is not None:
-            for name, value in (("relevant_node", relevant_node), ("answer_type", answer_type)):
-                if value is not None and tuple(value.shape) != (graphs,):
-                    raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (graphs,) = ({graphs},).")
-            given = relevant_node != -100
-            if not torch.compiler.is_compiling() and given.any():
-                picked = relevant_node[given]
-                if (picked < 0).any() or (picked >= nodes).any() or not real[given, picked.clamp(0, nodes - 1)].all():
-                    raise ValueError(
-                        f"relevant_node must be a real node index in [0, {nodes - 1}] or -100; got "
-                        f"{relevant_node.tolist()}."
-                    )
-            labelled = given.sum().clamp(min=1).to(relevance_logits.dtype)
-            losses["relevance"] = (
-                F.cross_entropy(relevance_logits.float(), relevant_node, ignore_index=-100, reduction="sum") / labelled
-            )
-            rows = given.nonzero().squeeze(1)
-            if start_positions is not None and end_positions is not None:
-                has_span = given & (start_positions >= 0) & (end_positions >= 0)
-                if answer_type is not None:
-                    has_span = has_span & (answer_type == 0)
-                if has_span.any():
-                    span_rows = has_span.nonzero().squeeze(1)
-                    node = relevant_node[span_rows]
-                    start = F.cross_entropy(start_logits[span_rows, node].float(), start_positions[span_rows])
-                    end = F.cross_entropy(end_logits[span_rows, node].float(), end_positions[span_rows])
-                    losses["span"] = (start + end) / 2
-            if answer_type is not None and rows.numel():
-                typed = answer_type[rows]
-                if (typed != -100).any():
-                    logits = answer_type_logits[rows, relevant_node[rows]].float()
-                    losses["answer_type"] = F.cross_entropy(logits, typed, ignore_index=-100)
+        if answer_type is not None and tuple(answer_type.shape) != (graphs,):
+            raise ValueError(f"answer_type has shape {tuple(answer_type.shape)}; expected (graphs,) = ({graphs},).")
+        if answer_type is not None and start_positions is not None:  # a span only for span answers
+            start_positions = start_positions.masked_fill(answer_type != 0, -100)
+        losses = self.relevance_and_span_losses(step, relevant_node, start_positions, end_positions)
+        if relevant_node is not None and answer_type is not None:
+            rows = (relevant_node != -100).nonzero().squeeze(1)
+            typed = answer_type[rows]
+            if rows.numel() and (typed != -100).any():
+                logits = answer_type_logits[rows, relevant_node[rows]].float()
+                losses["answer_type"] = F.cross_entropy(logits, typed, ignore_index=-100)
         if sentence_labels is not None and supporting_logits is not None:
             if sentence_labels.shape != supporting_logits.shape:
                 raise ValueError(
@@ -195,17 +164,17 @@ class XhForHotpotQA(XhForMultiHopQA):
         loss = sum(losses.values()) if losses else None
         return XhHotpotQAOutput(
             loss=loss,
-            relevance_logits=relevance_logits,
-            start_logits=start_logits,
-            end_logits=end_logits,
+            relevance_logits=step.relevance_logits,
+            start_logits=step.start_logits,
+            end_logits=step.end_logits,
             answer_type_logits=answer_type_logits,
             supporting_logits=supporting_logits,
             relevance_loss=losses.get("relevance"),
             span_loss=losses.get("span"),
             answer_type_loss=losses.get("answer_type"),
             supporting_loss=losses.get("supporting"),
-            hub_states=outputs.hub_states,
-            hop_attentions=outputs.hop_attentions,
+            hub_states=step.outputs.hub_states,
+            hop_attentions=step.outputs.hop_attentions,
         )
 
     @staticmethod

@@ -95,14 +95,7 @@ class XhHotpotQAPipeline(_XhTaskPipeline):
         feature, row = model_outputs["feature"], model_outputs["row"]
         node_mask = model_outputs["batch"]["node_mask"]
         decoded = XhForHotpotQA.decode_hotpot(model_outputs["output"], node_mask)[0]
-        if decoded["answer_type"] == "span":
-            ids = feature["input_ids"][decoded["node"]][decoded["start"] : decoded["end"] + 1]
-            answer = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
-        else:
-            answer = decoded["answer_type"]
-        titles = feature["titles"]
-        facts = [[titles[node], sentence] for node, sentence in decoded["supporting"]]
-        return {"id": row["id"], "answer": answer, "score": decoded["score"], "supporting_facts": facts}
+        return {**self.xh_processor.hotpot_prediction(feature, decoded), "id": row["id"]}
 
 
 class XhFactVerificationPipeline(_XhTaskPipeline):

@@ -145,6 +145,19 @@ class XhTaskProcessor(XhProcessor):
 
     # ------------------------------------------------------------------ HotpotQA
 
+    def hotpot_prediction(self, feature: Mapping[str, Any], decoded: Mapping[str, Any]) -> dict[str, Any]:
+        """``{id, answer, score, supporting_facts}`` of one question from ``XhForHotpotQA.decode_hotpot``'s choice
+        for its feature: a span's text (its tokens in the chosen node, decoded), or ``yes``/``no``; the supporting
+        facts as ``[title, sent_id]`` pairs."""
+        if decoded["answer_type"] == "span":
+            ids = feature["input_ids"][decoded["node"]][decoded["start"] : decoded["end"] + 1]
+            answer = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+        else:
+            answer = decoded["answer_type"]
+        titles = feature["titles"]
+        facts = [[titles[node], sentence] for node, sentence in decoded["supporting"]]
+        return {"id": feature["example_id"], "answer": answer, "score": decoded["score"], "supporting_facts": facts}
+
     def encode_hotpot_rows(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """One graph feature per HotpotQA row (`records_xh.read_hotpot_file` rows or Hub rows)."""
         before = dict(self.stats)

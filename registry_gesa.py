@@ -13,8 +13,9 @@
 # limitations under the License.
 """The variant registry: the model families every script (`--variant NAME`) and pipeline builds, in one place.
 
-Each `VariantSpec` says which head class to build per task (`head_for(task)`; `"record"`: the ReCoRD head below), how (from a LUKE checkpoint with `from_luke_pretrained` + config
-overrides, or from scratch with config kwargs), and which features it trains on:
+Each `VariantSpec` says how to build the variant (from a LUKE checkpoint with `from_luke_pretrained` + config
+overrides, from scratch with config kwargs, or from its own checkpoint), its ReCoRD head, and which features it trains
+on; each task names its own head per variant (`tasks_base.Task.heads`, `Task.variant_spec`):
 
 | name    | QA class                 | features                                                          | entity table |
 |---------|--------------------------|-------------------------------------------------------------------|--------------|
@@ -49,7 +50,7 @@ Usage (what `run_record.py` does for `--variant`)::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
@@ -90,8 +91,6 @@ class VariantSpec:
         knowledge_variant: `"kar"`/`"ernie"`: the collator adds that variant's KB inputs.
         keep_entity_aware_queries: convert LUKE keeping its own w2e/e2w/e2e queries even when not asked to
             (LUKE-Graph fine-tunes LUKE as it is).
-        task_heads: the variant's head class for each task other than ReCoRD (``"wikihop"``, ``"entity_typing"``,
-            ...); ``head_for(task)`` reads it.
     """
 
     name: str
@@ -103,19 +102,6 @@ class VariantSpec:
     shrink_entity_table: bool = True
     knowledge_variant: str | None = None
     keep_entity_aware_queries: bool = False
-    task_heads: Mapping[str, type[PreTrainedModel]] = field(default_factory=dict)
-
-    def head_for(self, task: str) -> type[PreTrainedModel]:
-        """The head class of ``task`` for this variant (``"record"``: ``model_class``); a ``ValueError`` naming the
-        variants that have one when this variant has none."""
-        if task == "record":
-            return self.model_class
-        if task in self.task_heads:
-            return self.task_heads[task]
-        able = [name for name, spec in VARIANTS.items() if task == "record" or task in spec.task_heads]
-        raise ValueError(
-            f"--variant {self.name} has no head for the task {task!r}; variants with one: {able or 'none'}"
-        )
 
     def _overrides(self, num_hidden_layers: int, overrides: Mapping[str, Any]) -> dict[str, Any]:
         merged = {**self.config_overrides, **overrides}
@@ -256,15 +242,6 @@ VARIANTS: dict[str, VariantSpec] = {
 }
 
 
-def register_task_head(task: str, heads: Mapping[str, type[PreTrainedModel]]) -> None:
-    """Give variants a head for ``task`` (``{variant name: head class}``), e.g. from a task's own module."""
-    for name, head in heads.items():
-        if name not in VARIANTS:
-            raise ValueError(f"register_task_head({task!r}): unknown variant {name!r} (known: {sorted(VARIANTS)})")
-        spec = VARIANTS[name]
-        VARIANTS[name] = replace(spec, task_heads={**spec.task_heads, task: head})
-
-
 def knowledge_variant_of(model_type: str) -> str | None:
     """``"kar"``/``"ernie"`` for a config ``model_type`` whose collator adds knowledge-base inputs, else ``None``."""
     for spec in VARIANTS.values():
@@ -280,4 +257,4 @@ def reads_sentence_graphs(model_type: str) -> bool:
     )
 
 
-__all__ = ["VARIANTS", "VariantSpec", "knowledge_variant_of", "reads_sentence_graphs", "register_task_head"]
+__all__ = ["VARIANTS", "VariantSpec", "knowledge_variant_of", "reads_sentence_graphs"]

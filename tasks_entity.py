@@ -11,19 +11,21 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The entity-task interface of ``examples/run_entity_tasks.py``: one ``EntityTask`` per ``--task``.
+"""The entity tasks of ``examples/run_entity_tasks.py`` as tasks of the shared driver: ``ENTITY_TASKS`` (entity
+typing, relation classification, NER) and ``PRETRAIN``.
 
-A task says how its public files and Hub rows are read (``records_entity``), which head each ``--variant`` trains (the
-heads are registered in the variant registry, ``registry_gesa.register_task_head``), how the head's logits become
-predictions (typing: every type whose logit is > 0; relations: the argmax; NER: LUKE's greedy span decoding) and how
-they are scored (``metrics_entity``: micro P/R/F1 over types, TACRED's micro P/R/F1 without ``no_relation``, exact
-span F1 as seqeval's entity-level score). ``prediction_rows`` gives the predictions file, one row per example.
+A task says how its public files and Hub rows are read (``records_entity``), which head each ``--variant`` trains,
+how the head's logits become predictions (typing: every type whose logit is > 0; relations: the argmax; NER: LUKE's
+greedy span decoding) and how they are scored (``metrics_entity``: micro P/R/F1 over types, TACRED's micro P/R/F1
+without ``no_relation``, exact span F1 as seqeval's entity-level score). The predictions file has one row per example
+``{"id", "prediction", "reference"}``.
 
 ``--task pretrain`` (``PretrainTask``): LUKE's masked language model + masked-entity prediction for GESA/LUKE
 (``MaskedEntityCollator``, ``GesaForMaskedLM``), ERNIE's denoising entity auto-encoder for ``--variant ernie``
 (``DeaCollator``: token-entity alignments replaced or masked, ``ErnieForDenoisingEntityAutoencoder``). Its entity
 table holds LUKE's special entities and the distinct mention texts of the data (rows taken from LUKE's table where
 LUKE has that title, else from ``[UNK]``); the tokenizer saved with the model carries the same entity vocabulary.
+Its evaluation is the loss; it predicts nothing.
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
@@ -32,12 +34,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase
 
 from .loading_gesa import load_tokenizer
@@ -59,150 +62,199 @@ from .modeling_gesa_entity import (
 )
 from .processing_entity import NO_ENTITY, EntityTaskProcessor, char_spans, decode_ner
 from .records_entity import EntityRecordError, read_hub_rows, read_task_file
-from .registry_gesa import VARIANTS, register_task_head
+from .registry_gesa import VARIANTS
+from .tasks_base import LoadedModel, Task, first_output
+from .training_gesa import ScriptArgumentError, write_json_atomically
+from .training_models import hub_kwargs
 
 # LUKE's special entities, in the order of the shrunk entity table the fine-tuned heads keep
 SPECIAL_ENTITIES = ("[PAD]", "[UNK]", "[MASK]", "[MASK2]")
 
 
-@dataclass(frozen=True)
-class EntityTask:
-    """What ``run_entity_tasks.py --task NAME`` needs to know about one fine-tuning task.
+def decode_types(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
+    """Open Entity: every type whose logit is > 0 (sigmoid > 0.5), as LUKE's typing evaluation."""
+    return [[names[i] for i in np.flatnonzero(row > 0)] for row in first_output(logits)]
 
-    Args:
-        name: the ``--task`` value (also the variant registry's task key and ``records_entity``'s reader key).
-        description: one line for ``--help``.
-        file_format: the public format ``--train_file`` etc. hold, for messages.
-        decode: ``(examples, features, logits, label_names) -> predictions`` (one per example).
-        reference: an example's gold answer, in the shape of a prediction.
-        score: ``(predictions, references) -> {"precision", "recall", "f1"}`` (fractions).
+
+def decode_relations(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
+    """TACRED: the highest-scoring relation (``no_relation`` included)."""
+    return [names[int(i)] for i in first_output(logits).argmax(-1)]
+
+
+def decode_spans(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
+    """CoNLL-2003: LUKE's greedy decoding of the candidate spans (``processing_entity.decode_ner``)."""
+    return decode_ner(features, first_output(logits), names, len(examples))
+
+
+@dataclass
+class EntityTask(Task):
+    """One fine-tuning task of ``run_entity_tasks.py`` (module docstring).
+
+    Args (besides ``Task``'s):
+        decode_logits: ``(examples, features, logits, label_names) -> predictions`` (one per example).
+        reference_of: an example's gold answer, in the shape of a prediction.
+        metric: ``(predictions, references) -> {"precision", "recall", "f1"}`` (fractions).
         auto_class: the ``transformers`` auto class a saved checkpoint reloads with (``trust_remote_code=True``).
     """
 
-    name: str
-    description: str
-    file_format: str
-    decode: Callable[[Sequence[Any], Sequence[Mapping[str, Any]], Any, Sequence[str]], list[Any]]
-    reference: Callable[[Any], Any]
-    score: Callable[[Sequence[Any], Sequence[Any]], dict[str, float]]
+    decode_logits: Callable[..., list[Any]] | None = None
+    reference_of: Callable[[Any], Any] | None = None
+    metric: Callable[[Sequence[Any], Sequence[Any]], dict[str, float]] | None = None
     auto_class: str = "AutoModelForSequenceClassification"
+    metric_for_best_model: str = "f1"
+    metric_names: dict = field(
+        default_factory=lambda: {"f1": "micro F1", "precision": "precision", "recall": "recall"}
+    )
+    remove_unused_columns: bool = False  # the processor's collator drops what the model does not read
 
-    def head_for(self, variant: str) -> type[PreTrainedModel]:
-        """The variant's head class (the variant registry's ``head_for``)."""
-        if variant not in VARIANTS:
-            raise ValueError(f"--variant {variant!r} is unknown; choose one of {sorted(VARIANTS)}")
-        return VARIANTS[variant].head_for(self.name)
+    def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
+        for name in ("max_seq_length", "max_span_length", "max_entities"):
+            if getattr(data_args, name) < 1:
+                raise ScriptArgumentError(f"--{name} must be at least 1, got {getattr(data_args, name)}")
 
-    def load_file(self, path: str | Path, flag: str) -> list[Any]:
-        """The examples of ``path`` (one ``ValueError`` naming ``flag``, the file, the record and the field)."""
+    def example_id(self, example: Any) -> str:
+        return str(example.id)
+
+    def reference(self, example: Any) -> Any:
+        return self.reference_of(example)
+
+    def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[Any]:
+        """The examples of ``path`` (one ``ValueError`` naming the flag, the file, the record and the field)."""
         try:
             return read_task_file(self.name, path)
         except (EntityRecordError, FileNotFoundError) as error:
-            raise ValueError(f"{flag}: {error}") from None
+            raise ScriptArgumentError(f"{where}: {error}") from None
 
-    def load_rows(self, rows: Any, where: str, tag_names: Sequence[str] | None = None) -> list[Any]:
-        """The examples of a Hub split's rows (NER: ``tag_names`` from its ``ClassLabel``)."""
+    def read_hub(self, data_args: Any, model_args: Any, split: str) -> list[Any]:
+        """The examples of a Hub split's rows (NER: the tag names from its ``ClassLabel``)."""
+        import datasets
+
+        rows = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name, split=split,
+                                     cache_dir=model_args.cache_dir, token=model_args.token)  # fmt: skip
+        tags = rows.features.get("ner_tags")
+        names = getattr(getattr(tags, "feature", None), "names", None)
         try:
-            return read_hub_rows(self.name, rows, tag_names)
+            return read_hub_rows(self.name, rows, names)
         except EntityRecordError as error:
-            raise ValueError(f"{where}: {error}") from None
+            raise ScriptArgumentError(f"--dataset_name {data_args.dataset_name} ({split}): {error}") from None
 
     def label_names(self, examples: Sequence[Any]) -> list[str]:
         """Every label the examples use, sorted (NER: ``O`` first)."""
         return EntityTaskProcessor.label_names_of(self.name, examples)
 
-    def make_collator(self, variant: str, processor: EntityTaskProcessor, tokenizer: PreTrainedTokenizerBase) -> Any:
+    def load(
+        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
+    ) -> LoadedModel:
+        if model_args.model_name_or_path is None:
+            raise ScriptArgumentError(
+                "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this script"
+            )
+        overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
+        try:
+            model, tokenizer, labels = load_model_and_tokenizer(
+                self.name, model_args.variant, model_args.model_name_or_path, examples, model_args.tokenizer_name,
+                hub_kwargs(model_args), 0, **overrides,
+            )  # fmt: skip
+        except (OSError, ValueError) as error:  # a checkpoint that does not fit (task, variant, labels, entity table)
+            raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
+        processor = EntityTaskProcessor(tokenizer, self.name, labels, data_args.max_seq_length,
+                                        data_args.max_span_length, data_args.max_entities)  # fmt: skip
+        return LoadedModel(model, processor, tokenizer, labels)
+
+    def collator(self, processor: EntityTaskProcessor, variant: str) -> Any:
         """The processor's batches, plus the knowledge inputs of KAR/ERNIE (``VariantSpec.wrap_collator``: mentions
         matched to the tokenizer's entity titles)."""
-        return VARIANTS[variant].wrap_collator(processor, tokenizer)
+        return VARIANTS[variant].wrap_collator(processor, processor.tokenizer)
+
+    def featurise(self, processor: EntityTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
+        return Dataset.from_list(processor.encode_all(examples))
+
+    def decode(self, examples: Any, features: Dataset, outputs: Any, processor: Any) -> dict[str, Any]:
+        predictions = self.decode_logits(examples, list(features), outputs, processor.label_names)
+        return {str(example.id): prediction for example, prediction in zip(examples, predictions, strict=True)}
+
+    def score(self, predictions: Mapping[str, Any], examples: Sequence[Any]) -> dict[str, float]:
+        labelled = [example for example in examples if self.reference(example) is not None]
+        return self.metric([predictions[str(e.id)] for e in labelled], [self.reference(e) for e in labelled])
+
+    def write_predictions(
+        self, predictions: Mapping[str, Any], examples: Any, output_dir: str | Path, split: str, data_args: Any
+    ) -> Path:
+        """``<split>_predictions.json``: ``[{"id", "prediction", "reference"}, ...]`` (NER spans as ``[start, end,
+        type]`` word spans, end exclusive)."""
+        path = Path(output_dir) / f"{split}_predictions.json"
+        write_json_atomically(path, self.prediction_rows(examples, [predictions[str(e.id)] for e in examples]))
+        return path
 
     def prediction_rows(self, examples: Sequence[Any], predictions: Sequence[Any]) -> list[dict[str, Any]]:
-        """The predictions file: ``{"id", "prediction", "reference"}`` per example (NER spans as ``[start, end,
-        type]`` word spans, end exclusive)."""
         rows = []
         for example, prediction in zip(examples, predictions, strict=True):
             reference = self.reference(example)
             if self.name == "ner":
-                prediction, reference = [list(span) for span in prediction], [list(span) for span in reference]
+                prediction = [list(span) for span in prediction]
+                reference = None if reference is None else [list(span) for span in reference]
             rows.append({"id": example.id, "prediction": prediction, "reference": reference})
         return rows
-
-
-def _logits(predictions: Any) -> np.ndarray:
-    return np.asarray(predictions[0] if isinstance(predictions, tuple) else predictions)
-
-
-def decode_types(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
-    """Open Entity: every type whose logit is > 0 (sigmoid > 0.5), as LUKE's typing evaluation."""
-    return [[names[i] for i in np.flatnonzero(row > 0)] for row in _logits(logits)]
-
-
-def decode_relations(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
-    """TACRED: the highest-scoring relation (``no_relation`` included)."""
-    return [names[int(i)] for i in _logits(logits).argmax(-1)]
-
-
-def decode_spans(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
-    """CoNLL-2003: LUKE's greedy decoding of the candidate spans (``processing_entity.decode_ner``)."""
-    return decode_ner(features, _logits(logits), names, len(examples))
 
 
 ENTITY_TASKS: dict[str, EntityTask] = {
     task.name: task
     for task in (
         EntityTask(
-            "entity_typing",
-            "Open Entity: multi-label typing of one mention (BCE), micro P/R/F1",
-            "Open Entity crowd JSON lines",
-            decode_types,
-            lambda example: sorted(example.labels),
-            typing_micro_prf,
+            name="entity_typing",
+            title="Open Entity",
+            description="Open Entity: multi-label typing of one mention (BCE), micro P/R/F1",
+            file_format="Open Entity crowd JSON lines",
+            heads={
+                "gesa": GesaForEntityClassification,
+                "luke": GesaForEntityClassification,
+                "kar": KarForEntityClassification,
+                "ernie": ErnieForEntityClassification,
+            },
+            decode_logits=decode_types,
+            reference_of=lambda example: sorted(example.labels),
+            metric=typing_micro_prf,
+            unit="mentions",
+            item="mention",
         ),
         EntityTask(
-            "relation_classification",
-            "TACRED: the relation between a head and a tail mention, micro P/R/F1 without no_relation",
-            "TACRED JSON",
-            decode_relations,
-            lambda example: example.relation,
-            relation_micro_prf,
+            name="relation_classification",
+            title="TACRED",
+            description="TACRED: the relation between a head and a tail mention, micro P/R/F1 without no_relation",
+            file_format="TACRED JSON",
+            heads={
+                "gesa": GesaForEntityPairClassification,
+                "luke": GesaForEntityPairClassification,
+                "kar": KarForEntityPairClassification,
+                "ernie": ErnieForEntityPairClassification,
+            },
+            decode_logits=decode_relations,
+            reference_of=lambda example: example.relation,
+            metric=relation_micro_prf,
+            unit="sentences",
+            item="sentence",
         ),
         EntityTask(
-            "ner",
-            "CoNLL-2003: typed entity spans over candidate word spans, exact span F1",
-            "CoNLL-2003 column file",
-            decode_spans,
-            lambda example: [tuple(span) for span in example.spans],
-            span_f1,
+            name="ner",
+            title="CoNLL-2003",
+            description="CoNLL-2003: typed entity spans over candidate word spans, exact span F1",
+            file_format="CoNLL-2003 column file",
+            heads={
+                "gesa": GesaForEntitySpanClassification,
+                "luke": GesaForEntitySpanClassification,
+                "kar": KarForEntitySpanClassification,
+                "ernie": ErnieForEntitySpanClassification,
+            },
+            decode_logits=decode_spans,
+            reference_of=lambda example: [tuple(span) for span in example.spans],
+            metric=span_f1,
             auto_class="AutoModelForTokenClassification",
+            metric_names={"f1": "span F1", "precision": "precision", "recall": "recall"},
+            unit="sentences",
+            item="sentence",
         ),
     )
 }
-
-# the heads of each task per variant (`luke` is GESA with ablation="luke", i.e. transformers' Luke* heads; KAR and
-# ERNIE: GESA's heads on their encoders, fed the knowledge inputs by the registry's collator)
-TASK_HEADS = {
-    "entity_typing": {
-        "gesa": GesaForEntityClassification,
-        "luke": GesaForEntityClassification,
-        "kar": KarForEntityClassification,
-        "ernie": ErnieForEntityClassification,
-    },
-    "relation_classification": {
-        "gesa": GesaForEntityPairClassification,
-        "luke": GesaForEntityPairClassification,
-        "kar": KarForEntityPairClassification,
-        "ernie": ErnieForEntityPairClassification,
-    },
-    "ner": {
-        "gesa": GesaForEntitySpanClassification,
-        "luke": GesaForEntitySpanClassification,
-        "kar": KarForEntitySpanClassification,
-        "ernie": ErnieForEntitySpanClassification,
-    },
-    "pretrain": {"gesa": GesaForMaskedLM, "luke": GesaForMaskedLM, "ernie": ErnieForDenoisingEntityAutoencoder},
-}
-for _task, _heads in TASK_HEADS.items():
-    register_task_head(_task, _heads)
 
 
 # ----------------------------------------------------------------------------------------------- models
@@ -384,7 +436,7 @@ def build_pretraining_model(
     (ERNIE: its knowledge base, so every candidate the dEA collator draws is a row of it). Rows of entities LUKE's
     table lacks start random (normal, ``initializer_range``; ``seed``)."""
     spec = VARIANTS[variant]
-    head = spec.head_for("pretrain")
+    head = PRETRAIN.head_for(variant)
     rows = pretraining_entity_rows(vocabulary, luke_tokenizer)
     model = head.from_luke_pretrained(
         name_or_path, entity_rows=rows, **(hub or {}), **spec.config_overrides, **overrides
@@ -483,28 +535,111 @@ class DeaCollator:
         return batch
 
 
-@dataclass(frozen=True)
-class PretrainTask:
-    """``--task pretrain``: the objective per variant and its collator."""
+class PretrainingProcessor:
+    """The pre-training features (``encode_pretraining``) and batches (``MaskedEntityCollator``, or ERNIE's
+    ``DeaCollator`` over the model's entity table as its KB); saves the tokenizer with its pre-training entity
+    vocabulary."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, variant: str, max_length: int, kb_size: int,
+                 mlm_probability: float = 0.15, entity_mask_probability: float = 0.15, seed: int = 0) -> None:  # fmt: skip
+        self.tokenizer, self.variant, self.max_length, self.kb_size = tokenizer, variant, max_length, kb_size
+        self.mlm_probability, self.entity_mask_probability, self.seed = mlm_probability, entity_mask_probability, seed
+
+    def encode_all(self, examples: Sequence[Any]) -> list[dict]:
+        return encode_pretraining(self.tokenizer, examples, self.max_length)
+
+    def get_data_collator(self) -> MaskedEntityCollator | DeaCollator:
+        if PRETRAIN.head_for(self.variant) is ErnieForDenoisingEntityAutoencoder:
+            return DeaCollator(self.tokenizer, kb_size=self.kb_size, seed=self.seed)
+        return MaskedEntityCollator(self.tokenizer, mlm_probability=self.mlm_probability,
+                                    entity_mask_probability=self.entity_mask_probability, seed=self.seed)  # fmt: skip
+
+    def save_pretrained(self, save_directory: str | Path, **kwargs: Any) -> None:
+        self.tokenizer.save_pretrained(save_directory, **kwargs)
+
+
+@dataclass
+class PretrainTask(Task):
+    """``--task pretrain``: the objective per variant (module docstring); the data of any entity task's format
+    (``--pretrain_format``) gives the sentences and their mentions. Evaluation reports the loss only."""
 
     name: str = "pretrain"
+    title: str = "Pre-training"
     description: str = "LUKE's MLM + masked-entity prediction (gesa, luke); ERNIE's dEA (ernie)"
+    file_format: str = "any entity task's files (--pretrain_format)"
+    heads: dict = field(
+        default_factory=lambda: {
+            "gesa": GesaForMaskedLM,
+            "luke": GesaForMaskedLM,
+            "ernie": ErnieForDenoisingEntityAutoencoder,
+        }
+    )
+    metric_for_best_model: str = "loss"
+    metric_names: dict = field(default_factory=lambda: {"loss": "loss"})
+    unit: str = "sentences"
+    item: str = "sentence"
+    scores_predictions: bool = False
+    remove_unused_columns: bool = False
 
-    def head_for(self, variant: str) -> type[PreTrainedModel]:
-        if variant not in VARIANTS:
-            raise ValueError(f"--variant {variant!r} is unknown; choose one of {sorted(VARIANTS)}")
-        return VARIANTS[variant].head_for(self.name)
+    def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
+        if data_args.pretrain_format not in ENTITY_TASKS:
+            raise ScriptArgumentError(
+                f"--pretrain_format {data_args.pretrain_format!r} is unknown; choose one of {sorted(ENTITY_TASKS)}"
+            )
+        if args.do_predict:
+            raise ScriptArgumentError(
+                "--task pretrain has nothing to predict: drop --do_predict (--do_eval gives the loss)"
+            )
+        for name in ("mlm_probability", "entity_mask_probability"):
+            if not 0.0 < getattr(data_args, name) <= 1.0:
+                raise ScriptArgumentError(f"--{name} must lie in (0, 1], got {getattr(data_args, name)}")
+        if data_args.max_seq_length < 1:
+            raise ScriptArgumentError(f"--max_seq_length must be at least 1, got {data_args.max_seq_length}")
 
-    def make_collator(self, variant: str, tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel, **settings: Any):
-        """``DeaCollator`` for ERNIE (KB: the model's entity table), ``MaskedEntityCollator`` otherwise."""
-        if self.head_for(variant) is ErnieForDenoisingEntityAutoencoder:
-            return DeaCollator(tokenizer, kb_size=model.config.entity_vocab_size, seed=settings.get("seed", 0))
-        return MaskedEntityCollator(
-            tokenizer,
-            mlm_probability=settings.get("mlm_probability", 0.15),
-            entity_mask_probability=settings.get("entity_mask_probability", 0.15),
-            seed=settings.get("seed", 0),
-        )
+    def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[Any]:
+        return ENTITY_TASKS[data_args.pretrain_format].read_file(path, where, split, data_args, model_args)
+
+    def read_hub(self, data_args: Any, model_args: Any, split: str) -> list[Any]:
+        return ENTITY_TASKS[data_args.pretrain_format].read_hub(data_args, model_args, split)
+
+    def example_id(self, example: Any) -> str:
+        return str(example.id)
+
+    def reference(self, example: Any) -> Any:
+        return mention_spans(example)  # what the objectives mask: the sentence's mentions
+
+    def load(
+        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
+    ) -> LoadedModel:
+        if model_args.model_name_or_path is None:
+            raise ScriptArgumentError("--model_name_or_path is needed: the LUKE checkpoint to pre-train further")
+        overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
+        try:
+            model, tokenizer, _ = load_model_and_tokenizer(
+                self.name, model_args.variant, model_args.model_name_or_path, examples, model_args.tokenizer_name,
+                hub_kwargs(model_args), 0, **overrides,
+            )  # fmt: skip
+        except (OSError, ValueError) as error:
+            raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
+        processor = PretrainingProcessor(
+            tokenizer, model_args.variant, data_args.max_seq_length, model.config.entity_vocab_size,
+            data_args.mlm_probability, data_args.entity_mask_probability, seed=0,
+        )  # fmt: skip
+        return LoadedModel(model, processor, tokenizer)
+
+    def featurise(self, processor: PretrainingProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
+        return Dataset.from_list(processor.encode_all(examples))
+
+    def decode(self, examples: Any, features: Dataset, outputs: Any, processor: Any) -> dict[str, Any]:
+        return {}
+
+    def score(self, predictions: Mapping[str, Any], examples: Any) -> dict[str, float]:
+        return {}
+
+    def write_predictions(
+        self, predictions: Mapping[str, Any], examples: Any, output_dir: str | Path, split: str, data_args: Any
+    ) -> Path:
+        raise ScriptArgumentError("--task pretrain writes no predictions (its evaluation is the loss)")
 
 
 PRETRAIN = PretrainTask()
@@ -515,11 +650,11 @@ __all__ = [
     "NO_ENTITY",
     "PRETRAIN",
     "SPECIAL_ENTITIES",
-    "TASK_HEADS",
     "DeaCollator",
     "EntityTask",
     "MaskedEntityCollator",
     "PretrainTask",
+    "PretrainingProcessor",
     "build_pretraining_model",
     "build_task_model",
     "check_luke_tokenizer",

@@ -11,13 +11,17 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The multi-hop task interface of ``examples/run_multihop.py``: one ``MultihopTask`` per ``--task``.
+"""WikiHop (QAngaroo) as a task of the shared driver: ``WIKIHOP``, what ``examples/run_multihop.py --task wikihop``
+runs (HotpotQA and FEVER: ``tasks_xh``).
 
-A task says how to read its files (``load_file``), which processor makes its features (``make_processor``: one
-feature per query, ``map_function`` for ``Dataset.map``, ``get_data_collator``), which head each ``--variant`` trains
-(``heads``), how logits become ranked answers (``rank``) and how answers are scored (``score``: the task's metric,
-names without the ``eval_`` prefix). ``register_task`` adds one (``hotpotqa``/``fever`` plug in the same way);
-``MULTIHOP_TASKS`` holds them.
+- read: QAngaroo records (a JSON list as released, or JSON lines), each checked (``records_wikihop``);
+- model: the variant's ``...ForEntityMultipleChoice`` (gesa, luke, luke_graph) converted from LUKE or loaded from a
+  checkpoint of this task, ``--attention_window`` set, absolute position tables grown to ``--max_seq_length``;
+- features: ``WikihopProcessor`` (the supports as one long sequence per query, every candidate and mention an
+  entity);
+- predictions: every candidate with its probability (softmax over the query's candidates,
+  ``WikihopProcessor.rank_candidates``), scored by ``metrics/wikihop`` (accuracy in percent); ``eval_predictions.json``
+  is ``{id: candidate}``, ``predict_predictions.json`` ``{id: [{answer, score}, ...]}`` best first.
 
 Also the embedded WikiHop-format sample of the demo (``make_wikihop_sample``: invented towns, regions and countries,
 two hops: town -> region -> country; written here, copied from nowhere) and ``build_demo_luke`` (a tiny random LUKE
@@ -30,116 +34,147 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from datasets import Dataset
+from transformers import PreTrainedTokenizerBase
 
-from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, LukeGraphForEntityMultipleChoice
+from .loading_gesa import load_tokenizer
+from .modeling_gesa_multiple_choice import (
+    GesaForEntityMultipleChoice,
+    LukeGraphForEntityMultipleChoice,
+    extend_position_embeddings,
+)
 from .processing_wikihop import WikihopProcessor
 from .records_wikihop import WikihopExample, examples_to_rows, load_wikihop_file, to_wikihop_examples
 from .resources_gesa import load_metric
+from .structure_gesa import LUKE_MASK_ENTITY_ID
+from .tasks_base import LoadedModel, Task, first_output
+from .training_gesa import ScriptArgumentError, featurise_rows, write_json_atomically
+from .training_models import build_variant_model, check_model_source, hub_kwargs
 from .training_tokenizer import train_sample_tokenizer
 
 
-@dataclass(frozen=True)
-class MultihopTask:
-    """What ``run_multihop.py --task NAME`` needs to know about one task.
+@dataclass
+class WikihopTask(Task):
+    """WikiHop for ``run_task`` (module docstring)."""
 
-    Args:
-        name: the ``--task`` value.
-        description: one line for ``--help``.
-        heads: ``--variant`` -> head class (the variant registry gives the config overrides and the conversion).
-        load_file: ``(path, where) -> examples`` (one error per bad record, naming ``where``, the item and its id).
-        load_rows: ``(rows, where) -> examples`` for Hub rows (``datasets``).
-        to_columns: examples -> columns for ``datasets.Dataset.from_dict``.
-        make_processor: ``(tokenizer, **settings) -> processor``.
-        rank: ``(example_ids, candidate_texts, logits) -> {id: [{"answer", "score"}, ...]}`` best first (``None``
-            for a task with ``predict``).
-        score: ``(predictions {id: answer}, references {id: answer}) -> {metric: value}`` (``None`` with
-            ``predict``).
-        metric_for_best_model: the main metric's name.
-        processor_settings: the processor's keyword arguments the script passes through from its data arguments.
-        eval_columns: feature columns that are not model inputs (dropped before the model; ``example_id`` and
-            ``candidate_texts`` feed ``rank``).
-        reference: an example's gold answer for ``score`` (``None``: unlabelled; it is predicted, never trained on).
-        predict: for tasks whose answers are not one ranked candidate (HotpotQA's answer + supporting facts, FEVER's
-            label + evidence): ``(model, processor, examples) -> [prediction dict with "id", ...]``; the script then
-            scores with ``score_predictions(predictions, examples) -> {metric: value}`` and writes the official
-            file with ``write_predictions(predictions, output_dir, split) -> path`` instead of ``rank``/``score``.
-
-    Examples (what the readers return) carry ``example_id``; a processor has ``map_function(batch) -> columns`` and
-    ``get_data_collator()``, and is saved with ``save_pretrained`` next to the model.
-    """
-
-    name: str
-    description: str
-    heads: Mapping[str, type[PreTrainedModel]]
-    load_file: Callable[[Path | str, str], list[Any]]
-    load_rows: Callable[[Any, str], list[Any]]
-    to_columns: Callable[[Sequence[Any]], dict[str, list]]
-    make_processor: Callable[..., Any]
-    rank: Callable[[Sequence[str], Sequence[Sequence[str]], Any], dict[str, list[dict[str, Any]]]] | None
-    score: Callable[[Mapping[str, str], Mapping[str, str]], dict[str, float]] | None
-    metric_for_best_model: str = "accuracy"
-    processor_settings: tuple[str, ...] = field(default_factory=tuple)
-    eval_columns: tuple[str, ...] = ("example_id", "candidate_texts", "answers")
-    reference: Callable[[Any], Any] = field(default=lambda example: example.answer)
-    predict: Callable[[Any, Any, Sequence[Any]], list[dict[str, Any]]] | None = None
-    score_predictions: Callable[[Sequence[Mapping[str, Any]], Sequence[Any]], dict[str, float]] | None = None
-    write_predictions: Callable[[Sequence[Mapping[str, Any]], Path, str], Path] | None = None
-
-    def head_for(self, variant: str) -> type[PreTrainedModel]:
-        if variant not in self.heads:
-            raise ValueError(
-                f"--task {self.name} has no head for --variant {variant}; choose one of {sorted(self.heads)}"
-            )
-        return self.heads[variant]
-
-
-MULTIHOP_TASKS: dict[str, MultihopTask] = {}
-
-
-def register_task(task: MultihopTask) -> MultihopTask:
-    """Add ``task`` to ``MULTIHOP_TASKS`` (a name already taken is an error)."""
-    if task.name in MULTIHOP_TASKS:
-        raise ValueError(f"multi-hop task {task.name!r} is already registered")
-    MULTIHOP_TASKS[task.name] = task
-    return task
-
-
-def wikihop_accuracy(predictions: Mapping[str, str], references: Mapping[str, str]) -> dict[str, float]:
-    """Accuracy in percent over the reference queries (a missing prediction is wrong): the ``evaluate`` module
-    ``metrics/wikihop`` shipped with the package."""
-    if not references:
-        raise ValueError("wikihop accuracy: no labelled query to evaluate")
-    metric = load_metric("wikihop")
-    return metric.compute(
-        predictions=[{"id": key, "prediction_text": predictions.get(key, "")} for key in references],
-        references=[{"id": key, "answer": answer} for key, answer in references.items()],
-    )
-
-
-WIKIHOP = register_task(
-    MultihopTask(
-        name="wikihop",
-        description="WikiHop (QAngaroo): multiple choice over candidates, supports read as one long sequence",
-        heads={
+    name: str = "wikihop"
+    title: str = "WikiHop"
+    description: str = "WikiHop (QAngaroo): multiple choice over candidates, supports read as one long sequence"
+    file_format: str = "QAngaroo JSON (one list, as released) or JSON lines"
+    heads: dict = field(
+        default_factory=lambda: {
             "gesa": GesaForEntityMultipleChoice,
             "luke": GesaForEntityMultipleChoice,
             "luke_graph": LukeGraphForEntityMultipleChoice,
-        },
-        load_file=lambda path, where: load_wikihop_file(path, where),
-        load_rows=lambda rows, where: to_wikihop_examples(rows, where=where),
-        to_columns=examples_to_rows,
-        make_processor=WikihopProcessor,
-        rank=WikihopProcessor.rank_candidates,
-        score=wikihop_accuracy,
-        processor_settings=("max_seq_length", "max_query_length", "max_entities", "max_mention_length"),
+        }
     )
-)
+    metric_for_best_model: str = "accuracy"
+    unit: str = "queries"
+    item: str = "query"
+    processor_settings: tuple[str, ...] = ("max_seq_length", "max_query_length", "max_entities", "max_mention_length")
+
+    def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
+        window = model_args.attention_window
+        if window is not None and window < 1:
+            raise ScriptArgumentError(f"--attention_window must be at least 1 word (or none for full attention), got "
+                                      f"{window}")  # fmt: skip
+
+    # ------------------------------------------------------------------------------------------- data
+
+    def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[WikihopExample]:
+        return load_wikihop_file(path, where)
+
+    def read_hub(self, data_args: Any, model_args: Any, split: str) -> list[WikihopExample]:
+        import datasets
+
+        rows = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name, split=split,
+                                     cache_dir=model_args.cache_dir, token=model_args.token)  # fmt: skip
+        return to_wikihop_examples(rows, where=f"--dataset_name {data_args.dataset_name} ({split})")
+
+    def reference(self, example: WikihopExample) -> str | None:
+        return example.answer
+
+    def chance(self, examples: Sequence[WikihopExample]) -> float:
+        """Accuracy of a uniform guess among each query's candidates, in percent."""
+        return 100.0 * sum(1.0 / len(example.candidates) for example in examples) / len(examples)
+
+    # ------------------------------------------------------------------------------------------- the model
+
+    def load(
+        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
+    ) -> LoadedModel:
+        if model_args.model_name_or_path is None:
+            raise ScriptArgumentError(
+                "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this task"
+            )
+        spec = self.variant_spec(model_args.variant)
+        hub = hub_kwargs(model_args)
+        path = model_args.model_name_or_path
+        config = check_model_source(path, spec, f"--task {self.name} --variant {model_args.variant}", **hub)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or path, cache_dir=model_args.cache_dir)
+        settings = {name: getattr(data_args, name) for name in self.processor_settings}
+        try:
+            processor = WikihopProcessor(tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID)
+        except ValueError as error:
+            raise ScriptArgumentError(str(error)) from None
+        overrides: dict[str, Any] = {"attention_window": model_args.attention_window}
+        if model_args.ablation is not None:
+            overrides["ablation"] = model_args.ablation
+        model = build_variant_model(
+            spec,
+            path,
+            config,
+            model_args,
+            entity_rows=entity_rows(tokenizer) if config.get("model_type") == "luke" else None,
+            overrides=overrides,
+            checkpoint_overrides={"attention_window": model_args.attention_window},
+        )
+        # absolute positions (LUKE, LUKE-Graph, presets with entity positions) must reach the longest sequence
+        extend_position_embeddings(model, data_args.max_seq_length + (model.config.pad_token_id or 0) + 1)
+        return LoadedModel(model, processor, tokenizer)
+
+    # ------------------------------------------------------------------------------------------- features
+
+    def featurise(self, processor: WikihopProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
+        rows = Dataset.from_dict(examples_to_rows(examples))
+        return featurise_rows(rows, processor.map_function, split)
+
+    # ------------------------------------------------------------------------------------------- predictions
+
+    def decode(
+        self, examples: Any, features: Dataset, outputs: Any, processor: Any
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Every query's candidates, best first, with their probabilities (``WikihopProcessor.rank_candidates``)."""
+        return WikihopProcessor.rank_candidates(features["example_id"], features["candidate_texts"],
+                                                first_output(outputs))  # fmt: skip
+
+    def score(self, predictions: Mapping[str, Any], examples: Sequence[WikihopExample]) -> dict[str, float]:
+        """Accuracy in percent over the labelled queries (a missing prediction is wrong): ``metrics/wikihop``."""
+        references = {example.example_id: example.answer for example in examples if example.answer is not None}
+        return load_metric("wikihop").compute(
+            predictions=[{"id": key, "prediction_text": predictions[key][0]["answer"] if predictions.get(key) else ""}
+                         for key in references],
+            references=[{"id": key, "answer": answer} for key, answer in references.items()],
+        )  # fmt: skip
+
+    def write_predictions(
+        self, predictions: Mapping[str, Any], examples: Any, output_dir: str | Path, split: str, data_args: Any
+    ) -> Path:
+        """``eval_predictions.json``: ``{id: candidate}``; ``predict_predictions.json``: every candidate, ranked."""
+        path = Path(output_dir) / f"{split}_predictions.json"
+        if split == "eval":
+            write_json_atomically(path, {key: ranked[0]["answer"] for key, ranked in predictions.items()})
+        else:
+            write_json_atomically(path, dict(predictions))
+        return path
+
+
+WIKIHOP = WikihopTask()
 
 
 # ----------------------------------------------------------------------------------------- the embedded sample
@@ -228,15 +263,11 @@ def entity_rows(tokenizer: PreTrainedTokenizerBase) -> list[int]:
 
 
 __all__ = [
-    "MULTIHOP_TASKS",
     "WIKIHOP",
-    "MultihopTask",
-    "WikihopExample",
+    "WikihopTask",
     "build_demo_luke",
     "entity_rows",
     "make_wikihop_sample",
-    "register_task",
     "sample_texts",
-    "wikihop_accuracy",
     "write_wikihop_file",
 ]

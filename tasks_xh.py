@@ -11,43 +11,45 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Transformer-XH's own tasks (HotpotQA, FEVER) as task objects for the multi-hop example script.
+"""Transformer-XH's own tasks, HotpotQA and FEVER, as tasks of the shared driver (``examples/run_multihop.py``).
 
-A task knows its reader, its features, its head class, how the pipeline predicts, how predictions are written in
-the official format and scored with the official metric (`metrics/hotpotqa`, `metrics/fever`, shipped
-with the package: `resources_gesa.load_metric`):
+- ``HOTPOTQA`` (distractor): questions in the official JSON or the Hub layout (``records_xh``), one sentence graph
+  per question (``XhTaskProcessor``), ``XhForHotpotQA``; predictions ``{answer, supporting_facts}`` written as the
+  official file ``{"answer": {id: text}, "sp": {id: [[title, sent_id]]}}`` and scored by ``metrics/hotpotqa`` (every
+  official key, fractions of 1).
+- ``FEVER``: the shared task's claims with the wiki pages of ``--wiki_pages``, one evidence graph per claim
+  (training graphs hold the gold evidence; evaluation and test graphs only the retrieved candidates),
+  ``XhForFactVerification``; predictions ``{label, evidence}`` written as the submission JSON lines and scored by
+  ``metrics/fever`` (the official scorer's keys).
 
-    task = HotpotQATask()                       # or FeverTask(wiki_pages=["wiki-001.jsonl"])
-    rows = task.read("hotpot_dev_distractor_v1.json")
-    features = task.features(processor, rows, training=True)   # for Trainer, with processor.get_data_collator()
-    predictions = task.predict(model, processor, rows)           # the pipeline's outputs, one per row
-    task.write_predictions(predictions, output_dir)              # the official prediction file
-    task.compute_metrics(predictions, rows)                      # every official key, fractions of 1
+Both decode the head's outputs for every feature from ``Trainer.evaluate`` / ``Trainer.predict`` with the decoders
+the pipelines use (``XhForHotpotQA.decode_hotpot``, ``decode_fever``, then ``XhTaskProcessor`` turns them into
+answers). The baseline the paper ablates is the same head with ``xh_num_hop_layers=0`` (``xh_task_config``).
 
-`TASKS` maps `--task` names to the classes; importing this module registers `hotpotqa` and `fever` (variant `xh`)
-in `tasks_multihop.MULTIHOP_TASKS` for `examples/run_multihop.py`, which then trains with its `Trainer`, predicts
-with the task's pipeline, writes `<split>_predictions.json[l]` in the official format and puts every official metric
-in `all_results.json`. The baseline is the same head with `xh_num_hop_layers=0` (`xh_task_config(task,
-hop_attention=False)`).
+Flat module: imports its siblings relatively, third-party packages otherwise.
 """
 
 from __future__ import annotations
 
 import json
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import torch
+from datasets import Dataset
 
 from .configuration_variants import XhConfig
+from .loading_gesa import load_tokenizer
 from .modeling_xh import XhForFactVerification
-from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA
-from .pipeline_xh_tasks import XhFactVerificationPipeline, XhHotpotQAPipeline
+from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA, decode_fever
 from .processing_xh_tasks import XhTaskProcessor
 from .records_xh import (
+    XhDataError,
     hotpot_supporting_facts,
     read_fever_claims,
     read_hotpot_file,
@@ -56,64 +58,205 @@ from .records_xh import (
     to_hotpot_row,
 )
 from .resources_gesa import load_metric
-from .tasks_multihop import MultihopTask, register_task
+from .structure_gesa import LUKE_MASK_ENTITY_ID
+from .tasks_base import LoadedModel, Task
+from .tasks_multihop import entity_rows
+from .training_gesa import ScriptArgumentError, write_json_atomically, write_text_atomically
+from .training_models import build_variant_model, check_model_source, hub_kwargs
+
+# the outputs the decoders do not read (per-term losses, states): left out of what Trainer gathers
+XH_IGNORED_OUTPUTS = ("relevance_loss", "span_loss", "answer_type_loss", "supporting_loss", "hub_states",
+                      "hop_attentions", "logits", "node_label_probs", "mention_logits")  # fmt: skip
+
+
+def _cropped(array: np.ndarray, index: int, sizes: Sequence[int]) -> torch.Tensor:
+    """Row ``index`` of a padded output array cut to the feature's own ``sizes`` (``Trainer`` pads each batch to its
+    widest feature and the batches to the widest batch), as a batch of one."""
+    row = np.asarray(array[index])
+    return torch.from_numpy(np.ascontiguousarray(row[tuple(slice(0, size) for size in sizes)]))[None]
 
 
 @dataclass
-class HotpotQATask:
-    """HotpotQA distractor: answer span / yes / no plus supporting facts (`XhForHotpotQA`)."""
+class XhTask(Task):
+    """What HotpotQA and FEVER share: files only, the ``xh`` head, ``XhTaskProcessor`` graphs."""
 
-    name: str = "hotpotqa"
-    model_class: type = XhForHotpotQA
+    heads: dict = field(default_factory=dict)
+    remove_unused_columns: bool = False  # the collator reads the sentence and label columns
+    ignore_output_keys: tuple[str, ...] = XH_IGNORED_OUTPUTS
+    default_max_nodes: int | None = None
+
+    def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
+        if data_args.max_nodes is not None and data_args.max_nodes < 1:
+            raise ScriptArgumentError(f"--max_nodes must be at least 1 (or left out), got {data_args.max_nodes}")
 
     def config_overrides(self) -> dict[str, Any]:
         return {}
 
+    def make_processor(self, tokenizer: Any, data_args: Any) -> XhTaskProcessor:
+        """``--max_seq_length`` words per node, ``--max_query_length`` question words, ``--max_nodes`` nodes."""
+        max_nodes = data_args.max_nodes if data_args.max_nodes is not None else self.default_max_nodes
+        return XhTaskProcessor(tokenizer, max_node_length=data_args.max_seq_length,
+                               max_query_length=data_args.max_query_length, max_nodes=max_nodes,
+                               entity_mask_id=LUKE_MASK_ENTITY_ID, task=self.name,
+                               pages=self.pages(data_args))  # fmt: skip
+
+    def pages(self, data_args: Any) -> dict[str, dict[int, str]]:
+        return {}
+
+    def load(
+        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
+    ) -> LoadedModel:
+        if model_args.model_name_or_path is None:
+            raise ScriptArgumentError(
+                "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this task"
+            )
+        spec = self.variant_spec(model_args.variant)
+        hub = hub_kwargs(model_args)
+        path = model_args.model_name_or_path
+        config = check_model_source(path, spec, f"--task {self.name} --variant {model_args.variant}", **hub)
+        tokenizer = load_tokenizer(model_args.tokenizer_name or path, cache_dir=model_args.cache_dir)
+        try:
+            processor = self.make_processor(tokenizer, data_args)
+        except (XhDataError, ValueError) as error:
+            raise ScriptArgumentError(str(error).splitlines()[0]) from None
+        overrides = dict(self.config_overrides())
+        if model_args.ablation is not None:
+            overrides["ablation"] = model_args.ablation
+        luke = config.get("model_type") == "luke"
+        model = build_variant_model(spec, path, config, model_args, entity_rows(tokenizer) if luke else None,
+                                    overrides if luke else {k: v for k, v in overrides.items() if k == "ablation"})  # fmt: skip
+        return LoadedModel(model, processor, tokenizer)
+
+    def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[dict]:
+        try:
+            return self.read(path)
+        except XhDataError as error:
+            raise ScriptArgumentError(f"{where}: {error}") from None
+
+    @abstractmethod
     def read(self, path: str | Path) -> list[dict[str, Any]]:
-        return read_hotpot_file(path)
+        """Every question / claim of ``path``, checked (``XhDataError`` naming the line, the id and the fix)."""
 
-    def features(self, processor: XhTaskProcessor, rows: Sequence[Mapping[str, Any]], training: bool) -> list[dict]:
-        return processor.encode_hotpot_rows(rows)
+    def example_id(self, example: Mapping[str, Any]) -> str:
+        return str(example["id"])
 
-    def predict(self, model: Any, processor: XhTaskProcessor, rows: Sequence[Mapping[str, Any]]) -> list[dict]:
-        runner = XhHotpotQAPipeline(model=model, tokenizer=processor.tokenizer, processor=processor)
-        model.eval()
-        with torch.no_grad():
-            return [runner(dict(row)) for row in rows]
-
-    def write_predictions(
-        self, predictions: Sequence[Mapping[str, Any]], output_dir: str | Path, split: str = "eval"
-    ) -> Path:
-        """`<split>_predictions.json`, the official file `{"answer": {id: text}, "sp": {id: [[title, sent_id]]}}`."""
-        payload = {
-            "answer": {p["id"]: p["answer"] for p in predictions},
-            "sp": {p["id"]: [[t, int(s)] for t, s in p["supporting_facts"]] for p in predictions},
-        }
-        path = Path(output_dir) / f"{split}_predictions.json"
-        path.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
-        return path
-
-    def compute_metrics(
-        self, predictions: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
-    ) -> dict[str, float]:
-        references = [
-            {"id": r["id"], "answer": r["answer"] or "", "supporting_facts": hotpot_supporting_facts(r)} for r in rows
-        ]
-        by_id = {p["id"]: p for p in predictions}
-        ordered = [
-            {"id": r["id"], "answer": by_id[r["id"]]["answer"], "sp": by_id[r["id"]]["supporting_facts"]} for r in rows
-        ]
-        return load_metric("hotpotqa").compute(predictions=ordered, references=references)
+    def features_dataset(self, features: list[dict[str, Any]]) -> Dataset:
+        if not features:
+            return Dataset.from_dict({})
+        return Dataset.from_list(features)
 
 
 @dataclass
-class FeverTask:
-    """FEVER: claim label (Eqs. 14-16) and evidence from node importance (`XhForFactVerification`)."""
+class HotpotQATask(XhTask):
+    """HotpotQA distractor: answer span / yes / no plus supporting facts (``XhForHotpotQA``)."""
 
-    wiki_pages: Sequence[str | Path] = ()
-    pages: dict[str, dict[int, str]] = field(default_factory=dict)
+    name: str = "hotpotqa"
+    title: str = "HotpotQA"
+    description: str = (
+        "HotpotQA distractor with Transformer-XH: answer span / yes / no and supporting facts (official metric)"
+    )
+    file_format: str = "HotpotQA JSON (official list, or Hub-layout rows as a JSON list or JSON lines)"
+    heads: dict = field(default_factory=lambda: {"xh": XhForHotpotQA})
+    metric_for_best_model: str = "joint_f1"
+    metric_names: dict = field(default_factory=lambda: {"joint_f1": "joint F1", "em": "answer EM", "f1": "answer F1",
+                                                        "sp_f1": "supporting-fact F1"})  # fmt: skip
+    unit: str = "questions"
+    item: str = "question"
+
+    def read(self, path: str | Path) -> list[dict[str, Any]]:
+        return read_hotpot_file(path)
+
+    def read_hub(self, data_args: Any, model_args: Any, split: str) -> list[dict[str, Any]]:
+        import datasets
+
+        rows = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name, split=split,
+                                     cache_dir=model_args.cache_dir, token=model_args.token)  # fmt: skip
+        where = f"--dataset_name {data_args.dataset_name} ({split})"
+        try:
+            return [to_hotpot_row(row, f"{where}, row {i}", f"row-{i}") for i, row in enumerate(rows)]
+        except XhDataError as error:
+            raise ScriptArgumentError(str(error)) from None
+
+    def reference(self, example: Mapping[str, Any]) -> str | None:
+        return example.get("answer")
+
+    def featurise(self, processor: XhTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
+        return self.features_dataset(processor.encode_hotpot_rows(examples))
+
+    def decode(self, examples: Any, features: Dataset, outputs: Any, processor: Any) -> dict[str, Any]:
+        """Per question ``{answer, score, supporting_facts}`` (``XhForHotpotQA.decode_hotpot`` on each feature's own
+        nodes, tokens and sentences, then ``XhTaskProcessor.hotpot_prediction``)."""
+        relevance, start, end, answer_type, supporting = outputs
+        predictions = {}
+        for index, feature in enumerate(features):
+            nodes = len(feature["input_ids"])
+            length = max(len(ids) for ids in feature["input_ids"])
+            sentences = max([len(starts) for starts in feature["sentence_starts"]] + [1])
+            output = SimpleNamespace(
+                relevance_logits=_cropped(relevance, index, (nodes,)),
+                start_logits=_cropped(start, index, (nodes, length)),
+                end_logits=_cropped(end, index, (nodes, length)),
+                answer_type_logits=_cropped(answer_type, index, (nodes, 3)),
+                supporting_logits=_cropped(supporting, index, (nodes, sentences)),
+            )
+            decoded = XhForHotpotQA.decode_hotpot(output, torch.ones(1, nodes, dtype=torch.bool))[0]
+            predictions[str(feature["example_id"])] = processor.hotpot_prediction(feature, decoded)
+        return predictions
+
+    def score(self, predictions: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+        references = [
+            {"id": row["id"], "answer": row["answer"], "supporting_facts": hotpot_supporting_facts(row)}
+            for row in examples
+            if row.get("answer") is not None
+        ]
+        ordered = [
+            {
+                "id": ref["id"],
+                "answer": predictions[ref["id"]]["answer"],
+                "sp": predictions[ref["id"]]["supporting_facts"],
+            }
+            for ref in references
+        ]
+        return load_metric("hotpotqa").compute(predictions=ordered, references=references)
+
+    def write_predictions(
+        self, predictions: Mapping[str, Any], examples: Any, output_dir: str | Path, split: str, data_args: Any
+    ) -> Path:
+        """``<split>_predictions.json``, the official file ``{"answer": {id: text}, "sp": {id: [[title, sent_id]]}}``."""
+        payload = {
+            "answer": {key: p["answer"] for key, p in predictions.items()},
+            "sp": {key: [[t, int(s)] for t, s in p["supporting_facts"]] for key, p in predictions.items()},
+        }
+        path = Path(output_dir) / f"{split}_predictions.json"
+        write_json_atomically(path, payload)
+        return path
+
+
+@dataclass
+class FeverTask(XhTask):
+    """FEVER: claim label (Eqs. 14-16) and evidence from node importance (``XhForFactVerification``)."""
+
     name: str = "fever"
-    model_class: type = XhForFactVerification
+    title: str = "FEVER"
+    description: str = (
+        "FEVER with Transformer-XH: claim label (Eqs. 14-16) and evidence from node importance (official scorer)"
+    )
+    file_format: str = "FEVER shared-task JSON lines {id, claim, label, evidence}, with --wiki_pages"
+    heads: dict = field(default_factory=lambda: {"xh": XhForFactVerification})
+    metric_for_best_model: str = "fever_score"
+    metric_names: dict = field(
+        default_factory=lambda: {"fever_score": "FEVER score", "label_accuracy": "label accuracy"}
+    )
+    unit: str = "claims"
+    item: str = "claim"
+    default_max_nodes: int | None = 5  # the paper's five retrieved sentences
+
+    def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
+        super().check_arguments(model_args, data_args, args)
+        if not data_args.wiki_pages:
+            raise ScriptArgumentError(
+                "--task fever needs --wiki_pages (the wiki-pages JSON-lines files holding the evidence)"
+            )
 
     def config_overrides(self) -> dict[str, Any]:
         return {
@@ -122,158 +265,83 @@ class FeverTask:
             "label2id": {label: i for i, label in enumerate(FEVER_LABELS)},
         }
 
+    def pages(self, data_args: Any) -> dict[str, dict[int, str]]:
+        return read_wiki_pages([part.strip() for part in data_args.wiki_pages.split(",") if part.strip()])
+
     def read(self, path: str | Path) -> list[dict[str, Any]]:
-        claims = read_fever_claims(path)
-        if self.wiki_pages:
-            self.pages.update(read_wiki_pages(self.wiki_pages))
-        return claims
+        return read_fever_claims(path)
 
-    def features(self, processor: XhTaskProcessor, rows: Sequence[Mapping[str, Any]], training: bool) -> list[dict]:
-        return processor.encode_fever_claims(rows, getattr(processor, "pages", None) or self.pages, training)
+    def read_hub(self, data_args: Any, model_args: Any, split: str) -> list[dict[str, Any]]:
+        import datasets
 
-    def predict(self, model: Any, processor: XhTaskProcessor, rows: Sequence[Mapping[str, Any]]) -> list[dict]:
-        pages = getattr(processor, "pages", None) or self.pages
-        runner = XhFactVerificationPipeline(
-            model=model, tokenizer=processor.tokenizer, processor=processor, pages=pages
-        )
-        model.eval()
-        with torch.no_grad():
-            return [
-                {
-                    **runner({k: v for k, v in row.items() if k not in ("label", "evidence", "location")}),
-                    "id": row["id"],
-                }
-                for row in rows
-            ]
+        rows = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name, split=split,
+                                     cache_dir=model_args.cache_dir, token=model_args.token)  # fmt: skip
+        where = f"--dataset_name {data_args.dataset_name} ({split})"
+        try:
+            return [to_fever_claim(row, f"{where}, row {i}") for i, row in enumerate(rows)]
+        except XhDataError as error:
+            raise ScriptArgumentError(str(error)) from None
 
-    def write_predictions(
-        self, predictions: Sequence[Mapping[str, Any]], output_dir: str | Path, split: str = "eval"
-    ) -> Path:
-        """`<split>_predictions.jsonl`, the shared task's submission: `{"id", "predicted_label",
-        "predicted_evidence"}` per line."""
-        path = Path(output_dir) / f"{split}_predictions.jsonl"
-        lines = [
-            json.dumps({"id": p["id"], "predicted_label": p["label"], "predicted_evidence": p["evidence"]})
-            for p in predictions
-        ]
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        return path
+    def reference(self, example: Mapping[str, Any]) -> str | None:
+        return example.get("label")
 
-    def compute_metrics(
-        self, predictions: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
-    ) -> dict[str, float]:
-        by_id = {p["id"]: p for p in predictions}
+    def featurise(self, processor: XhTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
+        """Training graphs hold the gold evidence among the candidates; evaluation and test graphs only what the
+        claim's retrieved pages/sentences (or the title match) give."""
+        features = processor.encode_fever_claims(examples, processor.pages, include_gold=split == "train")
+        for feature in features:
+            feature["labels"] = feature.pop("fever_label", -100)
+            feature["candidates"] = json.dumps(feature["candidates"])  # one Arrow type per column
+        return self.features_dataset(features)
+
+    def decode(self, examples: Any, features: Dataset, outputs: Any, processor: Any) -> dict[str, Any]:
+        """Per claim ``{label, score, evidence}`` (``decode_fever`` on each feature's own nodes)."""
+        probs, importance = outputs
+        predictions = {}
+        for index, feature in enumerate(features):
+            candidates = json.loads(feature["candidates"])
+            output = SimpleNamespace(probs=_cropped(probs, index, (len(FEVER_LABELS),)),
+                                     node_importance=_cropped(importance, index, (len(candidates),)))  # fmt: skip
+            predictions[str(feature["example_id"])] = decode_fever(output, [candidates])[0]
+        return predictions
+
+    def score(self, predictions: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+        labelled = [row for row in examples if row.get("label") is not None]
         ordered = [
-            {"id": str(r["id"]), "predicted_label": by_id[r["id"]]["label"],
-             "predicted_evidence": by_id[r["id"]]["evidence"]}
-            for r in rows
+            {"id": str(row["id"]), "predicted_label": predictions[str(row["id"])]["label"],
+             "predicted_evidence": predictions[str(row["id"])]["evidence"]}
+            for row in labelled
         ]  # fmt: skip
-        references = [{"id": str(r["id"]), "label": r["label"], "evidence": r["evidence"]} for r in rows]
+        references = [{"id": str(r["id"]), "label": r["label"], "evidence": r["evidence"]} for r in labelled]
         return load_metric("fever").compute(predictions=ordered, references=references)
 
-
-TASKS: dict[str, type] = {"hotpotqa": HotpotQATask, "fever": FeverTask}
-
-
-# ----------------------------------------------------------------------------------------- run_multihop.py
-
-
-@dataclass(frozen=True)
-class XhExample:
-    """One question / claim for `run_multihop.py`: its id and its checked `records_xh` row."""
-
-    example_id: str
-    row: dict[str, Any]
-
-
-def make_xh_processor(
-    task: str,
-    tokenizer: Any,
-    max_seq_length: int = 512,
-    max_query_length: int = 64,
-    max_nodes: int | None = None,
-    wiki_pages: str | None = None,
-    entity_mask_id: int | None = None,
-) -> XhTaskProcessor:
-    """`run_multihop.py`'s processor: `--max_seq_length` words per node, FEVER's `--wiki_pages` (comma-separated
-    files) read once, FEVER's graphs at most `--max_nodes` (default 5, the paper's) sentences."""
-    pages = {}
-    if task == "fever":
-        if not wiki_pages:
-            raise ValueError("--task fever needs --wiki_pages (the wiki-pages JSON-lines files holding the evidence)")
-        pages = read_wiki_pages([part.strip() for part in wiki_pages.split(",") if part.strip()])
-        max_nodes = 5 if max_nodes is None else max_nodes
-    return XhTaskProcessor(
-        tokenizer,
-        max_node_length=max_seq_length,
-        max_query_length=max_query_length,
-        max_nodes=max_nodes,
-        entity_mask_id=entity_mask_id,
-        task=task,
-        pages=pages,
-    )
-
-
-def _register(task: HotpotQATask | FeverTask, description: str, main_metric: str, label_key: str) -> MultihopTask:
-    def examples(rows: Sequence[Mapping[str, Any]]) -> list[XhExample]:
-        return [XhExample(str(row["id"]), dict(row)) for row in rows]
-
-    def load_rows(rows: Any, where: str) -> list[XhExample]:
-        if task.name == "fever":
-            return examples([to_fever_claim(row, f"{where}, row {i}") for i, row in enumerate(rows)])
-        return examples([to_hotpot_row(row, f"{where}, row {i}", f"row-{i}") for i, row in enumerate(rows)])
-
-    return register_task(
-        MultihopTask(
-            name=task.name,
-            description=description,
-            heads={"xh": task.model_class},
-            load_file=lambda path, where: examples(task.read(path)),
-            load_rows=load_rows,
-            to_columns=lambda items: {"example_json": [json.dumps(item.row) for item in items]},
-            make_processor=partial(make_xh_processor, task.name),
-            rank=None,
-            score=None,
-            metric_for_best_model=main_metric,
-            processor_settings=("max_seq_length", "max_query_length", "max_nodes", "wiki_pages"),
-            eval_columns=("example_id", "titles", "answer", "candidates"),
-            reference=lambda example: example.row.get(label_key),
-            predict=lambda model, processor, items: task.predict(model, processor, [item.row for item in items]),
-            score_predictions=lambda predictions, items: task.compute_metrics(predictions, [i.row for i in items]),
-            write_predictions=task.write_predictions,
+    def write_predictions(
+        self, predictions: Mapping[str, Any], examples: Any, output_dir: str | Path, split: str, data_args: Any
+    ) -> Path:
+        """``<split>_predictions.jsonl``, the shared task's submission: ``{"id", "predicted_label",
+        "predicted_evidence"}`` per line, in the file's order."""
+        path = Path(output_dir) / f"{split}_predictions.jsonl"
+        rows = []
+        for row in examples:
+            prediction = predictions[str(row["id"])]
+            rows.append({"id": row["id"], "predicted_label": prediction["label"],
+                         "predicted_evidence": prediction["evidence"]})  # fmt: skip
+        write_text_atomically(
+            path, "".join(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n" for row in rows)
         )
-    )
+        return path
 
 
-HOTPOTQA = _register(
-    HotpotQATask(),
-    "HotpotQA distractor with Transformer-XH: answer span / yes / no and supporting facts (official metric)",
-    "joint_f1",
-    "answer",
-)
-FEVER = _register(
-    FeverTask(),
-    "FEVER with Transformer-XH: claim label (Eqs. 14-16) and evidence from node importance (official scorer)",
-    "fever_score",
-    "label",
-)
+HOTPOTQA = HotpotQATask()
+FEVER = FeverTask()
 
 
-def xh_task_config(task: HotpotQATask | FeverTask, hop_attention: bool = True, **kwargs: Any) -> XhConfig:
-    """An `XhConfig` for `task`; `hop_attention=False` is the paper's ablation (`xh_num_hop_layers=0`)."""
+def xh_task_config(task: XhTask, hop_attention: bool = True, **kwargs: Any) -> XhConfig:
+    """An ``XhConfig`` for ``task``; ``hop_attention=False`` is the paper's baseline (``xh_num_hop_layers=0``)."""
     overrides = {**task.config_overrides(), **kwargs}
     if not hop_attention:
         overrides["xh_num_hop_layers"] = 0
     return XhConfig(**overrides)
 
 
-__all__ = [
-    "FEVER",
-    "HOTPOTQA",
-    "TASKS",
-    "FeverTask",
-    "HotpotQATask",
-    "XhExample",
-    "make_xh_processor",
-    "xh_task_config",
-]
+__all__ = ["FEVER", "HOTPOTQA", "FeverTask", "HotpotQATask", "XhTask", "xh_task_config"]

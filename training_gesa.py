@@ -204,23 +204,31 @@ def disk_full_error(error: BaseException, folder: str | os.PathLike, what: str) 
     )
 
 
-def write_json_atomically(path: str | os.PathLike, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` so that ``path`` is either the whole file or untouched: a temporary file in
-    the same folder, flushed, then renamed over ``path``. NaN/inf are refused (they are not JSON)."""
+def write_text_atomically(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` so that ``path`` is either the whole file or untouched: a temporary file in the same
+    folder, flushed, then renamed over ``path``, with the permissions of a plain file (``umask``), not a temporary
+    file's 0600. A full disk is one ``ScriptArgumentError`` naming the file (the temporary file is removed)."""
     path = Path(path)
     handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
     try:
         with handle:
-            json.dump(data, handle, ensure_ascii=False, indent=2, allow_nan=False)
-            handle.write("\n")
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(handle.name, 0o666 & ~umask)
         os.replace(handle.name, path)
     except BaseException as error:
         Path(handle.name).unlink(missing_ok=True)
         if disk_full(error, path.parent):
             raise disk_full_error(error, path.parent, f"writing {path.name}") from None
         raise
+
+
+def write_json_atomically(path: str | os.PathLike, data: Any) -> None:
+    """``data`` as indented JSON, written with ``write_text_atomically``. NaN/inf are refused (they are not JSON)."""
+    write_text_atomically(path, json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False) + "\n")
 
 
 # ----------------------------------------------------------------------------------------------- resuming
@@ -570,6 +578,11 @@ def setup_logging(args: TrainingArguments, logger: logging.Logger) -> None:
 def parse_script_args(parser: HfArgumentParser, argv: list[str], script: str) -> tuple[Any, ...]:
     """``parser``'s dataclasses from ``argv`` (or from a JSON file of flags given alone); an unknown flag, a bad value
     or ``TrainingArguments``' own refusals (e.g. ``--bf16`` without the hardware) become one ``ScriptArgumentError``."""
+
+    def refuse(message: str) -> None:  # argparse's own errors (a bad choice, a missing value): one line, no usage
+        raise ScriptArgumentError(f"{message} (see python examples/{script} --help)")
+
+    parser.error = refuse
     try:
         if len(argv) == 1 and argv[0].endswith(".json"):
             if not os.path.isfile(argv[0]):
@@ -620,4 +633,5 @@ __all__ = [
     "setup_logging",
     "train_and_save",
     "write_json_atomically",
+    "write_text_atomically",
 ]

@@ -11,219 +11,97 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The model a ReCoRD run starts from, checked before any weight loads: ``--model_name_or_path`` read and matched
-against the variant, the tokenizer and the window settings (``check_checkpoint``), then built (``build_model_and_processor``:
-a tiny model from scratch, a converted LUKE checkpoint, or a checkpoint of the variant); the checkpoint a run resumes
-must be of the run's model (``check_resume_config``); the files an XH checkpoint needs next to its weights."""
+"""The model a run starts from, for every task: ``--model_name_or_path`` read and matched against the variant's head
+before any weight loads (``check_model_source``), then built (``build_variant_model``: a LUKE checkpoint converted
+with ``from_luke_pretrained``, or a checkpoint of the head itself); the checkpoint a run resumes must be of the run's
+model (``check_resume_config``). Every problem is one ``ScriptArgumentError`` naming the flag and the fix.
+
+Flat module: imports its siblings relatively, third-party packages otherwise.
+"""
 
 from __future__ import annotations
 
 import json
-import shutil
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .loading_gesa import load_tokenizer
-from .pipeline_gesa import _load_processor_settings
-from .registry_gesa import VARIANTS
-from .training_gesa import ScriptArgumentError, apply_saved_settings, checkpoint_config
-from .training_record import make_processor
-from .training_tokenizer import shrink_entity_vocab, train_sample_tokenizer
+from transformers import PreTrainedModel
 
-# The tiny GESA built when no checkpoint is given (the embedded demo; the word vocabulary comes from the tokenizer
-# trained on the data). No dropout (42 training queries, 180 steps); an initialiser range wider than BERT's 0.02 suits
-# the 64-wide model.
-TINY_GESA = dict(
-    hidden_size=64,
-    entity_emb_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=128,
-    max_relative_position=64,
-    hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.0,
-    initializer_range=0.05,
-)
+from .registry_gesa import VARIANTS, VariantSpec
+from .training_gesa import ScriptArgumentError, checkpoint_config
 
 
-def _config_kwargs(ablation: str | None) -> dict[str, Any]:
-    """``ablation`` as a config override, only when set (a variant's own override, e.g. luke's, then stands)."""
-    return {} if ablation is None else {"ablation": ablation}
+def hub_kwargs(model_args: Any) -> dict[str, Any]:
+    """``cache_dir``, ``revision`` and ``token`` of the model flags, for every download of the run."""
+    return {
+        "cache_dir": getattr(model_args, "cache_dir", None),
+        "revision": getattr(model_args, "model_revision", None) or "main",
+        "token": getattr(model_args, "token", None),
+    }
 
 
-@dataclass
-class CheckedCheckpoint:
-    """``--model_name_or_path`` as read and checked by ``check_checkpoint``: its config (a dict), the processor built
-    on its tokenizer, and for LUKE the rows of its entity table to keep (``None``: the whole table)."""
-
-    config_dict: dict[str, Any]
-    processor: Any
-    entity_rows: list[int] | None = None
-
-
-def use_saved_settings(path: str, variant: str, data_args: Any, explicit: set[str] | None) -> None:
-    """A checkpoint's own window / graph settings (``processor_config.json``) become the defaults of this run, so that
-    re-evaluating it scores what it was trained on; a flag given on the command line wins. Says which won."""
-    if explicit is None:
-        return
-    try:
-        saved, source = _load_processor_settings(path)
-    except ValueError as error:
-        raise ScriptArgumentError(f"--model_name_or_path {path}: {error}") from None
-    if source is None:
-        return
-    if VARIANTS[variant].uses_gesa_features:
-        names = {name: name for name in ("max_seq_length", "doc_stride", "max_query_length", "max_entities")}
-    else:  # XH: a node is at most --max_seq_length word tokens
-        names = {"max_node_length": "max_seq_length", "max_query_length": "max_query_length"}
-    lines = apply_saved_settings(data_args, saved, names, explicit, source)
-    if lines:
-        print("run_record.py: processor settings: " + "; ".join(lines))
-
-
-def check_checkpoint(model_args: Any, data_args: Any, explicit: set[str] | None = None) -> CheckedCheckpoint | None:
-    """Read the config and tokenizer of ``--model_name_or_path`` and check that they fit the variant and each other
-    (``ScriptArgumentError`` otherwise); ``None`` without a checkpoint. No weights are loaded: ``run`` calls this before
-    logging starts, so that a wrong checkpoint ends the run with one error line."""
-    path = model_args.model_name_or_path
-    if path is None:
-        return None
-    variant = model_args.variant
-    spec = VARIANTS[variant]
-    hub = dict(cache_dir=model_args.cache_dir, revision=model_args.model_revision, token=model_args.token)
-    config_dict = checkpoint_config(path, f"a LUKE or {spec.config_class.model_type}", **hub)
-    model_type = config_dict.get("model_type")
+def check_model_source(path: str, spec: VariantSpec, task_flags: str, **hub: Any) -> dict[str, Any]:
+    """The config of ``--model_name_or_path`` as a dict, checked: a LUKE checkpoint (to convert) or a checkpoint of
+    ``spec``'s head (same ``model_type`` and architecture); ``task_flags`` (``--task wikihop --variant gesa``) names the
+    run in the error. A user-KB KAR/ERNIE checkpoint is refused (``VariantSpec.check_knowledge_base``)."""
+    head = spec.model_class
     own_type = spec.config_class.model_type
-    if model_type not in ("luke", own_type):
+    config = checkpoint_config(path, f"a LUKE or {own_type!r}", **hub)
+    if not isinstance(config, dict):
+        raise ScriptArgumentError(f"--model_name_or_path {path}: its config.json is not a JSON object; save it again")
+    model_type = config.get("model_type")
+    if model_type == "luke":
+        return config
+    architectures = config.get("architectures") or [head.__name__]
+    if model_type != own_type or not isinstance(architectures, list) or architectures[0] != head.__name__:
         known = sorted({"luke", *(other.config_class.model_type for other in VARIANTS.values())})
-        hint = " (a checkpoint of another variant: pass its --variant)" if model_type in known else ""
+        hint = " (a checkpoint of another variant or task: pass the --variant/--task it was trained with)"
         raise ScriptArgumentError(
-            f"{path} is a {model_type!r} checkpoint; run_record.py --variant {variant} takes LUKE or {own_type!r} "
-            f"checkpoints{hint}"
+            f"--model_name_or_path {path} holds a {model_type!r} model ({architectures}), but {task_flags} needs a LUKE "
+            f"checkpoint to convert or a {own_type!r} {head.__name__}{hint if model_type in known else ''}"
         )
     try:
-        spec.check_knowledge_base(config_dict, source=f"--model_name_or_path {path}")
+        spec.check_knowledge_base(config, source=f"--model_name_or_path {path}")
     except ValueError as error:
         raise ScriptArgumentError(str(error)) from None
-    if model_type != "luke":
-        use_saved_settings(path, variant, data_args, explicit)
-    tokenizer_source = model_args.tokenizer_name or path
-    try:
-        tokenizer = load_tokenizer(tokenizer_source, config_dict if tokenizer_source == path else None, **hub)
-    except (OSError, ValueError) as error:
-        raise ScriptArgumentError(
-            f"cannot load a tokenizer from {tokenizer_source}: {str(error).splitlines()[0]}"
-        ) from None
-    vocab_size = int(config_dict.get("vocab_size", -1))
-    if model_type != "luke":
-        processor = make_processor(tokenizer, data_args, variant)
-        if len(tokenizer) != vocab_size:
-            raise ScriptArgumentError(
-                f"--model_name_or_path {path}: the {own_type} checkpoint has vocab_size={vocab_size} but the tokenizer "
-                f"of {tokenizer_source} has {len(tokenizer)} word tokens (with [HL] [PLC] [ENT]): they do not belong "
-                "together (give --tokenizer_name the checkpoint's own tokenizer)"
-            )
-        return CheckedCheckpoint(config_dict, processor)
-    if len(tokenizer) != vocab_size:
-        raise ScriptArgumentError(
-            f"--model_name_or_path {path}: the LUKE checkpoint has vocab_size={vocab_size} but the tokenizer of "
-            f"{tokenizer_source} has {len(tokenizer)} word tokens: they do not belong together (give --tokenizer_name "
-            "the checkpoint's own tokenizer)"
-        )
-    # KAR and ERNIE use LUKE's entity table as their knowledge base: it stays whole (model and tokenizer).
-    entity_rows = shrink_entity_vocab(tokenizer, tokenizer_source) if spec.shrink_entity_table else None
-    processor = make_processor(tokenizer, data_args, variant)
-    max_positions = int(config_dict.get("max_position_embeddings", 0))
-    ablation = spec.config_overrides.get("ablation", model_args.ablation)
-    if ablation == "luke" and data_args.max_seq_length + 2 > max_positions:
-        raise ScriptArgumentError(
-            f"--max_seq_length {data_args.max_seq_length} exceeds the absolute positions of {path} "
-            f"(max_position_embeddings={max_positions}), which --variant {variant} uses"
-        )
-    return CheckedCheckpoint(config_dict, processor, entity_rows)
+    return config
 
 
-def build_model_and_processor(
+def build_variant_model(
+    spec: VariantSpec,
+    path: str,
+    config: dict[str, Any],
     model_args: Any,
-    data_args: Any,
-    tokenizer_texts: list[str],
-    checked: CheckedCheckpoint | None = None,
-    scratch_config: Mapping[str, Any] = TINY_GESA,
-) -> tuple[Any, Any]:
-    """Tiny random model (no checkpoint), a converted LUKE checkpoint, or a checkpoint of the variant; checked
-    vocabularies. The model is the variant's ``...ForEntitySpanQA`` (``registry_gesa.py``).
-
-    ``checked``: ``check_checkpoint``'s answer, when the caller has it already (it is computed otherwise);
-    ``scratch_config``: the size of the model built without a checkpoint (the tokenizer then trains on
-    ``tokenizer_texts``).
-    """
-    variant = model_args.variant
-    spec = VARIANTS[variant]
-    ablation = spec.config_overrides.get("ablation", model_args.ablation)
-    hub = dict(cache_dir=model_args.cache_dir, revision=model_args.model_revision, token=model_args.token)
-    path = model_args.model_name_or_path
-    if path is None:
-        if model_args.tokenizer_name:
-            tokenizer = load_tokenizer(model_args.tokenizer_name, **hub)
-        else:
-            tokenizer = train_sample_tokenizer(tokenizer_texts)
-        entity_vocab = getattr(tokenizer, "entity_vocab", None) or {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3}
-        processor = make_processor(tokenizer, data_args, variant)
-        model = spec.from_scratch(
-            vocab_size=len(tokenizer),
-            entity_vocab_size=len(entity_vocab),
-            max_position_embeddings=max(514, data_args.max_seq_length + 2),
-            pad_token_id=tokenizer.pad_token_id,
-            bos_token_id=tokenizer.cls_token_id,
-            eos_token_id=tokenizer.sep_token_id,
-            **_config_kwargs(ablation),
-            **scratch_config,
-        )
-        model.init_added_word_embeddings(processor.added_token_sources())
-        return model, processor
-
-    if checked is None:
-        checked = check_checkpoint(model_args, data_args)
-    processor = checked.processor
-    if checked.config_dict.get("model_type") == "luke":
-        model = spec.from_luke(
+    entity_rows: list[int] | None = None,
+    overrides: dict[str, Any] | None = None,
+    checkpoint_overrides: dict[str, Any] | None = None,
+) -> PreTrainedModel:
+    """``spec``'s head from ``path``: a LUKE checkpoint converted (``entity_rows``: LUKE's rows kept; ``overrides``:
+    config values such as ``ablation``), or a checkpoint of the head loaded as it was saved, then given
+    ``checkpoint_overrides`` (values a run may change, e.g. ``attention_window``; ``ablation`` rebuilds the config so
+    that its preset applies)."""
+    hub = hub_kwargs(model_args)
+    overrides = dict(overrides or {})
+    if config.get("model_type") == "luke":
+        return spec.from_luke(
             path,
-            keep_entity_aware_queries=model_args.keep_entity_aware_queries,
-            entity_rows=checked.entity_rows,
+            keep_entity_aware_queries=getattr(model_args, "keep_entity_aware_queries", False),
+            entity_rows=entity_rows,
             hub=hub,
-            **_config_kwargs(ablation),
+            **overrides,
         )
-        model.init_added_word_embeddings(processor.added_token_sources())
-        return model, processor
-
-    config = spec.config_class.from_pretrained(path, **hub)
-    if ablation is not None and ablation != config.ablation:
-        config_kwargs = config.to_dict()
-        config_kwargs["ablation"] = ablation
-        config = spec.config_class(**config_kwargs)
-    model = spec.from_checkpoint(path, config=config, hub=hub)
-    return model, processor
+    loaded_config = spec.config_class.from_pretrained(path, **hub)
+    ablation = overrides.get("ablation")
+    if ablation is not None and ablation != getattr(loaded_config, "ablation", None):
+        loaded_config = spec.config_class(**{**loaded_config.to_dict(), "ablation": ablation})
+    for name, value in (checkpoint_overrides or {}).items():
+        setattr(loaded_config, name, value)
+    return spec.from_checkpoint(path, config=loaded_config, hub=hub)
 
 
-def copy_processor_code(processor: Any, output_dir: str) -> None:
-    """Put the flat processing modules of a processor that saves no code itself (``XhProcessor``: only its tokenizer
-    is saved) next to the checkpoint, so the folder carries the code that builds its inputs."""
-    from transformers.dynamic_module_utils import get_relative_import_files
-
-    module_file = Path(sys.modules[type(processor).__module__].__file__)
-    for path in [module_file, *map(Path, get_relative_import_files(str(module_file)))]:
-        shutil.copyfile(path, Path(output_dir) / path.name)
-
-
-# ----------------------------------------------------------------------------------------------- resume
-
-
-def check_resume_config(checkpoint: str, model_args: Any) -> None:
-    """The checkpoint's config must be of the run's model family and ablation (``ScriptArgumentError`` before logging
-    starts); ``check_resume_fits`` compares the weights themselves once the model is built."""
+def check_resume_config(checkpoint: str, spec: VariantSpec, variant: str, ablation: str | None) -> None:
+    """The checkpoint's config must be of the run's model family and ablation (``ScriptArgumentError`` before anything
+    loads); ``check_resume_fits`` compares the weights themselves once the model is built."""
     config_path = Path(checkpoint) / "config.json"
     if not config_path.is_file():
         return
@@ -233,36 +111,23 @@ def check_resume_config(checkpoint: str, model_args: Any) -> None:
         raise ScriptArgumentError(
             f"cannot resume from {checkpoint}: its config.json cannot be read ({error})"
         ) from None
-    variant = model_args.variant
-    expected_type = VARIANTS[variant].config_class.model_type
-    ablation = "luke" if variant == "luke" else model_args.ablation
+    if not isinstance(config, dict):
+        raise ScriptArgumentError(f"cannot resume from {checkpoint}: its config.json is not a JSON object")
+    expected_type = spec.config_class.model_type
+    ablation = spec.config_overrides.get("ablation", ablation)
     problems = []
     if config.get("model_type") != expected_type:
         problems.append(f"model_type {config.get('model_type')!r}, this run {expected_type!r} (--variant {variant})")
     if ablation is not None and config.get("ablation") != ablation:
         problems.append(f"ablation {config.get('ablation')!r}, this run {ablation!r}")
+    architectures = config.get("architectures") or []
+    if not problems and architectures and architectures[0] != spec.model_class.__name__:
+        problems.append(f"head {architectures[0]}, this run {spec.model_class.__name__}")
     if problems:
         raise ScriptArgumentError(
             f"cannot resume from {checkpoint}: it was saved by another model ({'; '.join(problems)}). Resume with "
-            "the run's own --variant/--ablation, or give a new --output_dir"
+            "the run's own --task/--variant/--ablation, or give a new --output_dir"
         )
 
 
-def save_xh_processor_settings(processor: Any, output_dir: str) -> None:
-    """``processor_config.json`` for an ``XhProcessor`` (which saves only its tokenizer): the graph settings the
-    checkpoint was trained with, read back by ``pipeline_gesa.EntityClozeQAPipeline``."""
-    settings = {"processor_class": type(processor).__name__, "max_node_length": processor.max_node_length,
-                "max_query_length": processor.max_query_length, "max_nodes": processor.max_nodes}  # fmt: skip
-    (Path(output_dir) / "processor_config.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
-
-
-__all__ = [
-    "CheckedCheckpoint",
-    "TINY_GESA",
-    "build_model_and_processor",
-    "check_checkpoint",
-    "check_resume_config",
-    "copy_processor_code",
-    "save_xh_processor_settings",
-    "use_saved_settings",
-]
+__all__ = ["build_variant_model", "check_model_source", "check_resume_config", "hub_kwargs"]

@@ -33,7 +33,8 @@ import torch
 from transformers import LukeTokenizer, Trainer, TrainingArguments
 
 from gesa.processing_xh_tasks import XhTaskProcessor
-from gesa.tasks_xh import HotpotQATask, xh_task_config
+from gesa.tasks_xh import HOTPOTQA, xh_task_config
+from gesa.training_driver import predict_task
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -57,10 +58,10 @@ def main() -> None:
     tokenizer = LukeTokenizer(vocab=f"{args.tokenizer}/vocab.json", merges=f"{args.tokenizer}/merges.txt",
                               entity_vocab={"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3}, task=None)  # fmt: skip
     processor = XhTaskProcessor(tokenizer, max_node_length=args.node_length, max_query_length=32)
-    task = HotpotQATask()
+    task = HOTPOTQA
     rows = task.read(args.file)
     train_rows, eval_rows = rows[: args.train], rows[args.train :]
-    features = task.features(processor, train_rows, training=True)
+    features = task.featurise(processor, train_rows, "train", None)
     collator = processor.get_data_collator()
     report = {}
     for name, hop in (("xh", True), ("xh_no_hop", False)):
@@ -68,7 +69,7 @@ def main() -> None:
         config = xh_task_config(task, hop_attention=hop, vocab_size=len(tokenizer), entity_vocab_size=4, hidden_size=32,
                                 entity_emb_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
                                 xh_num_hop_layers=1, max_relative_position=8, classifier_dropout=0.0)  # fmt: skip
-        model = task.model_class(config)
+        model = task.head_for("xh")(config)
         before = mean_loss(model, collator, features)
         with tempfile.TemporaryDirectory() as scratch:
             training = TrainingArguments(output_dir=scratch, num_train_epochs=args.epochs, per_device_train_batch_size=4,
@@ -76,7 +77,7 @@ def main() -> None:
                                          save_strategy="no", logging_strategy="no", seed=0, disable_tqdm=True)  # fmt: skip
             Trainer(model=model, args=training, train_dataset=features, data_collator=collator).train()
         after = mean_loss(model, collator, features)
-        metrics = task.compute_metrics(task.predict(model, processor, eval_rows), eval_rows)
+        metrics = task.score(predict_task(task, model, processor, eval_rows), eval_rows)
         report[name] = {"train_loss_before": before, "train_loss_after": after, **metrics}
     keys = list(report["xh"])
     print(f"{len(train_rows)} training / {len(eval_rows)} held-out questions of {Path(args.file).name}")

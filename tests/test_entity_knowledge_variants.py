@@ -52,7 +52,7 @@ def test_knowledge_batches_link_the_mentions_the_vocabulary_knows(kb_luke_dir, v
     labels = ENTITY_TASKS["relation_classification"].label_names(examples)
     processor = EntityTaskProcessor(tokenizer, "relation_classification", labels)
     features = processor.encode_all(examples)
-    batch = ENTITY_TASKS["relation_classification"].make_collator(variant, processor, tokenizer)(features)
+    batch = ENTITY_TASKS["relation_classification"].collator(processor, variant)(features)
     assert "Alice Smith" in " ".join(examples[0].tokens)
     assert (batch[key][0] == TITLES.index("Alice Smith")).any()  # the head mention "Alice Smith" is linked
     assert batch["labels"].tolist()[:1] == [processor.label2id[examples[0].relation]]

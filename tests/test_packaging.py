@@ -69,7 +69,6 @@ import json
 import gesa
 from gesa.cards_gesa import render_model_card
 from gesa.resources_gesa import load_metric, metric_module, shipped_file
-from gesa.tasks_multihop import wikihop_accuracy
 record = load_metric("record").compute(
     predictions=[{"id": "q1", "prediction_text": "the Eiffel Tower"}],
     references=[{"id": "q1", "answers": ["Eiffel Tower"]}],
@@ -79,7 +78,10 @@ print(json.dumps({
     "template": str(shipped_file("model_cards/template.md")),
     "record": record,
     "record_function": metric_module("record").compute_record_scores({"q1": "Paris"}, {"q1": ["Paris", "Lyon"]}),
-    "wikihop": wikihop_accuracy({"a": "x", "b": "y"}, {"a": "x", "b": "z"}),
+    "wikihop": load_metric("wikihop").compute(
+        predictions=[{"id": "a", "prediction_text": "x"}, {"id": "b", "prediction_text": "y"}],
+        references=[{"id": "a", "answer": "x"}, {"id": "b", "answer": "z"}],
+    ),
     "card": "gesa-installed" in render_model_card("gesa-installed", results={"eval_exact_match": 50.0}),
 }))
 """

@@ -41,7 +41,7 @@ from script_helpers import RECORD_SCRIPT, ROOT, record_error_lines, record_scrip
 from tiny_luke import RECORD_DIR, SAMPLE_DIR, build_luke_tokenizer, offline_bpe_dir, tiny_luke_config
 from transformers import LukeModel, TrainerCallback
 
-from gesa import training_models
+from gesa.tasks_record import RECORD
 from gesa.training_tokenizer import train_sample_tokenizer
 
 TRAIN32 = RECORD_DIR / "fewglue_train32.jsonl"
@@ -398,7 +398,8 @@ def test_luke_conversion_variant_and_ablation(tiny_luke_dir, tmp_path, extra, ab
     model_args, data_args, _ = run_record.parse_args(
         ["--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(tmp_path), *extra]
     )
-    model, processor = training_models.build_model_and_processor(model_args, data_args, [])
+    loaded = RECORD.load(model_args, data_args, {}, None)
+    model, processor = loaded.model, loaded.processor
     assert model.config.ablation == ablation
     assert model.config.use_absolute_position_embeddings is absolute_positions
     assert model.config.entity_vocab_size == 4 and model.config.vocab_size == len(processor.tokenizer)
@@ -427,7 +428,8 @@ def test_entity_table_shrinks_to_the_special_entities(tmp_path):
     model_args, data_args, _ = run_record.parse_args(
         ["--model_name_or_path", str(tmp_path / "luke"), "--output_dir", str(tmp_path / "out")]
     )
-    model, processor = training_models.build_model_and_processor(model_args, data_args, [])
+    loaded = RECORD.load(model_args, data_args, {}, None)
+    model, processor = loaded.model, loaded.processor
     table = luke.entity_embeddings.entity_embeddings.weight
     kept = model.base_model.entity_embeddings.entity_embeddings.weight
     torch.testing.assert_close(kept, table[[0, 2, 4, 6]])

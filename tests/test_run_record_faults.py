@@ -38,9 +38,11 @@ from script_helpers import (
 )
 from transformers import TrainerCallback
 
-from gesa import training_models, training_record
 from gesa.processing_gesa import GesaProcessor
+from gesa.records_gesa import check_record_file
+from gesa.tasks_record import RECORD, flatten_records
 from gesa.training_gesa import ScriptArgumentError, check_resume_fits
+from gesa.training_models import check_resume_config
 from gesa.training_tokenizer import train_sample_tokenizer
 
 run_record = record_script()
@@ -77,22 +79,23 @@ def test_resuming_a_checkpoint_of_another_model_stops_before_touching_it(checkpo
     model_args, data_args, args = run_record.parse_args(
         record_sample_argv(tmp_path / "luke", "--do_train", "--ablation", "luke")
     )
-    train = training_record.load_queries(data_args, model_args, args)["train"]
-    texts = [*dict.fromkeys(train["passage"]), *train["query"]]  # the demo tokenizer of the checkpointed run
+    train = RECORD.read_file(Path(data_args.train_file), "--train_file", "train", data_args, model_args)
     with pytest.raises(ScriptArgumentError) as error:
-        training_models.check_resume_config(checkpoint, model_args)
+        check_resume_config(
+            checkpoint, RECORD.variant_spec(model_args.variant), model_args.variant, model_args.ablation
+        )
     assert f"cannot resume from {checkpoint}: it was saved by another model (ablation None, this run 'luke')" in str(
         error.value
     )
-    model, _ = training_models.build_model_and_processor(model_args, data_args, texts)
+    model = RECORD.load(model_args, data_args, {"train": train}, None).model
     with pytest.raises(ScriptArgumentError) as error:
         check_resume_fits(checkpoint, model)
     message = str(error.value)
     assert "ablation=None; this run: model_type='gesa', ablation='luke'" in message
     assert "missing: ['gesa.embeddings.position_embeddings.weight'" in message and "label_embeddings" in message
     own_args, data_args, _ = run_record.parse_args(record_sample_argv(tmp_path / "own", "--do_train"))
-    training_models.check_resume_config(checkpoint, own_args)  # the run's own checkpoint passes both checks
-    own, _ = training_models.build_model_and_processor(own_args, data_args, texts)
+    check_resume_config(checkpoint, RECORD.variant_spec("gesa"), "gesa", None)  # the run's own checkpoint passes both
+    own = RECORD.load(own_args, data_args, {"train": train}, None).model
     check_resume_fits(checkpoint, own)
 
 
@@ -211,8 +214,8 @@ def test_processor_errors_on_flattened_rows_keep_the_file_line_and_the_inclusive
     entity["start"] += 1  # now inside the first word of the mention
     path = tmp_path / "inside.jsonl"
     path.write_text(json.dumps(_sample_records()[0]) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
-    checked = training_record.sniff_json_file(path, "--train_file")  # no tokenizer needed for this file-level check
-    rows = training_record.flatten_records(
+    checked = check_record_file(path, where=f"--train_file {path}")  # no tokenizer needed for this file-level check
+    rows = flatten_records(
         {key: [item[key] for item in (_sample_records()[0], record)] for key in record},
         indices=[0, 1],
         sources=[f"--train_file {path}, {location}" for location in checked.locations],

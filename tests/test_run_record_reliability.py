@@ -158,15 +158,22 @@ def test_result_files_are_whole_or_absent(tmp_path, monkeypatch):
     def full_disk(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(training_gesa.json, "dump", full_disk)
+    monkeypatch.setattr(training_gesa.os, "fsync", full_disk)  # the disk fills while the file is flushed
     with pytest.raises(training_gesa.ScriptArgumentError, match="no space left on the device"):
         training_gesa.write_json_atomically(target, {"q": []})
     assert target.read_text() == before  # the old file is untouched, no half-written one
     assert [path.name for path in tmp_path.iterdir()] == ["predict_predictions.json"]
     monkeypatch.undo()
+    assert oct(target.stat().st_mode & 0o777) == oct(0o666 & ~_umask())  # a plain file's mode, not 0600
     with pytest.raises(ValueError):  # NaN is no JSON: never written
         training_gesa.write_json_atomically(tmp_path / "nan.json", {"score": float("nan")})
     assert not (tmp_path / "nan.json").exists()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_disk_full_is_recognised_by_its_errors(tmp_path):
@@ -227,10 +234,24 @@ def test_one_error_line_for_each_unusable_flag_or_file(trained, tmp_path):
     assert "line 2" in test_line
 
 
-def test_eval_only_result_line_is_spaced():
-    line = "ReCoRD 4 queries: exact match 25.00, F1 21.88; before training: exact match 0.00, F1 1.00 (OUT)"
-    assert run_record.eval_only_line(line).startswith("ReCoRD (evaluation only, no training) 4 queries: exact match "
-                                                      "25.00, F1 21.88 (OUT: eval_predictions.json")  # fmt: skip
+def test_summary_line_of_an_evaluation_only_run_names_its_files_and_no_score_before_training(tmp_path):
+    from transformers import TrainingArguments
+
+    from gesa.tasks_record import RECORD
+    from gesa.training_driver import summary_line
+
+    (tmp_path / "eval_predictions.json").write_text("{}")
+    (tmp_path / "all_results.json").write_text("{}")
+    args = TrainingArguments(output_dir=str(tmp_path), do_eval=True, report_to="none")
+    history = [{"step": 0, "eval_exact_match": 0.0, "eval_f1": 1.0}]
+    line = summary_line(RECORD, 4, {"eval_exact_match": 25.0, "eval_f1": 21.875}, history, args)
+    assert line == (f"ReCoRD (evaluation only, no training) 4 queries: exact match 25.00, F1 21.88 ({tmp_path}: "
+                    "all_results.json, eval_predictions.json; no model, no card)")  # fmt: skip
+    args = TrainingArguments(output_dir=str(tmp_path), do_train=True, do_eval=True, report_to="none")
+    history += [{"step": 5, "loss": 0.5}, {"step": 10, "loss": 0.25}]
+    line = summary_line(RECORD, 4, {"eval_exact_match": 25.0, "eval_f1": 21.875}, history, args, chance=10.0)
+    assert line == ("ReCoRD 4 queries: exact match 25.00, F1 21.88; before training: exact match 0.00, F1 1.00; "
+                    f"chance 10.00; training loss 0.500 (step 5) -> 0.250 (step 10) ({tmp_path})")  # fmt: skip
 
 
 def test_script_help_opens_with_the_description():

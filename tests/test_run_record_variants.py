@@ -31,8 +31,8 @@ from tiny_luke import SAMPLE_DIR
 from transformers import HfArgumentParser, TrainingArguments
 from variant_helpers import record_rows, reload_in_fresh_process
 
-from gesa import training_record
 from gesa.processing_gesa import to_record_examples
+from gesa.tasks_record import RECORD
 
 TRAIN32 = SAMPLE_DIR / "record_sample_train.jsonl"
 TRAIN_QUERIES, EVAL_QUERIES = 2, 3
@@ -119,15 +119,15 @@ def test_variant_trains_evaluates_and_reloads(variant, tiny_luke_dir, tmp_path):
 
 def reload_batch(variant: str, output_dir: Path, argv: list[str]) -> dict:
     """A batch of two features of the first records, from the saved tokenizer with the script's processor and
-    collator (`make_processor`, `make_collator`: the KAR/ERNIE knowledge inputs included)."""
+    collator (`RECORD.make_processor`, `RECORD.collator`: the KAR/ERNIE knowledge inputs included)."""
     from transformers import AutoTokenizer
 
     _, data_args, _ = run_record.parse_args(argv)
-    processor = training_record.make_processor(AutoTokenizer.from_pretrained(output_dir), data_args, variant)
+    processor = RECORD.make_processor(AutoTokenizer.from_pretrained(output_dir), data_args, variant)
     if run_record.VARIANTS[variant].uses_gesa_features:
         columns = processor.encode_records(record_rows(1))
         features = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
     else:
         features = processor.encode_record_graphs(record_rows(1))
-    batch = training_record.make_collator(variant, processor)(features[:2])
+    batch = RECORD.collator(processor, variant)(features[:2])
     return {key: value for key, value in batch.items() if isinstance(value, torch.Tensor)}

@@ -403,11 +403,15 @@ def test_variant_attention_dispatches_through_transformers_functions(name, monke
     torch.testing.assert_close(logits["eager"], logits["sdpa"], atol=1e-5, rtol=1e-5)
 
 
-def test_registry_gives_each_variant_its_head_per_task():
-    spec = registry_gesa.VARIANTS["gesa"]
-    assert spec.head_for("record") is spec.model_class
-    with pytest.raises(ValueError, match="no head for the task 'no_such_task'"):
-        spec.head_for("no_such_task")
+def test_each_task_names_its_head_per_variant_and_refuses_a_variant_without_one():
+    from gesa.tasks_multihop import WIKIHOP
+    from gesa.tasks_record import RECORD
+
+    assert RECORD.head_for("gesa") is registry_gesa.VARIANTS["gesa"].model_class
+    assert RECORD.variant_spec("kar").model_class is registry_gesa.VARIANTS["kar"].model_class
+    assert WIKIHOP.variant_spec("luke").config_overrides == {"ablation": "luke"}
+    with pytest.raises(ValueError, match="--task wikihop has no head for --variant xh"):
+        WIKIHOP.head_for("xh")
     assert registry_gesa.knowledge_variant_of("gesa_kar") == "kar"
     assert registry_gesa.knowledge_variant_of("gesa") is None
     assert registry_gesa.reads_sentence_graphs("gesa_xh") and not registry_gesa.reads_sentence_graphs("gesa")

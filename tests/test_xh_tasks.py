@@ -27,15 +27,18 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+import transformers
 from hotpot_fever_fixtures import FEVER_PAGES, fever_fixture_claims, hotpot_fixture_rows
 from model_helpers import TINY
 from tiny_luke import HOTPOT_DIR, build_luke_tokenizer
 from transformers import Trainer, TrainingArguments
 
 from gesa.modeling_xh_tasks import XhForHotpotQA, decode_fever
+from gesa.pipeline_xh_tasks import XhHotpotQAPipeline  # (importing it registers the xh pipelines)
 from gesa.processing_xh_tasks import XhTaskProcessor
-from gesa.records_xh import read_hotpot_file
-from gesa.tasks_xh import FeverTask, HotpotQATask, xh_task_config
+from gesa.records_xh import read_hotpot_file, read_wiki_pages
+from gesa.tasks_xh import FEVER, HOTPOTQA, xh_task_config
+from gesa.training_driver import predict_task
 
 OFFICIAL = os.environ.get("GESA_OFFICIAL_SCORERS")
 
@@ -51,15 +54,15 @@ def xh_task_processor():
     return XhTaskProcessor(build_luke_tokenizer(), max_node_length=64, max_query_length=24)
 
 
-def _tiny(task, processor, hop_attention: bool = True, seed: int = 0):
+def _tiny(task, xh_task_processor, hop_attention: bool = True, seed: int = 0):
     torch.manual_seed(seed)
     config = xh_task_config(
         task,
         hop_attention=hop_attention,
-        **{**TINY, "vocab_size": len(processor.tokenizer), "max_relative_position": 8, "xh_num_hop_layers": 1},
+        **{**TINY, "vocab_size": len(xh_task_processor.tokenizer), "max_relative_position": 8, "xh_num_hop_layers": 1},
         classifier_dropout=0.0,
     )
-    return task.model_class(config)
+    return task.head_for("xh")(config)
 
 
 def _mean_loss(model, collator, features) -> float:
@@ -131,7 +134,7 @@ def test_fever_graph_is_claim_title_sentence_fully_connected(xh_task_processor):
 
 # ---- heads against a plain loop --------------------------------------------------------------------------------
 def test_supporting_fact_and_answer_type_heads_follow_appendix_a3(xh_task_processor):
-    task = HotpotQATask()
+    task = HOTPOTQA
     model = _tiny(task, xh_task_processor).eval()
     rows = [{**r, "id": r["_id"]} for r in hotpot_fixture_rows()[:2]]
     collator = xh_task_processor.get_data_collator()
@@ -212,27 +215,44 @@ def _official_hotpot(prediction: Path, gold_rows: list[dict], tmp_path: Path) ->
     return ast.literal_eval(run.stdout.strip().splitlines()[-1])
 
 
-def _train_and_score_hotpot(rows_train, rows_eval, processor, tmp_path, steps, hop_attention=True):
-    task = HotpotQATask()
-    model = _tiny(task, processor, hop_attention=hop_attention)
-    collator = processor.get_data_collator()
-    before, after = _train(model, collator, task.features(processor, rows_train, training=True), tmp_path, steps)
-    predictions = task.predict(model, processor, rows_eval)
-    path = task.write_predictions(predictions, tmp_path)
-    metrics = task.compute_metrics(predictions, rows_eval)
+def _predict(task, model, processor, rows, tmp_path) -> dict:
+    """The driver's evaluation path (two features per batch, so that batches are padded to each other)."""
+    return predict_task(task, model, processor, rows, batch_size=2)
+
+
+def _train_and_score_hotpot(rows_train, rows_eval, xh_task_processor, tmp_path, steps, hop_attention=True):
+    task = HOTPOTQA
+    model = _tiny(task, xh_task_processor, hop_attention=hop_attention)
+    collator = xh_task_processor.get_data_collator()
+    before, after = _train(
+        model, collator, task.featurise(xh_task_processor, rows_train, "train", None), tmp_path, steps
+    )
+    predictions = _predict(task, model, xh_task_processor, rows_eval, tmp_path)
+    path = task.write_predictions(predictions, rows_eval, tmp_path, "eval", None)
+    metrics = task.score(predictions, rows_eval)
     return before, after, predictions, path, metrics
 
 
 def test_tiny_xh_trains_on_hotpot_fixtures_and_writes_the_official_file(tmp_path, xh_task_processor):
     path = tmp_path / "hotpot.json"
     path.write_text(json.dumps(hotpot_fixture_rows()))
-    rows = HotpotQATask().read(path)
+    rows = HOTPOTQA.read(path)
     before, after, predictions, written, metrics = _train_and_score_hotpot(
         rows[:4], rows[4:], xh_task_processor, tmp_path, 30
     )
     rows = rows[4:]  # the held-out questions
     assert after < 0.7 * before
-    assert {"answer", "score", "supporting_facts", "id"} <= set(predictions[0])
+    assert set(predictions) == {row["id"] for row in rows}
+    assert all({"answer", "score", "supporting_facts", "id"} <= set(p) for p in predictions.values())
+    # the pipeline answers each question as the batched evaluation decodes it
+    model = _tiny(HOTPOTQA, xh_task_processor)
+    runner = XhHotpotQAPipeline(model=model.eval(), tokenizer=xh_task_processor.tokenizer, processor=xh_task_processor)
+    batched = _predict(HOTPOTQA, model, xh_task_processor, rows, tmp_path)
+    for row in rows:
+        single = runner(dict(row))
+        assert (single["answer"], single["supporting_facts"]) == (batched[row["id"]]["answer"],
+                                                                 batched[row["id"]]["supporting_facts"])  # fmt: skip
+        assert single["score"] == pytest.approx(batched[row["id"]]["score"], rel=1e-4)
     payload = json.loads(written.read_text())
     assert set(payload) == {"answer", "sp"} and set(payload["answer"]) == {r["id"] for r in rows}
     assert all(isinstance(t, str) and isinstance(s, int) for facts in payload["sp"].values() for t, s in facts)
@@ -244,10 +264,10 @@ def test_tiny_xh_trains_on_hotpot_fixtures_and_writes_the_official_file(tmp_path
 @pytest.mark.needs_shared
 @pytest.mark.slow
 def test_tiny_xh_trains_on_80_shared_hotpot_questions_and_scores_the_other_20(tmp_path):
-    processor = XhTaskProcessor(build_luke_tokenizer(), max_node_length=96, max_query_length=32)
+    xh_task_processor = XhTaskProcessor(build_luke_tokenizer(), max_node_length=96, max_query_length=32)
     rows = read_hotpot_file(HOTPOT_DIR / "hotpot_dev_distractor_first100.json")
     before, after, predictions, written, metrics = _train_and_score_hotpot(
-        rows[:80], rows[80:], processor, tmp_path, steps=40
+        rows[:80], rows[80:], xh_task_processor, tmp_path, steps=40
     )
     assert after < before
     assert len(predictions) == 20 and set(metrics) >= {"em", "sp_f1", "joint_f1"}
@@ -260,17 +280,21 @@ def test_tiny_xh_trains_on_fever_fixtures_and_writes_the_shared_task_file(tmp_pa
     claims_path = _write_jsonl(tmp_path / "train.jsonl", fever_fixture_claims())
     pages = [{"id": page, "text": " ".join(lines.values()), "lines": "\n".join(f"{n}\t{s}" for n, s in lines.items())}
              for page, lines in FEVER_PAGES.items()]  # fmt: skip
-    task = FeverTask(wiki_pages=[_write_jsonl(tmp_path / "wiki-001.jsonl", pages)])
+    task = FEVER
+    fever_processor = XhTaskProcessor(
+        xh_task_processor.tokenizer, max_node_length=64, max_query_length=24, max_nodes=5, task="fever",
+        pages=read_wiki_pages([_write_jsonl(tmp_path / "wiki-001.jsonl", pages)]),
+    )  # fmt: skip
     claims = task.read(claims_path)
-    model = _tiny(task, xh_task_processor)
-    collator = xh_task_processor.get_data_collator()
-    before, after = _train(model, collator, task.features(xh_task_processor, claims[:6], training=True), tmp_path, 40)
+    model = _tiny(task, fever_processor)
+    collator = fever_processor.get_data_collator()
+    before, after = _train(model, collator, task.featurise(fever_processor, claims[:6], "train", None), tmp_path, 40)
     assert after < 0.7 * before
     claims = claims[6:]  # held out: the claims about the third page
-    predictions = task.predict(model, xh_task_processor, claims)
-    assert {"label", "score", "evidence"} <= set(predictions[0])
-    metrics = task.compute_metrics(predictions, claims)
-    written = task.write_predictions(predictions, tmp_path)
+    predictions = _predict(task, model, fever_processor, claims, tmp_path)
+    assert all({"label", "score", "evidence"} <= set(p) for p in predictions.values())
+    metrics = task.score(predictions, claims)
+    written = task.write_predictions(predictions, claims, tmp_path, "eval", None)
     submitted = [json.loads(line) for line in written.read_text().splitlines()]
     assert [s["id"] for s in submitted] == [c["id"] for c in claims]
     if OFFICIAL and (Path(OFFICIAL) / "fever/src/fever/scorer.py").is_file():
@@ -284,11 +308,10 @@ def test_tiny_xh_trains_on_fever_fixtures_and_writes_the_shared_task_file(tmp_pa
 
 
 def test_the_registered_pipeline_answers_with_answer_score_and_supporting_facts(xh_task_processor):
-    import transformers
 
     import gesa.pipeline_xh_tasks  # noqa: F401  (registers the tasks)
 
-    model = _tiny(HotpotQATask(), xh_task_processor).eval()
+    model = _tiny(HOTPOTQA, xh_task_processor).eval()
     qa = transformers.pipeline(
         "xh-hotpot-qa", model=model, tokenizer=xh_task_processor.tokenizer, processor=xh_task_processor
     )
@@ -298,8 +321,8 @@ def test_the_registered_pipeline_answers_with_answer_score_and_supporting_facts(
     titles = [c[0] for c in row["context"]]
     assert all(title in titles and isinstance(s, int) for title, s in result["supporting_facts"])
     verify = transformers.pipeline(
-        "xh-fact-verification", model=_tiny(FeverTask(), xh_task_processor).eval(),
-        tokenizer=xh_task_processor.tokenizer, processor=xh_task_processor, pages=FEVER_PAGES,
+        "xh-fact-verification", model=_tiny(FEVER, xh_task_processor).eval(), tokenizer=xh_task_processor.tokenizer,
+        processor=xh_task_processor, pages=FEVER_PAGES,
     )  # fmt: skip
     verdict = verify({"claim": "Lyon is in France."})
     assert verdict["label"] in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO") and len(verdict["evidence"]) <= 5
@@ -307,7 +330,7 @@ def test_the_registered_pipeline_answers_with_answer_score_and_supporting_facts(
 
 
 def test_hop_attention_off_is_the_baseline(xh_task_processor):
-    task = HotpotQATask()
+    task = HOTPOTQA
     baseline = _tiny(task, xh_task_processor, hop_attention=False)
     assert baseline.config.xh_num_hop_layers == 0 and len(baseline.gesa.hop_layers) == 0
     assert len(_tiny(task, xh_task_processor).gesa.hop_layers) == 1
@@ -317,7 +340,7 @@ def test_hop_attention_off_is_the_baseline(xh_task_processor):
 def test_a_saved_hotpot_model_reloads_from_its_own_code_in_a_fresh_process(tmp_path, xh_task_processor):
     from variant_helpers import reload_each_in_fresh_process
 
-    model = _tiny(HotpotQATask(), xh_task_processor).eval()
+    model = _tiny(HOTPOTQA, xh_task_processor).eval()
     batch = xh_task_processor.get_data_collator()(
         xh_task_processor.encode_hotpot_rows([{**hotpot_fixture_rows()[0], "id": "a"}])
     )

@@ -1,0 +1,270 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The one task interface: what ReCoRD, WikiHop, HotpotQA, FEVER and the entity tasks each tell the shared driver.
+
+``training_driver.run_task(task, ...)`` runs every example script the same way (argument checks, the output-folder
+lock, resuming, the divergence guard, atomic result files, the one ``error:`` line and the closing summary line);
+a ``Task`` says only what differs between tasks, in the order a run needs it:
+
+========================  ===========================================================================================
+read                      ``read_file(path, where)`` / ``read_hub(data_args, model_args, split)`` -> examples (every
+                          record checked; a bad one is an ``InputError`` naming the flag, file, line, id and the fix)
+check                     ``check_arguments`` (the task's own flags), ``check_examples`` (what the data needs, e.g. a
+                          spaCy model), ``reference(example)`` (gold answer; ``None``: unlabelled)
+model                     ``heads`` per ``--variant``; ``load(model_args, data_args, examples, explicit)`` -> the model,
+                          its processor (saved with it) and its tokenizer, checked before any weight loads
+featurise                 ``featurise(processor, examples, split, data_args)`` -> a ``datasets.Dataset``;
+                          ``collator(processor, variant)``
+predict                   ``decode(examples, features, outputs)`` -> ``{example id: prediction}`` from the model's
+                          outputs over all features (``Trainer.evaluate`` and ``Trainer.predict`` alike)
+score                     ``score(predictions, examples)`` -> ``{metric: value}`` (the official metric)
+write predictions         ``write_predictions(predictions, examples, output_dir, split)`` -> the file written
+========================  ===========================================================================================
+
+Every script imports its tasks explicitly (``gesa.tasks_record.RECORD``, ...); nothing registers itself at
+import. ``TaskEvaluator`` is the one evaluation path: ``compute_metrics`` of ``Trainer.evaluate`` (so evaluation
+during training and ``--eval_on_start`` score with the official metric too) decodes with the task and scores.
+
+Flat module: imports its siblings relatively, third-party packages otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from datasets import Dataset
+from transformers import EvalPrediction, PreTrainedModel
+
+from .registry_gesa import VARIANTS
+from .training_gesa import ScriptArgumentError
+
+
+@dataclass
+class LoadedModel:
+    """What ``Task.load`` gives the driver: the model to train, the processor that makes its features (saved with
+    the model, so the checkpoint answers through its pipeline), and the tokenizer."""
+
+    model: PreTrainedModel
+    processor: Any
+    tokenizer: Any
+    label_names: list[str] | None = None
+
+
+@dataclass
+class Task(ABC):
+    """One task of an example script (module docstring).
+
+    Args:
+        name: the ``--task`` value (``record``, ``wikihop``, ``hotpotqa``, ...).
+        title: how people write it (``ReCoRD``): the summary line and messages.
+        description: one line for ``--help``.
+        file_format: what ``--train_file`` etc. hold, for ``--help`` and messages.
+        heads: ``--variant`` -> head class.
+        metric_for_best_model: the main metric (no ``eval_`` prefix); it leads the summary line.
+        metric_names: how the summary line names the metrics it prints (``{"exact_match": "exact match"}``).
+        unit: what the examples are (``queries``, ``claims``, ``sentences``): the summary line; ``item``: one of them.
+        remove_unused_columns: whether ``Trainer`` drops the feature columns the model's ``forward`` does not take
+            (``False`` where the collator reads them).
+        scores_predictions: whether evaluation decodes and scores predictions (pre-training: the loss only).
+        no_feature_hint: why a split can give no feature, for the error.
+        ignore_output_keys: the head's outputs ``decode`` does not read (``Trainer`` gathers all others).
+    """
+
+    name: str
+    title: str
+    description: str
+    file_format: str
+    heads: Mapping[str, type[PreTrainedModel]] = field(default_factory=dict)
+    metric_for_best_model: str = "accuracy"
+    metric_names: Mapping[str, str] = field(default_factory=dict)
+    unit: str = "examples"
+    item: str = "example"
+    remove_unused_columns: bool = True
+    scores_predictions: bool = True
+    no_feature_hint: str = "every example was cut or skipped"
+    ignore_output_keys: tuple[str, ...] = ()
+
+    # ------------------------------------------------------------------------------------------- flags
+
+    def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
+        """The task's own flag checks (``ScriptArgumentError`` naming the flag); none by default."""
+        return None
+
+    def check_examples(self, examples: Mapping[str, Any], data_args: Any) -> None:
+        """What the read data needs before anything loads (e.g. the spaCy NER pipeline); nothing by default."""
+        return None
+
+    # ------------------------------------------------------------------------------------------- the model
+
+    def head_for(self, variant: str) -> type[PreTrainedModel]:
+        """The head class ``--variant`` trains for this task; a ``ValueError`` naming the variants that have one."""
+        if variant not in self.heads:
+            raise ValueError(
+                f"--task {self.name} has no head for --variant {variant}; choose one of {sorted(self.heads)}"
+            )
+        return self.heads[variant]
+
+    def variant_spec(self, variant: str) -> Any:
+        """The variant registry's entry for ``variant`` with this task's head as its model class."""
+        from dataclasses import replace
+
+        return replace(VARIANTS[variant], model_class=self.head_for(variant))
+
+    @abstractmethod
+    def load(
+        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
+    ) -> LoadedModel:
+        """The model ``--variant`` trains for this task, with its processor and tokenizer: converted from a LUKE
+        checkpoint, loaded from a checkpoint of this task, or (where the task has a demo) built small from scratch.
+        Everything the checkpoint's config and tokenizer say is checked before any weight loads (``ValueError`` /
+        ``ScriptArgumentError`` naming the flag and the fix)."""
+
+    def collator(self, processor: Any, variant: str) -> Any:
+        """The batches of the processor's features (``processor.get_data_collator()``)."""
+        return processor.get_data_collator()
+
+    # ------------------------------------------------------------------------------------------- data
+
+    @abstractmethod
+    def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> Any:
+        """Every example of ``path`` (given as ``where``, e.g. ``--train_file F``), each checked: a bad one is a
+        ``ValueError`` naming ``where``, the line or item, the example and the fix."""
+
+    def read_hub(self, data_args: Any, model_args: Any, split: str) -> Any:
+        """Every example of a Hub dataset's split (``--dataset_name``), checked like a file's."""
+        raise ScriptArgumentError(
+            f"--task {self.name} reads files only: give --train_file/--validation_file/--test_file"
+        )
+
+    @abstractmethod
+    def featurise(self, processor: Any, examples: Any, split: str, data_args: Any) -> Dataset:
+        """The model features of a split (a query may give several, e.g. one per window), as a ``Dataset``."""
+
+    def card_kwargs(self, model_args: Any, data_args: Any, args: Any, files: Mapping[str, Path]) -> dict[str, Any]:
+        """What ``write_model_card`` needs besides the output folder."""
+        return {}
+
+    def write_model_card(self, output_dir: str, card_kwargs: Mapping[str, Any]) -> bool:
+        """Write the task's model card into ``output_dir``; ``False``: the task has none (``Trainer``'s own)."""
+        return False
+
+    def example_id(self, example: Any) -> str:
+        """The id that names ``example`` in predictions and messages."""
+        return str(example["id"] if isinstance(example, Mapping) else example.example_id)
+
+    @abstractmethod
+    def reference(self, example: Any) -> Any:
+        """``example``'s gold answer in the shape ``score`` compares predictions with; ``None``: unlabelled."""
+
+    def limit(self, examples: Any, count: int | None) -> Any:
+        """The first ``count`` examples (``None``: all)."""
+        if count is None:
+            return examples
+        if isinstance(examples, Dataset):
+            return examples.select(range(min(count, len(examples))))
+        return examples[:count]
+
+    def chance(self, examples: Any) -> float | None:
+        """The main metric of a model that guesses (``None``: no meaningful chance level), in the metric's scale."""
+        return None
+
+    # ------------------------------------------------------------------------------------------- predictions
+
+    @abstractmethod
+    def decode(self, examples: Any, features: Dataset, outputs: Any, processor: Any) -> dict[str, Any]:
+        """``{example id: prediction}`` from the model's outputs over ``features`` (row ``i`` belongs to feature
+        ``i``; a tuple, in the head's output order without ``ignore_output_keys``, when it returns several tensors);
+        ``processor`` made the features."""
+
+    @abstractmethod
+    def score(self, predictions: Mapping[str, Any], examples: Any) -> dict[str, float]:
+        """The official metric of ``predictions`` against the examples' references (names without ``eval_``)."""
+
+    @abstractmethod
+    def write_predictions(
+        self, predictions: Mapping[str, Any], examples: Any, output_dir: str | Path, split: str, data_args: Any
+    ) -> Path:
+        """Write ``<split>_predictions.json`` (or the task's official format); returns the path."""
+
+
+class TaskEvaluator:
+    """``compute_metrics`` for ``Trainer``: the task's decoding of every evaluation feature's outputs, then its
+    official metric. The evaluation features keep their order through ``Trainer.evaluate`` (sequential sampler; the
+    distributed gather drops the padding duplicates), so row ``i`` belongs to feature ``i``. ``predictions`` holds the
+    last evaluation's predictions (written by the driver as ``eval_predictions``)."""
+
+    def __init__(self, task: Task, examples: Any, features: Dataset, processor: Any) -> None:
+        self.task, self.examples, self.features, self.processor = task, examples, features, processor
+        self.predictions: dict[str, Any] = {}
+
+    def __call__(self, eval_prediction: EvalPrediction) -> dict[str, float]:
+        outputs = eval_prediction.predictions
+        first = outputs[0] if isinstance(outputs, tuple | list) else outputs
+        if len(first) != len(self.features):
+            raise RuntimeError(f"got outputs for {len(first)} features, expected {len(self.features)}")
+        self.predictions = self.task.decode(self.examples, self.features, outputs, self.processor)
+        return self.task.score(self.predictions, self.examples)
+
+
+# ----------------------------------------------------------------------------------------------- shared helpers
+
+
+def first_output(outputs: Any) -> np.ndarray:
+    """The first tensor of a head's outputs (its logits) as a float32 array."""
+    if isinstance(outputs, tuple | list):
+        outputs = outputs[0]
+    return np.asarray(outputs, dtype=np.float32)
+
+
+def softmax_scores(logits: Sequence[float]) -> list[float]:
+    """Probabilities of finite logits (``-inf`` slots get 0); refuses rows with no finite logit or a NaN/``+inf``."""
+    values = np.asarray(logits, dtype=np.float64)
+    if np.isnan(values).any() or np.isposinf(values).any() or not np.isfinite(values).any():
+        raise ValueError(f"the model gave no usable score (logits {values.tolist()[:6]}): a diverged checkpoint?")
+    shifted = np.exp(values - values[np.isfinite(values)].max())
+    return (shifted / shifted.sum()).tolist()
+
+
+def sigmoid(logit: float) -> float:
+    """``1 / (1 + exp(-logit))`` without overflow."""
+    if logit >= 0:
+        return 1.0 / (1.0 + math.exp(-logit))
+    value = math.exp(logit)
+    return value / (1.0 + value)
+
+
+def references_of(task: Task, examples: Iterable[Any]) -> dict[str, Any]:
+    """``{example id: reference}`` of the labelled examples."""
+    return {
+        task.example_id(example): reference
+        for example in examples
+        if (reference := task.reference(example)) is not None
+    }
+
+
+__all__ = [
+    "LoadedModel",
+    "Task",
+    "TaskEvaluator",
+    "first_output",
+    "references_of",
+    "sigmoid",
+    "softmax_scores",
+]

@@ -1,0 +1,477 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The one driver of every example script: ``run_task(task, model_args, data_args, training_args, script)``.
+
+A run either works or ends with ONE ``<script>: error: ...`` line (exit status 2) before any weight is loaded, and it
+never loses or silently corrupts a result. In order:
+
+1. the flags every script shares (``BaseModelArguments``, ``BaseDataArguments``, ``TrainingArguments``) and the
+   task's own (``Task.check_arguments``) are checked; ``--push_to_hub`` finds a token and the Hub;
+2. the output folder is locked for this run (``OutputDirLock``, process 0);
+3. every split's data is read and checked in full (``Task.read_file`` / ``read_hub``; ``--max_*_samples``), training
+   data must be labelled, evaluation data labelled with unique ids;
+4. the checkpoint to resume is chosen (``plan_resume``) and must be of this run's model;
+5. the model, its processor and tokenizer are loaded (``Task.load``: the checkpoint's config and tokenizer are
+   checked before any weight loads);
+6. logging starts; the features are made (``Task.featurise``); ``Trainer`` trains (``FiniteTrainingGuard`` stops a
+   diverged run before it saves), saves the model with its processor (a full disk is one error line), evaluates
+   (``TaskEvaluator``: the task's decoding and official metric) and predicts;
+7. every result file is written atomically; the run ends with one summary line (task, metric before and after
+   training, chance level where the task has one, output folder).
+
+Flat module: imports its siblings relatively, third-party packages otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
+
+from .tasks_base import Task, TaskEvaluator
+from .training_gesa import (
+    FiniteTrainingGuard,
+    OutputDirLock,
+    ScriptArgumentError,
+    check_resume_fits,
+    check_run_arguments,
+    plan_resume,
+    preflight_push_to_hub,
+    setup_logging,
+    train_and_save,
+)
+from .training_models import check_resume_config
+
+logger = logging.getLogger(__name__)
+
+SPLIT_FLAGS = {"train": "train_file", "validation": "validation_file", "test": "test_file"}
+DO_FLAGS = {"train": "--do_train", "validation": "--do_eval", "test": "--do_predict"}
+
+
+@dataclass
+class BaseModelArguments:
+    """The model flags every script takes (a script subclasses this to add its own or reword the help)."""
+
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "A LUKE checkpoint (Hub id or folder; converted with from_luke_pretrained) or a checkpoint "
+                  "this script trained (loaded as is)."},
+    )  # fmt: skip
+    tokenizer_name: str | None = field(
+        default=None, metadata={"help": "Tokenizer to use instead of the checkpoint's own (Hub id or folder)."}
+    )
+    variant: str = field(default="gesa", metadata={"help": "The model family (gesa.registry_gesa)."})
+    ablation: str | None = field(
+        default=None, metadata={"help": "A row of the GESA paper's ablation tables (GesaConfig presets)."}
+    )
+    cache_dir: str | None = field(default=None, metadata={"help": "Where to cache Hub downloads."})
+    model_revision: str = field(default="main", metadata={"help": "Branch, tag or commit of the checkpoint."})
+    token: str | None = field(default=None, metadata={"help": "Hub token for private checkpoints or datasets."})
+
+
+@dataclass
+class BaseDataArguments:
+    """The data flags every script takes."""
+
+    dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset in the task's fields."})
+    dataset_config_name: str | None = field(default=None, metadata={"help": "Hub dataset configuration."})
+    train_file: str | None = field(default=None, metadata={"help": "Training data in the task's public format."})
+    validation_file: str | None = field(default=None, metadata={"help": "Evaluation data, same format."})
+    test_file: str | None = field(
+        default=None, metadata={"help": "Data to predict with --do_predict, same format (answers not needed)."}
+    )
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep the first N training examples."})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "Keep the first N evaluation examples."})
+    max_predict_samples: int | None = field(default=None, metadata={"help": "Keep the first N test examples."})
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for featurising."})
+    overwrite_cache: bool = field(default=False, metadata={"help": "Recompute cached features."})
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Train into an --output_dir that holds a finished model (replacing it) instead of stopping "
+                  "with an error. (Checkpoints there are resumed unless --resume_from_checkpoint says otherwise.)"},
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------- arguments
+
+
+def check_arguments(task: Task, model_args: Any, data_args: Any, args: TrainingArguments) -> None:
+    """The flags every script shares, then the task's own (``Task.check_arguments``): ``ScriptArgumentError``."""
+    try:
+        task.head_for(model_args.variant)
+    except ValueError as error:
+        raise ScriptArgumentError(str(error)) from None
+    if data_args.dataset_name and (data_args.train_file or data_args.validation_file or data_args.test_file):
+        raise ScriptArgumentError("give either --dataset_name or --train_file/--validation_file/--test_file, not both")
+    check_run_arguments(args)
+    for name in ("max_train_samples", "max_eval_samples", "max_predict_samples"):
+        value = getattr(data_args, name, None)
+        if value is not None and value < 1:
+            raise ScriptArgumentError(f"--{name} must be at least 1 (or left out to keep every example), got {value}")
+    workers = data_args.preprocessing_num_workers
+    if workers is not None and workers < 1:
+        raise ScriptArgumentError(f"--preprocessing_num_workers must be at least 1 (or left out), got {workers}")
+    if args.do_predict and not args.do_train and model_args.model_name_or_path is None:
+        raise ScriptArgumentError("--do_predict without --do_train needs --model_name_or_path (a trained checkpoint)")
+    task.check_arguments(model_args, data_args, args)
+
+
+def data_files(data_args: Any, args: TrainingArguments, default_files: Mapping[str, Path] | None) -> dict[str, Path]:
+    """The local file of every split the run needs (``{split: path}``); ``default_files`` (a script's embedded
+    sample) when the command line names neither a Hub dataset nor training/evaluation files. A needed split with
+    neither a file nor a Hub dataset is a ``ScriptArgumentError`` naming the flag."""
+    wanted = {"train": args.do_train, "validation": args.do_eval, "test": args.do_predict}
+    files: dict[str, Path] = {}
+    use_defaults = default_files is not None and not (
+        data_args.dataset_name or data_args.train_file or data_args.validation_file
+    )
+    for split, needed in wanted.items():
+        path = getattr(data_args, SPLIT_FLAGS[split])
+        if path is None and use_defaults:
+            path = default_files.get(split)
+        if path is not None and needed:
+            files[split] = Path(path)
+        elif needed and not data_args.dataset_name:
+            raise ScriptArgumentError(f"{DO_FLAGS[split]} needs --{SPLIT_FLAGS[split]} (or --dataset_name)")
+    return files
+
+
+# ----------------------------------------------------------------------------------------------- data
+
+
+def read_splits(task: Task, model_args: Any, data_args: Any, args: TrainingArguments, files: dict[str, Path]) -> dict:
+    """Every split the run needs, read and checked in full (``--max_*_samples`` applied), before anything loads."""
+    wanted = {"train": args.do_train, "validation": args.do_eval, "test": args.do_predict}
+    limits = {"train": "max_train_samples", "validation": "max_eval_samples", "test": "max_predict_samples"}
+    examples = {}
+    for split, needed in wanted.items():
+        if not needed:
+            continue
+        flag = f"--{SPLIT_FLAGS[split]}"
+        try:
+            if split in files:
+                read = task.read_file(files[split], f"{flag} {files[split]}", split, data_args, model_args)
+                where = f"{flag} {files[split]}"
+            else:
+                read = task.read_hub(data_args, model_args, split)
+                where = f"--dataset_name {data_args.dataset_name} ({split} split)"
+        except ValueError as error:  # the reader names the flag, the file, the line, the record and the fix
+            if isinstance(error, ScriptArgumentError):
+                raise
+            raise ScriptArgumentError(first_line(error)) from None
+        read = task.limit(read, getattr(data_args, limits[split], None))
+        if len(read) == 0:
+            raise ScriptArgumentError(f"{where} holds no {task.item}")
+        check_split_labels(task, split, read, where)
+        examples[split] = read
+    return examples
+
+
+def check_split_labels(task: Task, split: str, examples: Any, where: str) -> None:
+    """Training examples need their gold answers (one without would train as all negative); evaluation examples too
+    (there is nothing to score against otherwise), and ids that no two share; test ids must be unique as well."""
+    seen: set[str] = set()
+    for example in examples:
+        example_id = task.example_id(example)
+        if split != "train":
+            if example_id in seen:
+                raise ScriptArgumentError(
+                    f"{where}: the id {example_id!r} is used twice; give every {task.item} its own id (their "
+                    "predictions would be merged)"
+                )
+            seen.add(example_id)
+        if split == "test" or task.reference(example) is not None:
+            continue
+        if split == "train":
+            raise ScriptArgumentError(
+                f"{where}: {task.title} {task.item} {example_id!r} has no gold answer: it cannot be trained on; "
+                "give its answer or pass the file as --test_file"
+            )
+        raise ScriptArgumentError(
+            f"{where}: {task.title} {task.item} {example_id!r} has no gold answer to evaluate against (a test "
+            "split?); give its answer, or pass the file as --test_file with --do_predict"
+        )
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+# ----------------------------------------------------------------------------------------------- the run
+
+
+class TaskTrainer(Trainer):
+    """``Trainer`` whose model card comes from the task (``Task.write_model_card``), also when pushing to the Hub."""
+
+    def __init__(self, *args: Any, task: Task, card_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.task = task
+        self.card_kwargs = dict(card_kwargs or {})
+
+    def evaluate(
+        self, eval_dataset: Any = None, ignore_keys: list[str] | None = None, **kwargs: Any
+    ) -> dict[str, float]:
+        """``Trainer.evaluate``, leaving out the outputs the task does not decode (also during training)."""
+        return super().evaluate(eval_dataset, ignore_keys or list(self.task.ignore_output_keys) or None, **kwargs)
+
+    def predict(self, test_dataset: Any, ignore_keys: list[str] | None = None, **kwargs: Any) -> Any:
+        return super().predict(test_dataset, ignore_keys or list(self.task.ignore_output_keys) or None, **kwargs)
+
+    def create_model_card(self, model_name: str | None = None, **kwargs: Any) -> None:
+        if not self.is_world_process_zero():
+            return
+        if not self.task.write_model_card(self.args.output_dir, dict(self.card_kwargs, model_name=model_name)):
+            super().create_model_card(model_name=model_name, **kwargs)
+
+
+def run_task(
+    task: Task,
+    model_args: Any,
+    data_args: Any,
+    args: TrainingArguments,
+    script: str,
+    callbacks: Sequence[TrainerCallback] | None = None,
+    explicit: set[str] | None = None,
+    default_files: Mapping[str, Path] | None = None,
+) -> dict[str, float]:
+    """Train, evaluate and/or predict ``task`` (module docstring); returns the metrics of ``all_results.json``.
+
+    ``callbacks``: extra ``TrainerCallback``s; ``explicit``: the flags given on the command line (a checkpoint's saved
+    processor settings are the defaults of the others; ``None``: every flag counts as given); ``default_files``: the
+    script's embedded sample (``{split: path}``), used when no data is named.
+    """
+    check_arguments(task, model_args, data_args, args)
+    preflight_push_to_hub(args, getattr(model_args, "token", None))
+    # one live run per output folder (process 0 holds it; a dead run's lock is released by the kernel)
+    with OutputDirLock(args.output_dir) if args.process_index == 0 else contextlib.nullcontext():
+        return _run(task, model_args, data_args, args, script, list(callbacks or []), explicit, default_files)
+
+
+def _run(
+    task: Task,
+    model_args: Any,
+    data_args: Any,
+    args: TrainingArguments,
+    script: str,
+    callbacks: list[TrainerCallback],
+    explicit: set[str] | None,
+    default_files: Mapping[str, Path] | None,
+) -> dict[str, float]:
+    files = data_files(data_args, args, default_files)
+    with args.main_process_first(desc=f"reading the {task.title} data"):
+        examples = read_splits(task, model_args, data_args, args, files)
+    task.check_examples(examples, data_args)
+    resume = plan_resume(args, data_args.overwrite_output_dir)
+    if resume.checkpoint is not None:
+        spec = task.variant_spec(model_args.variant)
+        check_resume_config(resume.checkpoint, spec, model_args.variant, model_args.ablation)
+    set_seed(args.seed)
+    loaded = task.load(model_args, data_args, examples, explicit)  # a bad checkpoint is one error line
+    if resume.checkpoint is not None:
+        check_resume_fits(resume.checkpoint, loaded.model)
+    warn_about_arguments(model_args, args, script)
+    setup_logging(args, logger)
+    state = args.distributed_state
+    logger.warning(
+        f"Process rank {args.process_index} of {args.world_size}, device {args.device}, distributed "
+        f"{state.distributed_type.value} (backend {state.backend}), bf16 {args.bf16}, fp16 {args.fp16}"
+    )
+    for problem in resume.skipped:
+        logger.warning(f"Not resuming from an incomplete checkpoint: {problem}")
+    if resume.checkpoint is not None and args.resume_from_checkpoint is None:
+        logger.info(f"Resuming from {resume.checkpoint} (found in --output_dir; pass a new --output_dir to restart)")
+
+    features = {}
+    with args.main_process_first(desc="featurising"):
+        for split, items in examples.items():
+            try:
+                features[split] = task.featurise(loaded.processor, items, split, data_args)
+            except ValueError as error:
+                if isinstance(error, ScriptArgumentError):
+                    raise
+                raise ScriptArgumentError(f"{split} data: {first_line(error)}") from None
+            if len(features[split]) == 0:
+                raise ScriptArgumentError(f"the {split} data gives no feature ({task.no_feature_hint})")
+    evaluator = (
+        TaskEvaluator(task, examples["validation"], features["validation"], loaded.processor) if args.do_eval else None
+    )
+    args.remove_unused_columns = task.remove_unused_columns
+    trainer = TaskTrainer(
+        model=loaded.model,
+        args=args,
+        train_dataset=features.get("train"),
+        eval_dataset=features.get("validation"),
+        processing_class=loaded.processor,
+        data_collator=task.collator(loaded.processor, model_args.variant),
+        compute_metrics=evaluator if task.scores_predictions else None,
+        callbacks=[*callbacks, *([FiniteTrainingGuard()] if args.do_train else [])],
+        task=task,
+        card_kwargs=task.card_kwargs(model_args, data_args, args, files),
+    )
+    # the heads' losses are means over their own items (candidates, nodes, spans): no `num_items_in_batch`
+    trainer.model_accepts_loss_kwargs = False
+    output_dir = Path(args.output_dir)
+    results: dict[str, float] = {}
+
+    if args.do_train:
+        train_result = train_and_save(trainer, resume.checkpoint)
+        metrics = {**train_result.metrics, "train_samples": len(examples["train"]),
+                   "train_features": len(features["train"])}  # fmt: skip
+        trainer.log_metrics("train", metrics)
+        trainer.save_metrics("train", metrics)
+        trainer.save_state()
+        results.update(metrics)
+
+    if args.do_eval:
+        metrics = trainer.evaluate()
+        metrics.update(eval_samples=len(examples["validation"]), eval_features=len(features["validation"]))
+        trainer.log_metrics("eval", metrics)
+        trainer.save_metrics("eval", metrics)
+        results.update(metrics)
+        if trainer.is_world_process_zero() and task.scores_predictions:
+            task.write_predictions(evaluator.predictions, examples["validation"], output_dir, "eval", data_args)
+
+    if args.do_predict:
+        compute_metrics, trainer.compute_metrics = trainer.compute_metrics, None  # test answers are optional
+        try:
+            output = trainer.predict(features["test"], metric_key_prefix="predict")
+        finally:
+            trainer.compute_metrics = compute_metrics
+        predictions = task.decode(examples["test"], features["test"], output.predictions, loaded.processor)
+        if trainer.is_world_process_zero():
+            path = task.write_predictions(predictions, examples["test"], output_dir, "predict", data_args)
+            print(f"{script}: predictions for {len(predictions)} test {task.unit} -> {path}")
+
+    if args.push_to_hub and args.do_train:
+        trainer.push_to_hub(finetuned_from=model_args.model_name_or_path)  # renders the card and uploads the folder
+    elif args.do_train:  # a checkpoint was saved: give it its card (an evaluation-only folder holds no model)
+        trainer.create_model_card()
+    results_path = output_dir / "all_results.json"
+    if results_path.is_file():
+        results = json.loads(results_path.read_text(encoding="utf-8"))
+    if trainer.is_world_process_zero() and args.do_eval:
+        chance = task.chance(examples["validation"])
+        print(summary_line(task, len(examples["validation"]), results, trainer.state.log_history, args, chance))
+    return results
+
+
+def predict_task(
+    task: Task, model: Any, processor: Any, examples: Any, batch_size: int = 8, split: str = "validation"
+) -> dict[str, Any]:
+    """``{example id: prediction}`` of ``model`` on ``examples`` through the driver's own path (the task's features,
+    ``Trainer.predict`` in batches of ``batch_size``, the task's decoding), for runs started from Python; score them
+    with ``task.score(predictions, examples)``."""
+    import tempfile
+
+    features = task.featurise(processor, examples, split, None)
+    with tempfile.TemporaryDirectory(prefix="gesa-predict-") as scratch:
+        args = TrainingArguments(output_dir=scratch, per_device_eval_batch_size=batch_size, report_to=[],
+                                 remove_unused_columns=task.remove_unused_columns, disable_tqdm=True)  # fmt: skip
+        trainer = Trainer(model=model, args=args, data_collator=task.collator(processor, model_variant(model)))
+        output = trainer.predict(features, ignore_keys=list(task.ignore_output_keys) or None)
+    return task.decode(examples, features, output.predictions, processor)
+
+
+def model_variant(model: Any) -> str:
+    """The ``--variant`` name of a model (from its config's ``model_type`` and ``ablation``)."""
+    from .registry_gesa import VARIANTS
+
+    model_type, ablation = model.config.model_type, getattr(model.config, "ablation", None)
+    for name, spec in VARIANTS.items():
+        if spec.config_class.model_type == model_type and spec.config_overrides.get("ablation") in (None, ablation):
+            if name == "gesa" and ablation == "luke":
+                continue
+            return name
+    raise ValueError(f"no --variant builds a {model_type!r} model")
+
+
+def warn_about_arguments(model_args: Any, args: TrainingArguments, script: str) -> None:
+    """One ``warning:`` line for runs that work but are probably not what was meant."""
+    if (args.do_eval or args.do_predict) and not args.do_train and model_args.model_name_or_path is None:
+        print(
+            f"{script}: warning: --do_eval/--do_predict without --do_train or --model_name_or_path: this scores a "
+            "randomly initialised tiny model (chance level); pass --model_name_or_path <trained checkpoint>",
+            file=sys.stderr,
+        )
+
+
+def summary_line(
+    task: Task,
+    count: int,
+    results: Mapping[str, float],
+    log_history: Sequence[Mapping[str, Any]],
+    args: TrainingArguments,
+    chance: float | None = None,
+) -> str:
+    """The run's closing line: ``<Task> N <unit>: <metrics>; before training: <metrics>; chance X; training loss a
+    (step i) -> b (step j) (<output_dir>)``; an evaluation-only run says so and names the files it wrote."""
+
+    def metrics_of(entry: Mapping[str, Any]) -> str:
+        names = [
+            task.metric_for_best_model,
+            *(name for name in task.metric_names if name != task.metric_for_best_model),
+        ]
+        shown = [(name, entry.get(f"eval_{name}")) for name in names]
+        return ", ".join(
+            f"{task.metric_names.get(name, name)} {value:.2f}" for name, value in shown if value is not None
+        )
+
+    head = (
+        f"{task.title} {count} {task.unit}: "
+        if args.do_train
+        else (f"{task.title} (evaluation only, no training) {count} {task.unit}: ")
+    )
+    notes = []
+    start = next((entry for entry in log_history if entry.get("step") == 0 and
+                  f"eval_{task.metric_for_best_model}" in entry), None)  # fmt: skip
+    if args.do_train and start is not None:
+        notes.append(f"before training: {metrics_of(start)}")
+    if chance is not None:
+        notes.append(f"chance {chance:.2f}")
+    losses = [entry for entry in log_history if "loss" in entry]
+    if len(losses) >= 2:
+        notes.append(
+            f"training loss {losses[0]['loss']:.3f} (step {losses[0]['step']}) -> {losses[-1]['loss']:.3f} "
+            f"(step {losses[-1]['step']})"
+        )
+    if args.do_train:
+        tail = f" ({args.output_dir})"
+    else:  # what an evaluation-only run wrote, which is all it wrote
+        written = sorted(path.name for path in Path(args.output_dir).iterdir() if not path.name.startswith("."))
+        tail = f" ({args.output_dir}: {', '.join(written)}; no model, no card)"
+    return head + metrics_of(results) + "".join(f"; {note}" for note in notes) + tail
+
+
+__all__ = [
+    "BaseDataArguments",
+    "BaseModelArguments",
+    "TaskTrainer",
+    "check_arguments",
+    "check_split_labels",
+    "data_files",
+    "model_variant",
+    "predict_task",
+    "read_splits",
+    "run_task",
+    "summary_line",
+    "warn_about_arguments",
+]
