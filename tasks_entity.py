@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from transformers import DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase
 
+from .inputs_gesa import InputError
 from .loading_gesa import load_tokenizer
 from .metrics_entity import relation_micro_prf, span_f1, typing_micro_prf
 from .modeling_entity_variants import (
@@ -58,7 +59,7 @@ from .modeling_gesa_entity import (
     GesaForMaskedLM,
 )
 from .processing_entity import NO_ENTITY, EntityTaskProcessor, char_spans, decode_ner
-from .records_entity import EntityRecordError, read_hub_rows, read_task_file
+from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS, register_task_head
 
 # LUKE's special entities, in the order of the shrunk entity table the fine-tuned heads keep
@@ -97,14 +98,14 @@ class EntityTask:
         """The examples of ``path`` (one ``ValueError`` naming ``flag``, the file, the record and the field)."""
         try:
             return read_task_file(self.name, path)
-        except (EntityRecordError, FileNotFoundError) as error:
+        except InputError as error:
             raise ValueError(f"{flag}: {error}") from None
 
     def load_rows(self, rows: Any, where: str, tag_names: Sequence[str] | None = None) -> list[Any]:
         """The examples of a Hub split's rows (NER: ``tag_names`` from its ``ClassLabel``)."""
         try:
             return read_hub_rows(self.name, rows, tag_names)
-        except EntityRecordError as error:
+        except InputError as error:
             raise ValueError(f"{where}: {error}") from None
 
     def label_names(self, examples: Sequence[Any]) -> list[str]:

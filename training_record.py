@@ -27,13 +27,13 @@ import numpy as np
 from datasets import Dataset, load_dataset
 from transformers import EvalPrediction, PreTrainedTokenizerBase, Trainer, TrainingArguments
 
+from .inputs_gesa import InputError
 from .pipeline_gesa import answer_score, first_mentions
 from .processing_gesa import LUKE_MASK_ENTITY_ID, GesaProcessor
 from .records_gesa import (
     INCLUSIVE_END_KEY,
     SOURCE_KEY,
     CheckedFile,
-    RecordError,
     check_record_file,
     to_record_examples,
 )
@@ -71,7 +71,7 @@ def sniff_json_file(path: Path, flag: str = "--validation_file") -> CheckedFile:
     ``ScriptArgumentError`` naming the flag, the file, the line (or item), the example and the fix."""
     try:
         return check_record_file(path, where=f"{flag} {path}", unique_ids=flag != DATA_FILE_FLAGS["train"])
-    except RecordError as error:
+    except InputError as error:
         raise ScriptArgumentError(str(error)) from None
 
 
