@@ -80,12 +80,12 @@ from .collator_gesa import (
     MODEL_INPUT_NAMES,
     GesaDataCollator,
 )
+from .inputs_gesa import InputError
 from .records_gesa import (
     HIGHLIGHT_PATTERN,
     RECORD_HIGHLIGHT,
     RECORD_PLACEHOLDER,
     InvalidExample,
-    RecordError,
     RecordExample,
     check_example,
     content_id,
@@ -886,8 +886,8 @@ __all__ = [
     "RECORD_PLACEHOLDER",
     "GesaDataCollator",
     "GesaProcessor",
+    "InputError",
     "InvalidExample",
-    "RecordError",
     "RecordExample",
     "build_entity_graph",
     "normalize_entity_string",

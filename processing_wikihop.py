@@ -58,8 +58,9 @@ from transformers.processing_utils import ProcessorMixin
 from transformers.utils import logging
 
 from .collator_gesa import GesaDataCollator
+from .inputs_gesa import InputError
 from .records_gesa import content_id
-from .records_wikihop import WikihopError, WikihopExample, record_error, rows_to_examples, to_example
+from .records_wikihop import WikihopExample, record_error, rows_to_examples, to_example
 from .structure_gesa import CLS_GLOBAL as GLOBAL_CLS
 from .structure_gesa import LOCAL as GLOBAL_LOCAL
 from .structure_gesa import LUKE_MASK_ENTITY_ID
@@ -518,8 +519,8 @@ WikihopProcessor.register_for_auto_class("AutoProcessor")
 __all__ = [
     "CANDIDATE_ENTITY_MASK",
     "IGNORE_INDEX",
+    "InputError",
     "WikihopDataCollator",
-    "WikihopError",
     "WikihopExample",
     "WikihopProcessor",
     "fair_cut",

@@ -40,8 +40,9 @@ from typing import Any
 
 import torch
 
+from .inputs_gesa import InputError
 from .processing_xh import XhGraphCollator, XhProcessor, _whitespace_to_spaces
-from .records_xh import FEVER_LABELS, XhDataError, page_title
+from .records_xh import FEVER_LABELS, page_title
 
 ANSWER_TYPES = ("span", "yes", "no")
 FEVER_LABEL_IDS = {label: index for index, label in enumerate(FEVER_LABELS)}
@@ -242,7 +243,6 @@ class XhTaskProcessor(XhProcessor):
         self, claim: Mapping[str, Any], pages: Mapping[str, Mapping[int, str]], include_gold: bool
     ) -> list[tuple[str, int]]:
         """The claim's candidate evidence sentences `(page, line)`, at most `max_nodes` (see module docstring)."""
-        where = f"{claim.get('location', 'claim')} (claim {claim['id']!r})"
         ordered: list[tuple[str, int]] = []
         if include_gold:
             for group in claim.get("evidence", []):
@@ -250,9 +250,12 @@ class XhTaskProcessor(XhProcessor):
                     if entry[2] is None:
                         continue
                     if entry[2] not in pages or entry[3] not in pages[entry[2]]:
-                        raise XhDataError(
-                            f"{where}: gold evidence [{entry[2]!r}, {entry[3]}] is not in the wiki pages given; "
-                            "pass the wiki-pages files that hold it"
+                        raise InputError(
+                            f"gold evidence [{entry[2]!r}, {entry[3]}] is not in the wiki pages given",
+                            claim.get("location"),
+                            record="FEVER claim",
+                            record_id=claim["id"],
+                            fix="pass the wiki-pages files that hold it",
                         )
                     ordered.append((entry[2], entry[3]))
         for page, line in claim.get("predicted_sentences", []):

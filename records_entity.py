@@ -19,25 +19,38 @@
 - CoNLL-2003 column files (``word POS chunk NER``, blank line between sentences, ``-DOCSTART-`` lines) and the Hub's
   ``conll2003`` rows (``tokens``, ``ner_tags`` as names or ClassLabel ids) -> ``NerExample``.
 
-All spans are word spans with an EXCLUSIVE end. Every bad record is ONE ``EntityRecordError`` naming the file and
-line (or the row index), the field, what is wrong and the fix.
+All spans are word spans with an EXCLUSIVE end. Files are read by the input layer (``inputs_gesa``: UTF-8, a BOM
+dropped, lines and items counted from 1). Every bad record is ONE ``InputError`` naming the file and line or item (or
+the Hub row index), the record's id when it has one, the field, what is wrong and the fix.
 
-Flat module: copied next to every saved checkpoint, so it imports only the standard library.
+Flat module: copied next to every saved checkpoint, so it imports only the standard library and the input layer.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .inputs_gesa import InputError, Location, read_json_file, read_text_lines
+
 NO_RELATION = "no_relation"
-
-
-class EntityRecordError(ValueError):
-    """One bad record: the message names where it is, the field, the problem and the fix."""
+OPEN_ENTITY_FIX = (
+    "give JSON objects with left_context_token (list of str), mention_span (str), right_context_token "
+    "(list of str) and y_str (list of type names)"
+)
+TACRED_FIX = (
+    "give records with token (list of str), subj_start, subj_end, obj_start, obj_end (INCLUSIVE token indices), "
+    "subj_type, obj_type and relation (str)"
+)
+CONLL_FIX = (
+    "write one token per line as 'word POS chunk NER' separated by single spaces, a blank line between sentences"
+)
+CONLL_HUB_FIX = (
+    "give rows with tokens (list of str) and ner_tags of the same length (tag names, or ids together with the dataset's "
+    "features['ner_tags'].feature.names)"
+)
 
 
 @dataclass(frozen=True)
@@ -74,8 +87,11 @@ class NerExample:
     spans: list[tuple[int, int, str]] = field(default_factory=list)
 
 
-def _where(source: str | None, position: int, unit: str) -> str:
-    return f"{source}, {unit} {position}" if source else f"{unit} {position}"
+def _record_id(row: Any, *names: str) -> Any:
+    """The record's own id (the first of ``names`` it has), for errors; ``None`` when it has none."""
+    if isinstance(row, Mapping):
+        return next((row[name] for name in names if row.get(name) is not None), None)
+    return None
 
 
 def _tokens(row: Mapping[str, Any], name: str, fail: Any) -> list[str]:
@@ -98,17 +114,23 @@ def _index(row: Mapping[str, Any], name: str, fail: Any) -> int:
 
 
 def open_entity_example(row: Any, position: int, source: str | None = None) -> TypingExample:
-    """One Open Entity crowd record (`position`: its line number when read from a file, else its index)."""
-    where = _where(source, position, "line" if source else "row")
+    """One Open Entity crowd record.
 
-    def fail(message: str) -> EntityRecordError:
-        return EntityRecordError(
-            f"{where}: Open Entity record {message}. Each line must be a JSON object with left_context_token "
-            "(list of str), mention_span (str), right_context_token (list of str) and y_str (list of type names)."
+    Args:
+        row: the record.
+        position: its number (a file's line or item number from 1; a Hub split's row index), the id of a record
+            without ``annot_id`` / ``id``.
+        source: where it was read (``"f.json, line 3"``), named in errors; default ``row <position>``.
+    """
+    record_id = _record_id(row, "annot_id", "id")
+
+    def fail(message: str) -> InputError:
+        return InputError(
+            message, source or f"row {position}", record="Open Entity record", record_id=record_id, fix=OPEN_ENTITY_FIX
         )
 
     if not isinstance(row, Mapping):
-        raise fail(f"is a {type(row).__name__}, not an object")
+        raise fail(f"is a {type(row).__name__}, not a JSON object")
     left, right = _tokens(row, "left_context_token", fail), _tokens(row, "right_context_token", fail)
     mention = row.get("mention_span")
     if not isinstance(mention, str) or not mention.split():
@@ -118,7 +140,7 @@ def open_entity_example(row: Any, position: int, source: str | None = None) -> T
         raise fail(f"field 'y_str' must be a non-empty list of type names (got {labels!r})")
     mention_tokens = mention.split()
     tokens = left + mention_tokens + right
-    example_id = str(row.get("annot_id", row.get("id", position)))
+    example_id = str(record_id if record_id is not None else position)
     return TypingExample(example_id, tokens, len(left), len(left) + len(mention_tokens), list(labels))
 
 
@@ -128,18 +150,18 @@ def open_entity_example(row: Any, position: int, source: str | None = None) -> T
 
 
 def tacred_example(row: Any, position: int, source: str | None = None) -> RelationExample:
-    """One TACRED record (`position`: its index in the file's list, or the Hub row index)."""
-    where = _where(source, position, "record")
-    example_id = row.get("id", position) if isinstance(row, Mapping) else position
+    """One TACRED record (``position``: its item number from 1 in a file, or the Hub row index, the id of a record
+    without ``id``; ``source``: where it was read, ``"f.json, item 3"``, default ``row <position>``)."""
+    record_id = _record_id(row, "id")
+    example_id = record_id if record_id is not None else position
 
-    def fail(message: str) -> EntityRecordError:
-        return EntityRecordError(
-            f"{where} (id {example_id!r}): TACRED record {message}. Records hold token (list of str), subj_start, "
-            "subj_end, obj_start, obj_end (INCLUSIVE token indices), subj_type, obj_type and relation (str)."
+    def fail(message: str) -> InputError:
+        return InputError(
+            message, source or f"row {position}", record="TACRED record", record_id=record_id, fix=TACRED_FIX
         )
 
     if not isinstance(row, Mapping):
-        raise fail(f"is a {type(row).__name__}, not an object")
+        raise fail(f"is a {type(row).__name__}, not a JSON object")
     tokens = _tokens(row, "token", fail)
     spans = []
     for role in ("subj", "obj"):
@@ -185,50 +207,55 @@ def bio_spans(tags: Sequence[str], fail: Any = None) -> list[tuple[int, int, str
 
 
 def _ner_example(tokens: list[str], tags: list[str], example_id: str, fail: Any) -> NerExample:
-    def bad_tag(index: int, tag: str) -> EntityRecordError:
+    def bad_tag(index: int, tag: str) -> InputError:
         return fail(f"tag {tag!r} of token {index} ({tokens[index]!r}) is neither 'O' nor 'B-TYPE' / 'I-TYPE'", index)
 
     return NerExample(example_id, tokens, tags, bio_spans(tags, bad_tag))
 
 
-def read_conll_file(path: str | Path, tag_column: int = -1) -> list[NerExample]:
-    """Sentences of a CoNLL-2003 column file (`word POS chunk NER`; `tag_column` picks the tag column)."""
+def read_conll_file(path: str | Path, tag_column: int = -1, where: str | None = None) -> list[NerExample]:
+    """Sentences of a CoNLL-2003 column file (`word POS chunk NER`; `tag_column` picks the tag column), read by
+    ``inputs_gesa.read_text_lines`` (UTF-8, a BOM dropped); ``where`` names the file in errors (default its path)."""
     path = Path(path)
     examples: list[NerExample] = []
     tokens: list[str] = []
     tags: list[str] = []
-    lines: list[int] = []
+    lines: list[Location] = []
     width = None
 
     def flush() -> None:
         if tokens:
-            first = lines[0]
+            example_id = f"{path.name}:{lines[0].number}"
 
-            def fail(message: str, index: int = 0) -> EntityRecordError:
-                return EntityRecordError(
-                    f"{path}, line {lines[index]}: CoNLL-2003 {message}; fix the tag column (BIO or IOB1 tags)."
+            def fail(message: str, index: int = 0) -> InputError:
+                return InputError(
+                    message,
+                    lines[index],
+                    record="CoNLL-2003 sentence",
+                    record_id=example_id,
+                    fix="fix the tag column (BIO or IOB1 tags)",
                 )
 
-            examples.append(_ner_example(list(tokens), list(tags), f"{path.name}:{first}", fail))
+            examples.append(_ner_example(list(tokens), list(tags), example_id, fail))
         tokens.clear(), tags.clear(), lines.clear()
 
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            columns = line.split()
-            if not columns or columns[0] == "-DOCSTART-":
-                flush()
-                continue
-            if width is None:
-                width = len(columns)
-            if len(columns) != width or len(columns) < 2:
-                raise EntityRecordError(
-                    f"{path}, line {number}: CoNLL-2003 line has {len(columns)} columns where the file's first token "
-                    f"line has {width} (need at least word and tag); write one token per line as 'word POS chunk NER' "
-                    "separated by single spaces, a blank line between sentences."
-                )
-            tokens.append(columns[0])
-            tags.append(columns[tag_column])
-            lines.append(number)
+    for location, line in read_text_lines(path, where, fix=CONLL_FIX):
+        columns = line.split()
+        if not columns or columns[0] == "-DOCSTART-":
+            flush()
+            continue
+        if width is None:
+            width = len(columns)
+        if len(columns) != width or len(columns) < 2:
+            raise InputError(
+                f"the line has {len(columns)} columns where the file's first token line has {width} (need at least "
+                "word and tag)",
+                location,
+                fix=CONLL_FIX,
+            )
+        tokens.append(columns[0])
+        tags.append(columns[tag_column])
+        lines.append(location)
     flush()
     return examples
 
@@ -236,14 +263,13 @@ def read_conll_file(path: str | Path, tag_column: int = -1) -> list[NerExample]:
 def conll_hub_example(row: Any, position: int, tag_names: Sequence[str] | None = None) -> NerExample:
     """One Hub `conll2003` row: `tokens` and `ner_tags` (names, or ClassLabel ids with `tag_names`)."""
 
-    def fail(message: str, index: int | None = None) -> EntityRecordError:
-        return EntityRecordError(
-            f"row {position}: CoNLL-2003 Hub row {message}. Rows hold tokens (list of str) and ner_tags of the same "
-            "length (tag names, or ids together with the dataset's features['ner_tags'].feature.names)."
+    def fail(message: str, index: int | None = None) -> InputError:
+        return InputError(
+            message, f"row {position}", record="CoNLL-2003 row", record_id=_record_id(row, "id"), fix=CONLL_HUB_FIX
         )
 
     if not isinstance(row, Mapping):
-        raise fail(f"is a {type(row).__name__}, not an object")
+        raise fail(f"is a {type(row).__name__}, not a JSON object")
     tokens = _tokens(row, "tokens", fail)
     raw = row.get("ner_tags")
     if not isinstance(raw, list) or len(raw) != len(tokens):
@@ -265,40 +291,16 @@ def conll_hub_example(row: Any, position: int, tag_names: Sequence[str] | None =
 # ---------------------------------------------------------------------------------------------
 
 
-def _json_items(path: Path) -> Iterator[tuple[int, Any]]:
-    """`(position, item)`: a JSON list's items by index, or a JSON-lines file's objects by line number."""
-    text = path.read_text(encoding="utf-8")
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise EntityRecordError(
-                f"{path}, line {error.lineno}: not valid JSON ({error.msg}); fix the file."
-            ) from None
-        yield from enumerate(items)
-        return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as error:
-            raise EntityRecordError(
-                f"{path}, line {number}: not valid JSON ({error.msg}); write one JSON object per line."
-            ) from None
+def read_open_entity_file(path: str | Path, where: str | None = None) -> list[TypingExample]:
+    """Every record of an Open Entity crowd file (JSON lines, or a JSON list); ``where`` names it in errors."""
+    items = read_json_file(path, where, fix=OPEN_ENTITY_FIX, list_field=None)
+    return [open_entity_example(row, location.number, str(location)) for location, row in items]
 
 
-def read_open_entity_file(path: str | Path) -> list[TypingExample]:
-    """Every record of an Open Entity crowd file (JSON lines, or a JSON list)."""
-    path = Path(path)
-    return [open_entity_example(row, position, str(path)) for position, row in _json_items(path)]
-
-
-def read_tacred_file(path: str | Path) -> list[RelationExample]:
-    """Every record of a TACRED JSON file (a list, as released; JSON lines also read)."""
-    path = Path(path)
-    return [tacred_example(row, position, str(path)) for position, row in _json_items(path)]
+def read_tacred_file(path: str | Path, where: str | None = None) -> list[RelationExample]:
+    """Every record of a TACRED JSON file (a list, as released; JSON lines also read); ``where`` names it."""
+    items = read_json_file(path, where, fix=TACRED_FIX, list_field=None)
+    return [tacred_example(row, location.number, str(location)) for location, row in items]
 
 
 def read_hub_rows(task: str, rows: Iterable[Mapping[str, Any]], tag_names: Sequence[str] | None = None) -> list:
@@ -325,14 +327,14 @@ def read_task_file(task: str, path: str | Path) -> list:
     if task not in READERS:
         raise ValueError(f"task {task!r} has no file reader; choose one of {sorted(READERS)}.")
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{path}: no such file (the {task} data file).")
+        raise InputError("does not exist", str(path), fix=f"give the path of an existing {task} data file")
     return READERS[task](path)
 
 
 __all__ = [
     "NO_RELATION",
     "READERS",
-    "EntityRecordError",
+    "InputError",
     "NerExample",
     "RelationExample",
     "TypingExample",

@@ -14,7 +14,7 @@
 """Reading and validating ReCoRD records: the one reader used by ``GesaProcessor``, ``XhProcessor`` and run_record.py.
 
 Flat module: copied next to every saved checkpoint (it is imported by ``processing_gesa``), so it imports
-third-party packages only.
+third-party packages and the input layer (``inputs_gesa``) only.
 
 Three input shapes, one canonical form (``RecordExample``, all spans with an EXCLUSIVE ``end``):
 
@@ -24,15 +24,15 @@ Three input shapes, one canonical form (``RecordExample``, all spans with an EXC
   "answers": [str], "idx": {passage, query}}`` with an EXCLUSIVE ``end``;
 - raw rows: ``{"passage": str, "query": str}`` (candidates from NER), optionally ``"entities": [str]``.
 
-Every problem is a ``ValueError`` naming the example (its id; the record's, when the record itself is broken), where
-it came from (``file, line N`` when read from a file), what is wrong and the fix. ``check_record_file`` reads a
-.json/.jsonl file and checks every item of it before anything is encoded.
+Every problem is an ``InputError`` (``inputs_gesa``, a ``ValueError``) naming the example (its id; the record's, when
+the record itself is broken), where it came from (``file, line N`` when read from a file), what is wrong and the fix.
+``check_record_file`` reads a .json/.jsonl file (``inputs_gesa.read_json_file``) and checks every item of it before
+anything is encoded.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .inputs_gesa import InputError, read_json_file
 
 RECORD_PLACEHOLDER = "@placeholder"
 RECORD_HIGHLIGHT = "@highlight"
@@ -50,6 +52,7 @@ HIGHLIGHT_PATTERN = re.compile(re.escape(RECORD_HIGHLIGHT))
 SOURCE_KEY = "record_location"
 INCLUSIVE_END_KEY = "record_inclusive_end"
 DATA_FILE_FIX = "give a .json/.jsonl file of ReCoRD records (passage{text, entities} + qas) or rows (passage + query)"
+NO_SHAPE = "is neither a ReCoRD record (passage + qas) nor a flattened row (passage + query)"
 
 
 @dataclass
@@ -83,24 +86,15 @@ class InvalidExample:
     reason: str
 
 
-class RecordError(ValueError):
-    """A bad ReCoRD example or record; ``example_id`` names it (``None`` when the item has no id at all)."""
-
-    def __init__(self, message: str, example_id: str | None = None) -> None:
-        super().__init__(message)
-        self.example_id = example_id
-
-
 def example_error(
     example: RecordExample | str, message: str, source: str | None = None, kind: str = "example"
-) -> RecordError:
+) -> InputError:
     """``source: ReCoRD example 'id': message`` (``source``, e.g. ``--train_file f.jsonl, line 3``, when known)."""
     if isinstance(example, RecordExample):
         example_id, source = example.example_id, example.source
     else:
         example_id = example
-    where = f"{source}: " if source else ""
-    return RecordError(f"{where}ReCoRD {kind} {example_id!r}: {message}", example_id)
+    return InputError(message, source, record=f"ReCoRD {kind}", record_id=example_id)
 
 
 # ----------------------------------------------------------------------------------------------- field readers
@@ -236,7 +230,7 @@ def _record_to_examples(record: Mapping[str, Any], position: int, source: str | 
     record_id = _id_text(record.get("idx", record.get("id")))
     name = record_id if record_id is not None else f"#{position}"
 
-    def fail(message: str) -> RecordError:
+    def fail(message: str) -> InputError:
         return example_error(name, message + "; fix or remove that record", source, kind="record")
 
     passage_field = record.get("passage")
@@ -255,7 +249,7 @@ def _record_to_examples(record: Mapping[str, Any], position: int, source: str | 
         if qa_id is None:
             qa_id = content_id(passage, str(qa.get("query")))
 
-        def qa_fail(message: str, qa_id: str = qa_id, number: int = number) -> RecordError:
+        def qa_fail(message: str, qa_id: str = qa_id, number: int = number) -> InputError:
             return example_error(qa_id, message + f" (query {number} of record {name!r})", source)
 
         if not isinstance(qa.get("query"), str):
@@ -292,7 +286,7 @@ def _row_to_example(row: Mapping[str, Any], position: int, source: str | None) -
     if example_id is None:
         example_id = content_id(str(passage), str(query))
 
-    def fail(message: str) -> RecordError:
+    def fail(message: str) -> InputError:
         return example_error(example_id, message, source)
 
     spans: list[tuple[int, int]] | None = None
@@ -338,17 +332,17 @@ def to_record_examples(
         sources: per item, where it was read (``"f.jsonl, line 3"``), named in errors.
 
     Raises:
-        ValueError (``RecordError``) naming the example (or record) and what is wrong with its structure or types.
+        InputError (a ``ValueError``) naming the example (or record) and what is wrong with its structure or types.
     """
     examples: list[RecordExample] = []
     for position, item in enumerate(items):
         source = sources[position] if sources is not None else None
         try:
             examples.extend(item_to_examples(item, position, source))
-        except RecordError as error:
+        except InputError as error:
             if invalid is None:
                 raise
-            invalid.append(InvalidExample(error.example_id or f"input #{position}", str(error)))
+            invalid.append(InvalidExample(error.record_id or f"input #{position}", str(error)))
     return examples
 
 
@@ -362,18 +356,17 @@ def item_shape(item: Any) -> str | None:
 
 
 def item_to_examples(item: Any, position: int = 0, source: str | None = None) -> list[RecordExample]:
-    """The examples of one record or row; ``RecordError`` if it is in no known shape or malformed."""
+    """The examples of one record or row; ``InputError`` if it is in no known shape or malformed."""
     shape = item_shape(item)
     if shape == "record":
         return _record_to_examples(item, position, source)
     if shape == "row":
         return [_row_to_example(item, position, source)]
-    where = f" ({source})" if source else ""
-    what = f"has keys {sorted(map(str, item))}" if isinstance(item, Mapping) else f"is {type(item).__name__}"
-    raise RecordError(
-        f"input #{position}{where} {what}: neither a ReCoRD record (passage + qas) nor a flattened row "
-        "(passage + query)"
-    )
+    raise InputError(f"{_what(item)} {NO_SHAPE}", source or f"input #{position}", fix=DATA_FILE_FIX)
+
+
+def _what(item: Any) -> str:
+    return f"an object with keys {sorted(map(str, item))}" if isinstance(item, Mapping) else f"a {type(item).__name__}"
 
 
 # ----------------------------------------------------------------------------------------------- content checks
@@ -480,57 +473,12 @@ def check_example(example: RecordExample) -> None:
 # ----------------------------------------------------------------------------------------------- files
 
 
-def _decode_lines(path: Path, where: str) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of a UTF-8 file; a byte that is not UTF-8 is an error naming its line."""
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            try:
-                yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise RecordError(
-                    f"{where}, line {number}: not UTF-8 (byte {raw[error.start]:#04x} at column {error.start + 1}); "
-                    "re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-                ) from None
-
-
-def _json_lines(path: Path, where: str) -> Iterator[tuple[str, Any]]:
-    for number, line in _decode_lines(path, where):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise RecordError(f"{where}, line {number}: not valid JSON ({error}); fix or remove it") from None
-        yield f"line {number}", item
-
-
 def read_record_file(path: Path | str, where: str | None = None) -> tuple[str | None, Iterator[tuple[str, Any]]]:
     """The JSON ``field`` holding the items (``"data"`` for the original release, else ``None``) and ``(location,
-    item)`` pairs: ``line N`` of JSON lines, ``item N`` of a JSON list / of ``{"data": [...]}``."""
-    path = Path(path)
-    where = where or str(path)
-    first_line = next((line for _, line in _decode_lines(path, where) if line.strip()), "")
-    if not first_line:
-        raise RecordError(f"{where} is empty; {DATA_FILE_FIX}")
-    try:
-        first = json.loads(first_line)
-    except json.JSONDecodeError:
-        first = None
-    if first is not None and not isinstance(first, list) and not (isinstance(first, dict) and "data" in first):
-        return None, _json_lines(path, where)  # JSON lines (a one-line document that is one record reads the same)
-    text = "".join(line for _, line in _decode_lines(path, where))
-    try:  # a whole JSON document (possibly on one line)
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        if first is None and first_line.lstrip().startswith("{") and first_line.rstrip().endswith("}"):
-            raise RecordError(f"{where}, line 1: not valid JSON ({error}); {DATA_FILE_FIX}") from None
-        raise RecordError(f"{where} is neither JSON nor JSON lines ({error}); {DATA_FILE_FIX}") from None
-    if isinstance(document, dict) and isinstance(document.get("data"), list):  # the original release: {"data": [...]}
-        return "data", ((f"item {number} of 'data'", item) for number, item in enumerate(document["data"], 1))
-    if isinstance(document, list):
-        return None, ((f"item {number}", item) for number, item in enumerate(document, 1))
-    kind = f"an object with keys {sorted(document)}" if isinstance(document, dict) else type(document).__name__
-    raise RecordError(f"{where} is in no known shape: the document is {kind}; {DATA_FILE_FIX}")
+    item)`` pairs: ``line N`` of JSON lines, ``item N`` of a JSON list / ``item N of 'data'`` of ``{"data": [...]}``
+    (``inputs_gesa.read_json_file``: UTF-8, a BOM dropped, counted from 1)."""
+    found = read_json_file(path, where, fix=DATA_FILE_FIX)
+    return found.field, ((location.place, item) for location, item in found)
 
 
 @dataclass
@@ -547,7 +495,7 @@ class CheckedFile:
 
 def check_record_file(path: Path | str, where: str | None = None, unique_ids: bool = False) -> CheckedFile:
     """Check that ``path`` holds ReCoRD data in one known shape, every item of it (structure, types, spans and
-    answer offsets in the shape's end convention). A problem is a ``RecordError`` naming ``where`` (e.g. the flag and
+    answer offsets in the shape's end convention). A problem is an ``InputError`` naming ``where`` (e.g. the flag and
     the file), the line or item, the example id, what is wrong and the fix.
 
     Known shapes: JSON lines or a JSON list of original/SuperGLUE records (``passage`` + ``qas``) or of flattened
@@ -558,43 +506,43 @@ def check_record_file(path: Path | str, where: str | None = None, unique_ids: bo
     path = Path(path)
     where = where or str(path)
     if path.is_dir():
-        raise RecordError(f"{where} is a folder: give the path of a ReCoRD .json or .jsonl file")
+        raise InputError("is a folder", where, fix="give the path of a ReCoRD .json or .jsonl file")
     if not path.is_file():
-        raise RecordError(f"{where} does not exist: give the path of an existing ReCoRD .json or .jsonl file")
+        raise InputError("does not exist", where, fix="give the path of an existing ReCoRD .json or .jsonl file")
     if path.suffix not in (".json", ".jsonl"):
-        raise RecordError(f"{where} must be .json or .jsonl (ReCoRD records or rows), not {path.suffix!r}")
-    field_name, items = read_record_file(path, where)
+        raise InputError(f"must be .json or .jsonl (ReCoRD records or rows), not {path.suffix!r}", where)
+    found = read_json_file(path, where, fix=DATA_FILE_FIX)
     shape, locations, queries, unannotated, unanswered = None, [], 0, 0, None
     seen: dict[str, str] = {}  # query id -> where it was first read
-    for location, item in items:
+    for location, item in found:
         this_shape = item_shape(item)
         if this_shape is None:
-            what = f"has keys {sorted(item)}" if isinstance(item, dict) else f"is a JSON {type(item).__name__}"
-            raise RecordError(f"{where} is in no known shape: {location} {what}; {DATA_FILE_FIX}")
+            raise InputError(f"{_what(item)} {NO_SHAPE}", location, fix=DATA_FILE_FIX)
         if shape is None:
             shape = this_shape
         elif this_shape != shape:
-            raise RecordError(f"{where}, {location}: a {this_shape} in a file of {shape}s; use one shape per file")
-        for example in item_to_examples(item, len(locations), f"{where}, {location}"):
+            raise InputError(f"a {this_shape} in a file of {shape}s", location, fix="use one shape per file")
+        for example in item_to_examples(item, len(locations), str(location)):
             check_example(example)
             if unique_ids and example.example_id in seen:
-                raise RecordError(
-                    f"{example.source}: query id {example.example_id!r} was already used at {seen[example.example_id]}; "
-                    "two queries may not share an id (their answers would be merged): give each its own id"
+                raise InputError(
+                    f"query id {example.example_id!r} was already used at {seen[example.example_id]}",
+                    example.source,
+                    fix="two queries may not share an id (their answers would be merged): give each its own id",
                 )
-            seen.setdefault(example.example_id, location)
+            seen.setdefault(example.example_id, location.place)
             queries += 1
             unannotated += example.entity_spans is None
             if not example.answers and unanswered is None:
                 unanswered = f"{example.source}: ReCoRD example {example.example_id!r}"
-        locations.append(location)
+        locations.append(location.place)
     if shape is None:
-        raise RecordError(f"{where} holds no record; {DATA_FILE_FIX}")
+        raise InputError("holds no record", where, fix=DATA_FILE_FIX)
     if queries == 0:
-        raise RecordError(
-            f"{where} holds {len(locations)} record(s) but no query (every 'qas' is empty); give queries"
+        raise InputError(
+            f"holds {len(locations)} record(s) but no query (every 'qas' is empty)", where, fix="give queries"
         )
-    return CheckedFile(field_name, shape, locations, queries, unannotated, unanswered)
+    return CheckedFile(found.field, shape, locations, queries, unannotated, unanswered)
 
 
 __all__ = [
@@ -604,7 +552,7 @@ __all__ = [
     "SOURCE_KEY",
     "CheckedFile",
     "InvalidExample",
-    "RecordError",
+    "InputError",
     "RecordExample",
     "check_example",
     "check_record_file",

@@ -14,7 +14,7 @@
 """Reading and validating WikiHop (QAngaroo) records: the one reader of ``WikihopProcessor`` and run_multihop.py.
 
 Flat module: copied next to every saved WikiHop checkpoint (imported by ``processing_wikihop``), so it imports
-third-party packages only.
+third-party packages and the input layer (``inputs_gesa``) only.
 
 Three input shapes, one canonical form (``WikihopExample``):
 
@@ -23,20 +23,22 @@ Three input shapes, one canonical form (``WikihopExample``):
 - JSON lines of the same objects (one per line);
 - rows of the Hub ``qangaroo`` dataset (``id, query, supports, candidates, answer``) read through ``datasets``.
 
-A record without ``answer`` (a test file) is predicted, never trained on. Every problem is one ``WikihopError``
-naming the file, the line or item, the record id, what is wrong and the fix: an answer that is not among the
-candidates, empty supports, a duplicate id, a candidate that is not a string, a missing or mistyped field.
+A record without ``answer`` (a test file) is predicted, never trained on. Files are read by the input layer
+(``inputs_gesa.read_json_file``). Every problem is one ``InputError`` naming the file, the line or item, the record
+id, what is wrong and the fix: an answer that is not among the candidates, empty supports, a duplicate id, a
+candidate that is not a string, a missing or mistyped field.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .inputs_gesa import InputError, read_json_file
 
 WIKIHOP_FIELDS = ("id", "query", "supports", "candidates", "answer")
 DATA_FILE_FIX = (
@@ -73,19 +75,11 @@ class WikihopExample:
         return parts[1] if len(parts) == 2 else self.query
 
 
-class WikihopError(ValueError):
-    """A bad WikiHop record; ``example_id`` names it (``None`` when the item has no id)."""
-
-    def __init__(self, message: str, example_id: str | None = None) -> None:
-        super().__init__(message)
-        self.example_id = example_id
-
-
-def record_error(example_id: str | None, message: str, source: str | None = None) -> WikihopError:
-    """``source: WikiHop record 'id': message``."""
-    where = f"{source}: " if source else ""
-    name = repr(example_id) if example_id is not None else "(no id)"
-    return WikihopError(f"{where}WikiHop record {name}: {message}", example_id)
+def record_error(
+    example_id: str | None, message: str, source: str | None = None, fix: str | None = None
+) -> InputError:
+    """``source: WikiHop record 'id': message[; fix]``."""
+    return InputError(message, source, record="WikiHop record", record_id=example_id, fix=fix)
 
 
 def _short(value: Any) -> str:
@@ -100,22 +94,25 @@ def _as_list(value: Any) -> list[Any] | None:
 
 
 def to_example(item: Any, position: int = 0, source: str | None = None) -> WikihopExample:
-    """One record (any of the three shapes) -> ``WikihopExample``; ``WikihopError`` naming it when malformed."""
+    """One record (any of the three shapes) -> ``WikihopExample``; ``InputError`` naming it when malformed."""
     if not isinstance(item, Mapping):
-        raise WikihopError(
-            f"{source or f'input #{position}'}: a WikiHop record must be an object with {list(WIKIHOP_FIELDS)}, got "
-            f"{type(item).__name__} {_short(item)}; {DATA_FILE_FIX}"
+        raise InputError(
+            f"a WikiHop record must be an object with {list(WIKIHOP_FIELDS)}, got {type(item).__name__} "
+            f"{_short(item)}",
+            source or f"input #{position}",
+            fix=DATA_FILE_FIX,
         )
     if not any(key in item for key in ("query", "supports", "candidates")):
-        raise WikihopError(
-            f"{source or f'input #{position}'}: not a WikiHop record: it has keys {sorted(map(str, item))}, none of "
-            f"'query', 'supports', 'candidates'; {DATA_FILE_FIX}"
+        raise InputError(
+            f"not a WikiHop record: it has keys {sorted(map(str, item))}, none of 'query', 'supports', 'candidates'",
+            source or f"input #{position}",
+            fix=DATA_FILE_FIX,
         )
     raw_id = item.get("id")
     example_id = str(raw_id) if isinstance(raw_id, (str, int, np.integer)) and not isinstance(raw_id, bool) else None
 
-    def fail(message: str) -> WikihopError:
-        return record_error(example_id, message + "; fix or remove that record", source)
+    def fail(message: str) -> InputError:
+        return record_error(example_id, message, source, fix="fix or remove that record")
 
     if example_id is None or not example_id.strip():
         raise fail(f"'id' must be a non-empty string, got {_short(raw_id)} (every record needs its own id)")
@@ -190,58 +187,19 @@ def to_wikihop_examples(
     return examples
 
 
-def _decode(path: Path, where: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise WikihopError(
-            f"{where}: not UTF-8 (byte {error.object[error.start]:#04x} at offset {error.start}); re-save it as UTF-8"
-        ) from None
-
-
 def read_wikihop_file(path: Path | str, where: str | None = None) -> Iterator[tuple[str, Any]]:
-    """``(location, item)`` pairs of a WikiHop file: ``item N`` of a JSON list, ``line N`` of JSON lines."""
-    path = Path(path)
-    where = where or str(path)
-    if not path.is_file():
-        raise WikihopError(f"{where} does not exist: give the path of a WikiHop .json or .jsonl file")
-    text = _decode(path, where)
-    if not text.strip():
-        raise WikihopError(f"{where} is empty; {DATA_FILE_FIX}")
-    if text.lstrip().startswith("["):
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise WikihopError(f"{where} is not valid JSON ({error}); {DATA_FILE_FIX}") from None
-        return ((f"item {number}", item) for number, item in enumerate(document, 1))
-    if text.lstrip().startswith("{") and "\n" not in text.strip():
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise WikihopError(f"{where}, line 1: not valid JSON ({error}); {DATA_FILE_FIX}") from None
-        if isinstance(document, Mapping) and isinstance(document.get("data"), list):
-            return ((f"item {number} of 'data'", item) for number, item in enumerate(document["data"], 1))
-        return iter([("line 1", document)])
-
-    def lines() -> Iterator[tuple[str, Any]]:
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                yield f"line {number}", json.loads(line)
-            except json.JSONDecodeError as error:
-                raise WikihopError(f"{where}, line {number}: not valid JSON ({error}); fix or remove it") from None
-
-    return lines()
+    """``(location, item)`` pairs of a WikiHop file: ``item N`` of a JSON list, ``line N`` of JSON lines, ``item N of
+    'data'`` of ``{"data": [...]}`` (``inputs_gesa.read_json_file``: UTF-8, a BOM dropped, counted from 1)."""
+    return ((location.place, item) for location, item in read_json_file(path, where, fix=DATA_FILE_FIX))
 
 
 def load_wikihop_file(path: Path | str, where: str | None = None) -> list[WikihopExample]:
-    """Every record of a WikiHop file, checked (``WikihopError`` for the first bad one)."""
+    """Every record of a WikiHop file, checked (``InputError`` for the first bad one)."""
     where = where or str(path)
-    located = list(read_wikihop_file(path, where))
+    located = list(read_json_file(path, where, fix=DATA_FILE_FIX))
     if not located:
-        raise WikihopError(f"{where} holds no record; {DATA_FILE_FIX}")
-    return to_wikihop_examples([item for _, item in located], sources=[f"{where}, {loc}" for loc, _ in located])
+        raise InputError("holds no record", where, fix=DATA_FILE_FIX)
+    return to_wikihop_examples([item for _, item in located], sources=[str(location) for location, _ in located])
 
 
 def examples_to_rows(examples: Sequence[WikihopExample]) -> dict[str, list]:
@@ -265,7 +223,7 @@ def rows_to_examples(batch: Mapping[str, list]) -> list[WikihopExample]:
 
 __all__ = [
     "WIKIHOP_FIELDS",
-    "WikihopError",
+    "InputError",
     "WikihopExample",
     "examples_to_rows",
     "load_wikihop_file",

@@ -22,18 +22,20 @@
   line]]]}``; ``label``/``evidence`` absent in a blind test file) and the wiki-pages dump (JSON lines ``{"id",
   "text", "lines"}``, ``lines`` holding ``"N\\tsentence[\\tlink...]"`` rows separated by newlines).
 
-Every problem is ONE ``XhDataError`` naming the file, the line or item, the record's id when it has one, what is
+Files are read by the input layer (``inputs_gesa.read_json_file``: UTF-8, a BOM dropped, lines and items counted from
+1). Every problem is ONE ``InputError`` naming the file, the line or item, the record's id when it has one, what is
 wrong and the fix; nothing is dropped silently.
 
-Flat module: copied next to every saved checkpoint, so it imports only third-party packages and its siblings.
+Flat module: copied next to every saved checkpoint, so it imports only the standard library and the input layer.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from .inputs_gesa import InputError, read_json_file
 
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 HOTPOT_FIX = (
@@ -42,46 +44,10 @@ HOTPOT_FIX = (
 )
 
 
-class XhDataError(ValueError):
-    """A bad HotpotQA / FEVER input; the message names the file, the line or item, the id and the fix."""
-
-
-def _decode_lines(path: Path) -> Iterator[tuple[int, str]]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            try:
-                yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise XhDataError(
-                    f"{path}, line {number}: not UTF-8 (byte {raw[error.start]:#04x}); re-save the file as UTF-8"
-                ) from None
-
-
-def read_json_items(path: str | Path, fix: str) -> Iterator[tuple[str, Any]]:
-    """``(location, item)`` of a JSON list (``item N``) or JSON lines (``line N``) file."""
-    path = Path(path)
-    if not path.is_file():
-        raise XhDataError(f"{path}: no such file; {fix}")
-    first = next((line for _, line in _decode_lines(path) if line.strip()), "")
-    if not first:
-        raise XhDataError(f"{path} is empty; {fix}")
-    if first.lstrip().startswith("["):
-        try:
-            document = json.loads("".join(line for _, line in _decode_lines(path)))
-        except json.JSONDecodeError as error:
-            raise XhDataError(f"{path}: not valid JSON ({error}); {fix}") from None
-        if not isinstance(document, list):
-            raise XhDataError(f"{path}: expected a JSON list of records; {fix}")
-        yield from ((f"{path}, item {number}", item) for number, item in enumerate(document))
-        return
-    for number, line in _decode_lines(path):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise XhDataError(f"{path}, line {number}: not valid JSON ({error}); fix or remove the line") from None
-        yield f"{path}, line {number}", item
+def read_json_items(path: str | Path, fix: str, where: str | None = None) -> Iterator[tuple[str, Any]]:
+    """``(location, item)`` of a JSON list (``f.json, item N``) or JSON lines (``f.jsonl, line N``) file, counted
+    from 1 (``inputs_gesa.read_json_file``: UTF-8, a BOM dropped; ``where`` names the file, default its path)."""
+    return ((str(location), item) for location, item in read_json_file(path, where, fix=fix, list_field=None))
 
 
 # ----------------------------------------------------------------------------------------------- HotpotQA
@@ -94,17 +60,18 @@ def _strings(value: Any) -> bool:
 def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
     """One HotpotQA question (official or Hub layout) -> the canonical Hub-layout row (plus ``id``, ``location``)."""
     if not isinstance(item, Mapping):
-        raise XhDataError(f"{location}: a HotpotQA question must be a JSON object, got {type(item).__name__}")
+        raise InputError(
+            f"a HotpotQA question must be a JSON object, got {type(item).__name__}", location, fix=HOTPOT_FIX
+        )
     question_id = item.get("_id", item.get("id", default_id))
-    where = f"{location} (question {question_id!r})"
-
-    def fail(message: str) -> XhDataError:
-        return XhDataError(f"{where}: {message}")
-
     if not isinstance(question_id, (str, int)) or isinstance(question_id, bool):
-        raise XhDataError(f"{location}: '_id' must be a string, got {question_id!r}")
+        raise InputError(f"'_id' must be a string, got {question_id!r}", location, record="HotpotQA question")
+
+    def fail(problem: str, fix: str | None = None) -> InputError:
+        return InputError(problem, location, record="HotpotQA question", record_id=question_id, fix=fix)
+
     if not isinstance(item.get("question"), str) or not item["question"].strip():
-        raise fail("'question' must be a non-empty string; add the question text")
+        raise fail("'question' must be a non-empty string", "add the question text")
     answer = item.get("answer")
     if answer is not None and not isinstance(answer, str):
         raise fail(f"'answer' must be a string (yes/no or a span), got {answer!r}")
@@ -113,17 +80,20 @@ def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
         titles, sentences = context.get("title"), context.get("sentences")
     elif isinstance(context, list):
         if any(not isinstance(c, list) or len(c) != 2 for c in context):
-            raise fail("'context' in the official layout is a list of [title, [sentences]] pairs; fix the pairs")
+            raise fail("'context' in the official layout is a list of [title, [sentences]] pairs", "fix the pairs")
         titles, sentences = [c[0] for c in context], [c[1] for c in context]
     else:
-        raise fail(f"'context' is missing or not a list/object; {HOTPOT_FIX}")
+        raise fail("'context' is missing or not a list/object", HOTPOT_FIX)
     if not _strings(titles) or not isinstance(sentences, list) or len(titles) != len(sentences):
-        raise fail("'context' needs as many titles (strings) as sentence lists; fix the paragraph titles")
+        raise fail("'context' needs as many titles (strings) as sentence lists", "fix the paragraph titles")
     for title, paragraph in zip(titles, sentences, strict=True):
         if not _strings(paragraph):
             raise fail(f"paragraph {title!r}: 'sentences' must be a list of strings")
     if len(set(titles)) != len(titles):
-        raise fail("two paragraphs share a title, so supporting facts [title, sent_id] would be ambiguous")
+        raise fail(
+            "two paragraphs share a title, so supporting facts [title, sent_id] would be ambiguous",
+            "give every paragraph its own title",
+        )
     facts = item.get("supporting_facts", [])
     if isinstance(facts, Mapping):
         fact_titles, fact_ids = facts.get("title", []), facts.get("sent_id", [])
@@ -138,7 +108,7 @@ def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
         if not isinstance(title, str) or not isinstance(sent_id, int) or isinstance(sent_id, bool) or sent_id < 0:
             raise fail(f"supporting fact {[title, sent_id]!r} must be [title <str>, sent_id <int >= 0>]")
         if title not in titles:
-            raise fail(f"supporting fact title {title!r} is none of the context titles; fix the title")
+            raise fail(f"supporting fact title {title!r} is none of the context titles", "fix the title")
     row = {
         "id": str(question_id),
         "question": item["question"],
@@ -152,14 +122,17 @@ def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
     return row
 
 
-def read_hotpot_file(path: str | Path) -> list[dict[str, Any]]:
-    """All questions of a HotpotQA file (official JSON or Hub-layout JSON / JSON lines), checked, in file order."""
+def read_hotpot_file(path: str | Path, where: str | None = None) -> list[dict[str, Any]]:
+    """All questions of a HotpotQA file (official JSON or Hub-layout JSON / JSON lines), checked, in file order
+    (``where`` names the file in errors, default its path)."""
     path = Path(path)
     rows, seen = [], {}
-    for index, (location, item) in enumerate(read_json_items(path, HOTPOT_FIX)):
+    for index, (location, item) in enumerate(read_json_items(path, HOTPOT_FIX, where)):
         row = to_hotpot_row(item, location, default_id=f"{path.stem}-{index}")
         if row["id"] in seen:
-            raise XhDataError(f"{location}: question id {row['id']!r} repeats {seen[row['id']]}; ids must be unique")
+            raise InputError(
+                f"question id {row['id']!r} repeats {seen[row['id']]}", location, fix="give every question its own id"
+            )
         seen[row["id"]] = location
         rows.append(row)
     return rows
@@ -180,37 +153,36 @@ WIKI_FIX = 'give wiki pages as JSON lines {id, text, lines} with lines "0\\tsent
 def to_fever_claim(item: Any, location: str) -> dict[str, Any]:
     """One shared-task claim, checked: ``{id, claim, label (or None), evidence (groups of [page, line])}``."""
     if not isinstance(item, Mapping):
-        raise XhDataError(f"{location}: a FEVER claim must be a JSON object; {FEVER_FIX}")
+        raise InputError("a FEVER claim must be a JSON object", location, fix=FEVER_FIX)
     claim_id = item.get("id")
     if claim_id is None or isinstance(claim_id, bool) or not isinstance(claim_id, (int, str)):
-        raise XhDataError(f"{location}: 'id' is missing or not an int/string; {FEVER_FIX}")
-    where = f"{location} (claim {claim_id!r})"
+        raise InputError("'id' is missing or not an int/string", location, fix=FEVER_FIX)
+
+    def fail(problem: str, fix: str | None = None) -> InputError:
+        return InputError(problem, location, record="FEVER claim", record_id=claim_id, fix=fix)
+
     if not isinstance(item.get("claim"), str) or not item["claim"].strip():
-        raise XhDataError(f"{where}: 'claim' must be a non-empty string")
+        raise fail("'claim' must be a non-empty string")
     label = item.get("label")
     if label is not None and (not isinstance(label, str) or label.upper() not in FEVER_LABELS):
-        raise XhDataError(f"{where}: 'label' {label!r} is none of {FEVER_LABELS}")
+        raise fail(f"'label' {label!r} is none of {FEVER_LABELS}")
     evidence = item.get("evidence", [])
     groups = []
     if not isinstance(evidence, list):
-        raise XhDataError(f"{where}: 'evidence' must be a list of groups of [annotation_id, evidence_id, page, line]")
+        raise fail("'evidence' must be a list of groups of [annotation_id, evidence_id, page, line]")
     for g, group in enumerate(evidence):
         if not isinstance(group, list) or any(not isinstance(e, list) or len(e) != 4 for e in group):
-            raise XhDataError(
-                f"{where}: evidence group {g} must be a list of [annotation_id, evidence_id, page, line] entries"
-            )
+            raise fail(f"evidence group {g} must be a list of [annotation_id, evidence_id, page, line] entries")
         for entry in group:
             page, line = entry[2], entry[3]
             if (page is None) != (line is None) or (
                 page is not None and (not isinstance(page, str) or not isinstance(line, int) or line < 0)
             ):
-                raise XhDataError(
-                    f"{where}: evidence {entry!r} needs page <str> and line <int >= 0> (both null for NOT ENOUGH INFO)"
-                )
+                raise fail(f"evidence {entry!r} needs page <str> and line <int >= 0> (both null for NOT ENOUGH INFO)")
         groups.append([list(e) for e in group])
     if label is not None and label.upper() != FEVER_LABELS[2]:
         if not any(e[2] is not None for group in groups for e in group):
-            raise XhDataError(f"{where}: a {label} claim needs at least one evidence [page, line]; add its evidence")
+            raise fail(f"a {label} claim needs at least one evidence [page, line]", "add its evidence")
     return {
         "id": claim_id,
         "claim": item["claim"],
@@ -221,20 +193,23 @@ def to_fever_claim(item: Any, location: str) -> dict[str, Any]:
     }
 
 
-def read_fever_claims(path: str | Path) -> list[dict[str, Any]]:
-    """All claims of a shared-task JSON-lines file, checked, in file order."""
+def read_fever_claims(path: str | Path, where: str | None = None) -> list[dict[str, Any]]:
+    """All claims of a shared-task JSON-lines file, checked, in file order (``where`` names the file in errors)."""
     claims, seen = [], {}
-    for location, item in read_json_items(path, FEVER_FIX):
+    for location, item in read_json_items(path, FEVER_FIX, where):
         claim = to_fever_claim(item, location)
         if claim["id"] in seen:
-            raise XhDataError(f"{location}: claim id {claim['id']!r} repeats {seen[claim['id']]}; ids must be unique")
+            raise InputError(
+                f"claim id {claim['id']!r} repeats {seen[claim['id']]}", location, fix="give every claim its own id"
+            )
         seen[claim["id"]] = location
         claims.append(claim)
     return claims
 
 
-def parse_wiki_lines(lines: str, where: str) -> dict[int, str]:
-    """``"N\\tsentence[\\tlinks...]"`` rows -> ``{N: sentence}`` (empty sentences kept as ``""``)."""
+def parse_wiki_lines(lines: str, where: str, page_id: str | None = None) -> dict[int, str]:
+    """``"N\\tsentence[\\tlinks...]"`` rows -> ``{N: sentence}`` (empty sentences kept as ``""``); ``where`` and
+    ``page_id`` name the page in errors."""
     out: dict[int, str] = {}
     if not lines:
         return out
@@ -243,7 +218,13 @@ def parse_wiki_lines(lines: str, where: str) -> dict[int, str]:
             continue
         number, _, rest = row.partition("\t")
         if not number.isdigit():
-            raise XhDataError(f"{where}: the 'lines' row {row[:40]!r} does not start with 'N\\t'; {WIKI_FIX}")
+            raise InputError(
+                f"the 'lines' row {row[:40]!r} does not start with 'N\\t'",
+                where,
+                record=None if page_id is None else "wiki page",
+                record_id=page_id,
+                fix=WIKI_FIX,
+            )
         out[int(number)] = rest.split("\t", 1)[0]
     return out
 
@@ -258,12 +239,12 @@ def read_wiki_pages(
     for path in paths:
         for location, item in read_json_items(path, WIKI_FIX):
             if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-                raise XhDataError(f"{location}: a wiki page needs a string 'id'; {WIKI_FIX}")
+                raise InputError("a wiki page needs a string 'id'", location, fix=WIKI_FIX)
             if keep is not None and item["id"] not in keep:
                 continue
             if not isinstance(item.get("lines", ""), str):
-                raise XhDataError(f"{location} (page {item['id']!r}): 'lines' must be a string; {WIKI_FIX}")
-            pages[item["id"]] = parse_wiki_lines(item.get("lines", ""), f"{location} (page {item['id']!r})")
+                raise InputError("'lines' must be a string", location, "wiki page", item["id"], fix=WIKI_FIX)
+            pages[item["id"]] = parse_wiki_lines(item.get("lines", ""), location, item["id"])
     return pages
 
 
@@ -277,7 +258,7 @@ def page_title(page_id: str) -> str:
 
 __all__ = [
     "FEVER_LABELS",
-    "XhDataError",
+    "InputError",
     "hotpot_supporting_facts",
     "page_title",
     "parse_wiki_lines",

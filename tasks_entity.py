@@ -43,6 +43,7 @@ import torch
 from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase
 
+from .inputs_gesa import InputError
 from .loading_gesa import load_tokenizer
 from .metrics_entity import relation_micro_prf, span_f1, typing_micro_prf
 from .modeling_entity_variants import (
@@ -61,7 +62,7 @@ from .modeling_gesa_entity import (
     GesaForMaskedLM,
 )
 from .processing_entity import NO_ENTITY, EntityTaskProcessor, char_spans, decode_ner
-from .records_entity import EntityRecordError, read_hub_rows, read_task_file
+from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, first_output
 from .training_gesa import ScriptArgumentError, write_json_atomically
@@ -122,7 +123,7 @@ class EntityTask(Task):
         """The examples of ``path`` (one ``ValueError`` naming the flag, the file, the record and the field)."""
         try:
             return read_task_file(self.name, path)
-        except (EntityRecordError, FileNotFoundError) as error:
+        except (InputError, FileNotFoundError) as error:
             raise ScriptArgumentError(f"{where}: {error}") from None
 
     def read_hub(self, data_args: Any, model_args: Any, split: str) -> list[Any]:
@@ -135,7 +136,7 @@ class EntityTask(Task):
         names = getattr(getattr(tags, "feature", None), "names", None)
         try:
             return read_hub_rows(self.name, rows, names)
-        except EntityRecordError as error:
+        except InputError as error:
             raise ScriptArgumentError(f"--dataset_name {data_args.dataset_name} ({split}): {error}") from None
 
     def label_names(self, examples: Sequence[Any]) -> list[str]:

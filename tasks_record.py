@@ -44,6 +44,7 @@ from transformers import PreTrainedTokenizerBase
 
 from .cards_gesa import write_model_card
 from .configuration_gesa import ABLATION_PRESETS
+from .inputs_gesa import InputError
 from .loading_gesa import load_tokenizer
 from .modeling_ernie import ErnieForEntitySpanQA
 from .modeling_gesa import GesaForEntitySpanQA
@@ -52,7 +53,7 @@ from .modeling_luke_graph import LukeGraphForEntitySpanQA
 from .modeling_xh import XhForEntitySpanQA
 from .pipeline_gesa import _load_processor_settings, answer_score, first_mentions
 from .processing_gesa import LUKE_MASK_ENTITY_ID, GesaProcessor
-from .records_gesa import INCLUSIVE_END_KEY, SOURCE_KEY, RecordError, check_record_file, to_record_examples
+from .records_gesa import INCLUSIVE_END_KEY, SOURCE_KEY, check_record_file, to_record_examples
 from .registry_gesa import VARIANTS
 from .resources_gesa import metric_module
 from .tasks_base import LoadedModel, Task
@@ -201,7 +202,7 @@ class RecordTask(Task):
     def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> Dataset:
         try:
             checked = check_record_file(path, where=where, unique_ids=split != "train")
-        except RecordError as error:
+        except InputError as error:
             raise ScriptArgumentError(str(error)) from None
         if split == "train" and checked.unanswered is not None:
             raise ScriptArgumentError(

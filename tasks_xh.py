@@ -44,12 +44,12 @@ import torch
 from datasets import Dataset
 
 from .configuration_variants import XhConfig
+from .inputs_gesa import InputError
 from .loading_gesa import load_tokenizer
 from .modeling_xh import XhForFactVerification
 from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA, decode_fever
 from .processing_xh_tasks import XhTaskProcessor
 from .records_xh import (
-    XhDataError,
     hotpot_supporting_facts,
     read_fever_claims,
     read_hotpot_file,
@@ -117,7 +117,7 @@ class XhTask(Task):
         tokenizer = load_tokenizer(model_args.tokenizer_name or path, cache_dir=model_args.cache_dir)
         try:
             processor = self.make_processor(tokenizer, data_args)
-        except (XhDataError, ValueError) as error:
+        except (InputError, ValueError) as error:
             raise ScriptArgumentError(str(error).splitlines()[0]) from None
         overrides = dict(self.config_overrides())
         if model_args.ablation is not None:
@@ -130,12 +130,12 @@ class XhTask(Task):
     def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[dict]:
         try:
             return self.read(path)
-        except XhDataError as error:
+        except InputError as error:
             raise ScriptArgumentError(f"{where}: {error}") from None
 
     @abstractmethod
     def read(self, path: str | Path) -> list[dict[str, Any]]:
-        """Every question / claim of ``path``, checked (``XhDataError`` naming the line, the id and the fix)."""
+        """Every question / claim of ``path``, checked (``InputError`` naming the line, the id and the fix)."""
 
     def example_id(self, example: Mapping[str, Any]) -> str:
         return str(example["id"])
@@ -174,7 +174,7 @@ class HotpotQATask(XhTask):
         where = f"--dataset_name {data_args.dataset_name} ({split})"
         try:
             return [to_hotpot_row(row, f"{where}, row {i}", f"row-{i}") for i, row in enumerate(rows)]
-        except XhDataError as error:
+        except InputError as error:
             raise ScriptArgumentError(str(error)) from None
 
     def reference(self, example: Mapping[str, Any]) -> str | None:
@@ -279,7 +279,7 @@ class FeverTask(XhTask):
         where = f"--dataset_name {data_args.dataset_name} ({split})"
         try:
             return [to_fever_claim(row, f"{where}, row {i}") for i, row in enumerate(rows)]
-        except XhDataError as error:
+        except InputError as error:
             raise ScriptArgumentError(str(error)) from None
 
     def reference(self, example: Mapping[str, Any]) -> str | None:

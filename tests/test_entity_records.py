@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from gesa.inputs_gesa import InputError
 from gesa.metrics_entity import relation_micro_prf, span_f1, typing_micro_prf
 from gesa.records_entity import (
-    EntityRecordError,
     bio_spans,
     read_conll_file,
     read_hub_rows,
@@ -64,7 +64,7 @@ def test_hub_conll_rows_with_classlabel_ids():
     names = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
     (example,) = read_hub_rows("ner", [{"id": "0", "tokens": ["EU", "rejects"], "ner_tags": [3, 0]}], names)
     assert example.spans == [(0, 1, "ORG")]
-    with pytest.raises(EntityRecordError, match=r"row 0: .*ner_tags\[0\] = 3 is an id with no name; pass tag_names"):
+    with pytest.raises(InputError, match=r"row 0: .*ner_tags\[0\] = 3 is an id with no name; pass tag_names"):
         read_hub_rows("ner", [{"tokens": ["EU", "rejects"], "ner_tags": [3, 0]}])
 
 
@@ -73,7 +73,7 @@ def test_bad_open_entity_line_names_file_line_and_field(tmp_path):
     good = json.dumps(dict(left_context_token=[], mention_span="x", right_context_token=[], y_str=["t"]))
     bad = json.dumps(dict(left_context_token=[], mention_span="x", right_context_token=[], y_str=[]))
     path.write_text(good + "\n" + bad + "\n")
-    with pytest.raises(EntityRecordError, match=rf"{path}, line 2: .*'y_str' must be a non-empty list"):
+    with pytest.raises(InputError, match=rf"{path}, line 2: .*'y_str' must be a non-empty list"):
         read_open_entity_file(path)
 
 
@@ -82,17 +82,19 @@ def test_bad_tacred_span_names_record_id_and_fix(tmp_path):
     row = json.loads((FIXTURES / "tacred.json").read_text())[1]
     row["obj_end"] = 40
     path.write_text(json.dumps([row]))
-    with pytest.raises(EntityRecordError, match=r"record 0 \(id 't2'\): .*obj_end=40 outside its 9 tokens.*inclusive"):
+    with pytest.raises(
+        InputError, match=rf"{path}, item 1: TACRED record 't2': .*obj_end=40 outside its 9 tokens.*inclusive"
+    ):
         read_tacred_file(path)
 
 
 def test_bad_conll_line_names_line_and_columns(tmp_path):
     path = tmp_path / "conll.txt"
     path.write_text("EU NNP B-NP B-ORG\nrejects VBZ O\n")
-    with pytest.raises(EntityRecordError, match=rf"{path}, line 2: .*3 columns where .* 4"):
+    with pytest.raises(InputError, match=rf"{path}, line 2: .*3 columns where .* 4"):
         read_conll_file(path)
     path.write_text("EU NNP B-NP X-ORG\n")
-    with pytest.raises(EntityRecordError, match=rf"{path}, line 1: .*tag 'X-ORG' of token 0"):
+    with pytest.raises(InputError, match=rf"{path}, line 1: .*tag 'X-ORG' of token 0"):
         read_conll_file(path)
 
 

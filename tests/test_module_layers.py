@@ -27,7 +27,7 @@ FLAT_MODULES = sorted(p for p in ROOT.glob("*.py") if p.stem not in ("__init__",
 # floor of each flat module by name (lower floors never import higher ones); a module whose name matches none is
 # held to the no-cycle rule only
 FLOORS = [
-    (("structure_gesa", "checks_gesa", "conversion_gesa", "configuration_"), 0),
+    (("structure_gesa", "checks_gesa", "conversion_gesa", "inputs_gesa", "configuration_"), 0),
     (("kernels_gesa",), 1),
     (("attention_gesa",), 2),
     (("modeling_gesa",), 3),
@@ -149,3 +149,24 @@ def test_entity_task_modules_sit_between_the_heads_and_the_scripts():
     graph = import_graph()
     assert "metrics_entity" in graph["tasks_entity"] and "registry_gesa" in graph["tasks_entity"]
     assert "tasks_entity" not in graph["pipeline_entity"]  # the features' inputs come from the processors
+
+
+def test_every_records_module_reads_through_the_one_input_layer():
+    """`inputs_gesa` (the one error class and the file readers) sits on the bottom floor with the standard library
+    only; the four records modules import it and define no error class or file decoding of their own."""
+    graph = import_graph()
+    assert floor_of("inputs_gesa") == 0 and graph["inputs_gesa"] == set()
+    tree = ast.parse((ROOT / "inputs_gesa.py").read_text(encoding="utf-8"))
+    imported = {
+        node.names[0].name.split(".")[0] if isinstance(node, ast.Import) else (node.module or "").split(".")[0]
+        for node in tree.body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+    }
+    assert imported <= {"__future__", "collections", "dataclasses", "json", "pathlib", "typing"}, imported
+    for name in ("records_gesa", "records_wikihop", "records_xh", "records_entity"):
+        assert "inputs_gesa" in graph[name], name
+        module = ast.parse((ROOT / f"{name}.py").read_text(encoding="utf-8"))
+        errors = [node.name for node in ast.walk(module) if isinstance(node, ast.ClassDef) and "Error" in node.name]
+        assert not errors, f"{name} defines {errors}: raise inputs_gesa.InputError"
+        source = (ROOT / f"{name}.py").read_text(encoding="utf-8")
+        assert "json.load" not in source and ".decode(" not in source and "read_text(" not in source, name

@@ -143,7 +143,7 @@ def test_malformed_structure_is_one_value_error_naming_the_example(gesa_processo
 
 def test_none_record_and_malformed_raw_api_spans_are_refused(gesa_processor, records):
     good = _row(records, 1, "good-1")
-    with pytest.raises(ValueError, match=r"input #1 is NoneType: neither a ReCoRD record"):
+    with pytest.raises(ValueError, match=r"input #1: a NoneType is neither a ReCoRD record"):
         gesa_processor.encode_records([good, None])
     assert set(gesa_processor.encode_records([good, None], skip_invalid=True)["example_id"]) == {"good-1"}
     text = records[0]["passage"]["text"]

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from tiny_luke import HOTPOT_DIR
 
+from gesa.inputs_gesa import InputError
 from gesa.records_xh import (
-    XhDataError,
     hotpot_supporting_facts,
     page_title,
     read_fever_claims,
@@ -58,27 +58,27 @@ def test_official_and_hub_layouts_read_to_the_same_row(tmp_path):
     drop = {"location"}
     assert {k: v for k, v in official.items() if k not in drop} == {k: v for k, v in from_hub.items() if k not in drop}
     assert hotpot_supporting_facts(official) == [["Tower", 0], ["Paris", 1]]
-    assert official["location"].endswith("official.json, item 0")
+    assert official["location"].endswith("official.json, item 1")
 
 
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"question": ""}, r"item 1 \(question 'q2'\): 'question' must be a non-empty string"),
-        ({"supporting_facts": [["Nowhere", 0]]}, r"item 1 \(question 'q2'\).*'Nowhere' is none of the context titles"),
-        ({"supporting_facts": [["Tower", "0"]]}, r"item 1 \(question 'q2'\).*sent_id <int >= 0>"),
-        ({"context": [["Tower"]]}, r"item 1 \(question 'q2'\).*\[title, \[sentences\]\] pairs"),
-        ({"answer": 3}, r"item 1 \(question 'q2'\).*'answer' must be a string"),
+        ({"question": ""}, r"item 2: HotpotQA question 'q2': 'question' must be a non-empty string; add"),
+        ({"supporting_facts": [["Nowhere", 0]]}, r"item 2: HotpotQA question 'q2': .*'Nowhere' is none of the"),
+        ({"supporting_facts": [["Tower", "0"]]}, r"item 2: HotpotQA question 'q2': .*sent_id <int >= 0>"),
+        ({"context": [["Tower"]]}, r"item 2: HotpotQA question 'q2': .*\[title, \[sentences\]\] pairs"),
+        ({"answer": 3}, r"item 2: HotpotQA question 'q2': 'answer' must be a string"),
     ],
 )
 def test_a_bad_hotpot_question_is_one_error_naming_file_item_and_id(tmp_path, change, message):
     path = _write(tmp_path / "bad.json", [OFFICIAL_ROW, {**OFFICIAL_ROW, "_id": "q2", **change}])
-    with pytest.raises(XhDataError, match=r"bad\.json, " + message):
+    with pytest.raises(InputError, match=r"bad\.json, " + message):
         read_hotpot_file(path)
 
 
 def test_repeated_hotpot_ids_are_an_error(tmp_path):
-    with pytest.raises(XhDataError, match=r"item 1: question id 'q1' repeats .*item 0"):
+    with pytest.raises(InputError, match=r"item 2: question id 'q1' repeats .*item 1; give every question its own id"):
         read_hotpot_file(_write(tmp_path / "dup.json", [OFFICIAL_ROW, OFFICIAL_ROW]))
 
 
@@ -110,25 +110,27 @@ def test_fever_claims_and_wiki_pages(tmp_path):
 @pytest.mark.parametrize(
     "claim, message",
     [
-        ({"id": 3, "claim": "x", "label": "MAYBE"}, r"line 3 \(claim 3\): 'label' 'MAYBE' is none of"),
+        ({"id": 3, "claim": "x", "label": "MAYBE"}, r"line 3: FEVER claim 3: 'label' 'MAYBE' is none of"),
         (
             {"id": 3, "claim": "x", "label": "REFUTES", "evidence": [[[1, 2, None, None]]]},
-            r"line 3 \(claim 3\).*needs at least",
+            r"line 3: FEVER claim 3: .*needs at least",
         ),
         (
             {"id": 3, "claim": "x", "label": "REFUTES", "evidence": [[[1, 2, "P"]]]},
-            r"line 3 \(claim 3\).*evidence group 0",
+            r"line 3: FEVER claim 3: evidence group 0",
         ),
         ({"claim": "x"}, r"line 3: 'id' is missing"),
     ],
 )
 def test_a_bad_fever_claim_is_one_error_naming_file_line_and_id(tmp_path, claim, message):
     path = _write(tmp_path / "bad.jsonl", [*CLAIMS, claim], lines=True)
-    with pytest.raises(XhDataError, match=r"bad\.jsonl, " + message):
+    with pytest.raises(InputError, match=r"bad\.jsonl, " + message):
         read_fever_claims(path)
 
 
 def test_a_bad_wiki_line_is_an_error(tmp_path):
     path = _write(tmp_path / "wiki.jsonl", [{"id": "P", "text": "", "lines": "zero\tnope"}], lines=True)
-    with pytest.raises(XhDataError, match=r"wiki\.jsonl, line 1 \(page 'P'\).*does not start with"):
+    with pytest.raises(
+        InputError, match=r"wiki\.jsonl, line 1: wiki page 'P': the 'lines' row .* does not start with"
+    ):
         read_wiki_pages(path)

@@ -476,10 +476,10 @@ def test_bad_input_files_give_one_error_line(tmp_path):
     lines = record_error_lines(cases, cwd=tmp_path)
     passage_problem = "'passage' must be an object with 'text' (a string) and 'entities', got None; fix or remove"
     expected = [
-        ("--train_file nope.jsonl does not exist", "give the path of an existing ReCoRD"),
+        ("--train_file nope.jsonl: does not exist", "give the path of an existing ReCoRD"),
         ("--train_file late.jsonl, line 3: ReCoRD record ", passage_problem),
-        ("--validation_file qa.jsonl is in no known shape: line 1 has keys ['context', 'question']", "+ qas"),
-        ("--validation_file rows.json is in no known shape", "'rows', 'version'"),
+        ("--validation_file qa.jsonl, line 1: an object with keys ['context', 'question'] is neither", "+ qas"),
+        ("--validation_file rows.json, line 1: an object with keys", "'rows', 'version'"),
         ("--train_file late.jsonl, line 3: ReCoRD record ", passage_problem),
         ("--validation_file late-json.jsonl, line 5: not valid JSON", "fix or remove it"),
         ("--validation_file late-list.json, item 2: ReCoRD record ", passage_problem),

@@ -218,7 +218,7 @@ def test_one_error_line_for_each_unusable_flag_or_file(trained, tmp_path):
         "--preprocessing_num_workers must be at least 1": record_sample_argv(
             tmp_path / "o6", "--do_train", "--preprocessing_num_workers", "-1"
         ),
-        "is a folder: give the path": [*predict, "--test_file", str(tmp_path)],
+        "is a folder; give the path": [*predict, "--test_file", str(tmp_path)],
         "no query (every 'qas' is empty)": [*predict, "--test_file", str(no_queries)],
         "'qas' is null": [*predict, "--test_file", str(null_queries)],
         "query id 'q3' was already used at line 1": [*predict, "--test_file", str(duplicates)],

@@ -28,13 +28,14 @@ from transformers import AutoModelForMultipleChoice, LukeTokenizer
 from gesa.candidates_gesa import EDGE_MATCH, EDGE_PLC, EDGE_SENT, build_entity_graph
 from gesa.configuration_gesa import ABLATION_PRESETS, GesaConfig
 from gesa.configuration_luke_graph import LukeGraphConfig
+from gesa.inputs_gesa import InputError
 from gesa.modeling_gesa_multiple_choice import (
     GesaForEntityMultipleChoice,
     LukeGraphForEntityMultipleChoice,
     extend_position_embeddings,
 )
 from gesa.processing_wikihop import WikihopProcessor, find_mentions
-from gesa.records_wikihop import WikihopError, load_wikihop_file, to_wikihop_examples
+from gesa.records_wikihop import load_wikihop_file, to_wikihop_examples
 from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
 
 RECORD = {
@@ -91,7 +92,7 @@ def test_reader_reads_the_json_list_json_lines_and_hub_rows_alike(tmp_path):
 def test_reader_names_file_item_id_and_fix_of_a_bad_record(tmp_path, change, expected):
     bad = {**RECORD, "id": "WH_bad", **change}
     path = write_wikihop_file(tmp_path / "train.json", [RECORD, bad])
-    with pytest.raises(WikihopError) as error:
+    with pytest.raises(InputError) as error:
         load_wikihop_file(path, where=f"--train_file {path}")
     message = str(error.value)
     assert f"--train_file {path}, item 2" in message and expected in message
@@ -101,14 +102,14 @@ def test_reader_names_file_item_id_and_fix_of_a_bad_record(tmp_path, change, exp
 
 def test_reader_refuses_duplicate_ids_naming_both_places(tmp_path):
     path = write_wikihop_file(tmp_path / "dev.jsonl", [RECORD, RECORD], json_lines=True)
-    with pytest.raises(WikihopError, match=r"dev.jsonl, line 2: WikiHop record 'WH_test_0': duplicate id: .*line 1"):
+    with pytest.raises(InputError, match=r"dev.jsonl, line 2: WikiHop record 'WH_test_0': duplicate id: .*line 1"):
         load_wikihop_file(path)
 
 
 def test_reader_refuses_a_file_that_is_not_wikihop(tmp_path):
     path = tmp_path / "x.json"
     path.write_text(json.dumps({"data": 3}))
-    with pytest.raises(WikihopError, match=r"x.json, line 1: not a WikiHop record: it has keys \[.data.\].*QAngaroo"):
+    with pytest.raises(InputError, match=r"x.json, line 1: not a WikiHop record: it has keys \[.data.\].*QAngaroo"):
         load_wikihop_file(path)
 
 
