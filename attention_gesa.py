@@ -13,53 +13,63 @@
 # limitations under the License.
 """GESA's attention functions (paper Eq. 1) and their registration, dispatched on `config._attn_implementation`.
 
-All compute `softmax(q k^T + q . r_label, masked) v` from the batch's `AttentionStructure` and the layer's two
-type-directed queries (`modeling_gesa.GesaSelfAttention` computes those, and the label terms, and calls
-`ALL_ATTENTION_FUNCTIONS.get_interface(config._attn_implementation, eager_attention_forward)`):
-- `"eager"` (`eager_attention_forward`): the reference; dense `(B, P, P)` labels, returns the probabilities.
-- `"sdpa"` (`sdpa_attention_forward`): the fast path without probabilities, by kernel for the tensors at hand
-  (`sdpa_kernel`): `"gesa_windowed"` with `attention_window`, `"gesa_fused"` on CPU, `"gesa_bias"` elsewhere.
-- `"gesa_bias"`: the label terms and the padding as one `(B, H, P, P)` bias built by a single gather, then one
-  `scaled_dot_product_attention` call: a fixed handful of batched kernels per layer, no host sync, one graph under
-  `torch.compile` / `torch.export`.
-- `"gesa_fused"` (CPU): one block of scores at a time, in cache, with a hand-written backward; no `(B, H, P, P)`
-  label or index tensor exists. Its per-batch plan is read on the host, so under `torch.compile`/`torch.export`
-  it runs `"gesa_bias"` instead (same numbers).
-- `"gesa_windowed"` (`attention_window`): each block of rows reads its window only, at a cost linear in length;
-  under `torch.compile`/`torch.export` it runs `"gesa_bias"` with the window as a mask.
-- `"flex_attention"`: FlexAttention with the label terms as a `score_mod` over the compact per-label tables and
-  padding / window as a `BlockMask` (no `(B, H, P, P)` tensor on GPUs); no attention dropout.
+Each is a transformers attention function, `(module, query, key, value, attention_mask, scaling, dropout, **kwargs)`,
+called by `modeling_gesa.GesaSelfAttention` with
+- `query` the word-directed queries `q_to_word` `(B, H, P, d)` and `entity_query=` the entity-directed ones
+  `q_to_entity` (the same tensor without entity-aware queries), `key` and `value` `(B, H, P, d)`, unscaled;
+- `attention_mask=None`: GESA's padding, window and labels come as `structure=`, the batch's `AttentionStructure`;
+- `module` the `GesaSelfAttention`, read here for its label tables only: the kernels get tensors.
+They return the context `(B, P, H, d)` and the probabilities `(B, H, P, P)` (`"eager"`) or None.
 
-The kernels behind these functions (`FusedAttention`, `LabelBias`, `WindowedAttention`, FlexAttention's `score_mod`)
-live in `kernels_gesa`; the label terms come from `structure_gesa.label_terms` on the module's label table.
+- `"eager"`: `attention_reference_gesa.reference_attention`, Eq. 1 written plainly over the dense `(B, P, P)` labels;
+  the reference every kernel is tested against, and the only function with the probabilities.
+- `"sdpa"`: the fastest kernel without probabilities for these tensors (`sdpa_kernel`): `"gesa_windowed"` with
+  `attention_window`, `"gesa_fused"` on CPU, `"gesa_bias"` elsewhere.
+- `"gesa_fused"` (`kernel_fused_gesa`, CPU): one block of scores at a time, hand-written backward.
+- `"gesa_bias"` (`kernel_bias_gesa`): the label terms and the padding as one bias, one `scaled_dot_product_attention`
+  call; what `"gesa_fused"` and `"gesa_windowed"` run under `torch.compile` / `torch.export` (their plans are read
+  on the host).
+- `"gesa_windowed"` (`kernel_windowed_gesa`): `attention_window` at a cost linear in length.
+- `"flex_attention"` (`kernel_flex_gesa`): FlexAttention with the label terms in a `score_mod`; no attention dropout.
+The label terms `q . r_label` the bias, windowed and flex kernels read come from `labels_gesa.label_terms` on the
+module's label table; a structure built by hand in dense form (`AttentionStructure(allowed, labels, L)`, no per-token
+form for the kernels) is computed by the reference whatever the implementation.
 
 Flat module: copied next to every saved checkpoint with `modeling_gesa`; it imports torch, transformers and its
-siblings `structure_gesa` and `kernels_gesa` only.
+siblings `structure_gesa`, `labels_gesa`, `attention_reference_gesa` and the `kernel_*_gesa` modules only.
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from transformers.modeling_utils import AttentionInterface
 
-from .kernels_gesa import (
-    bias_attention,
-    flex_label_attention,
-    fused_attention,
-    is_tracing,
-    typed_query_key,
-    windowed_attention,
-)
-from .structure_gesa import AttentionStructure, LabelTerms, gathered_label_scores, label_terms
+from .attention_reference_gesa import reference_attention
+from .kernel_bias_gesa import bias_attention
+from .kernel_common_gesa import is_tracing
+from .kernel_flex_gesa import flex_label_attention
+from .kernel_fused_gesa import fused_attention
+from .kernel_windowed_gesa import windowed_attention
+from .labels_gesa import LabelTerms, label_terms
+from .structure_gesa import AttentionStructure
 
-# ---------------------------------------------------------------------------------------------
-# The attention functions: `(module, query, key, value, attention_mask, scaling, dropout, **kwargs)` as in every
-# transformers model. `query` is the word-directed query `q_to_word` `(B, H, P, d)`, `entity_query` the
-# entity-directed one (the same tensor without entity-aware queries), `attention_mask` the batch's
-# `AttentionStructure`, `module` the `GesaSelfAttention` (label tables, label terms). They return the context
-# `(B, P, H, d)` and the probabilities `(B, H, P, P)` (eager) or None.
-# ---------------------------------------------------------------------------------------------
+
+def _checked_structure(
+    attention_mask: torch.Tensor | None, structure: AttentionStructure | None, implementation: str
+) -> AttentionStructure:
+    """The batch's `AttentionStructure`, refusing the transformers-style mask GESA's attention has no use for."""
+    if attention_mask is not None or not isinstance(structure, AttentionStructure):
+        raise ValueError(
+            f"attn_implementation='{implementation}' reads the batch's padding, window and labels from `structure=` "
+            f"(an AttentionStructure, from GesaModel.build_attention_structure) and takes attention_mask=None; got "
+            f"attention_mask={type(attention_mask).__name__}, structure={type(structure).__name__}."
+        )
+    return structure
+
+
+def _weight(table: torch.nn.Module | None) -> torch.Tensor | None:
+    """A label table's weight `(labels, d)`, or None: what the kernels receive."""
+    return None if table is None else table.weight
 
 
 def _scaled_queries(
@@ -72,17 +82,13 @@ def _scaled_queries(
 
 
 def _label_terms(
-    table: torch.Tensor | None, q_word: torch.Tensor, q_entity: torch.Tensor, structure: AttentionStructure
+    module: torch.nn.Module, q_word: torch.Tensor, q_entity: torch.Tensor, structure: AttentionStructure
 ) -> LabelTerms | None:
-    """The label terms from the label table `(labels, d)`, or None without labels."""
+    """The label terms from the module's label table, or None without labels."""
+    table = _weight(module.label_embeddings)
     if not structure.tokens.use_labels or table is None:
         return None
     return label_terms(table, q_word, q_entity, structure.tokens, structure.word_length)
-
-
-def _label_table(module: torch.nn.Module) -> torch.Tensor | None:
-    """The attention module's K-type label table `(labels, d)`, or None (what every kernel receives, as a tensor)."""
-    return None if module.label_embeddings is None else module.label_embeddings.weight
 
 
 def eager_attention_forward(
@@ -90,35 +96,47 @@ def eager_attention_forward(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
-    attention_mask: AttentionStructure,
+    attention_mask: torch.Tensor | None,
     scaling: float,
     dropout: float = 0.0,
+    *,
+    structure: AttentionStructure | None = None,
     entity_query: torch.Tensor | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eq. 1 written plainly over the dense `(B, P, P)` labels: the reference every other path is tested against.
+    """`"eager"`: Eq. 1 by `reference_attention` over the dense labels, with the probabilities (after dropout)."""
+    structure = _checked_structure(attention_mask, structure, "eager")
+    context, probs = reference_attention(
+        query,
+        query if entity_query is None else entity_query,
+        key,
+        value,
+        structure.allowed,
+        structure.labels,
+        structure.word_length,
+        scaling,
+        dropout,
+        table=_weight(module.label_embeddings),
+        value_table=_weight(module.value_label_embeddings),
+    )
+    return context.transpose(1, 2).contiguous(), probs
 
-    `scores = [q_to_word ; q_to_entity] . [k ; 0 | 0 ; k] + q . r_label` (the label term read from `q . R^T` by the
-    pair's label), scaled, masked, softmax, dropout, times `v` (plus `sum_j a_ij r^V_ij` with V-type labels).
-    """
-    structure = attention_mask
-    L = structure.word_length
-    entity_query = query if entity_query is None else entity_query
-    typed_query, typed_key = typed_query_key(query, entity_query, key, L)
-    scores = torch.matmul(typed_query, typed_key.transpose(2, 3))
-    labels = structure.labels
-    if module.label_embeddings is not None and labels is not None:
-        scores = scores + gathered_label_scores(module.label_embeddings.weight, query, entity_query, labels, L)
-    scores = (scores * scaling).masked_fill(~structure.allowed, torch.finfo(scores.dtype).min)
-    weights = F.dropout(torch.softmax(scores, dim=-1), p=dropout, training=dropout > 0)
-    context = torch.matmul(weights, value)
-    if module.value_label_embeddings is not None:
-        # V-type labels: sum_j a_ij r^V_label(i,j), by pooling probabilities per label first
-        B, H, P, _ = weights.shape
-        per_label = weights.new_zeros(B, H, P, module.value_label_embeddings.num_embeddings)
-        per_label.scatter_add_(3, labels[:, None].expand(B, H, P, labels.size(-1)), weights)
-        context = context + torch.matmul(per_label, module.value_label_embeddings.weight)
-    return context.transpose(1, 2).contiguous(), weights
+
+def _by_hand(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    structure: AttentionStructure,
+    scaling: float,
+    dropout: float,
+    entity_query: torch.Tensor | None,
+) -> tuple[torch.Tensor, None]:
+    """A structure built by hand in dense form has no per-token form for the kernels: the reference computes it."""
+    context, _ = eager_attention_forward(
+        module, query, key, value, None, scaling, dropout, structure=structure, entity_query=entity_query
+    )
+    return context, None
 
 
 def sdpa_kernel(structure: AttentionStructure, device: torch.device) -> str:
@@ -134,32 +152,22 @@ def sdpa_attention_forward(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
-    attention_mask: AttentionStructure,
+    attention_mask: torch.Tensor | None,
     scaling: float,
     dropout: float = 0.0,
+    *,
+    structure: AttentionStructure | None = None,
     entity_query: torch.Tensor | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
-    """GESA's `"sdpa"`: the fastest kernel without probabilities for these tensors (`sdpa_kernel`). A structure built
-    by hand in dense form (`AttentionStructure(allowed, labels, L)`) takes one SDPA call over its dense bias."""
-    structure = attention_mask
+    """GESA's `"sdpa"`: the fastest kernel without probabilities for these tensors (`sdpa_kernel`)."""
+    structure = _checked_structure(attention_mask, structure, "sdpa")
     if structure.tokens is None:
-        L = structure.word_length
-        entity_query = query if entity_query is None else entity_query
-        typed_query, typed_key = typed_query_key(query, entity_query, key, L)
-        bias = torch.zeros(structure.allowed.shape, dtype=query.dtype, device=query.device)
-        if module.label_embeddings is not None and structure.labels is not None:
-            bias = (
-                gathered_label_scores(module.label_embeddings.weight, query, entity_query, structure.labels, L)
-                * scaling
-            )
-        bias = bias.masked_fill(~structure.allowed, torch.finfo(query.dtype).min)
-        context = F.scaled_dot_product_attention(
-            typed_query, typed_key, value, attn_mask=bias, dropout_p=dropout, scale=scaling
-        )
-        return context.transpose(1, 2), None
+        return _by_hand(module, query, key, value, structure, scaling, dropout, entity_query)
     kernel = ALL_ATTENTION_FUNCTIONS[sdpa_kernel(structure, query.device)]
-    return kernel(module, query, key, value, structure, scaling, dropout, entity_query=entity_query, **kwargs)
+    return kernel(
+        module, query, key, value, None, scaling, dropout, structure=structure, entity_query=entity_query, **kwargs
+    )
 
 
 def bias_attention_forward(
@@ -167,20 +175,21 @@ def bias_attention_forward(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
-    attention_mask: AttentionStructure,
+    attention_mask: torch.Tensor | None,
     scaling: float,
     dropout: float = 0.0,
+    *,
+    structure: AttentionStructure | None = None,
     entity_query: torch.Tensor | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
     """`"gesa_bias"`: label terms + padding (+ window) as one bias, one `scaled_dot_product_attention` call."""
-    if attention_mask.tokens is None:  # a dense structure built by hand
-        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
+    structure = _checked_structure(attention_mask, structure, "gesa_bias")
+    if structure.tokens is None:
+        return _by_hand(module, query, key, value, structure, scaling, dropout, entity_query)
     q_word, q_entity = _scaled_queries(query, entity_query, scaling)
-    terms = _label_terms(_label_table(module), q_word, q_entity, attention_mask)
-    context = bias_attention(
-        q_word, q_entity, key, value, terms, attention_mask.tokens, attention_mask.word_length, dropout
-    )
+    terms = _label_terms(module, q_word, q_entity, structure)
+    context = bias_attention(q_word, q_entity, key, value, terms, structure.tokens, structure.word_length, dropout)
     return context.transpose(1, 2), None
 
 
@@ -189,27 +198,32 @@ def fused_attention_forward(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
-    attention_mask: AttentionStructure,
+    attention_mask: torch.Tensor | None,
     scaling: float,
     dropout: float = 0.0,
+    *,
+    structure: AttentionStructure | None = None,
     entity_query: torch.Tensor | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
     """`"gesa_fused"`: the CPU kernel (`FusedAttention`). Its plan is read on the host, so under `torch.compile` /
     `torch.export` it runs `"gesa_bias"` (the same numbers, one traceable graph)."""
-    if attention_mask.tokens is None:  # a dense structure built by hand
-        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
+    structure = _checked_structure(attention_mask, structure, "gesa_fused")
+    if structure.tokens is None:
+        return _by_hand(module, query, key, value, structure, scaling, dropout, entity_query)
     if is_tracing():
-        return bias_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
-    if attention_mask.tokens.attention_window is not None:
+        return bias_attention_forward(
+            module, query, key, value, None, scaling, dropout, structure=structure, entity_query=entity_query
+        )
+    tokens = structure.tokens
+    if tokens.attention_window is not None:
         raise ValueError(
             "attn_implementation='gesa_fused' computes dense attention but config.attention_window="
-            f"{attention_mask.tokens.attention_window} is set; use 'gesa_windowed' (or 'sdpa', which picks it)."
+            f"{tokens.attention_window} is set; use 'gesa_windowed' (or 'sdpa', which picks it)."
         )
     q_word, q_entity = _scaled_queries(query, entity_query, scaling)
-    tokens = attention_mask.tokens
-    table = _label_table(module) if tokens.use_labels else None
-    context = fused_attention(q_word, q_entity, key, value, table, tokens, attention_mask.word_length, dropout)
+    table = _weight(module.label_embeddings) if tokens.use_labels else None
+    context = fused_attention(q_word, q_entity, key, value, table, tokens, structure.word_length, dropout)
     return context.transpose(1, 2), None
 
 
@@ -218,27 +232,30 @@ def windowed_attention_forward(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
-    attention_mask: AttentionStructure,
+    attention_mask: torch.Tensor | None,
     scaling: float,
     dropout: float = 0.0,
+    *,
+    structure: AttentionStructure | None = None,
     entity_query: torch.Tensor | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
     """`"gesa_windowed"`: `attention_window` at a cost linear in length (`WindowedAttention`). Its plan is read on the
     host, so under `torch.compile` / `torch.export` it runs `"gesa_bias"` with the window as a mask."""
-    if attention_mask.tokens is None:  # a dense structure built by hand
-        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
-    if attention_mask.tokens.attention_window is None:
+    structure = _checked_structure(attention_mask, structure, "gesa_windowed")
+    if structure.tokens is None:
+        return _by_hand(module, query, key, value, structure, scaling, dropout, entity_query)
+    if structure.tokens.attention_window is None:
         raise ValueError(
             "attn_implementation='gesa_windowed' needs config.attention_window; without one use 'sdpa' or 'gesa_fused'."
         )
     if is_tracing():
-        return bias_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
+        return bias_attention_forward(
+            module, query, key, value, None, scaling, dropout, structure=structure, entity_query=entity_query
+        )
     q_word, q_entity = _scaled_queries(query, entity_query, scaling)
-    terms = _label_terms(_label_table(module), q_word, q_entity, attention_mask)
-    context = windowed_attention(
-        q_word, q_entity, key, value, terms, attention_mask.tokens, attention_mask.word_length, dropout
-    )
+    terms = _label_terms(module, q_word, q_entity, structure)
+    context = windowed_attention(q_word, q_entity, key, value, terms, structure.tokens, structure.word_length, dropout)
     return context.transpose(1, 2), None
 
 
@@ -247,27 +264,28 @@ def flex_attention_forward(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
-    attention_mask: AttentionStructure,
+    attention_mask: torch.Tensor | None,
     scaling: float,
     dropout: float = 0.0,
+    *,
+    structure: AttentionStructure | None = None,
     entity_query: torch.Tensor | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
     """`"flex_attention"`: `flex_attention(q_to_word, k, v)` with the label terms and the entity-key correction in a
-    `score_mod` (`_label_score_mod`, reading `(B, H, L, 2k + 1)`-sized tables) and the padding / window as a
-    `BlockMask`: no `(B, H, P, P)` tensor. FlexAttention has no dropout of the probabilities."""
-    if attention_mask.tokens is None:  # a dense structure built by hand
-        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout, entity_query)
+    `score_mod` and the padding / window as a `BlockMask` (`kernel_flex_gesa`): no `(B, H, P, P)` tensor.
+    FlexAttention has no dropout of the probabilities."""
+    structure = _checked_structure(attention_mask, structure, "flex_attention")
+    if structure.tokens is None:
+        return _by_hand(module, query, key, value, structure, scaling, dropout, entity_query)
     if dropout > 0:
         raise ValueError(
             "attn_implementation='flex_attention' has no attention dropout (FlexAttention applies none): set "
             "attention_probs_dropout_prob=0.0, call model.eval(), or use 'sdpa' / 'eager' for training with it."
         )
-    structure = attention_mask
-    L = structure.word_length
     q_word, q_entity = _scaled_queries(query, entity_query, scaling)
-    terms = _label_terms(_label_table(module), q_word, q_entity, structure)
-    context = flex_label_attention(q_word, q_entity, key, value, terms, structure.tokens, L)
+    terms = _label_terms(module, q_word, q_entity, structure)
+    context = flex_label_attention(q_word, q_entity, key, value, terms, structure.tokens, structure.word_length)
     return context.transpose(1, 2), None
 
 

@@ -14,9 +14,10 @@
 """GESA: Graph-Enhanced Self-Attention on the LUKE backbone (Foolad & Kiani, 2023): the model itself.
 
 Reads like the paper: embeddings (3.1), entity-aware self-attention with label embeddings (3.4, Eq. 1), layer,
-encoder (a variant's blocks enter its layer loop through `LayerBlocks`), model, the ReCoRD score head (3.5). The floors below it: `structure_gesa` (relative-position labels, 3.3),
-`kernels_gesa` and `attention_gesa` (the attention computation), `checks_gesa` (input checks), `conversion_gesa`
-(LUKE conversion, 4.1).
+encoder (a variant's blocks enter its layer loop through `LayerBlocks`), model, the ReCoRD score head (3.5). The
+floors below it: `structure_gesa` (relative-position labels, 3.3), `labels_gesa` (the label terms), the
+`kernel_*_gesa` modules and `attention_gesa` (the attention computation; Eq. 1 written plainly in
+`attention_reference_gesa`), `checks_gesa` (input checks), `conversion_gesa` (LUKE conversion, 4.1).
 
 Flat module: copied next to every saved checkpoint, so it imports only its siblings.
 """
@@ -164,11 +165,10 @@ class GesaSelfAttention(nn.Module):
 
     Each token carries two queries, `q_to_word` (its w2w or e2w query) and `q_to_entity` (w2e or e2e): the first
     meets the word keys, the second the entity keys, which yields all four blocks without computing any score twice.
-    The label term `q_i . r_label(i,j)` is computed per block over the few labels that block can use
-    (`structure_gesa.label_terms`; the eager reference reads it from `q . R^T` by the dense labels,
-    `structure_gesa.gathered_label_scores`), both from the label table passed as a tensor.
-    The attention itself is `ALL_ATTENTION_FUNCTIONS[config._attn_implementation]` (`attention_gesa`); probabilities
-    (`output_attentions`) and V-type labels take `"eager"`, the only one that has the probabilities.
+    The attention itself is `ALL_ATTENTION_FUNCTIONS[config._attn_implementation]` (`attention_gesa`), given the
+    batch's `AttentionStructure` as `structure=`; its kernels get the label table as a tensor. Probabilities
+    (`output_attentions`) and V-type labels take `"eager"` (`attention_reference_gesa`: Eq. 1 written plainly, over
+    the dense labels), the only one that has the probabilities.
     """
 
     def __init__(self, config: GesaConfig) -> None:
@@ -236,9 +236,10 @@ class GesaSelfAttention(nn.Module):
             q_to_word,
             key,
             value,
-            structure,
+            attention_mask=None,  # no transformers-style mask: padding, window and labels come in `structure`
             scaling=self.scaling,
             dropout=self.dropout_prob if self.training else 0.0,
+            structure=structure,
             entity_query=q_to_entity,
             **kwargs,
         )

@@ -14,9 +14,9 @@
 """The bottom floor of GESA: which token pairs attend and with which relative-position label (paper 3.3).
 
 Relative labels (`RelativeLabels`), the values of `global_attention_mask` (defined here only), mention membership, the
-label builders (w2w, e2w/w2e and the one entity graph, e2e), the per-batch structure every layer reads
-(`TokenStructure`, `AttentionStructure`) with its plan cache, and the label terms `q . r_label` computed from a label
-table given as a tensor (`label_terms`, `gathered_label_scores`).
+label builders (w2w, e2w/w2e and the one entity graph, e2e), and the per-batch structure every layer reads
+(`TokenStructure`, `AttentionStructure`) with its plan cache (`cached_plan`). What a label adds to a score, the
+label term `q . r_label`, is computed one floor up (`labels_gesa`).
 
 Flat module: copied next to every saved checkpoint; it imports torch only.
 """
@@ -431,32 +431,6 @@ def build_attention_structure(
 
 
 # ---------------------------------------------------------------------------------------------
-# Embeddings (paper 3.1): no absolute positions unless switched on
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class LabelTerms:
-    """Scaled label terms `q_i . r_l`, per block over the labels that block can use.
-
-    Args:
-        distance: `(B, H, L, 2k + 1)` w2w clipped distances (one NULL column when distance labels are off).
-        rank: `(B, H, L, 3)` the `RelativeLabels.rank_labels` (NULL, question, CLS), or None.
-        w2e: `(B, H, L, E)`, e2w: `(B, H, E, L)`, e2e: `(B, H, E, E)`: the terms of each pair, or None.
-        distance_table, rank_table: the label embeddings behind `distance` and `rank` (`(labels, d)`), for terms
-            of a few more queries.
-    """
-
-    distance: torch.Tensor
-    distance_table: torch.Tensor
-    rank: torch.Tensor | None = None
-    rank_table: torch.Tensor | None = None
-    w2e: torch.Tensor | None = None
-    e2w: torch.Tensor | None = None
-    e2e: torch.Tensor | None = None
-
-
-# ---------------------------------------------------------------------------------------------
 # Per-batch plans shared by every layer
 # ---------------------------------------------------------------------------------------------
 
@@ -478,99 +452,12 @@ def cached_plan(tokens: TokenStructure, key: tuple, build: Callable[[], Any]) ->
     return tokens.cache[key]
 
 
-def label_ids(tokens: TokenStructure, labels: str) -> torch.Tensor:
-    """The label ids `tokens.layout.<labels>` as a tensor on the batch's device, made once per batch (a host-to-device
-    copy in every layer would wait for the device)."""
-    ids = getattr(tokens.layout, labels)
-    device = tokens.attention_mask.device
-    return cached_plan(
-        tokens, ("label_ids", labels), lambda: torch.tensor(ids, dtype=torch.long).to(device, non_blocking=True)
-    )
-
-
-def entity_word_positions(tokens: TokenStructure) -> torch.Tensor:
-    """e2w label ids `(B, E, L)` -> their positions in `RelativeLabels.word_entity_labels`."""
-
-    def positions() -> torch.Tensor:
-        labels = label_ids(tokens, "word_entity_labels")
-        position = torch.zeros(tokens.layout.size, dtype=torch.long, device=labels.device)
-        position[labels] = torch.arange(len(labels), device=labels.device)
-        return position[tokens.entity_word_labels]
-
-    return cached_plan(tokens, ("entity_word_positions",), positions)
-
-
-# ---------------------------------------------------------------------------------------------
-# Label terms `q_i . r_label(i,j)` from a label table (paper Eq. 1)
-# ---------------------------------------------------------------------------------------------
-
-
-def gathered_label_scores(
-    table: torch.Tensor, q_to_word: torch.Tensor, q_to_entity: torch.Tensor, labels: torch.Tensor, word_length: int
-) -> torch.Tensor:
-    """`q_i . r_label(i,j)`: `(B, H, P, P)`, a gather from `q . R^T` (`table` `(labels, d)` shared across heads).
-
-    `q_to_word`, `q_to_entity`: `(B, H, P, d)`; `labels`: `(B, P, P)` label ids (dense form, the eager reference).
-    """
-    num_labels = table.size(0)
-    scores_to_word = torch.matmul(q_to_word, table.t())
-    if q_to_entity is q_to_word or labels.size(-1) == word_length:
-        label_scores = scores_to_word
-        index = labels
-    else:
-        label_scores = torch.cat([scores_to_word, torch.matmul(q_to_entity, table.t())], dim=-1)
-        # entity columns read the to-entity half of the label scores
-        column_offset = torch.zeros(labels.size(-1), dtype=labels.dtype, device=labels.device)
-        column_offset[word_length:] = num_labels
-        index = labels + column_offset
-    B, H, P, _ = label_scores.shape
-    return torch.gather(label_scores, 3, index[:, None].expand(B, H, P, index.size(-1)))
-
-
-def label_terms(
-    table: torch.Tensor,
-    q_to_word: torch.Tensor,
-    q_to_entity: torch.Tensor,
-    tokens: TokenStructure,
-    word_length: int,
-) -> LabelTerms:
-    """`q_i . r_l` for the few labels l each block can use, from the label table `table` `(labels, d)`.
-
-    Queries `(B, H, P, d)` come scaled, so the terms do too. The CPU kernel (`kernels_gesa.FusedAttention`) computes
-    its own from the table.
-    """
-    layout = tokens.layout
-    L, k = word_length, tokens.distance_k
-    B, H, P, _ = q_to_word.shape
-    word_queries = q_to_word[:, :, :L]
-    # w2w: 2k + 1 clipped distances (or the NULL label alone), the global ranks
-    distance_rows = table[layout.distance_offset : layout.distance_offset + 2 * k + 1] if k else table[:1]
-    terms = LabelTerms(torch.matmul(word_queries, distance_rows.t()), distance_rows)
-    if tokens.word_ranks is not None:
-        terms.rank_table = table.index_select(0, label_ids(tokens, "rank_labels"))
-        terms.rank = torch.matmul(word_queries, terms.rank_table.t())
-    if tokens.entity_word_labels is None or P == L:
-        return terms
-    # w2e / e2w: the four labels of that label set; e2e: the whole table (E x E pairs only)
-    local = entity_word_positions(tokens)
-    rows = table.index_select(0, label_ids(tokens, "word_entity_labels")).t()
-    E = P - L
-    w2e = torch.matmul(q_to_entity[:, :, :L], rows)
-    terms.w2e = w2e.gather(3, local.transpose(1, 2)[:, None].expand(B, H, L, E))
-    e2w = torch.matmul(q_to_word[:, :, L:], rows)
-    terms.e2w = e2w.gather(3, local[:, None].expand(B, H, E, L))
-    e2e = torch.matmul(q_to_entity[:, :, L:], table.t())
-    terms.e2e = e2e.gather(3, tokens.entity_entity_labels[:, None].expand(B, H, E, E))
-    return terms
-
-
 __all__ = [
     "CLS_GLOBAL",
     "LOCAL",
     "build_attention_structure",
     "QUESTION_GLOBAL",
     "AttentionStructure",
-    "LabelTerms",
     "RelativeLabels",
     "TokenStructure",
     "assemble_labels",
@@ -585,8 +472,6 @@ __all__ = [
     "build_entity_word_labels",
     "build_word_word_labels",
     "cached_plan",
-    "gathered_label_scores",
-    "label_terms",
     "mention_membership",
     "word_label_ranks",
 ]

@@ -22,14 +22,19 @@ achieved GFLOP/s of each as a fraction of a plain large matmul measured in the s
     python bench/bench_encoder.py --kernels sdpa gesa_bias eager   # GESA attention implementations against LUKE
     python bench/bench_encoder.py --device cuda --dtype bfloat16 --layers 24 --batch 8 --kernels sdpa flex_attention \
         --no-dropout --compile                                     # every model compiled, LUKE too
-    python bench/bench_encoder.py --baseline /path/to/older/gesa   # also an older checkout's GESA (same weights)
+    python bench/bench_encoder.py --baseline main                  # also the GESA of commit `main` (same weights)
 
 `--kernels` names GESA `attn_implementation`s (default `sdpa`: the fused kernel on CPU, the bias + one SDPA call
 on accelerators; `gesa_fused`, `gesa_bias`, `eager`, `flex_attention` (no attention dropout: pass `--no-dropout`
 to train with it), `gesa_windowed` (needs `--attention-window`)); each runs as its own GESA model with the same
-weights, timed side by side with LUKE, every ratio against the same LUKE steps. `--baseline DIR` adds the GESA of
-another checkout (its flat modules, imported as a separate package) with the same weights and its own default
-path, so that a change is measured against the code before it in one run.
+weights, timed side by side with LUKE, every ratio against the same LUKE steps.
+
+`--baseline REV` adds `gesa-before`, the GESA of an older commit (`git archive REV` of this checkout, into a temporary
+folder; or `--baseline DIR`, the folder of another checkout) with the same weights and its own default path, so that
+a change is measured against the code before it in one run. It runs in a child process in which that folder is the
+package `gesa` (imported from its `__init__.py` by `importlib`: no `sys.path` entry, no link, no install), stepped in
+lockstep with this process: each round times one step of every model here and one of `gesa-before` there, while
+the other process waits, and prints each GESA's per-round ratio against it.
 
 Allocator: on CPU each timing runs under glibc's malloc as it comes, then with heap reuse (`--malloc`; see
 `bench/common.py`): LUKE's `(B, H, P, P)` attention tensors cross glibc's 32 MiB mmap threshold at these dims and
@@ -55,8 +60,16 @@ token, and its label terms), "model" is LUKE's count for both, the work a user a
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import io
 import json
+import os
+import subprocess
 import sys
+import tarfile
+import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import common
@@ -89,7 +102,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="GESA attn_implementations to time (sdpa: fused on CPU, bias + one SDPA call on accelerators)",
     )
     parser.add_argument("--attention-window", type=int, help="GesaConfig.attention_window")
-    parser.add_argument("--baseline", help="folder of another GESA checkout to time too (as `gesa-before`)")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also time the GESA of this git revision of the checkout (or of the folder of another checkout), as "
+        "`gesa-before`, in a child process stepped in lockstep",
+    )
     parser.add_argument("--compile", action="store_true", help="torch.compile every model (LUKE too) before timing")
     parser.add_argument(
         "--sdpa-probe",
@@ -98,6 +116,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--memory-probe", help=argparse.SUPPRESS)
+    # the child process that runs `--baseline`: the folder to import as `gesa`, the weights to load
+    parser.add_argument("--baseline-tree", help=argparse.SUPPRESS)
+    parser.add_argument("--baseline-weights", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -105,25 +126,121 @@ def gesa_name(implementation: str) -> str:
     return f"gesa-{implementation}"
 
 
-def import_baseline(folder: str):
-    """The GESA flat modules of another checkout, imported as the package `gesa_before`."""
-    import importlib
-    import tempfile
+def export_baseline(baseline: str, into: Path) -> Path:
+    """The flat modules of `--baseline`: the folder of another checkout as it is, or a git revision of this checkout
+    exported (`git archive`) into `into`."""
+    folder = Path(baseline).expanduser()
+    if not folder.is_dir():
+        checkout = Path(__file__).resolve().parents[1]
+        archive = subprocess.run(
+            ["git", "-C", str(checkout), "archive", "--format=tar", baseline], capture_output=True, check=False
+        )
+        if archive.returncode != 0:
+            raise SystemExit(
+                f"--baseline {baseline}: neither a folder nor a git revision of the checkout at {checkout} "
+                f"({archive.stderr.decode().strip()})"
+            )
+        folder = into / "gesa"
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            # a trusted archive of this repository; the "data" filter where this Python has it
+            tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    if not (folder / "__init__.py").is_file() or not (folder / "modeling_gesa.py").is_file():
+        raise SystemExit(f"--baseline {baseline}: {folder} holds no GESA checkout (no __init__.py / modeling_gesa.py)")
+    return folder.resolve()
 
-    parent = Path(tempfile.mkdtemp(prefix="gesa-before-"))
-    (parent / "gesa_before").symlink_to(Path(folder).resolve())
-    sys.path.insert(0, str(parent))
-    return importlib.import_module("gesa_before")
+
+def import_tree_as_gesa(folder: str):
+    """Import the flat modules in `folder` as the package `gesa`, in this process only (the `--baseline` child): a
+    package spec whose search path is the folder, so every relative import inside it resolves there."""
+    if any(name == "gesa" or name.startswith("gesa.") for name in sys.modules):
+        raise RuntimeError("the baseline's `gesa` must be imported before any other")
+    folder = Path(folder)
+    spec = importlib.util.spec_from_file_location(
+        "gesa", folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["gesa"] = package
+    spec.loader.exec_module(package)
+    elsewhere = [
+        name
+        for name, module in sys.modules.items()
+        if (name == "gesa" or name.startswith("gesa.")) and Path(getattr(module, "__file__", "")).parent != folder
+    ]
+    if elsewhere:
+        raise RuntimeError(f"baseline modules imported from outside {folder}: {elsewhere}")
+    return package
 
 
-def build_models(args: argparse.Namespace) -> dict[str, torch.nn.Module]:
-    """LUKE and one GESA per `--kernels` entry (same weights; `--baseline`: one more), in train mode on the run's
-    device and dtype."""
-    from transformers import LukeConfig, LukeModel
+# a reply line of the `--baseline` child (its other output, warnings included, is not protocol)
+REPLY = "@bench_encoder "
 
-    gesa = common.import_gesa()
-    dropout = 0.0 if args.no_dropout else 0.1
-    dims = dict(
+
+class BaselineProcess:
+    """`gesa-before`: the baseline GESA in a child process (`--baseline-tree`), asked for one step at a time."""
+
+    def __init__(self, argv: list[str], folder: Path, weights: Path, threads: int) -> None:
+        command = [sys.executable, __file__, *argv, "--baseline-tree", str(folder), "--baseline-weights", str(weights)]
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.flops = self._reply()["flops"]
+
+    def _reply(self) -> dict:
+        for line in self.process.stdout:
+            if line.startswith(REPLY):
+                return json.loads(line[len(REPLY) :])
+        raise RuntimeError(f"the --baseline process ended (exit code {self.process.wait()}); its error is above")
+
+    def ask(self, command: str, **arguments) -> dict:
+        self.process.stdin.write(json.dumps(dict(arguments, command=command)) + "\n")
+        self.process.stdin.flush()
+        return self._reply()
+
+    def timed_step(self) -> float:
+        return self.ask("timed_step")["seconds"]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            self.process.wait()
+
+
+def serve_baseline(args: argparse.Namespace) -> None:
+    """The `--baseline` child: the older GESA (`args.baseline_tree` imported as `gesa`) with the parent's weights,
+    stepping when asked (JSON lines on stdin, `REPLY` lines on stdout); or, with `--memory-probe`, its peak memory."""
+    gesa = import_tree_as_gesa(args.baseline_tree)
+    if args.memory_probe:
+        print(json.dumps(memory_probe(args, gesa)))
+        return
+    weights = torch.load(args.baseline_weights, map_location=args.device, weights_only=True)
+    model = build_gesa(gesa, args, weights=weights)
+    del weights
+    _, inputs = make_inputs(args)
+    if args.compile:
+        model = torch.compile(model)
+
+    def reply(answer: dict) -> None:
+        print(REPLY + json.dumps(answer), flush=True)
+
+    reply({"flops": common.count_flops(model, inputs)})
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request["command"] == "timed_step":
+            reply({"seconds": common.timed_step(model, inputs, args.device)})
+        elif request["command"] == "heap_reuse":
+            common.use_heap_reuse()
+            reply({})
+        elif request["command"] == "agreement":  # dropout off, as for the parent's models
+            model.eval()
+            torch.save(output_and_table_gradient(model, inputs), request["path"])
+            model.train()
+            reply({})
+        else:
+            raise ValueError(f"unknown request {request}")
+
+
+def gesa_dims(args: argparse.Namespace) -> dict:
+    """The GESA config of every GESA model of the run (the baseline's too)."""
+    return dict(
         vocab_size=1000,
         entity_vocab_size=4,
         hidden_size=args.hidden,
@@ -131,33 +248,51 @@ def build_models(args: argparse.Namespace) -> dict[str, torch.nn.Module]:
         num_hidden_layers=args.layers,
         num_attention_heads=args.heads,
         intermediate_size=args.ffn,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
+        hidden_dropout_prob=0.0 if args.no_dropout else 0.1,
+        attention_probs_dropout_prob=0.0 if args.no_dropout else 0.1,
+        ablation=args.ablation,
+        attention_window=args.attention_window,
     )
-    torch.manual_seed(0)
+
+
+def build_luke(args: argparse.Namespace) -> torch.nn.Module:
+    """`transformers.LukeModel` at the run's dims, in train mode on the run's device and dtype."""
+    from transformers import LukeConfig, LukeModel
+
+    dims = {name: value for name, value in gesa_dims(args).items() if name not in ("ablation", "attention_window")}
     luke = LukeModel(
         LukeConfig(**dims, max_position_embeddings=max(514, args.words + 2), use_entity_aware_attention=True),
         add_pooling_layer=False,
     )
-    gesa_dims = dict(dims, ablation=args.ablation, attention_window=args.attention_window)
-    model = gesa.GesaModel(gesa.GesaConfig(**gesa_dims), add_pooling_layer=False)
-    dtype = getattr(torch, args.dtype)
-    model = model.to(args.device, dtype).train()
-    models = {"luke": luke.to(args.device, dtype).train()}
+    return luke.to(args.device, getattr(torch, args.dtype)).train()
+
+
+def build_gesa(
+    gesa, args: argparse.Namespace, implementation: str | None = None, weights: dict | None = None
+) -> torch.nn.Module:
+    """A GESA model of the package `gesa` (this checkout's, or the baseline's in its process) at the run's dims, in
+    train mode on the run's device and dtype, with `weights` and the `attn_implementation` given (else its default)."""
+    model = gesa.GesaModel(gesa.GesaConfig(**gesa_dims(args)), add_pooling_layer=False)
+    if weights is not None:
+        model.load_state_dict(weights)
+    model = model.to(args.device, getattr(torch, args.dtype)).train()
+    if implementation is not None:
+        model.set_attn_implementation(implementation)
+    return model
+
+
+def build_models(args: argparse.Namespace) -> tuple[dict[str, torch.nn.Module], dict[str, torch.Tensor]]:
+    """LUKE and one GESA per `--kernels` entry (same weights), in train mode on the run's device and dtype; and the
+    GESA weights (what `--baseline` loads)."""
+    gesa = common.import_gesa()
+    torch.manual_seed(0)
+    models = {"luke": build_luke(args)}
+    weights = build_gesa(gesa, args).state_dict()
     for implementation in args.kernels:
-        copy = gesa.GesaModel(gesa.GesaConfig(**gesa_dims), add_pooling_layer=False).to(args.device, dtype).train()
-        copy.load_state_dict(model.state_dict())
-        copy.set_attn_implementation(implementation)
-        models[gesa_name(implementation)] = copy
-    if args.baseline:
-        before = import_baseline(args.baseline)
-        baseline = before.GesaModel(before.GesaConfig(**gesa_dims), add_pooling_layer=False)
-        baseline = baseline.to(args.device, dtype).train()
-        baseline.load_state_dict(model.state_dict())
-        models["gesa-before"] = baseline
+        models[gesa_name(implementation)] = build_gesa(gesa, args, implementation, weights)
     if args.compile:
         models = {name: torch.compile(m) for name, m in models.items()}
-    return models
+    return models, weights
 
 
 def make_inputs(args: argparse.Namespace) -> tuple[dict, dict]:
@@ -235,24 +370,32 @@ def sdpa_probe(args: argparse.Namespace) -> None:
         print(f"  {name:<30} {median(times):7.3f} s  {', '.join(kernels)}")
 
 
-def agreement_with_eager(models: dict, inputs: dict) -> dict[str, tuple[float, float]]:
-    """Each GESA model against the eager path (same weights), on this run's device and dtype, dropout off: the largest
-    output difference relative to the output's scale, and the same for layer 0's label-table gradient (which only
-    reaches the table through the path's label term: a kernel that dropped its gradient shows about 1). Rounding
-    alone moves that gradient by a few 1e-3 in float32 (every path, eager too, against float64), more in bfloat16."""
+def table_of(model: torch.nn.Module) -> torch.nn.Embedding | None:
+    """Layer 0's label table of a GESA model (compiled or not), or None without labels."""
+    return getattr(model, "_orig_mod", model).encoder.layer[0].attention.self.label_embeddings
+
+
+def output_and_table_gradient(model: torch.nn.Module, inputs: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """The word states and layer 0's label-table gradient of a loss over word and entity states (float32)."""
+    out = model(**inputs)
+    (out.last_hidden_state.float().pow(2).mean() + out.entity_last_hidden_state.float().pow(2).mean()).backward()
+    gradient = table_of(model).weight.grad.float().clone()
+    model.zero_grad(set_to_none=True)
+    return out.last_hidden_state.float().detach(), gradient
+
+
+def agreement_with_eager(
+    models: dict, inputs: dict, baseline: BaselineProcess | None = None
+) -> dict[str, tuple[float, float]]:
+    """Each GESA model (and `gesa-before`) against this checkout's eager path (same weights), on this run's device and
+    dtype, dropout off: the largest output difference relative to the output's scale, and the same for layer 0's
+    label-table gradient (which only reaches the table through the path's label term: a kernel that dropped its
+    gradient shows about 1). Rounding alone moves that gradient by a few 1e-3 in float32 (every path, eager too,
+    against float64), more in bfloat16."""
     gesa_models = {name: model for name, (model, _) in models.items() if name != "luke"}
     if not gesa_models:
         return {}
-
-    def table_of(model: torch.nn.Module) -> torch.nn.Embedding | None:
-        return getattr(model, "_orig_mod", model).encoder.layer[0].attention.self.label_embeddings
-
-    def run(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
-        out = model(**inputs)
-        (out.last_hidden_state.float().pow(2).mean() + out.entity_last_hidden_state.float().pow(2).mean()).backward()
-        gradient = table_of(model).weight.grad.float().clone()
-        model.zero_grad(set_to_none=True)
-        return out.last_hidden_state.float().detach(), gradient
+    run = partial(output_and_table_gradient, inputs=inputs)
 
     first = getattr(next(iter(gesa_models.values())), "_orig_mod", None) or next(iter(gesa_models.values()))
     if table_of(first) is None:
@@ -265,44 +408,64 @@ def agreement_with_eager(models: dict, inputs: dict) -> dict[str, tuple[float, f
         reference = run(first)
     finally:
         first.config._attn_implementation = implementation
-    result = {}
+    results = {}
     for name, model in gesa_models.items():
         if name == "gesa-flex_attention" and inputs["input_ids"].device.type == "cpu":
             continue  # no FlexAttention backward on CPU
-        output, gradient = run(model)
-        result[name] = tuple(
-            float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
-            for a, b in zip((output, gradient), reference, strict=True)
-        )
+        results[name] = run(model)
     for model in gesa_models.values():
         model.train()
-    return result
+    if baseline is not None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "agreement.pt"
+            baseline.ask("agreement", path=str(path))
+            results["gesa-before"] = torch.load(path, weights_only=True)
+    return {
+        name: tuple(
+            float((a - b).abs().max() / b.abs().max().clamp_min(1e-30)) for a, b in zip(result, reference, strict=True)
+        )
+        for name, result in results.items()
+    }
 
 
-def memory_probe(args: argparse.Namespace) -> dict:
-    """Peak memory of one step of one model (run in a fresh process; see `common.peak_step_memory`)."""
-    model = build_models(args)[args.memory_probe]
+def memory_probe(args: argparse.Namespace, gesa=None) -> dict:
+    """Peak memory of one step of one model, the only one in a fresh process (see `common.peak_step_memory`);
+    `gesa`: the package of the baseline's process."""
     luke_inputs, gesa_inputs = make_inputs(args)
-    inputs = luke_inputs if args.memory_probe == "luke" else gesa_inputs
+    torch.manual_seed(0)
+    if args.memory_probe == "luke":
+        model, inputs = build_luke(args), luke_inputs
+    elif gesa is not None:
+        model, inputs = build_gesa(gesa, args), gesa_inputs
+    else:
+        model, inputs = build_gesa(common.import_gesa(), args, args.memory_probe.removeprefix("gesa-")), gesa_inputs
+    if args.compile:
+        model = torch.compile(model)
     common.step(model, inputs)
     return common.peak_step_memory(model, inputs, args.device)
 
 
-def peak_memory(args: argparse.Namespace, which: str, argv: list[str]) -> dict:
-    return common.run_probe(__file__, argv, ["--memory-probe", which], args.threads, f"memory probe for {which}")
+def peak_memory(args: argparse.Namespace, which: str, argv: list[str], baseline_tree: Path | None = None) -> dict:
+    probe = ["--memory-probe", which]
+    if which == "gesa-before":
+        probe += ["--baseline-tree", str(baseline_tree)]
+    return common.run_probe(__file__, argv, probe, args.threads, f"memory probe for {which}")
 
 
-def time_models(args: argparse.Namespace, models: dict) -> tuple[dict[str, list[float]], list[float]]:
-    """Warm-up, then rounds of one step of each model (order flipped every round) and one plain matmul."""
+def time_models(
+    args: argparse.Namespace, steps: dict[str, Callable[[], float]]
+) -> tuple[dict[str, list[float]], list[float]]:
+    """Warm-up, then rounds of one timed step of each model (order flipped every round) and one plain matmul.
+    `steps` maps each model's name to its timed step (the baseline's runs in its own process)."""
     for _ in range(args.warmup):
-        for model, inputs in models.values():
-            common.step(model, inputs)
-    times: dict[str, list[float]] = {name: [] for name in models}
+        for timed_step in steps.values():
+            timed_step()
+    times: dict[str, list[float]] = {name: [] for name in steps}
     matmul: list[float] = []
     for round_index in range(args.repeats):
-        order = list(models) if round_index % 2 == 0 else list(models)[::-1]
+        order = list(steps) if round_index % 2 == 0 else list(steps)[::-1]
         for name in order:
-            times[name].append(common.timed_step(*models[name], args.device))
+            times[name].append(steps[name]())
         matmul.extend(common.matmul_gflops(args.device, args.dtype, repeats=1))
     matmul.extend(common.matmul_gflops(args.device, args.dtype))
     return times, matmul
@@ -314,28 +477,51 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     argv = common.fall_back_to_cpu(args, argv)
     common.set_clock(args.clock, args.device)
+    if args.baseline_tree:
+        serve_baseline(args)
+        return
     if args.memory_probe:
         print(json.dumps(memory_probe(args)))
         return
+    with tempfile.TemporaryDirectory(prefix="bench-encoder-") as scratch:
+        run_and_report(args, argv, Path(scratch))
 
+
+def run_and_report(args: argparse.Namespace, argv: list[str], scratch: Path) -> None:
+    """Build, time side by side (with `--baseline`, in lockstep with its process), probe memory, print."""
     luke_inputs, gesa_inputs = make_inputs(args)
-    models = {
-        name: (model, luke_inputs if name == "luke" else gesa_inputs) for name, model in build_models(args).items()
-    }
+    built, weights = build_models(args)
+    models = {name: (model, luke_inputs if name == "luke" else gesa_inputs) for name, model in built.items()}
+    del built
     flops = {name: common.count_flops(model, inputs) for name, (model, inputs) in models.items()}
-    agreement = agreement_with_eager(models, gesa_inputs)
-    # glibc as it comes first: heap reuse, once switched on, stays on for the process
-    runs = {}
-    for mode in common.malloc_modes(args):
-        if mode == "reuse":
-            common.use_heap_reuse()
-        runs[mode] = time_models(args, models)
-    names = list(models)
-    del models
+    steps = {name: partial(common.timed_step, model, inputs, args.device) for name, (model, inputs) in models.items()}
+    baseline = baseline_tree = None
+    if args.baseline:
+        baseline_tree = export_baseline(args.baseline, scratch)
+        torch.save(weights, scratch / "weights.pt")
+        baseline = BaselineProcess(argv, baseline_tree, scratch / "weights.pt", args.threads)
+        flops["gesa-before"] = baseline.flops
+        steps["gesa-before"] = baseline.timed_step
+    del weights
+    try:
+        agreement = agreement_with_eager(models, gesa_inputs, baseline)
+        # glibc as it comes first: heap reuse, once switched on, stays on for the process
+        runs = {}
+        for mode in common.malloc_modes(args):
+            if mode == "reuse":
+                common.use_heap_reuse()
+                if baseline is not None:
+                    baseline.ask("heap_reuse")
+            runs[mode] = time_models(args, steps)
+    finally:
+        if baseline is not None:
+            baseline.close()
+    names = list(steps)
+    del models, steps
 
     memory = {}
     if not args.skip_memory:
-        memory = {name: peak_memory(args, name, argv) for name in names}
+        memory = {name: peak_memory(args, name, argv, baseline_tree) for name in names}
 
     tokens = args.batch * (args.words + args.entities)
     print(

@@ -20,10 +20,18 @@ from __future__ import annotations
 
 import pytest
 import torch
-from long_helpers import TINY, assert_same, long_batch, model_with_labels, outputs_and_grads
+from long_helpers import TINY, assert_same, long_batch, model_with_labels, outputs_and_grads, structure_of
 from transformers import AttentionInterface
 
-from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel, attention_gesa, kernels_gesa
+from gesa import (
+    ABLATION_PRESETS,
+    GesaConfig,
+    GesaForEntitySpanQA,
+    GesaModel,
+    attention_gesa,
+    kernel_fused_gesa,
+    kernel_windowed_gesa,
+)
 
 DENSE = ["sdpa", "gesa_fused", "gesa_bias"]
 WINDOWED = ["sdpa", "gesa_windowed", "gesa_bias"]
@@ -31,9 +39,11 @@ WINDOWED = ["sdpa", "gesa_windowed", "gesa_bias"]
 
 @pytest.fixture
 def small_score_blocks(monkeypatch):
-    """One head per fused score block and 8-row windows: the kernels' loops are exercised at tiny sizes."""
-    monkeypatch.setattr(kernels_gesa, "SCORE_BLOCK_BYTES", 1)
-    monkeypatch.setattr(kernels_gesa, "WINDOW_BLOCK", 8)
+    """One head per fused score block, 8-row windows, one head and block per windowed chunk: the kernels' loops are
+    exercised at tiny sizes."""
+    monkeypatch.setattr(kernel_fused_gesa, "SCORE_BLOCK_BYTES", 1)
+    monkeypatch.setattr(kernel_windowed_gesa, "WINDOW_BLOCK", 8)
+    monkeypatch.setattr(kernel_windowed_gesa, "SCORE_CHUNK_BYTES", 1)
 
 
 @pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
@@ -97,6 +107,35 @@ def test_set_attn_implementation_round_trip(tmp_path):
         reloaded = GesaModel.from_pretrained(tmp_path, attn_implementation=implementation)
         assert reloaded.config._attn_implementation == implementation
     assert GesaModel.from_pretrained(tmp_path).config._attn_implementation == "sdpa"
+
+
+def test_attention_functions_take_the_structure_by_name_and_refuse_a_mask():
+    """The transformers signature `(module, query, key, value, attention_mask, scaling, dropout, **kwargs)`: the
+    batch's `AttentionStructure` comes as `structure=`, `attention_mask` is None; a mask (or the structure under the
+    mask's name) is refused with one error naming the fix."""
+    batch = long_batch([9, 7], entities=3, question=2)
+    functions = {
+        "eager": attention_gesa.eager_attention_forward,
+        "sdpa": attention_gesa.sdpa_attention_forward,
+        "gesa_fused": attention_gesa.fused_attention_forward,
+        "gesa_bias": attention_gesa.bias_attention_forward,
+        "gesa_windowed": attention_gesa.windowed_attention_forward,
+        "flex_attention": attention_gesa.flex_attention_forward,
+    }
+    g = torch.Generator().manual_seed(0)
+    query, entity_query, key, value = (torch.randn(2, 2, 12, 8, generator=g) for _ in range(4))
+    for name, function in functions.items():
+        model = model_with_labels(num_hidden_layers=1, attention_window=2 if name == "gesa_windowed" else None)
+        module, structure = model.encoder.layer[0].attention.self, structure_of(model, batch)
+        context, _ = function(module, query, key, value, None, 0.5, structure=structure, entity_query=entity_query)
+        expected, _ = attention_gesa.eager_attention_forward(
+            module, query, key, value, None, 0.5, structure=structure, entity_query=entity_query
+        )
+        assert context.shape == (2, 12, 2, 8)
+        torch.testing.assert_close(context, expected, atol=1e-5, rtol=1e-5)
+        for mask, by_name in ((structure, None), (structure.allowed, structure)):
+            with pytest.raises(ValueError, match=f"'{name}' reads the batch's .* from `structure=`"):
+                function(module, query, key, value, mask, 0.5, structure=by_name, entity_query=entity_query)
 
 
 def test_transformers_kwargs_reach_the_attention_function():

@@ -21,7 +21,7 @@ import torch
 from long_helpers import assert_same, long_batch, model_with_labels, outputs_and_grads, structure_of
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from gesa import ABLATION_PRESETS, attention_gesa, kernels_gesa
+from gesa import ABLATION_PRESETS, attention_gesa, kernel_windowed_gesa
 
 # ---------------------------------------------------------------------------------------------
 # Windowed (linear) path == dense masked eager path
@@ -36,9 +36,9 @@ from gesa import ABLATION_PRESETS, attention_gesa, kernels_gesa
 def test_windowed_equals_dense_masked(monkeypatch, block, chunk_bytes, lengths, window):
     # lengths not multiples of the block, padding, windows below, at and above k = 5, window 0 and one > length;
     # chunk_bytes=1: every chunk of the scores is one head and one block
-    monkeypatch.setattr(kernels_gesa, "WINDOW_BLOCK", block)
+    monkeypatch.setattr(kernel_windowed_gesa, "WINDOW_BLOCK", block)
     if chunk_bytes:
-        monkeypatch.setattr(kernels_gesa, "SCORE_BLOCK_BYTES", chunk_bytes)
+        monkeypatch.setattr(kernel_windowed_gesa, "SCORE_CHUNK_BYTES", chunk_bytes)
     model = model_with_labels(attention_window=window)
     batch = long_batch(lengths)
     assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-4)
@@ -46,7 +46,7 @@ def test_windowed_equals_dense_masked(monkeypatch, block, chunk_bytes, lengths, 
 
 @pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
 def test_windowed_equals_dense_masked_for_every_ablation(monkeypatch, ablation):
-    monkeypatch.setattr(kernels_gesa, "WINDOW_BLOCK", 8)
+    monkeypatch.setattr(kernel_windowed_gesa, "WINDOW_BLOCK", 8)
     model = model_with_labels(attention_window=4, ablation=ablation)
     batch = long_batch([43, 29])
     assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-4)
@@ -54,7 +54,7 @@ def test_windowed_equals_dense_masked_for_every_ablation(monkeypatch, ablation):
 
 @pytest.mark.parametrize("inputs", ["words_only", "no_globals", "no_structure"])
 def test_windowed_equals_dense_masked_with_missing_inputs(monkeypatch, inputs):
-    monkeypatch.setattr(kernels_gesa, "WINDOW_BLOCK", 8)
+    monkeypatch.setattr(kernel_windowed_gesa, "WINDOW_BLOCK", 8)
     model = model_with_labels(attention_window=3)
     batch = long_batch([33, 26])
     if inputs == "words_only":

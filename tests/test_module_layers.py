@@ -11,8 +11,9 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The flat modules' imports point down the floors (structure -> kernels -> attention -> modeling -> variants ->
-processors -> pipelines) with no cycle, and no kernel reads the module that calls it."""
+"""The flat modules' imports point down the floors (structure -> labels -> kernels and the Eq. 1 reference ->
+attention -> modeling -> variants -> processors -> pipelines) with no cycle, and no kernel reads the module that calls
+it."""
 
 from __future__ import annotations
 
@@ -28,20 +29,24 @@ FLAT_MODULES = sorted(p for p in ROOT.glob("*.py") if p.stem not in ("__init__",
 # held to the no-cycle rule only
 FLOORS = [
     (("structure_gesa", "checks_gesa", "conversion_gesa", "inputs_gesa", "configuration_"), 0),
-    (("kernels_gesa",), 1),
-    (("attention_gesa",), 2),
-    (("modeling_gesa",), 3),
-    (("modeling_variants",), 4),
-    (("modeling_",), 5),
-    (("registry_", "records_", "candidates_", "collator_", "windows_", "processing_", "render_"), 6),
-    (("pipeline_",), 7),
-    (("metrics_",), 6),  # scores computed from predictions (the standard library only)
+    (("labels_gesa",), 1),  # the label terms q . r_label of Eq. 1
+    (("kernel_", "attention_reference_gesa"), 2),  # one file per kernel, their shared pieces, Eq. 1 written plainly
+    (("attention_gesa",), 3),
+    (("modeling_gesa",), 4),
+    (("modeling_variants",), 5),
+    (("modeling_",), 6),
+    (("registry_", "records_", "candidates_", "collator_", "windows_", "processing_", "render_"), 7),
+    (("pipeline_",), 8),
+    (("metrics_",), 7),  # scores computed from predictions (the standard library only)
     (("resources_",), 0),  # the data files shipped beside the modules (metrics, card template): no sibling import
-    (("cards_",), 8),  # the model card a script writes after training
+    (("cards_",), 9),  # the model card a script writes after training
     # a script's task interface (readers, processors, heads, pipelines of one task family) and the machinery the
     # scripts share sit side by side on the top floor: a task may build its demo tokenizer with training_tokenizer
-    (("tasks_", "training_"), 8),
+    (("tasks_", "training_"), 9),
 ]
+KERNELS = ["kernel_fused_gesa", "kernel_bias_gesa", "kernel_windowed_gesa", "kernel_flex_gesa"]
+# below the attention functions: tensors in, tensors out
+TENSOR_MODULES = ["structure_gesa", "labels_gesa", "attention_reference_gesa", "kernel_common_gesa", *KERNELS]
 
 
 def floor_of(name: str) -> int | None:
@@ -66,9 +71,11 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def test_floor_of_names_the_layer_order():
-    assert [floor_of(n) for n in ("structure_gesa", "kernels_gesa", "attention_gesa", "modeling_gesa")] == [0, 1, 2, 3]
-    assert floor_of("modeling_kar") == 5 and floor_of("pipeline_gesa") == 7 and floor_of("somewhere_else") is None
-    assert {floor_of(n) for n in ("training_gesa", "training_tokenizer", "training_driver", "training_models")} == {8}
+    core = ("structure_gesa", "labels_gesa", "kernel_fused_gesa", "attention_gesa", "modeling_gesa")
+    assert [floor_of(n) for n in core] == [0, 1, 2, 3, 4]
+    assert {floor_of(n) for n in ("kernel_common_gesa", *KERNELS, "attention_reference_gesa")} == {2}
+    assert floor_of("modeling_kar") == 6 and floor_of("pipeline_gesa") == 8 and floor_of("somewhere_else") is None
+    assert {floor_of(n) for n in ("training_gesa", "training_tokenizer", "training_driver", "training_models")} == {9}
 
 
 def test_the_scripts_machinery_sits_on_the_top_floor_and_imports_no_script():
@@ -116,20 +123,30 @@ def test_flat_modules_import_only_lower_or_equal_floors():
 
 
 def test_the_model_core_sits_on_the_expected_floors():
+    """structure -> labels -> each kernel in its own file (sharing `kernel_common_gesa` only) and the Eq. 1
+    reference (torch only) -> the attention functions -> modeling, which reaches the kernels through them only."""
     graph = import_graph()
     assert graph["structure_gesa"] == set()  # the bottom floor: torch only
-    assert graph["kernels_gesa"] == {"structure_gesa"}
-    assert graph["attention_gesa"] == {"kernels_gesa", "structure_gesa"}
+    assert graph["labels_gesa"] == {"structure_gesa"}
+    assert graph["attention_reference_gesa"] == set()
+    assert graph["kernel_common_gesa"] == set()
+    assert graph["kernel_fused_gesa"] == {"kernel_common_gesa", "structure_gesa"}  # computes its own label terms
+    for kernel in ("kernel_bias_gesa", "kernel_windowed_gesa", "kernel_flex_gesa"):
+        assert graph[kernel] == {"kernel_common_gesa", "labels_gesa", "structure_gesa"}, kernel
+    assert graph["attention_gesa"] == {"attention_reference_gesa", "kernel_common_gesa", "labels_gesa", "structure_gesa",
+                                       *KERNELS}  # fmt: skip
+    assert not {"labels_gesa", "kernel_common_gesa", "attention_reference_gesa", *KERNELS} & graph["modeling_gesa"]
     assert graph["checks_gesa"] == set()
-    top_level = {
-        node.names[0].name.split(".")[0] if isinstance(node, ast.Import) else (node.module or "").split(".")[0]
-        for node in ast.parse((ROOT / "structure_gesa.py").read_text()).body
-        if isinstance(node, ast.Import | ast.ImportFrom)
-    }
-    assert top_level <= {"__future__", "collections", "dataclasses", "typing", "torch"}
+    for module in TENSOR_MODULES:
+        top_level = {
+            node.names[0].name.split(".")[0] if isinstance(node, ast.Import) else (node.module or "").split(".")[0]
+            for node in ast.parse((ROOT / f"{module}.py").read_text()).body
+            if isinstance(node, ast.Import | ast.ImportFrom) and not (isinstance(node, ast.ImportFrom) and node.level)
+        }
+        assert top_level <= {"__future__", "collections", "dataclasses", "sys", "typing", "torch"}, module
 
 
-@pytest.mark.parametrize("module", ["structure_gesa", "kernels_gesa"])
+@pytest.mark.parametrize("module", TENSOR_MODULES)
 def test_kernels_and_label_terms_take_tensors_not_the_calling_module(module):
     """No function below the attention functions takes the calling `module`, and nothing anywhere calls back into
     an attention module's private label methods."""
@@ -143,9 +160,26 @@ def test_kernels_and_label_terms_take_tensors_not_the_calling_module(module):
         assert "module._label_terms" not in source and "module._gathered_label_scores" not in source, path.name
 
 
+def test_the_attention_functions_hand_the_kernels_tensors():
+    """`attention_gesa` reads the module's label tables itself: no call into a lower floor gets `module`."""
+    tree = ast.parse((ROOT / "attention_gesa.py").read_text())
+    lower = {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module in TENSOR_MODULES
+        for alias in node.names
+    }
+    assert {"reference_attention", "fused_attention", "bias_attention", "windowed_attention"} <= lower
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", None) in lower]
+    assert calls
+    for call in calls:
+        arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+        assert not any(isinstance(a, ast.Name) and a.id == "module" for a in arguments), ast.unparse(call)
+
+
 def test_entity_task_modules_sit_between_the_heads_and_the_scripts():
-    assert floor_of("metrics_entity") == 6 and floor_of("records_entity") == 6 and floor_of("tasks_entity") == 8
-    assert floor_of("modeling_entity_variants") == 5
+    assert floor_of("metrics_entity") == 7 and floor_of("records_entity") == 7 and floor_of("tasks_entity") == 9
+    assert floor_of("modeling_entity_variants") == 6
     graph = import_graph()
     assert "metrics_entity" in graph["tasks_entity"] and "registry_gesa" in graph["tasks_entity"]
     assert "tasks_entity" not in graph["pipeline_entity"]  # the features' inputs come from the processors

@@ -1,0 +1,115 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The label arithmetic of paper Eq. 1: the label terms `q_i . r_l` of a layer's label table `R` (given as a tensor),
+for the few labels `l` each block of pairs can use (`label_terms` -> `LabelTerms`), and the per-batch label-id
+tensors they read (`label_ids`, `entity_word_positions`, cached on the batch's `TokenStructure`).
+
+Between the structure, which says which label each pair carries (`structure_gesa`), and the kernels, which spread
+the terms into the scores `s_ij = q_i . k_j + q_i . r_label(i,j)`: `kernel_bias_gesa`, `kernel_windowed_gesa` and
+`kernel_flex_gesa` read `LabelTerms`; `kernel_fused_gesa` computes its own inside each block of scores;
+`attention_reference_gesa` gathers them from the dense `(B, P, P)` labels.
+
+Flat module: copied next to every saved checkpoint; it imports torch and its sibling `structure_gesa` only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .structure_gesa import TokenStructure, cached_plan
+
+
+@dataclass
+class LabelTerms:
+    """Scaled label terms `q_i . r_l`, per block over the labels that block can use.
+
+    Args:
+        distance: `(B, H, L, 2k + 1)` w2w clipped distances (one NULL column when distance labels are off).
+        rank: `(B, H, L, 3)` the `RelativeLabels.rank_labels` (NULL, question, CLS), or None.
+        w2e: `(B, H, L, E)`, e2w: `(B, H, E, L)`, e2e: `(B, H, E, E)`: the terms of each pair, or None.
+        distance_table, rank_table: the label embeddings behind `distance` and `rank` (`(labels, d)`), for terms
+            of a few more queries.
+    """
+
+    distance: torch.Tensor
+    distance_table: torch.Tensor
+    rank: torch.Tensor | None = None
+    rank_table: torch.Tensor | None = None
+    w2e: torch.Tensor | None = None
+    e2w: torch.Tensor | None = None
+    e2e: torch.Tensor | None = None
+
+
+def label_ids(tokens: TokenStructure, labels: str) -> torch.Tensor:
+    """The label ids `tokens.layout.<labels>` as a tensor on the batch's device, made once per batch (a host-to-device
+    copy in every layer would wait for the device)."""
+    ids = getattr(tokens.layout, labels)
+    device = tokens.attention_mask.device
+    return cached_plan(
+        tokens, ("label_ids", labels), lambda: torch.tensor(ids, dtype=torch.long).to(device, non_blocking=True)
+    )
+
+
+def entity_word_positions(tokens: TokenStructure) -> torch.Tensor:
+    """e2w label ids `(B, E, L)` -> their positions in `RelativeLabels.word_entity_labels`."""
+
+    def positions() -> torch.Tensor:
+        labels = label_ids(tokens, "word_entity_labels")
+        position = torch.zeros(tokens.layout.size, dtype=torch.long, device=labels.device)
+        position[labels] = torch.arange(len(labels), device=labels.device)
+        return position[tokens.entity_word_labels]
+
+    return cached_plan(tokens, ("entity_word_positions",), positions)
+
+
+def label_terms(
+    table: torch.Tensor,
+    q_to_word: torch.Tensor,
+    q_to_entity: torch.Tensor,
+    tokens: TokenStructure,
+    word_length: int,
+) -> LabelTerms:
+    """`q_i . r_l` for the few labels l each block can use, from the label table `table` `(labels, d)`.
+
+    Queries `(B, H, P, d)` come scaled, so the terms do too. The CPU kernel (`kernel_fused_gesa.FusedAttention`)
+    computes its own from the table.
+    """
+    layout = tokens.layout
+    L, k = word_length, tokens.distance_k
+    B, H, P, _ = q_to_word.shape
+    word_queries = q_to_word[:, :, :L]
+    # w2w: 2k + 1 clipped distances (or the NULL label alone), the global ranks
+    distance_rows = table[layout.distance_offset : layout.distance_offset + 2 * k + 1] if k else table[:1]
+    terms = LabelTerms(torch.matmul(word_queries, distance_rows.t()), distance_rows)
+    if tokens.word_ranks is not None:
+        terms.rank_table = table.index_select(0, label_ids(tokens, "rank_labels"))
+        terms.rank = torch.matmul(word_queries, terms.rank_table.t())
+    if tokens.entity_word_labels is None or P == L:
+        return terms
+    # w2e / e2w: the four labels of that label set; e2e: the whole table (E x E pairs only)
+    local = entity_word_positions(tokens)
+    rows = table.index_select(0, label_ids(tokens, "word_entity_labels")).t()
+    E = P - L
+    w2e = torch.matmul(q_to_entity[:, :, :L], rows)
+    terms.w2e = w2e.gather(3, local.transpose(1, 2)[:, None].expand(B, H, L, E))
+    e2w = torch.matmul(q_to_word[:, :, L:], rows)
+    terms.e2w = e2w.gather(3, local[:, None].expand(B, H, E, L))
+    e2e = torch.matmul(q_to_entity[:, :, L:], table.t())
+    terms.e2e = e2e.gather(3, tokens.entity_entity_labels[:, None].expand(B, H, E, E))
+    return terms
+
+
+__all__ = ["LabelTerms", "entity_word_positions", "label_ids", "label_terms"]
