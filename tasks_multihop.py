@@ -37,7 +37,8 @@ from typing import Any
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, LukeGraphForEntityMultipleChoice
+from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice
+from .modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
 from .processing_wikihop import WikihopProcessor
 from .records_wikihop import WikihopExample, examples_to_rows, load_wikihop_file, to_wikihop_examples
 from .training_tokenizer import train_sample_tokenizer

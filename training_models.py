@@ -14,20 +14,18 @@
 """The model a ReCoRD run starts from, checked before any weight loads: ``--model_name_or_path`` read and matched
 against the variant, the tokenizer and the window settings (``check_checkpoint``), then built (``build_model_and_processor``:
 a tiny model from scratch, a converted LUKE checkpoint, or a checkpoint of the variant); the checkpoint a run resumes
-must be of the run's model (``check_resume_config``); the files an XH checkpoint needs next to its weights."""
+must be of the run's model (``check_resume_config``)."""
 
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .loading_gesa import load_tokenizer
-from .pipeline_gesa import _load_processor_settings
+from .processing_base_gesa import load_processor_settings
 from .registry_gesa import VARIANTS
 from .training_gesa import ScriptArgumentError, apply_saved_settings, checkpoint_config
 from .training_record import make_processor
@@ -70,7 +68,7 @@ def use_saved_settings(path: str, variant: str, data_args: Any, explicit: set[st
     if explicit is None:
         return
     try:
-        saved, source = _load_processor_settings(path)
+        saved, source = load_processor_settings(path)
     except ValueError as error:
         raise ScriptArgumentError(f"--model_name_or_path {path}: {error}") from None
     if source is None:
@@ -208,16 +206,6 @@ def build_model_and_processor(
     return model, processor
 
 
-def copy_processor_code(processor: Any, output_dir: str) -> None:
-    """Put the flat processing modules of a processor that saves no code itself (``XhProcessor``: only its tokenizer
-    is saved) next to the checkpoint, so the folder carries the code that builds its inputs."""
-    from transformers.dynamic_module_utils import get_relative_import_files
-
-    module_file = Path(sys.modules[type(processor).__module__].__file__)
-    for path in [module_file, *map(Path, get_relative_import_files(str(module_file)))]:
-        shutil.copyfile(path, Path(output_dir) / path.name)
-
-
 # ----------------------------------------------------------------------------------------------- resume
 
 
@@ -248,21 +236,11 @@ def check_resume_config(checkpoint: str, model_args: Any) -> None:
         )
 
 
-def save_xh_processor_settings(processor: Any, output_dir: str) -> None:
-    """``processor_config.json`` for an ``XhProcessor`` (which saves only its tokenizer): the graph settings the
-    checkpoint was trained with, read back by ``pipeline_gesa.EntityClozeQAPipeline``."""
-    settings = {"processor_class": type(processor).__name__, "max_node_length": processor.max_node_length,
-                "max_query_length": processor.max_query_length, "max_nodes": processor.max_nodes}  # fmt: skip
-    (Path(output_dir) / "processor_config.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
-
-
 __all__ = [
     "CheckedCheckpoint",
     "TINY_GESA",
     "build_model_and_processor",
     "check_checkpoint",
     "check_resume_config",
-    "copy_processor_code",
-    "save_xh_processor_settings",
     "use_saved_settings",
 ]

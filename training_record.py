@@ -27,7 +27,7 @@ import numpy as np
 from datasets import Dataset, load_dataset
 from transformers import EvalPrediction, PreTrainedTokenizerBase, Trainer, TrainingArguments
 
-from .pipeline_gesa import answer_score, first_mentions
+from .answers_gesa import first_mentions, ranked_answers
 from .processing_gesa import LUKE_MASK_ENTITY_ID, GesaProcessor
 from .records_gesa import (
     INCLUSIVE_END_KEY,
@@ -380,8 +380,8 @@ def predict(
     checked: CheckedFile,
 ) -> dict[str, list[dict[str, Any]]]:
     """Top ``--predict_top_k`` answers per query of ``--test_file`` (``Trainer.predict``, with its progress bar),
-    merged over windows as the evaluation merges them (``GesaProcessor.rank_answers``); ``score`` is the sigmoid of
-    the merged logit, as in the pipeline. Written to ``predict_predictions.json`` as ``{query_id: [{answer, score,
+    merged over windows as the evaluation merges them and scored as the pipeline scores them
+    (``answers_gesa.ranked_answers``: ``score`` is the sigmoid of the merged logit). Written to ``predict_predictions.json`` as ``{query_id: [{answer, score,
     start, end}, ...]}``, best first (``start``/``end``: the answer's first mention in the passage)."""
     queries = load_test_queries(data_args, model_args, checked)
     uses_gesa_features = VARIANTS[variant].uses_gesa_features
@@ -416,23 +416,16 @@ def predict(
         trainer.compute_metrics = compute_metrics
     if isinstance(logits, tuple | list):
         logits = logits[0]
-    ranked = GesaProcessor.rank_answers(
+    ranked = ranked_answers(
         list(features["example_id"]),
         list(features["candidate_texts"]),
         np.asarray(logits, dtype=np.float32),
         candidate_spans=spans,
         first_candidate=1 if uses_gesa_features else 0,
+        top_k=data_args.predict_top_k,
+        caller="rank_answers",
     )
-    top_k = data_args.predict_top_k
-    return {
-        query_id: [
-            {"answer": entry["answer"], "score": answer_score(entry["logit"]), "start": entry["start"],
-             "end": entry["end"]}
-            for entry in ranked[query_id][:top_k]
-        ]
-        for query_id in queries["id"]
-        if query_id in ranked
-    }  # fmt: skip
+    return {query_id: ranked[query_id] for query_id in queries["id"] if query_id in ranked}
 
 
 # ----------------------------------------------------------------------------------------------- main

@@ -87,13 +87,7 @@ try:
         train_and_save,
         write_json_atomically,
     )
-    from gesa.training_models import (
-        build_model_and_processor,
-        check_checkpoint,
-        check_resume_config,
-        copy_processor_code,
-        save_xh_processor_settings,
-    )
+    from gesa.training_models import build_model_and_processor, check_checkpoint, check_resume_config
     from gesa.training_record import (
         RecordEvaluator,
         check_data_files,
@@ -468,8 +462,7 @@ def _run(
         args=args,
         train_dataset=features.get("train"),
         eval_dataset=features.get("validation"),
-        # XhProcessor is no ProcessorMixin (nothing to save but its tokenizer)
-        processing_class=processor if hasattr(processor, "save_pretrained") else processor.tokenizer,
+        processing_class=processor,
         data_collator=make_collator(model_args.variant, processor),
         compute_metrics=evaluator,
         callbacks=[*(callbacks or []), *([FiniteTrainingGuard()] if args.do_train else [])],
@@ -480,9 +473,6 @@ def _run(
 
     if args.do_train:
         train_result = train_and_save(trainer, resume.checkpoint)
-        if not VARIANTS[model_args.variant].uses_gesa_features and trainer.is_world_process_zero():
-            copy_processor_code(processor, args.output_dir)
-            save_xh_processor_settings(processor, args.output_dir)
         metrics = dict(train_result.metrics)
         metrics["train_samples"] = len(queries["train"])
         metrics["train_features"] = len(features["train"])
