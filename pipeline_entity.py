@@ -145,18 +145,15 @@ class RelationClassificationPipeline(_EntityPipeline):
         return [{"relation": label, "score": score} for score, label in ranked[:top_k]]
 
 
-ENTITY_PIPELINES = {
-    ENTITY_TYPING_TASK: EntityTypingPipeline,
-    RELATION_CLASSIFICATION_TASK: RelationClassificationPipeline,
-}
-
 # `pipeline("entity-typing", model=...)` / `pipeline("relation-classification", model=...)` once imported
-for _task, _cls in ENTITY_PIPELINES.items():
+for _task, _cls in (
+    (ENTITY_TYPING_TASK, EntityTypingPipeline),
+    (RELATION_CLASSIFICATION_TASK, RelationClassificationPipeline),
+):
     if _task not in PIPELINE_REGISTRY.supported_tasks:  # the first import wins (the package's or a checkpoint's copy)
         PIPELINE_REGISTRY.register_pipeline(_task, _cls, pt_model=AutoModelForSequenceClassification)
 
 __all__ = [
-    "ENTITY_PIPELINES",
     "ENTITY_TYPING_TASK",
     "RELATION_CLASSIFICATION_TASK",
     "EntityTypingPipeline",
