@@ -38,6 +38,8 @@ from .modeling_kar import KarForEntitySpanQA, KarModel
 from .modeling_luke_graph import LukeGraphForEntitySpanQA, LukeGraphModel
 from .modeling_xh import XhForEntitySpanQA, XhForFactVerification, XhForMultiHopQA, XhModel
 from .pipeline_gesa import EntityClozeQAPipeline
+from .pipeline_kb import KnowledgeClozeQAPipeline
+from .pipeline_xh import XhClozeQAPipeline
 from .processing_gesa import GesaDataCollator, GesaProcessor
 from .processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 from .processing_xh import XhGraphCollator, XhProcessor
@@ -79,8 +81,10 @@ __all__ = [
     "EntityClozeQAPipeline",
     "GesaDataCollator",
     "GesaProcessor",
+    "KnowledgeClozeQAPipeline",
     "KnowledgeCollator",
     "KnowledgeInputBuilder",
+    "XhClozeQAPipeline",
     "XhGraphCollator",
     "XhProcessor",
     "render_entity_graph",

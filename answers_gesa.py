@@ -11,19 +11,24 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Per-window candidate scores -> ranked answers per query: the one place that merges window scores.
+"""Per-window candidate scores -> ranked answers per query: the one place that merges window scores and the one
+place that turns them into ``{answer, score, start, end}``.
 
 A long passage is split into windows (features) that share one query id. Every candidate mention's score is grouped
 by its normalised text (``normalize_entity_string``: the official ReCoRD normalisation), a group keeps the best score
 over all its mentions in all windows, and its answer is the surface text of that best mention (ties keep the first
-seen). The evaluation (``run_record.py --do_eval``), ``--do_predict``, the pipeline and
-``GesaProcessor.post_process_predictions`` all read this ranking, so they can never disagree on a query's answer.
+seen): ``rank_window_answers``. ``ranked_answers`` gives each answer its score (``sigmoid`` of the merged logit for
+ReCoRD's per-candidate binary cross-entropy, ``softmax`` over the query's answers for WikiHop's cross-entropy) and its
+first mention. The evaluation (``run_record.py --do_eval``), ``--do_predict``, the entity cloze and WikiHop pipelines
+and ``GesaProcessor.post_process_predictions`` all read this ranking, so they can never disagree on a query's answer.
+
+Flat module: copied next to every saved processor, so it imports only third-party packages and its siblings.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,6 +63,7 @@ def rank_window_answers(
     candidate_spans: Sequence[Sequence[Sequence[int]]] | None = None,
     first_candidate: int = 1,
     caller: str = "rank_answers",
+    same_answer: Callable[[str], str] | None = normalize_entity_string,
 ) -> dict[str, list[dict[str, Any]]]:
     """Every answer per query, best first.
 
@@ -69,6 +75,7 @@ def rank_window_answers(
         candidate_spans: ``(F, E_f, 2)`` exclusive character spans, optional.
         first_candidate: index of the first candidate slot (1: GESA windows, entity 0 is the placeholder; 0: XH).
         caller: the name errors start with.
+        same_answer: the key under which mentions count as one answer (``None``: each distinct text its own).
 
     Returns:
         ``{example_id: [{"answer", "logit", "start", "end"}, ...]}`` in first-seen query order, each list sorted by
@@ -128,7 +135,7 @@ def rank_window_answers(
                 span = (int(spans[index][0]), int(spans[index][1]))
                 if text not in first or span < first[text]:
                     first[text] = span
-            key = normalize_entity_string(text)
+            key = text if same_answer is None else same_answer(text)
             entry = groups.get(key)
             if entry is None:
                 groups[key] = {"answer": text, "logit": score}
@@ -146,4 +153,68 @@ def rank_window_answers(
     return out
 
 
-__all__ = ["rank_window_answers"]
+SCORES = ("sigmoid", "softmax")
+
+
+def answer_score(logit: float) -> float:
+    """``sigmoid(logit)``, without overflow for large ``|logit|`` (``-inf`` gives 0)."""
+    if logit >= 0:
+        return 1.0 / (1.0 + math.exp(-logit))
+    value = math.exp(logit)
+    return value / (1.0 + value)
+
+
+def ranked_answers(
+    example_ids: Sequence[str],
+    candidate_texts: Sequence[Sequence[str]],
+    logits: Any,
+    candidate_spans: Sequence[Sequence[Sequence[int]]] | None = None,
+    first_candidate: int = 1,
+    top_k: int | None = None,
+    score: str = "sigmoid",
+    same_answer: Callable[[str], str] | None = normalize_entity_string,
+    caller: str = "ranked_answers",
+) -> dict[str, list[dict[str, Any]]]:
+    """The ranked answers of every query as a pipeline and ``--do_predict`` give them: ``rank_window_answers`` (same
+    arguments), each answer with its score, the first ``top_k`` (``None``: all).
+
+    Args:
+        score: ``"sigmoid"``: ``sigmoid(logit)``, the model's probability that this candidate answers (ReCoRD's
+            per-candidate binary cross-entropy; scores need not sum to 1); ``"softmax"``: over the query's answers
+            (WikiHop's cross-entropy over the candidates; they sum to 1). Both rank exactly as the logits.
+
+    Returns:
+        ``{example_id: [{"answer", "score", "start", "end"}, ...]}`` best first, in first-seen query order; ``start``
+        / ``end`` (the answer's first mention, exclusive end) only with ``candidate_spans``.
+    """
+    if score not in SCORES:
+        raise ValueError(f"{caller}: score must be one of {SCORES}, got {score!r}")
+    ranked = rank_window_answers(
+        example_ids, candidate_texts, logits, candidate_spans, first_candidate, caller, same_answer
+    )
+    out = {}
+    for example_id, answers in ranked.items():
+        if score == "sigmoid":
+            scores = [answer_score(entry["logit"]) for entry in answers]
+        else:
+            logit = np.array([entry["logit"] for entry in answers], dtype=np.float64)
+            weights = np.exp(logit - logit.max())
+            scores = (weights / weights.sum()).tolist()
+        out[example_id] = [
+            {"answer": entry["answer"], "score": value}
+            | ({"start": entry["start"], "end": entry["end"]} if candidate_spans is not None else {})
+            for entry, value in zip(answers[:top_k], scores, strict=False)
+        ]
+    return out
+
+
+def first_mentions(passage: str, spans: Sequence[tuple[int, int]], texts: Sequence[str]) -> list[tuple[int, int]]:
+    """Per candidate text, its first mention among ``spans`` (``(-1, -1)``: none); XH graphs list each candidate string
+    once, where GESA windows list every mention."""
+    first: dict[str, tuple[int, int]] = {}
+    for start, end in sorted(spans):
+        first.setdefault(passage[start:end], (start, end))
+    return [first.get(text, (-1, -1)) for text in texts]
+
+
+__all__ = ["SCORES", "answer_score", "first_mentions", "rank_window_answers", "ranked_answers"]

@@ -11,24 +11,38 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Checkpoint files that parse: weights checked before transformers reads them, so a damaged file is named.
+"""What a checkpoint folder holds: weights checked before transformers reads them, the pipeline code that goes with
+the weights, and the tokenizer read without running remote code.
 
 A truncated ``model.safetensors`` (an interrupted save or copy) makes the safetensors library fail with
 ``incomplete metadata`` and no path; ``weights_problem`` reads the headers only and says which file is damaged and
 how. Used by ``GesaPreTrainedModel.from_pretrained`` (every model class of the package) and by the scripts' resume
 checks. ``load_tokenizer`` reads a checkpoint's tokenizer without running (or asking to run) its remote code;
 ``forget_remote_head_mapping`` keeps one checkpoint's head from standing in for another's in later ``Auto*`` loads.
+
+Code files: ``PreTrainedModel.save_pretrained`` copies the model's module and its relative imports (transformers'
+``custom_object_save``), ``ProcessorMixin.save_pretrained`` the processor's; ``checkpoint_pipeline`` is the one place
+that decides the rest: the head names its pipeline as data (``PipelineSpec``: the modeling files never import a
+pipeline, which sits above them), and the checkpoint gets that pipeline's module, every sibling it imports relatively
+and the ``custom_pipelines`` entry naming it; nothing else.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import transformers
 from transformers import AutoTokenizer, PretrainedConfig, PreTrainedTokenizerBase
+from transformers.dynamic_module_utils import get_relative_import_files
+from transformers.utils import logging
+
+logger = logging.get_logger(__name__)
 
 WEIGHTS_NAMES = (
     "model.safetensors",
@@ -136,11 +150,85 @@ def forget_remote_head_mapping(model_class: type, config_class: type) -> None:
         del registered[config_class]
 
 
+@dataclass(frozen=True)
+class PipelineSpec:
+    """The pipeline a head's checkpoints answer through, named as data: ``pipeline(model=dir,
+    trust_remote_code=True)`` builds ``impl`` for ``task``.
+
+    Args:
+        task: the pipeline task (``"entity-cloze-qa"``, ...), written as the key of ``config.custom_pipelines``.
+        impl: ``"module.Class"``, ``module`` a flat module of this package beside the head's own.
+        auto_class: the ``Auto*`` class that loads the head for the pipeline; default: the head's own
+            (``register_for_auto_class``).
+    """
+
+    task: str
+    impl: str
+    auto_class: str | None = None
+
+    @property
+    def module(self) -> str:
+        return self.impl.rpartition(".")[0]
+
+
+def _pipeline_module_file(model: Any, module: str) -> Path | None:
+    """``module``'s file beside the model's code, or else in the folder the model was loaded from (a model loaded
+    with ``trust_remote_code`` runs a copy of its modeling chain only); ``None`` when neither has it."""
+    folders = [Path(sys.modules[type(model).__module__].__file__).parent]
+    source = getattr(model.config, "_name_or_path", None)
+    if source and Path(source).is_dir():
+        folders.append(Path(source))
+    for folder in folders:
+        if (folder / f"{module}.py").is_file():
+            return folder / f"{module}.py"
+    return None
+
+
+def checkpoint_pipeline(model: Any) -> tuple[dict[str, dict[str, Any]] | None, list[Path]]:
+    """What a checkpoint of ``model`` carries for its pipeline: ``config.custom_pipelines`` (``None``: the head has
+    none) and the code files to copy next to the weights, the pipeline's module and every module it imports
+    relatively, at any depth (a head whose pipeline code cannot be found gets none, with a warning)."""
+    spec: PipelineSpec | None = getattr(type(model), "pipeline", None)
+    if spec is None:
+        return None, []
+    source = _pipeline_module_file(model, spec.module)
+    if source is None:
+        logger.warning(
+            f"{type(model).__name__}: {spec.module}.py is not beside its code, so the checkpoint will not answer "
+            f"through pipeline(model=..., trust_remote_code=True); save it from the installed gesa package"
+        )
+        return None, []
+    auto_class = spec.auto_class or getattr(type(model), "_auto_class", None) or "AutoModel"
+    custom = {spec.task: {"impl": spec.impl, "pt": [auto_class]}}
+    return custom, [source, *map(Path, get_relative_import_files(str(source)))]
+
+
+def save_pretrained_with_pipeline(
+    model: Any, save: Any, save_directory: str | os.PathLike, *args: Any, **kwargs: Any
+) -> None:
+    """``save(save_directory, *args, **kwargs)`` (``PreTrainedModel.save_pretrained``: weights, config, its code)
+    with the head's pipeline (``checkpoint_pipeline``): ``config.custom_pipelines`` names exactly that pipeline (an
+    entry inherited from another checkpoint's config would name code this folder does not carry), and its code files
+    are copied beside the model's by the main process."""
+    custom, files = checkpoint_pipeline(model)
+    if custom is None:
+        model.config.__dict__.pop("custom_pipelines", None)
+    else:
+        model.config.custom_pipelines = custom
+    save(save_directory, *args, **kwargs)
+    if kwargs.get("is_main_process", args[0] if args else True):
+        for path in files:
+            shutil.copyfile(path, Path(save_directory) / path.name)
+
+
 __all__ = [
+    "PipelineSpec",
     "WEIGHTS_NAMES",
+    "checkpoint_pipeline",
     "forget_remote_head_mapping",
     "load_tokenizer",
     "refuse_damaged_weights",
     "safetensors_problem",
+    "save_pretrained_with_pipeline",
     "weights_problem",
 ]

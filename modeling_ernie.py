@@ -52,7 +52,9 @@ from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
 from .checks_gesa import check_kb_ids, check_shape
 from .configuration_variants import ErnieConfig
+from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
+    ENTITY_CLOZE_TASK,
     AttentionStructure,
     GesaForEntitySpanQA,
     GesaInputs,
@@ -169,6 +171,8 @@ class ErniePreTrainedModel(GesaPreTrainedModel):
 
     config_class = ErnieConfig
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings", "ErnieFusionLayer"]
+    # the knowledge inputs its forward reads (`processing_kb.KnowledgeInputBuilder`), for the knowledge pipelines
+    knowledge_inputs = "ernie"
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -321,6 +325,7 @@ class ErnieForEntitySpanQA(ErniePreTrainedModel, GesaForEntitySpanQA):
     knowledge inputs (`ernie_entity_ids`, `ernie_entity_positions`) through the head's keyword inputs."""
 
     base_model_class = ErnieModel
+    pipeline = PipelineSpec(ENTITY_CLOZE_TASK, "pipeline_kb.KnowledgeClozeQAPipeline")
 
 
 # ---------------------------------------------------------------------------------------------

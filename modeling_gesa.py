@@ -24,13 +24,10 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
-import copy
 import inspect
 import os
-import shutil
 from dataclasses import dataclass, fields
 from functools import wraps
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -38,7 +35,6 @@ from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
-from transformers.dynamic_module_utils import get_relative_import_files
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
@@ -56,7 +52,12 @@ from .checks_gesa import (
 )
 from .configuration_gesa import GesaConfig
 from .conversion_gesa import convert_luke_checkpoint, init_added_word_embeddings
-from .loading_gesa import forget_remote_head_mapping, refuse_damaged_weights
+from .loading_gesa import (
+    PipelineSpec,
+    forget_remote_head_mapping,
+    refuse_damaged_weights,
+    save_pretrained_with_pipeline,
+)
 from .structure_gesa import LUKE_MASK_ENTITY_ID, AttentionStructure, RelativeLabels, build_attention_structure
 
 
@@ -456,12 +457,8 @@ def _entity_states_follow_hidden_states(forward):
 # ---------------------------------------------------------------------------------------------
 
 
-# `config.custom_pipelines` of every entity-span QA checkpoint: `pipeline(model=dir, trust_remote_code=True)` builds
-# pipeline_gesa.EntityClozeQAPipeline (the file and its relative imports are copied next to the weights).
+# the pipeline task of every entity-span QA checkpoint (GESA's and each variant's own pipeline class)
 ENTITY_CLOZE_TASK = "entity-cloze-qa"
-ENTITY_CLOZE_PIPELINES = {
-    ENTITY_CLOZE_TASK: {"impl": "pipeline_gesa.EntityClozeQAPipeline", "pt": ["AutoModelForQuestionAnswering"]}
-}
 
 
 class GesaPreTrainedModel(PreTrainedModel):
@@ -497,6 +494,9 @@ class GesaPreTrainedModel(PreTrainedModel):
     # e2e_local's entity-index distances, which are an order, not structure (scaled, they slow that preset's start).
     # `None`: every row at `initializer_range`, no turn (the init before this).
     entity_label_logit_std: float | None = ENTITY_LABEL_LOGIT_STD
+    # the pipeline a saved checkpoint of this head answers through, named as data (`save_pretrained` writes it to
+    # `custom_pipelines` and copies its code, `loading_gesa.checkpoint_pipeline`); None: the base models, pre-training
+    pipeline: PipelineSpec | None = None
 
     def _init_weights(self, module: nn.Module) -> None:
         super()._init_weights(module)
@@ -607,19 +607,13 @@ class GesaPreTrainedModel(PreTrainedModel):
         return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs) -> None:
-        """`PreTrainedModel.save_pretrained`, with `auto_map` also naming the base model for `AutoModel`."""
+        """`PreTrainedModel.save_pretrained`, with `auto_map` also naming the base model for `AutoModel`, and the
+        head's pipeline (`pipeline`) named in `custom_pipelines` with its code beside the weights."""
         auto_map = dict(getattr(self.config, "auto_map", None) or {})
         base_class = type(self.base_model)
         auto_map.setdefault("AutoModel", f"{base_class.__module__.split('.')[-1]}.{base_class.__name__}")
         self.config.auto_map = auto_map
-        pipeline_file = Path(__file__).with_name("pipeline_gesa.py")
-        is_head = getattr(type(self), "_auto_class", None) == "AutoModelForQuestionAnswering"
-        if is_head and pipeline_file.is_file():  # `pipeline(model=dir, trust_remote_code=True)`: pipeline_gesa.py
-            self.config.custom_pipelines = copy.deepcopy(ENTITY_CLOZE_PIPELINES)
-        super().save_pretrained(save_directory, *args, **kwargs)
-        if is_head and pipeline_file.is_file() and kwargs.get("is_main_process", True):
-            for source in [pipeline_file, *map(Path, get_relative_import_files(str(pipeline_file)))]:
-                shutil.copyfile(source, Path(save_directory) / source.name)
+        save_pretrained_with_pipeline(self, super().save_pretrained, save_directory, *args, **kwargs)
 
     # grow the word table for added tokens, each copied from its source token (`conversion_gesa`)
     init_added_word_embeddings = init_added_word_embeddings
@@ -813,6 +807,7 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
 
     base_model_class: type[GesaModel] = GesaModel
     output_class: type[ModelOutput] = GesaEntitySpanQAOutput
+    pipeline = PipelineSpec(ENTITY_CLOZE_TASK, "pipeline_gesa.EntityClozeQAPipeline")
     # inputs the head cannot score without (XH adds its own)
     required_inputs: tuple[str, ...] = ("entity_ids",)
 

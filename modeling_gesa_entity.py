@@ -23,17 +23,13 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
-import copy
 import inspect
 import os
-import shutil
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers.dynamic_module_utils import get_relative_import_files
 from transformers.models.luke.modeling_luke import (
     EntityClassificationOutput,
     EntityPairClassificationOutput,
@@ -45,6 +41,7 @@ from transformers.models.luke.modeling_luke import (
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple, logging
 
+from .loading_gesa import PipelineSpec
 from .modeling_gesa import GesaInputs, GesaModel, GesaPreTrainedModel, classifier_dropout, with_inputs_of
 
 logger = logging.get_logger(__name__)
@@ -119,9 +116,6 @@ class GesaEntityHeadBase(GesaPreTrainedModel):
     min_entities: int = 1
     # the loss is a mean over labels, not over items counted by Trainer
     accepts_loss_kwargs = False
-    # `config.custom_pipelines` of a saved checkpoint: `pipeline(task, model=dir, trust_remote_code=True)` builds the
-    # class of pipeline_entity.py (copied next to the weights); None: the head has no pipeline
-    pipeline: tuple[str, str] | None = None
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -162,20 +156,6 @@ class GesaEntityHeadBase(GesaPreTrainedModel):
         copy_luke_head(model, pretrained_model_name_or_path, cls.luke_class_name, hub_kwargs, entity_rows)
         return model
 
-    def save_pretrained(self, save_directory: str | os.PathLike, *args: Any, **kwargs: Any) -> None:
-        """`save_pretrained`, with `pipeline(task, model=dir, trust_remote_code=True)` building the head's pipeline."""
-        pipeline_file = Path(__file__).with_name("pipeline_entity.py")
-        with_pipeline = self.pipeline is not None and pipeline_file.is_file()
-        if with_pipeline:
-            task, impl = self.pipeline
-            custom = dict(copy.deepcopy(getattr(self.config, "custom_pipelines", None) or {}))
-            custom[task] = {"impl": impl, "pt": [getattr(type(self), "_auto_class", None) or "AutoModel"]}
-            self.config.custom_pipelines = custom
-        super().save_pretrained(save_directory, *args, **kwargs)
-        if with_pipeline and kwargs.get("is_main_process", True):
-            for source in [pipeline_file, *map(Path, get_relative_import_files(str(pipeline_file)))]:
-                shutil.copyfile(source, Path(save_directory) / source.name)
-
     def encode(self, input_ids: torch.Tensor | None, kwargs: dict) -> ModelOutput:
         """The encoder on the inputs, after checking the head has the entities it reads."""
         entity_ids = kwargs.get("entity_ids")
@@ -213,7 +193,7 @@ class GesaForEntityClassification(GesaEntityHeadBase):
 
     luke_class_name = "LukeForEntityClassification"
     task_entities = "the entity to type first"
-    pipeline = ("entity-typing", "pipeline_entity.EntityTypingPipeline")
+    pipeline = PipelineSpec("entity-typing", "pipeline_entity.EntityTypingPipeline")
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
@@ -244,7 +224,7 @@ class GesaForEntityPairClassification(GesaEntityHeadBase):
     luke_class_name = "LukeForEntityPairClassification"
     min_entities = 2
     task_entities = "the head entity first, the tail entity second"
-    pipeline = ("relation-classification", "pipeline_entity.RelationClassificationPipeline")
+    pipeline = PipelineSpec("relation-classification", "pipeline_entity.RelationClassificationPipeline")
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

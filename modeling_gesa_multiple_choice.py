@@ -21,34 +21,29 @@ index (``-100``: unlabelled, ignored).
 Also ``extend_position_embeddings``: the Longformer recipe (copy the 512 learned positions over the longer table) for
 models with absolute positions (``--variant luke``/``luke_graph``) on WikiHop's 4,096-word inputs.
 
+LUKE-Graph's head is ``modeling_luke_graph_multiple_choice.LukeGraphForEntityMultipleChoice``.
+
 Flat module: copied next to every saved checkpoint (``AutoModelForMultipleChoice`` with ``trust_remote_code``), so it
 imports only its siblings.
 """
 
 from __future__ import annotations
 
-import copy
 import inspect
-import os
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers.dynamic_module_utils import get_relative_import_files
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
+from .loading_gesa import PipelineSpec
 from .modeling_gesa import GesaForEntitySpanQA, GesaInputs, GesaModel, refuse_span_positions, with_inputs_of
-from .modeling_luke_graph import LukeGraphModel, LukeGraphPreTrainedModel
 
 IGNORE_INDEX = -100
-# `config.custom_pipelines` of every WikiHop checkpoint: `pipeline(model=dir, trust_remote_code=True)` builds
-# pipeline_wikihop.WikihopPipeline (the file and its relative imports are copied next to the weights).
+# the pipeline task of every WikiHop checkpoint: `pipeline(model=dir, trust_remote_code=True)` builds WikihopPipeline
 WIKIHOP_TASK = "wikihop-multiple-choice"
-WIKIHOP_PIPELINES = {WIKIHOP_TASK: {"impl": "pipeline_wikihop.WikihopPipeline", "pt": ["AutoModelForMultipleChoice"]}}
 
 
 @dataclass
@@ -129,6 +124,7 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
     """
 
     output_class = EntityMultipleChoiceOutput
+    pipeline = PipelineSpec(WIKIHOP_TASK, "pipeline_wikihop.WikihopPipeline")
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         own_forward = "forward" in cls.__dict__
@@ -180,22 +176,6 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
         passed = self._passed_output_fields
         return self.output_class(loss=loss, logits=logits, **{name: outputs.get(name) for name in passed})
 
-    def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs) -> None:
-        """`save_pretrained`, with `pipeline(model=dir, trust_remote_code=True)` building `WikihopPipeline`."""
-        pipeline_file = Path(__file__).with_name("pipeline_wikihop.py")
-        if pipeline_file.is_file():
-            self.config.custom_pipelines = copy.deepcopy(WIKIHOP_PIPELINES)
-        super().save_pretrained(save_directory, *args, **kwargs)
-        if pipeline_file.is_file() and kwargs.get("is_main_process", True):
-            for source in [pipeline_file, *map(Path, get_relative_import_files(str(pipeline_file)))]:
-                shutil.copyfile(source, Path(save_directory) / source.name)
-
-
-class LukeGraphForEntityMultipleChoice(LukeGraphPreTrainedModel, GesaForEntityMultipleChoice):
-    """LUKE-Graph's gated relational graph network under the multiple-choice head."""
-
-    base_model_class = LukeGraphModel
-
 
 def extend_position_embeddings(model: nn.Module, max_position_embeddings: int) -> bool:
     """Grow every absolute position table of `model` to `max_position_embeddings` rows by copying its learned rows
@@ -231,12 +211,11 @@ def extend_position_embeddings(model: nn.Module, max_position_embeddings: int) -
 
 
 GesaForEntityMultipleChoice.register_for_auto_class("AutoModelForMultipleChoice")
-LukeGraphForEntityMultipleChoice.register_for_auto_class("AutoModelForMultipleChoice")
 
 __all__ = [
+    "WIKIHOP_TASK",
     "EntityMultipleChoiceOutput",
     "GesaForEntityMultipleChoice",
-    "LukeGraphForEntityMultipleChoice",
     "extend_position_embeddings",
     "multiple_choice_logits",
 ]

@@ -49,7 +49,9 @@ from transformers.utils import ModelOutput
 
 from .checks_gesa import check_kar_inputs
 from .configuration_variants import KarConfig
+from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
+    ENTITY_CLOZE_TASK,
     GesaEntitySpanQAOutput,
     GesaForEntitySpanQA,
     GesaInputs,
@@ -251,6 +253,8 @@ class KarPreTrainedModel(GesaPreTrainedModel):
 
     config_class = KarConfig
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings", "KarLayer"]
+    # the knowledge inputs its forward reads (`processing_kb.KnowledgeInputBuilder`), for the knowledge pipelines
+    knowledge_inputs = "kar"
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -460,6 +464,7 @@ class KarForEntitySpanQA(KarPreTrainedModel, GesaForEntitySpanQA):
 
     base_model_class = KarModel
     output_class = KarEntitySpanQAOutput
+    pipeline = PipelineSpec(ENTITY_CLOZE_TASK, "pipeline_kb.KnowledgeClozeQAPipeline")
 
     def auxiliary_loss(self, outputs: KarModelOutput) -> torch.Tensor | None:
         if outputs.linking_loss is None:

@@ -47,7 +47,9 @@ from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
 from .checks_gesa import InputValueChecks, check_candidate_labels
 from .configuration_variants import XhConfig
+from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
+    ENTITY_CLOZE_TASK,
     GesaForEntitySpanQA,
     GesaInputs,
     GesaModel,
@@ -345,6 +347,7 @@ class XhForEntitySpanQA(XhPreTrainedModel, GesaForEntitySpanQA):
 
     base_model_class = XhModel
     required_inputs = ("entity_ids", "placeholder_entity_mask", "entity_string_ids")
+    pipeline = PipelineSpec(ENTITY_CLOZE_TASK, "pipeline_xh.XhClozeQAPipeline")
     # graph-shaped inputs: XhModel checks them per node; the graph-level labels are checked below
     check_head_inputs = False
 
@@ -624,6 +627,9 @@ class XhForFactVerification(XhGraphHead):
     """FEVER with Transformer-XH: per-node label distribution `p(y|tau) = softmax(Linear(h_tau,0))` (Eq. 14), node
     importance `p(s|tau) = softmax_tau(Linear(h_tau,0))` (Eq. 15), claim label `p(y|X,E) = sum_tau p(s|tau) p(y|tau)`
     (Eq. 16). Labels: `labels` `(G,)` class ids; `node_labels` `(G, N)` 1 on gold evidence nodes (optional)."""
+
+    # built with the wiki pages: pipeline(model=dir, trust_remote_code=True, pages={page: {line: sentence}})
+    pipeline = PipelineSpec("xh-fact-verification", "pipeline_xh_tasks.XhFactVerificationPipeline")
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__(config)

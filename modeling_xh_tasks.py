@@ -48,6 +48,7 @@ from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
 from .configuration_variants import XhConfig
+from .loading_gesa import PipelineSpec
 from .modeling_gesa import GesaInputs, with_inputs_of
 from .modeling_xh import XhFactVerificationOutput, XhForMultiHopQA, XhModel
 
@@ -88,6 +89,8 @@ class XhForHotpotQA(XhForMultiHopQA):
 
     Features: `processing_xh_tasks.XhTaskProcessor.encode_hotpot_rows`. Prediction: `decode_hotpot`.
     """
+
+    pipeline = PipelineSpec("xh-hotpot-qa", "pipeline_xh_tasks.XhHotpotQAPipeline")
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__(config)

@@ -14,19 +14,23 @@
 """``TokenizerPipeline``: the base of every gesa pipeline.
 
 Each of them builds its own features from the checkpoint's tokenizer (and its saved processor settings), so
-``pipeline(...)`` loads the tokenizer and nothing else, and none of them generates.
+``pipeline(...)`` loads the tokenizer and nothing else, and none of them generates. A head of this package names the
+pipeline its checkpoints answer through (``pipeline``, written to ``config.custom_pipelines``); a pipeline built on a
+model whose head names another one is refused with that name, not left to fail on the wrong features.
 
 Flat module: copied next to every saved checkpoint, so it imports only its siblings and third-party packages.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from transformers import Pipeline
 
 
 class TokenizerPipeline(Pipeline):
     """A `Pipeline` that loads only the tokenizer (no processor, image processor, feature extractor or video
-    processor) and never calls `generate`."""
+    processor) and never calls `generate`, on a model whose head names this pipeline (or names none)."""
 
     _load_processor = False
     _load_image_processor = False
@@ -34,6 +38,16 @@ class TokenizerPipeline(Pipeline):
     _load_video_processor = False
     _load_tokenizer = True
     _pipeline_calls_generate = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        impl = getattr(getattr(type(self.model), "pipeline", None), "impl", None)
+        if isinstance(impl, str) and impl.rpartition(".")[2] not in {cls.__name__ for cls in type(self).__mro__}:
+            raise ValueError(
+                f"{type(self.model).__name__} answers through {impl}, not {type(self).__name__}: load its saved "
+                f"checkpoint with pipeline(model=checkpoint_dir, trust_remote_code=True), or pass "
+                f"pipeline_class={impl.rpartition('.')[2]} (gesa.{impl})"
+            )
 
 
 __all__ = ["TokenizerPipeline"]

@@ -21,10 +21,10 @@
   first k).
 
 The mention is the ``[MASK]`` entity (the tail: ``[MASK2]``) with GESA's graph inputs (``processing_entity.graph_inputs``:
-one sentence, equal mention texts matched) and, for KAR/ERNIE checkpoints, the knowledge inputs (mentions matched
-to the tokenizer's entity titles), exactly as ``run_entity_tasks.py`` trains. A trained
-checkpoint names its pipeline in ``config.custom_pipelines``, so ``pipeline(task, model=dir, trust_remote_code=True)``
-builds it from the checkpoint's own copy of this file. A bad input is one ``ValueError`` naming the field.
+one sentence, equal mention texts matched), exactly as ``run_entity_tasks.py`` trains (KAR/ERNIE checkpoints add their
+knowledge inputs: ``pipeline_entity_kb``). A trained checkpoint names its pipeline in ``config.custom_pipelines``, so
+``pipeline(task, model=dir, trust_remote_code=True)`` builds it from the checkpoint's own copy of this file. A bad
+input is one ``ValueError`` naming the field.
 
 Flat module: copied next to every saved checkpoint, so it imports only its siblings and third-party packages.
 """
@@ -40,8 +40,6 @@ from transformers.pipelines import PIPELINE_REGISTRY
 
 from .pipeline_base_gesa import TokenizerPipeline
 from .processing_entity import graph_inputs
-from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
-from .registry_gesa import knowledge_variant_of
 
 ENTITY_TYPING_TASK = "entity-typing"
 RELATION_CLASSIFICATION_TASK = "relation-classification"
@@ -80,14 +78,6 @@ class _EntityPipeline(TokenizerPipeline):
     fields: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        variant = knowledge_variant_of(self.model.config.model_type)
-        self.knowledge = None  # KAR/ERNIE: the KB inputs, as run_entity_tasks.py's collator adds them
-        if variant is not None:
-            candidates = EntityCandidateGenerator.from_tokenizer(self.tokenizer)
-            self.knowledge = KnowledgeInputBuilder(self.tokenizer, candidates, variant)
-
     def _sanitize_parameters(self, max_length: int | None = None, **kwargs: Any) -> tuple[dict, dict, dict]:
         post = {name: kwargs.pop(name) for name in self.postprocess_parameters if name in kwargs}
         if kwargs:
@@ -113,8 +103,11 @@ class _EntityPipeline(TokenizerPipeline):
                 "the text around it or pass a larger max_length"
             )
         graph = graph_inputs([text[start:end] for start, end in spans])  # as run_entity_tasks.py's features
-        batch = {**encoded, **{name: torch.tensor([values]) for name, values in graph.items()}}
-        return batch if self.knowledge is None else self.knowledge(batch)
+        return self.add_inputs({**encoded, **{name: torch.tensor([values]) for name, values in graph.items()}})
+
+    def add_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The model inputs of one encoded mention: the batch itself (a variant's pipeline adds its own inputs)."""
+        return batch
 
     def _forward(self, model_inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.model(**model_inputs).logits[0]

@@ -13,8 +13,8 @@
 # limitations under the License.
 """``WikihopPipeline``: ranked answers of a WikiHop checkpoint to ``{"query", "supports", "candidates"}`` queries.
 
-Built by ``pipeline(model=<checkpoint>, trust_remote_code=True)`` (``config.custom_pipelines``, written by
-``GesaForEntityMultipleChoice.save_pretrained``). Input: one dict or a list of dicts (``"id"`` optional); output per
+Built by ``pipeline(model=<checkpoint>, trust_remote_code=True)`` (``config.custom_pipelines``: the pipeline
+``GesaForEntityMultipleChoice`` names). Input: one dict or a list of dicts (``"id"`` optional); output per
 query: every candidate best first, ``[{"answer", "score"}, ...]``, ``score`` the softmax probability over the
 query's candidates (they sum to 1). ``top_k`` keeps the first k. The top answer is what ``run_multihop.py --do_eval``
 predicts for the same record (the same processor settings, ``processor_config.json``, and the same head).
@@ -24,14 +24,12 @@ Flat module: copied next to every saved WikiHop checkpoint with its relative imp
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from transformers import AutoModelForMultipleChoice
 from transformers.pipelines import PIPELINE_REGISTRY
-from transformers.utils import cached_file
 
 from .modeling_gesa_multiple_choice import WIKIHOP_TASK
 from .pipeline_base_gesa import TokenizerPipeline
@@ -39,22 +37,6 @@ from .processing_wikihop import WikihopProcessor
 from .records_wikihop import to_example
 
 TASK = WIKIHOP_TASK
-PROCESSOR_CONFIG = "processor_config.json"
-PROCESSOR_SETTINGS = ("max_seq_length", "max_query_length", "max_candidate_length", "max_entities",
-                      "max_mention_length", "entity_mask_id")  # fmt: skip
-
-
-def load_processor_settings(name_or_path: str) -> dict[str, Any]:
-    """The checkpoint's saved ``WikihopProcessor`` settings (``{}`` when it has none)."""
-    try:
-        path = cached_file(name_or_path, PROCESSOR_CONFIG, _raise_exceptions_for_missing_entries=False)
-    except OSError:
-        path = None
-    if path is None:
-        return {}
-    with open(path, encoding="utf-8") as handle:
-        settings = json.load(handle)
-    return {key: settings[key] for key in PROCESSOR_SETTINGS if key in settings}
 
 
 class WikihopPipeline(TokenizerPipeline):
@@ -66,8 +48,7 @@ class WikihopPipeline(TokenizerPipeline):
         if processor is None:
             if self.tokenizer is None:
                 raise ValueError(f"{TASK}: give tokenizer= or processor= (the model has no tokenizer to load)")
-            name = self.model.config._name_or_path
-            processor = WikihopProcessor(self.tokenizer, **(load_processor_settings(name) if name else {}))
+            processor = WikihopProcessor.from_checkpoint(self.tokenizer, self.model.config._name_or_path)
         self.wikihop_processor = processor
         self.collator = processor.get_data_collator()
 
@@ -117,4 +98,4 @@ class WikihopPipeline(TokenizerPipeline):
 if TASK not in PIPELINE_REGISTRY.supported_tasks:
     PIPELINE_REGISTRY.register_pipeline(TASK, WikihopPipeline, pt_model=AutoModelForMultipleChoice)
 
-__all__ = ["TASK", "WikihopPipeline", "load_processor_settings"]
+__all__ = ["TASK", "WikihopPipeline"]

@@ -28,9 +28,7 @@ Flat module: copied next to every saved checkpoint, so it imports only third-par
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -45,19 +43,21 @@ from .records_xh import to_fever_claim, to_hotpot_row
 
 class _XhTaskPipeline(TokenizerPipeline):
     default_max_nodes: int | None = None
+    task_name = "hotpotqa"
 
     def __init__(self, *args: Any, processor: XhTaskProcessor | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if processor is None:
             if self.tokenizer is None:
                 raise ValueError(f"{type(self).__name__}: give tokenizer= or processor=")
-            settings = {"max_node_length": 512, "max_nodes": self.default_max_nodes}
-            saved = Path(self.model.config._name_or_path or "") / "processor_config.json"
-            if saved.is_file():  # the settings run_multihop.py trained with
-                stored = json.loads(saved.read_text(encoding="utf-8"))
-                settings.update({k: stored[k] for k in ("max_node_length", "max_query_length", "max_nodes",
-                                                        "hotpot_edges", "task") if k in stored})  # fmt: skip
-            processor = XhTaskProcessor(self.tokenizer, **settings)
+            # the settings run_multihop.py trained with, where the checkpoint has them
+            processor = XhTaskProcessor.from_checkpoint(
+                self.tokenizer,
+                self.model.config._name_or_path,
+                max_node_length=512,
+                max_nodes=self.default_max_nodes,
+                task=self.task_name,
+            )
         self.xh_processor = processor
         self.collator = processor.get_data_collator()
 
@@ -103,6 +103,7 @@ class XhFactVerificationPipeline(_XhTaskPipeline):
 
     _label_names = ("labels", "node_labels")
     default_max_nodes = 5
+    task_name = "fever"
 
     def __init__(self, *args: Any, pages: Mapping[str, Mapping[int, str]] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -28,7 +28,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from transformers import PreTrainedTokenizerBase
 
+from .processing_base_gesa import ProcessorBase
 from .records_entity import NerExample, RelationExample, TypingExample
 
 TASKS = ("entity_typing", "relation_classification", "ner")
@@ -59,32 +61,37 @@ def char_spans(tokens: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
     return " ".join(tokens), offsets
 
 
-class EntityTaskProcessor:
-    """Encode one task's examples for its head and collate them into batches.
+class EntityTaskProcessor(ProcessorBase):
+    """Encode one task's examples for its head and collate them into batches (calling the processor collates).
 
     Args:
         tokenizer: a LUKE tokenizer (takes `entity_spans` and `entities`), e.g. the checkpoint's own.
         task: `entity_typing`, `relation_classification` or `ner`.
         label_names: the label list; index = the head's class id (NER: `O` first, the no-entity class).
         max_length: word tokens per feature; max_span_length / max_entities: NER's candidate spans.
+
+    `save_pretrained` writes the settings (the label list included), the tokenizer and this code.
     """
 
     def __init__(
         self,
-        tokenizer: Any,
-        task: str,
-        label_names: Sequence[str],
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        task: str = "entity_typing",
+        label_names: Sequence[str] = (),
         max_length: int = 128,
         max_span_length: int = 8,
         max_entities: int = 64,
     ) -> None:
+        if tokenizer is None:
+            raise ValueError("EntityTaskProcessor needs a LUKE tokenizer (it takes entity_spans and entities)")
         if task not in TASKS:
             raise ValueError(f"task {task!r} is not an entity task; choose one of {TASKS}.")
         if task == "ner" and (not label_names or label_names[0] != NO_ENTITY):
             raise ValueError(
                 f"NER label_names must start with {NO_ENTITY!r} (the no-entity class), got {label_names!r}."
             )
-        self.tokenizer, self.task, self.label_names = tokenizer, task, list(label_names)
+        super().__init__(tokenizer)
+        self.task, self.label_names = task, list(label_names)
         self.label2id = {name: i for i, name in enumerate(self.label_names)}
         self.max_length, self.max_span_length, self.max_entities = max_length, max_span_length, max_entities
 
@@ -180,6 +187,9 @@ class EntityTaskProcessor:
         return batch
 
     __call__ = collate
+
+
+EntityTaskProcessor.register_for_auto_class("AutoProcessor")
 
 
 def decode_ner(

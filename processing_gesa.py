@@ -50,7 +50,6 @@ Usage::
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -58,7 +57,6 @@ from typing import Any
 import numpy as np
 from tokenizers import AddedToken, Tokenizer
 from transformers import BatchFeature, PreTrainedTokenizerBase
-from transformers.processing_utils import ProcessorMixin
 from transformers.utils import logging
 
 from .answers_gesa import rank_window_answers
@@ -81,6 +79,7 @@ from .collator_gesa import (
     GesaDataCollator,
 )
 from .inputs_gesa import InputError
+from .processing_base_gesa import ProcessorBase
 from .records_gesa import (
     HIGHLIGHT_PATTERN,
     RECORD_HIGHLIGHT,
@@ -91,12 +90,14 @@ from .records_gesa import (
     content_id,
     end_convention_hint,
     example_error,
+    integer_spans,
     parse_answers,
     span_as_given,
     to_record_examples,
 )
 from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .windows_gesa import (
+    ADDED_TOKEN_SOURCES,
     ENTITY_MARKER_TOKEN,
     HIGHLIGHT_TOKEN,
     PLACEHOLDER_TOKEN,
@@ -108,8 +109,6 @@ from .windows_gesa import (
 
 logger = logging.get_logger(__name__)
 
-# LUKE's entity_span_qa adds [HIGHLIGHT], [PLACEHOLDER], [ENTITY] in this order, initialised from "@", "#", "*".
-ADDED_TOKEN_SOURCES: dict[str, str] = {HIGHLIGHT_TOKEN: "@", PLACEHOLDER_TOKEN: "#", ENTITY_MARKER_TOKEN: "*"}
 CANDIDATE_SOURCES = ("auto", "annotations", "ner")
 
 # Every Unicode whitespace code point becomes one ASCII space: lengths (hence character offsets) are kept, and
@@ -179,7 +178,7 @@ def check_processor_arguments(**arguments: Any) -> None:
         raise TypeError(f"GesaProcessor: entity_mask_id must be None or an entity id >= 0, got {mask_id!r}")
 
 
-class GesaProcessor(ProcessorMixin):
+class GesaProcessor(ProcessorBase):
     """Turns ReCoRD examples (three input shapes) into GESA features, one per document window.
 
     Wraps LUKE's fast word tokenizer (``LukeTokenizer``; a fast RoBERTa tokenizer works too) and adds the word
@@ -208,7 +207,33 @@ class GesaProcessor(ProcessorMixin):
         candidate_source: ``"auto"`` (annotations when present, else NER), ``"annotations"`` or ``"ner"``.
         entity_mask_id: entity id of ``[MASK]``; default: the tokenizer's entity vocabulary, else LUKE's 2.
         skip_invalid: record and log invalid examples and keep the others instead of raising ``ValueError``.
+
+    ``stats`` / ``invalid_examples`` accumulate what the encode calls cut or skipped (each logged, ``ProcessorBase``).
     """
+
+    # every cap and lossy drop at WARNING, so that it shows at the default verbosity
+    cap_warnings = {
+        "query_truncated": "{query_truncated} queries cut to max_query_length={max_query_length} tokens around [PLC]",
+        "mention_truncated": (
+            "{mention_truncated} mentions cut to max_mention_length={max_mention_length} word positions"
+        ),
+        "entity_cap_window_splits": (
+            "{entity_cap_window_splits} windows split to keep at most max_entities={max_entities} entities "
+            "(placeholder included)"
+        ),
+        "overlapping_spans_dropped": (
+            "{overlapping_spans_dropped} overlapping entity spans dropped (the earlier, longer one is kept)"
+        ),
+        "answers_not_in_candidates": (
+            "{answers_not_in_candidates} queries whose gold answers match no candidate (all labels 0)"
+        ),
+    }
+    cap_notes = {
+        "duplicate_spans_dropped": "{duplicate_spans_dropped} duplicate entity spans merged",
+        "windows_without_candidates_dropped": (
+            "{windows_without_candidates_dropped} windows without any complete candidate mention dropped"
+        ),
+    }
 
     def __init__(
         self,
@@ -288,10 +313,6 @@ class GesaProcessor(ProcessorMixin):
         for name in ("cls_token_id", "sep_token_id", "pad_token_id"):
             if getattr(tokenizer, name, None) is None:
                 raise ValueError(f"the tokenizer has no {name[:-3]} (needed for <s> Q </s> </s> D </s>)")
-        self.stats: Counter[str] = Counter()
-        self.invalid_examples: list[InvalidExample] = []
-        self._backend: Tokenizer | None = None
-        self._unpickled_copy = False
 
     # ------------------------------------------------------------------ vocabulary
 
@@ -342,30 +363,6 @@ class GesaProcessor(ProcessorMixin):
                 raise ValueError(f"source token {source_token!r} for {new_token} is not in the word vocabulary")
             sources[self.tokenizer.convert_tokens_to_ids(new_token)] = source_id
         return sources
-
-    def _tokenizer_backend(self) -> Tokenizer:
-        """A private copy of the fast backend: immune to truncation/padding state left by tokenizer calls."""
-        if self._backend is None or self._backend.get_vocab_size(with_added_tokens=True) != len(self.tokenizer):
-            backend = Tokenizer.from_str(self.tokenizer.backend_tokenizer.to_str())
-            backend.no_truncation()
-            backend.no_padding()
-            self._backend = backend
-        return self._backend
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Per-process caches and counters stay out of pickles (Dataset.map workers, fingerprints).
-        state = self.__dict__.copy()
-        state["_backend"] = None
-        state["stats"] = Counter()
-        state["invalid_examples"] = []
-        state["_unpickled_copy"] = False  # the same state (and datasets fingerprint) for an original and a copy
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        # A copy (e.g. in a ``Dataset.map(num_proc>1)`` worker) counts into its own ``stats``, which never reach the
-        # original processor: its log lines say so, and carry the process id.
-        self._unpickled_copy = True
 
     # ------------------------------------------------------------------ public entry points
 
@@ -430,7 +427,7 @@ class GesaProcessor(ProcessorMixin):
             try:
                 given = None if entity_spans is None else entity_spans[index]
                 if given is not None:
-                    example.entity_spans = self._integer_spans(given, example_id)
+                    example.entity_spans = integer_spans(given, example_id)
                     example.span_texts = [None] * len(example.entity_spans)
                 if answers is not None and answers[index] is not None:
                     example.answers, _ = parse_answers(
@@ -460,32 +457,6 @@ class GesaProcessor(ProcessorMixin):
             setattr(batch, name, columns[name])
         batch.overflow_to_sample_mapping = mapping
         return batch
-
-    @staticmethod
-    def _integer_spans(given: Any, example_id: str) -> list[tuple[int, int]]:
-        """``(start, end)`` pairs of python ints from ints or numpy integers; anything else is an error."""
-        if isinstance(given, (str, Mapping)) or not isinstance(given, (Sequence, np.ndarray)):
-            raise example_error(
-                example_id,
-                f"entity_spans must be a list of (start, end) character spans with an exclusive end, got "
-                f"{type(given).__name__}",
-            )
-        spans = []
-        for span in given:
-            try:
-                start, end = span
-            except (TypeError, ValueError):
-                raise example_error(
-                    example_id,
-                    f"entity span {span!r} is not a (start, end) pair; entity_spans holds, per example, "
-                    "a list of (start, end) character spans with an exclusive end",
-                ) from None
-            if not all(isinstance(value, (int, np.integer)) and not isinstance(value, bool) for value in (start, end)):
-                raise example_error(
-                    example_id, f"entity span {span!r} must hold two integer character offsets (exclusive end)"
-                )
-            spans.append((int(start), int(end)))
-        return spans
 
     def encode_records(
         self,
@@ -829,39 +800,6 @@ class GesaProcessor(ProcessorMixin):
             for query in queries
         ]
         return [encoding.ids for encoding in self._tokenizer_backend().encode_batch(marked, add_special_tokens=False)]
-
-    def _report(self, stats: Counter[str], invalid: list[InvalidExample]) -> None:
-        """Accumulate counters and log every cap or drop that applied in this call (never silent).
-
-        Every cap (query, mention and entity caps) and every lossy drop is logged at WARNING, so that it shows at the
-        default verbosity, also from ``Dataset.map`` worker processes whose counters stay in the worker.
-        """
-        self.stats.update(stats)
-        self.invalid_examples.extend(invalid)
-        source = "GesaProcessor"
-        if getattr(self, "_unpickled_copy", False):
-            source = f"GesaProcessor (copy in process {os.getpid()}, e.g. a Dataset.map worker; counted there only)"
-        for item in invalid:
-            logger.warning(f"{source}: skipped invalid example {item.example_id!r}: {item.reason}")
-        warnings = {
-            "query_truncated": f"queries cut to max_query_length={self.max_query_length} tokens around [PLC]",
-            "mention_truncated": f"mentions cut to max_mention_length={self.max_mention_length} word positions",
-            "entity_cap_window_splits": (
-                f"windows split to keep at most max_entities={self.max_entities} entities (placeholder included)"
-            ),
-            "overlapping_spans_dropped": "overlapping entity spans dropped (the earlier, longer one is kept)",
-            "answers_not_in_candidates": "queries whose gold answers match no candidate (all labels 0)",
-        }
-        notes = {
-            "duplicate_spans_dropped": "duplicate entity spans merged",
-            "windows_without_candidates_dropped": "windows without any complete candidate mention dropped",
-        }
-        for key, message in warnings.items():
-            if stats[key]:
-                logger.warning(f"{source}: {stats[key]} {message}")
-        for key, message in notes.items():
-            if stats[key]:
-                logger.info(f"{source}: {stats[key]} {message}")
 
 
 GesaProcessor.register_for_auto_class("AutoProcessor")

@@ -138,6 +138,19 @@ class KnowledgeInputBuilder:
         self.candidates = candidates
         self.variant = variant
 
+    @classmethod
+    def from_tokenizer(
+        cls,
+        tokenizer: PreTrainedTokenizerBase,
+        variant: str,
+        alias_table: Mapping[str, Sequence[tuple[int | str, float]]] | None = None,
+        max_candidates: int = 30,
+    ) -> KnowledgeInputBuilder:
+        """The builder the scripts and the pipelines use: candidates by title match in the tokenizer's entity
+        vocabulary (LUKE's), plus an optional alias table (`EntityCandidateGenerator.from_tokenizer`)."""
+        candidates = EntityCandidateGenerator.from_tokenizer(tokenizer, alias_table, max_candidates)
+        return cls(tokenizer, candidates, variant)
+
     def mentions(self, batch: Mapping[str, torch.Tensor]) -> list[list[tuple[int, int, int, str]]]:
         """Per example, `(entity index, first word, last word, mention text)` of every real, non-placeholder entity."""
         input_ids = batch["input_ids"]
@@ -194,6 +207,18 @@ class KnowledgeInputBuilder:
         return out
 
 
+def knowledge_inputs_of(model: Any, user: str) -> str:
+    """The knowledge inputs a model's forward reads (its ``knowledge_inputs``: ``"kar"`` / ``"ernie"``); one
+    ``ValueError`` naming ``user`` (the pipeline that adds them) when it reads none."""
+    variant = getattr(model, "knowledge_inputs", None)
+    if variant not in KNOWLEDGE_VARIANTS:
+        raise ValueError(
+            f"{user} adds KnowBERT-KAR or ERNIE knowledge inputs, but {type(model).__name__} reads none (its "
+            f"knowledge_inputs {variant!r} is not one of {KNOWLEDGE_VARIANTS}): use the pipeline its checkpoint names"
+        )
+    return variant
+
+
 class KnowledgeCollator:
     """`builder(collator(features))`: a GESA data collator (e.g. `GesaProcessor.get_data_collator()`) whose batches
     also carry the KAR or ERNIE inputs."""
@@ -209,8 +234,10 @@ class KnowledgeCollator:
 
 
 __all__ = [
+    "KNOWLEDGE_VARIANTS",
     "EntityCandidateGenerator",
     "KnowledgeCollator",
     "KnowledgeInputBuilder",
+    "knowledge_inputs_of",
     "normalize_title",
 ]

@@ -44,7 +44,6 @@ that fits (each keeps its beginning); the log says how many records and words we
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -54,19 +53,17 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 from transformers import BatchFeature, PreTrainedTokenizerBase
-from transformers.processing_utils import ProcessorMixin
-from transformers.utils import logging
 
+from .answers_gesa import ranked_answers
 from .collator_gesa import GesaDataCollator
 from .inputs_gesa import InputError
+from .processing_base_gesa import ProcessorBase
 from .records_gesa import content_id
 from .records_wikihop import WikihopExample, record_error, rows_to_examples, to_example
 from .structure_gesa import CLS_GLOBAL as GLOBAL_CLS
 from .structure_gesa import LOCAL as GLOBAL_LOCAL
 from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .structure_gesa import QUESTION_GLOBAL as GLOBAL_QUESTION
-
-logger = logging.get_logger(__name__)
 
 IGNORE_INDEX = -100
 CANDIDATE_ENTITY_MASK = "candidate_entity_mask"
@@ -130,7 +127,7 @@ def fair_cut(lengths: Sequence[int], budget: int) -> int | None:
     return low
 
 
-class WikihopProcessor(ProcessorMixin):
+class WikihopProcessor(ProcessorBase):
     """Turns WikiHop records (three input shapes) into one long GESA feature per query (see the module docstring).
 
     Feature columns (``L`` words, ``E`` entities, ``M`` longest mention): the ``GesaProcessor`` model inputs
@@ -148,7 +145,26 @@ class WikihopProcessor(ProcessorMixin):
         max_entities: entities per query: the query entity, every candidate, then mentions in reading order.
         max_mention_length: word positions kept per mention.
         entity_mask_id: entity id of ``[MASK]``; default the tokenizer's entity vocabulary, else LUKE's 2.
+
+    ``stats`` accumulates what the encode calls cut (each logged, ``ProcessorBase``).
     """
+
+    # every cut at WARNING (never silent)
+    cap_warnings = {
+        "records_cut": (
+            "supports of {records_cut} of {queries} records cut to fit max_seq_length={max_seq_length}: {words_cut} "
+            "support words dropped, with {mentions_cut_with_supports} candidate/subject mentions in them (each "
+            "document keeps its beginning; raise --max_seq_length to keep them)"
+        ),
+        "mentions_over_max_entities": (
+            "{mentions_over_max_entities} mentions dropped beyond max_entities={max_entities}"
+        ),
+        "query_truncated": "{query_truncated} queries cut to max_query_length={max_query_length}",
+        "candidate_truncated": (
+            "{candidate_truncated} candidates cut to max_candidate_length={max_candidate_length} words"
+        ),
+        "mention_truncated": "{mention_truncated} mentions cut to max_mention_length={max_mention_length} words",
+    }
 
     def __init__(
         self,
@@ -192,22 +208,6 @@ class WikihopProcessor(ProcessorMixin):
             entity_vocab = getattr(tokenizer, "entity_vocab", None) or {}
             entity_mask_id = entity_vocab.get(getattr(tokenizer, "entity_mask_token", "[MASK]"), LUKE_MASK_ENTITY_ID)
         self.entity_mask_id = int(entity_mask_id)
-        self.stats: Counter[str] = Counter()
-        self._backend: Tokenizer | None = None
-
-    def _tokenizer_backend(self) -> Tokenizer:
-        if self._backend is None:
-            backend = Tokenizer.from_str(self.tokenizer.backend_tokenizer.to_str())
-            backend.no_truncation()
-            backend.no_padding()
-            self._backend = backend
-        return self._backend
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_backend"] = None
-        state["stats"] = Counter()
-        return state
 
     @property
     def model_input_names(self) -> list[str]:
@@ -432,58 +432,21 @@ class WikihopProcessor(ProcessorMixin):
         stats["mentions"] += len(mentions)
         stats["unmentioned_candidates"] += candidate_count - len({m[1] for m in mentions} & set(candidate_string_ids))
 
-    def _report(self, stats: Counter[str]) -> None:
-        """Accumulate counters; every cut is logged at WARNING (never silent)."""
-        self.stats.update(stats)
-        source = "WikihopProcessor" + (f" (process {os.getpid()})" if os.getpid() != _MAIN_PID else "")
-        if stats["records_cut"]:
-            logger.warning(
-                f"{source}: supports of {stats['records_cut']} of {stats['queries']} records cut to fit "
-                f"max_seq_length={self.max_seq_length}: {stats['words_cut']} support words dropped, with "
-                f"{stats['mentions_cut_with_supports']} candidate/subject mentions in them (each document keeps its "
-                "beginning; raise --max_seq_length to keep them)"
-            )
-        warnings = {
-            "mentions_over_max_entities": f"mentions dropped beyond max_entities={self.max_entities}",
-            "query_truncated": f"queries cut to max_query_length={self.max_query_length}",
-            "candidate_truncated": f"candidates cut to max_candidate_length={self.max_candidate_length} words",
-            "mention_truncated": f"mentions cut to max_mention_length={self.max_mention_length} words",
-        }
-        for key, message in warnings.items():
-            if stats[key]:
-                logger.warning(f"{source}: {stats[key]} {message}")
-
     # ------------------------------------------------------------------ predictions
 
     @staticmethod
     def rank_candidates(
         example_ids: Sequence[str], candidate_texts: Sequence[Sequence[str]], logits: Any
     ) -> dict[str, list[dict[str, Any]]]:
-        """Per query, every candidate best first with its probability (softmax over that query's candidates).
+        """Per query, every candidate best first with its probability (softmax over that query's candidates):
+        ``answers_gesa.ranked_answers`` with each candidate its own answer (no text merging).
 
         Raises:
             ValueError: lengths disagree, or a query's scores are not finite (NaN).
         """
-        scores = logits.detach().float().cpu().numpy() if isinstance(logits, torch.Tensor) else np.asarray(logits)
-        if scores.ndim != 2 or not (len(example_ids) == len(candidate_texts) == scores.shape[0]):
-            raise ValueError(
-                f"rank_candidates: {len(example_ids)} ids, {len(candidate_texts)} candidate rows and logits of shape "
-                f"{tuple(scores.shape)} must describe the same queries"
-            )
-        ranked = {}
-        for row, (example_id, texts) in enumerate(zip(example_ids, candidate_texts, strict=True)):
-            indices = [index for index, text in enumerate(texts) if text]
-            values = scores[row, indices].astype(np.float64)
-            if np.isnan(values).any():
-                raise ValueError(f"rank_candidates: query {example_id!r} has NaN scores: the model diverged")
-            probabilities = np.exp(values - values.max())
-            probabilities /= probabilities.sum()
-            order = sorted(range(len(indices)), key=lambda i: -values[i])  # stable: ties keep the file's order
-            ranked[example_id] = [{"answer": texts[indices[i]], "score": float(probabilities[i])} for i in order]
-        return ranked
-
-
-_MAIN_PID = os.getpid()
+        return ranked_answers(
+            example_ids, candidate_texts, logits, score="softmax", same_answer=None, caller="rank_candidates"
+        )
 
 
 class WikihopDataCollator(GesaDataCollator):

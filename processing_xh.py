@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,21 +43,12 @@ from typing import Any
 import torch
 from tokenizers import AddedToken
 from transformers import PreTrainedTokenizerBase
-from transformers.utils import logging
 
-from .processing_gesa import (
-    ADDED_TOKEN_SOURCES,
-    ENTITY_MARKER_TOKEN,
-    LUKE_MASK_ENTITY_ID,
-    PLACEHOLDER_TOKEN,
-    RECORD_HIGHLIGHT,
-    RECORD_PLACEHOLDER,
-    RecordExample,
-    normalize_entity_string,
-)
-from .records_gesa import check_example, to_record_examples
-
-logger = logging.get_logger(__name__)
+from .candidates_gesa import normalize_entity_string
+from .processing_base_gesa import ProcessorBase
+from .records_gesa import RECORD_HIGHLIGHT, RECORD_PLACEHOLDER, RecordExample, check_example, to_record_examples
+from .structure_gesa import LUKE_MASK_ENTITY_ID
+from .windows_gesa import ADDED_TOKEN_SOURCES, ENTITY_MARKER_TOKEN, PLACEHOLDER_TOKEN
 
 HOTPOT_EDGES = ("title_mention", "bidirectional", "full")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
@@ -206,7 +198,7 @@ class XhGraphCollator:
         return batch
 
 
-class XhProcessor:
+class XhProcessor(ProcessorBase):
     """Builds Transformer-XH graph features from ReCoRD and HotpotQA records.
 
     Args:
@@ -218,17 +210,35 @@ class XhProcessor:
         max_nodes: nodes kept per graph (the first ones); `None` keeps all.
         hotpot_edges: `"title_mention"`, `"bidirectional"` or `"full"` (see the module docstring).
         entity_mask_id: entity id of every entity token (`[MASK]`, LUKE's ReCoRD setting).
+
+    `save_pretrained` writes the settings, the tokenizer and this code; `stats` counts the caps of the encode calls
+    (each logged, `ProcessorBase`).
     """
+
+    cap_warnings = {
+        "truncated_queries": "{truncated_queries} queries cut to max_query_length={max_query_length} tokens",
+        "truncated_nodes": "{truncated_nodes} node texts cut to max_node_length={max_node_length} tokens",
+        "truncated_mentions": (
+            "{truncated_mentions} candidate mentions cut off with their node's text (max_node_length="
+            "{max_node_length}): not scored there"
+        ),
+        "truncated_graphs": "{truncated_graphs} graphs cut to their first max_nodes={max_nodes} nodes",
+        "truncated_answers": (
+            "{truncated_answers} answer spans cut off with their node's text (max_node_length={max_node_length})"
+        ),
+    }
 
     def __init__(
         self,
-        tokenizer: PreTrainedTokenizerBase,
+        tokenizer: PreTrainedTokenizerBase | None = None,
         max_node_length: int = 256,
         max_query_length: int = 90,
         max_nodes: int | None = None,
         hotpot_edges: str = "title_mention",
         entity_mask_id: int | None = None,
     ) -> None:
+        if tokenizer is None:
+            raise ValueError(f"{type(self).__name__} needs a tokenizer (LukeTokenizer or RoBERTa's)")
         if hotpot_edges not in HOTPOT_EDGES:
             raise ValueError(f"hotpot_edges must be one of {HOTPOT_EDGES}, got {hotpot_edges!r}.")
         if max_node_length < max_query_length + 8:
@@ -236,7 +246,7 @@ class XhProcessor:
                 f"max_node_length={max_node_length} leaves no room for the node text after max_query_length="
                 f"{max_query_length} query tokens and the special tokens."
             )
-        self.tokenizer = tokenizer
+        super().__init__(tokenizer)
         self.max_node_length = max_node_length
         self.max_query_length = max_query_length
         self.max_nodes = max_nodes
@@ -254,7 +264,6 @@ class XhProcessor:
         )
         self.placeholder_id = tokenizer.convert_tokens_to_ids(PLACEHOLDER_TOKEN)
         self.marker_id = tokenizer.convert_tokens_to_ids(ENTITY_MARKER_TOKEN)
-        self.stats: dict[str, int] = {}
 
     def added_token_sources(self) -> dict[int, int]:
         """New word token id -> existing token id that initialises it (as `GesaProcessor.added_token_sources`)."""
@@ -267,16 +276,11 @@ class XhProcessor:
         return XhGraphCollator(self.tokenizer.pad_token_id, self.entity_mask_id, keep_eval_columns)
 
     def _count(self, key: str) -> None:
-        self.stats[key] = self.stats.get(key, 0) + 1
+        self.stats[key] += 1
 
-    def _report(self, before: Mapping[str, int]) -> None:
-        """Log every cap that applied during one encode call (caps are counted in `stats`, never silent)."""
-        applied = {key: count - before.get(key, 0) for key, count in self.stats.items() if count > before.get(key, 0)}
-        if applied:
-            logger.warning(
-                f"XhProcessor: caps applied {applied} (max_node_length={self.max_node_length}, "
-                f"max_query_length={self.max_query_length}, max_nodes={self.max_nodes})"
-            )
+    def _report_since(self, before: Mapping[str, int]) -> None:
+        """Log every cap that applied since `before` (a copy of `stats`): one encode call's, already counted."""
+        self._report(self.stats - Counter(before), counted=True)
 
     # ------------------------------------------------------------------ tokenisation
 
@@ -347,7 +351,7 @@ class XhProcessor:
         """One graph feature per query of ReCoRD records (original/SuperGLUE records or flattened Hub rows)."""
         before = dict(self.stats)
         features = [self.encode_record_example(example) for example in to_record_examples(records)]
-        self._report(before)
+        self._report_since(before)
         return features
 
     def encode_record_example(self, example: RecordExample) -> dict[str, Any]:
@@ -421,7 +425,7 @@ class XhProcessor:
         """One graph feature per HotpotQA question (HF layout; the original list-of-pairs `context` works too)."""
         before = dict(self.stats)
         features = [self.encode_hotpot_record(record, position) for position, record in enumerate(records)]
-        self._report(before)
+        self._report_since(before)
         return features
 
     def encode_hotpot_record(self, record: Mapping[str, Any], position: int = 0) -> dict[str, Any]:
@@ -508,5 +512,7 @@ class XhProcessor:
                         return node, (match.start(), match.end())
         return (order[0] if order else -100), None
 
+
+XhProcessor.register_for_auto_class("AutoProcessor")
 
 __all__ = ["HOTPOT_EDGES", "XhGraphCollator", "XhProcessor", "record_sentences"]

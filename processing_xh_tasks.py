@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -94,22 +94,39 @@ class XhTaskProcessor(XhProcessor):
 
     `task` (`"hotpotqa"` or `"fever"`) and, for FEVER, `pages` (`{page id: {line: sentence}}`) say what
     `map_function` (batched `Dataset.map` over `example_json` rows) encodes; it builds TRAINING features (FEVER:
-    the gold evidence among the candidates). `save_pretrained` writes the settings and the tokenizer.
+    the gold evidence among the candidates). `save_pretrained` writes the settings (not the pages: data, given again
+    when loading), the tokenizer and this code.
     """
 
     TASKS = ("hotpotqa", "fever")
+    unsaved_settings = ("pages",)
+    per_process_state = ("_title_index",)
+    cap_warnings = {
+        **XhProcessor.cap_warnings,
+        "truncated_sentences": (
+            "{truncated_sentences} sentences cut off with their paragraph's text (max_node_length={max_node_length}): "
+            "never predicted as supporting facts"
+        ),
+        "answers_not_found": "{answers_not_found} span answers found in none of their question's paragraphs",
+        "truncated_candidates": (
+            "{truncated_candidates} claims whose candidate evidence sentences were cut to max_nodes={max_nodes}"
+        ),
+    }
 
     def __init__(
         self,
-        tokenizer: Any,
-        *args: Any,
+        tokenizer: Any = None,
+        max_node_length: int = 256,
+        max_query_length: int = 90,
+        max_nodes: int | None = None,
+        hotpot_edges: str = "title_mention",
+        entity_mask_id: int | None = None,
         task: str = "hotpotqa",
         pages: Mapping[str, Mapping[int, str]] | None = None,
-        **kwargs: Any,
     ) -> None:
         if task not in self.TASKS:
             raise ValueError(f"XhTaskProcessor: task must be one of {self.TASKS}, got {task!r}")
-        super().__init__(tokenizer, *args, **kwargs)
+        super().__init__(tokenizer, max_node_length, max_query_length, max_nodes, hotpot_edges, entity_mask_id)
         self.task = task
         self.pages = dict(pages or {})
         self._title_index: tuple[Mapping, dict[str, list[str]], int] | None = None
@@ -125,21 +142,6 @@ class XhTaskProcessor(XhProcessor):
                 feature["labels"] = feature.pop("fever_label", -100)
                 feature["candidates"] = json.dumps(feature["candidates"])  # one Arrow type per column
         return {key: [feature[key] for feature in features] for key in features[0]} if features else {}
-
-    def save_pretrained(self, save_directory: str | Any) -> None:
-        """`processor_config.json` (the settings, not the pages) and the tokenizer."""
-        directory = Path(save_directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        settings = {
-            "processor_class": type(self).__name__,
-            "task": self.task,
-            "max_node_length": self.max_node_length,
-            "max_query_length": self.max_query_length,
-            "max_nodes": self.max_nodes,
-            "hotpot_edges": self.hotpot_edges,
-        }
-        (directory / "processor_config.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
-        self.tokenizer.save_pretrained(directory)
 
     def get_data_collator(self, keep_eval_columns: bool = False) -> XhTaskCollator:
         return XhTaskCollator(self.tokenizer.pad_token_id, self.entity_mask_id, keep_eval_columns)
@@ -163,12 +165,12 @@ class XhTaskProcessor(XhProcessor):
         """One graph feature per HotpotQA row (`records_xh.read_hotpot_file` rows or Hub rows)."""
         before = dict(self.stats)
         features = [self.encode_hotpot_sentences(row, position) for position, row in enumerate(rows)]
-        self._report(before)
+        self._report_since(before)
         return features
 
     def encode_hotpot_sentences(self, row: Mapping[str, Any], position: int = 0) -> dict[str, Any]:
         """`encode_hotpot_record`'s graph and labels, the nodes re-encoded with sentence boundaries."""
-        counted = dict(self.stats)  # the nodes are encoded again below: count each cap once
+        counted = Counter(self.stats)  # the nodes are encoded again below: count each cap once
         feature = self.encode_hotpot_record({**row, "answer": row.get("answer") or ""}, position)
         self.stats = counted
         feature.pop("node_labels", None)  # paragraph labels: superseded by the sentence labels
@@ -218,7 +220,7 @@ class XhTaskProcessor(XhProcessor):
                 if kept:
                     starts[index] = kept[0] if starts[index] < 0 else starts[index]
                     ends[index] = kept[-1]
-            self.stats["truncated_sentences"] = self.stats.get("truncated_sentences", 0) + starts.count(-1)
+            self.stats["truncated_sentences"] += starts.count(-1)
             if answer_piece is not None and positions[answer_piece]:
                 first, final = offset + positions[answer_piece][0], offset + positions[answer_piece][-1]
                 if final <= last:
@@ -301,7 +303,7 @@ class XhTaskProcessor(XhProcessor):
         """One fully connected evidence graph per claim (`records_xh.read_fever_claims` rows)."""
         before = dict(self.stats)
         features = [self.encode_fever_claim(claim, pages, include_gold) for claim in claims]
-        self._report(before)
+        self._report_since(before)
         return features
 
     def encode_fever_claim(
@@ -332,5 +334,7 @@ class XhTaskProcessor(XhProcessor):
             feature["fever_label"] = FEVER_LABEL_IDS[claim["label"].upper()]
         return feature
 
+
+XhTaskProcessor.register_for_auto_class("AutoProcessor")
 
 __all__ = ["ANSWER_TYPES", "FEVER_LABEL_IDS", "XhTaskCollator", "XhTaskProcessor", "answer_type_of"]

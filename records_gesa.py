@@ -97,6 +97,33 @@ def example_error(
     return InputError(message, source, record=f"ReCoRD {kind}", record_id=example_id)
 
 
+def integer_spans(given: Any, example_id: str) -> list[tuple[int, int]]:
+    """``(start, end)`` pairs of python ints from ints or numpy integers (a caller's ``entity_spans`` of one example,
+    exclusive ends); anything else is one ``RecordError`` naming the example."""
+    if isinstance(given, (str, Mapping)) or not isinstance(given, (Sequence, np.ndarray)):
+        raise example_error(
+            example_id,
+            "entity_spans must be a list of (start, end) character spans with an exclusive end, got "
+            f"{type(given).__name__}",
+        )
+    spans = []
+    for span in given:
+        try:
+            start, end = span
+        except (TypeError, ValueError):
+            raise example_error(
+                example_id,
+                f"entity span {span!r} is not a (start, end) pair; entity_spans holds, per example, "
+                "a list of (start, end) character spans with an exclusive end",
+            ) from None
+        if not all(isinstance(value, (int, np.integer)) and not isinstance(value, bool) for value in (start, end)):
+            raise example_error(
+                example_id, f"entity span {span!r} must hold two integer character offsets (exclusive end)"
+            )
+        spans.append((int(start), int(end)))
+    return spans
+
+
 # ----------------------------------------------------------------------------------------------- field readers
 
 
@@ -557,6 +584,7 @@ __all__ = [
     "check_example",
     "check_record_file",
     "content_id",
+    "integer_spans",
     "item_to_examples",
     "parse_answers",
     "read_record_file",

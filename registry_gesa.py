@@ -63,7 +63,7 @@ from .modeling_gesa import GesaForEntitySpanQA
 from .modeling_kar import KarForEntitySpanQA
 from .modeling_luke_graph import LukeGraphForEntitySpanQA
 from .modeling_xh import XhForEntitySpanQA
-from .processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
+from .processing_kb import KnowledgeCollator, KnowledgeInputBuilder
 from .processing_xh import XhProcessor
 
 Collator = Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
@@ -186,8 +186,8 @@ class VariantSpec:
         the optional alias table); unchanged for the other variants."""
         if self.knowledge_variant is None:
             return collator
-        candidates = EntityCandidateGenerator.from_tokenizer(tokenizer, alias_table, max_candidates)
-        return KnowledgeCollator(collator, KnowledgeInputBuilder(tokenizer, candidates, self.knowledge_variant))
+        builder = KnowledgeInputBuilder.from_tokenizer(tokenizer, self.knowledge_variant, alias_table, max_candidates)
+        return KnowledgeCollator(collator, builder)
 
     def make_processor(self, tokenizer: PreTrainedTokenizerBase, **kwargs: Any) -> XhProcessor:
         """XH's graph processor (`max_node_length`, `max_query_length`, `max_nodes`, ...)."""

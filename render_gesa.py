@@ -18,7 +18,7 @@
   and labelled with the score; the shade is the score relative to the best one's; the mentions of the top answer are green and labelled ``ANSWER``.
   ``pipeline(...)(inputs, return_html=True)`` returns this page.
 - ``render_entity_graph(feature, candidate_texts, query=, answer=, score=, window=, windows=)``: the entity graph of
-  one GESA window (placeholder, candidates and their PLC / SENT / MATCH edges, ``processing_gesa.build_entity_graph``)
+  one GESA window (placeholder, candidates and their PLC / SENT / MATCH edges, ``candidates_gesa.build_entity_graph``)
   as an SVG (displacy's arc diagram; each entity is tagged with its sentence), with a title (query, answer, score,
   window k of n), the answer's nodes in green and a legend of the sentence tags and edge kinds.
   ``EntityClozeQAPipeline.entity_graph_svg(input)`` answers the input and draws the window holding its answer.
@@ -34,15 +34,9 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .processing_gesa import (
-    EDGE_MATCH,
-    EDGE_PLC,
-    EDGE_SENT,
-    PLACEHOLDER_TOKEN,
-    RECORD_PLACEHOLDER,
-    build_entity_graph,
-    normalize_entity_string,
-)
+from .candidates_gesa import EDGE_MATCH, EDGE_PLC, EDGE_SENT, build_entity_graph, normalize_entity_string
+from .records_gesa import RECORD_PLACEHOLDER
+from .windows_gesa import PLACEHOLDER_TOKEN
 
 ANSWER_COLOR = "#7bd88f"
 _ANSWER_INK = "#1a7f37"  # the answer's nodes in the entity graph
@@ -77,7 +71,7 @@ def render_html(
     mentions: Sequence[Sequence[tuple[int, int]]],
     title: str = "GESA entity cloze QA",
 ) -> str:
-    """One HTML page: per query (``processing_gesa.RecordExample``), its ranked answers (every candidate, best first:
+    """One HTML page: per query (``records_gesa.RecordExample``), its ranked answers (every candidate, best first:
     ``answer``, ``score``) and the exclusive character spans of its candidate mentions in the passage."""
     displacy = _displacy()
     sections = []

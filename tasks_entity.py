@@ -46,20 +46,22 @@ from transformers import DataCollatorForLanguageModeling, PreTrainedModel, PreTr
 from .inputs_gesa import InputError
 from .loading_gesa import load_tokenizer
 from .metrics_entity import relation_micro_prf, span_f1, typing_micro_prf
-from .modeling_entity_variants import (
+from .modeling_ernie import ErnieForDenoisingEntityAutoencoder, corrupt_entity_alignments
+from .modeling_ernie_entity import (
     ErnieForEntityClassification,
     ErnieForEntityPairClassification,
     ErnieForEntitySpanClassification,
-    KarForEntityClassification,
-    KarForEntityPairClassification,
-    KarForEntitySpanClassification,
 )
-from .modeling_ernie import ErnieForDenoisingEntityAutoencoder, corrupt_entity_alignments
 from .modeling_gesa_entity import (
     GesaForEntityClassification,
     GesaForEntityPairClassification,
     GesaForEntitySpanClassification,
     GesaForMaskedLM,
+)
+from .modeling_kar_entity import (
+    KarForEntityClassification,
+    KarForEntityPairClassification,
+    KarForEntitySpanClassification,
 )
 from .processing_entity import NO_ENTITY, EntityTaskProcessor, char_spans, decode_ner
 from .records_entity import read_hub_rows, read_task_file

@@ -43,11 +43,8 @@ from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
 from .loading_gesa import load_tokenizer
-from .modeling_gesa_multiple_choice import (
-    GesaForEntityMultipleChoice,
-    LukeGraphForEntityMultipleChoice,
-    extend_position_embeddings,
-)
+from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, extend_position_embeddings
+from .modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
 from .processing_wikihop import WikihopProcessor
 from .records_wikihop import WikihopExample, examples_to_rows, load_wikihop_file, to_wikihop_examples
 from .resources_gesa import load_metric

@@ -21,7 +21,7 @@
   base it is), or a checkpoint of the variant's ``...ForEntitySpanQA`` whose saved window settings
   (``processor_config.json``) become the defaults of the flags not given; tokenizer and config checked first;
 - features: ``GesaProcessor`` windows (``XhProcessor`` graphs for ``--variant xh``), with every candidate's span;
-- predictions: the window scores of a query merged per normalised answer text (``GesaProcessor.rank_answers``, as the
+- predictions: the window scores of a query merged per normalised answer text (``answers_gesa.ranked_answers``, as the
   pipeline ranks), scored by the official ReCoRD metric (``metrics/record``: exact match and F1 in percent);
   ``eval_predictions.json`` is ``{query id: answer}``, ``predict_predictions.json`` ``{query id: [{answer, score,
   start, end}, ...]}`` (the top ``--predict_top_k``, best first, ``score`` = sigmoid of the merged logit);
@@ -42,6 +42,7 @@ import numpy as np
 from datasets import Dataset, load_dataset
 from transformers import PreTrainedTokenizerBase
 
+from .answers_gesa import first_mentions, ranked_answers
 from .cards_gesa import write_model_card
 from .configuration_gesa import ABLATION_PRESETS
 from .inputs_gesa import InputError
@@ -51,7 +52,7 @@ from .modeling_gesa import GesaForEntitySpanQA
 from .modeling_kar import KarForEntitySpanQA
 from .modeling_luke_graph import LukeGraphForEntitySpanQA
 from .modeling_xh import XhForEntitySpanQA
-from .pipeline_gesa import _load_processor_settings, answer_score, first_mentions
+from .processing_base_gesa import load_processor_settings
 from .processing_gesa import LUKE_MASK_ENTITY_ID, GesaProcessor
 from .records_gesa import INCLUSIVE_END_KEY, SOURCE_KEY, check_record_file, to_record_examples
 from .registry_gesa import VARIANTS
@@ -326,7 +327,7 @@ class RecordTask(Task):
         if explicit is None:
             return
         try:
-            saved, source = _load_processor_settings(path)
+            saved, source = load_processor_settings(path)
         except ValueError as error:
             raise ScriptArgumentError(f"--model_name_or_path {path}: {error}") from None
         if source is None:
@@ -388,7 +389,7 @@ class RecordTask(Task):
     def decode(
         self, examples: Dataset, features: Dataset, outputs: Any, processor: Any
     ) -> dict[str, list[dict[str, Any]]]:
-        """Every query's candidates ranked by their merged logit (``GesaProcessor.rank_answers``, as the pipeline
+        """Every query's candidates ranked by their merged logit (``answers_gesa.ranked_answers``, as the pipeline
         ranks): ``{query id: [{answer, score, start, end}, ...]}``, best first. A feature is a window (logits
         ``(B, E)`` over its ``candidate_texts``, entity 0 the placeholder) or an XH query graph (``(G, C)``); scores
         past a row's candidates (batch padding) are ignored."""
@@ -404,22 +405,15 @@ class RecordTask(Task):
                                feature_texts)
                 for row, feature_texts in zip(examples, texts, strict=True)
             ]  # fmt: skip
-        ranked = GesaProcessor.rank_answers(
+        ranked = ranked_answers(
             list(features["example_id"]),
             texts,
             logits,
             candidate_spans=spans,
             first_candidate=1 if gesa_features else 0,
+            caller="rank_answers",
         )
-        return {
-            query_id: [
-                {"answer": entry["answer"], "score": answer_score(entry["logit"]), "start": entry["start"],
-                 "end": entry["end"]}
-                for entry in ranked[query_id]
-            ]
-            for query_id in examples["id"]
-            if query_id in ranked
-        }  # fmt: skip
+        return {query_id: ranked[query_id] for query_id in examples["id"] if query_id in ranked}
 
     def score(self, predictions: Mapping[str, Any], examples: Dataset) -> dict[str, float]:
         references = {query_id: list(answers) for query_id, answers in zip(examples["id"], examples["answers"],

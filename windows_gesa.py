@@ -34,6 +34,8 @@ from .structure_gesa import CLS_GLOBAL, LOCAL, QUESTION_GLOBAL
 PLACEHOLDER_TOKEN = "[PLC]"
 ENTITY_MARKER_TOKEN = "[ENT]"
 HIGHLIGHT_TOKEN = "[HL]"
+# LUKE's entity_span_qa adds [HIGHLIGHT], [PLACEHOLDER], [ENTITY] in this order, initialised from "@", "#", "*".
+ADDED_TOKEN_SOURCES: dict[str, str] = {HIGHLIGHT_TOKEN: "@", PLACEHOLDER_TOKEN: "#", ENTITY_MARKER_TOKEN: "*"}
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,7 @@ def append_features(
 
 
 __all__ = [
+    "ADDED_TOKEN_SOURCES",
     "ENTITY_MARKER_TOKEN",
     "HIGHLIGHT_TOKEN",
     "PLACEHOLDER_TOKEN",

@@ -29,11 +29,8 @@ from gesa.candidates_gesa import EDGE_MATCH, EDGE_PLC, EDGE_SENT, build_entity_g
 from gesa.configuration_gesa import ABLATION_PRESETS, GesaConfig
 from gesa.configuration_luke_graph import LukeGraphConfig
 from gesa.inputs_gesa import InputError
-from gesa.modeling_gesa_multiple_choice import (
-    GesaForEntityMultipleChoice,
-    LukeGraphForEntityMultipleChoice,
-    extend_position_embeddings,
-)
+from gesa.modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, extend_position_embeddings
+from gesa.modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
 from gesa.processing_wikihop import WikihopProcessor, find_mentions
 from gesa.records_wikihop import load_wikihop_file, to_wikihop_examples
 from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file

@@ -1,0 +1,59 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The entity-task heads on KnowBERT-KAR's encoder: entity typing, relation and span (NER) classification.
+
+Each is GESA's head (``modeling_gesa_entity``) with KnowBERT-KAR's pre-trained base and encoder (``base_model_class``); the
+forward is GESA's, its signature also naming the knowledge inputs (``kar_mention_spans``, ``kar_candidate_ids``, ``kar_candidate_priors``),
+which the registry's collator (``VariantSpec.wrap_collator``) and the head's pipeline
+(``pipeline_entity_kb``) add from the entity-task features.
+
+Flat module: copied next to every saved checkpoint, so it imports only its siblings and third-party packages.
+"""
+
+from __future__ import annotations
+
+from .loading_gesa import PipelineSpec
+from .modeling_gesa_entity import (
+    GesaForEntityClassification,
+    GesaForEntityPairClassification,
+    GesaForEntitySpanClassification,
+)
+from .modeling_kar import KarModel, KarPreTrainedModel
+
+
+class KarForEntityClassification(KarPreTrainedModel, GesaForEntityClassification):
+    """Entity typing on KnowBERT-KAR's encoder."""
+
+    base_model_class = KarModel
+    pipeline = PipelineSpec("entity-typing", "pipeline_entity_kb.KnowledgeEntityTypingPipeline")
+
+
+class KarForEntityPairClassification(KarPreTrainedModel, GesaForEntityPairClassification):
+    """Relation classification on KnowBERT-KAR's encoder."""
+
+    base_model_class = KarModel
+    pipeline = PipelineSpec("relation-classification", "pipeline_entity_kb.KnowledgeRelationClassificationPipeline")
+
+
+class KarForEntitySpanClassification(KarPreTrainedModel, GesaForEntitySpanClassification):
+    """NER over candidate spans on KnowBERT-KAR's encoder."""
+
+    base_model_class = KarModel
+
+
+KarForEntityClassification.register_for_auto_class("AutoModelForSequenceClassification")
+KarForEntityPairClassification.register_for_auto_class("AutoModelForSequenceClassification")
+KarForEntitySpanClassification.register_for_auto_class("AutoModelForTokenClassification")
+
+__all__ = ["KarForEntityClassification", "KarForEntityPairClassification", "KarForEntitySpanClassification"]
