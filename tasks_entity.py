@@ -69,9 +69,7 @@ from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, first_output
 from .training_gesa import ScriptArgumentError, write_json_atomically
 from .training_models import hub_kwargs
-
-# LUKE's special entities, in the order of the shrunk entity table the fine-tuned heads keep
-SPECIAL_ENTITIES = ("[PAD]", "[UNK]", "[MASK]", "[MASK2]")
+from .training_tokenizer import SPECIAL_ENTITIES, special_entity_rows
 
 
 def decode_types(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
@@ -265,7 +263,7 @@ ENTITY_TASKS: dict[str, EntityTask] = {
 
 def task_tokenizer(name_or_path: str, variant: str = "gesa", **hub: Any) -> PreTrainedTokenizerBase:
     """A LUKE tokenizer whose entity vocabulary is LUKE's special entities only (ids 0-3), the rows
-    ``task_entity_rows`` keeps: a fine-tuned head reads no other entity. KAR and ERNIE keep LUKE's whole vocabulary
+    ``special_entity_rows`` keeps: a fine-tuned head reads no other entity. KAR and ERNIE keep LUKE's whole vocabulary
     (their knowledge base and its titles)."""
     tokenizer = load_tokenizer(name_or_path, **hub)
     check_luke_tokenizer(tokenizer, name_or_path)
@@ -275,18 +273,8 @@ def task_tokenizer(name_or_path: str, variant: str = "gesa", **hub: Any) -> PreT
 
 
 def check_luke_tokenizer(tokenizer: PreTrainedTokenizerBase, source: str) -> None:
-    vocab = getattr(tokenizer, "entity_vocab", None)
-    if not vocab or any(name not in vocab for name in SPECIAL_ENTITIES[:3]):
-        raise ValueError(
-            f"{source}: the tokenizer ({type(tokenizer).__name__}) has no LUKE entity vocabulary with "
-            f"{list(SPECIAL_ENTITIES[:3])}; give a LUKE checkpoint or --tokenizer_name of a LUKE tokenizer"
-        )
-
-
-def task_entity_rows(tokenizer: PreTrainedTokenizerBase) -> list[int]:
-    """LUKE's rows of ``[PAD]``, ``[UNK]``, ``[MASK]`` and ``[MASK2]`` (``[MASK]``'s when LUKE has no ``[MASK2]``)."""
-    vocab = tokenizer.entity_vocab
-    return [vocab.get(name, vocab["[MASK]"]) for name in SPECIAL_ENTITIES]
+    """``ScriptArgumentError`` naming ``source`` unless the tokenizer has LUKE's entity vocabulary."""
+    special_entity_rows(tokenizer, source)
 
 
 def build_task_model(
@@ -307,7 +295,7 @@ def build_task_model(
         id2label = dict(enumerate(label_names or ()))
         return spec.from_luke(
             name_or_path,
-            entity_rows=task_entity_rows(luke_tokenizer) if spec.shrink_entity_table else None,
+            entity_rows=special_entity_rows(luke_tokenizer, name_or_path) if spec.shrink_entity_table else None,
             hub=hub,
             id2label=id2label,
             label2id={name: i for i, name in id2label.items()},
@@ -671,6 +659,5 @@ __all__ = [
     "pretraining_entity_rows",
     "pretraining_tokenizer",
     "pretraining_vocabulary",
-    "task_entity_rows",
     "task_tokenizer",
 ]

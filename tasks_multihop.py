@@ -52,7 +52,7 @@ from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_base import LoadedModel, Task, first_output
 from .training_gesa import ScriptArgumentError, featurise_rows, write_json_atomically
 from .training_models import build_variant_model, check_model_source, hub_kwargs
-from .training_tokenizer import train_sample_tokenizer
+from .training_tokenizer import special_entity_rows, train_sample_tokenizer
 
 
 @dataclass
@@ -252,11 +252,7 @@ def build_demo_luke(path: Path | str, texts: Sequence[str], vocab_size: int = 60
 
 def entity_rows(tokenizer: PreTrainedTokenizerBase) -> list[int]:
     """LUKE entity rows the multiple-choice features use: ``[PAD]``, ``[UNK]``, ``[MASK]`` (ids 0, 1, 2 after)."""
-    vocab = getattr(tokenizer, "entity_vocab", None) or {}
-    missing = [name for name in ("[PAD]", "[UNK]", "[MASK]") if name not in vocab]
-    if missing:
-        raise ValueError(f"the tokenizer's entity vocabulary lacks {missing}: give a LUKE tokenizer (LukeTokenizer)")
-    return [vocab["[PAD]"], vocab["[UNK]"], vocab["[MASK]"]]
+    return special_entity_rows(tokenizer, "the LUKE checkpoint", count=3)
 
 
 __all__ = [

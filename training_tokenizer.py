@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """Tokenizers for runs without a pretrained checkpoint: a byte-level BPE ``LukeTokenizer`` trained offline on the
-run's own text (``train_sample_tokenizer``), and LUKE's entity vocabulary cut to its four special entities
+run's own text (``train_sample_tokenizer``); which rows of a LUKE entity table a fine-tuned head keeps
+(``special_entity_rows``, the one rule of every task), and LUKE's entity vocabulary cut to them
 (``shrink_entity_vocab``) when a ReCoRD run converts a LUKE checkpoint."""
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from .training_gesa import ScriptArgumentError
 
 TINY_TOKENIZER_VOCAB_SIZE = 2000
 ENTITY_SPECIAL_ATTRIBUTES = ("entity_pad_token", "entity_unk_token", "entity_mask_token", "entity_mask2_token")
+# LUKE's special entities, in the order of the shrunk entity table the fine-tuned heads keep (ids 0-3)
+SPECIAL_ENTITIES = ("[PAD]", "[UNK]", "[MASK]", "[MASK2]")
 
 
 def train_sample_tokenizer(
@@ -60,24 +63,31 @@ def train_sample_tokenizer(
     )
 
 
-def shrink_entity_vocab(tokenizer: PreTrainedTokenizerBase, source: str) -> list[int]:
-    """Keep only LUKE's special entities (``[PAD] [UNK] [MASK] [MASK2]``, ids 0-3) in the tokenizer.
-
-    Returns the rows of the checkpoint's entity table to keep, in that order (``from_luke_pretrained(entity_rows=)``).
-    ReCoRD uses the ``[MASK]`` entity only; the 500k Wikipedia entities of luke-large are dropped from both the
-    model and the saved tokenizer.
-    """
+def special_entity_rows(tokenizer: PreTrainedTokenizerBase, source: str, count: int = 4) -> list[int]:
+    """The rows of a LUKE entity table that a fine-tuned head keeps: the first ``count`` of ``[PAD] [UNK] [MASK]
+    [MASK2]``, in that order (``from_luke_pretrained(entity_rows=)``; a LUKE without ``[MASK2]`` gives ``[MASK]``'s
+    row for it). ``ScriptArgumentError`` naming ``source`` when the tokenizer has no LUKE entity vocabulary."""
     vocab = getattr(tokenizer, "entity_vocab", None)
     if not isinstance(vocab, dict):
         raise ScriptArgumentError(
             f"the tokenizer of {source} ({type(tokenizer).__name__}) has no LUKE entity vocabulary; use the "
-            "checkpoint's LukeTokenizer"
+            "checkpoint's LukeTokenizer (or --tokenizer_name of a LUKE tokenizer)"
         )
-    names = [getattr(tokenizer, attribute) for attribute in ENTITY_SPECIAL_ATTRIBUTES]
-    missing = [name for name in names if name not in vocab]
+    missing = [name for name in SPECIAL_ENTITIES[:3] if name not in vocab]
     if missing:
-        raise ScriptArgumentError(f"the entity vocabulary of {source} lacks {missing}")
-    rows = [int(vocab[name]) for name in names]
+        raise ScriptArgumentError(f"the entity vocabulary of {source} lacks {missing}: give a LUKE tokenizer")
+    return [int(vocab.get(name, vocab["[MASK]"])) for name in SPECIAL_ENTITIES[:count]]
+
+
+def shrink_entity_vocab(tokenizer: PreTrainedTokenizerBase, source: str) -> list[int]:
+    """Keep only LUKE's special entities (``[PAD] [UNK] [MASK] [MASK2]``, ids 0-3) in the tokenizer.
+
+    Returns the rows of the checkpoint's entity table to keep, in that order (``special_entity_rows``). ReCoRD uses
+    the ``[MASK]`` entity only; the 500k Wikipedia entities of luke-large are dropped from both the model and the
+    saved tokenizer.
+    """
+    rows = special_entity_rows(tokenizer, source)
+    names = list(SPECIAL_ENTITIES)
     small = {name: index for index, name in enumerate(names)}
     tokenizer.entity_vocab = small
     if isinstance(getattr(tokenizer, "init_kwargs", None), dict) and "entity_vocab" in tokenizer.init_kwargs:
@@ -90,4 +100,11 @@ def shrink_entity_vocab(tokenizer: PreTrainedTokenizerBase, source: str) -> list
     return rows
 
 
-__all__ = ["ENTITY_SPECIAL_ATTRIBUTES", "TINY_TOKENIZER_VOCAB_SIZE", "shrink_entity_vocab", "train_sample_tokenizer"]
+__all__ = [
+    "ENTITY_SPECIAL_ATTRIBUTES",
+    "SPECIAL_ENTITIES",
+    "TINY_TOKENIZER_VOCAB_SIZE",
+    "shrink_entity_vocab",
+    "special_entity_rows",
+    "train_sample_tokenizer",
+]
