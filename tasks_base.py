@@ -85,6 +85,9 @@ class Task(ABC):
         scores_predictions: whether evaluation decodes and scores predictions (pre-training: the loss only).
         no_feature_hint: why a split can give no feature, for the error.
         ignore_output_keys: the head's outputs ``decode`` does not read (``Trainer`` gathers all others).
+        ragged_outputs: the head's outputs differ between batches past their first two dims (XH's per-node token
+            and sentence widths), which ``Trainer`` cannot concatenate: it keeps them per batch
+            (``eval_do_concat_batches=False``) and ``decode`` gets them padded by ``concat_padded``.
     """
 
     name: str
@@ -100,6 +103,7 @@ class Task(ABC):
     scores_predictions: bool = True
     no_feature_hint: str = "every example was cut or skipped"
     ignore_output_keys: tuple[str, ...] = ()
+    ragged_outputs: bool = False
 
     # ------------------------------------------------------------------------------------------- flags
 
@@ -224,6 +228,29 @@ class TaskEvaluator:
 
 
 # ----------------------------------------------------------------------------------------------- shared helpers
+
+
+def concat_padded(batches: Any) -> Any:
+    """Per-batch outputs (``Trainer`` with ``eval_do_concat_batches=False``: a list of arrays, or of tuples of
+    arrays) as one array per output, every dim past the first padded with 0 to the widest batch; already
+    concatenated outputs come back unchanged. Each feature's own sizes then crop its row (the padding is never read)."""
+    if not isinstance(batches, list):
+        return batches
+    if not batches:
+        raise ValueError("no prediction batch to concatenate (an empty split?)")
+    if not isinstance(batches[0], tuple | list):
+        return _pad_concatenate([np.asarray(batch) for batch in batches])
+    return tuple(_pad_concatenate([np.asarray(batch[i]) for batch in batches]) for i in range(len(batches[0])))
+
+
+def _pad_concatenate(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    shape = [sum(a.shape[0] for a in arrays), *np.max([a.shape[1:] for a in arrays], axis=0).astype(int).tolist()]
+    out = np.zeros(shape, dtype=arrays[0].dtype)
+    row = 0
+    for array in arrays:
+        out[(slice(row, row + array.shape[0]), *(slice(0, size) for size in array.shape[1:]))] = array
+        row += array.shape[0]
+    return out
 
 
 def first_output(outputs: Any) -> np.ndarray:

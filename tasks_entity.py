@@ -124,7 +124,9 @@ class EntityTask(Task):
         try:
             return read_task_file(self.name, path)
         except (InputError, FileNotFoundError) as error:
-            raise ScriptArgumentError(f"{where}: {error}") from None
+            # the reader's error names the file already: the flag then says which one it is
+            prefix = where.split(" ", 1)[0] if str(path) in str(error) else where
+            raise ScriptArgumentError(f"{prefix}: {error}") from None
 
     def read_hub(self, data_args: Any, model_args: Any, split: str) -> list[Any]:
         """The examples of a Hub split's rows (NER: the tag names from its ``ClassLabel``)."""

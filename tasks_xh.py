@@ -59,7 +59,7 @@ from .records_xh import (
 )
 from .resources_gesa import load_metric
 from .structure_gesa import LUKE_MASK_ENTITY_ID
-from .tasks_base import LoadedModel, Task
+from .tasks_base import LoadedModel, Task, concat_padded
 from .tasks_multihop import entity_rows
 from .training_gesa import ScriptArgumentError, write_json_atomically, write_text_atomically
 from .training_models import build_variant_model, check_model_source, hub_kwargs
@@ -82,6 +82,7 @@ class XhTask(Task):
 
     heads: dict = field(default_factory=dict)
     remove_unused_columns: bool = False  # the collator reads the sentence and label columns
+    ragged_outputs: bool = True  # node token and sentence widths differ between batches
     ignore_output_keys: tuple[str, ...] = XH_IGNORED_OUTPUTS
     default_max_nodes: int | None = None
 
@@ -186,7 +187,7 @@ class HotpotQATask(XhTask):
     def decode(self, examples: Any, features: Dataset, outputs: Any, processor: Any) -> dict[str, Any]:
         """Per question ``{answer, score, supporting_facts}`` (``XhForHotpotQA.decode_hotpot`` on each feature's own
         nodes, tokens and sentences, then ``XhTaskProcessor.hotpot_prediction``)."""
-        relevance, start, end, answer_type, supporting = outputs
+        relevance, start, end, answer_type, supporting = concat_padded(outputs)
         predictions = {}
         for index, feature in enumerate(features):
             nodes = len(feature["input_ids"])
@@ -296,7 +297,7 @@ class FeverTask(XhTask):
 
     def decode(self, examples: Any, features: Dataset, outputs: Any, processor: Any) -> dict[str, Any]:
         """Per claim ``{label, score, evidence}`` (``decode_fever`` on each feature's own nodes)."""
-        probs, importance = outputs
+        probs, importance = concat_padded(outputs)
         predictions = {}
         for index, feature in enumerate(features):
             candidates = json.loads(feature["candidates"])

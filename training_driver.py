@@ -243,6 +243,20 @@ class TaskTrainer(Trainer):
             super().create_model_card(model_name=model_name, **kwargs)
 
 
+@contextlib.contextmanager
+def quiet_progress_bars() -> Any:
+    """``datasets``' progress bars off inside the block, as they were after it."""
+    import datasets
+
+    enabled = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if enabled:
+            datasets.enable_progress_bars()
+
+
 def run_task(
     task: Task,
     model_args: Any,
@@ -277,7 +291,8 @@ def _run(
     default_files: Mapping[str, Path] | None,
 ) -> dict[str, float]:
     files = data_files(data_args, args, default_files)
-    with args.main_process_first(desc=f"reading the {task.title} data"):
+    # read quietly: a bad file or checkpoint found before training stays the run's one output line
+    with args.main_process_first(desc=f"reading the {task.title} data"), quiet_progress_bars():
         examples = read_splits(task, model_args, data_args, args, files)
     task.check_examples(examples, data_args)
     resume = plan_resume(args, data_args.overwrite_output_dir)
@@ -315,6 +330,7 @@ def _run(
         TaskEvaluator(task, examples["validation"], features["validation"], loaded.processor) if args.do_eval else None
     )
     args.remove_unused_columns = task.remove_unused_columns
+    args.eval_do_concat_batches = not task.ragged_outputs
     trainer = TaskTrainer(
         model=loaded.model,
         args=args,
@@ -385,7 +401,8 @@ def predict_task(
     features = task.featurise(processor, examples, split, None)
     with tempfile.TemporaryDirectory(prefix="gesa-predict-") as scratch:
         args = TrainingArguments(output_dir=scratch, per_device_eval_batch_size=batch_size, report_to=[],
-                                 remove_unused_columns=task.remove_unused_columns, disable_tqdm=True)  # fmt: skip
+                                 remove_unused_columns=task.remove_unused_columns, disable_tqdm=True,
+                                 eval_do_concat_batches=not task.ragged_outputs)  # fmt: skip
         trainer = Trainer(model=model, args=args, data_collator=task.collator(processor, model_variant(model)))
         output = trainer.predict(features, ignore_keys=list(task.ignore_output_keys) or None)
     return task.decode(examples, features, output.predictions, processor)

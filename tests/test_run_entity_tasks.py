@@ -123,8 +123,8 @@ def test_luke_variant_trains_and_evaluates_a_trained_checkpoint(tiny_luke_dir, t
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--task", "coref"], "--task 'coref' is unknown"),
-        (["--task", "ner", "--variant", "xh"], "--variant xh has no head for the task 'ner'"),
+        (["--task", "coref"], "argument --task: invalid choice: 'coref'"),
+        (["--task", "ner", "--variant", "xh"], "--task ner has no head for --variant xh; choose one of"),
         (["--task", "ner", "--do_eval"], "--do_eval needs --validation_file"),
         (["--task", "pretrain", "--do_predict", "--test_file", "x"], "--task pretrain has nothing to predict"),
         (["--task", "ner", "--do_train", "--train_file", "x", "--max_span_length", "0"], "--max_span_length must be"),
