@@ -71,6 +71,11 @@ def _span(inputs: Mapping[str, Any], field: str, text: str, task: str) -> tuple[
             f"{task}: '{field}' must be [start, end], character offsets into 'text' with 0 <= start < end <= "
             f"{len(text)} (end exclusive), got {span!r}"
         )
+    if not text[span[0] : span[1]].strip():
+        raise ValueError(
+            f"{task}: '{field}' {list(span)} covers only whitespace ({text[span[0] : span[1]]!r}): a mention needs a "
+            "word; give the offsets of the mention's characters"
+        )
     return int(span[0]), int(span[1])
 
 

@@ -114,6 +114,11 @@ def test_xh_pipelines_list_names_the_bad_items_position(tiny_luke_dir):
         fever({"claim": "Lyon is in France.", "predicted_pages": "Lyon"})
 
 
+def test_a_mention_span_on_whitespace_only_is_refused(typing):
+    with pytest.raises(ValueError, match=r"entity-typing: 'entity_span' \[5, 6\] covers only whitespace"):
+        typing({"text": TEXT, "entity_span": [5, 6]})
+
+
 # ----------------------------------------------------------------------------------------------- options
 
 
