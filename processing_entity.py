@@ -106,6 +106,45 @@ def encode_within(
     return best, True
 
 
+def encode_word_prefix(
+    tokenizer: PreTrainedTokenizerBase,
+    tokens: Sequence[str],
+    spans: Sequence[tuple[int, int]],
+    entities: Sequence[str],
+    max_length: int,
+) -> tuple[dict[str, Any], int]:
+    """LUKE's encoding of the longest prefix of the words ``tokens`` that fits ``max_length`` word tokens (special
+    tokens included), with the word ``spans`` (exclusive ends) that lie inside it; and how many words it kept
+    (``len(tokens)``: all). What pre-training reads (every mention an entity), where ``encode_within`` centres one
+    example's few mentions."""
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
+        raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
+
+    def encode(words: int) -> dict[str, Any]:
+        text, offsets = char_spans(tokens[:words])
+        inside = [(start, end) for start, end in spans if end <= words]
+        return dict(
+            tokenizer(
+                text,
+                entity_spans=[(offsets[start][0], offsets[end - 1][1]) for start, end in inside],
+                entities=[entity for entity, (_, end) in zip(entities, spans, strict=True) if end <= words],
+            )
+        )
+
+    best = encode(len(tokens))
+    if len(best["input_ids"]) <= max_length:
+        return best, len(tokens)
+    low, high, best = 0, len(tokens) - 1, encode(0)
+    while low < high:  # the most words that still fit
+        middle = (low + high + 1) // 2
+        candidate = encode(middle)
+        if len(candidate["input_ids"]) <= max_length:
+            low, best = middle, candidate
+        else:
+            high = middle - 1
+    return best, low
+
+
 def char_spans(tokens: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
     """The tokens joined by single spaces and each token's character span in that text."""
     offsets, position = [], 0
@@ -307,5 +346,6 @@ __all__ = [
     "char_spans",
     "decode_ner",
     "encode_within",
+    "encode_word_prefix",
     "graph_inputs",
 ]

@@ -206,3 +206,16 @@ def test_ner_gold_spans_longer_than_max_span_length_are_logged(tokenizer, caplog
 def test_entity_processor_refuses_a_bad_length(tokenizer, name, value):
     with pytest.raises(ValueError, match=rf"EntityTaskProcessor: {name} must be an integer"):
         EntityTaskProcessor(tokenizer, "ner", ["O", "ORG"], **{name: value})
+
+
+def test_pretraining_sentences_longer_than_max_length_keep_their_longest_prefix(tokenizer, caplog):
+    from gesa.tasks_entity import encode_pretraining
+
+    tokens = ["Alice", "met", "Bob", *(["filler"] * 200), "Carol"]
+    example = NerExample("p1", tokens, ["B-PER", "O", "B-PER", *(["O"] * 200), "B-PER"], [(0, 1, "PER"), (2, 3, "PER"),
+                                                                                          (203, 204, "PER")])  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        [feature] = encode_pretraining(tokenizer, [example], max_length=24)
+    assert len(feature["input_ids"]) <= 24 and len(feature["entity_ids"]) == 2  # Carol lies past the kept prefix
+    assert tokenizer.decode(feature["input_ids"]).startswith("<s>Alice met Bob filler")
+    assert "1 of 1 pre-training sentences are longer than max_length=24 tokens" in caplog.text
