@@ -265,7 +265,8 @@ def parse_wiki_lines(lines: str, where: str, page_id: str | None = None) -> dict
             )
         if int(number) in out:
             raise InputError(
-                f"line number {int(number)} appears twice in 'lines' (the later row would replace {out[int(number)]!r:.40})",
+                f"line number {int(number)} appears twice in 'lines' (the later row would replace "
+                f"{out[int(number)]!r:.40})",
                 where,
                 record=None if page_id is None else "wiki page",
                 record_id=page_id,

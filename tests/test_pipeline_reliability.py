@@ -212,8 +212,8 @@ def test_pretraining_sentences_longer_than_max_length_keep_their_longest_prefix(
     from gesa.tasks_entity import encode_pretraining
 
     tokens = ["Alice", "met", "Bob", *(["filler"] * 200), "Carol"]
-    example = NerExample("p1", tokens, ["B-PER", "O", "B-PER", *(["O"] * 200), "B-PER"], [(0, 1, "PER"), (2, 3, "PER"),
-                                                                                          (203, 204, "PER")])  # fmt: skip
+    tags = ["B-PER", "O", "B-PER", *(["O"] * 200), "B-PER"]
+    example = NerExample("p1", tokens, tags, [(0, 1, "PER"), (2, 3, "PER"), (203, 204, "PER")])
     with caplog.at_level(logging.WARNING):
         [feature] = encode_pretraining(tokenizer, [example], max_length=24)
     assert len(feature["input_ids"]) <= 24 and len(feature["entity_ids"]) == 2  # Carol lies past the kept prefix

@@ -118,8 +118,9 @@ def test_entity_files_with_a_utf8_bom_read_as_without(tmp_path):
     "name, reader", [("oe.json", read_open_entity_file), ("tacred.json", read_tacred_file), ("c.txt", read_conll_file)]
 )
 def test_entity_files_not_utf8_name_the_line_and_the_fix(tmp_path, name, reader):
-    text = {"oe.json": json.dumps(OPEN_ENTITY) + "\n" + json.dumps({**OPEN_ENTITY, "mention_span": "Café"}, ensure_ascii=False),
-            "tacred.json": json.dumps([TACRED, {**TACRED, "token": ["Café", "met", "Bob"]}], indent=1, ensure_ascii=False),
+    cafe_typing, cafe_tacred = {**OPEN_ENTITY, "mention_span": "Café"}, {**TACRED, "token": ["Café", "met", "Bob"]}
+    text = {"oe.json": json.dumps(OPEN_ENTITY) + "\n" + json.dumps(cafe_typing, ensure_ascii=False),
+            "tacred.json": json.dumps([TACRED, cafe_tacred], indent=1, ensure_ascii=False),
             "c.txt": "Lyon NNP B-NP B-LOC\n\nCafé NNP B-NP B-LOC\n"}[name]  # fmt: skip
     (tmp_path / name).write_bytes(text.encode("latin-1"))
     with pytest.raises(InputError, match=rf"{name}, line \d+: not UTF-8 .*re-save the file as UTF-8"):
