@@ -181,7 +181,9 @@ def ranked_answers(
     Args:
         score: ``"sigmoid"``: ``sigmoid(logit)``, the model's probability that this candidate answers (ReCoRD's
             per-candidate binary cross-entropy; scores need not sum to 1); ``"softmax"``: over the query's answers
-            (WikiHop's cross-entropy over the candidates; they sum to 1). Both rank exactly as the logits.
+            (WikiHop's cross-entropy over the candidates; they sum to 1). Both rank exactly as the logits. A
+            ``+inf`` logit takes the whole softmax probability (shared among ``+inf`` ties); a query whose answers all
+            score ``-inf`` is a ``ValueError``.
 
     Returns:
         ``{example_id: [{"answer", "score", "start", "end"}, ...]}`` best first, in first-seen query order; ``start``
@@ -198,7 +200,14 @@ def ranked_answers(
             scores = [answer_score(entry["logit"]) for entry in answers]
         else:
             logit = np.array([entry["logit"] for entry in answers], dtype=np.float64)
-            weights = np.exp(logit - logit.max())
+            top = logit.max()
+            if top == -math.inf:
+                raise ValueError(
+                    f"{caller}: every answer of query {example_id!r} scores -inf (the model reaches none of its "
+                    "candidates): no probability can be given"
+                )
+            # +inf: the limit of the softmax, the +inf answers share the probability (exp(inf - inf) would be NaN)
+            weights = (logit == top).astype(np.float64) if top == math.inf else np.exp(logit - top)
             scores = (weights / weights.sum()).tolist()
         out[example_id] = [
             {"answer": entry["answer"], "score": value}

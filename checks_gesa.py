@@ -164,6 +164,48 @@ def check_candidate_labels(
     )
 
 
+IGNORE_INDEX = -100
+
+
+def check_class_labels(labels: torch.Tensor, num_classes: int, name: str = "labels") -> None:
+    """Class-id ``labels``: integers in ``[0, num_classes)`` or -100 (ignored); a ``ValueError`` naming the first bad
+    entry and the fix, where torch would fail inside cross-entropy (a device-side assert on a GPU)."""
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise ValueError(
+            f"{name} must hold integer class ids (0..{num_classes - 1}, or -100 to ignore), got {labels.dtype}"
+        )
+    if torch.compiler.is_compiling() or not labels.numel():
+        return
+    bad = ((labels != IGNORE_INDEX) & ((labels < 0) | (labels >= num_classes))).nonzero()
+    if len(bad):
+        where = ", ".join(str(int(i)) for i in bad[0])
+        raise ValueError(
+            f"{name}[{where}] = {int(labels[tuple(bad[0])])} is not a class id: the head has {num_classes} classes "
+            f"(0..{num_classes - 1}); fix the label (or the label list, config.id2label), or give -100 to ignore it"
+        )
+
+
+def check_binary_targets(labels: torch.Tensor, name: str = "labels") -> None:
+    """Multi-label targets: probabilities in ``[0, 1]`` (0/1 for a type list); a ``ValueError`` naming the first entry
+    that is not (2.0, NaN, inf would train silently on a wrong loss)."""
+    if torch.compiler.is_compiling() or not labels.numel():
+        return
+    values = labels.float()
+    bad = (~((values >= 0) & (values <= 1))).nonzero()  # NaN fails both comparisons
+    if len(bad):
+        where = ", ".join(str(int(i)) for i in bad[0])
+        raise ValueError(
+            f"{name}[{where}] = {values[tuple(bad[0])].item()!r} is not a target in [0, 1]: multi-label targets are 1 "
+            "for each gold type and 0 otherwise"
+        )
+
+
+def ignored_loss(logits: torch.Tensor) -> torch.Tensor:
+    """The loss of a batch whose labels are all ignored (-100): 0, still on the graph, never NaN (masked logits may be
+    -inf, and a mean over no label is 0/0)."""
+    return (torch.nan_to_num(logits.float(), nan=0.0, posinf=0.0, neginf=0.0) * 0.0).sum()  # no overflowing sum
+
+
 def check_one_placeholder(
     checks: InputValueChecks, placeholder_entity_mask: torch.Tensor | None, entity_attention_mask: torch.Tensor | None
 ) -> None:
@@ -462,9 +504,12 @@ def check_kar_inputs(
 
 
 __all__ = [
+    "IGNORE_INDEX",
     "INTEGER_INPUTS",
     "InputValueChecks",
+    "check_binary_targets",
     "check_candidate_labels",
+    "check_class_labels",
     "check_kar_inputs",
     "check_kb_ids",
     "check_model_inputs",
@@ -472,5 +517,6 @@ __all__ = [
     "check_shape",
     "check_unknown_inputs",
     "inputs_already_checked",
+    "ignored_loss",
     "inputs_checked_by_head",
 ]

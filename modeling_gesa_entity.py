@@ -41,6 +41,7 @@ from transformers.models.luke.modeling_luke import (
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple, logging
 
+from .checks_gesa import IGNORE_INDEX, check_binary_targets, check_class_labels, ignored_loss
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import GesaInputs, GesaModel, GesaPreTrainedModel, classifier_dropout, with_inputs_of
 
@@ -174,12 +175,16 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None, singl
     """LUKE's head loss: cross-entropy for class indices (`labels.ndim == single_label_dims`), else binary
     cross-entropy over `{0, 1}` multi-label targets of the logits' shape (Open Entity typing)."""
     if labels.dim() == single_label_dims:
+        check_class_labels(labels, logits.size(-1))
+        if not torch.compiler.is_compiling() and not (labels != IGNORE_INDEX).any():
+            return ignored_loss(logits)  # cross-entropy over no label is 0/0
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
     if labels.shape != logits.shape:
         raise ValueError(
             f"labels has shape {tuple(labels.shape)}; give class indices of shape {tuple(logits.shape[:-1])} or "
             f"multi-label 0/1 targets of shape {tuple(logits.shape)}."
         )
+    check_binary_targets(labels)
     return F.binary_cross_entropy_with_logits(logits.reshape(-1), labels.reshape(-1).type_as(logits))
 
 

@@ -38,6 +38,7 @@ from torch import nn
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
+from .checks_gesa import ignored_loss
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import GesaForEntitySpanQA, GesaInputs, GesaModel, refuse_span_positions, with_inputs_of
 
@@ -169,7 +170,7 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
             if (labels != IGNORE_INDEX).any():
                 loss = F.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX)
             else:
-                loss = logits.sum() * 0.0
+                loss = ignored_loss(logits)  # no labelled example: 0 (the masked logits are -inf: sum * 0 is NaN)
         extra = self.auxiliary_loss(outputs)
         if extra is not None:
             loss = extra if loss is None else loss + extra

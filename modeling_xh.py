@@ -45,7 +45,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
-from .checks_gesa import InputValueChecks, check_candidate_labels
+from .checks_gesa import IGNORE_INDEX, InputValueChecks, check_candidate_labels, check_class_labels, ignored_loss
 from .configuration_variants import XhConfig
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
@@ -664,7 +664,11 @@ class XhForFactVerification(XhGraphHead):
         logits = torch.logsumexp(joint, dim=1)
         loss = None
         if labels is not None:
-            loss = F.nll_loss(logits, labels)
+            check_class_labels(labels, logits.size(-1))
+            if torch.compiler.is_compiling() or (labels != IGNORE_INDEX).any():
+                loss = F.nll_loss(logits, labels)
+            else:
+                loss = ignored_loss(logits)  # no labelled claim: 0, not the 0/0 of a mean over none
         if node_labels is not None:
             if tuple(node_labels.shape) != (graphs, nodes):
                 raise ValueError(

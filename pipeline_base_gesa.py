@@ -16,7 +16,8 @@
 Each of them builds its own features from the checkpoint's tokenizer (and its saved processor settings), so
 ``pipeline(...)`` loads the tokenizer and nothing else, and none of them generates. A head of this package names the
 pipeline its checkpoints answer through (``pipeline``, written to ``config.custom_pipelines``); a pipeline built on a
-model whose head names another one is refused with that name, not left to fail on the wrong features.
+model whose head names another one is refused with that name, not left to fail on the wrong features. Given a list,
+a pipeline checks every item first (``check_input``), so an error names the bad item's position.
 
 Flat module: copied next to every saved checkpoint, so it imports only its siblings and third-party packages.
 """
@@ -48,6 +49,20 @@ class TokenizerPipeline(Pipeline):
                 f"checkpoint with pipeline(model=checkpoint_dir, trust_remote_code=True), or pass "
                 f"pipeline_class={impl.rpartition('.')[2]} (gesa.{impl})"
             )
+
+    def check_input(self, item: Any) -> None:
+        """Raise the ``ValueError``/``TypeError`` that ``preprocess`` would raise for one input (a pipeline checks its
+        fields here); the default checks nothing."""
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        """``Pipeline.__call__``; a list is checked item by item first, so a bad item is named by its position."""
+        if isinstance(inputs, list):
+            for position, item in enumerate(inputs):
+                try:
+                    self.check_input(item)
+                except (TypeError, ValueError) as error:
+                    raise ValueError(f"inputs[{position}] (of {len(inputs)}): {error}") from error
+        return super().__call__(inputs, *args, **kwargs)
 
 
 __all__ = ["TokenizerPipeline"]

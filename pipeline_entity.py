@@ -31,6 +31,7 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,7 +40,7 @@ from transformers import AutoModelForSequenceClassification
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .pipeline_base_gesa import TokenizerPipeline
-from .processing_entity import graph_inputs
+from .processing_entity import encode_within, graph_inputs
 
 ENTITY_TYPING_TASK = "entity-typing"
 RELATION_CLASSIFICATION_TASK = "relation-classification"
@@ -70,6 +71,11 @@ def _span(inputs: Mapping[str, Any], field: str, text: str, task: str) -> tuple[
             f"{task}: '{field}' must be [start, end], character offsets into 'text' with 0 <= start < end <= "
             f"{len(text)} (end exclusive), got {span!r}"
         )
+    if not text[span[0] : span[1]].strip():
+        raise ValueError(
+            f"{task}: '{field}' {list(span)} covers only whitespace ({text[span[0] : span[1]]!r}): a mention needs a "
+            "word; give the offsets of the mention's characters"
+        )
     return int(span[0]), int(span[1])
 
 
@@ -82,26 +88,40 @@ class _EntityPipeline(TokenizerPipeline):
         post = {name: kwargs.pop(name) for name in self.postprocess_parameters if name in kwargs}
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unknown argument(s) {sorted(kwargs)}")
+        for name, value in post.items():
+            self.check_option(name, value)
+        if max_length is not None:
+            longest = self.longest_input()
+            if isinstance(max_length, bool) or not isinstance(max_length, int) or not 8 <= max_length <= longest:
+                raise ValueError(
+                    f"{self.task_name}: max_length must be an integer from 8 to {longest} (the model's positions), "
+                    f"got {max_length!r}"
+                )
         return ({"max_length": max_length} if max_length is not None else {}), {}, post
 
     postprocess_parameters: tuple[str, ...] = ()
 
-    def preprocess(self, inputs: Any, max_length: int = 512) -> dict[str, torch.Tensor]:
+    def check_option(self, name: str, value: Any) -> None:
+        """A ``ValueError`` naming the option when ``value`` is no valid ``name`` (``top_k``, ``threshold``)."""
+
+    def longest_input(self) -> int:
+        """Word tokens one input may take: 512, or fewer where the model has fewer positions (RoBERTa's offset 2)."""
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        return 512 if not isinstance(positions, int) else max(8, min(512, positions - 2))
+
+    def check_input(self, item: Any) -> None:
+        text = _text(item, self.task_name, self.fields)
+        for field in self.fields[1:]:
+            _span(item, field, text, self.task_name)
+
+    def preprocess(self, inputs: Any, max_length: int | None = None) -> dict[str, torch.Tensor]:
         text = _text(inputs, self.task_name, self.fields)
         spans = [_span(inputs, field, text, self.task_name) for field in self.fields[1:]]
-        encoded = self.tokenizer(
-            text,
-            entity_spans=spans,
-            entities=list(self.entities),
-            max_length=max_length,
-            truncation=True,
-            return_tensors="pt",
+        # a text longer than max_length keeps the words around its mentions (LukeTokenizer cannot truncate entities)
+        encoded, _ = encode_within(
+            self.tokenizer, text, spans, self.entities, max_length or self.longest_input(), f"{self.task_name}: 'text'"
         )
-        if encoded["entity_ids"].size(1) != len(self.entities):
-            raise ValueError(
-                f"{self.task_name}: the mention {spans} lies beyond the first {max_length} tokens of 'text'; shorten "
-                "the text around it or pass a larger max_length"
-            )
+        encoded = {name: torch.tensor([values]) for name, values in encoded.items()}
         graph = graph_inputs([text[start:end] for start, end in spans])  # as run_entity_tasks.py's features
         return self.add_inputs({**encoded, **{name: torch.tensor([values]) for name, values in graph.items()}})
 
@@ -110,7 +130,14 @@ class _EntityPipeline(TokenizerPipeline):
         return batch
 
     def _forward(self, model_inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.model(**model_inputs).logits[0]
+        logits = self.model(**model_inputs).logits[0]
+        if not torch.isfinite(logits).all():
+            raise ValueError(
+                f"{self.task_name}: the model's scores are not finite (NaN or inf): the checkpoint "
+                f"{self.model.config._name_or_path!r} diverged (or overflowed in half precision); no answer can be "
+                "given; use an earlier checkpoint or retrain with a lower learning rate"
+            )
+        return logits
 
     def _labels(self) -> list[str]:
         return [self.model.config.id2label[i] for i in range(self.model.config.num_labels)]
@@ -123,6 +150,11 @@ class EntityTypingPipeline(_EntityPipeline):
     fields = ("text", "entity_span")
     entities = ("[MASK]",)
     postprocess_parameters = ("threshold",)
+
+    def check_option(self, name: str, value: Any) -> None:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+        if not ok or math.isnan(value):
+            raise ValueError(f"{self.task_name}: threshold must be a probability from 0 to 1, got {value!r}")
 
     def postprocess(self, logits: torch.Tensor, threshold: float = 0.5) -> list[dict[str, Any]]:
         scores = torch.sigmoid(logits.float())
@@ -138,6 +170,10 @@ class RelationClassificationPipeline(_EntityPipeline):
     fields = ("text", "head_span", "tail_span")
     entities = ("[MASK]", "[MASK2]")
     postprocess_parameters = ("top_k",)
+
+    def check_option(self, name: str, value: Any) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{self.task_name}: top_k must be a positive integer (or None for all), got {value!r}")
 
     def postprocess(self, logits: torch.Tensor, top_k: int | None = None) -> list[dict[str, Any]]:
         scores = torch.softmax(logits.float(), dim=-1).tolist()

@@ -55,27 +55,43 @@ class WikihopPipeline(TokenizerPipeline):
     def _sanitize_parameters(self, top_k: int | None = None, **kwargs: Any) -> tuple[dict, dict, dict]:
         if kwargs:
             raise TypeError(f"{TASK} pipeline: unknown argument(s) {sorted(kwargs)}; it takes top_k and batch_size")
-        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
             raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
         return {}, {}, {"top_k": top_k}
 
     def __call__(self, inputs: Mapping[str, Any] | Sequence[Mapping[str, Any]], **kwargs: Any) -> Any:
-        """One query dict -> its ranked list; a list of dicts -> one ranked list each."""
+        """One query dict -> its ranked list; a list of dicts -> one ranked list each (a bad item named by its
+        position)."""
         if isinstance(inputs, Mapping):
             return super().__call__(dict(inputs), **kwargs)
         if isinstance(inputs, (list, tuple)):
+            for position, item in enumerate(inputs):
+                try:
+                    self.check_input(item)
+                except (TypeError, ValueError) as error:
+                    raise ValueError(f"inputs[{position}] (of {len(inputs)}): {error}") from error
             return [super(WikihopPipeline, self).__call__(dict(item), **kwargs) for item in inputs]
         raise TypeError(
             f"{TASK}: give a dict with query, supports, candidates (or a list of them), got {type(inputs)}"
         )
 
-    def preprocess(self, record: dict[str, Any]) -> dict[str, Any]:
+    def check_input(self, item: Any) -> None:
+        self._example(item)
+
+    @staticmethod
+    def _example(record: Any) -> Any:
         if not isinstance(record, Mapping):
-            raise TypeError(f"{TASK}: each input must be a dict with query, supports, candidates")
+            raise TypeError(
+                f"{TASK}: each input must be a dict with query, supports, candidates, got {type(record).__name__} "
+                f"{record!r:.60}"
+            )
         record = dict(record)
         record.setdefault("id", "input")
         record["answer"] = None  # the pipeline predicts; it never reads a gold answer
-        example = to_example(record, 0, "pipeline input")
+        return to_example(record, 0, "pipeline input")
+
+    def preprocess(self, record: dict[str, Any]) -> dict[str, Any]:
+        example = self._example(record)
         columns = self.wikihop_processor.encode_examples([example])
         names = [name for name in columns if name not in ("example_id", "candidate_texts", "answers", "labels")]
         batch = self.collator([{name: columns[name][0] for name in names}])

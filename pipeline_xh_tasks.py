@@ -83,6 +83,9 @@ class XhHotpotQAPipeline(_XhTaskPipeline):
         "node_labels",
     )
 
+    def check_input(self, item: Any) -> None:
+        to_hotpot_row(item, "pipeline input", default_id="input")
+
     def preprocess(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         row = to_hotpot_row(inputs, "pipeline input", default_id="input")
         feature = self.xh_processor.encode_hotpot_sentences(row)
@@ -111,8 +114,20 @@ class XhFactVerificationPipeline(_XhTaskPipeline):
             raise ValueError("XhFactVerificationPipeline needs pages={page id: {line: sentence}} (read_wiki_pages)")
         self.pages = pages
 
+    def check_input(self, item: Any) -> None:
+        self._claim(item)
+
+    @staticmethod
+    def _claim(inputs: Any) -> dict[str, Any]:
+        if not isinstance(inputs, Mapping):
+            raise ValueError(
+                f"xh-fact-verification: each input must be a dict with 'claim' (and optionally 'id', "
+                f"'predicted_pages', 'predicted_sentences'), got {type(inputs).__name__} {inputs!r:.60}"
+            )
+        return to_fever_claim({"id": "input", **inputs}, "pipeline input")
+
     def preprocess(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        claim = to_fever_claim({"id": "input", **inputs}, "pipeline input")
+        claim = self._claim(inputs)
         feature = self.xh_processor.encode_fever_claim(claim, self.pages, include_gold=False)
         return {"batch": self._batch(feature), "feature": feature, "claim": claim}
 

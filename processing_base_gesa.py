@@ -114,6 +114,34 @@ class ProcessorBase(ProcessorMixin):
             if p.name not in ("self", "tokenizer", *cls.unsaved_settings) and p.kind not in variadic
         )
 
+    @classmethod
+    def check_saved_types(cls, saved: Mapping[str, Any], path: str | None) -> None:
+        """A ``ValueError`` naming ``path``, the field and the fix when a saved setting has another JSON type than its
+        constructor default (``"max_seq_length": "abc"``, ``"label_names": "O"``): the constructor would compare or
+        iterate it into a raw TypeError, or a wrong processor."""
+        if path is None:
+            return
+        parameters = inspect.signature(cls.__init__).parameters
+        kinds = ((bool, "true or false"), (int, "an integer"), (float, "a number"), (str, "a string"),
+                 ((list, tuple), "a list"), (Mapping, "an object"))  # fmt: skip
+        for name, value in saved.items():
+            default = parameters[name].default if name in parameters else None
+            if default is None or default is inspect.Parameter.empty:
+                continue
+            if value is None and "None" in str(parameters[name].annotation):  # an optional setting left unset
+                continue
+            for kind, words in kinds:
+                if isinstance(default, kind):
+                    fits = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+                    if kind is float:
+                        fits = isinstance(value, (int, float)) and not isinstance(value, bool)
+                    if not fits:
+                        raise ValueError(
+                            f"{path}: {name!r} must be {words} (like the default {default!r}), got {value!r}. Fix that "
+                            f"field in the file, or {_RESAVE}"
+                        )
+                    break
+
     def settings(self) -> dict[str, Any]:
         """This processor's settings, as its constructor takes them back."""
         return {name: getattr(self, name) for name in self.setting_names() if hasattr(self, name)}
@@ -133,6 +161,7 @@ class ProcessorBase(ProcessorMixin):
         damaged ``processor_config.json`` is one ``ValueError`` naming the file and the fix."""
         hub = {key: kwargs[key] for key in HUB_KWARGS if kwargs.get(key) is not None}
         saved, path = load_processor_settings(pretrained_model_name_or_path, **hub)
+        cls.check_saved_types({key: value for key, value in saved.items() if key not in kwargs}, path)
         try:
             return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
         except (TypeError, ValueError) as error:
@@ -149,6 +178,7 @@ class ProcessorBase(ProcessorMixin):
         saved, path = load_processor_settings(name_or_path) if name_or_path else ({}, None)
         names = set(cls.setting_names())
         own = {key: value for key, value in saved.items() if key in names}
+        cls.check_saved_types(own, path)
         try:
             return cls(tokenizer, **{**defaults, **own})
         except (TypeError, ValueError) as error:
@@ -165,7 +195,7 @@ class ProcessorBase(ProcessorMixin):
         """``error`` as a ``ValueError`` naming ``path`` and the fix when it is about one of the file's ``fields``."""
         if path is None or not any(name in str(error) for name in fields):
             return error
-        return ValueError(f"{path}: {error}. Fix that field in the file, or {_RESAVE}")
+        return ValueError(f"{path}: {str(error).rstrip('.')}. Fix that field in the file, or {_RESAVE}")
 
     # ------------------------------------------------------------------ tokenizer backend and pickling
 

@@ -24,6 +24,9 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
+import bisect
+import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,6 +53,96 @@ def graph_inputs(mention_texts: Sequence[str]) -> dict[str, list[int]]:
         "entity_sentence_ids": [0] * len(mention_texts),
         "entity_string_ids": [ids.setdefault(" ".join(text.casefold().split()), len(ids)) for text in mention_texts],
     }
+
+
+def encode_within(
+    tokenizer: PreTrainedTokenizerBase,
+    text: str,
+    spans: Sequence[tuple[int, int]],
+    entities: Sequence[str],
+    max_length: int,
+    where: str = "the input",
+) -> tuple[dict[str, Any], bool]:
+    """LUKE's encoding of ``text`` with its entity ``spans`` (character offsets) in at most ``max_length`` word tokens,
+    special tokens included, and whether it was cut: the whole text when it fits, else the longest window of whole
+    words around the mentions (as many words kept on each side; ``LukeTokenizer`` cannot truncate with entities).
+
+    Raises:
+        ValueError: the mentions themselves, from the first to the last, take more than ``max_length`` tokens.
+    """
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
+        raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
+
+    def encode(start: int, end: int) -> dict[str, Any]:
+        moved = [(a - start, b - start) for a, b in spans]
+        return dict(tokenizer(text[start:end], entity_spans=moved, entities=list(entities)))
+
+    encoded = encode(0, len(text))
+    if len(encoded["input_ids"]) <= max_length or not spans:
+        return encoded, False
+    words = [(match.start(), match.end()) for match in re.finditer(r"\S+", text)]
+    starts, ends = [a for a, _ in words], [b for _, b in words]
+    first = max(0, bisect.bisect_right(starts, min(a for a, _ in spans)) - 1)  # the word holding the first mention
+    last = min(len(words), bisect.bisect_left(ends, max(b for _, b in spans)) + 1)  # past the last mention's word
+
+    def window(context: int) -> dict[str, Any]:
+        left, right = max(0, first - context), min(len(words), last + context)
+        return encode(min(starts[left], min(a for a, _ in spans)), max(ends[right - 1], max(b for _, b in spans)))
+
+    best = window(0)
+    if len(best["input_ids"]) > max_length:
+        raise ValueError(
+            f"{where}: the mentions take {len(best['input_ids'])} tokens from the first to the last, more than "
+            f"max_length={max_length}; raise max_length (--max_seq_length) or give mentions closer together"
+        )
+    low, high = 0, max(first, len(words) - last)
+    while low < high:  # the most context words on each side that still fit
+        middle = (low + high + 1) // 2
+        candidate = window(middle)
+        if len(candidate["input_ids"]) <= max_length:
+            low, best = middle, candidate
+        else:
+            high = middle - 1
+    return best, True
+
+
+def encode_word_prefix(
+    tokenizer: PreTrainedTokenizerBase,
+    tokens: Sequence[str],
+    spans: Sequence[tuple[int, int]],
+    entities: Sequence[str],
+    max_length: int,
+) -> tuple[dict[str, Any], int]:
+    """LUKE's encoding of the longest prefix of the words ``tokens`` that fits ``max_length`` word tokens (special
+    tokens included), with the word ``spans`` (exclusive ends) that lie inside it; and how many words it kept
+    (``len(tokens)``: all). What pre-training reads (every mention an entity), where ``encode_within`` centres one
+    example's few mentions."""
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
+        raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
+
+    def encode(words: int) -> dict[str, Any]:
+        text, offsets = char_spans(tokens[:words])
+        inside = [(start, end) for start, end in spans if end <= words]
+        return dict(
+            tokenizer(
+                text,
+                entity_spans=[(offsets[start][0], offsets[end - 1][1]) for start, end in inside],
+                entities=[entity for entity, (_, end) in zip(entities, spans, strict=True) if end <= words],
+            )
+        )
+
+    best = encode(len(tokens))
+    if len(best["input_ids"]) <= max_length:
+        return best, len(tokens)
+    low, high, best = 0, len(tokens) - 1, encode(0)
+    while low < high:  # the most words that still fit
+        middle = (low + high + 1) // 2
+        candidate = encode(middle)
+        if len(candidate["input_ids"]) <= max_length:
+            low, best = middle, candidate
+        else:
+            high = middle - 1
+    return best, low
 
 
 def char_spans(tokens: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
@@ -86,6 +179,10 @@ class EntityTaskProcessor(ProcessorBase):
             raise ValueError("EntityTaskProcessor needs a LUKE tokenizer (it takes entity_spans and entities)")
         if task not in TASKS:
             raise ValueError(f"task {task!r} is not an entity task; choose one of {TASKS}.")
+        for name, value, least in (("max_length", max_length, 8), ("max_span_length", max_span_length, 1),
+                                   ("max_entities", max_entities, 1)):  # fmt: skip
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"EntityTaskProcessor: {name} must be an integer >= {least}, got {value!r}")
         if task == "ner" and (not label_names or label_names[0] != NO_ENTITY):
             raise ValueError(
                 f"NER label_names must start with {NO_ENTITY!r} (the no-entity class), got {label_names!r}."
@@ -112,42 +209,61 @@ class EntityTaskProcessor(ProcessorBase):
             )
         return self.label2id[name]
 
-    def _encode(self, tokens: Sequence[str], spans: Sequence[tuple[int, int]], entities: Sequence[str]) -> dict:
+    cap_warnings = {
+        "examples_cut": (
+            "{examples_cut} examples longer than max_length={max_length} tokens kept only the words around their "
+            "mentions (raise --max_seq_length to keep more)"
+        ),
+        "gold_spans_too_long": (
+            "{gold_spans_too_long} gold entity spans are longer than max_span_length={max_span_length} words: no "
+            "candidate span covers them, so they are never trained on or predicted (raise --max_span_length)"
+        ),
+    }
+
+    def _encode(
+        self, tokens: Sequence[str], spans: Sequence[tuple[int, int]], entities: Sequence[str], example_id: str = ""
+    ) -> dict:
         text, offsets = char_spans(tokens)
         entity_spans = [(offsets[start][0], offsets[end - 1][1]) for start, end in spans]
-        feature = dict(
-            self.tokenizer(
-                text,
-                entity_spans=entity_spans,
-                entities=list(entities),
-                max_length=self.max_length,
-                truncation=True,
-            )
+        feature, cut = encode_within(
+            self.tokenizer, text, entity_spans, entities, self.max_length, f"example {example_id!r}"
         )
+        self.stats["examples_cut"] += int(cut)
         kept = len(feature["entity_ids"])
         return dict(feature, **graph_inputs([" ".join(tokens[start:end]) for start, end in spans[:kept]]))
 
     def encode(self, example: TypingExample | RelationExample | NerExample, index: int = 0) -> list[dict]:
         """The features of one example (NER: one per chunk of candidate spans), labels included."""
         if self.task == "entity_typing":
-            feature = self._encode(example.tokens, [(example.start, example.end)], ["[MASK]"])
+            feature = self._encode(example.tokens, [(example.start, example.end)], ["[MASK]"], example.id)
             labels = [0.0] * len(self.label_names)
             for name in example.labels:
                 labels[self._label_id(name, example.id)] = 1.0
             return [dict(feature, labels=labels, example_index=index)]
         if self.task == "relation_classification":
-            feature = self._encode(example.tokens, [example.head, example.tail], ["[MASK]", "[MASK2]"])
+            feature = self._encode(example.tokens, [example.head, example.tail], ["[MASK]", "[MASK2]"], example.id)
             return [dict(feature, labels=self._label_id(example.relation, example.id), example_index=index)]
         gold = {(start, end): kind for start, end, kind in example.spans}
+        self.stats["gold_spans_too_long"] += sum(end - start > self.max_span_length for start, end in gold)
         candidates = [
             (start, end)
             for start in range(len(example.tokens))
             for end in range(start + 1, min(start + self.max_span_length, len(example.tokens)) + 1)
         ]
         features = []
-        for first in range(0, len(candidates), self.max_entities):
-            chunk = candidates[first : first + self.max_entities]
-            feature = self._encode(example.tokens, chunk, ["[MASK]"] * len(chunk))
+        chunks = [
+            candidates[first : first + self.max_entities] for first in range(0, len(candidates), self.max_entities)
+        ]
+        while chunks:
+            chunk = chunks.pop(0)
+            try:
+                feature = self._encode(example.tokens, chunk, ["[MASK]"] * len(chunk), example.id)
+            except ValueError:
+                if len(chunk) == 1:
+                    raise
+                # the chunk's spans reach further than max_length tokens: two smaller chunks, each in its own window
+                chunks[:0] = [chunk[: len(chunk) // 2], chunk[len(chunk) // 2 :]]
+                continue
             positions = feature["entity_position_ids"]
             starts = [row[0] for row in positions]
             ends = [max(p for p in row if p >= 0) for row in positions]
@@ -165,7 +281,16 @@ class EntityTaskProcessor(ProcessorBase):
         return features
 
     def encode_all(self, examples: Sequence[Any]) -> list[dict]:
-        return [feature for index, example in enumerate(examples) for feature in self.encode(example, index)]
+        """The features of every example; what was cut (long examples, NER gold spans over max_span_length) is
+        counted in ``stats`` and logged."""
+        before = Counter(self.stats)
+        features = []
+        for index, example in enumerate(examples):
+            cut = self.stats["examples_cut"]
+            features += self.encode(example, index)
+            self.stats["examples_cut"] = cut + int(self.stats["examples_cut"] > cut)  # once per example (NER: chunks)
+        self._report(self.stats - before, counted=True)
+        return features
 
     def collate(self, features: Sequence[dict]) -> dict[str, torch.Tensor]:
         """Pad a batch: the tokenizer pads words and entities; labels pad with -100, span ends with 0, graph inputs -1."""
@@ -213,4 +338,14 @@ def decode_ner(
     return predictions
 
 
-__all__ = ["GRAPH_INPUTS", "NO_ENTITY", "TASKS", "EntityTaskProcessor", "char_spans", "decode_ner", "graph_inputs"]
+__all__ = [
+    "GRAPH_INPUTS",
+    "NO_ENTITY",
+    "TASKS",
+    "EntityTaskProcessor",
+    "char_spans",
+    "decode_ner",
+    "encode_within",
+    "encode_word_prefix",
+    "graph_inputs",
+]

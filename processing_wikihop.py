@@ -71,9 +71,18 @@ WIKIHOP_EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
 CANDIDATE_UNIT = 0  # sentence unit of the candidate list; support j is unit j + 1
 
 
+def lower_in_place(text: str) -> str:
+    """``text`` lower-cased character by character, one character for one: a character whose lower-case form is
+    longer (``İ``, U+0130 -> ``i̇``) keeps its first character, so offsets into the result are offsets into ``text``."""
+    if text.isascii():
+        return text.lower()
+    return "".join(char.lower()[:1] or char for char in text)
+
+
 def normalize_mention(text: str) -> str:
-    """Thesis 3.1's exact match, normalised: lower case, whitespace collapsed (WikiHop candidates are lower case)."""
-    return " ".join(text.lower().split())
+    """Thesis 3.1's exact match, normalised: lower case (``lower_in_place``), whitespace collapsed (WikiHop candidates
+    are lower case)."""
+    return " ".join(lower_in_place(text).split())
 
 
 def find_mentions(text: str, strings: Sequence[str]) -> list[tuple[int, int, int]]:
@@ -81,7 +90,7 @@ def find_mentions(text: str, strings: Sequence[str]) -> list[tuple[int, int, int
 
     Longest match first where two overlap (``"new york city"`` over ``"new york"``); sorted by start.
     """
-    lowered = text.lower()
+    lowered = lower_in_place(text)  # same length as `text`: match offsets are offsets into `text`
     found = []
     for index, string in enumerate(strings):
         words = normalize_mention(string).split()
@@ -259,11 +268,16 @@ class WikihopProcessor(ProcessorBase):
                     for index, query in enumerate(queries)
                 ]
         examples = []
+        derived: set[str] = set()
         for position, record in enumerate(records):
             if record.get("id") is None:
                 record["id"] = content_id(
-                    "\x00".join(map(str, record.get("supports") or [])), str(record.get("query"))
+                    "\x00".join(map(str, record.get("supports") or [])),
+                    f"{record.get('query')}\x00{record.get('candidates')}",
                 )
+                if record["id"] in derived:  # the same query twice: two queries, two answers (never merged)
+                    record["id"] = f"{record['id']}-{position}"
+                derived.add(record["id"])
             examples.append(to_example(record, position, f"input #{position}"))
         columns = self.encode_examples(examples)
         if return_tensors is None:

@@ -98,6 +98,10 @@ def _tokens(row: Mapping[str, Any], name: str, fail: Any) -> list[str]:
     value = row.get(name)
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise fail(f"field {name!r} must be a list of strings (got {type(value).__name__})")
+    for index, token in enumerate(value):
+        if not token.strip():
+            # a blank token has no characters to tokenize: a mention on it would have no position
+            raise fail(f"field {name!r} item {index} is blank ({token!r}); remove it or give the word")
     return value
 
 

@@ -31,11 +31,14 @@ Flat module: copied next to every saved checkpoint, so it imports only the stand
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .inputs_gesa import InputError, read_json_file
+
+logger = logging.getLogger(__name__)
 
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 HOTPOT_FIX = (
@@ -75,6 +78,8 @@ def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
     answer = item.get("answer")
     if answer is not None and not isinstance(answer, str):
         raise fail(f"'answer' must be a string (yes/no or a span), got {answer!r}")
+    if answer is not None and not answer.strip():
+        answer = None  # a blank answer (a test row) is no answer: predicted, never scored against ""
     context = item.get("context")
     if isinstance(context, Mapping):
         titles, sentences = context.get("title"), context.get("sentences")
@@ -109,6 +114,15 @@ def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
             raise fail(f"supporting fact {[title, sent_id]!r} must be [title <str>, sent_id <int >= 0>]")
         if title not in titles:
             raise fail(f"supporting fact title {title!r} is none of the context titles", "fix the title")
+    lengths = dict(zip(titles, map(len, sentences), strict=True))
+    beyond = [[title, sent_id] for title, sent_id in pairs if sent_id >= lengths[title]]
+    if beyond:
+        # the official release has a few: kept for the official metric (never predictable), said once per question
+        logger.warning(
+            f"{location}: HotpotQA question {question_id!r}: supporting facts {beyond} point past the last sentence "
+            f"of their paragraph ({', '.join(f'{t!r} has {lengths[t]}' for t, _ in beyond)}): no sentence can be "
+            "labelled or predicted for them; they still count as gold facts in the metric"
+        )
     row = {
         "id": str(question_id),
         "question": item["question"],
@@ -176,13 +190,34 @@ def to_fever_claim(item: Any, location: str) -> dict[str, Any]:
         for entry in group:
             page, line = entry[2], entry[3]
             if (page is None) != (line is None) or (
-                page is not None and (not isinstance(page, str) or not isinstance(line, int) or line < 0)
+                page is not None
+                and (not isinstance(page, str) or not isinstance(line, int) or isinstance(line, bool) or line < 0)
             ):
                 raise fail(f"evidence {entry!r} needs page <str> and line <int >= 0> (both null for NOT ENOUGH INFO)")
         groups.append([list(e) for e in group])
     if label is not None and label.upper() != FEVER_LABELS[2]:
         if not any(e[2] is not None for group in groups for e in group):
             raise fail(f"a {label} claim needs at least one evidence [page, line]", "add its evidence")
+    pages = item.get("predicted_pages")
+    if pages is not None and (not isinstance(pages, list) or not all(isinstance(p, str) for p in pages)):
+        raise fail(
+            f"'predicted_pages' must be a list of wiki page ids, got {pages!r}",
+            f"write it as a list, e.g. [{pages!r}]" if isinstance(pages, str) else None,
+        )
+    sentences = item.get("predicted_sentences")
+    if sentences is not None and (
+        not isinstance(sentences, list)
+        or not all(
+            isinstance(s, list)
+            and len(s) == 2
+            and isinstance(s[0], str)
+            and isinstance(s[1], int)
+            and not isinstance(s[1], bool)
+            and s[1] >= 0
+            for s in sentences
+        )
+    ):
+        raise fail(f"'predicted_sentences' must be a list of [page <str>, line <int >= 0>] pairs, got {sentences!r}")
     return {
         "id": claim_id,
         "claim": item["claim"],
@@ -198,11 +233,14 @@ def read_fever_claims(path: str | Path, where: str | None = None) -> list[dict[s
     claims, seen = [], {}
     for location, item in read_json_items(path, FEVER_FIX, where):
         claim = to_fever_claim(item, location)
-        if claim["id"] in seen:
+        key = str(claim["id"])  # 100 and "100" are one id in every prediction file and metric
+        if key in seen:
             raise InputError(
-                f"claim id {claim['id']!r} repeats {seen[claim['id']]}", location, fix="give every claim its own id"
+                f"claim id {claim['id']!r} repeats {seen[key]} (ids are compared as text)",
+                location,
+                fix="give every claim its own id",
             )
-        seen[claim["id"]] = location
+        seen[key] = location
         claims.append(claim)
     return claims
 
@@ -225,6 +263,15 @@ def parse_wiki_lines(lines: str, where: str, page_id: str | None = None) -> dict
                 record_id=page_id,
                 fix=WIKI_FIX,
             )
+        if int(number) in out:
+            raise InputError(
+                f"line number {int(number)} appears twice in 'lines' (the later row would replace "
+                f"{out[int(number)]!r:.40})",
+                where,
+                record=None if page_id is None else "wiki page",
+                record_id=page_id,
+                fix="give every sentence its own line number",
+            )
         out[int(number)] = rest.split("\t", 1)[0]
     return out
 
@@ -236,12 +283,20 @@ def read_wiki_pages(
     if isinstance(paths, (str, Path)):
         paths = [paths]
     pages: dict[str, dict[int, str]] = {}
+    read_at: dict[str, str] = {}
     for path in paths:
         for location, item in read_json_items(path, WIKI_FIX):
             if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
                 raise InputError("a wiki page needs a string 'id'", location, fix=WIKI_FIX)
             if keep is not None and item["id"] not in keep:
                 continue
+            if item["id"] in read_at:
+                raise InputError(
+                    f"page {item['id']!r} was already read at {read_at[item['id']]} (the later copy would replace it)",
+                    location,
+                    fix="keep one copy of every page",
+                )
+            read_at[item["id"]] = location
             if not isinstance(item.get("lines", ""), str):
                 raise InputError("'lines' must be a string", location, "wiki page", item["id"], fix=WIKI_FIX)
             pages[item["id"]] = parse_wiki_lines(item.get("lines", ""), location, item["id"])

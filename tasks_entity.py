@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.utils import logging
 
 from .inputs_gesa import InputError
 from .loading_gesa import load_tokenizer
@@ -63,13 +64,15 @@ from .modeling_kar_entity import (
     KarForEntityPairClassification,
     KarForEntitySpanClassification,
 )
-from .processing_entity import NO_ENTITY, EntityTaskProcessor, char_spans, decode_ner
+from .processing_entity import NO_ENTITY, EntityTaskProcessor, decode_ner, encode_word_prefix
 from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, first_output
 from .training_gesa import ScriptArgumentError, write_json_atomically
 from .training_models import hub_kwargs
 from .training_tokenizer import SPECIAL_ENTITIES, special_entity_rows
+
+logger = logging.get_logger(__name__)
 
 
 def decode_types(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
@@ -401,18 +404,20 @@ def pretraining_tokenizer(name_or_path: str, vocabulary: Mapping[str, int], **hu
 
 def encode_pretraining(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Any], max_length: int) -> list[dict]:
     """Word ids and, at every mention, its entity (by its text in the pre-training entity vocabulary)."""
-    features = []
+    features, cut = [], 0
     for example in examples:
         spans = mention_spans(example)
-        text, offsets = char_spans(example.tokens)
-        encoded = tokenizer(
-            text,
-            entity_spans=[(offsets[start][0], offsets[end - 1][1]) for start, end in spans],
-            entities=[mention_text(example, span) for span in spans],
-            max_length=max_length,
-            truncation=True,
+        # LukeTokenizer cannot truncate with entities: the longest word prefix that fits, with its mentions
+        encoded, kept = encode_word_prefix(
+            tokenizer, example.tokens, spans, [mention_text(example, span) for span in spans], max_length
         )
-        features.append(dict(encoded))
+        cut += kept < len(example.tokens)
+        features.append(encoded)
+    if cut:
+        logger.warning(
+            f"{cut} of {len(examples)} pre-training sentences are longer than max_length={max_length} tokens: each "
+            "keeps its longest word prefix that fits, with the mentions in it (raise --max_seq_length to keep more)"
+        )
     return features
 
 

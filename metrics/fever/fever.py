@@ -238,9 +238,15 @@ class Fever(evaluate.Metric):
                 raise ValueError(f"{key}: expected nested lists {depth} deep, got {value!r}.")
             return [cast(item, level - 1) for item in value]
 
-        return [
-            {**row, key: cast(row[key], depth)} if isinstance(row, Mapping) and key in row else row for row in rows
-        ]
+        out = []
+        for position, row in enumerate(rows):
+            if isinstance(row, Mapping) and key in row:
+                try:
+                    row = {**row, key: cast(row[key], depth)}
+                except ValueError as error:
+                    raise ValueError(f"claim {row.get('id', f'#{position}')!r}: {error}") from None
+            out.append(row)
+        return out
 
     def add_batch(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> None:
         """Add a batch of predictions and references (nested evidence cast to strings for Arrow)."""
@@ -267,10 +273,14 @@ class Fever(evaluate.Metric):
                 raise ValueError(f"Claim id {reference['id']!r} appears twice in the references.")
             groups = [[[a, e, page, line(number)] for a, e, page, number in group] for group in reference["evidence"]]
             gold[reference["id"]] = (reference["label"], groups)
-        predicted = {
-            p["id"]: (p["predicted_label"], [[page, int(number)] for page, number in p["predicted_evidence"]])
-            for p in predictions
-        }
+        predicted: dict[str, tuple[str, list]] = {}
+        for p in predictions:
+            if p["id"] in predicted:
+                raise ValueError(f"Claim id {p['id']!r} appears twice in the predictions; give one per claim.")
+            predicted[p["id"]] = (
+                p["predicted_label"],
+                [[page, int(number)] for page, number in p["predicted_evidence"]],
+            )
         return compute_fever_scores(predicted, gold, max_evidence=max_evidence)
 
 

@@ -128,10 +128,21 @@ def answer_scores(prediction: str, gold: str) -> tuple[float, float, float, floa
 def _fact_set(facts: Iterable[Sequence[Any]], name: str) -> set[tuple[str, int]]:
     out = set()
     for fact in facts:
-        if isinstance(fact, (str, bytes)) or len(fact) != 2:
+        if isinstance(fact, (str, bytes)) or not isinstance(fact, Sequence) or len(fact) != 2:
             raise ValueError(f"{name}: every supporting fact must be a [title, sent_id] pair, got {fact!r}.")
         out.add((fact[0], fact[1]))
     return out
+
+
+def _check_fact(fact: Any, name: str) -> tuple[str, int]:
+    """``(title, sent_id)`` of one ``[title <str>, sent_id <int>]`` fact; a ``ValueError`` naming ``name`` otherwise
+    (a ``None`` title is no title: it must never match a paragraph titled "None")."""
+    if isinstance(fact, (str, bytes)) or not isinstance(fact, Sequence) or len(fact) != 2:
+        raise ValueError(f"{name}: every supporting fact must be a [title, sent_id] pair, got {fact!r}.")
+    title, sent_id = fact
+    if not isinstance(title, str) or isinstance(sent_id, bool) or not isinstance(sent_id, int):
+        raise ValueError(f"{name}: a supporting fact is [title <str>, sent_id <int>], got {list(fact)!r}.")
+    return title, sent_id
 
 
 def supporting_fact_scores(
@@ -155,12 +166,18 @@ def compute_hotpot_scores(
     """The official HotpotQA scores of ``{id: answer}`` and ``{id: facts}`` against ``{id: (answer, facts)}``.
 
     Raises:
-        ValueError: when ``references`` is empty, or an answer is not a string / a fact not a pair (naming the id).
+        ValueError: when ``references`` is empty, a reference has no gold answer (``None`` or blank: a test file is
+            never scored against ""), or an answer is not a string / a fact not a pair (naming the id).
     """
     if not references:
         raise ValueError("compute_hotpot_scores needs at least one reference question.")
     totals = dict.fromkeys(METRIC_KEYS, 0.0)
     for question_id, (gold_answer, gold_facts) in references.items():
+        if not isinstance(gold_answer, str) or not gold_answer.strip():
+            raise ValueError(
+                f"reference question {question_id!r} has no gold answer ({gold_answer!r}): a file without answers "
+                "(a test split) cannot be scored; score only labelled questions, or predict without evaluating."
+            )
         answer = sp = None
         if question_id in answers:
             prediction = answers[question_id]
@@ -249,15 +266,17 @@ class Hotpotqa(evaluate.Metric):
 
     @staticmethod
     def _as_strings(rows: Any, key: str) -> Any:
-        """Arrow wants one type per column: each [title, sent_id] travels as two strings."""
+        """Arrow wants one type per column: each [title, sent_id] travels as two strings, once checked to be
+        ``[title <str>, sent_id <int>]`` (a ``ValueError`` naming the question otherwise)."""
         if rows is None:
             return rows
         out = []
-        for row in rows:
-            if isinstance(row, Mapping) and isinstance(row.get(key), (list, tuple)):
-                facts = [
-                    [str(f[0]), str(f[1])] if isinstance(f, (list, tuple)) and len(f) == 2 else f for f in row[key]
-                ]
+        for position, row in enumerate(rows):
+            if isinstance(row, Mapping) and key in row:
+                name = f"{key} of question {row.get('id', f'#{position}')!r}"
+                if isinstance(row[key], (str, bytes)) or not isinstance(row[key], Sequence):
+                    raise ValueError(f"{name}: must be a list of [title, sent_id] pairs, got {row[key]!r}.")
+                facts = [[title, str(sent_id)] for title, sent_id in (_check_fact(f, name) for f in row[key])]
                 row = {**row, key: facts}
             out.append(row)
         return out
@@ -284,8 +303,15 @@ class Hotpotqa(evaluate.Metric):
             if reference["id"] in gold:
                 raise ValueError(f"Question id {reference['id']!r} appears twice in the references.")
             gold[reference["id"]] = (reference["answer"], facts(reference["supporting_facts"]))
-        answers = {p["id"]: p["answer"] for p in predictions}
-        sp = {p["id"]: facts(p["sp"]) for p in predictions}
+        answers, sp = {}, {}
+        for prediction in predictions:
+            if prediction["id"] in answers:
+                raise ValueError(
+                    f"Question id {prediction['id']!r} appears twice in the predictions; give one prediction per "
+                    "question (the official prediction file maps each id to one answer)."
+                )
+            answers[prediction["id"]] = prediction["answer"]
+            sp[prediction["id"]] = facts(prediction["sp"])
         return compute_hotpot_scores(answers, sp, gold)
 
 

@@ -52,6 +52,12 @@ def accuracy(predictions: Mapping[str, str], references: Mapping[str, str]) -> f
     """Percent of reference ids whose prediction equals the answer exactly."""
     if not references:
         raise ValueError("wikihop accuracy: no reference query")
+    for example_id, answer in references.items():
+        if not isinstance(answer, str) or not answer.strip():
+            raise ValueError(
+                f"wikihop accuracy: reference query {example_id!r} has no gold answer ({answer!r}); a file without "
+                "answers (a test split) cannot be scored"
+            )
     correct = sum(predictions.get(example_id) == answer for example_id, answer in references.items())
     return 100.0 * correct / len(references)
 
@@ -77,4 +83,11 @@ class Wikihop(evaluate.Metric):
             if reference["id"] in gold:
                 raise ValueError(f"wikihop accuracy: reference id {reference['id']!r} appears twice")
             gold[reference["id"]] = reference["answer"]
-        return {"accuracy": accuracy({p["id"]: p["prediction_text"] for p in predictions}, gold)}
+        predicted: dict[str, str] = {}
+        for prediction in predictions:
+            if prediction["id"] in predicted:
+                raise ValueError(
+                    f"wikihop accuracy: prediction id {prediction['id']!r} appears twice; give one prediction per query"
+                )
+            predicted[prediction["id"]] = prediction["prediction_text"]
+        return {"accuracy": accuracy(predicted, gold)}
