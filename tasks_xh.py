@@ -24,7 +24,7 @@
 
 Both decode the head's outputs for every feature from ``Trainer.evaluate`` / ``Trainer.predict`` with the decoders
 the pipelines use (``XhForHotpotQA.decode_hotpot``, ``decode_fever``, then ``XhTaskProcessor`` turns them into
-answers). The baseline the paper ablates is the same head with ``xh_num_hop_layers=0`` (``xh_task_config``).
+answers). This project's no-hop baseline is the same head with ``xh_num_hop_layers=0`` (``xh_task_config``).
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
@@ -338,7 +338,8 @@ FEVER = FeverTask()
 
 
 def xh_task_config(task: XhTask, hop_attention: bool = True, **kwargs: Any) -> XhConfig:
-    """An ``XhConfig`` for ``task``; ``hop_attention=False`` is the paper's baseline (``xh_num_hop_layers=0``)."""
+    """An ``XhConfig`` for ``task``; ``hop_attention=False`` is this project's no-hop baseline
+    (``xh_num_hop_layers=0``; not a row of the paper's Table 4)."""
     overrides = {**task.config_overrides(), **kwargs}
     if not hop_attention:
         overrides["xh_num_hop_layers"] = 0
