@@ -94,6 +94,12 @@ class DataArguments(BaseDataArguments):
         default=None, metadata={"help": "FEVER: wiki-pages JSON-lines files (comma-separated) holding the evidence."}
     )
     max_nodes: int | None = field(default=None, metadata={"help": "XH tasks: nodes kept per graph (FEVER: 5)."})
+    fever_retrieval: str = field(
+        default="title",
+        metadata={"help": "FEVER claims without predicted_pages/predicted_sentences: 'title' (pages whose title the "
+                  "claim names) or 'bm25' (BM25 document retrieval then sentence selection; pip install "
+                  "'gesa[retrieval]')", "choices": ["title", "bm25"]},
+    )  # fmt: skip
 
 
 DEMO_ARGS = [
