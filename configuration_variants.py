@@ -30,6 +30,9 @@ from .configuration_gesa import GesaConfig, non_negative_finite, positive, proba
 KAR_OUTPUT_INITS = ("pinv", "zero")
 ERNIE_FUSION_OUTPUTS = ("residual_layernorm", "gelu")
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+# XH's in-sequence backbone: "luke" is the `ablation="luke"` preset (LUKE's attention and absolute positions, the
+# paper's BERT stand-in); "gesa" is GESA's relative-label attention
+XH_BACKBONES = ("luke", "gesa")
 
 
 def optional_positive(value: int | None) -> None:
@@ -50,9 +53,42 @@ def optional_positive_or_zero(value: int | None) -> None:
         raise ValueError(f"must be a non-negative integer, got {value!r}.")
 
 
+def optional_backbone(value: str | None) -> None:
+    if value is not None:
+        one_of(XH_BACKBONES)(value)
+
+
 def finite(value: float) -> None:
     if value != value or value in (float("inf"), float("-inf")):
         raise ValueError(f"must be a finite number, got {value!r}.")
+
+
+def xh_backbone(
+    backbone: str | None,
+    ablation: str | None,
+    use_relative_labels: bool | None = None,
+    use_absolute_position_embeddings: bool | None = None,
+) -> str:
+    """The backbone an XH config (or a LUKE conversion's overrides) asks for: `backbone` when given (checked against
+    `ablation`), else `"gesa"` when a field only GESA's attention has is set that way, else `"luke"`."""
+    if backbone is None:
+        gesa = (
+            (ablation not in (None, "luke"))
+            or use_relative_labels is True
+            or use_absolute_position_embeddings is False
+        )
+        return "gesa" if gesa else "luke"
+    if backbone == "gesa" and ablation == "luke":
+        raise ValueError(
+            "XhConfig.backbone='gesa' contradicts ablation='luke' (that preset is the LUKE backbone); set "
+            "backbone='luke', or drop ablation."
+        )
+    if backbone == "luke" and ablation not in (None, "luke"):
+        raise ValueError(
+            f"XhConfig.backbone='luke' contradicts ablation={ablation!r} (a GESA ablation); set backbone='gesa' to "
+            "ablate GESA's labels under the hop attention, or drop ablation."
+        )
+    return backbone
 
 
 @strict
@@ -119,9 +155,16 @@ class KarConfig(GesaConfig):
 
 @strict
 class XhConfig(GesaConfig):
-    r"""GESA backbone over a graph of text sequences with Transformer-XH's eXtra Hop attention.
+    r"""A LUKE or GESA backbone over a graph of text sequences with Transformer-XH's eXtra Hop attention.
 
     Args:
+        backbone (`str`, *optional*):
+            The in-sequence attention the hop layers sit on. `"luke"`: LUKE's attention and absolute positions (the
+            paper's BERT-base stand-in): the `ablation="luke"` preset, so `xh_num_hop_layers=0` is exactly
+            `transformers.LukeModel`. `"gesa"`: GESA's relative-label attention (any other `ablation`, or none).
+            Unset (`None`): `"gesa"` when `ablation` names another preset or `use_relative_labels=True` /
+            `use_absolute_position_embeddings=False` is given (a GESA-backbone config saved before this field),
+            else `"luke"`. After construction it holds the resolved value.
         xh_num_hop_layers (`int`, defaults to 3):
             `K`: the last K backbone layers are followed by hop attention among the nodes' hub tokens (paper: three
             hop steps). Must not exceed `num_hidden_layers`.
@@ -136,6 +179,7 @@ class XhConfig(GesaConfig):
 
     model_type = "gesa_xh"
 
+    backbone: str | None = validated_field(optional_backbone, default=None)
     xh_num_hop_layers: int = validated_field(optional_positive_or_zero, default=3)
     xh_num_hop_attention_heads: int | None = validated_field(optional_positive, default=None)
     xh_hop_dropout: float | int | None = validated_field(probability, default=None)
@@ -148,6 +192,10 @@ class XhConfig(GesaConfig):
             self.xh_num_hop_attention_heads = self.num_attention_heads
         if self.xh_hop_dropout is None:
             self.xh_hop_dropout = self.attention_probs_dropout_prob
+        self.backbone = xh_backbone(self.backbone, self.ablation, self.use_relative_labels,
+                                    self.use_absolute_position_embeddings)  # fmt: skip
+        if self.backbone == "luke":
+            self.ablation = "luke"  # the preset then sets (and checks) the fields that make the backbone LUKE
         super().__post_init__(**kwargs)
 
     def validate_xh(self) -> None:
@@ -161,6 +209,12 @@ class XhConfig(GesaConfig):
             raise ValueError(
                 f"XhConfig.hidden_size={self.hidden_size} must be a multiple of "
                 f"xh_num_hop_attention_heads={self.xh_num_hop_attention_heads}."
+            )
+        if (self.backbone == "luke") != (self.ablation == "luke"):
+            raise ValueError(
+                f"XhConfig.backbone={self.backbone!r} does not fit ablation={self.ablation!r}: the LUKE backbone is "
+                "exactly the ablation='luke' preset. Set backbone='gesa' for a GESA ablation, or backbone='luke' "
+                "with ablation='luke' (or unset)."
             )
 
 
@@ -210,4 +264,13 @@ class ErnieConfig(GesaConfig):
             )
 
 
-__all__ = ["ERNIE_FUSION_OUTPUTS", "FEVER_LABELS", "KAR_OUTPUT_INITS", "ErnieConfig", "KarConfig", "XhConfig"]
+__all__ = [
+    "ERNIE_FUSION_OUTPUTS",
+    "FEVER_LABELS",
+    "KAR_OUTPUT_INITS",
+    "XH_BACKBONES",
+    "ErnieConfig",
+    "KarConfig",
+    "XhConfig",
+    "xh_backbone",
+]

@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Transformer-XH (eXtra Hop attention) on GESA's LUKE backbone.
+"""Transformer-XH (eXtra Hop attention) on a LUKE backbone (`backbone="luke"`, the default) or GESA's.
 
 Zhao et al. 2020, "Transformer-XH: Multi-Evidence Reasoning with eXtra Hop Attention" (seed 001; spec `variants.md`).
 The input is a batch of graphs of text sequences: graph g has up to N nodes, each node a full backbone input starting
@@ -36,6 +36,7 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -46,7 +47,7 @@ from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
 from .checks_gesa import IGNORE_INDEX, InputValueChecks, check_candidate_labels, check_class_labels, ignored_loss
-from .configuration_variants import XhConfig
+from .configuration_variants import XhConfig, xh_backbone
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
     ENTITY_CLOZE_TASK,
@@ -150,6 +151,16 @@ class XhPreTrainedModel(GesaPreTrainedModel):
 
     config_class = XhConfig
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings", "XhHopLayer"]
+
+    @classmethod
+    def from_luke_pretrained(cls, pretrained_model_name_or_path: Any, **kwargs: Any) -> XhPreTrainedModel:
+        """`GesaPreTrainedModel.from_luke_pretrained`; the LUKE backbone (`XhConfig.backbone`, the default) is
+        converted as `ablation="luke"`, i.e. with LUKE's own absolute positions and entity-aware queries."""
+        backbone = xh_backbone(kwargs.get("backbone"), kwargs.get("ablation"), kwargs.get("use_relative_labels"),
+                               kwargs.get("use_absolute_position_embeddings"))  # fmt: skip
+        if backbone == "luke" and kwargs.get("ablation") is None:
+            kwargs["ablation"] = "luke"
+        return super().from_luke_pretrained(pretrained_model_name_or_path, **kwargs)
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:

@@ -13,24 +13,27 @@
 # limitations under the License.
 """Transformer-XH heads for its own benchmarks: HotpotQA with supporting facts and answer types, FEVER decoding.
 
-`XhForHotpotQA` is `modeling_xh.XhForMultiHopQA` (node relevance, Eq. 11; span inside the node, Eq. 12; same weights,
-same names) plus the two heads of the paper's appendix A.3:
+`XhForHotpotQA`, this project's joint HotpotQA model, is `modeling_xh.XhForMultiHopQA` (node relevance, Eq. 11; span
+inside the node, Eq. 12; same weights, same names) plus two heads trained with it:
 
 - supporting facts: `p(sp | sentence) = sigmoid(Linear([h_first ; h_last]))` on the first and last token states of
-  each sentence (A.3.2), binary cross-entropy over the real sentences;
-- answer type: `p(type | tau) = softmax(Linear(h_tau,0))` over span / yes / no on the relevant node's hub (A.3.1's
-  question classifier folded into the graph model), cross-entropy on the gold relevant node.
+  each sentence (the sentence scorer of the paper's separate supporting-fact model, A.3.2, here on the graph model),
+  binary cross-entropy over the real sentences;
+- answer type: `p(type | tau) = softmax(Linear(h_tau,0))` over span / yes / no on the relevant node's hub, this
+  project's own (the paper does not say how yes/no answers are produced; its A.3.1 classifier is bridge vs
+  comparison, `modeling_xh_paper.XhForQuestionType`), cross-entropy on the gold relevant node.
 
 `loss = relevance + span (span answers) + answer type + supporting facts`. Inference (`decode_hotpot`): the most
 relevant node, its answer type, its best span for span answers; supporting facts are the sentences with
-`p >= 0.5` in the answer node and in the most relevant other node (the paper's answer document plus one more,
-A.3.2), at least the best sentence of each.
+`p >= 0.5` in the answer node and in the most relevant other node, at least the best sentence of each. The paper's
+own system (question classifier, XH per type, separate supporting-fact model) is `modeling_xh_paper` /
+`tasks_xh_paper`.
 
 FEVER: `modeling_xh.XhForFactVerification` (Eqs. 14-16) as is; `decode_fever` ranks the nodes by node importance
 `p(s | tau)` (Eq. 15) and predicts as evidence the candidates whose importance is at least uniform (`1 / nodes`),
 at most five, best first.
 
-The baseline the paper ablates is the same classes with `xh_num_hop_layers=0` (no hop attention).
+The same classes with `xh_num_hop_layers=0` are this project's no-hop baseline (the paper's Table 4 has no such row).
 
 Flat module: copied next to every saved checkpoint, so it imports only its siblings.
 """
@@ -54,6 +57,27 @@ from .modeling_xh import XhFactVerificationOutput, XhForMultiHopQA, XhModel
 
 ANSWER_TYPES = ("span", "yes", "no")
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+
+
+def sentence_logits(
+    scorer: nn.Linear, words: torch.Tensor, sentence_starts: torch.Tensor, sentence_ends: torch.Tensor
+) -> torch.Tensor:
+    """`scorer([h_first ; h_last])` of every sentence (A.3.2's sentence classifier), `(G, N, S)`.
+
+    Args:
+        scorer: `Linear(2D, 1)`.
+        words: `(G, N, L, D)` token states.
+        sentence_starts, sentence_ends: `(G, N, S)` token indices of each sentence's first and last token (-1: no
+            sentence); absent sentences get `finfo.min`.
+    """
+    graphs, nodes, length = words.shape[:3]
+    if not torch.compiler.is_compiling() and ((sentence_ends >= length) | (sentence_starts >= length)).any():
+        raise ValueError(f"sentence_starts/sentence_ends must be token indices below {length} (or -1).")
+    index = torch.stack([sentence_starts, sentence_ends], -1).clamp(min=0)  # (G, N, S, 2)
+    gathered = torch.gather(words, 2, index.flatten(2)[..., None].expand(-1, -1, -1, words.size(-1)))  # (G, N, 2S, D)
+    pairs = gathered.view(graphs, nodes, -1, 2 * words.size(-1))
+    present = sentence_starts >= 0
+    return scorer(pairs).squeeze(-1).masked_fill(~present, torch.finfo(words.dtype).min)
 
 
 @dataclass
@@ -120,8 +144,7 @@ class XhForHotpotQA(XhForMultiHopQA):
         `(G, N, S)` (1 supporting, 0 not, -100 ignored)."""
         step = self.graph_step(input_ids, node_adjacency, node_mask, kwargs)
         words, hubs, real = step.words, step.hubs, step.node_mask
-        graphs, nodes, length = words.shape[:3]
-        minimum = torch.finfo(words.dtype).min
+        graphs, nodes = words.shape[:2]
         answer_type_logits = self.answer_type(hubs)
         supporting_logits = None
         if sentence_starts is not None:
@@ -132,15 +155,7 @@ class XhForHotpotQA(XhForMultiHopQA):
                     f"sentence_starts has shape {tuple(sentence_starts.shape)}; expected (graphs, nodes, sentences) "
                     f"with (graphs, nodes) = {(graphs, nodes)}."
                 )
-            present = sentence_starts >= 0
-            if not torch.compiler.is_compiling() and ((sentence_ends >= length) | (sentence_starts >= length)).any():
-                raise ValueError(f"sentence_starts/sentence_ends must be token indices below {length} (or -1).")
-            index = torch.stack([sentence_starts, sentence_ends], -1).clamp(min=0)  # (G, N, S, 2)
-            gathered = torch.gather(
-                words, 2, index.flatten(2)[..., None].expand(-1, -1, -1, words.size(-1))
-            )  # (G, N, 2S, D)
-            pairs = gathered.view(graphs, nodes, -1, 2 * words.size(-1))
-            supporting_logits = self.supporting(pairs).squeeze(-1).masked_fill(~present, minimum)
+            supporting_logits = sentence_logits(self.supporting, words, sentence_starts, sentence_ends)
 
         if answer_type is not None and tuple(answer_type.shape) != (graphs,):
             raise ValueError(f"answer_type has shape {tuple(answer_type.shape)}; expected (graphs,) = ({graphs},).")
@@ -253,4 +268,4 @@ def decode_fever(
 
 XhForHotpotQA.register_for_auto_class("AutoModelForQuestionAnswering")
 
-__all__ = ["ANSWER_TYPES", "FEVER_LABELS", "XhForHotpotQA", "XhHotpotQAOutput", "decode_fever"]
+__all__ = ["ANSWER_TYPES", "FEVER_LABELS", "XhForHotpotQA", "XhHotpotQAOutput", "decode_fever", "sentence_logits"]

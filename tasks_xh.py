@@ -24,7 +24,7 @@
 
 Both decode the head's outputs for every feature from ``Trainer.evaluate`` / ``Trainer.predict`` with the decoders
 the pipelines use (``XhForHotpotQA.decode_hotpot``, ``decode_fever``, then ``XhTaskProcessor`` turns them into
-answers). The baseline the paper ablates is the same head with ``xh_num_hop_layers=0`` (``xh_task_config``).
+answers). This project's no-hop baseline is the same head with ``xh_num_hop_layers=0`` (``xh_task_config``).
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
@@ -48,6 +48,7 @@ from .inputs_gesa import InputError
 from .loading_gesa import load_tokenizer
 from .modeling_xh import XhForFactVerification
 from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA, decode_fever
+from .processing_retrieval_xh import retrieve_fever_evidence
 from .processing_xh_tasks import XhTaskProcessor
 from .records_xh import (
     hotpot_supporting_facts,
@@ -289,6 +290,8 @@ class FeverTask(XhTask):
     def featurise(self, processor: XhTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
         """Training graphs hold the gold evidence among the candidates; evaluation and test graphs only what the
         claim's retrieved pages/sentences (or the title match) give."""
+        if getattr(data_args, "fever_retrieval", "title") == "bm25":  # claims without candidates: BM25 retrieval
+            examples = retrieve_fever_evidence(examples, processor.pages, max_sentences=processor.max_nodes or 5)
         features = processor.encode_fever_claims(examples, processor.pages, include_gold=split == "train")
         for feature in features:
             feature["labels"] = feature.pop("fever_label", -100)
@@ -338,7 +341,8 @@ FEVER = FeverTask()
 
 
 def xh_task_config(task: XhTask, hop_attention: bool = True, **kwargs: Any) -> XhConfig:
-    """An ``XhConfig`` for ``task``; ``hop_attention=False`` is the paper's baseline (``xh_num_hop_layers=0``)."""
+    """An ``XhConfig`` for ``task``; ``hop_attention=False`` is this project's no-hop baseline
+    (``xh_num_hop_layers=0``; not a row of the paper's Table 4)."""
     overrides = {**task.config_overrides(), **kwargs}
     if not hop_attention:
         overrides["xh_num_hop_layers"] = 0

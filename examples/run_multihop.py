@@ -28,6 +28,8 @@ Writes the model with its processor and pipeline code, ``all_results.json`` and 
 ``predict_predictions.json`` (``{id: [{"answer", "score"}, ...]}`` best first); HotpotQA and FEVER the official
 prediction files (``<split>_predictions.json`` / ``.jsonl``) and every official metric. The tasks are
 ``gesa.tasks_multihop.WIKIHOP`` and ``gesa.tasks_xh.HOTPOTQA`` / ``FEVER``; the run is ``gesa.training_driver``'s.
+HotpotQA with ``--system paper`` runs the paper's system instead (question-type classifier, XH per type,
+supporting-fact model per type: ``gesa.tasks_xh_paper``).
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ from transformers import HfArgumentParser, TrainingArguments
 
 from gesa.tasks_multihop import WIKIHOP, build_demo_luke, make_wikihop_sample, sample_texts, write_wikihop_file
 from gesa.tasks_xh import FEVER, HOTPOTQA
+from gesa.tasks_xh_paper import SYSTEMS, run_paper_system
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
-from gesa.training_gesa import explicit_flags, one_error_line, parse_script_args
+from gesa.training_gesa import ScriptArgumentError, explicit_flags, one_error_line, parse_script_args
 
 SCRIPT = "run_multihop.py"
 TASKS = {task.name: task for task in (WIKIHOP, HOTPOTQA, FEVER)}
@@ -62,6 +65,12 @@ class ModelArguments(BaseModelArguments):
     attention_window: int | None = field(
         default=256, metadata={"help": "WikiHop: local word window (each side); query words and entities are global."}
     )
+    system: str = field(
+        default="joint",
+        metadata={"help": "HotpotQA with --variant xh: 'joint' (this project's one model: answer, answer type and "
+                  "supporting facts) or 'paper' (the paper's A.3 system: question-type classifier, XH per type, "
+                  "supporting-fact model per type; gesa.tasks_xh_paper)", "choices": list(SYSTEMS)},
+    )  # fmt: skip
 
 
 @dataclass
@@ -85,6 +94,12 @@ class DataArguments(BaseDataArguments):
         default=None, metadata={"help": "FEVER: wiki-pages JSON-lines files (comma-separated) holding the evidence."}
     )
     max_nodes: int | None = field(default=None, metadata={"help": "XH tasks: nodes kept per graph (FEVER: 5)."})
+    fever_retrieval: str = field(
+        default="title",
+        metadata={"help": "FEVER claims without predicted_pages/predicted_sentences: 'title' (pages whose title the "
+                  "claim names) or 'bm25' (BM25 document retrieval then sentence selection; pip install "
+                  "'gesa[retrieval]')", "choices": ["title", "bm25"]},
+    )  # fmt: skip
 
 
 DEMO_ARGS = [
@@ -122,6 +137,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         if not argv:
             argv = demo_argv(Path(scratch))
         model_args, data_args, args = parse_args(argv)
+        if model_args.system == "paper":
+            if data_args.task != "hotpotqa":
+                raise ScriptArgumentError(f"--system paper is for --task hotpotqa, not --task {data_args.task}")
+            return run_paper_system(model_args, data_args, args)
         return run_task(TASKS[data_args.task], model_args, data_args, args, SCRIPT, explicit=explicit_flags(argv))
 
 

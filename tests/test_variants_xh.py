@@ -462,6 +462,7 @@ BAD_XH_FIELDS = [
     ("xh_num_hop_layers", -1, "non-negative integer"),
     ("xh_num_hop_attention_heads", 0, "positive integer"),
     ("xh_hop_dropout", 1.0, "dropout probability in \\[0, 1\\)"),
+    ("backbone", "bert", "choose one of \\['luke', 'gesa'\\]"),
 ]
 
 

@@ -1,0 +1,236 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The two other models of Transformer-XH's HotpotQA system (paper appendix A.3), and its supporting-fact inference.
+
+- `XhForQuestionType` (A.3.1): the question alone (`<s> question </s>`, a graph of one node) through the backbone, a
+  linear classifier on `[CLS]` over `config.id2label` (bridge / comparison), trained on HotpotQA's `type` field.
+- `XhForSupportingFacts` (A.3.2): one node per document (`<s> question </s> </s> title: paragraph </s>`, read
+  independently: built with `xh_num_hop_layers=0`), document relevance `sigmoid(Linear(h_[CLS]))` and sentence
+  classification `sigmoid(Linear([h_first ; h_last]))` (`modeling_xh_tasks.sentence_logits`), trained jointly
+  (binary cross-entropy on both); one model per question type.
+- `bridge_supporting_facts` / `comparison_supporting_facts` (A.3.2's inference): for a bridge question the answer
+  document (from the bridge XH model) and the most relevant of its parents in the evidence graph (documents linking
+  to it; all other documents when it has none, the paper's footnote 3); for a comparison question the top-2
+  documents by relevance. In each chosen document the sentences with `p >= 0.5`, at least the best one.
+
+The answers come from `modeling_xh_tasks.XhForHotpotQA` trained once per question type (`tasks_xh_paper`).
+
+Flat module: copied next to every saved checkpoint, so it imports only its siblings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, can_return_tuple
+
+from .configuration_variants import XhConfig
+from .modeling_gesa import GesaInputs, with_inputs_of
+from .modeling_xh import XhGraphHead, XhModel
+from .modeling_xh_tasks import sentence_logits
+
+QUESTION_TYPES = ("bridge", "comparison")
+
+
+@dataclass
+class XhQuestionTypeOutput(ModelOutput):
+    """
+    Args:
+        loss: cross-entropy of `labels`, when given.
+        logits: `(G, Y)` class scores from the first node's `[CLS]`.
+    """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+
+
+class XhForQuestionType(XhGraphHead):
+    """A.3.1's question classifier: `Linear(h_[CLS])` of the question's node (node 0) over `config.id2label`."""
+
+    def __init__(self, config: XhConfig) -> None:
+        super().__init__(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    @can_return_tuple
+    @with_inputs_of(XhModel.forward)
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        *,
+        node_adjacency: torch.Tensor | None = None,
+        node_mask: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        **kwargs: Unpack[GesaInputs],
+    ) -> XhQuestionTypeOutput:
+        """`labels` `(G,)` class ids (-100: none). Inputs: `XhModel`'s, the question as node 0 of each graph."""
+        outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
+        logits = self.classifier(self.dropout(outputs.hub_states[:, 0]))
+        loss = None
+        if labels is not None:
+            if tuple(labels.shape) != (logits.size(0),):
+                raise ValueError(f"labels has shape {tuple(labels.shape)}; expected (graphs,) = ({logits.size(0)},).")
+            loss = F.cross_entropy(logits.float(), labels, ignore_index=-100)
+        return XhQuestionTypeOutput(loss=loss, logits=logits)
+
+
+@dataclass
+class XhSupportingFactsOutput(ModelOutput):
+    """
+    Args:
+        loss: `relevance_loss + supporting_loss` (the terms that have labels).
+        relevance_logits: `(G, N)` document relevance (padded documents `finfo.min`).
+        supporting_logits: `(G, N, S)` per sentence (absent sentences `finfo.min`).
+        relevance_loss, supporting_loss: binary cross-entropies over the labelled documents / sentences.
+    """
+
+    loss: torch.FloatTensor | None = None
+    relevance_logits: torch.FloatTensor | None = None
+    supporting_logits: torch.FloatTensor | None = None
+    relevance_loss: torch.FloatTensor | None = None
+    supporting_loss: torch.FloatTensor | None = None
+
+
+class XhForSupportingFacts(XhGraphHead):
+    """A.3.2's supporting-fact model: document relevance on `[CLS]` and sentence classification on
+    `[first ; last]` of each sentence, multi-task. Features: `tasks_xh_paper.supporting_features`."""
+
+    def __init__(self, config: XhConfig) -> None:
+        super().__init__(config)
+        self.relevance = nn.Linear(config.hidden_size, 1)
+        self.supporting = nn.Linear(2 * config.hidden_size, 1)
+        self.post_init()
+
+    @can_return_tuple
+    @with_inputs_of(XhModel.forward)
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        *,
+        node_adjacency: torch.Tensor | None = None,
+        node_mask: torch.Tensor | None = None,
+        sentence_starts: torch.LongTensor | None = None,
+        sentence_ends: torch.LongTensor | None = None,
+        node_labels: torch.LongTensor | None = None,
+        sentence_labels: torch.LongTensor | None = None,
+        **kwargs: Unpack[GesaInputs],
+    ) -> XhSupportingFactsOutput:
+        """`sentence_starts`/`sentence_ends` `(G, N, S)` (-1: none); labels: `node_labels` `(G, N)` 1 on supporting
+        documents, `sentence_labels` `(G, N, S)` (1, 0, -100 ignored). Other inputs: `XhModel`'s."""
+        if sentence_starts is None or sentence_ends is None or sentence_starts.shape != sentence_ends.shape:
+            raise ValueError("sentence_starts and sentence_ends are required, with the same (G, N, S) shape.")
+        outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
+        words, hubs, real = (
+            self.dropout(outputs.last_hidden_state),
+            self.dropout(outputs.hub_states),
+            outputs.node_mask,
+        )
+        if tuple(sentence_starts.shape[:2]) != tuple(real.shape):
+            raise ValueError(
+                f"sentence_starts has shape {tuple(sentence_starts.shape)}; expected (graphs, nodes, sentences) with "
+                f"(graphs, nodes) = {tuple(real.shape)}."
+            )
+        relevance_logits = self.relevance(hubs).squeeze(-1).masked_fill(~real, torch.finfo(hubs.dtype).min)
+        supporting_logits = sentence_logits(self.supporting, words, sentence_starts, sentence_ends)
+        losses = {}
+        if node_labels is not None:
+            if node_labels.shape != real.shape:
+                raise ValueError(f"node_labels has shape {tuple(node_labels.shape)}; expected {tuple(real.shape)}.")
+            keep = real & (node_labels != -100)
+            if keep.any():
+                losses["relevance"] = F.binary_cross_entropy_with_logits(
+                    relevance_logits[keep].float(), node_labels[keep].float()
+                )
+        if sentence_labels is not None:
+            if sentence_labels.shape != supporting_logits.shape:
+                raise ValueError(
+                    f"sentence_labels has shape {tuple(sentence_labels.shape)}; expected {tuple(supporting_logits.shape)}"
+                    " like sentence_starts."
+                )
+            keep = (sentence_labels != -100) & (sentence_starts >= 0) & real[..., None]
+            if keep.any():
+                losses["supporting"] = F.binary_cross_entropy_with_logits(
+                    supporting_logits[keep].float(), sentence_labels[keep].float()
+                )
+        return XhSupportingFactsOutput(
+            loss=sum(losses.values()) if losses else None,
+            relevance_logits=relevance_logits,
+            supporting_logits=supporting_logits,
+            relevance_loss=losses.get("relevance"),
+            supporting_loss=losses.get("supporting"),
+        )
+
+
+def _sentences_of(probs: torch.Tensor, present: torch.Tensor, threshold: float) -> list[int]:
+    """The sentences with `p >= threshold`, at least the best one (none when the document has no sentence)."""
+    if not present.any():
+        return []
+    probs = probs.masked_fill(~present, -1.0)
+    return [int(s) for s in ((probs >= threshold) & present).nonzero().flatten()] or [int(probs.argmax())]
+
+
+def bridge_supporting_facts(
+    answer_node: int,
+    adjacency: torch.Tensor,
+    relevance_logits: torch.Tensor,
+    supporting_logits: torch.Tensor,
+    threshold: float = 0.5,
+) -> list[tuple[int, int]]:
+    """A.3.2, bridge: `(node, sentence)` pairs in the answer document and in its most relevant parent.
+
+    Args:
+        answer_node: the answer document (the bridge XH model's most relevant node).
+        adjacency: `(N, N)` the evidence graph, `adjacency[tau, eta] = 1` when tau links to eta (tau attends to eta).
+        relevance_logits: `(N,)` the supporting-fact model's document relevance.
+        supporting_logits: `(N, S)` its sentence logits (absent sentences `finfo.min`).
+    """
+    nodes = relevance_logits.size(0)
+    parents = [n for n in range(nodes) if n != answer_node and bool(adjacency[n, answer_node])]
+    others = parents or [n for n in range(nodes) if n != answer_node]  # no parent: from all documents (footnote 3)
+    chosen = [answer_node]
+    if others:
+        chosen.append(max(others, key=lambda n: float(relevance_logits[n])))
+    return _facts(chosen, supporting_logits, threshold)
+
+
+def comparison_supporting_facts(
+    relevance_logits: torch.Tensor, supporting_logits: torch.Tensor, threshold: float = 0.5
+) -> list[tuple[int, int]]:
+    """A.3.2, comparison: `(node, sentence)` pairs in the two most relevant documents (`(N,)`, `(N, S)` logits)."""
+    chosen = [int(n) for n in relevance_logits.float().argsort(descending=True)[:2]]
+    return _facts(chosen, supporting_logits, threshold)
+
+
+def _facts(chosen: list[int], supporting_logits: torch.Tensor, threshold: float) -> list[tuple[int, int]]:
+    present = supporting_logits > torch.finfo(supporting_logits.dtype).min / 2
+    probs = supporting_logits.float().sigmoid()
+    return [(node, s) for node in chosen for s in _sentences_of(probs[node], present[node], threshold)]
+
+
+XhForQuestionType.register_for_auto_class("AutoModelForSequenceClassification")
+XhForSupportingFacts.register_for_auto_class("AutoModel")
+
+__all__ = [
+    "QUESTION_TYPES",
+    "XhForQuestionType",
+    "XhForSupportingFacts",
+    "XhQuestionTypeOutput",
+    "XhSupportingFactsOutput",
+    "bridge_supporting_facts",
+    "comparison_supporting_facts",
+]
