@@ -62,6 +62,8 @@ from .modeling_gesa import (
 )
 from .modeling_variants import EntityAttention, KnowledgeBase, knowledge_table, set_knowledge_base
 
+KAR_INPUTS = ("kar_mention_spans", "kar_candidate_ids", "kar_candidate_priors", "kar_gold_candidates")
+
 # ---------------------------------------------------------------------------------------------
 # Building blocks in the entity dimension
 # ---------------------------------------------------------------------------------------------
@@ -299,7 +301,8 @@ class KarModel(KarPreTrainedModel, GesaModel):
     """
 
     def build_variant_modules(self, config: KarConfig) -> None:
-        self.kar = KarLayer(config)
+        # kar_num_layers=0: knowledge off, the backbone alone (no KAR parameters at all)
+        self.kar = KarLayer(config) if config.kar_num_layers else None
         self.knowledge_base = KnowledgeBase(config.kb_size, config.entity_emb_size) if config.kb_size else None
 
     def _kar_inputs(
@@ -383,6 +386,14 @@ class KarModel(KarPreTrainedModel, GesaModel):
 
     def layer_blocks(self, inputs: dict, words: torch.Tensor) -> KarBlocks:
         batch_size, word_length = words.shape[:2]
+        if self.kar is None:
+            given = [name for name in KAR_INPUTS if inputs[name] is not None]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} given to a model without a KAR block (kar_num_layers=0, knowledge off): "
+                    "drop them, or use a model with kar_num_layers=1."
+                )
+            return KarBlocks(self, None, None, None, None, None)
         spans, candidate_ids, priors, gold = self._kar_inputs(
             batch_size,
             word_length,
@@ -408,10 +419,10 @@ class KarBlocks(LayerBlocks):
     def __init__(
         self,
         model: KarModel,
-        spans: torch.Tensor,
-        candidate_embeddings: torch.Tensor,
-        priors: torch.Tensor,
-        candidate_mask: torch.Tensor,
+        spans: torch.Tensor | None,
+        candidate_embeddings: torch.Tensor | None,
+        priors: torch.Tensor | None,
+        candidate_mask: torch.Tensor | None,
         gold: torch.Tensor | None,
     ) -> None:
         self.model, self.spans, self.candidate_embeddings = model, spans, candidate_embeddings
@@ -419,12 +430,14 @@ class KarBlocks(LayerBlocks):
         self.block = None
 
     def between(self, done: int, words: torch.Tensor, entities: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
-        if done != self.model.config.kar_layer:
+        if self.model.kar is None or done != self.model.config.kar_layer:
             return words, entities
         self.block = self.model.kar(words, self.spans, self.candidate_embeddings, self.priors, self.candidate_mask)
         return self.block[0], entities
 
     def output(self, encoded: ModelOutput) -> KarModelOutput:
+        if self.block is None:  # knowledge off (kar_num_layers=0)
+            return KarModelOutput(**encoded)
         _, linking_scores, linking_weights, _, null_mask, _ = self.block
         linking_loss = None
         if self.gold is not None:

@@ -257,6 +257,7 @@ def test_candidates_without_spans_are_refused():
 
 
 BAD_KAR_FIELDS = [
+    ("kar_num_layers", 2, "must be 0 \\(knowledge off\\) or 1"),
     ("kar_layer", -1, "non-negative integer"),
     ("kar_entity_threshold", float("inf"), "finite number"),
     ("kar_num_attention_heads", 0, "positive integer"),
