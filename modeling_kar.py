@@ -47,7 +47,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput
 
-from .checks_gesa import check_kar_inputs
+from .checks_gesa import KAR_NULL_CANDIDATE, check_kar_inputs
 from .configuration_variants import KarConfig
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
@@ -266,6 +266,13 @@ class KarPreTrainedModel(GesaPreTrainedModel):
         super()._init_weights(module)
         if isinstance(module, KarLayer):
             init.zeros_(module.null_embedding)
+            # psi = delta + 1 + c * prior (c > 0) at the start: every candidate passes the threshold and the linker's
+            # choice follows the prior; the context term (dot-product column) starts at 0 and is learned
+            hidden = module.linker.hidden
+            prior_only = torch.stack([torch.zeros_like(hidden.weight[:, 0]), hidden.weight[:, 1].abs() + 1e-3], 1)
+            init.copy_(hidden.weight, prior_only)
+            init.zeros_(hidden.bias)
+            init.copy_(module.linker.score.weight, module.linker.score.weight.abs() + 1e-3)
             init.constant_(module.linker.score.bias, float(self.config.kar_entity_threshold) + 1.0)
             if self.config.kar_output_init == "pinv":
                 w1 = module.bert_to_kg.weight.float()  # (E, D): H_proj = W1 h + b1
@@ -292,8 +299,9 @@ class KarModel(KarPreTrainedModel, GesaModel):
 
     - `kar_mention_spans` `(B, C, 2)` long: inclusive word spans of candidate mentions, `-1` padded. Default: the
       spans of the real, non-placeholder LUKE entities (`entity_position_ids`).
-    - `kar_candidate_ids` `(B, C, K)` long: KB rows of each mention's candidates, `-1` padded. Default: none (every
-      mention takes the NULL embedding).
+    - `kar_candidate_ids` `(B, C, K)` long: KB rows of each mention's candidates, `-1` padded,
+      `KAR_NULL_CANDIDATE` (-2) for KnowBERT's NULL entity (embedding: the learned NULL embedding). Default: none
+      (every mention takes the NULL embedding).
     - `kar_candidate_priors` `(B, C, K)` float: candidate priors (e.g. alias-table probabilities). Default: uniform
       over each mention's real candidates.
     - `kar_gold_candidates` `(B, C)` long: index of the gold candidate in `[0, K)` or `-1` (no supervision); gives
@@ -338,7 +346,7 @@ class KarModel(KarPreTrainedModel, GesaModel):
                 (batch_size, kar_mention_spans.size(1), 1), -1, dtype=torch.long, device=device
             )
         if kar_candidate_priors is None:
-            valid = kar_candidate_ids >= 0
+            valid = (kar_candidate_ids >= 0) | (kar_candidate_ids == KAR_NULL_CANDIDATE)
             kar_candidate_priors = valid.float() / valid.sum(-1, keepdim=True).clamp(min=1)
         return kar_mention_spans, kar_candidate_ids, kar_candidate_priors, kar_gold_candidates
 
@@ -406,10 +414,14 @@ class KarModel(KarPreTrainedModel, GesaModel):
             inputs["kar_candidate_priors"],
             inputs["kar_gold_candidates"],
         )
-        candidate_mask = candidate_ids >= 0
+        null = candidate_ids == KAR_NULL_CANDIDATE
+        in_kb = candidate_ids >= 0
         table = knowledge_table(self)
-        candidate_embeddings = table[candidate_ids.clamp(min=0)] * candidate_mask[..., None].to(table.dtype)
-        return KarBlocks(self, spans, candidate_embeddings.to(words.dtype), priors, candidate_mask, gold)
+        candidate_embeddings = table[candidate_ids.clamp(min=0)] * in_kb[..., None].to(table.dtype)
+        # KnowBERT's NULL candidate: the learned NULL embedding (trained through the linker's weights)
+        null_embedding = self.kar.null_embedding.to(candidate_embeddings.dtype)
+        candidate_embeddings = torch.where(null[..., None], null_embedding, candidate_embeddings)
+        return KarBlocks(self, spans, candidate_embeddings.to(words.dtype), priors, in_kb | null, gold)
 
 
 class KarBlocks(LayerBlocks):

@@ -63,7 +63,7 @@ from .modeling_gesa import GesaForEntitySpanQA
 from .modeling_kar import KarForEntitySpanQA
 from .modeling_luke_graph import LukeGraphForEntitySpanQA
 from .modeling_xh import XhForEntitySpanQA
-from .processing_kb import KnowledgeCollator, KnowledgeInputBuilder
+from .processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 from .processing_xh import XhProcessor
 
 Collator = Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
@@ -181,11 +181,14 @@ class VariantSpec:
         tokenizer: PreTrainedTokenizerBase,
         alias_table: Mapping[str, Sequence[tuple[int | str, float]]] | None = None,
         max_candidates: int = 30,
+        candidates: EntityCandidateGenerator | None = None,
     ) -> Collator:
         """The GESA collator, plus the KB inputs for KAR/ERNIE (title match in the tokenizer's entity vocabulary and
-        the optional alias table); unchanged for the other variants."""
+        the optional alias table, or `candidates`: the KB files' generator); unchanged for the other variants."""
         if self.knowledge_variant is None:
             return collator
+        if candidates is not None:
+            return KnowledgeCollator(collator, KnowledgeInputBuilder(tokenizer, candidates, self.knowledge_variant))
         builder = KnowledgeInputBuilder.from_tokenizer(tokenizer, self.knowledge_variant, alias_table, max_candidates)
         return KnowledgeCollator(collator, builder)
 

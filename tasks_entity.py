@@ -67,6 +67,7 @@ from .processing_entity import NO_ENTITY, EntityTaskProcessor, char_spans, decod
 from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, first_output
+from .tasks_kb import attach_knowledge_files, knowledge_candidates
 from .training_gesa import ScriptArgumentError, write_json_atomically
 from .training_models import hub_kwargs
 from .training_tokenizer import SPECIAL_ENTITIES, special_entity_rows
@@ -162,12 +163,15 @@ class EntityTask(Task):
             raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
         processor = EntityTaskProcessor(tokenizer, self.name, labels, data_args.max_seq_length,
                                         data_args.max_span_length, data_args.max_entities)  # fmt: skip
+        attach_knowledge_files(model_args, model, tokenizer, processor)
         return LoadedModel(model, processor, tokenizer, labels)
 
     def collator(self, processor: EntityTaskProcessor, variant: str) -> Any:
         """The processor's batches, plus the knowledge inputs of KAR/ERNIE (``VariantSpec.wrap_collator``: mentions
         matched to the tokenizer's entity titles)."""
-        return VARIANTS[variant].wrap_collator(processor, processor.tokenizer)
+        return VARIANTS[variant].wrap_collator(
+            processor, processor.tokenizer, candidates=knowledge_candidates(processor)
+        )
 
     def featurise(self, processor: EntityTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
         return Dataset.from_list(processor.encode_all(examples))

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from transformers import HfArgumentParser, TrainingArguments
 
 from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN
+from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
 from gesa.training_gesa import explicit_flags, one_error_line, parse_script_args
 
@@ -47,6 +48,8 @@ class ModelArguments(BaseModelArguments):
         default="gesa",
         metadata={"help": "; ".join(f"--task {name}: {', '.join(task.heads)}" for name, task in TASKS.items())},
     )
+    kb_alias_table: str | None = field(default=None, metadata={"help": KB_ALIAS_TABLE_HELP})
+    kb_entity_vectors: str | None = field(default=None, metadata={"help": KB_ENTITY_VECTORS_HELP})
 
 
 @dataclass
