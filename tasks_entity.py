@@ -21,8 +21,9 @@ without ``no_relation``, exact span F1 as seqeval's entity-level score). The pre
 ``{"id", "prediction", "reference"}``.
 
 ``--task pretrain`` (``PretrainTask``): LUKE's masked language model + masked-entity prediction for GESA/LUKE
-(``MaskedEntityCollator``, ``GesaForMaskedLM``), ERNIE's denoising entity auto-encoder for ``--variant ernie``
-(``DeaCollator``: token-entity alignments replaced or masked, ``ErnieForDenoisingEntityAutoencoder``). Its entity
+(``MaskedEntityCollator``, ``GesaForMaskedLM``), ERNIE's masked language model + denoising entity auto-encoder for
+``--variant ernie`` (``ErniePretrainingCollator``: every mention aligned, alignments replaced or masked, words masked;
+``ErnieForPreTraining``; ``LoggedLossesCallback`` logs ``mlm_loss`` and ``dea_loss`` beside ``loss``). Its entity
 table holds LUKE's special entities and the distinct mention texts of the data (rows taken from LUKE's table where
 LUKE has that title, else from ``[UNK]``); the tokenizer saved with the model carries the same entity vocabulary.
 Its evaluation is the loss; it predicts nothing.
@@ -41,7 +42,7 @@ from typing import Any
 import numpy as np
 import torch
 from datasets import Dataset
-from transformers import DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase, TrainerCallback
 
 from .inputs_gesa import InputError
 from .loading_gesa import load_tokenizer
@@ -51,6 +52,7 @@ from .modeling_ernie_entity import (
     ErnieForEntityClassification,
     ErnieForEntityPairClassification,
     ErnieForEntitySpanClassification,
+    ErnieForPreTraining,
 )
 from .modeling_gesa_entity import (
     GesaForEntityClassification,
@@ -64,6 +66,7 @@ from .modeling_kar_entity import (
     KarForEntitySpanClassification,
 )
 from .processing_entity import NO_ENTITY, EntityTaskProcessor, char_spans, decode_ner
+from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, first_output
@@ -472,7 +475,19 @@ class MaskedEntityCollator:
         self.generator = torch.Generator().manual_seed(seed)
 
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
-        batch = _pad(self.tokenizer, features)
+        batch = self.mask_words(_pad(self.tokenizer, features))
+        if "entity_ids" in batch:
+            entities, real = batch["entity_ids"], batch["entity_attention_mask"].bool()
+            draw = (torch.rand(entities.shape, generator=self.generator) < self.entity_mask_probability) & real
+            first = real.long().argmax(1)
+            rows = torch.arange(len(first))
+            draw[rows, first] |= real[rows, first] & ~draw.any(1)
+            batch["entity_labels"] = torch.where(draw, entities, torch.full_like(entities, -100))
+            batch["entity_ids"] = entities.masked_fill(draw, self.tokenizer.entity_mask_token_id)
+        return batch
+
+    def mask_words(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The padded ``batch`` with its words masked (80/10/10) and ``labels``; one masked word per example at least."""
         words = batch["input_ids"]
         special = torch.isin(words, torch.tensor(self.tokenizer.all_special_ids))  # <s>, </s>, <pad>, ...
         original = words.clone()
@@ -482,14 +497,6 @@ class MaskedEntityCollator:
             column = int((~special[row]).nonzero()[0])
             batch["labels"][row, column] = original[row, column]
             batch["input_ids"][row, column] = self.tokenizer.mask_token_id
-        if "entity_ids" in batch:
-            entities, real = batch["entity_ids"], batch["entity_attention_mask"].bool()
-            draw = (torch.rand(entities.shape, generator=self.generator) < self.entity_mask_probability) & real
-            first = real.long().argmax(1)
-            rows = torch.arange(len(first))
-            draw[rows, first] |= real[rows, first] & ~draw.any(1)
-            batch["entity_labels"] = torch.where(draw, entities, torch.full_like(entities, -100))
-            batch["entity_ids"] = entities.masked_fill(draw, self.tokenizer.entity_mask_token_id)
         return batch
 
 
@@ -532,6 +539,52 @@ class DeaCollator:
         return batch
 
 
+class ErniePretrainingCollator(DeaCollator):
+    """ERNIE's pre-training batch (``ErnieForPreTraining``): every mention of the sentence aligned through the alias
+    table (``processing_kb.KnowledgeInputBuilder``: the data's own mentions, then every other span whose text is an
+    entity of the pre-training vocabulary), the alignments corrupted for dEA (``DeaCollator``) and the words masked
+    for MLM (``MaskedEntityCollator.mask_words``: ``labels``)."""
+
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, kb_size: int, mlm_probability: float = 0.15, seed: int = 0
+    ) -> None:
+        super().__init__(tokenizer, kb_size, seed=seed)
+        self.words = MaskedEntityCollator(tokenizer, mlm_probability=mlm_probability, seed=seed)
+        self.aligner = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator(tokenizer.entity_vocab), "ernie")
+
+    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        batch = self.aligner(_pad(self.tokenizer, features))
+        for name in ("entity_ids", "entity_attention_mask", "entity_position_ids", "entity_token_type_ids"):
+            batch.pop(name, None)
+        batch.update(
+            corrupt_entity_alignments(
+                batch.pop("ernie_entity_ids"),
+                batch.pop("ernie_entity_positions"),
+                batch["input_ids"].size(1),
+                self.kb_size,
+                replace_prob=self.replace_probability,
+                mask_prob=self.mask_probability,
+                generator=self.generator,
+            )
+        )
+        return self.words.mask_words(batch)
+
+
+class LoggedLossesCallback(TrainerCallback):
+    """Adds a model's separate losses (``pop_logged_losses``: ERNIE's ``mlm_loss`` and ``dea_loss``) to each training
+    log line and to ``trainer_state.json``'s ``log_history``, next to the summed ``loss``."""
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict | None = None, model: Any = None, **kwargs: Any
+    ) -> None:
+        if not logs or "loss" not in logs or not hasattr(model, "pop_logged_losses"):
+            return
+        losses = {name: round(value, 4) for name, value in model.pop_logged_losses().items()}
+        logs.update(losses)
+        if state.log_history and state.log_history[-1].get("step") == state.global_step:
+            state.log_history[-1].update(losses)
+
+
 class PretrainingProcessor:
     """The pre-training features (``encode_pretraining``) and batches (``MaskedEntityCollator``, or ERNIE's
     ``DeaCollator`` over the model's entity table as its KB); saves the tokenizer with its pre-training entity
@@ -546,7 +599,10 @@ class PretrainingProcessor:
         return encode_pretraining(self.tokenizer, examples, self.max_length)
 
     def get_data_collator(self) -> MaskedEntityCollator | DeaCollator:
-        if PRETRAIN.head_for(self.variant) is ErnieForDenoisingEntityAutoencoder:
+        head = PRETRAIN.head_for(self.variant)
+        if head is ErnieForPreTraining:
+            return ErniePretrainingCollator(self.tokenizer, self.kb_size, self.mlm_probability, seed=self.seed)
+        if head is ErnieForDenoisingEntityAutoencoder:
             return DeaCollator(self.tokenizer, kb_size=self.kb_size, seed=self.seed)
         return MaskedEntityCollator(self.tokenizer, mlm_probability=self.mlm_probability,
                                     entity_mask_probability=self.entity_mask_probability, seed=self.seed)  # fmt: skip
@@ -562,13 +618,13 @@ class PretrainTask(Task):
 
     name: str = "pretrain"
     title: str = "Pre-training"
-    description: str = "LUKE's MLM + masked-entity prediction (gesa, luke); ERNIE's dEA (ernie)"
+    description: str = "LUKE's MLM + masked-entity prediction (gesa, luke); ERNIE's MLM + dEA (ernie)"
     file_format: str = "any entity task's files (--pretrain_format)"
     heads: dict = field(
         default_factory=lambda: {
             "gesa": GesaForMaskedLM,
             "luke": GesaForMaskedLM,
-            "ernie": ErnieForDenoisingEntityAutoencoder,
+            "ernie": ErnieForPreTraining,
         }
     )
     metric_for_best_model: str = "loss"
@@ -649,6 +705,8 @@ __all__ = [
     "SPECIAL_ENTITIES",
     "DeaCollator",
     "EntityTask",
+    "ErniePretrainingCollator",
+    "LoggedLossesCallback",
     "MaskedEntityCollator",
     "PretrainTask",
     "PretrainingProcessor",

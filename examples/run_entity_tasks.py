@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from transformers import HfArgumentParser, TrainingArguments
 
-from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN
+from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback
 from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
 from gesa.training_gesa import explicit_flags, one_error_line, parse_script_args
@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     argv = sys.argv[1:] if argv is None else list(argv)
     with one_error_line(SCRIPT):
         model_args, data_args, args = parse_args(argv)
-        return run_task(TASKS[data_args.task], model_args, data_args, args, SCRIPT, explicit=explicit_flags(argv))
+        return run_task(TASKS[data_args.task], model_args, data_args, args, SCRIPT,
+                        callbacks=[LoggedLossesCallback()], explicit=explicit_flags(argv))  # fmt: skip
 
 
 if __name__ == "__main__":
