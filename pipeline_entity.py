@@ -22,7 +22,9 @@
 
 The mention is the ``[MASK]`` entity (the tail: ``[MASK2]``) with GESA's graph inputs (``processing_entity.graph_inputs``:
 one sentence, equal mention texts matched), exactly as ``run_entity_tasks.py`` trains (KAR/ERNIE checkpoints add their
-knowledge inputs: ``pipeline_entity_kb``). A trained checkpoint names its pipeline in ``config.custom_pipelines``, so
+knowledge inputs: ``pipeline_entity_kb``); a checkpoint trained with ``--input_format ernie|knowbert`` (its tokenizer
+holds the markers) gets the markers around the mentions and its head reads them
+(``processing_entity_markers.marked_inputs``). A trained checkpoint names its pipeline in ``config.custom_pipelines``, so
 ``pipeline(task, model=dir, trust_remote_code=True)`` builds it from the checkpoint's own copy of this file. A bad
 input is one ``ValueError`` naming the field.
 
@@ -40,6 +42,7 @@ from transformers.pipelines import PIPELINE_REGISTRY
 
 from .pipeline_base_gesa import TokenizerPipeline
 from .processing_entity import graph_inputs
+from .processing_entity_markers import marked_inputs
 
 ENTITY_TYPING_TASK = "entity-typing"
 RELATION_CLASSIFICATION_TASK = "relation-classification"
@@ -75,6 +78,7 @@ def _span(inputs: Mapping[str, Any], field: str, text: str, task: str) -> tuple[
 
 class _EntityPipeline(TokenizerPipeline):
     task_name = ""
+    task_key = ""  # the entity task (processing_entity.TASKS) whose input format the checkpoint may use
     fields: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
 
@@ -89,9 +93,13 @@ class _EntityPipeline(TokenizerPipeline):
     def preprocess(self, inputs: Any, max_length: int = 512) -> dict[str, torch.Tensor]:
         text = _text(inputs, self.task_name, self.fields)
         spans = [_span(inputs, field, text, self.task_name) for field in self.fields[1:]]
-        encoded = self.tokenizer(
+        mentions = [text[start:end] for start, end in spans]
+        # the checkpoint's input format: LUKE's, or ERNIE's / KnowBERT's markers around the mentions
+        encoded, spans = marked_inputs(
+            self.tokenizer,
+            self.task_key,
             text,
-            entity_spans=spans,
+            spans,
             entities=list(self.entities),
             max_length=max_length,
             truncation=True,
@@ -102,7 +110,7 @@ class _EntityPipeline(TokenizerPipeline):
                 f"{self.task_name}: the mention {spans} lies beyond the first {max_length} tokens of 'text'; shorten "
                 "the text around it or pass a larger max_length"
             )
-        graph = graph_inputs([text[start:end] for start, end in spans])  # as run_entity_tasks.py's features
+        graph = graph_inputs(mentions)  # as run_entity_tasks.py's features
         return self.add_inputs({**encoded, **{name: torch.tensor([values]) for name, values in graph.items()}})
 
     def add_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -120,6 +128,7 @@ class EntityTypingPipeline(_EntityPipeline):
     """Types of one mention from a ``GesaForEntityClassification`` (module docstring)."""
 
     task_name = ENTITY_TYPING_TASK
+    task_key = "entity_typing"
     fields = ("text", "entity_span")
     entities = ("[MASK]",)
     postprocess_parameters = ("threshold",)
@@ -135,6 +144,7 @@ class RelationClassificationPipeline(_EntityPipeline):
     """The relation between two mentions from a ``GesaForEntityPairClassification`` (module docstring)."""
 
     task_name = RELATION_CLASSIFICATION_TASK
+    task_key = "relation_classification"
     fields = ("text", "head_span", "tail_span")
     entities = ("[MASK]", "[MASK2]")
     postprocess_parameters = ("top_k",)

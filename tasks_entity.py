@@ -66,6 +66,7 @@ from .modeling_kar_entity import (
     KarForEntitySpanClassification,
 )
 from .processing_entity import NO_ENTITY, EntityTaskProcessor, char_spans, decode_ner
+from .processing_entity_markers import INPUT_FORMATS, MARKED_TASKS, MarkedEntityTaskProcessor, input_format_of
 from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
@@ -116,6 +117,16 @@ class EntityTask(Task):
         for name in ("max_seq_length", "max_span_length", "max_entities"):
             if getattr(data_args, name) < 1:
                 raise ScriptArgumentError(f"--{name} must be at least 1, got {getattr(data_args, name)}")
+        input_format = getattr(data_args, "input_format", "luke")
+        if input_format not in INPUT_FORMATS:
+            raise ScriptArgumentError(
+                f"--input_format {input_format!r} is unknown; choose one of {list(INPUT_FORMATS)}"
+            )
+        if input_format != "luke" and self.name not in MARKED_TASKS:
+            raise ScriptArgumentError(
+                f"--input_format {input_format} marks the mentions of {', '.join(MARKED_TASKS)}; --task {self.name} "
+                "takes --input_format luke"
+            )
 
     def example_id(self, example: Any) -> str:
         return str(example.id)
@@ -164,8 +175,9 @@ class EntityTask(Task):
             )  # fmt: skip
         except (OSError, ValueError) as error:  # a checkpoint that does not fit (task, variant, labels, entity table)
             raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
-        processor = EntityTaskProcessor(tokenizer, self.name, labels, data_args.max_seq_length,
-                                        data_args.max_span_length, data_args.max_entities)  # fmt: skip
+        processor = entity_task_processor(tokenizer, self.name, labels, data_args)
+        if getattr(model, "luke_conversion_info", None) is not None and hasattr(processor, "added_token_sources"):
+            model.init_added_word_embeddings(processor.added_token_sources())  # the markers, from LUKE's @ and #
         attach_knowledge_files(model_args, model, tokenizer, processor)
         return LoadedModel(model, processor, tokenizer, labels)
 
@@ -205,6 +217,20 @@ class EntityTask(Task):
                 reference = None if reference is None else [list(span) for span in reference]
             rows.append({"id": example.id, "prediction": prediction, "reference": reference})
         return rows
+
+
+def entity_task_processor(
+    tokenizer: PreTrainedTokenizerBase, task: str, labels: Sequence[str], data_args: Any
+) -> EntityTaskProcessor:
+    """The task's processor for ``--input_format``: LUKE's (``EntityTaskProcessor``), or ERNIE's / KnowBERT's markers
+    (``MarkedEntityTaskProcessor``; a checkpoint trained with markers keeps them: its tokenizer holds them)."""
+    input_format = getattr(data_args, "input_format", "luke")
+    if input_format == "luke" and task in MARKED_TASKS:
+        input_format = input_format_of(tokenizer, task)
+    settings = (data_args.max_seq_length, data_args.max_span_length, data_args.max_entities)
+    if input_format == "luke":
+        return EntityTaskProcessor(tokenizer, task, labels, *settings)
+    return MarkedEntityTaskProcessor(tokenizer, task, labels, *settings, input_format=input_format)
 
 
 ENTITY_TASKS: dict[str, EntityTask] = {
@@ -718,6 +744,7 @@ __all__ = [
     "decode_spans",
     "decode_types",
     "encode_pretraining",
+    "entity_task_processor",
     "load_model_and_tokenizer",
     "mention_spans",
     "pretraining_entity_rows",

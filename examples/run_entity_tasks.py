@@ -62,6 +62,12 @@ class DataArguments(BaseDataArguments):
     pretrain_format: str = field(
         default="ner", metadata={"help": f"--task pretrain: the format of its files, one of {sorted(ENTITY_TASKS)}."}
     )
+    input_format: str = field(
+        default="luke",
+        metadata={"help": "entity_typing / relation_classification inputs: luke (the [MASK] entities' states), ernie "
+                  "([ENT] / [HD] [TL] markers) or knowbert ([E1] [/E1] [E2] [/E2]); with markers the head reads "
+                  "the opening markers' states.", "choices": ["luke", "ernie", "knowbert"]},
+    )  # fmt: skip
     max_seq_length: int = field(default=256, metadata={"help": "Word tokens per feature."})
     max_span_length: int = field(default=16, metadata={"help": "NER: longest candidate span, in words."})
     max_entities: int = field(default=128, metadata={"help": "NER: candidate spans per feature."})
