@@ -188,3 +188,33 @@ def test_entity_script_takes_the_kb_files_by_path(luke_dir, tmp_path, capsys):
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith(f"run_entity_tasks.py: error: --kb_entity_vectors {vectors_path}: its vectors have 2")
     assert ENTITY_TASK_FILES["relation_classification"].is_file()
+
+
+def test_record_script_takes_the_kb_files_by_path(luke_dir, tmp_path, capsys):
+    from script_helpers import RECORD_SAMPLE_TRAIN, RECORD_SCRIPT, load_script
+
+    alias_path, vectors_path, vectors = write_kb(tmp_path)
+    run_record = load_script(RECORD_SCRIPT, "run_record_kb_under_test")
+    argv = ["--model_name_or_path", str(luke_dir), "--variant", "kar", "--train_file", str(RECORD_SAMPLE_TRAIN),
+            "--max_train_samples", "2", "--do_train", "--max_steps", "2", "--max_seq_length", "96",
+            "--max_query_length", "32", "--doc_stride", "48", "--per_device_train_batch_size", "2",
+            "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true", "--seed", "0",
+            "--kb_alias_table", str(alias_path), "--kb_entity_vectors", str(vectors_path)]  # fmt: skip
+    run_record.main([*argv, "--output_dir", str(tmp_path / "kar")])
+    assert json.loads((tmp_path / "kar" / "config.json").read_text())["kb_size"] == len(ENTITIES)
+    with pytest.raises(SystemExit):
+        run_record.main([*argv, "--output_dir", str(tmp_path / "gesa"), "--variant", "gesa"])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--kb_alias_table / --kb_entity_vectors feed KnowBERT-KAR and ERNIE only, not --variant gesa" in error
+    assert vectors.shape == (len(ENTITIES), ENTITY_WIDTH)
+
+
+def test_pipelines_refuse_a_model_with_a_user_kb(luke_dir):
+    """The pipelines generate candidates from the tokenizer's titles: they would index a user KB's rows wrongly."""
+    from gesa.processing_kb import knowledge_inputs_of
+
+    model = KarModel.from_luke_pretrained(luke_dir, kar_layer=1)
+    assert knowledge_inputs_of(model, "KnowledgeClozeQAPipeline") == "kar"
+    model.set_knowledge_base(torch.zeros(4, ENTITY_WIDTH))
+    with pytest.raises(ValueError, match=r"reads a user-supplied KB \(kb_size=4\)"):
+        knowledge_inputs_of(model, "KnowledgeClozeQAPipeline")
