@@ -420,6 +420,11 @@ def inputs_already_checked(model: nn.Module) -> bool:
     return id(model) in _CHECKED_BY_HEAD.get()
 
 
+KAR_NULL_CANDIDATE = -2
+"""A `kar_candidate_ids` value: KnowBERT's NULL entity, a candidate of its own whose embedding is KAR's learned NULL
+embedding (it lets the linker prefer "no link" over the KB's candidates)."""
+
+
 def check_kb_ids(name: str, ids: torch.Tensor, kb_size: int) -> None:
     """`ids` must be KB rows in `[0, kb_size)` or -1 for padding; raise a `ValueError` naming `name` otherwise."""
     if torch.compiler.is_compiling() or not ids.numel():
@@ -451,7 +456,7 @@ def check_kar_inputs(
     kb_size: int,
 ) -> None:
     """KAR's inputs: mention spans `(B, C, 2)` (inclusive word spans, `[-1, -1]` padding), candidate KB ids
-    `(B, C, K)` (-1 padding), their priors `(B, C, K)` and gold candidates `(B, C)` (-1 none). Each needs what it
+    `(B, C, K)` (-1 padding, `KAR_NULL_CANDIDATE` the NULL entity), their priors `(B, C, K)` and gold candidates `(B, C)` (-1 none). Each needs what it
     refers to (candidates their spans, priors and gold their candidates)."""
     if kar_mention_spans is None:
         raise ValueError(
@@ -484,13 +489,15 @@ def check_kar_inputs(
             f"kar_candidate_ids has shape {tuple(kar_candidate_ids.shape)}; expected (batch, mentions, "
             f"candidates) with batch, mentions = {(batch_size, num_mentions)} from kar_mention_spans."
         )
-    check_kb_ids("kar_candidate_ids", kar_candidate_ids, kb_size)
+    check_kb_ids(
+        "kar_candidate_ids", kar_candidate_ids.masked_fill(kar_candidate_ids == KAR_NULL_CANDIDATE, -1), kb_size
+    )
     check_shape(
         "kar_candidate_priors", kar_candidate_priors, tuple(kar_candidate_ids.shape), "(batch, mentions, candidates)"
     )
     if kar_gold_candidates is not None:
         check_shape("kar_gold_candidates", kar_gold_candidates, (batch_size, num_mentions), "(batch, mentions)")
-        valid = kar_candidate_ids >= 0
+        valid = (kar_candidate_ids >= 0) | (kar_candidate_ids == KAR_NULL_CANDIDATE)
         gold = kar_gold_candidates.clamp(min=0)
         real = kar_gold_candidates >= 0
         if not torch.compiler.is_compiling() and (
@@ -506,6 +513,7 @@ def check_kar_inputs(
 __all__ = [
     "IGNORE_INDEX",
     "INTEGER_INPUTS",
+    "KAR_NULL_CANDIDATE",
     "InputValueChecks",
     "check_binary_targets",
     "check_candidate_labels",

@@ -58,6 +58,11 @@ def optional_backbone(value: str | None) -> None:
         one_of(XH_BACKBONES)(value)
 
 
+def zero_or_one(value: int) -> None:
+    if value not in (0, 1) or isinstance(value, bool):
+        raise ValueError(f"must be 0 (knowledge off) or 1 (one KAR block for the one KB), got {value!r}.")
+
+
 def finite(value: float) -> None:
     if value != value or value in (float("inf"), float("-inf")):
         raise ValueError(f"must be a finite number, got {value!r}.")
@@ -96,6 +101,9 @@ class KarConfig(GesaConfig):
     r"""GESA backbone + KnowBERT's Knowledge Attention and Recontextualization (KAR) block.
 
     Args:
+        kar_num_layers (`int`, defaults to 1):
+            `K`: KAR blocks in the model, 1 (KnowBERT-Wiki: one KB, one KAR) or 0 (knowledge off: no KAR block, so
+            with `ablation="luke"` the model is exactly `transformers.LukeModel`).
         kar_layer (`int`, *optional*):
             Number of backbone layers run before the KAR block (KAR sits between layer `kar_layer` and
             `kar_layer + 1`, 1-based). KnowBERT-Wiki used 10 of 12 (`soldered_layers: 9`, 0-based); the default
@@ -123,6 +131,7 @@ class KarConfig(GesaConfig):
 
     model_type = "gesa_kar"
 
+    kar_num_layers: int = validated_field(zero_or_one, default=1)
     kar_layer: int | None = validated_field(optional_positive_or_zero, default=None)
     kar_entity_threshold: float | int = validated_field(finite, default=0.0)
     kar_num_attention_heads: int = validated_field(positive, default=4)

@@ -411,6 +411,29 @@ def corrupt_entity_alignments(
     }
 
 
+def denoising_entity_logits(
+    table: torch.Tensor, projected: torch.Tensor, candidates: torch.Tensor, dea_labels: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """dEA's `linear(w_i) . e_j` over the sequence's candidate entities, and its cross-entropy.
+
+    Args:
+        table: the KB `(kb_size, E_kb)`. projected: `linear(w_i)` `(B, L, E_kb)`.
+        candidates: `(B, N)` KB rows, -1 padded. dea_labels: `(B, L)` candidate index per word, -100 elsewhere.
+
+    Returns:
+        logits `(B, L, N)` (padding: `finfo.min`) and the loss (`None` without `dea_labels`).
+    """
+    check_kb_ids("dea_candidate_ids", candidates, table.size(0))
+    candidate_embeddings = table[candidates.clamp(min=0)].to(projected.dtype)  # (B, N, E_kb)
+    logits = torch.matmul(projected, candidate_embeddings.transpose(1, 2))
+    logits = logits.masked_fill(~(candidates >= 0)[:, None, :], torch.finfo(logits.dtype).min)
+    loss = None
+    if dea_labels is not None:
+        check_shape("dea_labels", dea_labels, tuple(logits.shape[:2]), "(batch, words)")
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), dea_labels.reshape(-1), ignore_index=-100)
+    return logits, loss
+
+
 @dataclass
 class ErnieDeaOutput(ModelOutput):
     """
@@ -462,16 +485,8 @@ class ErnieForDenoisingEntityAutoencoder(ErniePreTrainedModel):
         candidates = dea_candidate_ids if dea_candidate_ids is not None else ernie_entity_ids
         if candidates is None:
             raise ValueError("ErnieForDenoisingEntityAutoencoder needs dea_candidate_ids (or ernie_entity_ids).")
-        check_kb_ids("dea_candidate_ids", candidates, knowledge_table(self.gesa).size(0))
-        table = knowledge_table(self.gesa)
-        candidate_embeddings = table[candidates.clamp(min=0)].to(outputs.last_hidden_state.dtype)  # (B, N, E_kb)
         projected = self.LayerNorm(self.transform_act(self.transform(outputs.last_hidden_state)))  # (B, L, E_kb)
-        logits = torch.matmul(projected, candidate_embeddings.transpose(1, 2))
-        logits = logits.masked_fill(~(candidates >= 0)[:, None, :], torch.finfo(logits.dtype).min)
-        loss = None
-        if dea_labels is not None:
-            check_shape("dea_labels", dea_labels, tuple(logits.shape[:2]), "(batch, words)")
-            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), dea_labels.reshape(-1), ignore_index=-100)
+        logits, loss = denoising_entity_logits(knowledge_table(self.gesa), projected, candidates, dea_labels)
         return ErnieDeaOutput(loss=loss, logits=logits, last_hidden_state=outputs.last_hidden_state)
 
 
@@ -491,4 +506,5 @@ __all__ = [
     "ErnieModelOutput",
     "ErniePreTrainedModel",
     "corrupt_entity_alignments",
+    "denoising_entity_logits",
 ]

@@ -11,7 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The entity-task heads on ERNIE's encoder: entity typing, relation and span (NER) classification.
+"""The entity-task heads on ERNIE's encoder: entity typing, relation and span (NER) classification, and ERNIE's
+pre-training (`ErnieForPreTraining`: masked words + the denoising entity auto-encoder, each loss reported).
 
 Each is GESA's head (``modeling_gesa_entity``) with ERNIE's pre-trained base and encoder (``base_model_class``); the
 forward is GESA's, its signature also naming the knowledge inputs (``ernie_entity_ids``, ``ernie_entity_positions``),
@@ -23,13 +24,26 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers.activations import ACT2FN
+from transformers.models.luke.modeling_luke import LukeLMHead
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, can_return_tuple
+
 from .loading_gesa import PipelineSpec
-from .modeling_ernie import ErnieModel, ErniePreTrainedModel
+from .modeling_ernie import ErnieModel, ErniePreTrainedModel, denoising_entity_logits
+from .modeling_gesa import GesaInputs, with_inputs_of
 from .modeling_gesa_entity import (
+    GesaEntityHeadBase,
     GesaForEntityClassification,
     GesaForEntityPairClassification,
     GesaForEntitySpanClassification,
 )
+from .modeling_variants import knowledge_table
 
 
 class ErnieForEntityClassification(ErniePreTrainedModel, GesaForEntityClassification):
@@ -52,8 +66,126 @@ class ErnieForEntitySpanClassification(ErniePreTrainedModel, GesaForEntitySpanCl
     base_model_class = ErnieModel
 
 
+@dataclass
+class ErniePreTrainingOutput(ModelOutput):
+    """
+    Args:
+        loss: `mlm_loss + dea_loss` (those given).
+        mlm_loss: cross-entropy of the masked words (`labels`).
+        dea_loss: cross-entropy of the aligned entities (`dea_labels`), ERNIE's dEA.
+        logits: `(B, L, V)` word logits. dea_logits: `(B, L, N)` over the sequence's candidate entities.
+    """
+
+    loss: torch.FloatTensor | None = None
+    mlm_loss: torch.FloatTensor | None = None
+    dea_loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    dea_logits: torch.FloatTensor | None = None
+
+
+class ErnieForPreTraining(ErniePreTrainedModel, GesaEntityHeadBase):
+    """ERNIE's pre-training on its encoder: masked language modelling (`lm_head`, LUKE's, tied to the word table)
+    plus the denoising entity auto-encoder (dEA: `p(e_j | w_i) = softmax_j(linear(w_i) . e_j)` over the sequence's
+    entities, `linear` = dense + act + LayerNorm into the entity dimension); `loss = mlm_loss + dea_loss`.
+
+    ERNIE also trains next-sentence prediction; the entity-task data it reads here are single sentences, so there is
+    no NSP head (docs/entity_tasks.md). While training, each loss is kept (`pop_logged_losses`) for the driver's log.
+    """
+
+    base_model_class = ErnieModel
+    luke_class_name = "LukeForMaskedLM"
+    luke_head_modules = ("lm_head",)
+    min_entities = 0
+    _tied_weights_keys = {
+        "lm_head.decoder.weight": "gesa.embeddings.word_embeddings.weight",
+        "lm_head.bias": "lm_head.decoder.bias",
+    }
+
+    def __init__(self, config: object) -> None:
+        super().__init__(config)
+        self.lm_head = LukeLMHead(config)
+        self.transform = nn.Linear(config.hidden_size, config.entity_emb_size)
+        self.transform_act = ACT2FN[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
+        self.logged_losses: dict[str, list[float]] = {}
+        self.post_init()
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_head.decoder
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.lm_head.decoder = new_embeddings
+
+    def pop_logged_losses(self) -> dict[str, float]:
+        """The mean of each loss over the training steps since the last call (`{"mlm_loss": ..., "dea_loss": ...}`)."""
+        means = {name: sum(values) / len(values) for name, values in self.logged_losses.items() if values}
+        self.logged_losses = {}
+        return means
+
+    @can_return_tuple
+    @with_inputs_of(ErnieModel.forward)
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        *,
+        ernie_entity_ids: torch.LongTensor | None = None,
+        ernie_entity_positions: torch.LongTensor | None = None,
+        labels: torch.LongTensor | None = None,
+        dea_candidate_ids: torch.LongTensor | None = None,
+        dea_labels: torch.LongTensor | None = None,
+        **kwargs: Unpack[GesaInputs],
+    ) -> ErniePreTrainingOutput:
+        """`labels` `(B, L)` word ids at masked words (-100 elsewhere); `dea_candidate_ids` `(B, N)` (default:
+        `ernie_entity_ids`) and `dea_labels` `(B, L)` as `modeling_ernie.corrupt_entity_alignments` returns them."""
+        outputs = self.gesa(
+            input_ids,
+            ernie_entity_ids=ernie_entity_ids,
+            ernie_entity_positions=ernie_entity_positions,
+            return_dict=True,
+            **kwargs,
+        )
+        words = outputs.last_hidden_state
+        logits = self.lm_head(words)
+        mlm_loss = dea_loss = dea_logits = None
+        if labels is not None:
+            if labels.shape != logits.shape[:2]:
+                raise ValueError(
+                    f"labels has shape {tuple(labels.shape)}; it must be input_ids' {tuple(logits.shape[:2])}."
+                )
+            mlm_loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
+        candidates = dea_candidate_ids if dea_candidate_ids is not None else ernie_entity_ids
+        if candidates is not None:
+            projected = self.LayerNorm(self.transform_act(self.transform(words)))  # (B, L, E_kb)
+            dea_logits, dea_loss = denoising_entity_logits(
+                knowledge_table(self.gesa), projected, candidates, dea_labels
+            )
+        elif dea_labels is not None:
+            raise ValueError("dea_labels were given without dea_candidate_ids (or ernie_entity_ids).")
+        losses = {"mlm_loss": mlm_loss, "dea_loss": dea_loss}
+        if self.training:
+            for name, value in losses.items():
+                if value is not None:
+                    self.logged_losses.setdefault(name, []).append(float(value.detach()))
+        given = [value for value in losses.values() if value is not None]
+        return ErniePreTrainingOutput(
+            loss=sum(given[1:], given[0]) if given else None,
+            mlm_loss=mlm_loss,
+            dea_loss=dea_loss,
+            logits=logits,
+            dea_logits=dea_logits,
+        )
+
+
 ErnieForEntityClassification.register_for_auto_class("AutoModelForSequenceClassification")
 ErnieForEntityPairClassification.register_for_auto_class("AutoModelForSequenceClassification")
 ErnieForEntitySpanClassification.register_for_auto_class("AutoModelForTokenClassification")
 
-__all__ = ["ErnieForEntityClassification", "ErnieForEntityPairClassification", "ErnieForEntitySpanClassification"]
+ErnieForPreTraining.register_for_auto_class("AutoModelForPreTraining")
+
+__all__ = [
+    "ErnieForEntityClassification",
+    "ErnieForEntityPairClassification",
+    "ErnieForEntitySpanClassification",
+    "ErnieForPreTraining",
+    "ErniePreTrainingOutput",
+]

@@ -188,6 +188,23 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None, singl
     return F.binary_cross_entropy_with_logits(logits.reshape(-1), labels.reshape(-1).type_as(logits))
 
 
+def marked_states(outputs: ModelOutput, marker_positions: torch.Tensor | None, count: int) -> torch.Tensor:
+    """The features a typing / pair head reads: the entity states `(B, E, D)`, or with `marker_positions` `(B, count)`
+    the word states of those tokens `(B, count, D)` (ERNIE's and KnowBERT's marked inputs)."""
+    if marker_positions is None:
+        return outputs.entity_last_hidden_state
+    words = outputs.last_hidden_state
+    if marker_positions.dim() != 2 or marker_positions.size(0) != words.size(0) or marker_positions.size(1) != count:
+        raise ValueError(
+            f"marker_positions has shape {tuple(marker_positions.shape)}; expected (batch={words.size(0)}, {count}): "
+            "the word index of each mention's opening marker (processing_entity_markers)."
+        )
+    if not torch.compiler.is_compiling() and ((marker_positions < 0) | (marker_positions >= words.size(1))).any():
+        raise ValueError(f"marker_positions must be word indices in [0, {words.size(1) - 1}].")
+    index = marker_positions.to(words.device)[..., None].expand(-1, -1, words.size(-1))
+    return words.gather(1, index)
+
+
 def _passed(outputs: ModelOutput) -> dict:
     return {name: outputs.get(name) for name in ("hidden_states", "entity_hidden_states", "attentions")}
 
@@ -213,11 +230,15 @@ class GesaForEntityClassification(GesaEntityHeadBase):
         input_ids: torch.LongTensor | None = None,
         *,
         labels: torch.Tensor | None = None,
+        marker_positions: torch.LongTensor | None = None,
         **kwargs: Unpack[GesaInputs],
     ) -> EntityClassificationOutput:
-        """`logits` `(B, num_labels)`; `labels` as in `LukeForEntityClassification`. Other inputs: the encoder's."""
+        """`logits` `(B, num_labels)`; `labels` as in `LukeForEntityClassification`; `marker_positions` `(B, 1)`: read
+        the word state of the mention's opening marker instead (ERNIE/KnowBERT inputs, `processing_entity_markers`).
+        Other inputs: the encoder's."""
         outputs = self.encode(input_ids, kwargs)
-        logits = self.classifier(self.dropout(outputs.entity_last_hidden_state[:, 0, :]))
+        states = marked_states(outputs, marker_positions, 1)
+        logits = self.classifier(self.dropout(states[:, 0, :]))
         loss = None if labels is None else classification_loss(logits, labels.to(logits.device), 1)
         return EntityClassificationOutput(loss=loss, logits=logits, **_passed(outputs))
 
@@ -244,11 +265,14 @@ class GesaForEntityPairClassification(GesaEntityHeadBase):
         input_ids: torch.LongTensor | None = None,
         *,
         labels: torch.Tensor | None = None,
+        marker_positions: torch.LongTensor | None = None,
         **kwargs: Unpack[GesaInputs],
     ) -> EntityPairClassificationOutput:
-        """`logits` `(B, num_labels)`; `labels` as in `LukeForEntityPairClassification`. Other inputs: the encoder's."""
+        """`logits` `(B, num_labels)`; `labels` as in `LukeForEntityPairClassification`; `marker_positions` `(B, 2)`:
+        read the word states of the head's and the tail's opening markers instead (ERNIE/KnowBERT inputs). Other
+        inputs: the encoder's."""
         outputs = self.encode(input_ids, kwargs)
-        states = outputs.entity_last_hidden_state
+        states = marked_states(outputs, marker_positions, 2)
         logits = self.classifier(self.dropout(torch.cat([states[:, 0, :], states[:, 1, :]], dim=1)))
         loss = None if labels is None else classification_loss(logits, labels.to(logits.device), 1)
         return EntityPairClassificationOutput(loss=loss, logits=logits, **_passed(outputs))

@@ -47,7 +47,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput
 
-from .checks_gesa import check_kar_inputs
+from .checks_gesa import KAR_NULL_CANDIDATE, check_kar_inputs
 from .configuration_variants import KarConfig
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
@@ -61,6 +61,8 @@ from .modeling_gesa import (
     with_inputs_of,
 )
 from .modeling_variants import EntityAttention, KnowledgeBase, knowledge_table, set_knowledge_base
+
+KAR_INPUTS = ("kar_mention_spans", "kar_candidate_ids", "kar_candidate_priors", "kar_gold_candidates")
 
 # ---------------------------------------------------------------------------------------------
 # Building blocks in the entity dimension
@@ -264,6 +266,13 @@ class KarPreTrainedModel(GesaPreTrainedModel):
         super()._init_weights(module)
         if isinstance(module, KarLayer):
             init.zeros_(module.null_embedding)
+            # psi = delta + 1 + c * prior (c > 0) at the start: every candidate passes the threshold and the linker's
+            # choice follows the prior; the context term (dot-product column) starts at 0 and is learned
+            hidden = module.linker.hidden
+            prior_only = torch.stack([torch.zeros_like(hidden.weight[:, 0]), hidden.weight[:, 1].abs() + 1e-3], 1)
+            init.copy_(hidden.weight, prior_only)
+            init.zeros_(hidden.bias)
+            init.copy_(module.linker.score.weight, module.linker.score.weight.abs() + 1e-3)
             init.constant_(module.linker.score.bias, float(self.config.kar_entity_threshold) + 1.0)
             if self.config.kar_output_init == "pinv":
                 w1 = module.bert_to_kg.weight.float()  # (E, D): H_proj = W1 h + b1
@@ -290,8 +299,9 @@ class KarModel(KarPreTrainedModel, GesaModel):
 
     - `kar_mention_spans` `(B, C, 2)` long: inclusive word spans of candidate mentions, `-1` padded. Default: the
       spans of the real, non-placeholder LUKE entities (`entity_position_ids`).
-    - `kar_candidate_ids` `(B, C, K)` long: KB rows of each mention's candidates, `-1` padded. Default: none (every
-      mention takes the NULL embedding).
+    - `kar_candidate_ids` `(B, C, K)` long: KB rows of each mention's candidates, `-1` padded,
+      `KAR_NULL_CANDIDATE` (-2) for KnowBERT's NULL entity (embedding: the learned NULL embedding). Default: none
+      (every mention takes the NULL embedding).
     - `kar_candidate_priors` `(B, C, K)` float: candidate priors (e.g. alias-table probabilities). Default: uniform
       over each mention's real candidates.
     - `kar_gold_candidates` `(B, C)` long: index of the gold candidate in `[0, K)` or `-1` (no supervision); gives
@@ -299,7 +309,8 @@ class KarModel(KarPreTrainedModel, GesaModel):
     """
 
     def build_variant_modules(self, config: KarConfig) -> None:
-        self.kar = KarLayer(config)
+        # kar_num_layers=0: knowledge off, the backbone alone (no KAR parameters at all)
+        self.kar = KarLayer(config) if config.kar_num_layers else None
         self.knowledge_base = KnowledgeBase(config.kb_size, config.entity_emb_size) if config.kb_size else None
 
     def _kar_inputs(
@@ -335,7 +346,7 @@ class KarModel(KarPreTrainedModel, GesaModel):
                 (batch_size, kar_mention_spans.size(1), 1), -1, dtype=torch.long, device=device
             )
         if kar_candidate_priors is None:
-            valid = kar_candidate_ids >= 0
+            valid = (kar_candidate_ids >= 0) | (kar_candidate_ids == KAR_NULL_CANDIDATE)
             kar_candidate_priors = valid.float() / valid.sum(-1, keepdim=True).clamp(min=1)
         return kar_mention_spans, kar_candidate_ids, kar_candidate_priors, kar_gold_candidates
 
@@ -383,6 +394,14 @@ class KarModel(KarPreTrainedModel, GesaModel):
 
     def layer_blocks(self, inputs: dict, words: torch.Tensor) -> KarBlocks:
         batch_size, word_length = words.shape[:2]
+        if self.kar is None:
+            given = [name for name in KAR_INPUTS if inputs[name] is not None]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} given to a model without a KAR block (kar_num_layers=0, knowledge off): "
+                    "drop them, or use a model with kar_num_layers=1."
+                )
+            return KarBlocks(self, None, None, None, None, None)
         spans, candidate_ids, priors, gold = self._kar_inputs(
             batch_size,
             word_length,
@@ -395,10 +414,14 @@ class KarModel(KarPreTrainedModel, GesaModel):
             inputs["kar_candidate_priors"],
             inputs["kar_gold_candidates"],
         )
-        candidate_mask = candidate_ids >= 0
+        null = candidate_ids == KAR_NULL_CANDIDATE
+        in_kb = candidate_ids >= 0
         table = knowledge_table(self)
-        candidate_embeddings = table[candidate_ids.clamp(min=0)] * candidate_mask[..., None].to(table.dtype)
-        return KarBlocks(self, spans, candidate_embeddings.to(words.dtype), priors, candidate_mask, gold)
+        candidate_embeddings = table[candidate_ids.clamp(min=0)] * in_kb[..., None].to(table.dtype)
+        # KnowBERT's NULL candidate: the learned NULL embedding (trained through the linker's weights)
+        null_embedding = self.kar.null_embedding.to(candidate_embeddings.dtype)
+        candidate_embeddings = torch.where(null[..., None], null_embedding, candidate_embeddings)
+        return KarBlocks(self, spans, candidate_embeddings.to(words.dtype), priors, in_kb | null, gold)
 
 
 class KarBlocks(LayerBlocks):
@@ -408,10 +431,10 @@ class KarBlocks(LayerBlocks):
     def __init__(
         self,
         model: KarModel,
-        spans: torch.Tensor,
-        candidate_embeddings: torch.Tensor,
-        priors: torch.Tensor,
-        candidate_mask: torch.Tensor,
+        spans: torch.Tensor | None,
+        candidate_embeddings: torch.Tensor | None,
+        priors: torch.Tensor | None,
+        candidate_mask: torch.Tensor | None,
         gold: torch.Tensor | None,
     ) -> None:
         self.model, self.spans, self.candidate_embeddings = model, spans, candidate_embeddings
@@ -419,12 +442,14 @@ class KarBlocks(LayerBlocks):
         self.block = None
 
     def between(self, done: int, words: torch.Tensor, entities: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
-        if done != self.model.config.kar_layer:
+        if self.model.kar is None or done != self.model.config.kar_layer:
             return words, entities
         self.block = self.model.kar(words, self.spans, self.candidate_embeddings, self.priors, self.candidate_mask)
         return self.block[0], entities
 
     def output(self, encoded: ModelOutput) -> KarModelOutput:
+        if self.block is None:  # knowledge off (kar_num_layers=0)
+            return KarModelOutput(**encoded)
         _, linking_scores, linking_weights, _, null_mask, _ = self.block
         linking_loss = None
         if self.gold is not None:

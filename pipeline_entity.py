@@ -22,7 +22,9 @@
 
 The mention is the ``[MASK]`` entity (the tail: ``[MASK2]``) with GESA's graph inputs (``processing_entity.graph_inputs``:
 one sentence, equal mention texts matched), exactly as ``run_entity_tasks.py`` trains (KAR/ERNIE checkpoints add their
-knowledge inputs: ``pipeline_entity_kb``). A trained checkpoint names its pipeline in ``config.custom_pipelines``, so
+knowledge inputs: ``pipeline_entity_kb``); a checkpoint trained with ``--input_format ernie|knowbert`` (its tokenizer
+holds the markers) gets the markers around the mentions and its head reads them
+(``processing_entity_markers.marked_inputs``). A trained checkpoint names its pipeline in ``config.custom_pipelines``, so
 ``pipeline(task, model=dir, trust_remote_code=True)`` builds it from the checkpoint's own copy of this file. A bad
 input is one ``ValueError`` naming the field.
 
@@ -41,6 +43,7 @@ from transformers.pipelines import PIPELINE_REGISTRY
 
 from .pipeline_base_gesa import TokenizerPipeline
 from .processing_entity import encode_within, graph_inputs
+from .processing_entity_markers import input_format_of, mark_text, marker_positions, markers_of
 
 ENTITY_TYPING_TASK = "entity-typing"
 RELATION_CLASSIFICATION_TASK = "relation-classification"
@@ -81,6 +84,7 @@ def _span(inputs: Mapping[str, Any], field: str, text: str, task: str) -> tuple[
 
 class _EntityPipeline(TokenizerPipeline):
     task_name = ""
+    task_key = ""  # the entity task (processing_entity.TASKS) whose input format the checkpoint may use
     fields: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
 
@@ -117,12 +121,20 @@ class _EntityPipeline(TokenizerPipeline):
     def preprocess(self, inputs: Any, max_length: int | None = None) -> dict[str, torch.Tensor]:
         text = _text(inputs, self.task_name, self.fields)
         spans = [_span(inputs, field, text, self.task_name) for field in self.fields[1:]]
+        mentions = [text[start:end] for start, end in spans]
+        # the checkpoint's input format: LUKE's, or ERNIE's / KnowBERT's markers around the mentions
+        input_format = input_format_of(self.tokenizer, self.task_key)
+        pairs = markers_of(input_format, self.task_key) if input_format != "luke" else ()
+        if pairs:
+            text, spans = mark_text(text, spans, pairs)
         # a text longer than max_length keeps the words around its mentions (LukeTokenizer cannot truncate entities)
         encoded, _ = encode_within(
             self.tokenizer, text, spans, self.entities, max_length or self.longest_input(), f"{self.task_name}: 'text'"
         )
+        if pairs:
+            encoded["marker_positions"] = marker_positions(encoded["input_ids"], self.tokenizer, pairs)
         encoded = {name: torch.tensor([values]) for name, values in encoded.items()}
-        graph = graph_inputs([text[start:end] for start, end in spans])  # as run_entity_tasks.py's features
+        graph = graph_inputs(mentions)  # as run_entity_tasks.py's features
         return self.add_inputs({**encoded, **{name: torch.tensor([values]) for name, values in graph.items()}})
 
     def add_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -147,6 +159,7 @@ class EntityTypingPipeline(_EntityPipeline):
     """Types of one mention from a ``GesaForEntityClassification`` (module docstring)."""
 
     task_name = ENTITY_TYPING_TASK
+    task_key = "entity_typing"
     fields = ("text", "entity_span")
     entities = ("[MASK]",)
     postprocess_parameters = ("threshold",)
@@ -167,6 +180,7 @@ class RelationClassificationPipeline(_EntityPipeline):
     """The relation between two mentions from a ``GesaForEntityPairClassification`` (module docstring)."""
 
     task_name = RELATION_CLASSIFICATION_TASK
+    task_key = "relation_classification"
     fields = ("text", "head_span", "tail_span")
     entities = ("[MASK]", "[MASK2]")
     postprocess_parameters = ("top_k",)

@@ -25,7 +25,8 @@
 Candidate ids index the model's knowledge base: the entity table (entity-vocabulary ids) unless the model has a
 separate KB (`kb_size`), in which case the alias table must give KB rows.
 
-Flat module: copied next to every saved checkpoint, so it imports third-party packages only.
+Flat module: copied next to every saved checkpoint, so it imports third-party packages and `checks_gesa` (the NULL
+candidate's id) only.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from typing import Any
 
 import torch
 from transformers import PreTrainedTokenizerBase
+
+from .checks_gesa import KAR_NULL_CANDIDATE
 
 SPECIAL_ENTITY_TITLES = ("[PAD]", "[UNK]", "[MASK]", "[MASK2]")
 KNOWLEDGE_VARIANTS = ("kar", "ernie")
@@ -85,6 +88,8 @@ class EntityCandidateGenerator:
             resolved.sort(key=lambda item: -item[1])
             self.aliases.setdefault(normalize_title(alias), []).extend(resolved)
         self._cache: dict[str, list[tuple[int, float]]] = {}
+        keys = [*self.aliases, *self.titles]
+        self.max_alias_words = max([len(key.split()) for key in keys] + [1])
 
     @classmethod
     def from_tokenizer(
@@ -116,27 +121,52 @@ class EntityCandidateGenerator:
 
 
 class KnowledgeInputBuilder:
-    """Adds the KAR or ERNIE inputs to a collated GESA batch, from the mention strings of its entities.
+    """Adds the KAR or ERNIE inputs to a collated GESA batch: the task's own mentions (its LUKE entities, read back
+    from their word tokens) and, with `over_generate`, every other word span of the input that matches an alias.
 
-    KAR (`variant="kar"`): one mention slot per LUKE entity (C = E), the placeholder and padding as `[-1, -1]`:
-    `kar_mention_spans` `(B, E, 2)` inclusive word spans, `kar_candidate_ids` `(B, E, K)` (-1 padded) and
-    `kar_candidate_priors` `(B, E, K)`.
-    ERNIE (`variant="ernie"`): each mention with a candidate is linked to its best one (ERNIE links with TAGME: one
-    entity per mention), aligned to the mention's first word: `ernie_entity_ids` and `ernie_entity_positions` `(B, N)`,
-    -1 padded.
+    KAR (`variant="kar"`), KnowBERT's candidate mentions: slot `e < E` is LUKE entity `e`'s mention (the placeholder
+    and padding `[-1, -1]`), the slots after it hold the over-generated alias spans. A mention gets its `K` best
+    candidates by prior `p(e|m)` and, when it has any, KnowBERT's NULL entity (`KAR_NULL_CANDIDATE`, prior 0); a span
+    the table does not know gets none. `kar_mention_spans` `(B, C, 2)` inclusive word spans, `kar_candidate_ids`
+    `(B, C, K + 1)` (-1 padded), `kar_candidate_priors` `(B, C, K + 1)`.
+    ERNIE (`variant="ernie"`): every mention with a candidate is linked to its best one (ERNIE links with TAGME: one
+    entity per mention; here the top prior), aligned to the mention's first word, the task's mentions first, then
+    the longest non-overlapping alias spans: `ernie_entity_ids` and `ernie_entity_positions` `(B, N)`, -1 padded.
+
+    `report()` counts what the calls so far found (KnowBERT's linking statistics): mentions (task / alias), mentions
+    with candidates, candidates per linked mention, entities aligned.
 
     Args:
         tokenizer: the word tokenizer of the features (to read the mentions back).
         candidates: an `EntityCandidateGenerator`.
         variant: `"kar"` or `"ernie"`.
+        over_generate: also every alias-matching span of the input (KnowBERT, ERNIE), not only the task's mentions.
+        add_null: KAR: add the NULL entity to every candidate list (KnowBERT).
+        max_mention_words: longest over-generated span, in words (default: the longest alias, at most 8).
     """
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, candidates: EntityCandidateGenerator, variant: str) -> None:
+    def __init__(
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        candidates: EntityCandidateGenerator,
+        variant: str,
+        over_generate: bool = True,
+        add_null: bool = True,
+        max_mention_words: int | None = None,
+    ) -> None:
         if variant not in KNOWLEDGE_VARIANTS:
             raise ValueError(f"variant must be one of {KNOWLEDGE_VARIANTS}, got {variant!r}.")
         self.tokenizer = tokenizer
         self.candidates = candidates
         self.variant = variant
+        self.over_generate = over_generate
+        self.add_null = add_null
+        self.max_mention_words = max_mention_words or min(candidates.max_alias_words, 8)
+        self.special_ids = set(tokenizer.all_special_ids)
+        self._word_start: dict[int, bool] = {}
+        self.counts = dict.fromkeys(
+            ("batches", "task_mentions", "alias_mentions", "linked_mentions", "candidates", "aligned_entities"), 0
+        )
 
     @classmethod
     def from_tokenizer(
@@ -170,33 +200,115 @@ class KnowledgeInputBuilder:
             found.append(row)
         return found
 
+    def _starts_word(self, token_id: int) -> bool:
+        if token_id not in self._word_start:
+            text = self.tokenizer.convert_tokens_to_string(self.tokenizer.convert_ids_to_tokens([token_id]))
+            self._word_start[token_id] = text[:1].isspace()
+        return self._word_start[token_id]
+
+    def words(self, input_ids: Sequence[int], attention: Sequence[int] | None = None) -> list[tuple[int, int]]:
+        """Inclusive token spans of the words of one sequence: a word starts after a special token or at a token that
+        begins with a space (byte-level BPE's `Ġ`); special and padding tokens belong to no word."""
+        words: list[tuple[int, int]] = []
+        previous_special = True
+        for index, token_id in enumerate(input_ids):
+            if token_id in self.special_ids or (attention is not None and not attention[index]):
+                previous_special = True
+                continue
+            if previous_special or self._starts_word(token_id) or not words:
+                words.append((index, index))
+            else:
+                words[-1] = (words[-1][0], index)
+            previous_special = False
+        return words
+
+    def alias_mentions(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> list[list[tuple]]:
+        """Per example, `(first word, last word, text, candidates)` of every span of up to `max_mention_words` words
+        (inside one segment) whose text matches an alias or title: KnowBERT's over-generated candidate mentions."""
+        found = []
+        for b in range(input_ids.size(0)):
+            ids = input_ids[b].tolist()
+            words = self.words(ids, None if attention_mask is None else attention_mask[b].tolist())
+            row = []
+            for i in range(len(words)):
+                for n in range(1, self.max_mention_words + 1):
+                    if i + n > len(words) or (n > 1 and words[i + n - 1][0] != words[i + n - 2][1] + 1):
+                        break
+                    first, last = words[i][0], words[i + n - 1][1]
+                    text = self.tokenizer.decode(ids[first : last + 1]).strip()
+                    candidates = self.candidates(text)
+                    if candidates:
+                        row.append((first, last, text, candidates))
+            found.append(row)
+        return found
+
+    def report(self) -> dict[str, float]:
+        """KnowBERT's linking statistics over the calls so far: mentions found (the task's and the alias spans),
+        mentions with candidates, candidates per linked mention (NULL not counted), ERNIE's aligned entities."""
+        counts = dict(self.counts)
+        linked = counts["linked_mentions"]
+        counts["candidates_per_mention"] = counts["candidates"] / linked if linked else 0.0
+        return counts
+
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """A new batch dict: `batch` plus the variant's inputs."""
         out = dict(batch)
         mentions = self.mentions(batch)
         batch_size, entity_length = batch["entity_position_ids"].shape[:2]
+        extra: list[list[tuple]] = [[] for _ in range(batch_size)]
+        if self.over_generate:
+            extra = self.alias_mentions(batch["input_ids"], batch.get("attention_mask"))
+        self.counts["batches"] += 1
+        self.counts["task_mentions"] += sum(len(row) for row in mentions)
         if self.variant == "kar":
-            per_mention = [[self.candidates(text) for *_, text in row] for row in mentions]
-            width = max([len(c) for row in per_mention for c in row] + [1])
-            spans = torch.full((batch_size, entity_length, 2), -1, dtype=torch.long)
-            ids = torch.full((batch_size, entity_length, width), -1, dtype=torch.long)
-            priors = torch.zeros(batch_size, entity_length, width)
-            for b, (row, row_candidates) in enumerate(zip(mentions, per_mention, strict=True)):
-                for (entity, first, last, _), candidates in zip(row, row_candidates, strict=True):
-                    spans[b, entity] = torch.tensor([first, last])
+            slots: list[list[tuple[int, int, int, list]]] = []  # (slot, first, last, candidates)
+            for row, alias_row in zip(mentions, extra, strict=True):
+                own = [(entity, first, last, self.candidates(text)) for entity, first, last, text in row]
+                taken = {(first, last) for _, first, last, _ in own}
+                spans = [(first, last, c) for first, last, _, c in alias_row if (first, last) not in taken]
+                self.counts["alias_mentions"] += len(spans)
+                slots.append(own + [(entity_length + j, first, last, c) for j, (first, last, c) in enumerate(spans)])
+            null = 1 if self.add_null else 0
+            width = max([len(c) + null for row in slots for *_, c in row if c] + [1])
+            length = max([entity_length] + [slot + 1 for row in slots for slot, *_ in row])
+            spans_tensor = torch.full((batch_size, length, 2), -1, dtype=torch.long)
+            ids = torch.full((batch_size, length, width), -1, dtype=torch.long)
+            priors = torch.zeros(batch_size, length, width)
+            for b, row in enumerate(slots):
+                for slot, first, last, candidates in row:
+                    spans_tensor[b, slot] = torch.tensor([first, last])
+                    if not candidates:
+                        continue
+                    self.counts["linked_mentions"] += 1
+                    self.counts["candidates"] += len(candidates)
                     for k, (kb_id, prior) in enumerate(candidates):
-                        ids[b, entity, k] = kb_id
-                        priors[b, entity, k] = prior
-            out.update(kar_mention_spans=spans, kar_candidate_ids=ids, kar_candidate_priors=priors)
+                        ids[b, slot, k] = kb_id
+                        priors[b, slot, k] = prior
+                    if null:
+                        ids[b, slot, len(candidates)] = KAR_NULL_CANDIDATE
+            out.update(kar_mention_spans=spans_tensor, kar_candidate_ids=ids, kar_candidate_priors=priors)
         else:
             linked = []
-            for row in mentions:
+            for row, alias_row in zip(mentions, extra, strict=True):
                 aligned: dict[int, int] = {}
-                for _, first, _, text in row:
+                covered: set[int] = set()
+                for _, first, last, text in row:
                     candidates = self.candidates(text)
                     if candidates and first not in aligned:
                         aligned[first] = candidates[0][0]
+                        self.counts["linked_mentions"] += 1
+                        self.counts["candidates"] += len(candidates)
+                    covered.update(range(first, last + 1))
+                # the longest alias spans first (then the most probable link), never overlapping a chosen one
+                self.counts["alias_mentions"] += len(alias_row)
+                for first, last, _, candidates in sorted(alias_row, key=lambda m: (m[0] - m[1], -m[3][0][1], m[0])):
+                    if covered.isdisjoint(range(first, last + 1)):
+                        aligned[first] = candidates[0][0]
+                        covered.update(range(first, last + 1))
+                        self.counts["linked_mentions"] += 1
+                        self.counts["candidates"] += len(candidates)
                 linked.append(sorted(aligned.items()))
+                self.counts["aligned_entities"] += len(aligned)
             width = max([len(row) for row in linked] + [1])
             ids = torch.full((batch_size, width), -1, dtype=torch.long)
             positions = torch.full((batch_size, width), -1, dtype=torch.long)
@@ -215,6 +327,13 @@ def knowledge_inputs_of(model: Any, user: str) -> str:
         raise ValueError(
             f"{user} adds KnowBERT-KAR or ERNIE knowledge inputs, but {type(model).__name__} reads none (its "
             f"knowledge_inputs {variant!r} is not one of {KNOWLEDGE_VARIANTS}): use the pipeline its checkpoint names"
+        )
+    kb_size = getattr(getattr(model, "config", None), "kb_size", None)
+    if kb_size is not None:
+        raise ValueError(
+            f"{user} generates candidates from the tokenizer's entity titles (LUKE's table), but {type(model).__name__} "
+            f"reads a user-supplied KB (kb_size={kb_size}) whose rows those ids do not index: build its inputs with "
+            "gesa.records_kb.load_knowledge_files(...).candidate_generator(...) and processing_kb.KnowledgeInputBuilder"
         )
     return variant
 

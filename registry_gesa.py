@@ -27,11 +27,11 @@ on; each task names its own head per variant (`tasks_base.Task.heads`, `Task.var
 | `xh`    | `XhForEntitySpanQA`      | `XhProcessor.encode_record_graphs` + `XhGraphCollator`            | shrink       |
 
 "keep" means: do not pass `entity_rows` (do not shrink the tokenizer's entity vocabulary): KAR and ERNIE use LUKE's
-entity table as their knowledge base and its titles for candidate generation. That is the only KB this registry
-feeds: the collator's candidate ids are entity-vocabulary ids, so a KAR/ERNIE model with a user-supplied KB
-(`kb_size` set, `set_knowledge_base`) is refused (`check_knowledge_base`) by `from_luke`, `from_scratch` and
-`from_checkpoint`; train such a model from Python with `processing_kb.EntityCandidateGenerator(alias_table=...)`
-giving KB rows (model cards `kar.md`/`ernie.md`). XH's logits are `(G, C)` over each
+entity table as their knowledge base and its titles for candidate generation by default. A KAR/ERNIE config with a
+user-supplied KB (`kb_size` set, `set_knowledge_base`) is refused (`check_knowledge_base`) by `from_luke`,
+`from_scratch` and `from_checkpoint`, whose collator would give entity-vocabulary ids; the scripts install a user KB
+after building the model (`--kb_entity_vectors`, `tasks_kb.attach_knowledge_files`) and hand its candidates to
+`wrap_collator(candidates=...)` (docs/entity_tasks.md). XH's logits are `(G, C)` over each
 graph's `candidate_texts` (one graph per query), where GESA's are `(B, E)` over each window's `candidate_texts`.
 
 Usage (what `run_record.py` does for `--variant`)::
@@ -63,7 +63,7 @@ from .modeling_gesa import GesaForEntitySpanQA
 from .modeling_kar import KarForEntitySpanQA
 from .modeling_luke_graph import LukeGraphForEntitySpanQA
 from .modeling_xh import XhForEntitySpanQA
-from .processing_kb import KnowledgeCollator, KnowledgeInputBuilder
+from .processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 from .processing_xh import XhProcessor
 
 Collator = Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]
@@ -181,11 +181,14 @@ class VariantSpec:
         tokenizer: PreTrainedTokenizerBase,
         alias_table: Mapping[str, Sequence[tuple[int | str, float]]] | None = None,
         max_candidates: int = 30,
+        candidates: EntityCandidateGenerator | None = None,
     ) -> Collator:
         """The GESA collator, plus the KB inputs for KAR/ERNIE (title match in the tokenizer's entity vocabulary and
-        the optional alias table); unchanged for the other variants."""
+        the optional alias table, or `candidates`: the KB files' generator); unchanged for the other variants."""
         if self.knowledge_variant is None:
             return collator
+        if candidates is not None:
+            return KnowledgeCollator(collator, KnowledgeInputBuilder(tokenizer, candidates, self.knowledge_variant))
         builder = KnowledgeInputBuilder.from_tokenizer(tokenizer, self.knowledge_variant, alias_table, max_candidates)
         return KnowledgeCollator(collator, builder)
 

@@ -21,8 +21,9 @@ without ``no_relation``, exact span F1 as seqeval's entity-level score). The pre
 ``{"id", "prediction", "reference"}``.
 
 ``--task pretrain`` (``PretrainTask``): LUKE's masked language model + masked-entity prediction for GESA/LUKE
-(``MaskedEntityCollator``, ``GesaForMaskedLM``), ERNIE's denoising entity auto-encoder for ``--variant ernie``
-(``DeaCollator``: token-entity alignments replaced or masked, ``ErnieForDenoisingEntityAutoencoder``). Its entity
+(``MaskedEntityCollator``, ``GesaForMaskedLM``), ERNIE's masked language model + denoising entity auto-encoder for
+``--variant ernie`` (``ErniePretrainingCollator``: every mention aligned, alignments replaced or masked, words masked;
+``ErnieForPreTraining``; ``LoggedLossesCallback`` logs ``mlm_loss`` and ``dea_loss`` beside ``loss``). Its entity
 table holds LUKE's special entities and the distinct mention texts of the data (rows taken from LUKE's table where
 LUKE has that title, else from ``[UNK]``); the tokenizer saved with the model carries the same entity vocabulary.
 Its evaluation is the loss; it predicts nothing.
@@ -41,7 +42,7 @@ from typing import Any
 import numpy as np
 import torch
 from datasets import Dataset
-from transformers import DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import DataCollatorForLanguageModeling, PreTrainedModel, PreTrainedTokenizerBase, TrainerCallback
 from transformers.utils import logging
 
 from .inputs_gesa import InputError
@@ -52,6 +53,7 @@ from .modeling_ernie_entity import (
     ErnieForEntityClassification,
     ErnieForEntityPairClassification,
     ErnieForEntitySpanClassification,
+    ErnieForPreTraining,
 )
 from .modeling_gesa_entity import (
     GesaForEntityClassification,
@@ -65,9 +67,12 @@ from .modeling_kar_entity import (
     KarForEntitySpanClassification,
 )
 from .processing_entity import NO_ENTITY, EntityTaskProcessor, decode_ner, encode_word_prefix
+from .processing_entity_markers import INPUT_FORMATS, MARKED_TASKS, MarkedEntityTaskProcessor, input_format_of
+from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, first_output
+from .tasks_kb import attach_knowledge_files, knowledge_candidates
 from .training_gesa import ScriptArgumentError, write_json_atomically
 from .training_models import hub_kwargs
 from .training_tokenizer import SPECIAL_ENTITIES, special_entity_rows
@@ -115,6 +120,16 @@ class EntityTask(Task):
         for name in ("max_seq_length", "max_span_length", "max_entities"):
             if getattr(data_args, name) < 1:
                 raise ScriptArgumentError(f"--{name} must be at least 1, got {getattr(data_args, name)}")
+        input_format = getattr(data_args, "input_format", "luke")
+        if input_format not in INPUT_FORMATS:
+            raise ScriptArgumentError(
+                f"--input_format {input_format!r} is unknown; choose one of {list(INPUT_FORMATS)}"
+            )
+        if input_format != "luke" and self.name not in MARKED_TASKS:
+            raise ScriptArgumentError(
+                f"--input_format {input_format} marks the mentions of {', '.join(MARKED_TASKS)}; --task {self.name} "
+                "takes --input_format luke"
+            )
 
     def example_id(self, example: Any) -> str:
         return str(example.id)
@@ -163,14 +178,18 @@ class EntityTask(Task):
             )  # fmt: skip
         except (OSError, ValueError) as error:  # a checkpoint that does not fit (task, variant, labels, entity table)
             raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
-        processor = EntityTaskProcessor(tokenizer, self.name, labels, data_args.max_seq_length,
-                                        data_args.max_span_length, data_args.max_entities)  # fmt: skip
+        processor = entity_task_processor(tokenizer, self.name, labels, data_args)
+        if getattr(model, "luke_conversion_info", None) is not None and hasattr(processor, "added_token_sources"):
+            model.init_added_word_embeddings(processor.added_token_sources())  # the markers, from LUKE's @ and #
+        attach_knowledge_files(model_args, model, tokenizer, processor)
         return LoadedModel(model, processor, tokenizer, labels)
 
     def collator(self, processor: EntityTaskProcessor, variant: str) -> Any:
         """The processor's batches, plus the knowledge inputs of KAR/ERNIE (``VariantSpec.wrap_collator``: mentions
         matched to the tokenizer's entity titles)."""
-        return VARIANTS[variant].wrap_collator(processor, processor.tokenizer)
+        return VARIANTS[variant].wrap_collator(
+            processor, processor.tokenizer, candidates=knowledge_candidates(processor)
+        )
 
     def featurise(self, processor: EntityTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
         return Dataset.from_list(processor.encode_all(examples))
@@ -201,6 +220,20 @@ class EntityTask(Task):
                 reference = None if reference is None else [list(span) for span in reference]
             rows.append({"id": example.id, "prediction": prediction, "reference": reference})
         return rows
+
+
+def entity_task_processor(
+    tokenizer: PreTrainedTokenizerBase, task: str, labels: Sequence[str], data_args: Any
+) -> EntityTaskProcessor:
+    """The task's processor for ``--input_format``: LUKE's (``EntityTaskProcessor``), or ERNIE's / KnowBERT's markers
+    (``MarkedEntityTaskProcessor``; a checkpoint trained with markers keeps them: its tokenizer holds them)."""
+    input_format = getattr(data_args, "input_format", "luke")
+    if input_format == "luke" and task in MARKED_TASKS:
+        input_format = input_format_of(tokenizer, task)
+    settings = (data_args.max_seq_length, data_args.max_span_length, data_args.max_entities)
+    if input_format == "luke":
+        return EntityTaskProcessor(tokenizer, task, labels, *settings)
+    return MarkedEntityTaskProcessor(tokenizer, task, labels, *settings, input_format=input_format)
 
 
 ENTITY_TASKS: dict[str, EntityTask] = {
@@ -473,7 +506,19 @@ class MaskedEntityCollator:
         self.generator = torch.Generator().manual_seed(seed)
 
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
-        batch = _pad(self.tokenizer, features)
+        batch = self.mask_words(_pad(self.tokenizer, features))
+        if "entity_ids" in batch:
+            entities, real = batch["entity_ids"], batch["entity_attention_mask"].bool()
+            draw = (torch.rand(entities.shape, generator=self.generator) < self.entity_mask_probability) & real
+            first = real.long().argmax(1)
+            rows = torch.arange(len(first))
+            draw[rows, first] |= real[rows, first] & ~draw.any(1)
+            batch["entity_labels"] = torch.where(draw, entities, torch.full_like(entities, -100))
+            batch["entity_ids"] = entities.masked_fill(draw, self.tokenizer.entity_mask_token_id)
+        return batch
+
+    def mask_words(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The padded ``batch`` with its words masked (80/10/10) and ``labels``; one masked word per example at least."""
         words = batch["input_ids"]
         special = torch.isin(words, torch.tensor(self.tokenizer.all_special_ids))  # <s>, </s>, <pad>, ...
         original = words.clone()
@@ -483,14 +528,6 @@ class MaskedEntityCollator:
             column = int((~special[row]).nonzero()[0])
             batch["labels"][row, column] = original[row, column]
             batch["input_ids"][row, column] = self.tokenizer.mask_token_id
-        if "entity_ids" in batch:
-            entities, real = batch["entity_ids"], batch["entity_attention_mask"].bool()
-            draw = (torch.rand(entities.shape, generator=self.generator) < self.entity_mask_probability) & real
-            first = real.long().argmax(1)
-            rows = torch.arange(len(first))
-            draw[rows, first] |= real[rows, first] & ~draw.any(1)
-            batch["entity_labels"] = torch.where(draw, entities, torch.full_like(entities, -100))
-            batch["entity_ids"] = entities.masked_fill(draw, self.tokenizer.entity_mask_token_id)
         return batch
 
 
@@ -533,6 +570,52 @@ class DeaCollator:
         return batch
 
 
+class ErniePretrainingCollator(DeaCollator):
+    """ERNIE's pre-training batch (``ErnieForPreTraining``): every mention of the sentence aligned through the alias
+    table (``processing_kb.KnowledgeInputBuilder``: the data's own mentions, then every other span whose text is an
+    entity of the pre-training vocabulary), the alignments corrupted for dEA (``DeaCollator``) and the words masked
+    for MLM (``MaskedEntityCollator.mask_words``: ``labels``)."""
+
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, kb_size: int, mlm_probability: float = 0.15, seed: int = 0
+    ) -> None:
+        super().__init__(tokenizer, kb_size, seed=seed)
+        self.words = MaskedEntityCollator(tokenizer, mlm_probability=mlm_probability, seed=seed)
+        self.aligner = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator(tokenizer.entity_vocab), "ernie")
+
+    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        batch = self.aligner(_pad(self.tokenizer, features))
+        for name in ("entity_ids", "entity_attention_mask", "entity_position_ids", "entity_token_type_ids"):
+            batch.pop(name, None)
+        batch.update(
+            corrupt_entity_alignments(
+                batch.pop("ernie_entity_ids"),
+                batch.pop("ernie_entity_positions"),
+                batch["input_ids"].size(1),
+                self.kb_size,
+                replace_prob=self.replace_probability,
+                mask_prob=self.mask_probability,
+                generator=self.generator,
+            )
+        )
+        return self.words.mask_words(batch)
+
+
+class LoggedLossesCallback(TrainerCallback):
+    """Adds a model's separate losses (``pop_logged_losses``: ERNIE's ``mlm_loss`` and ``dea_loss``) to each training
+    log line and to ``trainer_state.json``'s ``log_history``, next to the summed ``loss``."""
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict | None = None, model: Any = None, **kwargs: Any
+    ) -> None:
+        if not logs or "loss" not in logs or not hasattr(model, "pop_logged_losses"):
+            return
+        losses = {name: round(value, 4) for name, value in model.pop_logged_losses().items()}
+        logs.update(losses)
+        if state.log_history and state.log_history[-1].get("step") == state.global_step:
+            state.log_history[-1].update(losses)
+
+
 class PretrainingProcessor:
     """The pre-training features (``encode_pretraining``) and batches (``MaskedEntityCollator``, or ERNIE's
     ``DeaCollator`` over the model's entity table as its KB); saves the tokenizer with its pre-training entity
@@ -547,7 +630,10 @@ class PretrainingProcessor:
         return encode_pretraining(self.tokenizer, examples, self.max_length)
 
     def get_data_collator(self) -> MaskedEntityCollator | DeaCollator:
-        if PRETRAIN.head_for(self.variant) is ErnieForDenoisingEntityAutoencoder:
+        head = PRETRAIN.head_for(self.variant)
+        if head is ErnieForPreTraining:
+            return ErniePretrainingCollator(self.tokenizer, self.kb_size, self.mlm_probability, seed=self.seed)
+        if head is ErnieForDenoisingEntityAutoencoder:
             return DeaCollator(self.tokenizer, kb_size=self.kb_size, seed=self.seed)
         return MaskedEntityCollator(self.tokenizer, mlm_probability=self.mlm_probability,
                                     entity_mask_probability=self.entity_mask_probability, seed=self.seed)  # fmt: skip
@@ -563,13 +649,13 @@ class PretrainTask(Task):
 
     name: str = "pretrain"
     title: str = "Pre-training"
-    description: str = "LUKE's MLM + masked-entity prediction (gesa, luke); ERNIE's dEA (ernie)"
+    description: str = "LUKE's MLM + masked-entity prediction (gesa, luke); ERNIE's MLM + dEA (ernie)"
     file_format: str = "any entity task's files (--pretrain_format)"
     heads: dict = field(
         default_factory=lambda: {
             "gesa": GesaForMaskedLM,
             "luke": GesaForMaskedLM,
-            "ernie": ErnieForDenoisingEntityAutoencoder,
+            "ernie": ErnieForPreTraining,
         }
     )
     metric_for_best_model: str = "loss"
@@ -650,6 +736,8 @@ __all__ = [
     "SPECIAL_ENTITIES",
     "DeaCollator",
     "EntityTask",
+    "ErniePretrainingCollator",
+    "LoggedLossesCallback",
     "MaskedEntityCollator",
     "PretrainTask",
     "PretrainingProcessor",
@@ -661,6 +749,7 @@ __all__ = [
     "decode_spans",
     "decode_types",
     "encode_pretraining",
+    "entity_task_processor",
     "load_model_and_tokenizer",
     "mention_spans",
     "pretraining_entity_rows",

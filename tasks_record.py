@@ -58,6 +58,7 @@ from .records_gesa import INCLUSIVE_END_KEY, SOURCE_KEY, check_record_file, to_r
 from .registry_gesa import VARIANTS
 from .resources_gesa import metric_module
 from .tasks_base import LoadedModel, Task
+from .tasks_kb import attach_knowledge_files, knowledge_candidates
 from .training_gesa import ScriptArgumentError, apply_saved_settings, featurise_rows, write_json_atomically
 from .training_models import build_variant_model, check_model_source, hub_kwargs
 from .training_tokenizer import shrink_entity_vocab, train_sample_tokenizer
@@ -293,6 +294,7 @@ class RecordTask(Task):
         model = build_variant_model(spec, path, config, model_args, entity_rows, overrides)
         if model_type == "luke":
             model.init_added_word_embeddings(processor.added_token_sources())
+        attach_knowledge_files(model_args, model, tokenizer, processor)
         return LoadedModel(model, processor, tokenizer)
 
     def _scratch_model(
@@ -368,7 +370,8 @@ class RecordTask(Task):
         """GESA's collator (+ the KAR/ERNIE knowledge inputs), or XH's graph collator."""
         spec = VARIANTS[variant]
         if spec.uses_gesa_features:
-            return spec.wrap_collator(processor.get_data_collator(), processor.tokenizer)
+            candidates = knowledge_candidates(processor)
+            return spec.wrap_collator(processor.get_data_collator(), processor.tokenizer, candidates=candidates)
         return processor.get_data_collator()
 
     # ------------------------------------------------------------------------------------------- features

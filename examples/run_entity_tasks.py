@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 from transformers import HfArgumentParser, TrainingArguments
 
-from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN
+from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback
+from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
 from gesa.training_gesa import explicit_flags, one_error_line, parse_script_args
 
@@ -47,6 +48,8 @@ class ModelArguments(BaseModelArguments):
         default="gesa",
         metadata={"help": "; ".join(f"--task {name}: {', '.join(task.heads)}" for name, task in TASKS.items())},
     )
+    kb_alias_table: str | None = field(default=None, metadata={"help": KB_ALIAS_TABLE_HELP})
+    kb_entity_vectors: str | None = field(default=None, metadata={"help": KB_ENTITY_VECTORS_HELP})
 
 
 @dataclass
@@ -59,6 +62,12 @@ class DataArguments(BaseDataArguments):
     pretrain_format: str = field(
         default="ner", metadata={"help": f"--task pretrain: the format of its files, one of {sorted(ENTITY_TASKS)}."}
     )
+    input_format: str = field(
+        default="luke",
+        metadata={"help": "entity_typing / relation_classification inputs: luke (the [MASK] entities' states), ernie "
+                  "([ENT] / [HD] [TL] markers) or knowbert ([E1] [/E1] [E2] [/E2]); with markers the head reads "
+                  "the opening markers' states.", "choices": ["luke", "ernie", "knowbert"]},
+    )  # fmt: skip
     max_seq_length: int = field(default=256, metadata={"help": "Word tokens per feature."})
     max_span_length: int = field(default=16, metadata={"help": "NER: longest candidate span, in words."})
     max_entities: int = field(default=128, metadata={"help": "NER: candidate spans per feature."})
@@ -77,7 +86,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     argv = sys.argv[1:] if argv is None else list(argv)
     with one_error_line(SCRIPT):
         model_args, data_args, args = parse_args(argv)
-        return run_task(TASKS[data_args.task], model_args, data_args, args, SCRIPT, explicit=explicit_flags(argv))
+        return run_task(TASKS[data_args.task], model_args, data_args, args, SCRIPT,
+                        callbacks=[LoggedLossesCallback()], explicit=explicit_flags(argv))  # fmt: skip
 
 
 if __name__ == "__main__":

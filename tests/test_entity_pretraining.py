@@ -28,6 +28,7 @@ from script_helpers import ENTITY_SCRIPT, load_script
 from gesa.records_entity import read_task_file
 from gesa.tasks_entity import (
     DeaCollator,
+    ErniePretrainingCollator,
     MaskedEntityCollator,
     encode_pretraining,
     mention_spans,
@@ -85,7 +86,7 @@ def test_dea_batch_aligns_each_entity_to_its_mentions_first_word(tiny_luke_dir):
     assert torch.equal(masked["dea_candidate_ids"], kept["ernie_entity_ids"])
 
 
-def run_pretraining(tiny_luke_dir, output_dir, variant, data_format, data):
+def run_pretraining(tiny_luke_dir, output_dir, variant, data_format, data, key="loss"):
     argv = ["--task", "pretrain", "--variant", variant, "--pretrain_format", data_format,
             "--model_name_or_path", str(tiny_luke_dir), "--train_file", str(data), "--do_train",
             "--output_dir", str(output_dir), "--num_train_epochs", "30", "--learning_rate", "2e-2",
@@ -93,7 +94,7 @@ def run_pretraining(tiny_luke_dir, output_dir, variant, data_format, data):
             "--report_to", "none", "--seed", "0", "--use_cpu", "true", "--disable_tqdm", "true"]  # fmt: skip
     load_script(ENTITY_SCRIPT, "run_entity_tasks_pretrain_under_test").main(argv)
     history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
-    return [entry["loss"] for entry in history if "loss" in entry]
+    return [entry[key] for entry in history if "loss" in entry]
 
 
 @pytest.mark.slow
@@ -106,12 +107,35 @@ def test_gesa_masked_word_and_entity_pretraining_loss_falls(tiny_luke_dir, tmp_p
 
 
 @pytest.mark.slow
-def test_ernie_dea_pretraining_loss_falls(tiny_luke_dir, tmp_path):
+def test_ernie_pretraining_logs_mlm_and_dea_losses_and_both_fall(tiny_luke_dir, tmp_path):
     data = FIXTURES / "tacred.json"
-    losses = run_pretraining(tiny_luke_dir, tmp_path / "ernie", "ernie", "relation_classification", data)
-    assert len(losses) >= 4 and losses[-1] < 0.85 * losses[0]
-    model = transformers.AutoModelForPreTraining.from_pretrained(tmp_path / "ernie", trust_remote_code=True)
-    assert type(model).__name__ == "ErnieForDenoisingEntityAutoencoder"
+    output_dir = tmp_path / "ernie"
+    mlm = run_pretraining(tiny_luke_dir, output_dir, "ernie", "relation_classification", data, key="mlm_loss")
+    history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
+    dea = [entry["dea_loss"] for entry in history if "loss" in entry]
+    total = [entry["loss"] for entry in history if "loss" in entry]
+    print(f"ERNIE pre-training: mlm {mlm[0]:.3f} -> {mlm[-1]:.3f}, dea {dea[0]:.3f} -> {dea[-1]:.3f}")
+    assert len(mlm) >= 4 and mlm[-1] < 0.85 * mlm[0] and dea[-1] < 0.85 * dea[0]
+    assert total[0] == pytest.approx(mlm[0] + dea[0], rel=0.05)  # the logged loss is their sum
+    model = transformers.AutoModelForPreTraining.from_pretrained(output_dir, trust_remote_code=True)
+    assert type(model).__name__ == "ErnieForPreTraining"
     assert model.config.entity_vocab_size == len(
         pretraining_vocabulary(read_task_file("relation_classification", data))
     )
+
+
+def test_ernie_pretraining_batch_aligns_every_mention_and_masks_words(tiny_luke_dir):
+    """Beyond the data's own mentions, every span whose text is an entity of the vocabulary is aligned too."""
+    examples, vocabulary, tokenizer, features = pretraining_batch(
+        tiny_luke_dir, "relation_classification", "tacred.json"
+    )
+    batch = ErniePretrainingCollator(tokenizer, kb_size=len(vocabulary), seed=0)(features)
+    assert {"ernie_entity_ids", "dea_labels", "dea_candidate_ids", "labels"} <= set(batch)
+    assert "entity_ids" not in batch and (batch["labels"] != -100).any(1).all()
+    own = torch.tensor([len(f["entity_ids"]) for f in features])
+    assert torch.equal((batch["dea_candidate_ids"] >= 0).sum(1), own)  # the fixture repeats no mention elsewhere
+    text = "Acme hired Carol in Berlin ."  # only "Acme" annotated; Carol and Berlin are entities of the vocabulary
+    feature = dict(tokenizer(text, entity_spans=[(0, 4)], entities=["Acme"]))
+    one = ErniePretrainingCollator(tokenizer, kb_size=len(vocabulary), seed=0)([feature])
+    assert one["dea_candidate_ids"][0].tolist() == [vocabulary[name] for name in ("Acme", "Carol", "Berlin")]
+    assert (one["dea_labels"][0] != -100).sum() == 3  # each aligned word predicts its entity

@@ -41,6 +41,7 @@ from variant_inputs import (
 )
 
 from gesa import GesaForEntitySpanQA, registry_gesa
+from gesa.checks_gesa import KAR_NULL_CANDIDATE
 from gesa.modeling_ernie import (
     ErnieForDenoisingEntityAutoencoder,
     ErnieForEntitySpanQA,
@@ -147,7 +148,8 @@ def test_registry_builds_each_variant_from_luke_and_collates(tiny_luke_dir):
     assert registry.VARIANTS["gesa"].wrap_collator(len, tokenizer) is len
     kar_inputs, ernie_inputs = kar_collate([]), ernie_collate([])
     assert kar_inputs["kar_mention_spans"][0, 2].tolist() == [9, 9]
-    assert kar_inputs["kar_candidate_ids"][0, 2].tolist() == [3] and (kar_inputs["kar_candidate_ids"][1] == -1).all()
+    assert kar_inputs["kar_candidate_ids"][0, 2].tolist() == [3, KAR_NULL_CANDIDATE]  # the title, then NULL
+    assert (kar_inputs["kar_candidate_ids"][1] == -1).all()
     assert ernie_inputs["ernie_entity_ids"].tolist() == [[3], [-1]]
     assert ernie_inputs["ernie_entity_positions"].tolist() == [[9], [-1]]
     with pytest.raises(ValueError, match="not XH graphs"):

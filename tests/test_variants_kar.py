@@ -231,7 +231,7 @@ def test_user_knowledge_base_replaces_the_entity_table():
     "field, value, message",
     [
         ("kar_candidate_ids", torch.full((2, 5, 3), 4), r"kar_candidate_ids must be knowledge-base rows in \[0, 3\]"),
-        ("kar_candidate_ids", torch.full((2, 5, 3), -2), "kar_candidate_ids must be knowledge-base rows"),
+        ("kar_candidate_ids", torch.full((2, 5, 3), -3), "kar_candidate_ids must be knowledge-base rows"),
         ("kar_candidate_ids", torch.full((2, 4, 3), 1), "kar_candidate_ids has shape"),
         ("kar_candidate_priors", torch.ones(2, 5, 2), "kar_candidate_priors has shape"),
         ("kar_mention_spans", torch.tensor([[[0, 14]] * 5] * 2), r"kar_mention_spans\[0, 0\] = \[0, 14\]"),
@@ -257,6 +257,7 @@ def test_candidates_without_spans_are_refused():
 
 
 BAD_KAR_FIELDS = [
+    ("kar_num_layers", 2, "must be 0 \\(knowledge off\\) or 1"),
     ("kar_layer", -1, "non-negative integer"),
     ("kar_entity_threshold", float("inf"), "finite number"),
     ("kar_num_attention_heads", 0, "positive integer"),

@@ -1,0 +1,123 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Train TransE entity vectors from a triples file with PyKEEN and write them in the text format
+``--kb_entity_vectors`` reads (``gesa.records_kb``): ERNIE's knowledge embeddings (TransE over Wikidata), for any
+KG you have as triples::
+
+    pip install 'gesa[kge]'   # PyKEEN
+    python examples/train_transe.py --triples kg/triples.tsv --output kb/entities.txt --dim 256 --epochs 100
+
+``--triples``: a TSV of ``head<TAB>relation<TAB>tail`` lines (entity names as the alias table names them; LUKE's
+titles to reuse LUKE's candidates). ``--dim`` must be the model's ``entity_emb_size`` (256 for LUKE). The output holds a
+``count dim`` header and one ``name v1 ... vD`` line per entity (tab after the name, so names may hold spaces).
+Prints the training loss of the first and last epoch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+try:
+    from gesa.inputs_gesa import InputError, read_text_lines
+except ImportError as error:  # pragma: no cover - depends on the installation
+    raise SystemExit(f"train_transe.py needs the gesa package installed (pip install <gesa repo>): {error}") from None
+
+SCRIPT = "train_transe.py"
+TRIPLES_FIX = "give one 'head<TAB>relation<TAB>tail' line per triple"
+
+
+def read_triples(path: str) -> list[tuple[str, str, str]]:
+    """The triples of a TSV file; one ``InputError`` naming the file and line of a bad one."""
+    triples = []
+    for location, text in read_text_lines(path, f"--triples {path}", fix=TRIPLES_FIX):
+        if not text.strip() or text.startswith("#"):
+            continue
+        fields = [field.strip() for field in text.split("\t")]
+        if len(fields) != 3 or not all(fields):
+            raise InputError(
+                f"has {len(fields)} non-empty tab-separated field(s), expected 3", location, fix=TRIPLES_FIX
+            )
+        triples.append((fields[0], fields[1], fields[2]))
+    if not triples:
+        raise InputError("holds no triple", f"--triples {path}", fix=TRIPLES_FIX)
+    return triples
+
+
+def train_transe(
+    triples: list[tuple[str, str, str]], dim: int, epochs: int, batch_size: int, learning_rate: float, seed: int
+) -> tuple[list[str], torch.Tensor, list[float]]:
+    """TransE (PyKEEN, sLCWA negative sampling, margin ranking loss) on ``triples``: the entity names, their vectors
+    ``(N, dim)`` in the names' order and the loss of each epoch."""
+    import numpy as np
+    from pykeen.models import TransE
+    from pykeen.training import SLCWATrainingLoop
+    from pykeen.triples import TriplesFactory
+
+    factory = TriplesFactory.from_labeled_triples(np.array(triples, dtype=str))
+    model = TransE(triples_factory=factory, embedding_dim=dim, random_seed=seed)
+    loop = SLCWATrainingLoop(model=model, triples_factory=factory, optimizer="Adam",
+                             optimizer_kwargs={"lr": learning_rate})  # fmt: skip
+    losses = loop.train(triples_factory=factory, num_epochs=epochs, batch_size=batch_size, use_tqdm=False)
+    names = sorted(factory.entity_to_id, key=factory.entity_to_id.get)
+    with torch.no_grad():
+        vectors = model.entity_representations[0](indices=None).detach().cpu().float()
+    return names, vectors, list(losses)
+
+
+def write_vectors(path: str | Path, names: list[str], vectors: torch.Tensor) -> None:
+    """``count dim`` then ``name<TAB>v1 ... vD`` per entity (``gesa.records_kb.read_entity_vectors`` reads it)."""
+    lines = [f"{len(names)} {vectors.size(1)}"]
+    lines += [
+        f"{name}\t" + " ".join(f"{value:.6g}" for value in row)
+        for name, row in zip(names, vectors.tolist(), strict=True)
+    ]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> list[float]:
+    parser = argparse.ArgumentParser(prog=SCRIPT, description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--triples", required=True, help="TSV of head<TAB>relation<TAB>tail lines.")
+    parser.add_argument("--output", required=True, help="The vectors file to write (--kb_entity_vectors).")
+    parser.add_argument("--dim", type=int, default=256, help="Vector size: the model's entity_emb_size (LUKE: 256).")
+    parser.add_argument("--epochs", type=int, default=100)
+    parser.add_argument("--batch_size", type=int, default=256)
+    parser.add_argument("--learning_rate", type=float, default=1e-2)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.dim < 1 or args.epochs < 1 or args.batch_size < 1:
+        parser.error("--dim, --epochs and --batch_size must be at least 1")
+    try:
+        import pykeen  # noqa: F401
+    except ImportError:
+        parser.error("needs PyKEEN: pip install 'gesa[kge]' (or pip install pykeen)")
+    try:
+        triples = read_triples(args.triples)
+    except InputError as error:
+        parser.error(str(error))
+    names, vectors, losses = train_transe(
+        triples, args.dim, args.epochs, args.batch_size, args.learning_rate, args.seed
+    )
+    write_vectors(args.output, names, vectors)
+    print(f"{SCRIPT}: {len(names)} entities, {len(triples)} triples; loss {losses[0]:.4f} -> {losses[-1]:.4f}; "
+          f"wrote {args.output}")  # fmt: skip
+    return losses
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,227 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The files of a knowledge base for KnowBERT-KAR and ERNIE, read by path (``--kb_alias_table``,
+``--kb_entity_vectors``); LUKE's entity table stays the default KB and the default aliases (its titles).
+
+- Alias table (``read_alias_table``): UTF-8 TSV, one candidate per line, ``alias<TAB>entity<TAB>prior`` (KnowBERT's
+  ``p(e|m)``, a number in [0, 1]); blank lines and ``#`` comments are skipped, a first line ``alias entity prior`` is a
+  header. An alias may have several lines (its candidates).
+- Entity vectors (``read_entity_vectors``): the text format of word2vec / wikipedia2vec / a TransE export, one entity
+  per line, ``name v1 ... vD`` (space separated) or ``name<TAB>v1 ... vD`` (a name with spaces); an optional first
+  line ``count D``. In a wikipedia2vec file (``ENTITY/`` entries next to words) only the ``ENTITY/`` lines are read.
+  The line order is the KB's row order: the entity list.
+- ``load_knowledge_files``: both files (or either) resolved into KB rows: ``KnowledgeBaseFiles`` with the entity names,
+  the vectors (``None``: the model's entity table, LUKE's) and the alias table as rows with priors, which gives the
+  ``processing_kb.EntityCandidateGenerator`` of the collators.
+
+Entity names match after ``entity_key``: a wikipedia2vec ``ENTITY/`` prefix dropped, underscores read as spaces (so
+``ENTITY/Barack_Obama`` is ``Barack Obama``, LUKE's title). Every problem is one ``inputs_gesa.InputError`` naming the
+file, the line and the fix.
+
+Flat module: imports its siblings relatively (the input layer, the candidate generator), third-party packages
+otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+
+from .inputs_gesa import InputError, Location, read_text_lines
+from .processing_kb import EntityCandidateGenerator
+
+logger = logging.getLogger(__name__)
+
+ALIAS_TABLE_FIX = "give one 'alias<TAB>entity<TAB>prior' line per candidate, the prior a number in [0, 1]"
+VECTORS_FIX = (
+    "give one 'name v1 ... vD' line per entity (word2vec / wikipedia2vec text format, optional 'count D' header)"
+)
+WIKIPEDIA2VEC_ENTITY = "ENTITY/"
+
+
+def entity_key(name: str) -> str:
+    """The name an entity is matched by: a wikipedia2vec ``ENTITY/`` prefix dropped, underscores as spaces."""
+    if name.startswith(WIKIPEDIA2VEC_ENTITY):
+        name = name[len(WIKIPEDIA2VEC_ENTITY) :]
+    return " ".join(name.replace("_", " ").split())
+
+
+@dataclasses.dataclass(frozen=True)
+class AliasRow:
+    """One candidate line of an alias table: where it is, the alias, the entity's name, the prior ``p(e|m)``."""
+
+    location: Location
+    alias: str
+    entity: str
+    prior: float
+
+
+def read_alias_table(path: str | Path, where: str | None = None) -> list[AliasRow]:
+    """The candidate lines of a TSV alias table (module docstring); an ``InputError`` at the first bad line."""
+    rows = []
+    for location, text in read_text_lines(path, where, fix=ALIAS_TABLE_FIX):
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        fields = text.split("\t")
+        if location.number == 1 and [f.strip().casefold() for f in fields] == ["alias", "entity", "prior"]:
+            continue
+        if len(fields) != 3:
+            raise InputError(
+                f"has {len(fields)} tab-separated field(s), expected 3 (alias, entity, prior)", location,
+                fix=ALIAS_TABLE_FIX,
+            )  # fmt: skip
+        alias, entity, prior_text = (field.strip() for field in fields)
+        if not alias or not entity:
+            raise InputError("the alias and the entity must not be empty", location, fix=ALIAS_TABLE_FIX)
+        try:
+            prior = float(prior_text)
+        except ValueError:
+            prior = math.nan
+        if not 0.0 <= prior <= 1.0:
+            raise InputError(f"prior {prior_text!r} is not a number in [0, 1]", location, fix=ALIAS_TABLE_FIX)
+        rows.append(AliasRow(location, alias, entity, prior))
+    if not rows:
+        raise InputError("holds no alias line", where or str(path), fix=ALIAS_TABLE_FIX)
+    return rows
+
+
+def read_entity_vectors(path: str | Path, where: str | None = None) -> tuple[list[str], torch.Tensor]:
+    """The entity names (the KB's rows, in file order) and their vectors ``(N, D)`` (module docstring)."""
+    where = where or str(path)
+    lines = [(location, text) for location, text in read_text_lines(path, where, fix=VECTORS_FIX) if text.strip()]
+    if not lines:
+        raise InputError("the file is empty", where, fix=VECTORS_FIX)
+    header = lines[0][1].split()
+    expected_count, dim = None, None
+    if len(header) == 2 and all(part.isdigit() for part in header):
+        expected_count, dim = int(header[0]), int(header[1])
+        lines = lines[1:]
+    if any(text.startswith(WIKIPEDIA2VEC_ENTITY) for _, text in lines):
+        lines = [(location, text) for location, text in lines if text.startswith(WIKIPEDIA2VEC_ENTITY)]
+    else:
+        expected_count = expected_count if expected_count == len(lines) else None
+    names: list[str] = []
+    vectors: list[list[float]] = []
+    seen: dict[str, Location] = {}
+    for location, text in lines:
+        if "\t" in text:
+            name, _, values = text.partition("\t")
+            fields = values.split()
+        else:
+            name, *fields = text.split()
+        if dim is None:
+            dim = len(fields)
+        if len(fields) != dim or not fields:
+            raise InputError(f"entity {name!r} has {len(fields)} values, expected {dim}", location, fix=VECTORS_FIX)
+        try:
+            vector = [float(value) for value in fields]
+        except ValueError:
+            raise InputError(f"entity {name!r} has a value that is not a number", location, fix=VECTORS_FIX) from None
+        if not all(math.isfinite(value) for value in vector):
+            raise InputError(f"entity {name!r} has a value that is not finite", location, fix=VECTORS_FIX)
+        key = entity_key(name)
+        if key in seen:
+            raise InputError(f"entity {name!r} is listed twice (first at {seen[key].place})", location,
+                             fix="keep one vector per entity")  # fmt: skip
+        seen[key] = location
+        names.append(key)
+        vectors.append(vector)
+    return names, torch.tensor(vectors, dtype=torch.float32)
+
+
+@dataclasses.dataclass
+class KnowledgeBaseFiles:
+    """A KB read from files.
+
+    Attributes:
+        entities: the KB rows' entity names (``None``: the rows are the tokenizer's entity vocabulary, LUKE's table).
+        vectors: ``(N, D)`` entity embeddings of those rows, or ``None`` (the model's own entity table).
+        aliases: normalised alias -> ``[(KB row, prior), ...]``, or ``None`` (the entity names / titles, prior 1).
+        skipped: alias lines whose entity the KB lacks (left out, counted).
+    """
+
+    entities: list[str] | None
+    vectors: torch.Tensor | None
+    aliases: dict[str, list[tuple[int, float]]] | None
+    skipped: int = 0
+
+    def candidate_generator(
+        self, entity_vocab: Mapping[str, int] | None, max_candidates: int = 30
+    ) -> EntityCandidateGenerator:
+        """The collators' candidates: this KB's aliases, then its entity names (or the tokenizer's titles)."""
+        titles = entity_vocab if self.entities is None else {name: row for row, name in enumerate(self.entities)}
+        return EntityCandidateGenerator(titles, self.aliases, max_candidates)
+
+
+def load_knowledge_files(
+    alias_table: str | Path | None = None,
+    entity_vectors: str | Path | None = None,
+    entity_vocab: Mapping[str, int] | None = None,
+    alias_where: str | None = None,
+    vectors_where: str | None = None,
+) -> KnowledgeBaseFiles:
+    """Read the KB files and resolve the alias table's entities into KB rows: the vectors file's entity list when
+    given, else ``entity_vocab`` (LUKE's titles, matched as given or after ``entity_key``).
+
+    An alias line whose entity the KB lacks is left out (counted in ``skipped``, the first logged); a table none of
+    whose entities the KB has is an ``InputError``.
+    """
+    entities, vectors = None, None
+    if entity_vectors is not None:
+        entities, vectors = read_entity_vectors(entity_vectors, vectors_where)
+    if alias_table is None:
+        return KnowledgeBaseFiles(entities, vectors, None)
+    if entities is not None:
+        rows = {name: row for row, name in enumerate(entities)}
+    elif entity_vocab is not None:
+        rows = {**{entity_key(title): int(i) for title, i in entity_vocab.items()}, **dict(entity_vocab)}
+    else:
+        raise InputError("has no entity list to resolve its entities in", alias_where or str(alias_table),
+                         fix="give --kb_entity_vectors, or a tokenizer with an entity vocabulary (LUKE's)")  # fmt: skip
+    aliases: dict[str, list[tuple[int, float]]] = {}
+    table = read_alias_table(alias_table, alias_where)
+    missing = []
+    for row in table:
+        kb_row = rows.get(row.entity, rows.get(entity_key(row.entity)))
+        if kb_row is None:
+            missing.append(row)
+        else:
+            aliases.setdefault(row.alias, []).append((kb_row, row.prior))
+    if not aliases:
+        raise InputError(
+            f"none of its {len(table)} lines names an entity of the KB (first: {table[0].entity!r})",
+            alias_where or str(alias_table),
+            fix="name entities as the KB does (--kb_entity_vectors' names, or LUKE's titles)",
+        )
+    if missing:
+        logger.warning(
+            "%s: %d alias line(s) name entities the KB lacks and are left out (first: %s, %r)",
+            alias_where or alias_table, len(missing), missing[0].location.place, missing[0].entity,
+        )  # fmt: skip
+    return KnowledgeBaseFiles(entities, vectors, aliases, skipped=len(missing))
+
+
+__all__ = [
+    "AliasRow",
+    "KnowledgeBaseFiles",
+    "entity_key",
+    "load_knowledge_files",
+    "read_alias_table",
+    "read_entity_vectors",
+]

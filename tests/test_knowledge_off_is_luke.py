@@ -1,0 +1,74 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Knowledge off: KnowBERT-KAR and ERNIE on the LUKE backbone (``ablation="luke"``) with no knowledge layer
+(``kar_num_layers=0``, ``ernie_num_fusion_layers=0``) and no KB inputs are exactly ``transformers.LukeModel``, so
+every difference a knowledge run shows is the knowledge's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from model_helpers import config_error, record_like_batch
+from transformers import LukeModel
+
+from gesa.configuration_variants import KarConfig
+from gesa.modeling_ernie import ErnieModel
+from gesa.modeling_kar import KarModel
+
+LUKE_INPUTS = ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask", "entity_position_ids")
+
+
+@pytest.mark.parametrize(
+    "model_class, knowledge_off",
+    [(KarModel, {"kar_num_layers": 0}), (ErnieModel, {"ernie_num_fusion_layers": 0})],
+)
+def test_variant_without_knowledge_is_luke_model(tiny_luke_dir, model_class, knowledge_off):
+    luke = LukeModel.from_pretrained(tiny_luke_dir).eval()
+    model = model_class.from_luke_pretrained(tiny_luke_dir, ablation="luke", **knowledge_off).eval()
+    assert not any("kar." in name or "fusion_layers" in name for name, _ in model.named_parameters())
+    batch = record_like_batch(vocab_size=1000)
+    inputs = {key: batch[key] for key in LUKE_INPUTS}
+    with torch.no_grad():
+        for given in (inputs, {key: inputs[key] for key in ("input_ids", "attention_mask")}):
+            expected, actual = luke(**given), model(**given)
+            real = given["attention_mask"].bool()
+            torch.testing.assert_close(
+                actual.last_hidden_state[real], expected.last_hidden_state[real], atol=1e-5, rtol=0
+            )
+            torch.testing.assert_close(actual.pooler_output, expected.pooler_output, atol=1e-5, rtol=0)
+            if "entity_ids" in given:
+                torch.testing.assert_close(
+                    actual.entity_last_hidden_state, expected.entity_last_hidden_state, atol=1e-5, rtol=0
+                )
+
+
+def test_kar_with_knowledge_differs_from_luke_model(tiny_luke_dir):
+    """The comparison above can fail: the same backbone with its KAR block (W2 = pinv(W1)) is not LukeModel."""
+    luke = LukeModel.from_pretrained(tiny_luke_dir).eval()
+    model = KarModel.from_luke_pretrained(tiny_luke_dir, ablation="luke", kar_layer=1).eval()
+    batch = record_like_batch(vocab_size=1000)
+    inputs = {key: batch[key] for key in ("input_ids", "attention_mask")}
+    with torch.no_grad():
+        difference = (model(**inputs).last_hidden_state - luke(**inputs).last_hidden_state).abs().max()
+    assert difference > 1e-3
+
+
+def test_kar_inputs_without_a_kar_block_are_refused(tiny_luke_dir):
+    model = KarModel.from_luke_pretrained(tiny_luke_dir, ablation="luke", kar_num_layers=0).eval()
+    batch = record_like_batch(vocab_size=1000)
+    spans = torch.tensor([[[1, 2]], [[0, 0]]])
+    with pytest.raises(ValueError, match="kar_mention_spans given to a model without a KAR block"):
+        model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], kar_mention_spans=spans)
+    with config_error("kar_num_layers", "0 \\(knowledge off\\) or 1"):
+        KarConfig(kar_num_layers=2)
