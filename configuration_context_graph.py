@@ -98,7 +98,10 @@ class ContextGraphConfig(GesaConfig):
         graph_dropout (`float`, defaults to 0.1): dropout of the graph modules (table 4.1).
         co_document_edges, complement_edges, unconnected_edges (`bool`, default `False`), sentence_nodes (`str`,
             defaults to `"none"`): the optional rules 6, 7, 8 and the sentence nodes (rules 9-12) of 3.1, read by
-            the processor that builds the graphs.
+            the processor that builds the graphs; `co_mention_edges=False` drops rule 3 (table 5.19).
+        gnn_edge_types (`bool`, defaults to `True`): the cores read the edge types (V/K-type embeddings, the
+            Switch-Core's per-type weights); `False` gives every edge one type: structure without edge information
+            (tables 5.11, 5.14, 5.15's "None"/"No").
         graph_preset (`str`, *optional*): a row of table 5.1 (`CONTEXT_GRAPH_PRESETS`): its fields are set; a field
             given with another value than the preset's is an error.
     """
@@ -125,6 +128,8 @@ class ContextGraphConfig(GesaConfig):
     complement_edges: bool = False
     unconnected_edges: bool = False
     sentence_nodes: str = validated_field(one_of(SENTENCE_NODES), default="none")
+    co_mention_edges: bool = True
+    gnn_edge_types: bool = True
     graph_preset: str | None = validated_field(preset_name, default=None)
 
     def __post_init__(self, **kwargs: Any) -> None:
@@ -153,7 +158,7 @@ class ContextGraphConfig(GesaConfig):
                     "(the model dimension of the graph is the word encoder's)."
                 )
         for name in ("freeze_word_encoder", "gnn_tuf", "gnn_gate", "gnn_share_weights", "co_document_edges",
-                     "complement_edges", "unconnected_edges"):  # fmt: skip
+                     "complement_edges", "unconnected_edges", "co_mention_edges", "gnn_edge_types"):  # fmt: skip
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"ContextGraphConfig.{name} must be True or False, got {getattr(self, name)!r}.")
         if self.graph_preset is not None:

@@ -25,7 +25,7 @@ rule  kind                       pairs                                          
 ====  =========================  ===========================================================================  ========
 1     ``document_entity``        document d - entity e whose text is found in d                                on
 2     ``document_candidate``     document d - candidate c whose text is found in d                             on
-3     ``co_mention``             entity - entity of the same text                                              on
+3     ``co_mention``             entity - entity of the same text (``co_mention=False``: off, table 5.19)      on
 4     ``entity_candidate``       entity - the candidate its text mentions                                      on
 5     ``candidate_candidate``    every candidate pair                                                          on
 6     ``co_document``            entity - entity mentioned in the same document                                off
@@ -73,9 +73,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 @dataclass(frozen=True)
 class GraphRules:
-    """Which optional rules of section 3.1 build the graph (rules 1-5 always do).
+    """Which optional rules of section 3.1 build the graph (rules 1, 2, 4, 5 always do).
 
     Args:
+        co_mention: rule 3 (on by default; table 5.19 removes it).
         co_document: rule 6.
         complement: rule 7.
         unconnected: rule 8 (a complete graph).
@@ -87,11 +88,12 @@ class GraphRules:
     complement: bool = False
     unconnected: bool = False
     sentences: str = "none"
+    co_mention: bool = True
 
     def __post_init__(self) -> None:
         if self.sentences not in SENTENCE_MODES:
             raise ValueError(f"sentences must be one of {SENTENCE_MODES}, got {self.sentences!r}")
-        for name in ("co_document", "complement", "unconnected"):
+        for name in ("co_document", "complement", "unconnected", "co_mention"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
@@ -211,7 +213,7 @@ def build_context_graph(
                 join(d, c, "document_candidate")
     for a, e in enumerate(entity_nodes):  # rules 3, 4
         for f in entity_nodes[a + 1 :]:
-            if nodes[e].string == nodes[f].string:
+            if rules.co_mention and nodes[e].string == nodes[f].string:
                 join(e, f, "co_mention")
         for c in candidate_nodes:
             if nodes[e].string == nodes[c].string:

@@ -318,11 +318,14 @@ class GnnLayer(nn.Module):
         self.core = GnnCore(config)
         self.update = GnnUpdate(config)
         self.dropout = nn.Dropout(config.graph_dropout)
-        self.dense = config.gnn_message_passing == "dense"
+        self.edge_types = config.gnn_edge_types
 
     def forward(
         self, states: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor, kind_matrix: torch.Tensor | None
     ) -> torch.Tensor:
+        if not self.edge_types:  # structure only: every edge one type
+            edge_type = torch.zeros_like(edge_type)
+            kind_matrix = None if kind_matrix is None else kind_matrix.clamp(max=0)
         if kind_matrix is not None:
             aggregated = self.core.dense(states, kind_matrix)
         else:

@@ -59,8 +59,8 @@ class ContextGraphProcessor(ProcessorBase):
         max_query_length: tokens of the query, likewise.
         max_candidate_length: tokens per candidate, likewise.
         max_entities: entity-mention nodes per query, in reading order (``None``: all).
-        co_document_edges, complement_edges, unconnected_edges, sentence_nodes: thesis 3.1's optional rules 6, 7, 8
-            and sentence nodes (``graph_context.GraphRules``).
+        co_document_edges, complement_edges, unconnected_edges, sentence_nodes, co_mention_edges: thesis 3.1's
+            optional rules 6, 7, 8, the sentence nodes and rule 3 (``graph_context.GraphRules``).
     """
 
     cap_warnings = {
@@ -81,6 +81,7 @@ class ContextGraphProcessor(ProcessorBase):
         complement_edges: bool = False,
         unconnected_edges: bool = False,
         sentence_nodes: str = "none",
+        co_mention_edges: bool = True,
         **kwargs: Any,
     ) -> None:
         if tokenizer is None or not isinstance(getattr(tokenizer, "backend_tokenizer", None), Tokenizer):
@@ -105,10 +106,12 @@ class ContextGraphProcessor(ProcessorBase):
         self.complement_edges = bool(complement_edges)
         self.unconnected_edges = bool(unconnected_edges)
         self.sentence_nodes = sentence_nodes
+        self.co_mention_edges = bool(co_mention_edges)
 
     @property
     def rules(self) -> GraphRules:
-        return GraphRules(self.co_document_edges, self.complement_edges, self.unconnected_edges, self.sentence_nodes)
+        return GraphRules(self.co_document_edges, self.complement_edges, self.unconnected_edges, self.sentence_nodes,
+                          self.co_mention_edges)  # fmt: skip
 
     @property
     def model_input_names(self) -> list[str]:

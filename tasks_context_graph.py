@@ -43,7 +43,7 @@ from .training_models import build_variant_model, check_model_source, hub_kwargs
 from .training_tokenizer import special_entity_rows
 
 VARIANT = "context_graph"
-RULE_FIELDS = ("co_document_edges", "complement_edges", "unconnected_edges", "sentence_nodes")
+RULE_FIELDS = ("co_document_edges", "complement_edges", "unconnected_edges", "sentence_nodes", "co_mention_edges")
 
 
 def graph_overrides(model_args: Any, encoder: dict[str, Any]) -> dict[str, Any]:

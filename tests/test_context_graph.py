@@ -195,3 +195,9 @@ def test_directed_edges_carry_every_edge_both_ways():
         (j, i) for i, j, _ in g.edges
     }
     assert kinds[::2] == [kind for _, _, kind in g.edges]
+
+
+def test_rule_3_can_be_switched_off():
+    g = graph(co_mention=False)
+    assert pairs_of(g, "co_mention") == set()
+    assert pairs_of(g, "entity_candidate") == pairs_of(graph(), "entity_candidate")

@@ -288,3 +288,20 @@ def test_presets_follow_table_4_4():
 def test_config_refuses_heads_that_do_not_divide_the_model_dimension():
     with pytest.raises(StrictDataclassClassValidationError, match="gnn_num_heads=3 must divide hidden_size=8"):
         tiny_config(gnn_num_heads=3)
+
+
+@pytest.mark.parametrize("message_passing", ["sparse", "dense"])
+def test_without_edge_types_the_model_reads_the_structure_only(message_passing):
+    torch.manual_seed(0)
+    model = ContextGraphForMultipleChoice(tiny_config(gnn_edge_types=False, gnn_message_passing=message_passing))
+    model.eval()
+    batch = {k: v for k, v in hand_batch().items() if k != "labels"}
+    with torch.no_grad():
+        plain = model(**batch).logits
+        retyped = model(**{**batch, "edge_type": (batch["edge_type"] + 5) % NUM_EDGE_KINDS}).logits
+        model.config.gnn_edge_types = True
+        typed = ContextGraphForMultipleChoice(model.config).eval()
+        typed.load_state_dict(model.state_dict())
+        differs = typed(**{**batch, "edge_type": (batch["edge_type"] + 5) % NUM_EDGE_KINDS}).logits
+    torch.testing.assert_close(retyped, plain)
+    assert not torch.allclose(differs, plain)
