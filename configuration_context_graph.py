@@ -32,7 +32,12 @@ from .configuration_gesa import GesaConfig, activation, positive, probability
 GNN_CORES = ("switch", "edge", "sage", "gat", "sdp")  # thesis 3.3.1
 GNN_ASYMMETRIES = ("none", "sage", "mlp")  # the innermost in-out asymmetry of 3.3.2 (composed: Gate(TUF(.)))
 SUMMARISERS = ("transformer", "switch")  # 3.2.3, 3.2.4
-MESSAGE_PASSING = ("sparse", "dense")  # 4.1.2: an edge list (index_add) or (N, N) matrices
+MESSAGE_PASSING = ("sparse", "dense")
+SDP_EDGE_EMBEDDINGS = (
+    "k",
+    "v",
+    "kv",
+)  # table 5.11: K-type (the thesis's SDP default), V-type, both  # 4.1.2: an edge list (index_add) or (N, N) matrices
 SENTENCE_NODES = ("none", "all", "restricted")  # 3.1
 # The node types of 3.1 (switch-summariser: one Transformer each) and the edge kinds of rules 1-12, in
 # `graph_context`'s order (the embedding rows of the edge-type tables).
@@ -102,6 +107,11 @@ class ContextGraphConfig(GesaConfig):
         gnn_edge_types (`bool`, defaults to `True`): the cores read the edge types (V/K-type embeddings, the
             Switch-Core's per-type weights); `False` gives every edge one type: structure without edge information
             (tables 5.11, 5.14, 5.15's "None"/"No").
+        gnn_directed_edge_types (`bool`, defaults to `False`): an edge type read from a later node to an earlier
+            one (nodes in the order documents, entities, candidates, sentences) gets its own embeddings / weights
+            (table 5.18's bidirectional edge embeddings).
+        gnn_sdp_edge_embeddings (`str`, defaults to `"k"`): the SDP-Core's edge embeddings, `"k"` (K-type, eq.
+            3.18), `"v"` (V-type, eq. 2.17) or `"kv"` (both; table 5.11).
         graph_preset (`str`, *optional*): a row of table 5.1 (`CONTEXT_GRAPH_PRESETS`): its fields are set; a field
             given with another value than the preset's is an error.
     """
@@ -130,6 +140,8 @@ class ContextGraphConfig(GesaConfig):
     sentence_nodes: str = validated_field(one_of(SENTENCE_NODES), default="none")
     co_mention_edges: bool = True
     gnn_edge_types: bool = True
+    gnn_directed_edge_types: bool = False
+    gnn_sdp_edge_embeddings: str = validated_field(one_of(SDP_EDGE_EMBEDDINGS), default="k")
     graph_preset: str | None = validated_field(preset_name, default=None)
 
     def __post_init__(self, **kwargs: Any) -> None:
@@ -158,7 +170,8 @@ class ContextGraphConfig(GesaConfig):
                     "(the model dimension of the graph is the word encoder's)."
                 )
         for name in ("freeze_word_encoder", "gnn_tuf", "gnn_gate", "gnn_share_weights", "co_document_edges",
-                     "complement_edges", "unconnected_edges", "co_mention_edges", "gnn_edge_types"):  # fmt: skip
+                     "complement_edges", "unconnected_edges", "co_mention_edges", "gnn_edge_types",
+                     "gnn_directed_edge_types"):  # fmt: skip
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"ContextGraphConfig.{name} must be True or False, got {getattr(self, name)!r}.")
         if self.graph_preset is not None:
@@ -183,6 +196,7 @@ __all__ = [
     "MESSAGE_PASSING",
     "NUM_EDGE_KINDS",
     "NUM_NODE_TYPES",
+    "SDP_EDGE_EMBEDDINGS",
     "SENTENCE_NODES",
     "SUMMARISERS",
     "ContextGraphConfig",

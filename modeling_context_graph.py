@@ -179,14 +179,21 @@ class GnnCore(nn.Module):
         size = config.hidden_size
         self.num_heads = config.gnn_num_heads if self.core in ("gat", "sdp") else 1
         self.head_size = size // self.num_heads
+        # table 5.18: each edge type read in each direction has its own embedding (types K..2K-1: backwards)
+        self.num_kinds = num_kinds = NUM_EDGE_KINDS * (2 if config.gnn_directed_edge_types else 1)
+        # the SDP-Core's edge embeddings: K-type (eq. 3.18, in the keys), V-type (in the messages) or both (table 5.11)
+        self.key_edges = self.core == "sdp" and "k" in config.gnn_sdp_edge_embeddings
+        self.value_edges = self.core in ("edge", "sage", "gat") or "v" in config.gnn_sdp_edge_embeddings
         if self.core == "switch":  # eq. 2.40: one W^r per edge type
-            self.relation_weights = nn.Parameter(torch.empty(NUM_EDGE_KINDS, size, size))
+            self.value_edges = False
+            self.relation_weights = nn.Parameter(torch.empty(num_kinds, size, size))
             nn.init.normal_(self.relation_weights, std=config.initializer_range)
         if self.core in ("edge", "gat", "sdp"):
             self.value = nn.Linear(size, size)  # W_v
-        if self.core in ("edge", "sage", "gat", "sdp"):
-            # V-type (eq. 3.11) edge embeddings; the SDP-Core's are K-type (eq. 3.18)
-            self.edge_embeddings = nn.Embedding(NUM_EDGE_KINDS, size)
+        if self.value_edges:  # V-type (eq. 3.11)
+            self.edge_embeddings = nn.Embedding(num_kinds, size)
+        if self.key_edges:  # K-type (eq. 3.18)
+            self.key_edge_embeddings = nn.Embedding(num_kinds, size)
         if self.core == "gat":
             self.attention = nn.Parameter(torch.empty(2, self.num_heads, self.head_size))  # W_a of eq. 2.27
             nn.init.normal_(self.attention, std=config.initializer_range)
@@ -206,11 +213,12 @@ class GnnCore(nn.Module):
         per_node = degree.clamp(min=1)[:, None]  # |N(i)|; a node without neighbours gets A = 0
         if self.core == "switch":
             # eqs. 2.40/2.41: W^r h_j / |E_i^r|, summed, / |N(i)|
-            per_kind = states.new_zeros(num_nodes * NUM_EDGE_KINDS).index_add(
-                0, receivers * NUM_EDGE_KINDS + kinds, torch.ones_like(receivers, dtype=states.dtype)
+            slots = receivers * self.num_kinds + kinds
+            per_kind = states.new_zeros(num_nodes * self.num_kinds).index_add(
+                0, slots, torch.ones_like(receivers, dtype=states.dtype)
             )
             transformed = torch.einsum("nf,kfg->kng", states, self.relation_weights)
-            messages = transformed[kinds, senders] / per_kind[receivers * NUM_EDGE_KINDS + kinds][:, None]
+            messages = transformed[kinds, senders] / per_kind[slots][:, None]
             return states.new_zeros(states.shape).index_add(0, receivers, messages) / per_node
         if self.core in ("edge", "sage"):
             # eqs. 3.12/3.13 (W_v h_j + V_ij) and 3.14/3.15 (h_j + V_ij), mean over the neighbours
@@ -227,9 +235,13 @@ class GnnCore(nn.Module):
         else:
             # eqs. 3.19/3.20 with 2.15/2.16: alpha = softmax_j (W_q h_i) . (W_k h_j + K_ij) / sqrt(d)
             queries = self._heads(self.query(states))
-            keys = self._heads(self.key(states))[senders] + self._heads(self.edge_embeddings(kinds))
+            keys = self._heads(self.key(states))[senders]
+            if self.key_edges:
+                keys = keys + self._heads(self.key_edge_embeddings(kinds))
             scores = (queries[receivers] * keys).sum(-1) / self.head_size**0.5
             messages = values[senders]
+            if self.value_edges:  # eq. 2.17's V_ij
+                messages = messages + self._heads(self.edge_embeddings(kinds))
         weights = segment_softmax(scores, receivers, num_nodes)
         out = values.new_zeros(values.shape).index_add(0, receivers, weights[..., None] * messages)
         return out.reshape(num_nodes, -1)
@@ -238,7 +250,7 @@ class GnnCore(nn.Module):
         """Dense message passing: `(N, f)` states and the `(N, N)` edge-type matrix -> `A` `(N, f)`; the edge
         embeddings are the thesis's `(N, N, f)` tensors (eqs. 3.11, 3.18), so memory grows with `N^2`."""
         adjacency = kinds >= 0
-        onehot = F.one_hot(kinds.clamp(min=0), NUM_EDGE_KINDS).to(states.dtype) * adjacency[..., None]  # (N, N, K)
+        onehot = F.one_hot(kinds.clamp(min=0), self.num_kinds).to(states.dtype) * adjacency[..., None]  # (N, N, K)
         per_node = adjacency.sum(dim=1, keepdim=True).clamp(min=1).to(states.dtype)
         if self.core == "switch":
             per_kind = onehot.sum(dim=1).clamp(min=1)  # |E_i^r|: (N, K)
@@ -249,7 +261,8 @@ class GnnCore(nn.Module):
             embedded = self.edge_embeddings(kinds.clamp(min=0)) * adjacency[..., None]  # V: (N, N, f)
             return (adjacency.to(states.dtype) @ sent + embedded.sum(dim=1)) / per_node
         values = self._heads(self.value(states))  # (N, H, d)
-        edge_heads = self._heads(self.edge_embeddings(kinds.clamp(min=0)))  # (N, N, H, d)
+        if self.value_edges:
+            edge_heads = self._heads(self.edge_embeddings(kinds.clamp(min=0)))  # V: (N, N, H, d)
         if self.core == "gat":
             own = (values * self.attention[0]).sum(-1)  # (N, H)
             other = (values * self.attention[1]).sum(-1)
@@ -260,9 +273,14 @@ class GnnCore(nn.Module):
         else:
             queries = self._heads(self.query(states))
             keys = self._heads(self.key(states))
-            scores = torch.einsum("ihd,jhd->hij", queries, keys) + torch.einsum("ihd,ijhd->hij", queries, edge_heads)
+            scores = torch.einsum("ihd,jhd->hij", queries, keys)
+            if self.key_edges:
+                key_heads = self._heads(self.key_edge_embeddings(kinds.clamp(min=0)))  # K: (N, N, H, d)
+                scores = scores + torch.einsum("ihd,ijhd->hij", queries, key_heads)
             weights = dense_softmax(scores / self.head_size**0.5, adjacency)
             out = torch.einsum("hij,jhd->ihd", weights, values)
+            if self.value_edges:
+                out = out + torch.einsum("hij,ijhd->ihd", weights, edge_heads)
         return out.reshape(states.size(0), -1)
 
 
@@ -319,6 +337,7 @@ class GnnLayer(nn.Module):
         self.update = GnnUpdate(config)
         self.dropout = nn.Dropout(config.graph_dropout)
         self.edge_types = config.gnn_edge_types
+        self.directed = config.gnn_directed_edge_types
 
     def forward(
         self, states: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor, kind_matrix: torch.Tensor | None
@@ -326,6 +345,11 @@ class GnnLayer(nn.Module):
         if not self.edge_types:  # structure only: every edge one type
             edge_type = torch.zeros_like(edge_type)
             kind_matrix = None if kind_matrix is None else kind_matrix.clamp(max=0)
+        if self.directed:  # an edge read from a later node to an earlier one is a type of its own (K + type)
+            edge_type = edge_type + NUM_EDGE_KINDS * (edge_index[0] > edge_index[1]).long()
+            if kind_matrix is not None:
+                later = torch.ones_like(kind_matrix, dtype=torch.bool).triu(diagonal=1)  # [receiver i, sender j > i]
+                kind_matrix = torch.where(kind_matrix >= 0, kind_matrix + NUM_EDGE_KINDS * later.long(), kind_matrix)
         if kind_matrix is not None:
             aggregated = self.core.dense(states, kind_matrix)
         else:

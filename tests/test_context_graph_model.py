@@ -79,24 +79,28 @@ def loop_core(core: GnnCore, states, senders, receivers, kinds) -> torch.Tensor:
                 scores, messages = [], []
                 for j, k in edges:
                     v_i, v_j = core.value(states[i])[part], core.value(states[j])[part]
-                    edge = core.edge_embeddings.weight[k][part]
+                    edge = core.edge_embeddings.weight[k][part] if core.value_edges else 0.0  # V_ij
                     if core.core == "gat":  # eqs. 2.27/2.28, 3.16/3.17
                         score = core.attention[0, h] @ v_i + core.attention[1, h] @ v_j
                         scores.append(F.leaky_relu(score, 0.2))
-                        messages.append(v_j + edge)
-                    else:  # eqs. 2.15/2.16, 3.19/3.20
+                    else:  # eqs. 2.15/2.16 (K_ij), 3.19/3.20; 2.17 (V_ij) where asked
                         q_i, k_j = core.query(states[i])[part], core.key(states[j])[part]
-                        scores.append(q_i @ (k_j + edge) / math.sqrt(d))
-                        messages.append(v_j)
+                        key_edge = core.key_edge_embeddings.weight[k][part] if core.key_edges else 0.0
+                        scores.append(q_i @ (k_j + key_edge) / math.sqrt(d))
+                    messages.append(v_j + edge)
                 weights = torch.stack(scores).softmax(dim=0)
                 out[i, part] = sum(w * m for w, m in zip(weights, messages, strict=True))
     return out
 
 
-@pytest.mark.parametrize("core_name", GNN_CORES)
-def test_each_core_matches_a_plain_loop_over_its_equations_sparse_and_dense(core_name):
+CORE_CASES = [(name, "k") for name in GNN_CORES] + [("sdp", "v"), ("sdp", "kv")]
+
+
+@pytest.mark.parametrize(("core_name", "sdp_edges"), CORE_CASES)
+def test_each_core_matches_a_plain_loop_over_its_equations_sparse_and_dense(core_name, sdp_edges):
     torch.manual_seed(0)
-    core = GnnCore(tiny_config(gnn_core=core_name))
+    core = GnnCore(tiny_config(gnn_core=core_name, gnn_sdp_edge_embeddings=sdp_edges))
+    assert core.key_edges == (core_name == "sdp" and "k" in sdp_edges)
     if core_name == "switch":
         torch.nn.init.normal_(core.relation_weights, std=0.3)
     states, senders, receivers, kinds = random_graph()
@@ -120,7 +124,7 @@ def test_sparse_message_passing_memory_follows_the_edges_not_the_node_pairs():
     def record(module, inputs, output):
         seen.append(output.numel())
 
-    handle = core.edge_embeddings.register_forward_hook(record)
+    handle = core.key_edge_embeddings.register_forward_hook(record)
     with torch.no_grad():
         core(states, senders, receivers, kinds)
         core.dense(states, kind_matrix_of(torch.stack([senders, receivers]), kinds, 300))
@@ -305,3 +309,24 @@ def test_without_edge_types_the_model_reads_the_structure_only(message_passing):
         differs = typed(**{**batch, "edge_type": (batch["edge_type"] + 5) % NUM_EDGE_KINDS}).logits
     torch.testing.assert_close(retyped, plain)
     assert not torch.allclose(differs, plain)
+
+
+@pytest.mark.parametrize("core_name", GNN_CORES)
+def test_directed_edge_types_read_each_direction_with_its_own_embedding(core_name):
+    torch.manual_seed(0)
+    config = tiny_config(gnn_core=core_name, gnn_directed_edge_types=True, gnn_num_layers=1)
+    sparse = ContextGraphForMultipleChoice(config).eval()
+    assert sparse.encoder.layers[0].core.num_kinds == 2 * NUM_EDGE_KINDS
+    dense = ContextGraphForMultipleChoice(config.__class__(**{**config.to_dict(), "gnn_message_passing": "dense"}))
+    dense.load_state_dict(sparse.state_dict())
+    batch = {k: v for k, v in hand_batch().items() if k != "labels"}
+    with torch.no_grad():
+        torch.testing.assert_close(dense.eval()(**batch).logits, sparse(**batch).logits, rtol=1e-5, atol=1e-5)
+        core = sparse.encoder.layers[0].core
+        for table in ("edge_embeddings", "key_edge_embeddings", "relation_weights"):
+            if hasattr(core, table):  # the backward rows differ from the forward ones: outputs change with them
+                weights = getattr(core, table)
+                weights = weights.weight if isinstance(weights, torch.nn.Embedding) else weights
+                before = sparse(**batch).logits
+                weights[NUM_EDGE_KINDS:] += torch.randn_like(weights[NUM_EDGE_KINDS:])  # (a constant: LayerNorm)
+                assert not torch.allclose(sparse(**batch).logits, before)
