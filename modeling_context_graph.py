@@ -115,17 +115,38 @@ class ContextGraphEmbedding(nn.Module):
         node_type: torch.Tensor,
         node_graph: torch.Tensor,
     ) -> torch.Tensor:
-        """`token_states` `(T, L, f)` -> node states `(N, f)`."""
+        """`token_states` `(T, L, f)` -> node states `(N, f)`; each node type in its own call (a document's span is
+        long, a mention's short: padding every span to the longest would multiply the co-attention's cost)."""
+        query_length = int(attention_mask[query_text].sum(dim=1).max())
+        out = token_states.new_zeros(node_text.size(0), token_states.size(-1))
+        for kind in range(NUM_NODE_TYPES):
+            rows = (node_type == kind).nonzero().squeeze(1)
+            if len(rows):
+                query_rows = query_text[node_graph[rows]]
+                query = token_states[query_rows, :query_length]  # X_q: (n, Lq, f)
+                query_mask = attention_mask[query_rows, :query_length].bool()
+                states = self.embed_nodes(token_states, node_text[rows], node_start[rows], node_end[rows], query,
+                                          query_mask, kind)  # fmt: skip
+                out = out.index_copy(0, rows, states)
+        return out
+
+    def embed_nodes(
+        self,
+        token_states: torch.Tensor,
+        node_text: torch.Tensor,
+        node_start: torch.Tensor,
+        node_end: torch.Tensor,
+        query: torch.Tensor,
+        query_mask: torch.Tensor,
+        kind: int,
+    ) -> torch.Tensor:
+        """Algorithm 2 for `n` nodes of type `kind`: their spans and their queries `(n, Lq, f)` -> `(n, f)`."""
         lengths = (node_end - node_start).clamp(min=1, max=self.max_span_length)
         span = int(lengths.max())
         offsets = torch.arange(span, device=token_states.device)
         positions = (node_start[:, None] + offsets).clamp(max=token_states.size(1) - 1)
-        span_mask = offsets[None, :] < lengths[:, None]  # (N, S)
-        spans = token_states[node_text[:, None], positions]  # X_t: (N, S, f)
-        query_rows = query_text[node_graph]
-        query_length = int(attention_mask[query_text].sum(dim=1).max())
-        query = token_states[query_rows, :query_length]  # X_q: (N, Lq, f)
-        query_mask = attention_mask[query_rows, :query_length].bool()
+        span_mask = offsets[None, :] < lengths[:, None]  # (n, S)
+        spans = token_states[node_text[:, None], positions]  # X_t: (n, S, f)
         types = self.type_embeddings.weight
         joint = torch.cat([spans + types[0], query + types[1]], dim=1)  # Concat_s(X_t + T_c, X_q + T_q)
         joint_mask = torch.cat([span_mask, query_mask], dim=1)
@@ -133,13 +154,9 @@ class ContextGraphEmbedding(nn.Module):
         if not self.switch:
             return self.summariser(attended, src_key_padding_mask=~span_mask)[:, 0]  # h^1 = Trans_s(Y_t)[1]
         # eq. 3.10: ST(X, r) = Trans_r(X) + Trans_g(LayerNorm(X + T^r))
-        typed = self.norm(attended + self.node_type_embeddings(node_type)[:, None])
+        typed = self.norm(attended + self.node_type_embeddings.weight[kind])
         summary = self.summariser(typed, src_key_padding_mask=~span_mask)
-        specific = torch.zeros_like(summary)
-        for kind, encoder in enumerate(self.type_summarisers):
-            rows = (node_type == kind).nonzero().squeeze(1)
-            if len(rows):
-                specific = specific.index_copy(0, rows, encoder(attended[rows], src_key_padding_mask=~span_mask[rows]))
+        specific = self.type_summarisers[kind](attended, src_key_padding_mask=~span_mask)
         return (summary + specific)[:, 0]
 
 

@@ -174,3 +174,26 @@ def test_bad_graph_flags_are_one_error_line(capsys, tiny_luke_dir, tmp_path):
     assert "graph_preset='hde_base' sets gnn_core='edge'" in multihop_error_line(
         capsys, [*base, "--graph_preset", "hde_base", "--graph_config", '{"gnn_core": "sdp"}']
     )
+
+
+@pytest.mark.parametrize("summariser", ["transformer", "switch"])
+def test_a_graphs_scores_do_not_depend_on_its_batch(tiny_luke_dir, summariser):
+    """The collator flattens graphs into one node set, and the co-attention pads every node type's spans together:
+    scores of a graph batched with others equal its scores alone."""
+    from gesa.modeling_context_graph import ContextGraphForMultipleChoice
+
+    tokenizer = load_tokenizer(str(tiny_luke_dir))
+    records = make_wikihop_sample(3, seed=5, filler_sentences=2)
+    processor = ContextGraphProcessor(tokenizer, max_document_length=96, sentence_nodes="restricted")
+    columns = processor.encode_examples(to_wikihop_examples(records))
+    features = [{k: columns[k][i] for k in MODEL_COLUMNS} for i in range(3)]
+    torch.manual_seed(0)
+    model = ContextGraphForMultipleChoice.from_luke_pretrained(str(tiny_luke_dir), gnn_num_layers=2,
+                                                               summariser=summariser).eval()  # fmt: skip
+    collate = processor.get_data_collator()
+    with torch.no_grad():
+        together = model(**collate(features)).logits
+        for row, feature in enumerate(features):
+            alone = model(**collate([feature])).logits[0]
+            width = len(records[row]["candidates"])
+            torch.testing.assert_close(together[row, :width], alone[:width], rtol=1e-4, atol=1e-5)
