@@ -96,6 +96,8 @@ class ContextGraphConfig(GesaConfig):
         gnn_num_layers (`int`, defaults to 9), gnn_num_heads (`int`, defaults to 4):
             GNN layers and the attention cores' heads (table 4.1).
         gnn_share_weights (`bool`, defaults to `False`): one weight set for every GNN layer (HDE-Base).
+        gnn_share_core, gnn_share_gate, gnn_share_tuf (`bool`, default `False`): share only that part across the
+            layers (table 5.13; the core's switch also shares the innermost MLP/SAGE asymmetry).
         gnn_message_passing (`str`, defaults to `"sparse"`):
             `"sparse"`: messages over the edge list (`index_add`, memory linear in edges); `"dense"`: `(N, N)`
             matrices (thesis 4.1.2). Both compute the same function.
@@ -131,6 +133,9 @@ class ContextGraphConfig(GesaConfig):
     gnn_num_layers: int = validated_field(positive, default=9)
     gnn_num_heads: int = validated_field(positive, default=4)
     gnn_share_weights: bool = False
+    gnn_share_core: bool = False
+    gnn_share_gate: bool = False
+    gnn_share_tuf: bool = False
     gnn_message_passing: str = validated_field(one_of(MESSAGE_PASSING), default="sparse")
     gnn_activation: str = validated_field(activation, default="relu")
     graph_dropout: float | int = validated_field(probability, default=0.1)
@@ -169,7 +174,8 @@ class ContextGraphConfig(GesaConfig):
                     f"ContextGraphConfig.{name}={getattr(self, name)} must divide hidden_size={self.hidden_size} "
                     "(the model dimension of the graph is the word encoder's)."
                 )
-        for name in ("freeze_word_encoder", "gnn_tuf", "gnn_gate", "gnn_share_weights", "co_document_edges",
+        for name in ("freeze_word_encoder", "gnn_tuf", "gnn_gate", "gnn_share_weights", "gnn_share_core",
+                     "gnn_share_gate", "gnn_share_tuf", "co_document_edges",
                      "complement_edges", "unconnected_edges", "co_mention_edges", "gnn_edge_types",
                      "gnn_directed_edge_types"):  # fmt: skip
             if not isinstance(getattr(self, name), bool):

@@ -306,59 +306,77 @@ class GnnCore(nn.Module):
 # ---------------------------------------------------------------------------------------------
 
 
+UPDATE_PARTS = ("asymmetry", "tuf", "gate")
+LAYER_PARTS = ("core", *UPDATE_PARTS)
+
+
 class GnnUpdate(nn.Module):
     """`gamma(h_i, A_i)`: the innermost asymmetry (none: `A`; MLP, eq. 3.23: `A + W_4 h`; SAGE, eq. 3.22:
     `[h ; A] W_3`), then the TUF (eq. 2.11: `Norm(X' + MLP(X'))`, `X' = Norm(h + .)`), then the Gate (eq. 2.37:
     `tanh(u) g + h (1 - g)`, `u = h W_u + .`, `g = sigmoid([h ; u] W_g)`), composed as eq. 3.27; sigma (eq. 3.21) only
-    when neither TUF nor Gate ends the update (3.3.2.6 removes the intermediate activations)."""
+    when neither TUF nor Gate ends the update (3.3.2.6 removes the intermediate activations).
 
-    def __init__(self, config: ContextGraphConfig) -> None:
+    `parts`: the parts whose weights this module holds; the others are read from `shared` (table 5.13's weight
+    sharing of single components across layers)."""
+
+    def __init__(self, config: ContextGraphConfig, parts: tuple[str, ...] = UPDATE_PARTS) -> None:
         super().__init__()
         size = config.hidden_size
         self.asymmetry, self.tuf, self.gate = config.gnn_asymmetry, config.gnn_tuf, config.gnn_gate
+        self.parts = tuple(parts)
         self.activation = ACT2FN[config.gnn_activation]
-        if self.asymmetry == "mlp":
+        if "asymmetry" in parts and self.asymmetry == "mlp":
             self.own = nn.Linear(size, size)  # W_4
-        elif self.asymmetry == "sage":
+        elif "asymmetry" in parts and self.asymmetry == "sage":
             self.combine = nn.Linear(2 * size, size)  # W_3
-        if self.tuf:
+        if "tuf" in parts and self.tuf:
             self.tuf_norm = nn.LayerNorm(size, eps=config.layer_norm_eps)
             self.tuf_mlp = nn.Sequential(
                 nn.Linear(size, config.intermediate_size), nn.GELU(), nn.Linear(config.intermediate_size, size)
             )
             self.tuf_out_norm = nn.LayerNorm(size, eps=config.layer_norm_eps)
-        if self.gate:
+        if "gate" in parts and self.gate:
             self.gate_input = nn.Linear(size, size)  # W_u
             self.gate_weights = nn.Linear(2 * size, size)  # W_g
 
-    def forward(self, states: torch.Tensor, aggregated: torch.Tensor) -> torch.Tensor:
+    def forward(self, states: torch.Tensor, aggregated: torch.Tensor, shared: GnnUpdate | None = None) -> torch.Tensor:
+        asymmetry, tuf, gate = (self if part in self.parts else shared for part in UPDATE_PARTS)
         x = aggregated
         if self.asymmetry == "mlp":
-            x = x + self.own(states)
+            x = x + asymmetry.own(states)
         elif self.asymmetry == "sage":
-            x = self.combine(torch.cat([states, x], dim=-1))
+            x = asymmetry.combine(torch.cat([states, x], dim=-1))
         if self.tuf:
-            mixed = self.tuf_norm(states + x)
-            x = self.tuf_out_norm(mixed + self.tuf_mlp(mixed))
+            mixed = tuf.tuf_norm(states + x)
+            x = tuf.tuf_out_norm(mixed + tuf.tuf_mlp(mixed))
         if self.gate:
-            u = self.gate_input(states) + x
-            g = torch.sigmoid(self.gate_weights(torch.cat([states, u], dim=-1)))
+            u = gate.gate_input(states) + x
+            g = torch.sigmoid(gate.gate_weights(torch.cat([states, u], dim=-1)))
             return torch.tanh(u) * g + states * (1 - g)
         return x if self.tuf else self.activation(x)
 
 
 class GnnLayer(nn.Module):
-    def __init__(self, config: ContextGraphConfig) -> None:
+    """One GNN layer: core, then update; `parts` it holds itself, the others read from `shared` (a layer of the
+    parts every layer shares)."""
+
+    def __init__(self, config: ContextGraphConfig, parts: tuple[str, ...] = LAYER_PARTS) -> None:
         super().__init__()
-        self.core = GnnCore(config)
-        self.update = GnnUpdate(config)
+        self.core = GnnCore(config) if "core" in parts else None
+        self.update = GnnUpdate(config, tuple(part for part in parts if part in UPDATE_PARTS))
         self.dropout = nn.Dropout(config.graph_dropout)
         self.edge_types = config.gnn_edge_types
         self.directed = config.gnn_directed_edge_types
 
     def forward(
-        self, states: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor, kind_matrix: torch.Tensor | None
+        self,
+        states: torch.Tensor,
+        edge_index: torch.Tensor,
+        edge_type: torch.Tensor,
+        kind_matrix: torch.Tensor | None,
+        shared: GnnLayer | None = None,
     ) -> torch.Tensor:
+        core = self.core if self.core is not None else shared.core
         if not self.edge_types:  # structure only: every edge one type
             edge_type = torch.zeros_like(edge_type)
             kind_matrix = None if kind_matrix is None else kind_matrix.clamp(max=0)
@@ -368,10 +386,10 @@ class GnnLayer(nn.Module):
                 later = torch.ones_like(kind_matrix, dtype=torch.bool).triu(diagonal=1)  # [receiver i, sender j > i]
                 kind_matrix = torch.where(kind_matrix >= 0, kind_matrix + NUM_EDGE_KINDS * later.long(), kind_matrix)
         if kind_matrix is not None:
-            aggregated = self.core.dense(states, kind_matrix)
+            aggregated = core.dense(states, kind_matrix)
         else:
-            aggregated = self.core(states, edge_index[0], edge_index[1], edge_type)
-        return self.update(states, self.dropout(aggregated))
+            aggregated = core(states, edge_index[0], edge_index[1], edge_type)
+        return self.update(states, self.dropout(aggregated), None if shared is None else shared.update)
 
 
 def kind_matrix_of(edge_index: torch.Tensor, edge_type: torch.Tensor, num_nodes: int) -> torch.Tensor:
@@ -381,21 +399,38 @@ def kind_matrix_of(edge_index: torch.Tensor, edge_type: torch.Tensor, num_nodes:
     return kinds
 
 
+def shared_parts(config: ContextGraphConfig) -> tuple[str, ...]:
+    """The layer parts one weight set serves at every layer: all (`gnn_share_weights`), or the core (with the
+    innermost asymmetry), the gate and the TUF each by its own switch (table 5.13)."""
+    if config.gnn_share_weights:
+        return LAYER_PARTS
+    switches = {"core": config.gnn_share_core, "asymmetry": config.gnn_share_core, "tuf": config.gnn_share_tuf,
+                "gate": config.gnn_share_gate}  # fmt: skip
+    return tuple(part for part in LAYER_PARTS if switches[part])
+
+
 class ContextGraphEncoder(nn.Module):
-    """`gnn_num_layers` GNN layers (3.3): one weight set applied at every layer (`gnn_share_weights`), or one each."""
+    """`gnn_num_layers` GNN layers (3.3): one weight set applied at every layer (`gnn_share_weights`), one each, or
+    some parts shared (`shared_layer`) and the others per layer."""
 
     def __init__(self, config: ContextGraphConfig) -> None:
         super().__init__()
         self.num_layers = config.gnn_num_layers
-        self.layers = nn.ModuleList(
-            GnnLayer(config) for _ in range(1 if config.gnn_share_weights else config.gnn_num_layers)
-        )
+        shared = shared_parts(config)
+        if shared == LAYER_PARTS:
+            self.layers = nn.ModuleList([GnnLayer(config)])
+            self.shared_layer = None
+        else:
+            own = tuple(part for part in LAYER_PARTS if part not in shared)
+            self.layers = nn.ModuleList(GnnLayer(config, own) for _ in range(config.gnn_num_layers))
+            self.shared_layer = GnnLayer(config, shared) if shared else None
         self.dense = config.gnn_message_passing == "dense"
 
     def forward(self, states: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor) -> torch.Tensor:
         kinds = kind_matrix_of(edge_index, edge_type, states.size(0)) if self.dense else None
         for index in range(self.num_layers):
-            states = self.layers[index % len(self.layers)](states, edge_index, edge_type, kinds)
+            layer = self.layers[index % len(self.layers)]
+            states = layer(states, edge_index, edge_type, kinds, self.shared_layer)
         return states
 
 
@@ -580,4 +615,5 @@ __all__ = [
     "check_graph_inputs",
     "kind_matrix_of",
     "segment_softmax",
+    "shared_parts",
 ]

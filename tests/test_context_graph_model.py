@@ -330,3 +330,43 @@ def test_directed_edge_types_read_each_direction_with_its_own_embedding(core_nam
                 before = sparse(**batch).logits
                 weights[NUM_EDGE_KINDS:] += torch.randn_like(weights[NUM_EDGE_KINDS:])  # (a constant: LayerNorm)
                 assert not torch.allclose(sparse(**batch).logits, before)
+
+
+SHARING = {"core": {"gnn_share_core": True}, "gate": {"gnn_share_gate": True}, "tuf": {"gnn_share_tuf": True},
+           "core_gate": {"gnn_share_core": True, "gnn_share_gate": True},
+           "all_three": {"gnn_share_core": True, "gnn_share_gate": True, "gnn_share_tuf": True}}  # fmt: skip
+
+
+@pytest.mark.parametrize("sharing", list(SHARING))
+def test_single_components_share_one_weight_set_across_layers(tmp_path, sharing):
+    """Table 5.13: the shared parts exist once; the model computes what unshared layers holding copies of them do;
+    it trains a step and reloads."""
+    share = SHARING[sharing]
+    fields = dict(gnn_num_layers=3, gnn_core="gat", gnn_asymmetry="mlp", gnn_tuf=True, gnn_gate=True)
+    torch.manual_seed(0)
+    model = ContextGraphForMultipleChoice(tiny_config(**fields, **share)).eval()
+    modules = list(model.encoder.modules())
+    assert sum(isinstance(m, GnnCore) for m in modules) == (1 if "gnn_share_core" in share else 3)
+    assert sum(hasattr(m, "own") for m in modules) == (1 if "gnn_share_core" in share else 3)
+    assert sum(hasattr(m, "gate_input") for m in modules) == (1 if "gnn_share_gate" in share else 3)
+    assert sum(hasattr(m, "tuf_mlp") for m in modules) == (1 if "gnn_share_tuf" in share else 3)
+    reference = ContextGraphForMultipleChoice(tiny_config(**fields)).eval()
+    state = {k: v for k, v in model.state_dict().items() if not k.startswith("encoder.")}
+    for index in range(3):
+        for source in (model.encoder.layers[index % len(model.encoder.layers)], model.encoder.shared_layer):
+            if source is None:
+                continue
+            for key, value in source.state_dict().items():
+                state.setdefault(f"encoder.layers.{index}.{key}", value)
+    reference.load_state_dict(state)
+    batch = hand_batch()
+    inputs = {k: v for k, v in batch.items() if k != "labels"}
+    with torch.no_grad():
+        torch.testing.assert_close(model(**inputs).logits, reference(**inputs).logits)
+    model.train()
+    model(**batch).loss.backward()
+    torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1).step()
+    model.eval().save_pretrained(tmp_path)
+    reloaded = ContextGraphForMultipleChoice.from_pretrained(tmp_path).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(**inputs).logits, model(**inputs).logits)
