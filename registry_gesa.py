@@ -25,6 +25,7 @@ on; each task names its own head per variant (`tasks_base.Task.heads`, `Task.var
 | `kar`   | `KarForEntitySpanQA`     | `GesaProcessor` + `KnowledgeInputBuilder("kar")` in the collator  | keep (= KB)  |
 | `ernie` | `ErnieForEntitySpanQA`   | `GesaProcessor` + `KnowledgeInputBuilder("ernie")` in the collator | keep (= KB)  |
 | `xh`    | `XhForEntitySpanQA`      | `XhProcessor.encode_record_graphs` + `XhGraphCollator`            | shrink       |
+| `context_graph` | `ContextGraphForMultipleChoice` (WikiHop/MedHop only) | `ContextGraphProcessor` (the thesis's graphs) | shrink |
 
 "keep" means: do not pass `entity_rows` (do not shrink the tokenizer's entity vocabulary): KAR and ERNIE use LUKE's
 entity table as their knowledge base and its titles for candidate generation by default. A KAR/ERNIE config with a
@@ -55,9 +56,11 @@ from typing import Any
 
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
+from .configuration_context_graph import ContextGraphConfig
 from .configuration_gesa import GesaConfig
 from .configuration_luke_graph import LukeGraphConfig
 from .configuration_variants import ErnieConfig, KarConfig, XhConfig
+from .modeling_context_graph import ContextGraphForMultipleChoice
 from .modeling_ernie import ErnieForEntitySpanQA
 from .modeling_gesa import GesaForEntitySpanQA
 from .modeling_kar import KarForEntitySpanQA
@@ -240,6 +243,12 @@ VARIANTS: dict[str, VariantSpec] = {
             XhForEntitySpanQA,
             XhConfig,
             uses_gesa_features=False,
+        ),
+        VariantSpec(
+            "context_graph",
+            "Acton 2023's context-graph GNN (WikiHop/MedHop): the word encoder embeds each text, a GNN reads the graph",
+            ContextGraphForMultipleChoice,
+            ContextGraphConfig,
         ),
     )
 }

@@ -43,6 +43,7 @@ from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
 from .loading_gesa import load_tokenizer
+from .modeling_context_graph import ContextGraphForMultipleChoice
 from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, extend_position_embeddings
 from .modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
 from .processing_wikihop import WikihopProcessor
@@ -50,6 +51,8 @@ from .records_wikihop import WikihopExample, examples_to_rows, load_wikihop_file
 from .resources_gesa import load_metric
 from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_base import LoadedModel, Task, first_output
+from .tasks_context_graph import VARIANT as CONTEXT_GRAPH
+from .tasks_context_graph import load_context_graph
 from .training_gesa import ScriptArgumentError, featurise_rows, write_json_atomically
 from .training_models import build_variant_model, check_model_source, hub_kwargs
 from .training_tokenizer import special_entity_rows, train_sample_tokenizer
@@ -68,6 +71,7 @@ class WikihopTask(Task):
             "gesa": GesaForEntityMultipleChoice,
             "luke": GesaForEntityMultipleChoice,
             "luke_graph": LukeGraphForEntityMultipleChoice,
+            CONTEXT_GRAPH: ContextGraphForMultipleChoice,  # the thesis's GNN (tasks_context_graph)
         }
     )
     metric_for_best_model: str = "accuracy"
@@ -105,6 +109,8 @@ class WikihopTask(Task):
     def load(
         self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
     ) -> LoadedModel:
+        if model_args.variant == CONTEXT_GRAPH:
+            return load_context_graph(self, model_args, data_args)
         if model_args.model_name_or_path is None:
             raise ScriptArgumentError(
                 "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this task"
@@ -146,9 +152,9 @@ class WikihopTask(Task):
     def decode(
         self, examples: Any, features: Dataset, outputs: Any, processor: Any
     ) -> dict[str, list[dict[str, Any]]]:
-        """Every query's candidates, best first, with their probabilities (``WikihopProcessor.rank_candidates``)."""
-        return WikihopProcessor.rank_candidates(features["example_id"], features["candidate_texts"],
-                                                first_output(outputs))  # fmt: skip
+        """Every query's candidates, best first, with their probabilities (the processor's ``rank_candidates``)."""
+        return processor.rank_candidates(features["example_id"], features["candidate_texts"],
+                                         first_output(outputs))  # fmt: skip
 
     def score(self, predictions: Mapping[str, Any], examples: Sequence[WikihopExample]) -> dict[str, float]:
         """Accuracy in percent over the labelled queries (a missing prediction is wrong): ``metrics/wikihop``."""
@@ -172,6 +178,9 @@ class WikihopTask(Task):
 
 
 WIKIHOP = WikihopTask()
+# MedHop ships in the same QAngaroo layout: the same reader, graphs and metric (accuracy)
+MEDHOP = WikihopTask(name="medhop", title="MedHop", description="MedHop (QAngaroo): WikiHop's layout on drug "
+                     "interactions (Medline abstracts)")  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------- the embedded sample
@@ -256,6 +265,7 @@ def entity_rows(tokenizer: PreTrainedTokenizerBase) -> list[int]:
 
 
 __all__ = [
+    "MEDHOP",
     "WIKIHOP",
     "WikihopTask",
     "build_demo_luke",

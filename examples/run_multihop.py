@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """Fine-tune and evaluate on a multi-hop task with the 🤗 ``Trainer``, in the shape of transformers' run_qa.py:
-WikiHop with GESA, LUKE or LUKE-Graph (``--task wikihop``), HotpotQA distractor and FEVER with Transformer-XH
+WikiHop and MedHop with GESA, LUKE, LUKE-Graph or the context-graph GNN of Acton 2023 (``--task wikihop|medhop
+--variant gesa|luke|luke_graph|context_graph``; docs/wikihop.md), HotpotQA distractor and FEVER with Transformer-XH
 (``--task hotpotqa|fever --variant xh``).
 
 Run with no arguments, the script trains a tiny model converted from a tiny random LUKE (byte-level BPE trained
@@ -41,14 +42,14 @@ from pathlib import Path
 
 from transformers import HfArgumentParser, TrainingArguments
 
-from gesa.tasks_multihop import WIKIHOP, build_demo_luke, make_wikihop_sample, sample_texts, write_wikihop_file
+from gesa.tasks_multihop import MEDHOP, WIKIHOP, build_demo_luke, make_wikihop_sample, sample_texts, write_wikihop_file
 from gesa.tasks_xh import FEVER, HOTPOTQA
 from gesa.tasks_xh_paper import SYSTEMS, run_paper_system
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
 from gesa.training_gesa import ScriptArgumentError, explicit_flags, one_error_line, parse_script_args
 
 SCRIPT = "run_multihop.py"
-TASKS = {task.name: task for task in (WIKIHOP, HOTPOTQA, FEVER)}
+TASKS = {task.name: task for task in (WIKIHOP, MEDHOP, HOTPOTQA, FEVER)}
 
 
 @dataclass
@@ -71,6 +72,15 @@ class ModelArguments(BaseModelArguments):
                   "supporting facts) or 'paper' (the paper's A.3 system: question-type classifier, XH per type, "
                   "supporting-fact model per type; gesa.tasks_xh_paper)", "choices": list(SYSTEMS)},
     )  # fmt: skip
+    graph_preset: str | None = field(
+        default=None,
+        metadata={"help": "--variant context_graph: a row of Acton 2023's table 5.1 (hde_base, att_base, bert_base)."},
+    )
+    graph_config: str | None = field(
+        default=None,
+        metadata={"help": "--variant context_graph: a JSON object of ContextGraphConfig fields, e.g. "
+                  '\'{"gnn_core": "sdp", "gnn_num_layers": 9, "sentence_nodes": "all"}\' (docs/wikihop.md)'},
+    )  # fmt: skip
 
 
 @dataclass
@@ -83,7 +93,11 @@ class DataArguments(BaseDataArguments):
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset, e.g. qangaroo or hotpot_qa."})
     dataset_config_name: str | None = field(default=None, metadata={"help": "Hub configuration, e.g. wikihop."})
     max_seq_length: int = field(
-        default=4096, metadata={"help": "WikiHop: words of the one sequence per query; XH: words per node."}
+        default=4096,
+        metadata={
+            "help": "WikiHop: words of the one sequence per query; context_graph: tokens per document; XH: "
+            "words per node."
+        },
     )
     max_query_length: int = field(default=64, metadata={"help": "Query tokens kept."})
     max_entities: int = field(

@@ -139,7 +139,7 @@ class ModelArguments(BaseModelArguments):
     variant: str = field(
         default="gesa",
         metadata={"help": "The model family (gesa.registry_gesa). "
-                  + "; ".join(f"{name}: {spec.description}" for name, spec in VARIANTS.items())
+                  + "; ".join(f"{name}: {spec.description}" for name, spec in VARIANTS.items() if name in RECORD.heads)
                   + ". kar and ernie keep the LUKE checkpoint's entity table (their knowledge base).",
                   "choices": list(RECORD.heads)},
     )  # fmt: skip

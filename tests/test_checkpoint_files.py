@@ -30,9 +30,11 @@ import pytest
 import torch
 from transformers import AutoModelForQuestionAnswering, LukeTokenizer, pipeline
 
+from gesa.configuration_context_graph import ContextGraphConfig
 from gesa.configuration_gesa import GesaConfig
 from gesa.configuration_luke_graph import LukeGraphConfig
 from gesa.configuration_variants import ErnieConfig, KarConfig, XhConfig
+from gesa.modeling_context_graph import ContextGraphForMultipleChoice
 from gesa.modeling_ernie import ErnieForEntitySpanQA
 from gesa.modeling_ernie_entity import ErnieForEntityPairClassification
 from gesa.modeling_gesa import GesaForEntitySpanQA
@@ -43,6 +45,7 @@ from gesa.modeling_kar_entity import KarForEntityClassification
 from gesa.modeling_luke_graph import LukeGraphForEntitySpanQA
 from gesa.modeling_xh import XhForEntitySpanQA, XhForFactVerification
 from gesa.modeling_xh_tasks import XhForHotpotQA
+from gesa.pipeline_context_graph import ContextGraphPipeline
 from gesa.pipeline_entity import EntityTypingPipeline, RelationClassificationPipeline
 from gesa.pipeline_entity_kb import KnowledgeEntityTypingPipeline, KnowledgeRelationClassificationPipeline
 from gesa.pipeline_gesa import EntityClozeQAPipeline
@@ -50,6 +53,7 @@ from gesa.pipeline_kb import KnowledgeClozeQAPipeline
 from gesa.pipeline_wikihop import WikihopPipeline
 from gesa.pipeline_xh import XhClozeQAPipeline
 from gesa.pipeline_xh_tasks import XhFactVerificationPipeline, XhHotpotQAPipeline
+from gesa.processing_context_graph import ContextGraphProcessor
 from gesa.processing_entity import EntityTaskProcessor
 from gesa.processing_gesa import GesaProcessor
 from gesa.processing_wikihop import WikihopProcessor
@@ -108,6 +112,9 @@ OTHER_VARIANTS = {
               "pipeline_xh"},
     "xh": {"modeling_kar", "modeling_ernie", "modeling_luke_graph", "configuration_luke_graph", "processing_gesa",
            "processing_kb", "pipeline_gesa", "pipeline_kb"},
+    "context_graph": {"modeling_kar", "modeling_ernie", "modeling_xh", "modeling_luke_graph", "configuration_variants",
+                      "configuration_luke_graph", "modeling_gesa_multiple_choice", "pipeline_wikihop", "processing_kb",
+                      "processing_xh"},
 }  # fmt: skip
 # what no checkpoint carries: the scripts' machinery, the registry, and the heads and pipelines of other task families
 NEVER = {"registry_gesa", "tasks_entity", "tasks_multihop", "tasks_xh", "training_gesa", "training_models",
@@ -179,6 +186,13 @@ def _wikihop(luke):
     return model, processor
 
 
+def _context_graph(luke):
+    processor = ContextGraphProcessor(tokenizer_of(luke), max_document_length=64, max_query_length=16)
+    tokens = processor.tokenizer
+    config = ContextGraphConfig(vocab_size=len(tokens), entity_vocab_size=4, gnn_num_layers=2, **TINY)
+    return ContextGraphForMultipleChoice(config), processor
+
+
 def _xh_task(model_class, task):
     def build(luke):
         processor = XhTaskProcessor(tokenizer_of(luke), max_node_length=48, max_query_length=16, task=task)
@@ -207,6 +221,8 @@ CASES = [
             {"text": TEXT, "head_span": [16, 27], "tail_span": [31, 37]}, {}),
     dict(name="wikihop-gesa", variant="gesa", build=_wikihop, pipeline=WikihopPipeline, inputs=WIKIHOP, call={},
          task="wikihop-multiple-choice"),
+    dict(name="wikihop-context-graph", variant="context_graph", build=_context_graph, pipeline=ContextGraphPipeline,
+         inputs=WIKIHOP, call={}, task="context-graph-multiple-choice"),
     dict(name="hotpotqa-xh", variant="xh", build=_xh_task(XhForHotpotQA, "hotpotqa"), pipeline=XhHotpotQAPipeline,
          inputs=HOTPOT, call={}, task="xh-hotpot-qa"),
     dict(name="fever-xh", variant="xh", build=_xh_task(XhForFactVerification, "fever"),

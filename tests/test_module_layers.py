@@ -36,6 +36,7 @@ FLOORS = [
     (("modeling_variants",), 5),
     (("modeling_",), 6),
     (("registry_", "records_", "candidates_", "collator_", "windows_", "answers_", "processing_", "render_"), 7),
+    (("graph_context",), 7),  # the thesis's context graph, built from records like the processors' features
     (("pipeline_",), 8),
     (("metrics_",), 7),  # scores computed from predictions (the standard library only)
     (("resources_",), 0),  # the data files shipped beside the modules (metrics, card template): no sibling import

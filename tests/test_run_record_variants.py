@@ -54,7 +54,8 @@ run_record = load_script(RECORD_SCRIPT, "run_record_variants_under_test")
 def test_help_lists_the_six_variants():
     parser = HfArgumentParser((run_record.ModelArguments, run_record.DataTrainingArguments, TrainingArguments))
     assert "--variant {gesa,luke,luke_graph,kar,ernie,xh}" in parser.format_help()
-    assert set(run_record.VARIANTS) == {"gesa", "luke", "luke_graph", "kar", "ernie", "xh"}
+    assert set(run_record.VARIANTS) == {"gesa", "luke", "luke_graph", "kar", "ernie", "xh", "context_graph"}
+    assert "context_graph" not in parser.format_help()  # a WikiHop/MedHop model: run_multihop.py
 
 
 @pytest.mark.slow

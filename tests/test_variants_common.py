@@ -103,7 +103,7 @@ def test_gradient_checkpointing_matches_plain_backward(name):
 
 def test_registry_lists_every_variant_with_a_qa_class():
     registry = load_registry()
-    assert set(registry.VARIANTS) == {"gesa", "luke", "luke_graph", "kar", "xh", "ernie"}
+    assert set(registry.VARIANTS) == {"gesa", "luke", "luke_graph", "kar", "xh", "ernie", "context_graph"}
     assert registry.VARIANTS["luke"].config_overrides == {"ablation": "luke"}
     assert registry.VARIANTS["luke_graph"].config_overrides == {"ablation": "luke"}
     assert not registry.VARIANTS["kar"].shrink_entity_table and registry.VARIANTS["gesa"].shrink_entity_table

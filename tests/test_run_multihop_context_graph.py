@@ -1,0 +1,199 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""``examples/run_multihop.py --task wikihop|medhop --variant context_graph`` end to end from a tiny LUKE: each of
+table 5.1's presets trains, evaluates and predicts one of its own candidates for every id; the checkpoint evaluates
+again and answers through its pipeline in a fresh process; the processor's node spans are the mentions' tokens."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from script_helpers import load_multihop_script, multihop_error_line
+
+from gesa.graph_context import CANDIDATE, DOCUMENT, ENTITY
+from gesa.loading_gesa import load_tokenizer
+from gesa.processing_context_graph import MODEL_COLUMNS, ContextGraphProcessor
+from gesa.records_wikihop import to_wikihop_examples
+from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
+
+TINY_GRAPH = '{"gnn_num_layers": 2}'
+
+
+@pytest.fixture
+def one_thread():
+    """The tiny models' ops are microseconds: thread start-up dominates on a shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def run_script(luke_dir, tmp_path, train, evaluation, test=None, task="wikihop", extra=(), name="out"):
+    files = {"--validation_file": write_wikihop_file(tmp_path / f"{name}-dev.jsonl", evaluation, json_lines=True)}
+    if train is not None:
+        files["--train_file"] = write_wikihop_file(tmp_path / f"{name}-train.json", train)
+    if test is not None:
+        files["--test_file"] = write_wikihop_file(tmp_path / f"{name}-test.json", test)
+    output_dir = tmp_path / name
+    argv = ["--task", task, "--model_name_or_path", str(luke_dir), "--variant", "context_graph",
+            "--output_dir", str(output_dir), *(["--do_train"] if train else []), "--do_eval",
+            *(["--do_predict"] if test else []), "--per_device_train_batch_size", "4", "--learning_rate", "3e-3",
+            "--logging_steps", "2", "--save_strategy", "no", "--report_to", "none", "--seed", "0",
+            "--use_cpu", "true", "--dataloader_pin_memory", "false", "--max_seq_length", "128", *extra]  # fmt: skip
+    for flag, path in files.items():
+        argv += [flag, str(path)]
+    return output_dir, load_multihop_script().main(argv)
+
+
+def check_predictions(output_dir, evaluation, test):
+    predictions = json.loads((output_dir / "eval_predictions.json").read_text())
+    by_id = {record["id"]: record for record in evaluation}
+    assert set(predictions) == set(by_id)
+    assert all(answer in by_id[key]["candidates"] for key, answer in predictions.items())
+    correct = sum(answer == by_id[key]["answer"] for key, answer in predictions.items())
+    results = json.loads((output_dir / "all_results.json").read_text())
+    assert results["eval_accuracy"] == pytest.approx(100.0 * correct / len(by_id))
+    ranked = json.loads((output_dir / "predict_predictions.json").read_text())
+    assert set(ranked) == {record["id"] for record in test}
+    for record in test:
+        assert sorted(entry["answer"] for entry in ranked[record["id"]]) == sorted(record["candidates"])
+        assert sum(entry["score"] for entry in ranked[record["id"]]) == pytest.approx(1.0)
+    return results
+
+
+@pytest.mark.parametrize("preset", ["hde_base", "att_base", "bert_base"])
+def test_each_table_5_1_preset_trains_evaluates_and_predicts(tiny_luke_dir, tmp_path, one_thread, preset):
+    train, evaluation = make_wikihop_sample(12, seed=1), make_wikihop_sample(6, seed=2)
+    test = make_wikihop_sample(3, seed=3, labelled=False)
+    output_dir, results = run_script(tiny_luke_dir, tmp_path, train, evaluation, test,
+                                     extra=["--num_train_epochs", "6", "--graph_preset", preset,
+                                            "--graph_config", TINY_GRAPH])  # fmt: skip
+    state = json.loads((output_dir / "trainer_state.json").read_text())
+    losses = [entry["loss"] for entry in state["log_history"] if "loss" in entry]
+    assert len(losses) >= 4 and sum(losses[-2:]) / 2 < sum(losses[:2]) / 2, losses
+    assert check_predictions(output_dir, evaluation, test)["eval_accuracy"] == results["eval_accuracy"]
+    config = json.loads((output_dir / "config.json").read_text())
+    assert config["model_type"] == "gesa_context_graph" and config["graph_preset"] == preset
+    assert config["architectures"] == ["ContextGraphForMultipleChoice"] and config["gnn_num_layers"] == 2
+
+
+@pytest.mark.slow
+def test_the_checkpoint_evaluates_again_and_answers_through_its_pipeline_elsewhere(
+    tiny_luke_dir, tmp_path, one_thread
+):
+    train, evaluation = make_wikihop_sample(8, seed=1), make_wikihop_sample(4, seed=2)
+    test = make_wikihop_sample(2, seed=3, labelled=False)
+    output_dir, results = run_script(tiny_luke_dir, tmp_path, train, evaluation, test,
+                                     extra=["--num_train_epochs", "2", "--graph_config",
+                                            '{"gnn_num_layers": 2, "gnn_core": "sdp", "sentence_nodes": "all"}'])  # fmt: skip
+    again, second = run_script(output_dir, tmp_path, None, evaluation, name="again")
+    assert second["eval_accuracy"] == results["eval_accuracy"]
+    assert json.loads((again / "eval_predictions.json").read_text()) == json.loads(
+        (output_dir / "eval_predictions.json").read_text()
+    )
+    assert json.loads((output_dir / "processor_config.json").read_text())["sentence_nodes"] == "all"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = (
+        "import json, sys\n"
+        "from transformers import pipeline\n"
+        f"answer = pipeline(model={str(output_dir)!r}, trust_remote_code=True)\n"
+        "print(json.dumps(answer(json.load(open(sys.argv[1])))))\n"
+    )
+    inputs = elsewhere / "inputs.json"
+    inputs.write_text(json.dumps([{k: r[k] for k in ("query", "supports", "candidates")} for r in evaluation]))
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", code, str(inputs)], cwd=elsewhere, env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranked = json.loads(done.stdout.strip().splitlines()[-1])
+    predictions = json.loads((output_dir / "eval_predictions.json").read_text())
+    assert [entry[0]["answer"] for entry in ranked] == [predictions[record["id"]] for record in evaluation]
+
+
+def test_medhop_reads_the_same_layout(tiny_luke_dir, tmp_path, one_thread):
+    train, evaluation = make_wikihop_sample(4, seed=1), make_wikihop_sample(3, seed=2)
+    test = make_wikihop_sample(2, seed=3, labelled=False)
+    output_dir, _ = run_script(tiny_luke_dir, tmp_path, train, evaluation, test, task="medhop",
+                               extra=["--num_train_epochs", "1", "--graph_preset", "hde_base",
+                                      "--graph_config", TINY_GRAPH])  # fmt: skip
+    check_predictions(output_dir, evaluation, test)
+
+
+def test_processor_node_spans_are_the_mentions_tokens_and_edges_run_both_ways(tiny_luke_dir):
+    tokenizer = load_tokenizer(str(tiny_luke_dir))
+    record = make_wikihop_sample(1, seed=4)[0]
+    processor = ContextGraphProcessor(tokenizer, max_document_length=64)
+    columns = processor.encode_examples(to_wikihop_examples([record]))
+    texts = columns["input_ids"][0]
+    assert len(texts) == 1 + len(record["supports"]) + len(record["candidates"])
+    candidate_nodes = columns["candidate_nodes"][0]
+    assert [columns["node_type"][0][n] for n in candidate_nodes] == [CANDIDATE] * len(record["candidates"])
+    assert columns["labels"] == [record["candidates"].index(record["answer"])]
+    for node, kind in enumerate(columns["node_type"][0]):
+        ids = texts[columns["node_text"][0][node]][columns["node_start"][0][node] : columns["node_end"][0][node]]
+        words = tokenizer.decode(ids).strip().lower()
+        if kind == ENTITY:
+            candidate = columns["entity_candidate"][0][node]
+            expected = record["candidates"][candidate] if candidate >= 0 else record["query"].split(maxsplit=1)[1]
+            assert words == expected
+        elif kind == DOCUMENT:
+            assert words == record["supports"][columns["node_text"][0][node] - 1].lower()
+    senders, receivers = columns["edge_index"][0]
+    assert sorted(zip(senders, receivers, strict=True)) == sorted(zip(receivers, senders, strict=True))
+    batch = processor.get_data_collator()([{k: columns[k][0] for k in MODEL_COLUMNS}] * 2)
+    assert batch["candidate_nodes"][1].tolist() == [n + len(columns["node_text"][0]) for n in candidate_nodes]
+    assert batch["query_text"].tolist() == [0, len(texts)]
+
+
+def test_bad_graph_flags_are_one_error_line(capsys, tiny_luke_dir, tmp_path):
+    evaluation = write_wikihop_file(tmp_path / "dev.json", make_wikihop_sample(2, seed=2))
+    base = ["--task", "wikihop", "--variant", "context_graph", "--model_name_or_path", str(tiny_luke_dir),
+            "--validation_file", str(evaluation), "--do_eval", "--output_dir", str(tmp_path / "out"),
+            "--report_to", "none", "--use_cpu", "true"]  # fmt: skip
+    assert "--graph_config: ['gnn_cores'] are not graph fields" in multihop_error_line(
+        capsys, [*base, "--graph_config", '{"gnn_cores": "sdp"}']
+    )
+    assert "graph_preset='hde_base' sets gnn_core='edge'" in multihop_error_line(
+        capsys, [*base, "--graph_preset", "hde_base", "--graph_config", '{"gnn_core": "sdp"}']
+    )
+
+
+@pytest.mark.parametrize("summariser", ["transformer", "switch"])
+def test_a_graphs_scores_do_not_depend_on_its_batch(tiny_luke_dir, summariser):
+    """The collator flattens graphs into one node set, and the co-attention pads every node type's spans together:
+    scores of a graph batched with others equal its scores alone."""
+    from gesa.modeling_context_graph import ContextGraphForMultipleChoice
+
+    tokenizer = load_tokenizer(str(tiny_luke_dir))
+    records = make_wikihop_sample(3, seed=5, filler_sentences=2)
+    processor = ContextGraphProcessor(tokenizer, max_document_length=96, sentence_nodes="restricted")
+    columns = processor.encode_examples(to_wikihop_examples(records))
+    features = [{k: columns[k][i] for k in MODEL_COLUMNS} for i in range(3)]
+    torch.manual_seed(0)
+    model = ContextGraphForMultipleChoice.from_luke_pretrained(str(tiny_luke_dir), gnn_num_layers=2,
+                                                               summariser=summariser).eval()  # fmt: skip
+    collate = processor.get_data_collator()
+    with torch.no_grad():
+        together = model(**collate(features)).logits
+        for row, feature in enumerate(features):
+            alone = model(**collate([feature])).logits[0]
+            width = len(records[row]["candidates"])
+            torch.testing.assert_close(together[row, :width], alone[:width], rtol=1e-4, atol=1e-5)
