@@ -217,3 +217,60 @@ def test_held_out_real_record_queries(roberta_luke_dir):
     full, without = one_set_of_weights(roberta_luke_dir, processor)
     seen = compare_presets(full, without, processor, records)
     assert seen["named"] >= 20 and seen["not_named"] >= 20 and seen["opens"] >= 2, seen
+
+
+WIKIHOP_NAMING_A_CANDIDATE = {
+    "id": "WH_question_0",
+    "query": "capital_of abo province",
+    "supports": ["Velmor is the capital of Abo Province.", "Kastrel is a town in Abo Province."],
+    "candidates": ["velmor", "kastrel", "capital"],
+    "answer": "velmor",
+}
+WIKIHOP_NAMING_NONE = {
+    "id": "WH_question_1",
+    "query": "country velmor",
+    "supports": ["Velmor is a small town in Abo Province.", "Abo Province is a region of France."],
+    "candidates": ["france", "spain", "norway"],
+    "answer": "france",
+}
+
+
+def test_wikihop_query_words_that_name_a_candidate_are_its_mentions(tiny_luke_dir):
+    """WikiHop's query `relation subject`: a candidate named there is linked to those words (the supports' matching
+    rule, longest match first); the subject's own words were already linked through the query entity. One set of
+    weights: `full` and `no_question_mentions` differ exactly on the query that names a candidate."""
+    from gesa.modeling_gesa_multiple_choice import GesaForEntityMultipleChoice
+    from gesa.processing_wikihop import WikihopProcessor
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_luke_dir)
+    processor = WikihopProcessor(tokenizer, max_seq_length=256, max_query_length=32)
+    naming = processor(WIKIHOP_NAMING_A_CANDIDATE)
+    ids, strings = naming["input_ids"][0], naming["entity_string_ids"][0]
+    question = naming["question_string_ids"][0]
+    named = [p for p, s in enumerate(question) if s == strings[3]]  # the candidate "capital"
+    assert tokenizer.decode([ids[p] for p in named]).strip().lower() == "capital"
+    subject = [p for p, s in enumerate(question) if s == strings[0]]  # the query entity's own string
+    assert tokenizer.decode([ids[p] for p in subject]).strip().lower() == "abo province"
+    assert all(naming["global_attention_mask"][0][p] == 2 for p in named + subject)  # query words
+    assert processor(WIKIHOP_NAMING_NONE)["question_string_ids"][0].count(-1) < len(
+        processor(WIKIHOP_NAMING_NONE)["input_ids"][0]
+    )  # the subject "velmor" only
+
+    torch.manual_seed(0)
+    config = dict(vocab_size=len(tokenizer), entity_vocab_size=4, hidden_size=32, entity_emb_size=16,
+                  num_hidden_layers=2, num_attention_heads=4, intermediate_size=37, max_relative_position=8,
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # fmt: skip
+    full = GesaForEntityMultipleChoice(GesaConfig(ablation="full", **config)).eval()
+    with torch.no_grad():
+        for layer in full.gesa.encoder.layer:
+            layer.attention.self.label_embeddings.weight.normal_(0.0, LABEL_STD)
+    without = GesaForEntityMultipleChoice(GesaConfig(ablation="no_question_mentions", **config)).eval()
+    without.load_state_dict(full.state_dict())
+    for record, differs in ((WIKIHOP_NAMING_A_CANDIDATE, True), (WIKIHOP_NAMING_NONE, False)):
+        batch = dict(processor(record, return_tensors="pt"))
+        batch.pop("labels", None)
+        with torch.no_grad():
+            a, b = full(**batch).logits, without(**batch).logits
+        candidates = batch["candidate_entity_mask"].bool()
+        difference = (a - b)[candidates].abs().max().item()
+        assert (difference > CLEARLY_DIFFERENT) if differs else (difference == 0.0), (record["id"], difference)
