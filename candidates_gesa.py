@@ -56,6 +56,70 @@ def normalize_entity_string(text: str) -> str:
     return normalized or " ".join(lowered.split())
 
 
+# A run of letters/digits: the unit of the whole-word rule (a mention never starts or ends inside one).
+_WORD_RUN = re.compile(r"[^\W_]+")
+
+
+def string_occurrences(
+    text: str,
+    candidate_texts: Sequence[str],
+    string_ids: Sequence[int],
+    excluded: Sequence[tuple[int, int]] = (),
+) -> list[tuple[int, int, int]]:
+    """Whole-word occurrences in ``text`` of the candidates' strings, matched on text: ``(start, end, string id)``.
+
+    An occurrence is a span of ``text`` from the start of one run of letters/digits to the end of another (so never
+    inside a word: the candidates' whole-word rule) whose ``normalize_entity_string`` equals a candidate's normalised
+    string (the identity of ``entity_string_ids`` and the MATCH edges). Matching text, not tokens, finds a name that
+    opens the text too, where a byte-level BPE gives it no leading-space token. Runs overlapping ``excluded`` (the
+    placeholder) are never part of one. Longest first, then leftmost; occurrences do not overlap.
+
+    Args:
+        text: the text to search (a query).
+        candidate_texts: ``(P,)`` the candidates' texts as they stand in the passage.
+        string_ids: ``(P,)`` their string ids (equal normalised strings share one).
+        excluded: exclusive character spans no occurrence may touch.
+    """
+    strings = {normalize_entity_string(t): i for t, i in zip(candidate_texts, string_ids, strict=True)}
+    if not strings:
+        return []
+    # an occurrence may hold up to two more runs than the longest candidate (articles, which normalise away)
+    longest = max(len(_WORD_RUN.findall(candidate)) for candidate in candidate_texts) + 2
+    segments: list[list[tuple[int, int]]] = [[]]
+    for run in _WORD_RUN.finditer(text):
+        if any(run.start() < end and start < run.end() for start, end in excluded):
+            segments.append([])  # the placeholder splits the text: no occurrence runs across it
+            continue
+        segments[-1].append(run.span())
+    found = []
+    for runs in segments:
+        for first in range(len(runs)):
+            for last in range(first, min(first + longest, len(runs))):
+                start, end = runs[first][0], runs[last][1]
+                string_id = strings.get(normalize_entity_string(text[start:end]))
+                if string_id is not None:
+                    found.append((start, end, string_id))
+    found.sort(key=lambda occurrence: (occurrence[0] - occurrence[1], occurrence[0]))
+    kept: list[tuple[int, int, int]] = []
+    for start, end, string_id in found:
+        if all(end <= other_start or other_end <= start for other_start, other_end, _ in kept):
+            kept.append((start, end, string_id))
+    return sorted(kept)
+
+
+def token_string_ids(offsets: Sequence[tuple[int, int]], occurrences: Sequence[tuple[int, int, int]]) -> list[int]:
+    """``(T,)`` the string id of the occurrence each token's characters fall in (`string_occurrences`), else -1.
+
+    ``offsets``: ``(T,)`` exclusive character spans of the tokens (a fast tokenizer's offsets); an empty span (an
+    added token's) belongs to no occurrence.
+    """
+    ids = []
+    for token_start, token_end in offsets:
+        inside = [i for start, end, i in occurrences if token_start < end and start < token_end]
+        ids.append(inside[0] if inside and token_end > token_start else -1)
+    return ids
+
+
 def build_entity_graph(
     entity_sentence_ids: Sequence[int],
     entity_string_ids: Sequence[int],
@@ -192,4 +256,6 @@ __all__ = [
     "ner_candidates",
     "normalize_entity_string",
     "sentence_starts",
+    "string_occurrences",
+    "token_string_ids",
 ]

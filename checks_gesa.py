@@ -53,6 +53,7 @@ class GesaInputs(TransformersKwargs, total=False):
     placeholder_entity_mask: torch.Tensor | None
     entity_string_ids: torch.LongTensor | None
     entity_sentence_ids: torch.LongTensor | None
+    question_string_ids: torch.LongTensor | None
     inputs_embeds: torch.Tensor | None
 
 
@@ -97,6 +98,7 @@ INTEGER_INPUTS = (
     "global_attention_mask",
     "entity_string_ids",
     "entity_sentence_ids",
+    "question_string_ids",
 )
 
 
@@ -289,7 +291,14 @@ def check_model_inputs(
             f"inputs_embeds has shape {tuple(inputs_embeds.shape)}; its last dimension must be "
             f"hidden_size={config.hidden_size}."
         )
-    word_shaped = ("input_ids", "attention_mask", "token_type_ids", "position_ids", "global_attention_mask")
+    word_shaped = (
+        "input_ids",
+        "attention_mask",
+        "token_type_ids",
+        "position_ids",
+        "global_attention_mask",
+        "question_string_ids",
+    )
     entity_shaped = (
         "entity_attention_mask",
         "entity_token_type_ids",
@@ -388,6 +397,14 @@ def check_model_inputs(
     )
     for name in ("attention_mask", "entity_attention_mask", "placeholder_entity_mask"):
         checks.within(name, get(name), 0, 1, f"{name} must hold 0 or 1")
+    checks.within(
+        "question_string_ids",
+        get("question_string_ids"),
+        -1,
+        torch.iinfo(torch.long).max,
+        "question_string_ids must be entity string ids (as entity_string_ids) or -1 on words outside the question's "
+        "candidate occurrences",
+    )
     if get("labels") is not None:
         check_candidate_labels(checks, get("labels"), batch_size, entity_length)
     if get("scored") and entity_ids is not None:

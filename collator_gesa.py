@@ -31,7 +31,7 @@ from .structure_gesa import LOCAL
 
 logger = logging.get_logger(__name__)
 
-WORD_INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids", "global_attention_mask")
+WORD_INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids", "global_attention_mask", "question_string_ids")
 ENTITY_INPUT_NAMES = (
     "entity_ids",
     "entity_attention_mask",
@@ -51,14 +51,14 @@ CANDIDATE_SPANS_COLUMN = "candidate_spans"
 class GesaDataCollator:
     """Dynamic padding of GESA features for ``DataLoader``/``Trainer``; returns torch tensors.
 
-    Words are padded to the longest sequence (``pad_token_id``, masks 0), entities to the most entities
-    (``entity_pad_token_id``, masks 0, string/sentence ids ``-1``, ``labels`` 0), and ``entity_position_ids`` to
-    ``(B, E, M)`` with ``-1``. The string evaluation columns are dropped unless ``keep_eval_columns`` (then returned
+    Words are padded to the longest sequence (``pad_token_id``, masks 0, ``question_string_ids`` -1), entities to
+    the most entities (``entity_pad_token_id``, masks 0, string/sentence ids ``-1``, ``labels`` 0), and
+    ``entity_position_ids`` to ``(B, E, M)`` with ``-1``. The string evaluation columns are dropped unless ``keep_eval_columns`` (then returned
     as python lists, for custom evaluation loops; ``Trainer`` removes them itself when ``remove_unused_columns``).
 
     Returns:
-        ``input_ids``, ``attention_mask``, ``token_type_ids``, ``global_attention_mask``: ``(B, L)`` long;
-        ``entity_*`` and ``placeholder_entity_mask``: ``(B, E)`` long; ``entity_position_ids``: ``(B, E, M)`` long;
+        ``input_ids``, ``attention_mask``, ``token_type_ids``, ``global_attention_mask``, ``question_string_ids``:
+        ``(B, L)`` long; ``entity_*`` and ``placeholder_entity_mask``: ``(B, E)`` long; ``entity_position_ids``: ``(B, E, M)`` long;
         ``labels``: ``(B, E)`` float, when present.
     """
 
@@ -135,6 +135,7 @@ class GesaDataCollator:
             "attention_mask": 0,
             "token_type_ids": 0,
             "global_attention_mask": LOCAL,
+            "question_string_ids": -1,
         }
         entity_pads = {
             "entity_ids": self.entity_pad_token_id,

@@ -35,6 +35,7 @@ DEFAULT_LABEL_SWITCHES: dict[str, bool] = {
     "w2e_e2w": True,  # label term in the w2e / e2w blocks at all
     "plc_question": True,  # placeholder entity <-> question tokens
     "mention": True,  # entity <-> its string-matched mention tokens
+    "question_mentions": True,  # ... the question's string-matched occurrences included (`question_string_ids`)
     "e2e": True,  # label term in the e2e block at all
     "e2e_graph": True,  # graph labels in e2e; off = entity-index distance labels (e2e_local)
     "plc_edges": True,
@@ -57,6 +58,8 @@ ABLATION_PRESETS: dict[str, dict[str, Any]] = {
     "no_cls_global": {"label_switches": {"cls_global": False}},
     "no_question_global": {"label_switches": {"question_global": False}},
     "no_mention_label": {"label_switches": {"mention": False}, "use_entity_position_embeddings": True},
+    # the passage mentions only: the question's occurrences of a candidate keep the non-mention label
+    "no_question_mentions": {"label_switches": {"question_mentions": False}},
     "no_plc_question_label": {"label_switches": {"plc_question": False}},
     "no_sent_edges": {"label_switches": {"sent_edges": False}},
     "no_match_edges": {"label_switches": {"match_edges": False}},

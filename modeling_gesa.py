@@ -673,6 +673,7 @@ class GesaModel(GesaPreTrainedModel):
         placeholder_entity_mask: torch.Tensor | None = None,
         entity_string_ids: torch.LongTensor | None = None,
         entity_sentence_ids: torch.LongTensor | None = None,
+        question_string_ids: torch.LongTensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
@@ -703,6 +704,7 @@ class GesaModel(GesaPreTrainedModel):
             placeholder_entity_mask=placeholder_entity_mask,
             entity_string_ids=entity_string_ids,
             entity_sentence_ids=entity_sentence_ids,
+            question_string_ids=question_string_ids,
             inputs_embeds=inputs_embeds,
         )
         reference = input_ids if input_ids is not None else inputs_embeds
@@ -737,6 +739,7 @@ class GesaModel(GesaPreTrainedModel):
             placeholder_entity_mask,
             entity_string_ids,
             entity_sentence_ids,
+            question_string_ids,
         )
         blocks = None
         if variant_inputs is not None:
@@ -755,7 +758,7 @@ class GesaModel(GesaPreTrainedModel):
     def build_attention_structure(self, attention_mask: torch.Tensor, word_length: int, *args) -> AttentionStructure:
         """`structure_gesa.build_attention_structure` with this model's config: masks and labels shared by every
         layer from the compact inputs (`attention_mask` `(B, P)`, then global mask, mention positions, placeholder,
-        string and sentence ids)."""
+        string and sentence ids, the question's string ids)."""
         return build_attention_structure(self.config, attention_mask, word_length, *args)
 
     def _check_inputs(

@@ -50,6 +50,7 @@ Usage::
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -71,6 +72,8 @@ from .candidates_gesa import (
     ner_candidates,
     normalize_entity_string,
     sentence_starts,
+    string_occurrences,
+    token_string_ids,
 )
 from .collator_gesa import (
     CANDIDATE_SPANS_COLUMN,
@@ -187,6 +190,9 @@ class GesaProcessor(ProcessorBase):
 
     - ``input_ids``, ``attention_mask``, ``token_type_ids`` (zeros), ``global_attention_mask``: ``(L,)``;
       global attention is 1 on ``<s>``, 2 on the question tokens (``[PLC]`` included), 0 elsewhere.
+    - ``question_string_ids``: ``(L,)``, on each question token the string id (as ``entity_string_ids``) of the
+      passage candidate whose whole-word occurrence in the query it belongs to (matched on text, the same
+      normalisation; ``@placeholder`` never), ``-1`` elsewhere: the question's mentions (paper 3.3's mention label).
     - ``entity_ids`` (all ``[MASK]``), ``entity_attention_mask``, ``entity_token_type_ids`` (zeros),
       ``placeholder_entity_mask``, ``entity_string_ids``, ``entity_sentence_ids`` (``-1`` for the placeholder): ``(E,)``.
     - ``entity_position_ids``: ``(E, M)``, ``-1`` padded.
@@ -638,7 +644,7 @@ class GesaProcessor(ProcessorBase):
             key = (examples[index].passage, tuple(spans))
             example_passage[index] = passage_keys.setdefault(key, len(passage_keys))
         prepared = self._prepare_passages(list(passage_keys))
-        query_ids = self._tokenize_queries([examples[index].query for index in candidate_spans])
+        queries = self._tokenize_queries([examples[index].query for index in candidate_spans])
 
         # 4. Windows and features.
         layout = WindowLayout(
@@ -659,14 +665,24 @@ class GesaProcessor(ProcessorBase):
             columns[CANDIDATE_SPANS_COLUMN] = []
         if return_sample_mapping:
             columns["overflow_to_sample_mapping"] = []
-        for index, ids in zip(candidate_spans, query_ids, strict=True):
+        for index, (ids, marked, offsets) in zip(candidate_spans, queries, strict=True):
             example = examples[index]
             passage = prepared[example_passage[index]]
             try:
                 if isinstance(passage, ValueError):
                     raise example_error(example, str(passage))
+                placeholders = [(m.start(), m.end()) for m in re.finditer(re.escape(PLACEHOLDER_TOKEN), marked)]
+                occurrences = string_occurrences(marked, passage.candidate_texts, passage.string_ids, placeholders)
                 count = append_features(
-                    layout, columns, example, passage, ids, stats, with_labels, return_candidate_spans
+                    layout,
+                    columns,
+                    example,
+                    passage,
+                    ids,
+                    stats,
+                    with_labels,
+                    return_candidate_spans,
+                    token_string_ids(offsets, occurrences),
                 )
             except ValueError as error:
                 reject(index, error)
@@ -793,13 +809,15 @@ class GesaProcessor(ProcessorBase):
             )
         return prepared
 
-    def _tokenize_queries(self, queries: Sequence[str]) -> list[list[int]]:
-        """Word ids of each query with ``@placeholder`` -> ``[PLC]``, cut to ``max_query_length`` around ``[PLC]``."""
+    def _tokenize_queries(self, queries: Sequence[str]) -> list[tuple[list[int], str, list[tuple[int, int]]]]:
+        """Each query with ``@placeholder`` -> ``[PLC]``: its word ids, the marked text and the tokens' character
+        offsets in it (``append_features`` cuts the ids to ``max_query_length`` around ``[PLC]``)."""
         marked = [
             query.translate(_WHITESPACE_TO_SPACE).replace(RECORD_PLACEHOLDER, " " + PLACEHOLDER_TOKEN)
             for query in queries
         ]
-        return [encoding.ids for encoding in self._tokenizer_backend().encode_batch(marked, add_special_tokens=False)]
+        encodings = self._tokenizer_backend().encode_batch(marked, add_special_tokens=False)
+        return [(encoding.ids, text, encoding.offsets) for encoding, text in zip(encodings, marked, strict=True)]
 
 
 GesaProcessor.register_for_auto_class("AutoProcessor")

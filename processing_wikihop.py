@@ -32,6 +32,10 @@ linear in length)::
 - one entity per mention of the subject or of a candidate in the supports, found by normalised exact match (thesis
   3.1: lower case, whitespace collapsed, whole words; the longest match wins where two overlap).
 
+The query's own words that name a candidate (or the subject) by the same rule carry its string id in
+``question_string_ids``: the mention label links an entity to them too (paper 3.3; preset ``no_question_mentions``
+ignores them).
+
 The thesis's context-graph edges reach GESA's entity graph through the compact inputs (``docs/wikihop.md``):
 ``entity_string_ids`` is the normalised text (MATCH: same text in different units: co-mention across documents, and
 candidate node <-> its mentions); ``entity_sentence_ids`` the unit (SENT: co-document mentions, and candidate <->
@@ -309,6 +313,7 @@ class WikihopProcessor(ProcessorBase):
             "attention_mask",
             "token_type_ids",
             "global_attention_mask",
+            "question_string_ids",
             "entity_ids",
             "entity_attention_mask",
             "entity_token_type_ids",
@@ -343,9 +348,22 @@ class WikihopProcessor(ProcessorBase):
         query = backend.encode(query_text, add_special_tokens=False)
         query_ids = query.ids
         subject_span = _token_span(query.offsets, len(query_text) - len(subject), len(query_text))
+        strings = [normalize_mention(text) for text in example.candidates]
+        string_index: dict[str, int] = {}
+        candidate_string_ids = [string_index.setdefault(text, len(string_index)) for text in strings]
+        subject_string_id = string_index.setdefault(normalize_mention(subject), len(string_index))
+        mention_strings = [*strings, normalize_mention(subject)]
+        mention_string_ids = [*candidate_string_ids, subject_string_id]
+        # the query's own mentions (paper 3.3: the mention label reaches the question), by the supports' rule
+        query_string_ids = [-1] * len(query_ids)
+        for start, end, index in find_mentions(query_text, mention_strings):
+            span = _token_span(query.offsets, start, end)
+            if span is not None:
+                query_string_ids[span[0] : span[1]] = [mention_string_ids[index]] * (span[1] - span[0])
         if len(query_ids) > self.max_query_length:
             stats["query_truncated"] += 1
             query_ids = query_ids[-self.max_query_length :]  # the subject is at the end: keep it
+            query_string_ids = query_string_ids[-self.max_query_length :]
             shift = len(query.ids) - self.max_query_length
             subject_span = None if subject_span is None else (max(0, subject_span[0] - shift), subject_span[1] - shift)
         if subject_span is None or subject_span[1] <= subject_span[0]:
@@ -353,10 +371,6 @@ class WikihopProcessor(ProcessorBase):
         input_ids = [cls_id, *query_ids, sep_id, sep_id]
         global_mask = [GLOBAL_CLS] + [GLOBAL_QUESTION] * len(query_ids) + [GLOBAL_LOCAL, GLOBAL_LOCAL]
         subject_positions = list(range(1 + subject_span[0], 1 + subject_span[1]))
-        strings = [normalize_mention(text) for text in example.candidates]
-        string_index: dict[str, int] = {}
-        candidate_string_ids = [string_index.setdefault(text, len(string_index)) for text in strings]
-        subject_string_id = string_index.setdefault(normalize_mention(subject), len(string_index))
 
         # the candidate list (unit 0)
         candidate_encodings = backend.encode_batch(
@@ -394,8 +408,6 @@ class WikihopProcessor(ProcessorBase):
         if cut is not None:
             stats["records_cut"] += 1
             stats["words_cut"] += sum(max(0, length - cut) for length in lengths)
-        mention_strings = [*strings, normalize_mention(subject)]
-        mention_string_ids = [*candidate_string_ids, subject_string_id]
         mentions: list[tuple[list[int], int, int]] = []  # (positions, string id, unit)
         for unit, (text, encoding) in enumerate(zip(example.supports, support_encodings, strict=True), 1):
             keep = len(encoding.ids) if cut is None else min(len(encoding.ids), cut)
@@ -428,6 +440,7 @@ class WikihopProcessor(ProcessorBase):
         columns["attention_mask"].append([1] * len(input_ids))
         columns["token_type_ids"].append([0] * len(input_ids))
         columns["global_attention_mask"].append(global_mask)
+        columns["question_string_ids"].append([-1, *query_string_ids] + [-1] * (len(input_ids) - 1 - len(query_ids)))
         columns["entity_ids"].append([self.entity_mask_id] * count)
         columns["entity_attention_mask"].append([1] * count)
         columns["entity_token_type_ids"].append([0] * count)

@@ -159,8 +159,16 @@ def build_entity_word_labels(
     entity_position_ids: torch.Tensor,
     placeholder: torch.Tensor,
     entity_string_ids: torch.Tensor,
+    question_string_ids: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """e2w label ids `(B, E, L)` (entity rows, word columns); w2e is its transpose (one shared label set)."""
+    """e2w label ids `(B, E, L)` (entity rows, word columns); w2e is its transpose (one shared label set).
+
+    The mention label links entity e to the words of every string-matched mention of e's string in the word input
+    (paper 3.3): the passage mentions (`entity_position_ids` of the entities with e's string) and, with the
+    `question_mentions` switch, the question's occurrences (`question_string_ids` `(B, L)`: the string id of the
+    occurrence a question word belongs to, -1 elsewhere). Question occurrences are labels only: they never enter
+    `entity_position_ids`, hence never LUKE's entity position embeddings.
+    """
     labels = RelativeLabels(config.max_relative_position)
     switches = config.label_switches
     batch_size, E = entity_string_ids.shape
@@ -176,6 +184,10 @@ def build_entity_word_labels(
         membership = mention_membership(entity_position_ids, word_length)
         # entity e is linked to every word of any mention whose string equals e's string
         linked = torch.bmm(same_string.float(), membership.float()) > 0
+        if question_string_ids is not None and switches["question_mentions"]:
+            # the query names e's string: the first hop of a reasoning chain starts from those words
+            in_question = entity_string_ids[:, :, None] == question_string_ids[:, None, :]
+            linked = linked | (in_question & (entity_string_ids >= 0)[:, :, None])
         e2w = torch.where(linked, labels.mention, e2w)
     if switches["plc_question"] and global_attention_mask is not None:
         plc_question = placeholder[:, :, None] & (global_attention_mask == QUESTION_GLOBAL)[:, None, :]
@@ -395,9 +407,11 @@ def build_attention_structure(
     placeholder_entity_mask: torch.Tensor | None = None,
     entity_string_ids: torch.Tensor | None = None,
     entity_sentence_ids: torch.Tensor | None = None,
+    question_string_ids: torch.Tensor | None = None,
 ) -> AttentionStructure:
     """Masks and labels shared by every layer, from the compact inputs; `attention_mask` is `(B, P)` (words then
-    entities); `config` also gives `use_relative_labels` and `attention_window`.
+    entities); `config` also gives `use_relative_labels` and `attention_window`. `question_string_ids` `(B, L)`:
+    the question's string-matched occurrences of the candidates (`build_entity_word_labels`), or None.
 
     Per token only (`TokenStructure`, linear in length); the dense `(B, P, P)` forms appear only if the
     eager path asks for them.
@@ -413,7 +427,7 @@ def build_attention_structure(
             placeholder_entity_mask, entity_string_ids, entity_sentence_ids, batch_size, entity_length, device
         )
         entity_word_labels = build_entity_word_labels(
-            config, word_length, global_attention_mask, entity_position_ids, placeholder, strings
+            config, word_length, global_attention_mask, entity_position_ids, placeholder, strings, question_string_ids
         )
         entity_entity_labels = build_entity_entity_labels(config, placeholder, strings, sentences)
     tokens = TokenStructure(

@@ -141,13 +141,21 @@ def append_features(
     stats: Counter[str],
     with_labels: bool,
     return_candidate_spans: bool,
+    query_string_ids: list[int] | None = None,
 ) -> int:
-    """Append the features of one query to ``columns``; returns how many windows were kept."""
+    """Append the features of one query to ``columns``; returns how many windows were kept.
+
+    ``query_string_ids``: ``(Q,)`` per query token the string id of the candidate occurrence it lies in, -1 outside
+    (``candidates_gesa.token_string_ids``); every window carries them as its ``question_string_ids``.
+    """
     placeholder_index = query_ids.index(layout.placeholder_token_id)
+    if query_string_ids is None:
+        query_string_ids = [-1] * len(query_ids)
     if len(query_ids) > layout.max_query_length:
         stats["query_truncated"] += 1
         first = max(0, min(placeholder_index - layout.max_query_length // 2, len(query_ids) - layout.max_query_length))
         query_ids = query_ids[first : first + layout.max_query_length]
+        query_string_ids = query_string_ids[first : first + layout.max_query_length]
         placeholder_index -= first
     query_length = len(query_ids)
     window_length = layout.max_seq_length - query_length - 4
@@ -188,6 +196,7 @@ def append_features(
         columns["global_attention_mask"].append(
             [CLS_GLOBAL] + [QUESTION_GLOBAL] * query_length + [LOCAL] * (sequence_length - 1 - query_length)
         )
+        columns["question_string_ids"].append([-1, *query_string_ids] + [-1] * (sequence_length - 1 - query_length))
         columns["entity_ids"].append([layout.entity_mask_id] * entity_count)
         columns["entity_attention_mask"].append([1] * entity_count)
         columns["entity_token_type_ids"].append([0] * entity_count)

@@ -69,8 +69,22 @@ class DiagnosticArguments:
         default="old,new",
         metadata={"help": "Entity label row init per GESA run: 'old' (initializer_range), 'new', or a logit std."},
     )
-    seeds: str = field(default="0", metadata={"help": "Comma-separated seeds (tiny LUKE, model init, data order)."})
-    hops: str = field(default="1,2", metadata={"help": "Hop counts of the tasks (1 = control, 2, 3)."})
+    seeds: str = field(
+        default="0,1,2",
+        metadata={"help": "Comma-separated seeds (tiny LUKE, model init, data order); a verdict needs 3 or more."},
+    )
+    hops: str = field(
+        default="1,2",
+        metadata={"help": "Hop counts of the tasks (2, 3); the one-hop control (1) always runs beside them."},
+    )
+    control_em: float = field(
+        default=50.0,
+        metadata={"help": "Dev EM on the one-hop control a run must reach to count as having learned the task."},
+    )
+    curriculum_steps: int = field(
+        default=0,
+        metadata={"help": "Train this many steps on one-hop queries only, then the rest of --max_steps on all hops."},
+    )
     pairs: int = field(default=4, metadata={"help": "Chains (cities) per passage."})
     distractors: int = field(default=0, metadata={"help": "'W visited CITY.' sentences per passage."})
     train_size: int = field(default=2000, metadata={"help": "Training records (hop counts cycle)."})
@@ -103,9 +117,12 @@ class DiagnosticArguments:
         self.preset_list = names
         self.init_list = [parse_init(value) for value in self.inits.split(",")]
         self.seed_list = [int(seed) for seed in self.seeds.split(",")]
-        self.hop_list = [int(hop) for hop in self.hops.split(",")]
+        # the control beside every multi-hop task: without it a multi-hop failure cannot be read
+        self.hop_list = sorted({1, *(int(hop) for hop in self.hops.split(","))})
         if self.leave_margin < 0 or self.max_steps < self.logging_steps:
             raise SystemExit("diagnose_graph.py: --leave_margin must be >= 0 and --max_steps >= --logging_steps")
+        if not 0 <= self.curriculum_steps < self.max_steps:
+            raise SystemExit("diagnose_graph.py: --curriculum_steps must be in [0, --max_steps)")
 
 
 def parse_init(value: str) -> tuple[str, float | None]:
@@ -204,11 +221,30 @@ def exact_match_per_hop(trainer: Trainer, dev: Dataset, dev_columns: dict[str, l
     return {hop: 100.0 * sum(hits) / len(hits) for hop, hits in sorted(per_hop.items())}
 
 
-def run_one(args, luke_dir, processor, train, dev, dev_columns, preset, std, seed, workdir) -> dict[str, Any]:
+def run_one(
+    args, luke_dir, processor, train, dev, dev_columns, preset, std, seed, workdir, one_hop_train=None
+) -> dict[str, Any]:
+    """Train one model; with `--curriculum_steps`, first that many steps on `one_hop_train`, then the rest on
+    `train` (a second `Trainer` on the same model: the learning rate schedule starts again)."""
     model = convert(luke_dir, preset, std, processor, seed)
+    phases = [(train, args.max_steps)]
+    if args.curriculum_steps:
+        phases = [(one_hop_train, args.curriculum_steps), (train, args.max_steps - args.curriculum_steps)]
+    curve: list[tuple[int, float]] = []
+    start, done = time.perf_counter(), 0
+    for data, steps in phases:
+        trainer = make_trainer(args, model, processor, data, steps, seed, workdir)
+        trainer.train()
+        curve += [(done + entry["step"], entry["loss"]) for entry in trainer.state.log_history if "loss" in entry]
+        done += steps
+    seconds = time.perf_counter() - start
+    return {"curve": curve, "em": exact_match_per_hop(trainer, dev, dev_columns), "seconds": seconds}
+
+
+def make_trainer(args, model, processor, train, max_steps: int, seed: int, workdir: Path) -> Trainer:
     training_args = TrainingArguments(
         output_dir=str(workdir / "trainer"),
-        max_steps=args.max_steps,
+        max_steps=max_steps,
         per_device_train_batch_size=args.batch_size,
         per_device_eval_batch_size=64,
         learning_rate=args.learning_rate,
@@ -226,11 +262,7 @@ def run_one(args, luke_dir, processor, train, dev, dev_columns, preset, std, see
         model=model, args=training_args, train_dataset=train, data_collator=processor.get_data_collator()
     )
     trainer.remove_callback(PrinterCallback)  # the table below reports the losses
-    start = time.perf_counter()
-    trainer.train()
-    seconds = time.perf_counter() - start
-    curve = [(entry["step"], entry["loss"]) for entry in trainer.state.log_history if "loss" in entry]
-    return {"curve": curve, "em": exact_match_per_hop(trainer, dev, dev_columns), "seconds": seconds}
+    return trainer
 
 
 def leave_step(curve: list[tuple[int, float]], level: float, margin: float) -> int | None:
@@ -257,16 +289,70 @@ def summarise(args: DiagnosticArguments, runs: list[dict[str, Any]], level: floa
                 "leave_mean": sum(s if s is not None else args.max_steps + args.logging_steps for s in leaves)
                 / len(leaves),
                 "em": {hop: sum(run["em"][hop] for run in group) / len(group) for hop in hops},
+                "em_per_seed": {hop: [run["em"][hop] for run in group] for hop in hops},
+                "em_spread": {hop: spread([run["em"][hop] for run in group]) for hop in hops},
                 "seconds": sum(run["seconds"] for run in group) / len(group),
             }
         )
     return rows
 
 
+def spread(values: list[float]) -> float:
+    """Sample standard deviation over seeds (0 for one seed)."""
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((value - mean) ** 2 for value in values) / (len(values) - 1))
+
+
+MIN_SEEDS = 3
+
+
+def per_seed(row: dict[str, Any], hop: int) -> list[float] | None:
+    """A row's dev EM per seed on `hop`, or None when the row has no `hop`-hop queries."""
+    values = (row.get("em_per_seed") or {}).get(hop)
+    if values is None and hop in row["em"]:  # a results.json written before per-seed EM: the mean for every seed
+        values = [row["em"][hop]] * len(row["seeds"])
+    return values
+
+
+def unlearned_control(row: dict[str, Any], control_em: float) -> list[str]:
+    """The runs of a row (`preset s<seed>`) whose dev EM on the one-hop control is below `control_em` (all of them
+    when the control did not run)."""
+    control = per_seed(row, 1) or [-math.inf] * len(row["seeds"])
+    return [f"{row['preset']} s{seed}" for seed, em in zip(row["seeds"], control, strict=True) if em < control_em]
+
+
+def hop_verdict(row: dict[str, Any], luke: dict[str, Any] | None, hop: int, control_em: float) -> str:
+    """Does this preset answer `hop`-hop queries better than LUKE? "yes", "no", or "inconclusive (why)".
+
+    A run that has not learned the one-hop control (dev EM below `control_em`) cannot say anything about more hops:
+    any such run, of the preset or of LUKE, makes the answer "inconclusive", never "no"; so does a row with fewer
+    than `MIN_SEEDS` seeds. Otherwise "yes" when the preset's mean minus its spread over seeds lies above LUKE's
+    mean plus LUKE's spread, else "no".
+    """
+    if luke is None:
+        return "inconclusive (no luke row to compare with)"
+    compared = [row, luke]
+    for group in compared:
+        if len(group["seeds"]) < MIN_SEEDS:
+            return f"inconclusive ({group['preset']}: {len(group['seeds'])} seed(s), a verdict needs {MIN_SEEDS})"
+    unlearned = [name for group in compared for name in unlearned_control(group, control_em)]
+    if unlearned:
+        return f"inconclusive (one-hop control below {control_em:g} EM: {', '.join(unlearned)})"
+    mine, theirs = per_seed(row, hop), per_seed(luke, hop)
+    low = sum(mine) / len(mine) - spread(mine)
+    high = sum(theirs) / len(theirs) + spread(theirs)
+    return "yes" if low > high else "no"
+
+
 def print_table(args: DiagnosticArguments, rows: list[dict[str, Any]], level: float) -> None:
     hops = sorted({hop for row in rows for hop in row["em"]})
     print(f"constant-score loss H(p) = {level:.3f}; leave = first logged loss < {(1 - args.leave_margin) * level:.3f}")
-    print(f"loss every {args.logging_steps} steps, mean over the row's seeds; EM on the dev set per hop count")
+    print(
+        f"loss every {args.logging_steps} steps, mean over the row's seeds; EM on the dev set per hop count, mean ± "
+        "spread (sample std) over the seeds; 1-hop is the control"
+    )
     header = ["preset", "init", "leave@ (per seed)", *[f"EM {h}-hop" for h in hops], "s/run", "training loss"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -276,10 +362,26 @@ def print_table(args: DiagnosticArguments, rows: list[dict[str, Any]], level: fl
             for seed, step in zip(row["seeds"], row["leave_steps"], strict=True)
         )
         cells = [row["preset"], row["init"], f"{row['leave_mean']:.0f} ({leaves})"]
-        cells += [f"{row['em'][h]:.1f}" for h in hops]
+        cells += [f"{row['em'][h]:.1f} ± {spread(per_seed(row, h)):.1f}" for h in hops]
         cells += [f"{row['seconds']:.0f}", " ".join(f"{loss:.3f}" for loss in row["loss"])]
         print("| " + " | ".join(cells) + " |")
     luke = [row for row in rows if row["preset"] == "luke"]
+    multi = [hop for hop in hops if hop > 1]
+    if multi:
+        control_em = getattr(args, "control_em", 50.0)
+        print(
+            f"does the preset answer more hops than LUKE? (a run below {control_em:g} EM on the control: inconclusive)"
+        )
+        for row in rows:
+            if row["preset"] == "luke":
+                continue
+            answers = ", ".join(
+                f"{hop}-hop: {hop_verdict(row, luke[0] if luke else None, hop, control_em)}" for hop in multi
+            )
+            print(f"  {row['preset']} ({row['init']}): {answers}")
+        if luke:
+            missed = unlearned_control(luke[0], control_em)
+            print(f"  luke: one-hop control {'not learned by ' + ', '.join(missed) if missed else 'learned'}")
     if luke:  # same seed against same seed; a run that never leaves counts as leaving after the last step
         never = math.inf
         bound = {
@@ -332,6 +434,10 @@ def reprint(path: Path, output: Path) -> list[dict[str, Any]]:
         names = {f.name for f in fields(DiagnosticArguments)}
         args = DiagnosticArguments(**{k: v for k, v in saved["args"].items() if k in names and k != "from_results"})
         rows, level = saved["rows"], saved["constant_score_loss"]
+        for row in rows:  # JSON made the hop counts strings
+            for key in ("em", "em_per_seed", "em_spread"):
+                if key in row:
+                    row[key] = {int(hop): value for hop, value in row[key].items()}
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise SystemExit(
             f"diagnose_graph.py: --from_results {path}: not a results.json of this script ({error})"
@@ -365,12 +471,18 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         dev_all = processor.encode_records(dev_records)
         dev_columns = {name: dev_all[name] for name in EVAL_COLUMNS}
         dev = Dataset.from_dict({k: v for k, v in dev_all.items() if k not in EVAL_COLUMNS})
+        one_hop_train = None
+        if args.curriculum_steps:
+            one_hop = generate_records(args.train_size, [1], args.data_seed + 20_000, args.pairs, args.distractors)
+            one_hop_train = Dataset.from_dict(processor.encode_records(one_hop)).remove_columns(list(EVAL_COLUMNS))
         level = constant_score_loss(train)
         for seed in args.seed_list:
             luke_dir = build_tiny_luke(args, tokenizer, seed, workdir / f"luke-{seed}")
             for preset in args.preset_list:
                 for init, std in [("-", None)] if preset == "luke" else args.init_list:
-                    result = run_one(args, luke_dir, processor, train, dev, dev_columns, preset, std, seed, workdir)
+                    result = run_one(
+                        args, luke_dir, processor, train, dev, dev_columns, preset, std, seed, workdir, one_hop_train
+                    )
                     runs.append({"preset": preset, "init": init, "seed": seed, **result})
                     losses = " ".join(f"{loss:.3f}" for _, loss in result["curve"])
                     print(f"[seed {seed}] {preset} init={init}: EM {result['em']} loss {losses}", flush=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 
 import pytest
 from datasets import Dataset
@@ -87,3 +88,73 @@ def test_a_file_that_is_no_results_json_is_named(diagnose, tmp_path):
     (tmp_path / "results.json").write_text("{}")
     with pytest.raises(SystemExit, match="results.json"):
         diagnose.main(["--from_results", str(tmp_path / "results.json"), "--output_dir", str(tmp_path)])
+
+
+def seeded_runs(preset, control, two_hop):
+    """One run per seed with the given dev EM on the one-hop control and on two hops."""
+    return [
+        {"preset": preset, "init": "-" if preset == "luke" else "new", "seed": seed, "curve": [(10, 0.2)],
+         "em": {1: one, 2: two}, "seconds": 1.0}
+        for seed, (one, two) in enumerate(zip(control, two_hop, strict=True))
+    ]  # fmt: skip
+
+
+def rows_of(diagnose, *runs):
+    args = diagnose.DiagnosticArguments(max_steps=10, logging_steps=10)
+    rows = diagnose.summarise(args, [run for group in runs for run in group], 0.234)
+    return {row["preset"]: row for row in rows}
+
+
+def test_every_row_reports_mean_and_spread_over_its_seeds(diagnose):
+    rows = rows_of(diagnose, seeded_runs("full", [48.0, 47.3, 98.0], [20.0, 27.0, 24.0]))
+    full = rows["full"]
+    assert full["em"][1] == pytest.approx((48.0 + 47.3 + 98.0) / 3)
+    assert full["em_per_seed"][1] == [48.0, 47.3, 98.0]
+    assert full["em_spread"][1] == pytest.approx(statistics.stdev([48.0, 47.3, 98.0]))
+    assert diagnose.spread([25.0]) == 0.0
+
+
+def test_a_run_that_has_not_learned_the_control_makes_the_answer_inconclusive_never_no(diagnose):
+    # the issue's runs at 1,000 steps: neither full (22.5) nor luke (24.0) had learned the one-hop control
+    rows = rows_of(
+        diagnose,
+        seeded_runs("full", [22.5, 70.0, 80.0], [25.0, 25.0, 25.0]),
+        seeded_runs("luke", [24.0] * 3, [25.0] * 3),
+    )
+    answer = diagnose.hop_verdict(rows["full"], rows["luke"], 2, control_em=50.0)
+    assert answer.startswith("inconclusive") and "full s0" in answer and "luke s0, luke s1, luke s2" in answer
+    assert diagnose.unlearned_control(rows["luke"], 20.0) == []
+
+
+def test_a_verdict_needs_three_seeds_and_a_luke_row(diagnose):
+    rows = rows_of(
+        diagnose, seeded_runs("full", [90.0, 90.0], [60.0, 60.0]), seeded_runs("luke", [90.0] * 2, [25.0] * 2)
+    )
+    assert diagnose.hop_verdict(rows["full"], rows["luke"], 2, 50.0).startswith("inconclusive (full: 2 seed(s)")
+    assert diagnose.hop_verdict(rows["full"], None, 2, 50.0).startswith("inconclusive (no luke row")
+
+
+def test_with_the_control_learned_yes_needs_the_spreads_apart(diagnose):
+    luke = seeded_runs("luke", [90.0, 95.0, 92.0], [24.0, 26.0, 25.0])
+    ahead = rows_of(diagnose, seeded_runs("full", [96.0, 97.0, 98.0], [60.0, 64.0, 58.0]), luke)
+    assert diagnose.hop_verdict(ahead["full"], ahead["luke"], 2, 50.0) == "yes"
+    noisy = rows_of(diagnose, seeded_runs("full", [96.0, 97.0, 98.0], [20.0, 45.0, 27.0]), luke)
+    assert diagnose.hop_verdict(noisy["full"], noisy["luke"], 2, 50.0) == "no"
+
+
+def test_the_control_always_runs_and_the_curriculum_fits_in_the_steps(diagnose):
+    assert diagnose.DiagnosticArguments(hops="2").hop_list == [1, 2]
+    assert diagnose.DiagnosticArguments(seeds="0,1,2").seed_list == [0, 1, 2]
+    with pytest.raises(SystemExit, match="curriculum_steps"):
+        diagnose.DiagnosticArguments(max_steps=100, curriculum_steps=100)
+
+
+@pytest.mark.slow
+def test_a_curriculum_run_logs_one_curve_over_both_phases(diagnose, tmp_path, capsys):
+    rows = diagnose.main(
+        ["--presets", "luke,full", "--inits", "new", "--seeds", "0", "--max_steps", "4", "--curriculum_steps", "2",
+         "--logging_steps", "2", "--train_size", "32", "--eval_size", "8", "--hidden_size", "32",
+         "--num_hidden_layers", "1", "--output_dir", str(tmp_path)]
+    )  # fmt: skip
+    assert all(row["steps"] == [2, 4] and set(row["em"]) == {1, 2} for row in rows)
+    assert "2-hop: inconclusive" in capsys.readouterr().out
