@@ -203,7 +203,8 @@ class XhConfig(GesaConfig):
             self.xh_hop_dropout = self.attention_probs_dropout_prob
         self.backbone = xh_backbone(self.backbone, self.ablation, self.use_relative_labels,
                                     self.use_absolute_position_embeddings)  # fmt: skip
-        if self.backbone == "luke":
+        luke_fields = self.use_absolute_position_embeddings and not self.use_relative_labels
+        if self.backbone == "luke" and not (self.ablation is None and luke_fields):
             self.ablation = "luke"  # the preset then sets (and checks) the fields that make the backbone LUKE
         super().__post_init__(**kwargs)
 
@@ -219,7 +220,11 @@ class XhConfig(GesaConfig):
                 f"XhConfig.hidden_size={self.hidden_size} must be a multiple of "
                 f"xh_num_hop_attention_heads={self.xh_num_hop_attention_heads}."
             )
-        if (self.backbone == "luke") != (self.ablation == "luke"):
+        # ablation=None after a preset keeps its fields as a custom combination: LUKE's, if they are LUKE's
+        luke_fields = self.ablation == "luke" or (
+            self.ablation is None and self.use_absolute_position_embeddings and not self.use_relative_labels
+        )
+        if (self.backbone == "luke" and not luke_fields) or (self.backbone == "gesa" and self.ablation == "luke"):
             raise ValueError(
                 f"XhConfig.backbone={self.backbone!r} does not fit ablation={self.ablation!r}: the LUKE backbone is "
                 "exactly the ablation='luke' preset. Set backbone='gesa' for a GESA ablation, or backbone='luke' "

@@ -141,7 +141,9 @@ class MarkedEntityTaskProcessor(EntityTaskProcessor):
         """New marker token id -> id of the token whose embedding initialises it (``@``, ``#``)."""
         return dict(self._sources)
 
-    def _encode(self, tokens: Sequence[str], spans: Sequence[tuple[int, int]], entities: Sequence[str]) -> dict:
+    def _encode(
+        self, tokens: Sequence[str], spans: Sequence[tuple[int, int]], entities: Sequence[str], example_id: str = ""
+    ) -> dict:
         marked: list[str] = []
         order = sorted(range(len(spans)), key=lambda i: spans[i][0])
         cursor, new_spans = 0, [None] * len(spans)
@@ -153,7 +155,7 @@ class MarkedEntityTaskProcessor(EntityTaskProcessor):
             marked += [*tokens[start:end], closing]
             cursor = end
         marked += tokens[cursor:]
-        feature = super()._encode(marked, new_spans, entities)
+        feature = super()._encode(marked, new_spans, entities, example_id)
         return dict(feature, marker_positions=marker_positions(feature["input_ids"], self.tokenizer, self.pairs))
 
     def collate(self, features: Sequence[dict]) -> dict[str, torch.Tensor]:

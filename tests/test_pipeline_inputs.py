@@ -198,7 +198,7 @@ def test_damaged_processor_config_is_named(checkpoint, tmp_path):
     with pytest.raises(ValueError, match=r"processor_config\.json: not valid JSON"):
         pipeline(model=str(folder), trust_remote_code=True)
     config.write_text(json.dumps({**settings_, "max_seq_length": "96"}))
-    with pytest.raises(ValueError, match=r"processor_config\.json: GesaProcessor: max_seq_length must be an integer"):
+    with pytest.raises(ValueError, match=r"processor_config\.json: 'max_seq_length' must be an integer"):
         pipeline(model=str(folder), trust_remote_code=True)
 
 

@@ -161,8 +161,9 @@ def names_a_window_candidate(feature: dict) -> bool:
     return bool({s for s in feature["question_string_ids"] if s >= 0} & set(feature["entity_string_ids"]))
 
 
-def compare_presets(full, without, processor, records) -> dict[str, int]:
-    """Run both presets on every window; equal logits exactly on windows whose query names none of its candidates."""
+def compare_presets(full, without, processor, records, minimum: float = CLEARLY_DIFFERENT) -> dict[str, int]:
+    """Run both presets on every window; equal logits exactly on windows whose query names none of its candidates,
+    logits apart by more than ``minimum`` on the others."""
     collate = processor.get_data_collator()
     seen = {"named": 0, "not_named": 0, "opens": 0}
     for feature in features_of(processor.encode_records(records)):
@@ -173,7 +174,7 @@ def compare_presets(full, without, processor, records) -> dict[str, int]:
         candidates = batch["entity_attention_mask"].bool() & ~batch["placeholder_entity_mask"].bool()
         difference = (a - b)[candidates].abs().max().item()
         if names_a_window_candidate(feature):
-            assert difference > CLEARLY_DIFFERENT, feature["example_id"]
+            assert difference > minimum, feature["example_id"]
             seen["named"] += 1
             seen["opens"] += feature["question_string_ids"][1] in feature["entity_string_ids"]
         else:
@@ -215,7 +216,9 @@ def test_held_out_real_record_queries(roberta_luke_dir):
     processor = GesaProcessor(tokenizer, max_seq_length=256, doc_stride=128, max_query_length=64)
     records = [record for name in HELD_OUT_FILES for record in read_jsonl(RECORD_DIR / name)]
     full, without = one_set_of_weights(roberta_luke_dir, processor)
-    seen = compare_presets(full, without, processor, records)
+    # same weights and inputs give bitwise-equal logits, so any difference is the question links' (on long real
+    # passages a random tiny model's links move the logits by as little as ~1e-6)
+    seen = compare_presets(full, without, processor, records, minimum=0.0)
     assert seen["named"] >= 20 and seen["not_named"] >= 20 and seen["opens"] >= 2, seen
 
 

@@ -96,11 +96,15 @@ def test_backbone_contradictions_are_refused(kwargs, message):
         XhConfig(**kwargs)
 
 
-def test_dropping_the_luke_preset_after_construction_is_refused():
+def test_dropping_the_luke_preset_keeps_luke_fields_and_refuses_gesa_ones():
+    """`ablation = None` keeps the preset's fields as a custom combination (as for every config): still LUKE's
+    backbone; a GESA-only field on it is then refused."""
     config = XhConfig()
+    config.ablation = None
+    assert config.backbone == "luke" and config.use_absolute_position_embeddings and not config.use_relative_labels
     with pytest.raises(Exception, match="backbone='luke' does not fit ablation=None"):
-        config.ablation = None
-    assert config.ablation == "luke"
+        config.use_relative_labels = True
+    assert not config.use_relative_labels
 
 
 def test_xh_variant_converts_luke_with_the_luke_backbone_by_default(tiny_luke_dir):
