@@ -67,8 +67,8 @@ from .processing_entity import NO_ENTITY, EntityTaskProcessor, char_spans, decod
 from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, first_output
-from .training_gesa import ScriptArgumentError, write_json_atomically
-from .training_models import hub_kwargs
+from .training_gesa import ScriptArgumentError, checkpoint_config, write_json_atomically
+from .training_models import check_config_fields, check_config_values, hub_kwargs, load_run_tokenizer
 from .training_tokenizer import SPECIAL_ENTITIES, special_entity_rows
 
 
@@ -152,6 +152,7 @@ class EntityTask(Task):
             raise ScriptArgumentError(
                 "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this script"
             )
+        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         try:
             model, tokenizer, labels = load_model_and_tokenizer(
@@ -304,6 +305,40 @@ def build_task_model(
             **overrides,
         )
     return spec.from_checkpoint(name_or_path, hub=hub)
+
+
+def check_entity_checkpoint(model_args: Any, spec: Any) -> None:
+    """``--model_name_or_path`` and the tokenizer checked before any weight loads: the config's fields and values
+    (``check_config_fields`` / ``check_config_values``), a trained head's classes (``id2label``: ids 0 .. n-1, none
+    missing) and the tokenizer (``load_run_tokenizer``, naming ``--tokenizer_name`` when it is the one at fault)."""
+    path = model_args.model_name_or_path
+    config = checkpoint_config(path, "a LUKE or a run_entity_tasks.py", **hub_kwargs(model_args))
+    check_config_fields(path, config)
+    if config.get("model_type") == spec.config_class.model_type:
+        check_config_values(path, config, spec.config_class)
+        check_id2label(path, config.get("id2label"))
+    load_run_tokenizer(model_args, path, config)
+
+
+def check_id2label(path: str, id2label: Any) -> None:
+    """A trained head's ``config.id2label`` must name every class id ``0 .. n-1`` (n >= 1)."""
+    fix = "save the model again, or give a LUKE checkpoint with --do_train to train a new head"
+    if not isinstance(id2label, dict) or not id2label:
+        raise ScriptArgumentError(f"--model_name_or_path {path}: its config.json has no id2label (the head's classes); "
+                                  f"{fix}")  # fmt: skip
+    try:
+        ids = sorted(int(key) for key in id2label)
+    except (TypeError, ValueError):
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path}: its config.json's id2label has keys that are not class ids "
+            f"({sorted(map(str, id2label))[:4]}); {fix}"
+        ) from None
+    if ids != list(range(len(ids))):
+        missing = sorted(set(range(max(ids) + 1)) - set(ids))[:4]
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path}: its config.json's id2label skips class ids {missing} (it must number the "
+            f"classes 0 .. n-1); {fix}"
+        )
 
 
 def checkpoint_labels(model: PreTrainedModel) -> list[str]:
@@ -606,6 +641,7 @@ class PretrainTask(Task):
     ) -> LoadedModel:
         if model_args.model_name_or_path is None:
             raise ScriptArgumentError("--model_name_or_path is needed: the LUKE checkpoint to pre-train further")
+        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         try:
             model, tokenizer, _ = load_model_and_tokenizer(
@@ -650,6 +686,8 @@ __all__ = [
     "PretrainingProcessor",
     "build_pretraining_model",
     "build_task_model",
+    "check_entity_checkpoint",
+    "check_id2label",
     "check_luke_tokenizer",
     "checkpoint_labels",
     "decode_relations",

@@ -45,7 +45,6 @@ from datasets import Dataset
 
 from .configuration_variants import XhConfig
 from .inputs_gesa import InputError
-from .loading_gesa import load_tokenizer
 from .modeling_xh import XhForFactVerification
 from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA, decode_fever
 from .processing_xh_tasks import XhTaskProcessor
@@ -62,7 +61,7 @@ from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_base import LoadedModel, Task, concat_padded
 from .tasks_multihop import entity_rows
 from .training_gesa import ScriptArgumentError, write_json_atomically, write_text_atomically
-from .training_models import build_variant_model, check_model_source, hub_kwargs
+from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer
 
 # the outputs the decoders do not read (per-term losses, states): left out of what Trainer gathers
 XH_IGNORED_OUTPUTS = ("relevance_loss", "span_loss", "answer_type_loss", "supporting_loss", "hub_states",
@@ -115,11 +114,14 @@ class XhTask(Task):
         hub = hub_kwargs(model_args)
         path = model_args.model_name_or_path
         config = check_model_source(path, spec, f"--task {self.name} --variant {model_args.variant}", **hub)
-        tokenizer = load_tokenizer(model_args.tokenizer_name or path, cache_dir=model_args.cache_dir)
+        tokenizer = load_run_tokenizer(model_args, path, config)
         try:
             processor = self.make_processor(tokenizer, data_args)
-        except (InputError, ValueError) as error:
-            raise ScriptArgumentError(str(error).splitlines()[0]) from None
+        except (InputError, ValueError) as error:  # the processor names its settings: say which flags set them
+            raise ScriptArgumentError(
+                f"--max_seq_length {data_args.max_seq_length} (the processor's max_node_length, tokens per node) with "
+                f"--max_query_length {data_args.max_query_length}: {str(error).splitlines()[0]}"
+            ) from None
         overrides = dict(self.config_overrides())
         if model_args.ablation is not None:
             overrides["ablation"] = model_args.ablation
@@ -250,6 +252,7 @@ class FeverTask(XhTask):
     )
     unit: str = "claims"
     item: str = "claim"
+    reference_name: str = "label"
     default_max_nodes: int | None = 5  # the paper's five retrieved sentences
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
@@ -258,6 +261,12 @@ class FeverTask(XhTask):
             raise ScriptArgumentError(
                 "--task fever needs --wiki_pages (the wiki-pages JSON-lines files holding the evidence)"
             )
+
+    def featurise_hint(self, data_args: Any) -> str:
+        return (
+            f" (check that --wiki_pages {data_args.wiki_pages} holds every page and line the claims' evidence and "
+            "predicted_pages / predicted_sentences name, as [page, line] pairs)"
+        )
 
     def config_overrides(self) -> dict[str, Any]:
         return {
