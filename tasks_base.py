@@ -226,6 +226,8 @@ class TaskEvaluator:
 
     def __call__(self, eval_prediction: EvalPrediction) -> dict[str, float]:
         outputs = eval_prediction.predictions
+        if self.task.ragged_outputs:  # per-batch outputs (eval_do_concat_batches=False): one padded array each
+            outputs = concat_padded(outputs)
         first = outputs[0] if isinstance(outputs, tuple | list) else outputs
         if len(first) != len(self.features):
             raise RuntimeError(f"got outputs for {len(first)} features, expected {len(self.features)}")

@@ -33,6 +33,8 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 from __future__ import annotations
 
 import dataclasses
+import json
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -674,6 +676,62 @@ class PretrainTask(Task):
 PRETRAIN = PretrainTask()
 
 
+# ----------------------------------------------------------------------------------------------- the embedded samples
+
+_FIRST = ["Ana", "Bram", "Cleo", "Dario", "Edda", "Femi", "Goran", "Hana", "Ivo", "Jana", "Kofi", "Lena"]
+_LAST = ["Velmor", "Kastrel", "Dunabo", "Rinost", "Lambre", "Sartho", "Quilnes", "Morvel"]
+_TOWNS = ["Ostrel", "Velkas", "Brenmor", "Tholam", "Quildun", "Nesabo", "Rinsar", "Kasvel"]
+_FIRMS = ["Acmora", "Dunlake", "Velcom", "Ostware", "Brisktel", "Marlow"]
+_TITLES = ["engineer", "director", "teacher", "pilot"]
+
+
+def make_entity_sample(task: str, count: int, seed: int = 0) -> str:
+    """``count`` invented examples of ``task`` as the text of its public file: Open Entity crowd JSON lines
+    (``entity_typing``: a person, a town or a firm, with its coarse and fine types), a TACRED JSON list
+    (``relation_classification``: ``per:title``, ``org:founded_by``, ``no_relation``) or a CoNLL-2003 column file
+    (``ner``: PER / LOC / ORG spans; sentences of at most 7 words, whose candidate spans fit LUKE's 32 entities)."""
+    rng = random.Random(seed)
+    rows: list[Any] = []
+    for index in range(count):
+        person, town, firm = f"{rng.choice(_FIRST)} {rng.choice(_LAST)}", rng.choice(_TOWNS), rng.choice(_FIRMS)
+        kind = index % 3
+        if task == "entity_typing":
+            left, mention, right, types = [
+                (["Yesterday", ","], person, ["opened", "the", "bridge", "."], ["person"]),
+                (["They", "flew", "to"], town, ["for", "the", "summit", "."], ["location", "city"]),
+                ([], firm, ["reported", "record", "profits", "."], ["organization", "company"]),
+            ][kind]
+            rows.append({"annot_id": f"oe-{seed}-{index}", "left_context_token": left, "mention_span": mention,
+                         "right_context_token": right, "y_str": types})  # fmt: skip
+        elif task == "relation_classification":
+            name = person.split()
+            tokens, subj, obj, relation, types = [
+                ([*name, ",", "the", rng.choice(_TITLES), ",", "resigned", "."], (0, 1), (4, 4), "per:title",
+                 ("PERSON", "TITLE")),
+                ([firm, "was", "founded", "by", *name, "in", "1990", "."], (0, 0), (4, 5), "org:founded_by",
+                 ("ORGANIZATION", "PERSON")),
+                ([*name, "visited", town, "last", "week", "."], (0, 1), (3, 3), "no_relation", ("PERSON", "CITY")),
+            ][kind]  # fmt: skip
+            rows.append({"id": f"tacred-{seed}-{index}", "relation": relation, "token": tokens,
+                         "subj_start": subj[0], "subj_end": subj[1], "obj_start": obj[0], "obj_end": obj[1],
+                         "subj_type": types[0], "obj_type": types[1]})  # fmt: skip
+        elif task == "ner":
+            first, last = person.split()
+            rows.append([
+                [(first, "B-PER"), (last, "I-PER"), ("visits", "O"), (town, "B-LOC"), (".", "O")],
+                [(first, "B-PER"), ("works", "O"), ("for", "O"), (firm, "B-ORG"), (".", "O")],
+                [("Mayor", "O"), (first, "B-PER"), (last, "I-PER"), ("left", "O"), (town, "B-LOC"), (".", "O")],
+            ][kind])  # fmt: skip
+        else:
+            raise ValueError(f"no embedded sample for task {task!r}; choose one of {sorted(ENTITY_TASKS)}")
+    if task == "entity_typing":
+        return "".join(json.dumps(row) + "\n" for row in rows)
+    if task == "relation_classification":
+        return json.dumps(rows, indent=1) + "\n"
+    sentences = ["\n".join(f"{word} X X {tag}" for word, tag in sentence) for sentence in rows]
+    return "-DOCSTART- -X- -X- O\n\n" + "\n\n".join(sentences) + "\n"
+
+
 __all__ = [
     "ENTITY_TASKS",
     "NO_ENTITY",
@@ -694,6 +752,7 @@ __all__ = [
     "decode_spans",
     "decode_types",
     "encode_pretraining",
+    "make_entity_sample",
     "load_model_and_tokenizer",
     "mention_spans",
     "pretraining_entity_rows",

@@ -32,6 +32,7 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 from __future__ import annotations
 
 import json
+import random
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -354,4 +355,94 @@ def xh_task_config(task: XhTask, hop_attention: bool = True, **kwargs: Any) -> X
     return XhConfig(**overrides)
 
 
-__all__ = ["FEVER", "HOTPOTQA", "FeverTask", "HotpotQATask", "XhTask", "xh_task_config"]
+# ----------------------------------------------------------------------------------------- the embedded samples
+
+_SYLLABLES = ["vel", "mor", "kas", "trel", "dun", "abo", "rin", "ost", "lam", "bre", "sar", "tho", "quil", "nes"]
+_COUNTRIES = ["France", "Italy", "Spain", "Norway", "Poland", "Greece", "Portugal", "Austria", "Denmark", "Chile"]
+_JOBS = ["writer", "painter", "sailor", "farmer", "doctor", "singer"]
+
+
+def _invented_name(rng: random.Random, parts: int = 2, used: set[str] | None = None) -> str:
+    """A capitalised name of ``parts`` syllables, one not in ``used`` (which then holds it)."""
+    used = set() if used is None else used
+    while True:
+        name = "".join(rng.choice(_SYLLABLES) for _ in range(parts)).capitalize()
+        if name not in used:
+            used.add(name)
+            return name
+
+
+def make_hotpot_sample(count: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``count`` invented HotpotQA distractor questions in the official layout (``_id``, ``question``, ``answer``,
+    ``type``, ``supporting_facts``, ``context``): bridge questions (the country of a person's birth town: two hops,
+    a span answer) and comparison questions (are two people both <job>: yes / no), each with a distractor paragraph."""
+    rng = random.Random(seed)
+    rows = []
+    for index in range(count):
+        used: set[str] = set()  # the titles of one question's paragraphs differ
+        person = f"{_invented_name(rng, 2, used)} {_invented_name(rng, 2, used)}"
+        other, town = _invented_name(rng, 3, used), _invented_name(rng, 2, used)
+        country, job = rng.choice(_COUNTRIES), rng.choice(_JOBS)
+        noise = [
+            f"{_invented_name(rng, 2, used)} Hall",
+            [f"It is an old hall with {rng.randint(2, 9)} doors.", " Nothing more."],
+        ]
+        if index % 2 == 0:
+            rows.append({"_id": f"hotpot-{seed}-{index}", "type": "bridge", "answer": country,
+                         "question": f"In which country is the town where {person} was born?",
+                         "supporting_facts": [[person, 0], [town, 1]],
+                         "context": [[person, [f"{person} was born in {town}.", f" {person} was a {job}."]],
+                                     [town, [f"{town} is a small town.", f" It lies in {country}."]], noise]})  # fmt: skip
+        else:
+            same = rng.random() < 0.5
+            other_job = job if same else rng.choice([j for j in _JOBS if j != job])
+            rows.append({"_id": f"hotpot-{seed}-{index}", "type": "comparison", "answer": "yes" if same else "no",
+                         "question": f"Were {person} and {other} both {job}s?",
+                         "supporting_facts": [[person, 1], [other, 0]],
+                         "context": [[person, [f"{person} was born in {town}.", f" {person} was a {job}."]],
+                                     [other, [f"{other} was a {other_job}.", f" {other} lived in {country}."]],
+                                     noise]})  # fmt: skip
+    return rows
+
+
+def make_fever_sample(count: int, seed: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``count`` invented FEVER claims in the shared task's layout and the wiki pages that hold their evidence
+    (``{"id", "text", "lines"}`` rows, as the wiki-pages dump): per invented town a SUPPORTS, a REFUTES and a NOT
+    ENOUGH INFO claim."""
+    rng = random.Random(seed)
+    claims, pages, towns = [], [], set()
+    for index in range((count + 2) // 3):
+        town, country = _invented_name(rng, 2, towns), rng.choice(_COUNTRIES)
+        wrong = rng.choice([c for c in _COUNTRIES if c != country])
+        lines = [f"{town} is a town in {country}.", f"{town} has {rng.randint(2, 9)} bridges."]
+        pages.append(
+            {"id": town, "text": " ".join(lines), "lines": "\n".join(f"{n}\t{t}" for n, t in enumerate(lines))}
+        )
+        evidence = [[[index, 3 * index, town, 0]]]
+        claims += [
+            {"id": 3 * index, "claim": f"{town} is in {country}.", "label": "SUPPORTS", "evidence": evidence},
+            {"id": 3 * index + 1, "claim": f"{town} is in {wrong}.", "label": "REFUTES", "evidence": evidence},
+            {"id": 3 * index + 2, "claim": f"{town} has a famous zoo.", "label": "NOT ENOUGH INFO",
+             "evidence": [[[index, None, None, None]]]},
+        ]  # fmt: skip
+    return claims[:count], pages
+
+
+def write_json_lines(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> Path:
+    """``rows`` as JSON lines (FEVER claims, wiki pages)."""
+    path = Path(path)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+__all__ = [
+    "FEVER",
+    "HOTPOTQA",
+    "FeverTask",
+    "HotpotQATask",
+    "XhTask",
+    "make_fever_sample",
+    "make_hotpot_sample",
+    "write_json_lines",
+    "xh_task_config",
+]
