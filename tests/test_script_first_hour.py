@@ -104,7 +104,7 @@ def test_fever_demo_trains_offline_and_its_folder_answers_through_its_own_pipeli
     [
         ("entity_typing", "Open Entity 12 mentions: micro F1 ", "EntityTypingPipeline"),
         ("relation_classification", "TACRED 12 sentences: micro F1 ", "RelationClassificationPipeline"),
-        ("ner", "CoNLL-2003 12 sentences: span F1 ", None),
+        ("ner", "CoNLL-2003 12 sentences: span F1 ", "EntitySpanClassificationPipeline"),
         ("pretrain", "Pre-training 12 sentences: loss ", None),
     ],
 )
@@ -118,6 +118,10 @@ def test_entity_task_demos_train_offline_and_say_how_they_did(tmp_path, capsys, 
 
         answer = transformers.pipeline(model=str(output_dir), trust_remote_code=True)
         assert type(answer).__name__ == pipeline_class
+        if task == "ner":  # word spans, as run_entity_tasks.py's predictions, each with its type and probability
+            spans = answer({"tokens": ["Ana", "Velmor", "visits", "Ostrel", "."]})
+            assert all(set(span) == {"start", "end", "words", "type", "score"} for span in spans), spans
+            assert all(0 <= span["start"] < span["end"] <= 5 and 0 < span["score"] <= 1 for span in spans), spans
 
 
 @pytest.mark.slow
