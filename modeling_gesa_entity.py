@@ -284,6 +284,7 @@ class GesaForEntitySpanClassification(GesaEntityHeadBase):
 
     luke_class_name = "LukeForEntitySpanClassification"
     task_entities = "one entity per candidate span"
+    pipeline = PipelineSpec("entity-span-classification", "pipeline_entity.EntitySpanClassificationPipeline")
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

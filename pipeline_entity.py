@@ -19,6 +19,10 @@
 * ``RelationClassificationPipeline`` (``"relation-classification"``): ``{"text", "head_span", "tail_span"}`` ->
   ``[{"relation", "score"}, ...]``, every relation with its probability (softmax), best first (``top_k`` keeps the
   first k).
+* ``EntitySpanClassificationPipeline`` (``"entity-span-classification"``): a sentence (a string, split at spaces, or
+  ``{"tokens": [...]}``) -> ``[{"start", "end", "words", "type", "score"}, ...]``, the named entities of a
+  ``GesaForEntitySpanClassification`` (NER) as word spans (end exclusive), decoded as ``run_entity_tasks.py`` decodes
+  them (every candidate span scored, LUKE's greedy choice of the best non-overlapping ones).
 
 The mention is the ``[MASK]`` entity (the tail: ``[MASK2]``) with GESA's graph inputs (``processing_entity.graph_inputs``:
 one sentence, equal mention texts matched), exactly as ``run_entity_tasks.py`` trains (KAR/ERNIE checkpoints add their
@@ -35,18 +39,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import torch
-from transformers import AutoModelForSequenceClassification
+from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .pipeline_base_gesa import TokenizerPipeline
-from .processing_entity import encode_within, graph_inputs
+from .processing_entity import EntityTaskProcessor, decode_ner, encode_within, graph_inputs
 from .processing_entity_markers import input_format_of, mark_text, marker_positions, markers_of
 
 ENTITY_TYPING_TASK = "entity-typing"
 RELATION_CLASSIFICATION_TASK = "relation-classification"
+ENTITY_SPANS_TASK = "entity-span-classification"
 
 
 def _text(inputs: Any, task: str, fields: Sequence[str]) -> str:
@@ -195,16 +201,73 @@ class RelationClassificationPipeline(_EntityPipeline):
         return [{"relation": label, "score": score} for score, label in ranked[:top_k]]
 
 
-# `pipeline("entity-typing", model=...)` / `pipeline("relation-classification", model=...)` once imported
-for _task, _cls in (
-    (ENTITY_TYPING_TASK, EntityTypingPipeline),
-    (RELATION_CLASSIFICATION_TASK, RelationClassificationPipeline),
+class EntitySpanClassificationPipeline(TokenizerPipeline):
+    """Named entities of one sentence from a ``GesaForEntitySpanClassification`` (module docstring): the candidate
+    spans and their features are the checkpoint's ``EntityTaskProcessor``'s (its saved ``max_span_length`` /
+    ``max_entities``), so the pipeline scores exactly the spans ``run_entity_tasks.py`` evaluated."""
+
+    def __init__(self, *args: Any, processor: EntityTaskProcessor | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        labels = [self.model.config.id2label[i] for i in range(self.model.config.num_labels)]
+        self.processor = processor or EntityTaskProcessor.from_checkpoint(
+            self.tokenizer, self.model.config._name_or_path, task="ner", label_names=labels, max_length=512
+        )
+
+    def _sanitize_parameters(self, **kwargs: Any) -> tuple[dict, dict, dict]:
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}: unknown argument(s) {sorted(kwargs)}")
+        return {}, {}, {}
+
+    def preprocess(self, inputs: Any) -> dict[str, Any]:
+        tokens = (
+            inputs.split()
+            if isinstance(inputs, str)
+            else inputs.get("tokens")
+            if isinstance(inputs, Mapping)
+            else None
+        )
+        if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) and t.strip() for t in tokens):
+            raise ValueError(
+                f"{ENTITY_SPANS_TASK}: give a sentence (a non-empty string) or {{'tokens': [words]}}, got {inputs!r}"
+            )
+        example = SimpleNamespace(id="input", tokens=tokens, spans=[])  # a NerExample without gold spans
+        return {"tokens": tokens, "features": self.processor.encode(example)}
+
+    def _forward(self, model_inputs: dict[str, Any]) -> dict[str, Any]:
+        logits = []
+        for feature in model_inputs["features"]:
+            batch = self.processor.collate([feature])
+            batch.pop("labels")
+            logits.append(torch.softmax(self.model(**batch).logits[0].float(), dim=-1))
+        return {**model_inputs, "probabilities": logits}
+
+    def postprocess(self, model_outputs: dict[str, Any]) -> list[dict[str, Any]]:
+        features, probabilities = model_outputs["features"], model_outputs["probabilities"]
+        labels = self.processor.label_names
+        scores = {tuple(span): row for feature, rows in zip(features, probabilities, strict=True)
+                  for span, row in zip(feature["spans"], rows, strict=False)}  # fmt: skip
+        tokens = model_outputs["tokens"]
+        return [
+            {"start": start, "end": end, "words": " ".join(tokens[start:end]), "type": kind,
+             "score": float(scores[(start, end)][labels.index(kind)])}
+            for start, end, kind in decode_ner(features, probabilities, labels, 1)[0]
+        ]  # fmt: skip
+
+
+# `pipeline("entity-typing", model=...)`, `pipeline("relation-classification", model=...)`,
+# `pipeline("entity-span-classification", model=...)` once imported
+for _task, _cls, _auto in (
+    (ENTITY_TYPING_TASK, EntityTypingPipeline, AutoModelForSequenceClassification),
+    (RELATION_CLASSIFICATION_TASK, RelationClassificationPipeline, AutoModelForSequenceClassification),
+    (ENTITY_SPANS_TASK, EntitySpanClassificationPipeline, AutoModelForTokenClassification),
 ):
     if _task not in PIPELINE_REGISTRY.supported_tasks:  # the first import wins (the package's or a checkpoint's copy)
-        PIPELINE_REGISTRY.register_pipeline(_task, _cls, pt_model=AutoModelForSequenceClassification)
+        PIPELINE_REGISTRY.register_pipeline(_task, _cls, pt_model=_auto)
 
 __all__ = [
+    "ENTITY_SPANS_TASK",
     "ENTITY_TYPING_TASK",
+    "EntitySpanClassificationPipeline",
     "RELATION_CLASSIFICATION_TASK",
     "EntityTypingPipeline",
     "RelationClassificationPipeline",

@@ -79,7 +79,8 @@ class Task(ABC):
         heads: ``--variant`` -> head class.
         metric_for_best_model: the main metric (no ``eval_`` prefix); it leads the summary line.
         metric_names: how the summary line names the metrics it prints (``{"exact_match": "exact match"}``).
-        unit: what the examples are (``queries``, ``claims``, ``sentences``): the summary line; ``item``: one of them.
+        unit: what the examples are (``queries``, ``claims``, ``sentences``): the summary line; ``item``: one of them;
+            ``reference_name``: what its gold answer is called in the data (FEVER: ``label``), for messages.
         remove_unused_columns: whether ``Trainer`` drops the feature columns the model's ``forward`` does not take
             (``False`` where the collator reads them).
         scores_predictions: whether evaluation decodes and scores predictions (pre-training: the loss only).
@@ -99,6 +100,7 @@ class Task(ABC):
     metric_names: Mapping[str, str] = field(default_factory=dict)
     unit: str = "examples"
     item: str = "example"
+    reference_name: str = "answer"
     remove_unused_columns: bool = True
     scores_predictions: bool = True
     no_feature_hint: str = "every example was cut or skipped"
@@ -160,6 +162,10 @@ class Task(ABC):
     @abstractmethod
     def featurise(self, processor: Any, examples: Any, split: str, data_args: Any) -> Dataset:
         """The model features of a split (a query may give several, e.g. one per window), as a ``Dataset``."""
+
+    def featurise_hint(self, data_args: Any) -> str:
+        """What to check when a record cannot be featurised (appended to the error; ``""``: nothing to add)."""
+        return ""
 
     def card_kwargs(self, model_args: Any, data_args: Any, args: Any, files: Mapping[str, Path]) -> dict[str, Any]:
         """What ``write_model_card`` needs besides the output folder."""

@@ -34,6 +34,8 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 from __future__ import annotations
 
 import dataclasses
+import json
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,8 +75,8 @@ from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, first_output
 from .tasks_kb import attach_knowledge_files, knowledge_candidates
-from .training_gesa import ScriptArgumentError, write_json_atomically
-from .training_models import hub_kwargs
+from .training_gesa import ScriptArgumentError, checkpoint_config, write_json_atomically
+from .training_models import check_config_fields, check_config_values, hub_kwargs, load_run_tokenizer
 from .training_tokenizer import SPECIAL_ENTITIES, special_entity_rows
 
 logger = logging.get_logger(__name__)
@@ -170,6 +172,7 @@ class EntityTask(Task):
             raise ScriptArgumentError(
                 "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this script"
             )
+        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         try:
             model, tokenizer, labels = load_model_and_tokenizer(
@@ -340,6 +343,40 @@ def build_task_model(
             **overrides,
         )
     return spec.from_checkpoint(name_or_path, hub=hub)
+
+
+def check_entity_checkpoint(model_args: Any, spec: Any) -> None:
+    """``--model_name_or_path`` and the tokenizer checked before any weight loads: the config's fields and values
+    (``check_config_fields`` / ``check_config_values``), a trained head's classes (``id2label``: ids 0 .. n-1, none
+    missing) and the tokenizer (``load_run_tokenizer``, naming ``--tokenizer_name`` when it is the one at fault)."""
+    path = model_args.model_name_or_path
+    config = checkpoint_config(path, "a LUKE or a run_entity_tasks.py", **hub_kwargs(model_args))
+    check_config_fields(path, config)
+    if config.get("model_type") == spec.config_class.model_type:
+        check_config_values(path, config, spec.config_class)
+        check_id2label(path, config.get("id2label"))
+    load_run_tokenizer(model_args, path, config)
+
+
+def check_id2label(path: str, id2label: Any) -> None:
+    """A trained head's ``config.id2label`` must name every class id ``0 .. n-1`` (n >= 1)."""
+    fix = "save the model again, or give a LUKE checkpoint with --do_train to train a new head"
+    if not isinstance(id2label, dict) or not id2label:
+        raise ScriptArgumentError(f"--model_name_or_path {path}: its config.json has no id2label (the head's classes); "
+                                  f"{fix}")  # fmt: skip
+    try:
+        ids = sorted(int(key) for key in id2label)
+    except (TypeError, ValueError):
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path}: its config.json's id2label has keys that are not class ids "
+            f"({sorted(map(str, id2label))[:4]}); {fix}"
+        ) from None
+    if ids != list(range(len(ids))):
+        missing = sorted(set(range(max(ids) + 1)) - set(ids))[:4]
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path}: its config.json's id2label skips class ids {missing} (it must number the "
+            f"classes 0 .. n-1); {fix}"
+        )
 
 
 def checkpoint_labels(model: PreTrainedModel) -> list[str]:
@@ -697,6 +734,7 @@ class PretrainTask(Task):
     ) -> LoadedModel:
         if model_args.model_name_or_path is None:
             raise ScriptArgumentError("--model_name_or_path is needed: the LUKE checkpoint to pre-train further")
+        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         try:
             model, tokenizer, _ = load_model_and_tokenizer(
@@ -729,6 +767,62 @@ class PretrainTask(Task):
 PRETRAIN = PretrainTask()
 
 
+# ----------------------------------------------------------------------------------------------- the embedded samples
+
+_FIRST = ["Ana", "Bram", "Cleo", "Dario", "Edda", "Femi", "Goran", "Hana", "Ivo", "Jana", "Kofi", "Lena"]
+_LAST = ["Velmor", "Kastrel", "Dunabo", "Rinost", "Lambre", "Sartho", "Quilnes", "Morvel"]
+_TOWNS = ["Ostrel", "Velkas", "Brenmor", "Tholam", "Quildun", "Nesabo", "Rinsar", "Kasvel"]
+_FIRMS = ["Acmora", "Dunlake", "Velcom", "Ostware", "Brisktel", "Marlow"]
+_TITLES = ["engineer", "director", "teacher", "pilot"]
+
+
+def make_entity_sample(task: str, count: int, seed: int = 0) -> str:
+    """``count`` invented examples of ``task`` as the text of its public file: Open Entity crowd JSON lines
+    (``entity_typing``: a person, a town or a firm, with its coarse and fine types), a TACRED JSON list
+    (``relation_classification``: ``per:title``, ``org:founded_by``, ``no_relation``) or a CoNLL-2003 column file
+    (``ner``: PER / LOC / ORG spans; sentences of at most 7 words, whose candidate spans fit LUKE's 32 entities)."""
+    rng = random.Random(seed)
+    rows: list[Any] = []
+    for index in range(count):
+        person, town, firm = f"{rng.choice(_FIRST)} {rng.choice(_LAST)}", rng.choice(_TOWNS), rng.choice(_FIRMS)
+        kind = index % 3
+        if task == "entity_typing":
+            left, mention, right, types = [
+                (["Yesterday", ","], person, ["opened", "the", "bridge", "."], ["person"]),
+                (["They", "flew", "to"], town, ["for", "the", "summit", "."], ["location", "city"]),
+                ([], firm, ["reported", "record", "profits", "."], ["organization", "company"]),
+            ][kind]
+            rows.append({"annot_id": f"oe-{seed}-{index}", "left_context_token": left, "mention_span": mention,
+                         "right_context_token": right, "y_str": types})  # fmt: skip
+        elif task == "relation_classification":
+            name = person.split()
+            tokens, subj, obj, relation, types = [
+                ([*name, ",", "the", rng.choice(_TITLES), ",", "resigned", "."], (0, 1), (4, 4), "per:title",
+                 ("PERSON", "TITLE")),
+                ([firm, "was", "founded", "by", *name, "in", "1990", "."], (0, 0), (4, 5), "org:founded_by",
+                 ("ORGANIZATION", "PERSON")),
+                ([*name, "visited", town, "last", "week", "."], (0, 1), (3, 3), "no_relation", ("PERSON", "CITY")),
+            ][kind]  # fmt: skip
+            rows.append({"id": f"tacred-{seed}-{index}", "relation": relation, "token": tokens,
+                         "subj_start": subj[0], "subj_end": subj[1], "obj_start": obj[0], "obj_end": obj[1],
+                         "subj_type": types[0], "obj_type": types[1]})  # fmt: skip
+        elif task == "ner":
+            first, last = person.split()
+            rows.append([
+                [(first, "B-PER"), (last, "I-PER"), ("visits", "O"), (town, "B-LOC"), (".", "O")],
+                [(first, "B-PER"), ("works", "O"), ("for", "O"), (firm, "B-ORG"), (".", "O")],
+                [("Mayor", "O"), (first, "B-PER"), (last, "I-PER"), ("left", "O"), (town, "B-LOC"), (".", "O")],
+            ][kind])  # fmt: skip
+        else:
+            raise ValueError(f"no embedded sample for task {task!r}; choose one of {sorted(ENTITY_TASKS)}")
+    if task == "entity_typing":
+        return "".join(json.dumps(row) + "\n" for row in rows)
+    if task == "relation_classification":
+        return json.dumps(rows, indent=1) + "\n"
+    sentences = ["\n".join(f"{word} X X {tag}" for word, tag in sentence) for sentence in rows]
+    return "-DOCSTART- -X- -X- O\n\n" + "\n\n".join(sentences) + "\n"
+
+
 __all__ = [
     "ENTITY_TASKS",
     "NO_ENTITY",
@@ -743,6 +837,8 @@ __all__ = [
     "PretrainingProcessor",
     "build_pretraining_model",
     "build_task_model",
+    "check_entity_checkpoint",
+    "check_id2label",
     "check_luke_tokenizer",
     "checkpoint_labels",
     "decode_relations",
@@ -750,6 +846,7 @@ __all__ = [
     "decode_types",
     "encode_pretraining",
     "entity_task_processor",
+    "make_entity_sample",
     "load_model_and_tokenizer",
     "mention_spans",
     "pretraining_entity_rows",

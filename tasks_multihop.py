@@ -42,7 +42,6 @@ from typing import Any
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
-from .loading_gesa import load_tokenizer
 from .modeling_context_graph import ContextGraphForMultipleChoice
 from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, extend_position_embeddings
 from .modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
@@ -54,7 +53,7 @@ from .tasks_base import LoadedModel, Task, first_output
 from .tasks_context_graph import VARIANT as CONTEXT_GRAPH
 from .tasks_context_graph import load_context_graph
 from .training_gesa import ScriptArgumentError, featurise_rows, write_json_atomically
-from .training_models import build_variant_model, check_model_source, hub_kwargs
+from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer
 from .training_tokenizer import special_entity_rows, train_sample_tokenizer
 
 
@@ -119,7 +118,7 @@ class WikihopTask(Task):
         hub = hub_kwargs(model_args)
         path = model_args.model_name_or_path
         config = check_model_source(path, spec, f"--task {self.name} --variant {model_args.variant}", **hub)
-        tokenizer = load_tokenizer(model_args.tokenizer_name or path, cache_dir=model_args.cache_dir)
+        tokenizer = load_run_tokenizer(model_args, path, config)
         settings = {name: getattr(data_args, name) for name in self.processor_settings}
         try:
             processor = WikihopProcessor(tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID)

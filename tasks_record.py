@@ -46,7 +46,6 @@ from .answers_gesa import first_mentions, ranked_answers
 from .cards_gesa import write_model_card
 from .configuration_gesa import ABLATION_PRESETS
 from .inputs_gesa import InputError
-from .loading_gesa import load_tokenizer
 from .modeling_ernie import ErnieForEntitySpanQA
 from .modeling_gesa import GesaForEntitySpanQA
 from .modeling_kar import KarForEntitySpanQA
@@ -60,7 +59,7 @@ from .resources_gesa import metric_module
 from .tasks_base import LoadedModel, Task
 from .tasks_kb import attach_knowledge_files, knowledge_candidates
 from .training_gesa import ScriptArgumentError, apply_saved_settings, featurise_rows, write_json_atomically
-from .training_models import build_variant_model, check_model_source, hub_kwargs
+from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer
 from .training_tokenizer import shrink_entity_vocab, train_sample_tokenizer
 
 # The tiny GESA built when no checkpoint is given (the embedded demo; the word vocabulary comes from the tokenizer
@@ -262,12 +261,7 @@ class RecordTask(Task):
         if model_type != "luke":
             self._use_saved_settings(path, model_args.variant, data_args, explicit)
         tokenizer_source = model_args.tokenizer_name or path
-        try:
-            tokenizer = load_tokenizer(tokenizer_source, config if tokenizer_source == path else None, **hub)
-        except (OSError, ValueError) as error:
-            raise ScriptArgumentError(
-                f"cannot load a tokenizer from {tokenizer_source}: {str(error).splitlines()[0]}"
-            ) from None
+        tokenizer = load_run_tokenizer(model_args, path, config)
         entity_rows = None
         if model_type == "luke":
             # KAR and ERNIE use LUKE's entity table as their knowledge base: it stays whole (model and tokenizer).
@@ -303,7 +297,7 @@ class RecordTask(Task):
         """A tiny random model (``TINY_GESA``); its tokenizer learns from the training text only, so the evaluation
         text stays unseen (``--tokenizer_name`` instead, when given)."""
         if model_args.tokenizer_name:
-            tokenizer = load_tokenizer(model_args.tokenizer_name, **hub_kwargs(model_args))
+            tokenizer = load_run_tokenizer(model_args, model_args.tokenizer_name)
         else:
             split = examples.get("train", examples.get("validation", next(iter(examples.values()))))
             tokenizer = train_sample_tokenizer([*dict.fromkeys(split["passage"]), *split["query"]])

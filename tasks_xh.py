@@ -32,6 +32,7 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 from __future__ import annotations
 
 import json
+import random
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,6 @@ from datasets import Dataset
 
 from .configuration_variants import XhConfig
 from .inputs_gesa import InputError
-from .loading_gesa import load_tokenizer
 from .modeling_xh import XhForFactVerification
 from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA, decode_fever
 from .processing_retrieval_xh import retrieve_fever_evidence
@@ -63,7 +63,7 @@ from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_base import LoadedModel, Task, concat_padded
 from .tasks_multihop import entity_rows
 from .training_gesa import ScriptArgumentError, write_json_atomically, write_text_atomically
-from .training_models import build_variant_model, check_model_source, hub_kwargs
+from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer
 
 # the outputs the decoders do not read (per-term losses, states): left out of what Trainer gathers
 XH_IGNORED_OUTPUTS = ("relevance_loss", "span_loss", "answer_type_loss", "supporting_loss", "hub_states",
@@ -116,11 +116,14 @@ class XhTask(Task):
         hub = hub_kwargs(model_args)
         path = model_args.model_name_or_path
         config = check_model_source(path, spec, f"--task {self.name} --variant {model_args.variant}", **hub)
-        tokenizer = load_tokenizer(model_args.tokenizer_name or path, cache_dir=model_args.cache_dir)
+        tokenizer = load_run_tokenizer(model_args, path, config)
         try:
             processor = self.make_processor(tokenizer, data_args)
-        except (InputError, ValueError) as error:
-            raise ScriptArgumentError(str(error).splitlines()[0]) from None
+        except (InputError, ValueError) as error:  # the processor names its settings: say which flags set them
+            raise ScriptArgumentError(
+                f"--max_seq_length {data_args.max_seq_length} (the processor's max_node_length, tokens per node) with "
+                f"--max_query_length {data_args.max_query_length}: {str(error).splitlines()[0]}"
+            ) from None
         overrides = dict(self.config_overrides())
         if model_args.ablation is not None:
             overrides["ablation"] = model_args.ablation
@@ -251,6 +254,7 @@ class FeverTask(XhTask):
     )
     unit: str = "claims"
     item: str = "claim"
+    reference_name: str = "label"
     default_max_nodes: int | None = 5  # the paper's five retrieved sentences
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
@@ -259,6 +263,12 @@ class FeverTask(XhTask):
             raise ScriptArgumentError(
                 "--task fever needs --wiki_pages (the wiki-pages JSON-lines files holding the evidence)"
             )
+
+    def featurise_hint(self, data_args: Any) -> str:
+        return (
+            f" (check that --wiki_pages {data_args.wiki_pages} holds every page and line the claims' evidence and "
+            "predicted_pages / predicted_sentences name, as [page, line] pairs)"
+        )
 
     def config_overrides(self) -> dict[str, Any]:
         return {
@@ -349,4 +359,94 @@ def xh_task_config(task: XhTask, hop_attention: bool = True, **kwargs: Any) -> X
     return XhConfig(**overrides)
 
 
-__all__ = ["FEVER", "HOTPOTQA", "FeverTask", "HotpotQATask", "XhTask", "xh_task_config"]
+# ----------------------------------------------------------------------------------------- the embedded samples
+
+_SYLLABLES = ["vel", "mor", "kas", "trel", "dun", "abo", "rin", "ost", "lam", "bre", "sar", "tho", "quil", "nes"]
+_COUNTRIES = ["France", "Italy", "Spain", "Norway", "Poland", "Greece", "Portugal", "Austria", "Denmark", "Chile"]
+_JOBS = ["writer", "painter", "sailor", "farmer", "doctor", "singer"]
+
+
+def _invented_name(rng: random.Random, parts: int = 2, used: set[str] | None = None) -> str:
+    """A capitalised name of ``parts`` syllables, one not in ``used`` (which then holds it)."""
+    used = set() if used is None else used
+    while True:
+        name = "".join(rng.choice(_SYLLABLES) for _ in range(parts)).capitalize()
+        if name not in used:
+            used.add(name)
+            return name
+
+
+def make_hotpot_sample(count: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``count`` invented HotpotQA distractor questions in the official layout (``_id``, ``question``, ``answer``,
+    ``type``, ``supporting_facts``, ``context``): bridge questions (the country of a person's birth town: two hops,
+    a span answer) and comparison questions (are two people both <job>: yes / no), each with a distractor paragraph."""
+    rng = random.Random(seed)
+    rows = []
+    for index in range(count):
+        used: set[str] = set()  # the titles of one question's paragraphs differ
+        person = f"{_invented_name(rng, 2, used)} {_invented_name(rng, 2, used)}"
+        other, town = _invented_name(rng, 3, used), _invented_name(rng, 2, used)
+        country, job = rng.choice(_COUNTRIES), rng.choice(_JOBS)
+        noise = [
+            f"{_invented_name(rng, 2, used)} Hall",
+            [f"It is an old hall with {rng.randint(2, 9)} doors.", " Nothing more."],
+        ]
+        if index % 2 == 0:
+            rows.append({"_id": f"hotpot-{seed}-{index}", "type": "bridge", "answer": country,
+                         "question": f"In which country is the town where {person} was born?",
+                         "supporting_facts": [[person, 0], [town, 1]],
+                         "context": [[person, [f"{person} was born in {town}.", f" {person} was a {job}."]],
+                                     [town, [f"{town} is a small town.", f" It lies in {country}."]], noise]})  # fmt: skip
+        else:
+            same = rng.random() < 0.5
+            other_job = job if same else rng.choice([j for j in _JOBS if j != job])
+            rows.append({"_id": f"hotpot-{seed}-{index}", "type": "comparison", "answer": "yes" if same else "no",
+                         "question": f"Were {person} and {other} both {job}s?",
+                         "supporting_facts": [[person, 1], [other, 0]],
+                         "context": [[person, [f"{person} was born in {town}.", f" {person} was a {job}."]],
+                                     [other, [f"{other} was a {other_job}.", f" {other} lived in {country}."]],
+                                     noise]})  # fmt: skip
+    return rows
+
+
+def make_fever_sample(count: int, seed: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``count`` invented FEVER claims in the shared task's layout and the wiki pages that hold their evidence
+    (``{"id", "text", "lines"}`` rows, as the wiki-pages dump): per invented town a SUPPORTS, a REFUTES and a NOT
+    ENOUGH INFO claim."""
+    rng = random.Random(seed)
+    claims, pages, towns = [], [], set()
+    for index in range((count + 2) // 3):
+        town, country = _invented_name(rng, 2, towns), rng.choice(_COUNTRIES)
+        wrong = rng.choice([c for c in _COUNTRIES if c != country])
+        lines = [f"{town} is a town in {country}.", f"{town} has {rng.randint(2, 9)} bridges."]
+        pages.append(
+            {"id": town, "text": " ".join(lines), "lines": "\n".join(f"{n}\t{t}" for n, t in enumerate(lines))}
+        )
+        evidence = [[[index, 3 * index, town, 0]]]
+        claims += [
+            {"id": 3 * index, "claim": f"{town} is in {country}.", "label": "SUPPORTS", "evidence": evidence},
+            {"id": 3 * index + 1, "claim": f"{town} is in {wrong}.", "label": "REFUTES", "evidence": evidence},
+            {"id": 3 * index + 2, "claim": f"{town} has a famous zoo.", "label": "NOT ENOUGH INFO",
+             "evidence": [[[index, None, None, None]]]},
+        ]  # fmt: skip
+    return claims[:count], pages
+
+
+def write_json_lines(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> Path:
+    """``rows`` as JSON lines (FEVER claims, wiki pages)."""
+    path = Path(path)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+__all__ = [
+    "FEVER",
+    "HOTPOTQA",
+    "FeverTask",
+    "HotpotQATask",
+    "XhTask",
+    "make_fever_sample",
+    "make_hotpot_sample",
+    "write_json_lines",
+    "xh_task_config",
+]

@@ -36,6 +36,7 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import sys
@@ -46,10 +47,13 @@ from typing import Any
 
 from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
 
+from .configuration_gesa import ABLATION_PRESETS
 from .tasks_base import Task, TaskEvaluator
 from .training_gesa import (
     FiniteTrainingGuard,
+    HeldLogs,
     OutputDirLock,
+    PlainFileModes,
     ScriptArgumentError,
     check_resume_fits,
     check_run_arguments,
@@ -57,11 +61,14 @@ from .training_gesa import (
     preflight_push_to_hub,
     setup_logging,
     train_and_save,
+    write_text_atomically,
 )
 from .training_models import check_resume_config
 
 logger = logging.getLogger(__name__)
 
+# the longest --max_seq_length any script takes: 16x the paper's 4096-word WikiHop sequences
+MAX_SEQ_LENGTH = 65536
 SPLIT_FLAGS = {"train": "train_file", "validation": "validation_file", "test": "test_file"}
 DO_FLAGS = {"train": "--do_train", "validation": "--do_eval", "test": "--do_predict"}
 
@@ -119,6 +126,9 @@ def check_arguments(task: Task, model_args: Any, data_args: Any, args: TrainingA
         task.head_for(model_args.variant)
     except ValueError as error:
         raise ScriptArgumentError(str(error)) from None
+    ablation = getattr(model_args, "ablation", None)
+    if ablation is not None and ablation not in ABLATION_PRESETS:
+        raise ScriptArgumentError(f"--ablation {ablation!r} is unknown; choose one of {sorted(ABLATION_PRESETS)}")
     if data_args.dataset_name and (data_args.train_file or data_args.validation_file or data_args.test_file):
         raise ScriptArgumentError("give either --dataset_name or --train_file/--validation_file/--test_file, not both")
     check_run_arguments(args)
@@ -126,6 +136,15 @@ def check_arguments(task: Task, model_args: Any, data_args: Any, args: TrainingA
         value = getattr(data_args, name, None)
         if value is not None and value < 1:
             raise ScriptArgumentError(f"--{name} must be at least 1 (or left out to keep every example), got {value}")
+    for name in ("max_seq_length", "max_query_length"):  # every script's length flags (where it has them)
+        value = getattr(data_args, name, None)
+        if value is not None and value < 1:
+            raise ScriptArgumentError(f"--{name} must be at least 1 token, got {value}")
+        if value is not None and value > MAX_SEQ_LENGTH:
+            raise ScriptArgumentError(
+                f"--{name} must be at most {MAX_SEQ_LENGTH} tokens, got {value} (longer sequences' position tables "
+                "and attention do not fit in memory)"
+            )
     workers = data_args.preprocessing_num_workers
     if workers is not None and workers < 1:
         raise ScriptArgumentError(f"--preprocessing_num_workers must be at least 1 (or left out), got {workers}")
@@ -171,8 +190,8 @@ def read_splits(task: Task, model_args: Any, data_args: Any, args: TrainingArgum
                 read = task.read_file(files[split], f"{flag} {files[split]}", split, data_args, model_args)
                 where = f"{flag} {files[split]}"
             else:
-                read = task.read_hub(data_args, model_args, split)
                 where = f"--dataset_name {data_args.dataset_name} ({split} split)"
+                read = read_hub_split(task, data_args, model_args, split)
         except ValueError as error:  # the reader names the flag, the file, the line, the record and the fix
             if isinstance(error, ScriptArgumentError):
                 raise
@@ -183,6 +202,20 @@ def read_splits(task: Task, model_args: Any, data_args: Any, args: TrainingArgum
         check_split_labels(task, split, read, where)
         examples[split] = read
     return examples
+
+
+def read_hub_split(task: Task, data_args: Any, model_args: Any, split: str) -> Any:
+    """``task.read_hub``; a dataset that cannot be found or reached (offline, a misspelt name, a missing split) is one
+    ``ScriptArgumentError`` naming ``--dataset_name`` and the fix."""
+    try:
+        return task.read_hub(data_args, model_args, split)
+    except (ConnectionError, OSError) as error:
+        name = data_args.dataset_name
+        config = f" --dataset_config_name {data_args.dataset_config_name}" if data_args.dataset_config_name else ""
+        raise ScriptArgumentError(
+            f"--dataset_name {name}{config}: cannot load its {split} split ({first_line(error)}); check the name and "
+            "the network (HF_DATASETS_OFFLINE), or give --train_file/--validation_file/--test_file"
+        ) from None
 
 
 def check_split_labels(task: Task, split: str, examples: Any, where: str) -> None:
@@ -200,14 +233,15 @@ def check_split_labels(task: Task, split: str, examples: Any, where: str) -> Non
             seen.add(example_id)
         if split == "test" or task.reference(example) is not None:
             continue
+        gold = task.reference_name
         if split == "train":
             raise ScriptArgumentError(
-                f"{where}: {task.title} {task.item} {example_id!r} has no gold answer: it cannot be trained on; "
-                "give its answer or pass the file as --test_file"
+                f"{where}: {task.title} {task.item} {example_id!r} has no gold {gold}: it cannot be trained on; "
+                f"give its {gold} or pass the file as --test_file"
             )
         raise ScriptArgumentError(
-            f"{where}: {task.title} {task.item} {example_id!r} has no gold answer to evaluate against (a test "
-            "split?); give its answer, or pass the file as --test_file with --do_predict"
+            f"{where}: {task.title} {task.item} {example_id!r} has no gold {gold} to evaluate against (a test "
+            f"split?); give its {gold}, or pass the file as --test_file with --do_predict"
         )
 
 
@@ -236,6 +270,25 @@ class TaskTrainer(Trainer):
     def predict(self, test_dataset: Any, ignore_keys: list[str] | None = None, **kwargs: Any) -> Any:
         return super().predict(test_dataset, ignore_keys or list(self.task.ignore_output_keys) or None, **kwargs)
 
+    def save_metrics(self, split: str, metrics: dict[str, float], combined: bool = True) -> None:
+        """``Trainer.save_metrics`` with every file written whole or not at all (``write_text_atomically``: a full
+        disk is one error line, never a 0-byte ``all_results.json``)."""
+        if not self.is_world_process_zero():
+            return
+        output_dir = Path(self.args.output_dir)
+        write_text_atomically(output_dir / f"{split}_results.json", json.dumps(metrics, indent=4, sort_keys=True))
+        if combined:
+            path = output_dir / "all_results.json"
+            combined_metrics = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+            combined_metrics.update(metrics)
+            write_text_atomically(path, json.dumps(combined_metrics, indent=4, sort_keys=True))
+
+    def save_state(self) -> None:
+        """``Trainer.save_state`` (``trainer_state.json``), written atomically."""
+        if self.is_world_process_zero():
+            state = json.dumps(dataclasses.asdict(self.state), indent=2, sort_keys=True) + "\n"
+            write_text_atomically(Path(self.args.output_dir) / "trainer_state.json", state)
+
     def create_model_card(self, model_name: str | None = None, **kwargs: Any) -> None:
         if not self.is_world_process_zero():
             return
@@ -245,16 +298,21 @@ class TaskTrainer(Trainer):
 
 @contextlib.contextmanager
 def quiet_progress_bars() -> Any:
-    """``datasets``' progress bars off inside the block, as they were after it."""
+    """``datasets``' and ``transformers``' progress bars off inside the block, as they were after it."""
     import datasets
+    from transformers.utils import logging as transformers_logging
 
     enabled = datasets.is_progress_bar_enabled()
+    transformers_enabled = transformers_logging.is_progress_bar_enabled()
     datasets.disable_progress_bars()
+    transformers_logging.disable_progress_bar()
     try:
         yield
     finally:
         if enabled:
             datasets.enable_progress_bars()
+        if transformers_enabled:
+            transformers_logging.enable_progress_bar()
 
 
 def run_task(
@@ -300,11 +358,19 @@ def _run(
         spec = task.variant_spec(model_args.variant)
         check_resume_config(resume.checkpoint, spec, model_args.variant, model_args.ablation)
     set_seed(args.seed)
-    loaded = task.load(model_args, data_args, examples, explicit)  # a bad checkpoint is one error line
-    if resume.checkpoint is not None:
-        check_resume_fits(resume.checkpoint, loaded.model)
+    # the model, its processor and the features, with their log held back: a bad checkpoint, tokenizer or record
+    # found here stays the run's one output line
+    with HeldLogs() as held, quiet_progress_bars():
+        loaded = task.load(model_args, data_args, examples, explicit)
+        if resume.checkpoint is not None:
+            check_resume_fits(resume.checkpoint, loaded.model)
+        features = {}
+        with args.main_process_first(desc="featurising"):
+            for split, items in examples.items():
+                features[split] = featurise_split(task, loaded.processor, items, split, data_args)
     warn_about_arguments(model_args, args, script)
     setup_logging(args, logger)
+    held.replay()
     state = args.distributed_state
     logger.warning(
         f"Process rank {args.process_index} of {args.world_size}, device {args.device}, distributed "
@@ -315,22 +381,13 @@ def _run(
     if resume.checkpoint is not None and args.resume_from_checkpoint is None:
         logger.info(f"Resuming from {resume.checkpoint} (found in --output_dir; pass a new --output_dir to restart)")
 
-    features = {}
-    with args.main_process_first(desc="featurising"):
-        for split, items in examples.items():
-            try:
-                features[split] = task.featurise(loaded.processor, items, split, data_args)
-            except ValueError as error:
-                if isinstance(error, ScriptArgumentError):
-                    raise
-                raise ScriptArgumentError(f"{split} data: {first_line(error)}") from None
-            if len(features[split]) == 0:
-                raise ScriptArgumentError(f"the {split} data gives no feature ({task.no_feature_hint})")
     evaluator = (
         TaskEvaluator(task, examples["validation"], features["validation"], loaded.processor) if args.do_eval else None
     )
     args.remove_unused_columns = task.remove_unused_columns
     args.eval_do_concat_batches = not task.ragged_outputs
+    if args.device.type == "cpu":  # pinned memory only helps copies to an accelerator (torch warns otherwise)
+        args.dataloader_pin_memory = False
     trainer = TaskTrainer(
         model=loaded.model,
         args=args,
@@ -339,7 +396,7 @@ def _run(
         processing_class=loaded.processor,
         data_collator=task.collator(loaded.processor, model_args.variant),
         compute_metrics=evaluator if task.scores_predictions else None,
-        callbacks=[*callbacks, *([FiniteTrainingGuard()] if args.do_train else [])],
+        callbacks=[*callbacks, *([FiniteTrainingGuard(), PlainFileModes()] if args.do_train else [])],
         task=task,
         card_kwargs=task.card_kwargs(model_args, data_args, args, files),
     )
@@ -384,10 +441,48 @@ def _run(
     results_path = output_dir / "all_results.json"
     if results_path.is_file():
         results = json.loads(results_path.read_text(encoding="utf-8"))
-    if trainer.is_world_process_zero() and args.do_eval:
-        chance = task.chance(examples["validation"])
-        print(summary_line(task, len(examples["validation"]), results, trainer.state.log_history, args, chance))
+    if trainer.is_world_process_zero() and (args.do_train or args.do_eval):
+        split = "validation" if args.do_eval else "train"
+        chance = task.chance(examples["validation"]) if args.do_eval else None
+        print(summary_line(task, len(examples[split]), results, trainer.state.log_history, args, chance))
     return results
+
+
+def featurise_split(task: Task, processor: Any, examples: Any, split: str, data_args: Any) -> Any:
+    """``task.featurise`` of one split; a record the processor cannot use (an evidence page missing from
+    ``--wiki_pages``, a malformed field) or a split left with no feature is one ``ScriptArgumentError``."""
+    try:
+        features = task.featurise(processor, examples, split, data_args)
+    except ScriptArgumentError:
+        raise
+    except FEATURISE_ERRORS as error:  # raised by the processor on one bad record
+        culprit, error = _first_unusable(task, processor, examples, split, data_args, error)
+        reason = first_line(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+        raise ScriptArgumentError(
+            f"the {split} data cannot be featurised{culprit}: {reason}{task.featurise_hint(data_args)}"
+        ) from None
+    if len(features) == 0:
+        raise ScriptArgumentError(f"the {split} data gives no feature ({task.no_feature_hint})")
+    return features
+
+
+FEATURISE_ERRORS = (ValueError, KeyError, TypeError, IndexError)
+
+
+def _first_unusable(
+    task: Task, processor: Any, examples: Any, split: str, data_args: Any, error: Exception
+) -> tuple[str, Exception]:
+    """The first example that fails to featurise on its own (`` (<item> <id>)``) and its error, so that an error
+    raised without naming its record still names one; ``("", error)`` when none fails alone."""
+    from datasets import Dataset
+
+    for index in range(len(examples)):
+        one = examples.select([index]) if isinstance(examples, Dataset) else examples[index : index + 1]
+        try:
+            task.featurise(processor, one, split, data_args)
+        except FEATURISE_ERRORS as own:
+            return f" ({task.item} {task.example_id(examples[index])!r})", own
+    return "", error
 
 
 def predict_task(
@@ -452,11 +547,12 @@ def summary_line(
             f"{task.metric_names.get(name, name)} {value:.2f}" for name, value in shown if value is not None
         )
 
-    head = (
-        f"{task.title} {count} {task.unit}: "
-        if args.do_train
-        else (f"{task.title} (evaluation only, no training) {count} {task.unit}: ")
-    )
+    if not args.do_eval:
+        head = f"{task.title} trained on {count} {task.unit}, not evaluated (no --do_eval)"
+    elif args.do_train:
+        head = f"{task.title} {count} {task.unit}: "
+    else:
+        head = f"{task.title} (evaluation only, no training) {count} {task.unit}: "
     notes = []
     start = next((entry for entry in log_history if entry.get("step") == 0 and
                   f"eval_{task.metric_for_best_model}" in entry), None)  # fmt: skip
@@ -475,7 +571,7 @@ def summary_line(
     else:  # what an evaluation-only run wrote, which is all it wrote
         written = sorted(path.name for path in Path(args.output_dir).iterdir() if not path.name.startswith("."))
         tail = f" ({args.output_dir}: {', '.join(written)}; no model, no card)"
-    return head + metrics_of(results) + "".join(f"; {note}" for note in notes) + tail
+    return head + (metrics_of(results) if args.do_eval else "") + "".join(f"; {note}" for note in notes) + tail
 
 
 __all__ = [
@@ -485,6 +581,7 @@ __all__ = [
     "check_arguments",
     "check_split_labels",
     "data_files",
+    "featurise_split",
     "model_variant",
     "predict_task",
     "read_splits",

@@ -35,6 +35,7 @@ line (exit status 2) before any weight is loaded, and never loses or silently co
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import logging
@@ -43,6 +44,8 @@ import os
 import shutil
 import sys
 import tempfile
+import types
+import typing
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -90,6 +93,15 @@ def check_training_arguments(args: TrainingArguments) -> None:
     for name in ("per_device_train_batch_size", "per_device_eval_batch_size"):
         if getattr(args, name) < 1:
             raise ScriptArgumentError(f"--{name} must be at least 1, got {getattr(args, name)}")
+    for name in ("seed", "data_seed"):  # numpy's generator takes 0 .. 2**32 - 1 and dies on anything else
+        value = getattr(args, name, None)
+        if value is not None and not 0 <= value < 2**32:
+            raise ScriptArgumentError(f"--{name} must lie in 0 .. 4294967295 (2**32 - 1), got {value}")
+    if not math.isfinite(args.num_train_epochs):
+        raise ScriptArgumentError(
+            f"--num_train_epochs must be a finite number, got {args.num_train_epochs} (for a run of a fixed length "
+            "use --max_steps)"
+        )
     check_output_dir(args.output_dir)
 
 
@@ -115,6 +127,11 @@ def check_output_dir(output_dir: str | None) -> None:
     if not output_dir or not str(output_dir).strip():
         raise ScriptArgumentError("--output_dir is empty: give the folder the run writes its model and results to")
     path = Path(output_dir)
+    if path.is_symlink() and not path.exists():
+        raise ScriptArgumentError(
+            f"--output_dir {output_dir} is a symbolic link to {os.readlink(path)}, which does not exist: make that "
+            "folder, or give another --output_dir"
+        )
     if path.exists() and not path.is_dir():
         raise ScriptArgumentError(f"--output_dir {output_dir} is a file, not a folder: give a folder path")
     existing = path.resolve()
@@ -152,8 +169,12 @@ class OutputDirLock:
         except ImportError:  # pragma: no cover - not POSIX
             return self
         self.made_folder = not self.path.parent.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the run
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the run
+        except OSError as error:
+            self.made_folder = False
+            raise self._cannot_lock(error) from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -165,12 +186,30 @@ class OutputDirLock:
                 f"{self.flag} {self.path.parent} is in use by a live run ({holder}); wait for it to finish, or give "
                 "another folder"
             ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()}")
-        handle.flush()
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()}")
+            handle.flush()
+        except OSError as error:  # a full disk: the run could not write its results either
+            handle.close()
+            self.path.unlink(missing_ok=True)
+            raise self._cannot_lock(error) from None
         self.handle = handle
         return self
+
+    def _cannot_lock(self, error: OSError) -> ScriptArgumentError:
+        if disk_full(error, self.path.parent):
+            return disk_full_error(error, self.path.parent, f"writing the run's lock file {LOCK_NAME}")
+        if self.path.is_dir():
+            return ScriptArgumentError(
+                f"{self.flag} {self.path.parent}: {self.path} is a folder, not the run's lock file; remove it, or "
+                "give another folder"
+            )
+        return ScriptArgumentError(
+            f"{self.flag} {self.path.parent}: cannot write the run's lock file {LOCK_NAME} ({error.strerror or error});"
+            " give a folder this user can write"
+        )
 
     def __exit__(self, *exc_info: Any) -> None:
         if self.handle is not None:
@@ -484,11 +523,45 @@ def train_and_save(trainer: Trainer, checkpoint: str | None) -> Any:
     try:
         result = trainer.train(resume_from_checkpoint=checkpoint)
         trainer.save_model()  # config with auto_map, code files, safetensors, processor files
-    except (OSError, RuntimeError) as error:
+    except Exception as error:  # safetensors' SafetensorError is a bare Exception
+        close_progress_bars(trainer)  # now, so that the error line is the last thing the run prints
         if disk_full(error, trainer.args.output_dir):
             raise disk_full_error(error, trainer.args.output_dir, "saving a checkpoint or the model") from None
         raise
+    if trainer.is_world_process_zero():
+        give_plain_file_modes(trainer.args.output_dir)
     return result
+
+
+def close_progress_bars(trainer: Trainer) -> None:
+    """Close the training / evaluation bars of ``Trainer``'s ``ProgressCallback`` (left open by an exception, tqdm
+    would redraw them when the process exits, after the run's error line)."""
+    for callback in trainer.callback_handler.callbacks:
+        for name in ("training_bar", "prediction_bar"):
+            bar = getattr(callback, name, None)
+            if bar is not None and hasattr(bar, "close"):
+                bar.close()
+                setattr(callback, name, None)
+
+
+def give_plain_file_modes(folder: str | os.PathLike) -> None:
+    """Files of ``folder`` (and its checkpoint folders) written 0600 by a library's temporary-file save (the weights)
+    get the mode of every other file the run writes (``0666 & ~umask``)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    root = Path(folder)
+    for path in [*root.glob("*"), *root.glob("checkpoint-*/*")]:
+        with contextlib.suppress(OSError):
+            if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o777 == 0o600:
+                os.chmod(path, 0o666 & ~umask)
+
+
+class PlainFileModes(TrainerCallback):
+    """``give_plain_file_modes`` on every checkpoint ``Trainer`` saves (process 0)."""
+
+    def on_save(self, args: TrainingArguments, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.is_world_process_zero:
+            give_plain_file_modes(Path(args.output_dir) / f"checkpoint-{state.global_step}")
 
 
 # ----------------------------------------------------------------------------------------------- saved settings
@@ -570,9 +643,60 @@ def setup_logging(args: TrainingArguments, logger: logging.Logger) -> None:
     log_level = args.get_process_log_level()
     logger.setLevel(log_level)
     datasets.utils.logging.set_verbosity(log_level)
+    datasets.utils.logging.disable_propagation()  # its own handler prints each line; the root's would repeat it
     transformers.utils.logging.set_verbosity(log_level)
     transformers.utils.logging.enable_default_handler()
     transformers.utils.logging.enable_explicit_format()
+    # lines that say nothing about this run: the card's dropped metrics (a `{}`) and the Hub reminder
+    transformers.utils.logging.get_logger("transformers.modelcard").setLevel(logging.WARNING)
+    trainer_logger = transformers.utils.logging.get_logger("transformers.trainer")
+    if not any(isinstance(item, _QuietReminders) for item in trainer_logger.filters):
+        trainer_logger.addFilter(_QuietReminders())
+
+
+class _QuietReminders(logging.Filter):
+    """Drops ``Trainer``'s "Do not forget to share your model" line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Do not forget to share your model" not in str(record.msg)
+
+
+class HeldLogs:
+    """``with HeldLogs() as held: ...`` keeps back what the block logs (the root, ``transformers`` and ``datasets``
+    loggers' handlers are swapped for a list), so that a run stopped inside the block by an input error prints its
+    one ``error:`` line and nothing else; ``held.replay()`` then logs the records as they would have been logged."""
+
+    def __init__(self) -> None:
+        self.records: list[logging.LogRecord] = []
+        self._saved: list[tuple[logging.Logger, list[logging.Handler]]] = []
+
+    def __enter__(self) -> HeldLogs:
+        keeper = _RecordList(self.records)
+        loggers = [logging.getLogger(), logging.getLogger("transformers"), logging.getLogger("datasets")]
+        for logger in loggers:
+            self._saved.append((logger, list(logger.handlers)))
+            logger.handlers = [keeper]
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        for logger, handlers in self._saved:
+            logger.handlers = handlers
+        self._saved = []
+
+    def replay(self) -> None:
+        """Log the held records through their loggers' own handlers (after the block)."""
+        records, self.records[:] = list(self.records), []
+        for record in records:
+            logging.getLogger(record.name).handle(record)
+
+
+class _RecordList(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.held = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.held.append(record)
 
 
 def parse_script_args(parser: HfArgumentParser, argv: list[str], script: str) -> tuple[Any, ...]:
@@ -585,17 +709,66 @@ def parse_script_args(parser: HfArgumentParser, argv: list[str], script: str) ->
     parser.error = refuse
     try:
         if len(argv) == 1 and argv[0].endswith(".json"):
-            if not os.path.isfile(argv[0]):
-                raise ScriptArgumentError(f"the arguments file {argv[0]} does not exist: give a JSON file of flags")
-            return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
+            return parse_arguments_file(parser, argv[0], script)
         return parser.parse_args_into_dataclasses(args=argv)
-    except (ValueError, OSError) as error:
+    except (ValueError, OSError, TypeError) as error:
         if isinstance(error, ScriptArgumentError):
             raise
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "not used by the HfArgumentParser" in message:
             message += f" (unknown flags: see python examples/{script} --help)"
         raise ScriptArgumentError(message) from None
+
+
+def parse_arguments_file(parser: HfArgumentParser, path: str, script: str) -> tuple[Any, ...]:
+    """``parser``'s dataclasses from a JSON object of flags (``{"learning_rate": 3e-5, ...}``). Unlike the command
+    line, JSON values reach the dataclasses unconverted: a value whose JSON type cannot be the flag's (``"many"`` for
+    ``num_train_epochs``) is one ``ScriptArgumentError`` naming the file, the key and the type wanted."""
+    if not os.path.isfile(path):
+        raise ScriptArgumentError(f"the arguments file {path} does not exist: give a JSON file of flags")
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ScriptArgumentError(f"the arguments file {path} is not JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise ScriptArgumentError(
+            f"the arguments file {path} holds a JSON {type(data).__name__}; give one object of flags, "
+            '{"flag": value, ...}'
+        )
+    for dtype in parser.dataclass_types:
+        hints = typing.get_type_hints(dtype)
+        for item in dataclasses.fields(dtype):
+            if item.name in data and item.init:
+                wanted = _json_types(hints.get(item.name))
+                value = data[item.name]
+                if wanted is not None and not _json_value_fits(value, wanted):
+                    names = " or ".join(kind.__name__ for kind in wanted)
+                    raise ScriptArgumentError(
+                        f"the arguments file {path}: {item.name!r} must be {names}, got {value!r} (see python "
+                        f"examples/{script} --help)"
+                    )
+    return parser.parse_dict(data)
+
+
+def _json_types(hint: Any) -> tuple[type, ...] | None:
+    """The plain types a flag takes (``int``, ``float``, ``bool``, ``str``, and ``NoneType`` when optional), or
+    ``None`` when its type is richer (enums, lists, dicts: left to the dataclass)."""
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    if all(option in (int, float, bool, str, type(None)) for option in options):
+        return tuple(options)
+    return None
+
+
+def _json_value_fits(value: Any, wanted: tuple[type, ...]) -> bool:
+    if value is None:
+        return type(None) in wanted
+    if isinstance(value, bool):
+        return bool in wanted
+    if isinstance(value, int):
+        return int in wanted or float in wanted
+    if isinstance(value, float):
+        return float in wanted
+    return isinstance(value, str) and str in wanted
 
 
 @contextlib.contextmanager
@@ -611,6 +784,7 @@ def one_error_line(script: str) -> Iterator[None]:
 
 __all__ = [
     "FiniteTrainingGuard",
+    "HeldLogs",
     "OutputDirLock",
     "ResumePlan",
     "ScriptArgumentError",
@@ -626,8 +800,12 @@ __all__ = [
     "disk_full_error",
     "explicit_flags",
     "featurise_rows",
+    "close_progress_bars",
+    "give_plain_file_modes",
     "one_error_line",
+    "parse_arguments_file",
     "parse_script_args",
+    "PlainFileModes",
     "plan_resume",
     "preflight_push_to_hub",
     "setup_logging",

@@ -25,8 +25,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from transformers import PreTrainedModel
+from transformers import LukeConfig, PreTrainedModel
 
+from .loading_gesa import load_tokenizer
 from .registry_gesa import VARIANTS, VariantSpec
 from .training_gesa import ScriptArgumentError, checkpoint_config
 
@@ -47,10 +48,10 @@ def check_model_source(path: str, spec: VariantSpec, task_flags: str, **hub: Any
     head = spec.model_class
     own_type = spec.config_class.model_type
     config = checkpoint_config(path, f"a LUKE or {own_type!r}", **hub)
-    if not isinstance(config, dict):
-        raise ScriptArgumentError(f"--model_name_or_path {path}: its config.json is not a JSON object; save it again")
+    check_config_fields(path, config)
     model_type = config.get("model_type")
     if model_type == "luke":
+        check_config_values(path, config, LukeConfig)
         return config
     architectures = config.get("architectures") or [head.__name__]
     if model_type != own_type or not isinstance(architectures, list) or architectures[0] != head.__name__:
@@ -60,11 +61,67 @@ def check_model_source(path: str, spec: VariantSpec, task_flags: str, **hub: Any
             f"--model_name_or_path {path} holds a {model_type!r} model ({architectures}), but {task_flags} needs a LUKE "
             f"checkpoint to convert or a {own_type!r} {head.__name__}{hint if model_type in known else ''}"
         )
+    check_config_values(path, config, spec.config_class)
     try:
         spec.check_knowledge_base(config, source=f"--model_name_or_path {path}")
     except ValueError as error:
         raise ScriptArgumentError(str(error)) from None
     return config
+
+
+def check_config_fields(path: str, config: Any) -> None:
+    """What every checkpoint's ``config.json`` holds: a JSON object naming its ``model_type`` and, where it names
+    them, a non-empty list of architectures (``ScriptArgumentError`` naming the field and the fix)."""
+    where = f"--model_name_or_path {path}: its config.json"
+    if not isinstance(config, dict):
+        raise ScriptArgumentError(f"{where} holds a JSON {type(config).__name__}, not an object; save the model again")
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        raise ScriptArgumentError(
+            f"{where} names no model_type (got {model_type!r}): not a transformers checkpoint, or a damaged one; "
+            "save the model again, or give a LUKE checkpoint"
+        )
+    architectures = config.get("architectures", None)
+    if architectures is not None and (
+        not isinstance(architectures, list) or not architectures or not all(isinstance(a, str) for a in architectures)
+    ):
+        raise ScriptArgumentError(
+            f"{where} has architectures={architectures!r}: it must name the head class (e.g. "
+            '["GesaForEntitySpanQA"]); save the model again'
+        )
+
+
+def check_config_values(path: str, config: dict[str, Any], config_class: type) -> None:
+    """The config's values must build ``config_class`` (typed fields: ``hidden_size`` a number, ...), checked before
+    any weight loads: ``ScriptArgumentError`` with the validator's reason."""
+    try:
+        config_class.from_dict({key: value for key, value in config.items() if key != "transformers_version"})
+    except Exception as error:  # typed configs raise StrictDataclassFieldValidationError, others ValueError/TypeError
+        reason = " ".join(line.strip() for line in str(error).strip().splitlines()[:2]) or type(error).__name__
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path}: its config.json is not a valid {config_class.__name__} ({reason}); save "
+            "the model again"
+        ) from None
+
+
+def load_run_tokenizer(model_args: Any, path: str, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    """The run's tokenizer: ``--tokenizer_name`` when given, else the checkpoint's own (``path``; ``config``: its
+    config dict, read already). One that cannot be loaded (missing, cut short, not a tokenizer) is one
+    ``ScriptArgumentError`` naming the flag it came from."""
+    source = model_args.tokenizer_name or path
+    hub = {**hub_kwargs(model_args), **kwargs}
+    try:
+        return load_tokenizer(source, config if source == path else None, **hub)
+    except Exception as error:  # OSError, ValueError, and the tokenizers library's bare Exception on a cut file
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if model_args.tokenizer_name:
+            raise ScriptArgumentError(
+                f"--tokenizer_name {source}: cannot load a tokenizer ({reason}); give a tokenizer folder or Hub id"
+            ) from None
+        raise ScriptArgumentError(
+            f"--model_name_or_path {source}: cannot load its tokenizer ({reason}); its tokenizer files are missing or "
+            "damaged: save them again, or give --tokenizer_name"
+        ) from None
 
 
 def build_variant_model(
@@ -130,4 +187,12 @@ def check_resume_config(checkpoint: str, spec: VariantSpec, variant: str, ablati
         )
 
 
-__all__ = ["build_variant_model", "check_model_source", "check_resume_config", "hub_kwargs"]
+__all__ = [
+    "build_variant_model",
+    "check_config_fields",
+    "check_config_values",
+    "check_model_source",
+    "check_resume_config",
+    "hub_kwargs",
+    "load_run_tokenizer",
+]

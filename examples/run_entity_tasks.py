@@ -13,7 +13,12 @@
 # limitations under the License.
 """Fine-tune GESA (or LUKE exactly, ``--variant luke``; KnowBERT-KAR, ERNIE) on entity typing, relation
 classification or NER, or pre-train it with masked words + masked entities (``--task pretrain``; ERNIE's dEA with
-``--variant ernie``), with the 🤗 ``Trainer``, in the shape of transformers' run_qa.py::
+``--variant ernie``), with the 🤗 ``Trainer``, in the shape of transformers' run_qa.py.
+
+Run with no arguments (or with only ``--task`` and ``--output_dir``), the script trains a tiny model converted from a
+tiny random LUKE (byte-level BPE trained offline) on an embedded sample the project writes (invented people, towns
+and firms in the task's public format) and evaluates it before and after training: a pipeline check, not a benchmark
+(under a minute on one core). Typical use::
 
     python examples/run_entity_tasks.py --task relation_classification --model_name_or_path studio-ousia/luke-base \
         --train_file tacred/train.json --validation_file tacred/dev.json --do_train --do_eval --output_dir out/tacred
@@ -29,12 +34,15 @@ result files, the one error line, the summary line) is ``gesa.training_driver``'
 from __future__ import annotations
 
 import sys
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from transformers import HfArgumentParser, TrainingArguments
 
-from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback
+from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback, make_entity_sample
 from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP
+from gesa.tasks_multihop import build_demo_luke
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
 from gesa.training_gesa import explicit_flags, one_error_line, parse_script_args
 
@@ -75,16 +83,56 @@ class DataArguments(BaseDataArguments):
     entity_mask_probability: float = field(default=0.15, metadata={"help": "pretrain: share of entities masked."})
 
 
+USAGE = (
+    "%(prog)s [--task entity_typing|relation_classification|ner|pretrain] [--variant V] [--model_name_or_path DIR] "
+    "[--train_file F] [--validation_file F] [--test_file F] [--do_train] [--do_eval] [--do_predict] "
+    "[--output_dir DIR] [FLAG VALUE ...]"
+)
+# the flags every demo runs with
+DEMO_ARGS = [
+    "--do_train", "--do_eval", "--num_train_epochs", "20", "--per_device_train_batch_size", "8",
+    "--learning_rate", "1e-2", "--logging_steps", "10", "--eval_on_start", "true", "--save_strategy", "no",
+    "--overwrite_output_dir", "true", "--report_to", "none", "--seed", "0", "--disable_tqdm", "true",
+]  # fmt: skip
+
+
 def parse_args(argv: list[str]) -> tuple[ModelArguments, DataArguments, TrainingArguments]:
     """HfArgumentParser over the three dataclasses (or a JSON file of flags); bad flags are one error line."""
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments), description=__doc__)
+    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments), description=__doc__, usage=USAGE)
     return parse_script_args(parser, argv, SCRIPT)
+
+
+def wants_demo(argv: list[str]) -> bool:
+    """No argument, or only ``--task`` / ``--output_dir``: the task's demo."""
+    return not argv or (explicit_flags(argv) <= {"task", "output_dir"} and all(
+        arg.startswith("--") or argv[i - 1] in ("--task", "--output_dir") for i, arg in enumerate(argv)))  # fmt: skip
+
+
+def demo_argv(directory: Path, task: str = "entity_typing", output_dir: str | None = None) -> list[str]:
+    """Arguments of a task's demo: its embedded sample (``--task pretrain``: the NER one) and a tiny LUKE built
+    offline in ``directory``; ``output_dir`` default ``outputs/gesa-tiny-<task>``."""
+    data_task = "ner" if task == PRETRAIN.name else task
+    files = {}
+    for split, count, seed in (("train", 36, 1), ("dev", 12, 2)):
+        files[split] = directory / f"{split}.{'txt' if data_task == 'ner' else 'json'}"
+        files[split].write_text(make_entity_sample(data_task, count, seed), encoding="utf-8")
+    texts = [path.read_text(encoding="utf-8") for path in files.values()]
+    luke = build_demo_luke(directory / "tiny-luke", texts)
+    return ["--task", task, "--model_name_or_path", str(luke), "--train_file", str(files["train"]),
+            "--validation_file", str(files["dev"]), "--output_dir", output_dir or f"outputs/gesa-tiny-{task}",
+            "--max_seq_length", "64", *DEMO_ARGS]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     """Command-line entry point; argument and input errors end the run with one ``error:`` line (exit status 2)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    with one_error_line(SCRIPT):
+    with tempfile.TemporaryDirectory(prefix="gesa-entity-demo-") as scratch, one_error_line(SCRIPT):
+        if wants_demo(argv):
+            _, data_args, args = parse_args(argv)  # the --task and --output_dir given, checked
+            output_dir = args.output_dir if "output_dir" in explicit_flags(argv) else None
+            argv = demo_argv(Path(scratch), data_args.task, output_dir)
+            print(f"{SCRIPT}: no data or model given: the {TASKS[data_args.task].title} demo on an embedded sample "
+                  "(a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
         model_args, data_args, args = parse_args(argv)
         return run_task(TASKS[data_args.task], model_args, data_args, args, SCRIPT,
                         callbacks=[LoggedLossesCallback()], explicit=explicit_flags(argv))  # fmt: skip

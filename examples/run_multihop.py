@@ -16,9 +16,19 @@ WikiHop and MedHop with GESA, LUKE, LUKE-Graph or the context-graph GNN of Acton
 --variant gesa|luke|luke_graph|context_graph``; docs/wikihop.md), HotpotQA distractor and FEVER with Transformer-XH
 (``--task hotpotqa|fever --variant xh``).
 
-Run with no arguments, the script trains a tiny model converted from a tiny random LUKE (byte-level BPE trained
-offline on the sample) on an embedded WikiHop-format sample (invented two-hop records) and evaluates it: a pipeline
-check, not a benchmark. Typical use::
+Run with no arguments (or with only ``--task`` and ``--output_dir``), the script trains a tiny model converted from
+a tiny random LUKE (byte-level BPE trained offline on the sample) on an embedded sample the project writes (invented
+two-hop WikiHop records, HotpotQA bridge/comparison questions, FEVER claims with their wiki pages) and evaluates it
+before and after training: a pipeline check, not a benchmark (under a minute on one core). Data files per task:
+
+- ``--task wikihop`` (``--variant gesa|luke|luke_graph``): QAngaroo JSON (a list of ``{id, query, supports,
+  candidates, answer}``), or JSON lines;
+- ``--task hotpotqa --variant xh``: HotpotQA distractor JSON (the official list of ``{_id, question, answer,
+  supporting_facts, context}``, or Hub-layout rows);
+- ``--task fever --variant xh``: FEVER shared-task JSON lines ``{id, claim, label, evidence}`` with ``--wiki_pages``
+  (the wiki-pages dump's JSON-lines files holding the evidence).
+
+Typical use::
 
     python examples/run_multihop.py --task wikihop --model_name_or_path studio-ousia/luke-large \
         --train_file train.json --validation_file dev.json --do_train --do_eval \
@@ -35,6 +45,7 @@ supporting-fact model per type: ``gesa.tasks_xh_paper``).
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -43,7 +54,7 @@ from pathlib import Path
 from transformers import HfArgumentParser, TrainingArguments
 
 from gesa.tasks_multihop import MEDHOP, WIKIHOP, build_demo_luke, make_wikihop_sample, sample_texts, write_wikihop_file
-from gesa.tasks_xh import FEVER, HOTPOTQA
+from gesa.tasks_xh import FEVER, HOTPOTQA, make_fever_sample, make_hotpot_sample, write_json_lines
 from gesa.tasks_xh_paper import SYSTEMS, run_paper_system
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
 from gesa.training_gesa import ScriptArgumentError, explicit_flags, one_error_line, parse_script_args
@@ -116,22 +127,47 @@ class DataArguments(BaseDataArguments):
     )  # fmt: skip
 
 
+# the flags every demo runs with (the tasks' own follow in demo_argv)
 DEMO_ARGS = [
-    "--output_dir", "outputs/gesa-tiny-wikihop", "--do_train", "--do_eval", "--do_predict",
-    "--max_seq_length", "512", "--attention_window", "64", "--num_train_epochs", "30",
-    "--per_device_train_batch_size", "8", "--learning_rate", "3e-3", "--logging_steps", "10",
-    "--save_strategy", "no", "--overwrite_output_dir", "true", "--report_to", "none", "--seed", "0",
+    "--do_train", "--do_eval", "--per_device_train_batch_size", "8", "--learning_rate", "3e-3",
+    "--logging_steps", "10", "--eval_on_start", "true", "--save_strategy", "no", "--overwrite_output_dir", "true",
+    "--report_to", "none", "--seed", "0", "--disable_tqdm", "true",
 ]  # fmt: skip
+USAGE = (
+    "%(prog)s [--task wikihop|medhop|hotpotqa|fever] [--variant V] [--model_name_or_path DIR] [--train_file F] "
+    "[--validation_file F] [--test_file F] [--wiki_pages F] [--do_train] [--do_eval] [--do_predict] [--output_dir DIR] "
+    "[FLAG VALUE ...]"
+)
 
 
 def parse_args(argv: list[str]) -> tuple[ModelArguments, DataArguments, TrainingArguments]:
     """HfArgumentParser over the three dataclasses (or a JSON file of flags); bad flags are one error line."""
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments), description=__doc__)
+    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments), description=__doc__, usage=USAGE)
     return parse_script_args(parser, argv, SCRIPT)
 
 
-def demo_argv(directory: Path) -> list[str]:
-    """Arguments of the no-argument demo: files of the embedded sample and a tiny LUKE built offline there."""
+def demo_argv(directory: Path, task: str = "wikihop", output_dir: str | None = None) -> list[str]:
+    """Arguments of a task's demo: files of its embedded sample and a tiny LUKE built offline in ``directory``;
+    ``output_dir`` default ``outputs/gesa-tiny-<task>``."""
+    output = ["--task", task, "--output_dir", output_dir or f"outputs/gesa-tiny-{task}", *DEMO_ARGS]
+    if task == "hotpotqa":
+        train, evaluation = make_hotpot_sample(24, seed=1), make_hotpot_sample(8, seed=2)
+        texts = [text for row in train + evaluation for text in (row["question"], *(
+            " ".join(sentences) for _, sentences in row["context"]))]  # fmt: skip
+        (directory / "train.json").write_text(json.dumps(train), encoding="utf-8")
+        (directory / "dev.json").write_text(json.dumps(evaluation), encoding="utf-8")
+        return ["--variant", "xh", "--model_name_or_path", str(build_demo_luke(directory / "tiny-luke", texts)),
+                "--train_file", str(directory / "train.json"), "--validation_file", str(directory / "dev.json"),
+                "--max_seq_length", "64", "--max_query_length", "24", "--num_train_epochs", "15", *output]  # fmt: skip
+    if task == "fever":
+        train, pages = make_fever_sample(24, seed=1)
+        evaluation, more_pages = make_fever_sample(9, seed=2)
+        texts = [claim["claim"] for claim in train + evaluation] + [page["text"] for page in pages + more_pages]
+        return ["--variant", "xh", "--model_name_or_path", str(build_demo_luke(directory / "tiny-luke", texts)),
+                "--train_file", str(write_json_lines(directory / "train.jsonl", train)),
+                "--validation_file", str(write_json_lines(directory / "dev.jsonl", evaluation)),
+                "--wiki_pages", str(write_json_lines(directory / "wiki-001.jsonl", pages + more_pages)),
+                "--max_seq_length", "48", "--max_query_length", "16", "--num_train_epochs", "15", *output]  # fmt: skip
     train, evaluation = make_wikihop_sample(48, seed=1), make_wikihop_sample(16, seed=2)
     test = make_wikihop_sample(4, seed=3, labelled=False)
     luke = build_demo_luke(directory / "tiny-luke", sample_texts(train + evaluation + test))
@@ -140,16 +176,26 @@ def demo_argv(directory: Path) -> list[str]:
         "--train_file", str(write_wikihop_file(directory / "train.json", train)),
         "--validation_file", str(write_wikihop_file(directory / "dev.json", evaluation)),
         "--test_file", str(write_wikihop_file(directory / "test.jsonl", test, json_lines=True)),
-        *DEMO_ARGS,
+        "--do_predict", "--max_seq_length", "512", "--attention_window", "64", "--num_train_epochs", "30", *output,
     ]  # fmt: skip
+
+
+def wants_demo(argv: list[str]) -> bool:
+    """No argument, or only ``--task`` / ``--output_dir``: the task's demo."""
+    return not argv or (explicit_flags(argv) <= {"task", "output_dir"} and all(
+        arg.startswith("--") or argv[i - 1] in ("--task", "--output_dir") for i, arg in enumerate(argv)))  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     """Command-line entry point; argument and input errors end the run with one ``error:`` line (exit status 2)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     with tempfile.TemporaryDirectory(prefix="gesa-wikihop-demo-") as scratch, one_error_line(SCRIPT):
-        if not argv:
-            argv = demo_argv(Path(scratch))
+        if wants_demo(argv):
+            _, data_args, args = parse_args(argv)  # the --task and --output_dir given, checked
+            output_dir = args.output_dir if "output_dir" in explicit_flags(argv) else None
+            argv = demo_argv(Path(scratch), data_args.task, output_dir)
+            print(f"{SCRIPT}: no data or model given: the {TASKS[data_args.task].title} demo on an embedded sample "
+                  "(a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
         model_args, data_args, args = parse_args(argv)
         if model_args.system == "paper":
             if data_args.task != "hotpotqa":

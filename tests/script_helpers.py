@@ -75,11 +75,11 @@ def record_sample_argv(output_dir: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-# Runs each argv through run_record.main in ONE fresh process (one import for all cases), with file descriptors 1
+# Runs each argv through a script's main in ONE fresh process (one import for all cases), with file descriptors 1
 # and 2 sent to a file per case: everything the run prints (print, logging handlers, progress bars) is captured.
 _ERROR_RUNNER = r"""
 import importlib.util, json, os, sys, tempfile, traceback
-spec = importlib.util.spec_from_file_location("run_record_cli", sys.argv[1])
+spec = importlib.util.spec_from_file_location("script_cli", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = module
 spec.loader.exec_module(module)
@@ -106,21 +106,26 @@ print(json.dumps(results))
 """
 
 
-def record_error_lines(cases: list[list[str]], cwd: Path) -> list[str]:
-    """The one output line of each bad-input run: exit status 2, exactly one non-empty line (stdout and stderr
-    together), the ``error:`` line, nothing of training."""
+def script_error_lines(script: Path, cases: list[list[str]], cwd: Path) -> list[str]:
+    """The one output line of each bad-input run of ``script`` (all cases in one fresh, offline process): exit status
+    2, exactly one non-empty line (stdout and stderr together), the ``<script>: error:`` line, nothing of training."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-    proc = subprocess.run([sys.executable, "-c", _ERROR_RUNNER, str(RECORD_SCRIPT), json.dumps(cases)], cwd=cwd,
-                          capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", _ERROR_RUNNER, str(script), json.dumps(cases)], cwd=cwd,
+                          capture_output=True, text=True, env=env, timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     lines = []
     for argv, result in zip(cases, results, strict=True):
         output = [line for line in result["output"].splitlines() if line.strip()]
         assert result["code"] == 2 and len(output) == 1, (argv, result)
-        assert output[0].startswith("run_record.py: error: "), (argv, output)
+        assert output[0].startswith(f"{script.name}: error: "), (argv, output)
         lines.append(output[0])
     return lines
+
+
+def record_error_lines(cases: list[list[str]], cwd: Path) -> list[str]:
+    """``script_error_lines`` of run_record.py."""
+    return script_error_lines(RECORD_SCRIPT, cases, cwd)
 
 
 # ---------------------------------------------------------------------------------------------

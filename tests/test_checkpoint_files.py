@@ -382,10 +382,10 @@ def test_a_model_loaded_from_its_checkpoint_saves_its_pipeline_again(saved, tmp_
 
 
 def test_a_head_without_pipeline_drops_an_inherited_custom_pipelines_entry(saved, tmp_path):
-    from gesa.modeling_gesa_entity import GesaForEntitySpanClassification
+    from gesa.modeling_gesa_entity import GesaForMaskedLM
 
     case = saved["typing-gesa"]
-    model = GesaForEntitySpanClassification(case["model"].config)  # NER: no pipeline
+    model = GesaForMaskedLM(case["model"].config)  # pre-training: no pipeline
     model.save_pretrained(tmp_path)
     assert "custom_pipelines" not in json.loads((tmp_path / "config.json").read_text())
     assert not list(tmp_path.glob("pipeline_*.py"))
