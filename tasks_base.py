@@ -238,6 +238,13 @@ class TaskEvaluator:
 # ----------------------------------------------------------------------------------------------- shared helpers
 
 
+def file_error(where: str, path: str | Path, error: Exception) -> str:
+    """``where`` (``--train_file PATH``) and a reader's error as one line, the file named once: a reader's error that
+    names the file already is prefixed by the flag only."""
+    prefix = where.split(" ", 1)[0] if str(path) in str(error) else where
+    return f"{prefix}: {error}"
+
+
 def concat_padded(batches: Any) -> Any:
     """Per-batch outputs (``Trainer`` with ``eval_do_concat_batches=False``: a list of arrays, or of tuples of
     arrays) as one array per output, every dim past the first padded with 0 to the widest batch; already

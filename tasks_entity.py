@@ -73,7 +73,7 @@ from .processing_entity_markers import INPUT_FORMATS, MARKED_TASKS, MarkedEntity
 from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
-from .tasks_base import LoadedModel, Task, first_output
+from .tasks_base import LoadedModel, Task, file_error, first_output
 from .tasks_kb import attach_knowledge_files, knowledge_candidates
 from .training_gesa import ScriptArgumentError, checkpoint_config, write_json_atomically
 from .training_models import check_config_fields, check_config_values, hub_kwargs, load_run_tokenizer
@@ -144,9 +144,7 @@ class EntityTask(Task):
         try:
             return read_task_file(self.name, path)
         except (InputError, FileNotFoundError) as error:
-            # the reader's error names the file already: the flag then says which one it is
-            prefix = where.split(" ", 1)[0] if str(path) in str(error) else where
-            raise ScriptArgumentError(f"{prefix}: {error}") from None
+            raise ScriptArgumentError(file_error(where, path, error)) from None
 
     def read_hub(self, data_args: Any, model_args: Any, split: str) -> list[Any]:
         """The examples of a Hub split's rows (NER: the tag names from its ``ClassLabel``)."""

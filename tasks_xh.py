@@ -60,7 +60,7 @@ from .records_xh import (
 )
 from .resources_gesa import load_metric
 from .structure_gesa import LUKE_MASK_ENTITY_ID
-from .tasks_base import LoadedModel, Task, concat_padded
+from .tasks_base import LoadedModel, Task, concat_padded, file_error
 from .tasks_multihop import entity_rows
 from .training_gesa import ScriptArgumentError, write_json_atomically, write_text_atomically
 from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer
@@ -136,7 +136,7 @@ class XhTask(Task):
         try:
             return self.read(path)
         except InputError as error:
-            raise ScriptArgumentError(f"{where}: {error}") from None
+            raise ScriptArgumentError(file_error(where, path, error)) from None
 
     @abstractmethod
     def read(self, path: str | Path) -> list[dict[str, Any]]:

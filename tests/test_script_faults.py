@@ -203,15 +203,19 @@ def test_records_the_processor_cannot_use_are_one_error_line_naming_the_record(t
     out = str(tmp_path / "out")
     common = ["--variant", "xh", "--model_name_or_path", str(tiny_luke_dir), "--do_train", "--output_dir", out]
     cases = []
-    for claims_file, expected in ((no_page, "(claim '0'): "), (bare_sentences, "(claim '1'): ")):
+    # gold evidence missing from the pages: found while featurising; a malformed field: found by the reader
+    for claims_file, expected in (
+        (no_page, "the train data cannot be featurised (claim '0'): "),
+        (bare_sentences, ", line 2: FEVER claim 1: 'predicted_sentences' must be a list"),
+    ):
         fever, wiki = _fever_files(tmp_path, claims_file)
-        cases.append((["--task", "fever", "--train_file", fever, "--wiki_pages", wiki, *common],
-                      "the train data cannot be featurised " + expected))  # fmt: skip
+        cases.append((["--task", "fever", "--train_file", fever, "--wiki_pages", wiki, *common], expected))  # fmt: skip
     cases.append((["--task", "hotpotqa", "--train_file", str(tmp_path / "empty.json"), *common], "holds no question"))
     lines = script_error_lines(MULTIHOP_SCRIPT, [argv for argv, _ in cases], tmp_path)
     for (_, expected), line in zip(cases, lines, strict=True):
         assert expected in line, line
     assert "gold evidence ['Nowhere', 0] is not in the wiki pages given" in lines[0]
+    assert lines[1].count("fever-1.jsonl") == 1, lines[1]  # the file named once
     assert not (tmp_path / "out").exists()
 
 

@@ -38,7 +38,10 @@ def _help(script) -> str:
 def test_run_multihop_help_opens_with_every_task_its_variant_and_its_file_format():
     text = _help(MULTIHOP_SCRIPT)
     head = text[: text.index("options:")]  # usage and description, before the flags
-    assert head.startswith("usage: run_multihop.py [--task wikihop|hotpotqa|fever]") and len(head.splitlines()) < 45
+    assert (
+        head.startswith("usage: run_multihop.py [--task wikihop|medhop|hotpotqa|fever]")
+        and len(head.splitlines()) < 45
+    )
     for expected in ("--task wikihop", "QAngaroo JSON", "--task hotpotqa --variant xh", "HotpotQA distractor JSON",
                      "--task fever --variant xh", "FEVER shared-task JSON lines", "--wiki_pages", "with no arguments"):  # fmt: skip
         assert expected in " ".join(head.split()), expected
