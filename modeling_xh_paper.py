@@ -39,6 +39,7 @@ from torch import nn
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
+from .checks_gesa import IGNORE_INDEX, check_class_labels, ignored_loss
 from .configuration_variants import XhConfig
 from .modeling_gesa import GesaInputs, with_inputs_of
 from .modeling_xh import XhGraphHead, XhModel
@@ -85,7 +86,11 @@ class XhForQuestionType(XhGraphHead):
         if labels is not None:
             if tuple(labels.shape) != (logits.size(0),):
                 raise ValueError(f"labels has shape {tuple(labels.shape)}; expected (graphs,) = ({logits.size(0)},).")
-            loss = F.cross_entropy(logits.float(), labels, ignore_index=-100)
+            check_class_labels(labels, logits.size(-1))
+            if torch.compiler.is_compiling() or (labels != IGNORE_INDEX).any():
+                loss = F.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX)
+            else:
+                loss = ignored_loss(logits)  # no labelled question: 0, not the 0/0 of a mean over none
         return XhQuestionTypeOutput(loss=loss, logits=logits)
 
 

@@ -115,3 +115,18 @@ def test_typing_head_refuses_targets_outside_zero_one(typing_head, bad):
     labels = torch.tensor([[1.0, 0.0, 0.0], [0.0, bad, 1.0]])
     with pytest.raises(ValueError, match=r"labels\[1, 1\] = .* is not a target in \[0, 1\]"):
         typing_head(**_entity_inputs(), labels=labels)
+
+
+def test_question_type_head_gives_zero_loss_on_all_ignored_labels_and_names_a_bad_class():
+    from gesa.configuration_variants import XhConfig
+    from gesa.modeling_xh_paper import XhForQuestionType
+
+    torch.manual_seed(0)
+    config = XhConfig(vocab_size=64, entity_vocab_size=4, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                      intermediate_size=64, xh_num_hop_layers=0, num_labels=2)  # fmt: skip
+    model = XhForQuestionType(config).eval()
+    inputs = {"input_ids": torch.randint(5, 60, (2, 1, 6)), "node_mask": torch.ones(2, 1, dtype=torch.bool)}
+    loss = model(**inputs, labels=torch.tensor([-100, -100])).loss
+    assert loss.item() == 0.0 and loss.requires_grad
+    with pytest.raises(ValueError, match="labels"):
+        model(**inputs, labels=torch.tensor([0, 7]))
