@@ -125,7 +125,8 @@ def test_question_type_head_gives_zero_loss_on_all_ignored_labels_and_names_a_ba
     config = XhConfig(vocab_size=64, entity_vocab_size=4, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                       intermediate_size=64, xh_num_hop_layers=0, num_labels=2)  # fmt: skip
     model = XhForQuestionType(config).eval()
-    inputs = {"input_ids": torch.randint(5, 60, (2, 1, 6)), "node_mask": torch.ones(2, 1, dtype=torch.bool)}
+    inputs = {"input_ids": torch.randint(5, 60, (2, 1, 6)), "node_mask": torch.ones(2, 1, dtype=torch.bool),
+              "node_adjacency": torch.zeros(2, 1, 1)}  # fmt: skip
     loss = model(**inputs, labels=torch.tensor([-100, -100])).loss
     assert loss.item() == 0.0 and loss.requires_grad
     with pytest.raises(ValueError, match="labels"):
