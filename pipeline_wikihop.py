@@ -24,91 +24,21 @@ Flat module: copied next to every saved WikiHop checkpoint with its relative imp
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-import torch
 from transformers import AutoModelForMultipleChoice
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .modeling_gesa_multiple_choice import WIKIHOP_TASK
-from .pipeline_base_gesa import TokenizerPipeline
+from .pipeline_multiple_choice import MultipleChoicePipeline
 from .processing_wikihop import WikihopProcessor
-from .records_wikihop import to_example
 
 TASK = WIKIHOP_TASK
 
 
-class WikihopPipeline(TokenizerPipeline):
+class WikihopPipeline(MultipleChoicePipeline):
     """Ranked candidates of WikiHop queries (module docstring)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        processor = kwargs.pop("processor", None)
-        super().__init__(*args, **kwargs)
-        if processor is None:
-            if self.tokenizer is None:
-                raise ValueError(f"{TASK}: give tokenizer= or processor= (the model has no tokenizer to load)")
-            processor = WikihopProcessor.from_checkpoint(self.tokenizer, self.model.config._name_or_path)
-        self.wikihop_processor = processor
-        self.collator = processor.get_data_collator()
-
-    def _sanitize_parameters(self, top_k: int | None = None, **kwargs: Any) -> tuple[dict, dict, dict]:
-        if kwargs:
-            raise TypeError(f"{TASK} pipeline: unknown argument(s) {sorted(kwargs)}; it takes top_k and batch_size")
-        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
-            raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
-        return {}, {}, {"top_k": top_k}
-
-    def __call__(self, inputs: Mapping[str, Any] | Sequence[Mapping[str, Any]], **kwargs: Any) -> Any:
-        """One query dict -> its ranked list; a list of dicts -> one ranked list each (a bad item named by its
-        position)."""
-        if isinstance(inputs, Mapping):
-            return super().__call__(dict(inputs), **kwargs)
-        if isinstance(inputs, (list, tuple)):
-            for position, item in enumerate(inputs):
-                try:
-                    self.check_input(item)
-                except (TypeError, ValueError) as error:
-                    raise ValueError(f"inputs[{position}] (of {len(inputs)}): {error}") from error
-            return [super(WikihopPipeline, self).__call__(dict(item), **kwargs) for item in inputs]
-        raise TypeError(
-            f"{TASK}: give a dict with query, supports, candidates (or a list of them), got {type(inputs)}"
-        )
-
-    def check_input(self, item: Any) -> None:
-        self._example(item)
-
-    @staticmethod
-    def _example(record: Any) -> Any:
-        if not isinstance(record, Mapping):
-            raise TypeError(
-                f"{TASK}: each input must be a dict with query, supports, candidates, got {type(record).__name__} "
-                f"{record!r:.60}"
-            )
-        record = dict(record)
-        record.setdefault("id", "input")
-        record["answer"] = None  # the pipeline predicts; it never reads a gold answer
-        return to_example(record, 0, "pipeline input")
-
-    def preprocess(self, record: dict[str, Any]) -> dict[str, Any]:
-        example = self._example(record)
-        columns = self.wikihop_processor.encode_examples([example])
-        names = [name for name in columns if name not in ("example_id", "candidate_texts", "answers", "labels")]
-        batch = self.collator([{name: columns[name][0] for name in names}])
-        return {**batch, "candidate_texts": columns["candidate_texts"], "example_id": columns["example_id"]}
-
-    def _forward(self, model_inputs: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        tensors = {name: value for name, value in model_inputs.items() if isinstance(value, torch.Tensor)}
-        logits = self.model(**tensors).logits
-        return {"logits": logits, "candidate_texts": model_inputs["candidate_texts"],
-                "example_id": model_inputs["example_id"]}  # fmt: skip
-
-    def postprocess(self, model_outputs: dict[str, Any], top_k: int | None = None) -> list[dict[str, Any]]:
-        ranked = WikihopProcessor.rank_candidates(
-            model_outputs["example_id"], model_outputs["candidate_texts"], model_outputs["logits"]
-        )
-        answers = ranked[model_outputs["example_id"][0]]
-        return answers[:top_k] if top_k else answers
+    task_name = TASK
+    processor_class = WikihopProcessor
 
 
 if TASK not in PIPELINE_REGISTRY.supported_tasks:
