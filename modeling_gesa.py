@@ -576,6 +576,8 @@ class GesaPreTrainedModel(PreTrainedModel):
             and module.label_embeddings is not None
             and not module.label_embeddings.weight.is_meta  # no values yet: the loaded or drawn ones come later
             and not (fresh_only and getattr(module.label_embeddings.weight, "_is_hf_initialized", False))
+            # turned once: a head's init runs after its base model's, and a second turn is not bit-exact
+            and not (fresh_only and getattr(module.label_embeddings.weight, "_gesa_mention_turned", False))
         ]
         if not attentions:
             return
@@ -596,6 +598,7 @@ class GesaPreTrainedModel(PreTrainedModel):
             turned = weight.detach().clone()
             turned[mention] = row.to(weight.dtype)
             init.copy_(weight, turned)
+            weight._gesa_mention_turned = True
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args, **kwargs):

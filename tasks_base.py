@@ -28,7 +28,8 @@ featurise                 ``featurise(processor, examples, split, data_args)`` -
                           ``collator(processor, variant)``
 predict                   ``decode(examples, features, outputs)`` -> ``{example id: prediction}`` from the model's
                           outputs over all features (``Trainer.evaluate`` and ``Trainer.predict`` alike)
-score                     ``score(predictions, examples)`` -> ``{metric: value}`` (the official metric)
+score                     ``score(predictions, examples)`` -> ``{metric: value}`` (the official metric, in its own
+                          scale); ``reported(metrics)``: the same in percent, the one scale every script reports
 write predictions         ``write_predictions(predictions, examples, output_dir, split)`` -> the file written
 ========================  ===========================================================================================
 
@@ -86,6 +87,8 @@ class Task(ABC):
         scores_predictions: whether evaluation decodes and scores predictions (pre-training: the loss only).
         no_feature_hint: why a split can give no feature, for the error.
         ignore_output_keys: the head's outputs ``decode`` does not read (``Trainer`` gathers all others).
+        official_fraction: the official metric gives fractions (HotpotQA's and FEVER's scripts, the entity tasks'
+            P/R/F1) where ReCoRD's and WikiHop's give percent; ``reported`` puts every task in percent.
         ragged_outputs: the head's outputs differ between batches past their first two dims (XH's per-node token
             and sentence widths), which ``Trainer`` cannot concatenate: it keeps them per batch
             (``eval_do_concat_batches=False``) and ``decode`` gets them padded by ``concat_padded``.
@@ -106,6 +109,7 @@ class Task(ABC):
     no_feature_hint: str = "every example was cut or skipped"
     ignore_output_keys: tuple[str, ...] = ()
     ragged_outputs: bool = False
+    official_fraction: bool = False
 
     # ------------------------------------------------------------------------------------------- flags
 
@@ -207,6 +211,12 @@ class Task(ABC):
     def score(self, predictions: Mapping[str, Any], examples: Any) -> dict[str, float]:
         """The official metric of ``predictions`` against the examples' references (names without ``eval_``)."""
 
+    def reported(self, metrics: Mapping[str, float]) -> dict[str, float]:
+        """``score``'s metrics in percent (0-100): the one scale of every script's results, summary line and
+        ``--metric_for_best_model`` (and of the papers' tables); ``score`` itself stays in the official scale."""
+        factor = 100.0 if self.official_fraction else 1.0
+        return {name: factor * float(value) for name, value in metrics.items()}
+
     @abstractmethod
     def write_predictions(
         self, predictions: Mapping[str, Any], examples: Any, output_dir: str | Path, split: str, data_args: Any
@@ -232,7 +242,7 @@ class TaskEvaluator:
         if len(first) != len(self.features):
             raise RuntimeError(f"got outputs for {len(first)} features, expected {len(self.features)}")
         self.predictions = self.task.decode(self.examples, self.features, outputs, self.processor)
-        return self.task.score(self.predictions, self.examples)
+        return self.task.reported(self.task.score(self.predictions, self.examples))
 
 
 # ----------------------------------------------------------------------------------------------- shared helpers

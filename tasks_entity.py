@@ -117,6 +117,7 @@ class EntityTask(Task):
         default_factory=lambda: {"f1": "micro F1", "precision": "precision", "recall": "recall"}
     )
     remove_unused_columns: bool = False  # the processor's collator drops what the model does not read
+    official_fraction: bool = True
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
         for name in ("max_seq_length", "max_span_length", "max_entities"):

@@ -84,6 +84,7 @@ class XhTask(Task):
     heads: dict = field(default_factory=dict)
     remove_unused_columns: bool = False  # the collator reads the sentence and label columns
     ragged_outputs: bool = True  # node token and sentence widths differ between batches
+    official_fraction: bool = True  # the official HotpotQA and FEVER scripts give fractions
     ignore_output_keys: tuple[str, ...] = XH_IGNORED_OUTPUTS
     default_max_nodes: int | None = None
 

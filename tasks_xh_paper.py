@@ -62,7 +62,7 @@ from .records_xh import read_hotpot_file
 from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_multihop import entity_rows
 from .tasks_xh import HOTPOTQA
-from .training_gesa import ScriptArgumentError, write_json_atomically
+from .training_gesa import ScriptArgumentError, check_output_dir_given, write_json_atomically
 
 SYSTEMS = ("joint", "paper")
 # the graph each question type's XH model reads (5.1): the evidence graph for bridge, fully connected for comparison
@@ -284,9 +284,13 @@ def train_system(system: PaperSystem, rows: Sequence[Mapping[str, Any]], args: T
             system.models[name] = train_component(system.models[name], features, collator, args, name)
 
 
-def run_paper_system(model_args: Any, data_args: Any, args: TrainingArguments) -> dict[str, float]:
+def run_paper_system(
+    model_args: Any, data_args: Any, args: TrainingArguments, explicit: set[str] | None = None
+) -> dict[str, float]:
     """``--system paper``: train (``--do_train``), then predict and score (``--do_eval``: ``--validation_file``;
-    ``--do_predict``: ``--test_file``); returns the evaluation metrics as ``eval_<key>``."""
+    ``--do_predict``: ``--test_file``); returns the evaluation metrics as ``eval_<key>`` (``explicit``: the flags
+    given, as for ``run_task``)."""
+    check_output_dir_given(explicit, "out/hotpotqa-paper")
     if model_args.variant != "xh":
         raise ScriptArgumentError(
             f"--system paper is Transformer-XH's system: use --variant xh, not {model_args.variant}"
@@ -322,7 +326,7 @@ def run_paper_system(model_args: Any, data_args: Any, args: TrainingArguments) -
             labelled = [(gold, kind) for gold, kind in labelled if gold != -100]
             if labelled:
                 metrics["question_type_accuracy"] = sum(g == k for g, k in labelled) / len(labelled)
-            results.update({f"eval_{key}": float(value) for key, value in metrics.items()})
+            results.update({f"eval_{key}": value for key, value in HOTPOTQA.reported(metrics).items()})
     if results:
         write_json_atomically(output_dir / "all_results.json", results)
     return results

@@ -55,6 +55,7 @@ from .training_gesa import (
     OutputDirLock,
     PlainFileModes,
     ScriptArgumentError,
+    check_output_dir_given,
     check_resume_fits,
     check_run_arguments,
     plan_resume,
@@ -208,7 +209,10 @@ def read_hub_split(task: Task, data_args: Any, model_args: Any, split: str) -> A
     """``task.read_hub``; a dataset that cannot be found or reached (offline, a misspelt name, a missing split) is one
     ``ScriptArgumentError`` naming ``--dataset_name`` and the fix."""
     try:
-        return task.read_hub(data_args, model_args, split)
+        with HeldLogs() as held:  # the Hub's retries: shown when the split comes, not before the error line
+            rows = task.read_hub(data_args, model_args, split)
+        held.replay()
+        return rows
     except (ConnectionError, OSError) as error:
         name = data_args.dataset_name
         config = f" --dataset_config_name {data_args.dataset_config_name}" if data_args.dataset_config_name else ""
@@ -331,6 +335,7 @@ def run_task(
     processor settings are the defaults of the others; ``None``: every flag counts as given); ``default_files``: the
     script's embedded sample (``{split: path}``), used when no data is named.
     """
+    check_output_dir_given(explicit, f"out/{task.name}")
     check_arguments(task, model_args, data_args, args)
     preflight_push_to_hub(args, getattr(model_args, "token", None))
     # one live run per output folder (process 0 holds it; a dead run's lock is released by the kernel)

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import huggingface_hub
 import torch
 import transformers
 from datasets import Dataset
@@ -75,8 +76,26 @@ class ScriptArgumentError(ValueError):
 
 
 def explicit_flags(argv: Iterable[str]) -> set[str]:
-    """The ``--flag`` names given on a command line (``--flag value`` and ``--flag=value``), without dashes."""
+    """The ``--flag`` names given on a command line (``--flag value`` and ``--flag=value``), without dashes; for an
+    arguments file given alone (``script.py args.json``), its keys."""
+    argv = list(argv)
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        try:
+            data = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return set()  # parse_script_args names what is wrong with the file
+        return set(data) if isinstance(data, dict) else set()
     return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
+
+
+def check_output_dir_given(explicit: set[str] | None, example: str) -> None:
+    """``TrainingArguments`` would write into ``./trainer_output`` when ``--output_dir`` is left out, i.e. wherever
+    the script was started: a run names its folder (``explicit``: the flags given; ``None``: all count as given)."""
+    if explicit is not None and "output_dir" not in explicit:
+        raise ScriptArgumentError(
+            f"--output_dir is required: the folder for the model, results and predictions (e.g. --output_dir "
+            f"{example}); nothing is written into the current folder unasked"
+        )
 
 
 def check_training_arguments(args: TrainingArguments) -> None:
@@ -278,7 +297,9 @@ def checkpoint_config(path: str, kinds: str, **hub: Any) -> dict[str, Any]:
     config that cannot be read, or a folder whose weights are missing or cut short, is one ``ScriptArgumentError``.
     ``kinds``: the checkpoints the script takes, for the fix (``"a LUKE or 'gesa'"``)."""
     try:
-        config_dict, _ = PretrainedConfig.get_config_dict(path, **hub)
+        with HeldLogs() as held:  # the Hub's retries: shown when the config comes, not before the error line
+            config_dict, _ = PretrainedConfig.get_config_dict(path, **hub)
+        held.replay()
     except OSError as error:
         raise ScriptArgumentError(
             f"--model_name_or_path {path}: cannot read its config ({str(error).splitlines()[0]}); give {kinds} "
@@ -644,6 +665,7 @@ def setup_logging(args: TrainingArguments, logger: logging.Logger) -> None:
     logger.setLevel(log_level)
     datasets.utils.logging.set_verbosity(log_level)
     datasets.utils.logging.disable_propagation()  # its own handler prints each line; the root's would repeat it
+    huggingface_hub.utils.logging.disable_propagation()  # the same for the Hub's lines (its retries)
     transformers.utils.logging.set_verbosity(log_level)
     transformers.utils.logging.enable_default_handler()
     transformers.utils.logging.enable_explicit_format()
@@ -662,8 +684,8 @@ class _QuietReminders(logging.Filter):
 
 
 class HeldLogs:
-    """``with HeldLogs() as held: ...`` keeps back what the block logs (the root, ``transformers`` and ``datasets``
-    loggers' handlers are swapped for a list), so that a run stopped inside the block by an input error prints its
+    """``with HeldLogs() as held: ...`` keeps back what the block logs (the root, ``transformers``, ``datasets`` and
+    ``huggingface_hub`` loggers' handlers are swapped for a list: the Hub's retries included), so that a run stopped inside the block by an input error prints its
     one ``error:`` line and nothing else; ``held.replay()`` then logs the records as they would have been logged."""
 
     def __init__(self) -> None:
@@ -672,7 +694,7 @@ class HeldLogs:
 
     def __enter__(self) -> HeldLogs:
         keeper = _RecordList(self.records)
-        loggers = [logging.getLogger(), logging.getLogger("transformers"), logging.getLogger("datasets")]
+        loggers = [logging.getLogger(name) for name in (None, "transformers", "datasets", "huggingface_hub")]
         for logger in loggers:
             self._saved.append((logger, list(logger.handlers)))
             logger.handlers = [keeper]
@@ -696,7 +718,8 @@ class _RecordList(logging.Handler):
         self.held = records
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.held.append(record)
+        if not self.held or self.held[-1] is not record:  # once, though it propagates through two held loggers
+            self.held.append(record)
 
 
 def parse_script_args(parser: HfArgumentParser, argv: list[str], script: str) -> tuple[Any, ...]:
@@ -798,6 +821,7 @@ __all__ = [
     "checkpoint_step",
     "disk_full",
     "disk_full_error",
+    "check_output_dir_given",
     "explicit_flags",
     "featurise_rows",
     "close_progress_bars",

@@ -77,7 +77,7 @@ def main() -> None:
                                          save_strategy="no", logging_strategy="no", seed=0, disable_tqdm=True)  # fmt: skip
             Trainer(model=model, args=training, train_dataset=features, data_collator=collator).train()
         after = mean_loss(model, collator, features)
-        metrics = task.score(predict_task(task, model, processor, eval_rows), eval_rows)
+        metrics = task.reported(task.score(predict_task(task, model, processor, eval_rows), eval_rows))
         report[name] = {"train_loss_before": before, "train_loss_after": after, **metrics}
     keys = list(report["xh"])
     print(f"{len(train_rows)} training / {len(eval_rows)} held-out questions of {Path(args.file).name}")

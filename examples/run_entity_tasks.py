@@ -25,7 +25,7 @@ and firms in the task's public format) and evaluates it before and after trainin
 
 Data: Open Entity crowd JSON lines (``entity_typing``), TACRED JSON (``relation_classification``), CoNLL-2003 column
 files (``ner``), or a Hub dataset in those fields (``--dataset_name``). ``--task pretrain`` reads any of them
-(``--pretrain_format``) for its mentions. Writes the model, ``all_results.json`` (micro P/R/F1 as fractions) and
+(``--pretrain_format``) for its mentions. Writes the model, ``all_results.json`` (micro P/R/F1 in percent) and
 ``eval_predictions.json`` / ``predict_predictions.json`` (``[{"id", "prediction", "reference"}, ...]``). The tasks are
 ``gesa.tasks_entity``'s; the run (argument checks, the output-folder lock, resuming, the divergence guard, atomic
 result files, the one error line, the summary line) is ``gesa.training_driver``'s.

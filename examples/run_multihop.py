@@ -35,9 +35,9 @@ Typical use::
         --max_seq_length 4096 --attention_window 256 --output_dir out/wikihop-gesa
 
 Writes the model with its processor and pipeline code, ``all_results.json`` and the predictions: WikiHop
-``eval_predictions.json`` (``{id: candidate}``, accuracy in percent) and with ``--do_predict --test_file``
+``eval_predictions.json`` (``{id: candidate}``) and with ``--do_predict --test_file``
 ``predict_predictions.json`` (``{id: [{"answer", "score"}, ...]}`` best first); HotpotQA and FEVER the official
-prediction files (``<split>_predictions.json`` / ``.jsonl``) and every official metric. The tasks are
+prediction files (``<split>_predictions.json`` / ``.jsonl``) and every official metric; every metric in percent. The tasks are
 ``gesa.tasks_multihop.WIKIHOP`` and ``gesa.tasks_xh.HOTPOTQA`` / ``FEVER``; the run is ``gesa.training_driver``'s.
 HotpotQA with ``--system paper`` runs the paper's system instead (question-type classifier, XH per type,
 supporting-fact model per type: ``gesa.tasks_xh_paper``).
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         if model_args.system == "paper":
             if data_args.task != "hotpotqa":
                 raise ScriptArgumentError(f"--system paper is for --task hotpotqa, not --task {data_args.task}")
-            return run_paper_system(model_args, data_args, args)
+            return run_paper_system(model_args, data_args, args, explicit_flags(argv))
         return run_task(TASKS[data_args.task], model_args, data_args, args, SCRIPT, explicit=explicit_flags(argv))
 
 

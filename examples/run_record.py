@@ -55,7 +55,6 @@ first). An evaluation-only run (no ``--do_train``) writes only ``eval_prediction
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,10 +238,10 @@ def main(argv: list[str] | None = None, callbacks: list[TrainerCallback] | None 
     argv = sys.argv[1:] if argv is None else argv
     with one_error_line("run_record.py"):
         model_args, data_args, training_args = parse_args(argv)
-        if len(argv) == 1 and argv[0].endswith(".json"):  # an arguments file: its keys are the flags given
-            explicit = set(json.loads(Path(argv[0]).read_text(encoding="utf-8")))
-        else:
-            explicit = explicit_flags(apply_paper_defaults(argv))
+        given = argv or list(EMBEDDED_DEFAULT_ARGS)  # the demo's flags count as given (its --output_dir included)
+        explicit = explicit_flags(
+            given if len(given) == 1 and given[0].endswith(".json") else apply_paper_defaults(given)
+        )
         return run_task(RECORD, model_args, data_args, training_args, "run_record.py", callbacks, explicit,
                         default_files=SAMPLE_FILES)  # fmt: skip
 

@@ -196,3 +196,28 @@ def test_fresh_models_start_with_candidates_pulled_towards_their_mentions(monkey
         with torch.no_grad():
             for layer in model.gesa.encoder.layer:
                 assert (mask_entity_logits(model.gesa, layer) > 0).all()
+
+
+@pytest.mark.parametrize("head", [GesaModel, GesaForEntitySpanQA])
+def test_a_model_drawn_from_its_config_equals_one_loaded_with_every_weight_missing(head, monkeypatch):
+    """``Model(config)`` and ``from_pretrained(None, state_dict={})`` draw each module from the same seed (as
+    transformers' common tests do): every weight equal, the turned mention row included (a head's init runs after its
+    base model's; the row is turned once)."""
+    from transformers import PreTrainedModel
+
+    from gesa.configuration_gesa import GesaConfig
+
+    drawn = PreTrainedModel._initialize_weights
+
+    def seeded(*args, **kwargs):
+        torch.manual_seed(42)
+        drawn(*args, **kwargs)
+
+    monkeypatch.setattr(PreTrainedModel, "_initialize_weights", seeded)
+    config = GesaConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=37, entity_vocab_size=10, entity_emb_size=6, max_position_embeddings=512,
+                        type_vocab_size=16, max_relative_position=4)  # fmt: skip
+    built = head(config).state_dict()
+    loaded = head.from_pretrained(None, config=config, state_dict={}).state_dict()
+    assert sorted(built) == sorted(loaded)
+    assert [name for name in built if not torch.equal(built[name], loaded[name])] == []

@@ -71,8 +71,8 @@ def test_entity_task_trains_scores_by_hand_count_and_reloads(tiny_luke_dir, tmp_
     correct, predicted, gold = hand_count(task, rows)
     assert gold > 0 and predicted > 0
     for name, value in zip(("precision", "recall", "f1"), hand_prf(correct, predicted, gold), strict=True):
-        assert saved[f"eval_{name}"] == pytest.approx(value)
-        assert results[f"eval_{name}"] == pytest.approx(value)
+        assert saved[f"eval_{name}"] == pytest.approx(100 * value)  # percent, like every script
+        assert results[f"eval_{name}"] == pytest.approx(100 * value)
 
     model = getattr(transformers, auto_class).from_pretrained(output_dir, trust_remote_code=True)
     assert type(model).__module__.startswith("transformers_modules")  # the checkpoint's own code

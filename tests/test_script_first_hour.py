@@ -117,6 +117,13 @@ def test_entity_task_demos_train_offline_and_say_how_they_did(tmp_path, capsys, 
     out = _demo(capsys, load_entity_script(), task, output_dir)
     assert out[-1].startswith(title), out[-1]
     assert "{}" not in out  # nothing prints an empty dict
+    if pipeline_class is not None:  # percent, like every script: 100 x the official fraction of its predictions
+        from gesa.tasks_entity import ENTITY_TASKS
+
+        rows = json.loads((output_dir / "eval_predictions.json").read_text())
+        official = ENTITY_TASKS[task].metric([r["prediction"] for r in rows], [r["reference"] for r in rows])["f1"]
+        shown = float(out[-1][len(title) :].split(",")[0])
+        assert shown == pytest.approx(100 * official, abs=0.005) and official > 0.01, (shown, official)
     if pipeline_class is not None:
         import transformers
 

@@ -165,9 +165,12 @@ def test_paper_system_trains_each_component_and_writes_the_official_file(tiny_lu
     assert configs["question_type"]["id2label"] == {"0": "bridge", "1": "comparison"}
     assert all(config["backbone"] == "luke" for config in configs.values())
     scores = _official_scores(output_dir / "eval_predictions.json", tmp_path / "train.json")
-    assert {k: pytest.approx(v) for k, v in scores.items()} == {k[5:]: v for k, v in results.items() if k[5:] in KEYS}
-    assert results["eval_question_type_accuracy"] == 1.0  # six questions seen twelve times: learnt
-    assert results["eval_sp_f1"] > 0.5
+    # the official script's fractions, reported in percent like every script
+    assert {k: pytest.approx(100 * v) for k, v in scores.items()} == {
+        k[5:]: v for k, v in results.items() if k[5:] in KEYS
+    }
+    assert results["eval_question_type_accuracy"] == 100.0  # six questions seen twelve times: learnt
+    assert results["eval_sp_f1"] > 50.0
     # the saved run evaluates again without training: same file
     first = (output_dir / "eval_predictions.json").read_text()
     again = tmp_path / "again"
@@ -209,5 +212,5 @@ def test_paper_system_on_the_shared_hotpotqa_sample(roberta_luke_dir, tmp_path):
     payload = json.loads((output_dir / "eval_predictions.json").read_text())
     assert set(payload["answer"]) == set(payload["sp"]) == {f"dev-{i}" for i in range(20)}  # ids from the file name
     scores = _official_scores(output_dir / "eval_predictions.json", tmp_path / "dev.json")
-    assert scores["joint_f1"] == pytest.approx(results["eval_joint_f1"])
-    assert 0.0 <= results["eval_question_type_accuracy"] <= 1.0
+    assert 100 * scores["joint_f1"] == pytest.approx(results["eval_joint_f1"])
+    assert 0.0 <= results["eval_question_type_accuracy"] <= 100.0
