@@ -132,35 +132,35 @@ def to_article(item: Any, location: str) -> tuple[Article, list[tuple[str, str, 
     return Article(title, list(text), [], location), links
 
 
-def _corpus_files(folder: Path) -> list[Path]:
+def _corpus_files(folder: Path, where: str) -> list[Path]:
     if not folder.is_dir():
         raise InputError(
             "is not a folder" if folder.exists() else "does not exist",
-            str(folder),
+            where,
             fix="give the folder of the abstracts (enwiki-...-abstracts: AA/wiki_00.bz2, ...)",
         )
     hidden = {p for p in folder.rglob("*") if any(part.startswith(".") for part in p.relative_to(folder).parts)}
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p not in hidden)
     if not files:
-        raise InputError("holds no file", str(folder), fix="give the folder of the abstracts (AA/wiki_00.bz2, ...)")
+        raise InputError("holds no file", where, fix="give the folder of the abstracts (AA/wiki_00.bz2, ...)")
     return files
 
 
-def read_abstracts_corpus(folder: str | Path, where: str | None = None) -> AbstractsCorpus:
+def read_abstracts_corpus(folder: str | Path, flag: str | None = None) -> AbstractsCorpus:
     """Every article of the abstracts folder (every non-hidden file below it, ``.bz2`` read decompressed), checked
-    (see the module docstring); ``where`` names the folder in errors (``"--corpus_dir DIR"``).
+    (see the module docstring); ``flag`` (``"--corpus_dir"``) comes before the folder's or file's path in errors.
 
     Raises:
         InputError: a missing or empty folder, a line that is not JSON or not an article (file and line named), two
             articles with one title (titles are case-insensitive identifiers).
     """
     folder = Path(folder)
-    prefix = f"{where}: " if where else ""
+    prefix = f"{flag} " if flag else ""
     articles: dict[str, Article] = {}
     raw_links: dict[str, list[tuple[str, str, int]]] = {}
     folded: dict[str, str] = {}
     empty = 0
-    for path in _corpus_files(folder):
+    for path in _corpus_files(folder, f"{prefix}{folder}"):
         name = f"{prefix}{path}"
         for location, item in read_json_file(path, name, fix=ABSTRACTS_FIX, list_field=None):
             article, links = to_article(item, str(location))

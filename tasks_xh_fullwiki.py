@@ -162,7 +162,7 @@ def build_fullwiki(model_args: Any, data_args: Any, args: TrainingArguments) -> 
     ``--train_file`` (``--do_train``; saved to ``<output_dir>/ranker``), and the retriever over them."""
     _check_flags(model_args, data_args)
     try:
-        corpus = read_abstracts_corpus(data_args.corpus_dir, f"--corpus_dir {data_args.corpus_dir}")
+        corpus = read_abstracts_corpus(data_args.corpus_dir, "--corpus_dir")
     except InputError as error:
         raise ScriptArgumentError(str(error)) from None
     train_rows: list[dict[str, Any]] = []
