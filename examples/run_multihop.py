@@ -46,6 +46,7 @@ system) retrieves every question's graph from HotpotQA's Wikipedia abstracts (``
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import tempfile
@@ -54,6 +55,7 @@ from pathlib import Path
 
 from transformers import HfArgumentParser, TrainingArguments
 
+from gesa.tasks_fever_retrieval import build_sentence_ranker
 from gesa.tasks_multihop import MEDHOP, WIKIHOP, build_demo_luke, make_wikihop_sample, sample_texts, write_wikihop_file
 from gesa.tasks_xh import FEVER, HOTPOTQA, make_fever_sample, make_hotpot_sample, write_json_lines
 from gesa.tasks_xh_fullwiki import FullWikiHotpotQATask, build_fullwiki
@@ -142,13 +144,19 @@ class DataArguments(BaseDataArguments):
         default=15, metadata={"help": "FullWiki: re-ranked hyperlinked articles kept (bridge; the paper's 15)."}
     )
     ranker_negatives: int = field(
-        default=10, metadata={"help": "FullWiki: BM25 non-supporting articles per question training the re-ranker."}
+        default=10,
+        metadata={
+            "help": "The re-rankers' negatives: FullWiki, BM25 non-supporting articles per training question; "
+            "FEVER bm25_rerank, non-evidence sentences per training claim."
+        },
     )
     fever_retrieval: str = field(
         default="title",
         metadata={"help": "FEVER claims without predicted_pages/predicted_sentences: 'title' (pages whose title the "
-                  "claim names) or 'bm25' (BM25 document retrieval then sentence selection; pip install "
-                  "'gesa[retrieval]')", "choices": ["title", "bm25"]},
+                  "claim names), 'bm25' (BM25 document retrieval then sentence selection; pip install "
+                  "'gesa[retrieval]') or 'bm25_rerank' (BM25 documents, sentences re-ranked by the backbone trained "
+                  "on --train_file's evidence; gesa.tasks_fever_retrieval)",
+                  "choices": ["title", "bm25", "bm25_rerank"]},
     )  # fmt: skip
 
 
@@ -231,6 +239,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         if data_args.hotpot_setting == "fullwiki":  # the corpus read and the re-ranker trained first
             retriever = build_fullwiki(model_args, data_args, args)
             task = FullWikiHotpotQATask(retriever=retriever)
+        if data_args.fever_retrieval == "bm25_rerank":  # the sentence re-ranker trained first
+            task = dataclasses.replace(FEVER, sentence_score=build_sentence_ranker(model_args, data_args, args))
         if model_args.system == "paper":
             return run_paper_system(model_args, data_args, args, retriever)
         return run_task(task, model_args, data_args, args, SCRIPT, explicit=explicit_flags(argv))
