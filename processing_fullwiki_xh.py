@@ -13,9 +13,10 @@
 # limitations under the License.
 """HotpotQA FullWiki: the evidence graph of a question retrieved from the Wikipedia abstracts (paper sec. 3, A.1).
 
-``FullWikiRetriever(corpus, score)`` over a ``records_abstracts.AbstractsCorpus``, with ``score(question, titles)`` the
-re-ranker's relevance of each article to the question (the paper's BERT IR: a linear layer on ``[CLS]`` of ``question
-</s> </s> title: paragraph``; ``tasks_xh_fullwiki`` trains it). Per question:
+``FullWikiRetriever(corpus, score)`` over a ``records_abstracts.AbstractsCorpus``, with ``score(questions, titles)``
+the re-ranker's relevance of each question's articles to it, one call per stage for all questions (the paper's BERT
+IR: a linear layer on ``[CLS]`` of ``question </s> </s> title: paragraph``; ``tasks_xh_fullwiki`` trains it). Per
+question:
 
 1. first stage: BM25 (``bm25s``, in place of DrQA's TF-IDF) over ``title + abstract``, the top ``candidates`` (D_ir,
    the paper's 100), and the articles whose title the question names as a run of whole words (D_el, in place of the
@@ -47,7 +48,7 @@ from .records_abstracts import AbstractsCorpus
 
 logger = logging.getLogger(__name__)
 
-Scorer = Callable[[str, Sequence[str]], Sequence[float]]
+Scorer = Callable[[Sequence[str], Sequence[Sequence[str]]], Sequence[Sequence[float]]]
 _WORD = re.compile(r"\w+")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
 
@@ -61,7 +62,8 @@ class FullWikiRetriever:
 
     Args:
         corpus: the abstracts (``records_abstracts.read_abstracts_corpus``).
-        score: ``score(question, titles)`` -> one relevance score per title (higher: more relevant).
+        score: ``score(questions, titles)`` (``titles``: one list per question) -> per question one relevance score
+            per title (higher: more relevant).
         candidates: BM25 articles per question re-ranked (D_ir).
         keep: first-stage articles kept from D_ir.
         expand: articles kept from the hyperlink expansion.
@@ -106,14 +108,14 @@ class FullWikiRetriever:
                     found[surface] = self._surfaces[surface]
         return found
 
-    def _ranked(self, question: str, titles: Sequence[str]) -> list[str]:
-        titles = list(dict.fromkeys(titles))
-        if not titles:
-            return []
-        scores = [float(s) for s in self.score(question, titles)]
-        if len(scores) != len(titles):
-            raise RuntimeError(f"the re-ranker gave {len(scores)} scores for {len(titles)} articles")
-        return [t for _, t in sorted(zip(scores, titles, strict=True), key=lambda pair: -pair[0])]
+    def _ranked(self, questions: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[list[str]]:
+        """Each question's candidates (each once) by the re-ranker's score, best first: one ``score`` call."""
+        candidates = [list(dict.fromkeys(titles)) for titles in candidates]
+        scores = [[float(x) for x in row] for row in self.score(list(questions), candidates)] if questions else []
+        if [len(row) for row in scores] != [len(titles) for titles in candidates]:
+            raise RuntimeError("the re-ranker gave a different number of scores than articles")
+        return [[t for _, t in sorted(zip(row, titles, strict=True), key=lambda pair: -pair[0])]
+                for row, titles in zip(scores, candidates, strict=True)]  # fmt: skip
 
     def retrieve(
         self, rows: Sequence[Mapping[str, Any]], expand: bool | Sequence[bool] = True, include_gold: bool = False
@@ -123,22 +125,26 @@ class FullWikiRetriever:
         flags = [expand] * len(rows) if isinstance(expand, bool) else list(expand)
         if len(flags) != len(rows):
             raise ValueError(f"expand has {len(flags)} flags for {len(rows)} questions")
-        hits = self.index.search([str(row["question"]) for row in rows], self.candidates)
+        questions = [str(row["question"]) for row in rows]
+        hits = self.index.search(questions, self.candidates)
+        bm25 = [[self.titles[i] for i, _ in found] for found in hits]
+        entities = [self.linked_entities(q) if self.link_entities else {} for q in questions]
+        named = [[t for titles in found.values() for t in titles] for found in entities]
+        ranked = self._ranked(questions, [b + n for b, n in zip(bm25, named, strict=True)])
+        firsts = []
+        for found, linked, order in zip(bm25, entities, ranked, strict=True):
+            rank = {title: position for position, title in enumerate(order)}
+            first = sorted(found, key=rank.__getitem__)[: self.keep]
+            first += [min(titles, key=rank.__getitem__) for titles in linked.values()]
+            firsts.append(sorted(dict.fromkeys(first), key=rank.__getitem__))
+        wide = [i for i, first in enumerate(firsts) if flags[i] and self.expand and first]
+        around = [
+            [t for title in firsts[i] for t in self.corpus.neighbours(title) if t not in firsts[i]] for i in wide
+        ]
+        expanded = dict(zip(wide, self._ranked([questions[i] for i in wide], around), strict=True))
         graphs, empty = [], 0
-        for row, found, wide in zip(rows, hits, flags, strict=True):
-            question = str(row["question"])
-            bm25 = [self.titles[i] for i, _ in found]
-            entities = self.linked_entities(question) if self.link_entities else {}
-            ranked = self._ranked(question, bm25 + [t for titles in entities.values() for t in titles])
-            order = {title: rank for rank, title in enumerate(ranked)}
-            first = sorted(bm25, key=order.__getitem__)[: self.keep]
-            for titles in entities.values():
-                first.append(min(titles, key=order.__getitem__))
-            first = sorted(dict.fromkeys(first), key=order.__getitem__)
-            nodes = list(first)
-            if wide and self.expand and first:
-                around = [t for title in first for t in self.corpus.neighbours(title) if t not in first]
-                nodes += self._ranked(question, around)[: self.expand]
+        for index, row in enumerate(rows):
+            nodes = firsts[index] + expanded.get(index, [])[: self.expand]
             if include_gold:
                 gold = [t for t in dict.fromkeys(row.get("supporting_facts", {}).get("title", [])) if t not in nodes]
                 for title in gold:

@@ -63,7 +63,8 @@ RANKER = "ranker"  # the re-ranker's subfolder of a run
 
 
 class Reranker:
-    """The BERT-IR re-ranker: ``reranker(question, titles)`` -> the relevance logit of each article, read alone.
+    """The BERT-IR re-ranker: ``reranker(questions, titles)`` -> per question the relevance logit of each of its
+    articles, each read alone.
 
     ``chunk`` articles go into one graph (independent nodes: ``xh_num_hop_layers=0``), ``batch_size`` graphs a step.
     """
@@ -107,11 +108,13 @@ class Reranker:
                 feature.pop(name, None)
         return features
 
-    def __call__(self, question: str, titles: Sequence[str]) -> list[float]:
-        features = self.features([{"question": question}], [titles], labelled=False)
+    def __call__(self, questions: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[list[float]]:
+        """Per question the relevance logit of each of its candidate articles (one encode call for all)."""
+        features = self.features([{"question": q} for q in questions], candidates, labelled=False)
         outputs = run_component(self.model, features, self.processor.get_data_collator(), self.batch_size)
-        return [float(logit) for feature, out in zip(features, outputs, strict=True)
-                for logit in out["relevance_logits"][0, : len(feature["input_ids"])]]  # fmt: skip
+        logits = iter([float(x) for f, out in zip(features, outputs, strict=True)
+                       for x in out["relevance_logits"][0, : len(f["input_ids"])]])  # fmt: skip
+        return [[next(logits) for _ in titles] for titles in candidates]
 
 
 def training_candidates(

@@ -67,11 +67,12 @@ def main() -> None:
         corpus = read_abstracts_corpus(folder)
     bm25: dict[str, dict[str, float]] = {}
 
-    def score(question: str, titles: list[str]) -> list[float]:  # BM25's own score as the re-ranker
-        if question not in bm25:
-            hits = retriever.index.search([question], len(retriever.titles))[0]
-            bm25[question] = {retriever.titles[i]: s for i, s in hits}
-        return [bm25[question].get(t, 0.0) for t in titles]
+    def score(questions: list[str], candidates: list[list[str]]) -> list[list[float]]:  # BM25's score re-ranks
+        for question in questions:
+            if question not in bm25:
+                hits = retriever.index.search([question], len(retriever.titles))[0]
+                bm25[question] = {retriever.titles[i]: s for i, s in hits}
+        return [[bm25[q].get(t, 0.0) for t in titles] for q, titles in zip(questions, candidates, strict=True)]
 
     retriever = FullWikiRetriever(corpus, score, candidates=args.candidates, keep=2, expand=15)
     links = sum(len(a.links) for a in corpus.articles.values())

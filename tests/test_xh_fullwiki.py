@@ -108,7 +108,7 @@ def test_abstracts_line_round_trips_through_the_reader(tmp_path):
         ('["a list"]', "must be a JSON object"),
         (json.dumps({"id": "9", "text": ["x"]}), "'title' must be a non-empty string"),
         (json.dumps({"title": "T", "text": "one string"}), "'text' must be the list"),
-        (json.dumps({"title": "T", "text": ["a", "b"], "text_with_links": ["a"]}), "'text_with_links' must be a list of 2"),
+        (json.dumps({"title": "T", "text": ["a", "b"], "text_with_links": ["a"]}), "'text_with_links' must be a list"),
         (json.dumps(_line("lyon", ["again"])), "also the title of the article at"),
     ],
 )  # fmt: skip
@@ -157,9 +157,9 @@ def _scores(order: list[str]):
     """A re-ranker double: the articles in ``order`` score highest first, the others 0."""
     calls = []
 
-    def score(question: str, titles: list[str]) -> list[float]:
-        calls.append(list(titles))
-        return [float(len(order) - order.index(t)) if t in order else 0.0 for t in titles]
+    def score(questions: list[str], candidates: list[list[str]]) -> list[list[float]]:
+        calls.extend(list(titles) for titles in candidates)
+        return [[float(len(order) - order.index(t)) if t in order else 0.0 for t in titles] for titles in candidates]
 
     return score, calls
 
@@ -181,7 +181,7 @@ def test_first_stage_keeps_the_top_reranked_bm25_and_title_named_articles_then_e
     bm25 = [retriever.titles[i] for i, _ in retriever.index.search([QUESTION], 3)[0]]
     assert calls[0] == list(dict.fromkeys(bm25 + ["Facebook"]))  # D_ir and D_el re-ranked together
     # first stage: the best BM25 article and the best one per title named, then the best neighbour of those
-    first = sorted(bm25, key=lambda t: -dict(zip(calls[0], score(QUESTION, calls[0]), strict=True))[t])[0]
+    first = sorted(bm25, key=lambda t: -dict(zip(calls[0], score([QUESTION], [calls[0]])[0], strict=True))[t])[0]
     assert graph["context"]["title"][: len({first, "Facebook"})] == list(dict.fromkeys(["Facebook", first]))
     assert set(calls[1]) == {t for f in {first, "Facebook"} for t in corpus.neighbours(f)} - {first, "Facebook"}
     assert len(graph["context"]["title"]) == len({first, "Facebook"}) + 1
@@ -223,7 +223,8 @@ def test_retrieved_graph_edges_follow_hyperlinks_and_nodes_read_question_anchor_
     assert feature["node_adjacency"] == [[0, 1, 0], [0, 0, 0], [0, 0, 0]]  # C mentions B, but links to nothing
     question = processor._tokens("Where is it?", leading_space=False)
     anchors = processor._tokens("the B; B", leading_space=False)
-    expected, _, _ = processor._node(question + [tokenizer.sep_token_id] + anchors, processor._tokens("B: B is in Cambridge.", False))  # fmt: skip
+    paragraph = processor._tokens("B: B is in Cambridge.", False)
+    expected, _, _ = processor._node(question + [tokenizer.sep_token_id] + anchors, paragraph)
     assert feature["input_ids"][1] == expected
     plain, _, _ = processor._node(question, processor._tokens("A: A links to B.", False))
     assert feature["input_ids"][0] == plain

@@ -140,7 +140,8 @@ def test_sentence_reranker_reads_each_sentence_alone_with_its_claim(tiny_luke_di
     features = reranker.features(kept[:1], [[("Lyon", 0), ("Lyon", 1), ("Turin", 1)]])
     assert [f["node_labels"] for f in features] == [[1, 0], [0]]  # two sentences a graph
     claim_ids = processor._tokens("Lyon is in France.", False)
-    assert features[0]["input_ids"][0] == processor._node(claim_ids, processor._tokens("Lyon: Lyon is a city in France.", False))[0]  # fmt: skip
+    sentence = processor._tokens("Lyon: Lyon is a city in France.", False)
+    assert features[0]["input_ids"][0] == processor._node(claim_ids, sentence)[0]
     assert all(starts == [-1] for f in features for starts in f["sentence_starts"])  # relevance only
     assert "node_labels" not in reranker.features([{"claim": "x"}], [[("Lyon", 1)]])[0]
 
