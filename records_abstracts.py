@@ -24,8 +24,9 @@ decompressed file reads the same), one article per line::
 
 ``text`` is the article's first paragraph as its sentences (HotpotQA's ``context`` sentences: a supporting fact's
 ``sent_id`` indexes this list); ``text_with_links`` the same sentences with the hyperlinks as ``<a href="target">anchor
-text</a>`` (the target a URL-quoted title, matched case-insensitively as the readme says). ``charoffset*`` (token
-offsets) are not read. ``read_abstracts_corpus(folder)`` gives an ``AbstractsCorpus``: the articles by title and, per
+text</a>`` (the target a URL-quoted title, resolved by ``resolve_title``: as written, with its first letter
+upper-cased, or case-insensitively where one title fits; titles that differ in case, "Red Dwarf" and "Red dwarf",
+are two articles). ``charoffset*`` (token offsets) are not read. ``read_abstracts_corpus(folder)`` gives an ``AbstractsCorpus``: the articles by title and, per
 article, its links to other articles of the corpus with their anchor texts (links to pages outside the corpus are left
 out, as the abstracts hold no page for them). Every bad line is ONE ``InputError`` naming the file and the line.
 
@@ -105,6 +106,18 @@ def parse_links(sentence: str) -> list[tuple[str, str]]:
     return found
 
 
+def resolve_title(target: str, articles: Mapping[str, Any], folded: Mapping[str, list[str]]) -> str | None:
+    """The corpus title a link names: the same title, else with its first letter upper-cased (Wikipedia's titles
+    differ only there), else the one title equal but for case (none when several are)."""
+    if target in articles:
+        return target
+    capital = target[:1].upper() + target[1:]
+    if capital in articles:
+        return capital
+    same = folded.get(target.casefold(), [])
+    return same[0] if len(same) == 1 else None
+
+
 def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
@@ -152,13 +165,13 @@ def read_abstracts_corpus(folder: str | Path, flag: str | None = None) -> Abstra
 
     Raises:
         InputError: a missing or empty folder, a line that is not JSON or not an article (file and line named), two
-            articles with one title (titles are case-insensitive identifiers).
+            articles with one title.
     """
     folder = Path(folder)
     prefix = f"{flag} " if flag else ""
     articles: dict[str, Article] = {}
     raw_links: dict[str, list[tuple[str, str, int]]] = {}
-    folded: dict[str, str] = {}
+    folded: dict[str, list[str]] = {}
     empty = 0
     for path in _corpus_files(folder, f"{prefix}{folder}"):
         name = f"{prefix}{path}"
@@ -167,17 +180,16 @@ def read_abstracts_corpus(folder: str | Path, flag: str | None = None) -> Abstra
             if not article.sentences:
                 empty += 1  # a page without a first paragraph: nothing to retrieve or read
                 continue
-            key = article.title.casefold()
-            if key in folded:
+            if article.title in articles:
                 raise InputError(
                     f"the title {article.title!r} is also the title of the article at "
-                    f"{articles[folded[key]].location} (titles are case-insensitive)",
+                    f"{articles[article.title].location}",
                     str(location),
                     record="article",
                     record_id=article.title,
                     fix="keep one article per title",
                 )
-            folded[key] = article.title
+            folded.setdefault(article.title.casefold(), []).append(article.title)
             articles[article.title] = article
             raw_links[article.title] = links
     if empty:
@@ -185,7 +197,7 @@ def read_abstracts_corpus(folder: str | Path, flag: str | None = None) -> Abstra
     linked_from: dict[str, list[str]] = {}
     for title, links in raw_links.items():
         for target, anchor, index in links:
-            resolved = target if target in articles else folded.get(target.casefold())
+            resolved = resolve_title(target, articles, folded)
             if resolved is None or resolved == title:
                 continue  # a page outside the corpus, or the article itself
             articles[title].links.append((resolved, anchor, index))
@@ -213,4 +225,4 @@ def abstracts_line(index: int, title: str, sentences: Iterable[str], links: Mapp
 
 
 __all__ = ["ABSTRACTS_FIX", "AbstractsCorpus", "Article", "abstracts_line", "parse_links", "read_abstracts_corpus",
-           "to_article"]  # fmt: skip
+           "resolve_title", "to_article"]  # fmt: skip

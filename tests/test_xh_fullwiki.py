@@ -81,10 +81,20 @@ def test_abstracts_corpus_reads_bz2_and_plain_files_and_resolves_hyperlinks(tmp_
         _line("Menlo Park", ["Menlo Park is a city in <California>."], ["Menlo Park is a city in <California>."], 3),
         _line("Empty page", [], [], 4),
     ], compress=False)  # fmt: skip
+    _write(tmp_path / "AB" / "wiki_01", [_line("Red Dwarf", ["A sitcom."], ['A <a href="red%20dwarf">dwarf</a>.'], 5),
+                                          _line("Red dwarf", ["A star."], index=6)], compress=False)  # fmt: skip
     (tmp_path / ".hidden").write_text("not read")
     corpus = read_abstracts_corpus(tmp_path)
-    assert list(corpus.articles) == ["Facebook", "Harvard University", "Cambridge, Massachusetts", "Menlo Park"]
-    # hrefs are URL-quoted titles, matched case-insensitively; a page outside the corpus is left out
+    assert list(corpus.articles) == [
+        "Facebook",
+        "Harvard University",
+        "Cambridge, Massachusetts",
+        "Menlo Park",
+        "Red Dwarf",
+        "Red dwarf",
+    ]  # titles differing in case are two articles
+    assert corpus.articles["Red Dwarf"].links == [("Red dwarf", "dwarf", 0)]  # first letter up, the rest as written
+    # hrefs are URL-quoted titles (first letter or case may differ); a page outside the corpus is left out
     assert corpus.articles["Facebook"].links == [("Harvard University", "Harvard", 0), ("Menlo Park", "Menlo Park", 1)]
     assert corpus.articles["Harvard University"].links == [("Cambridge, Massachusetts", "Cambridge", 0)]
     assert corpus.articles["Facebook"].sentences == ["Facebook was founded at Harvard.", " It is in Menlo Park."]
@@ -109,7 +119,7 @@ def test_abstracts_line_round_trips_through_the_reader(tmp_path):
         (json.dumps({"id": "9", "text": ["x"]}), "'title' must be a non-empty string"),
         (json.dumps({"title": "T", "text": "one string"}), "'text' must be the list"),
         (json.dumps({"title": "T", "text": ["a", "b"], "text_with_links": ["a"]}), "'text_with_links' must be a list"),
-        (json.dumps(_line("lyon", ["again"])), "also the title of the article at"),
+        (json.dumps(_line("Lyon", ["again"])), "also the title of the article at"),
     ],
 )  # fmt: skip
 def test_a_bad_corpus_line_is_one_error_naming_its_file_and_line(tmp_path, row, problem):
