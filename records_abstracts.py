@@ -28,7 +28,8 @@ text</a>`` (the target a URL-quoted title, resolved by ``resolve_title``: as wri
 upper-cased, or case-insensitively where one title fits; titles that differ in case, "Red Dwarf" and "Red dwarf",
 are two articles). ``charoffset*`` (token offsets) are not read. ``read_abstracts_corpus(folder)`` gives an
 ``AbstractsCorpus``: the articles by title and, per article, its links to other articles of the corpus with their
-anchor texts (links to pages outside the corpus are left out, as the abstracts hold no page for them). Every bad line is ONE ``InputError`` naming the file and the line.
+anchor texts (links to pages outside the corpus are left out, as the abstracts hold no page for them). Every bad
+line is ONE ``InputError`` naming the file and the line.
 
 Flat module: imports only the standard library and the input layer.
 """
