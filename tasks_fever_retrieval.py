@@ -60,13 +60,8 @@ class SentenceReranker:
         batch_size: int = 8,
         chunk: int = 8,
     ) -> None:
-        self.model, self.processor, self.pages, self.batch_size, self.chunk = (
-            model,
-            processor,
-            pages,
-            batch_size,
-            chunk,
-        )
+        self.model, self.processor, self.pages = model, processor, pages
+        self.batch_size, self.chunk = batch_size, chunk
 
     def features(self, claims: Sequence[Mapping[str, Any]], candidates: Sequence[Sequence[tuple[str, int]]]) -> list:
         """Per claim its candidate sentences in graphs of at most ``chunk`` nodes, ``node_labels`` 1 on the claim's

@@ -77,26 +77,20 @@ class Reranker:
         batch_size: int = 8,
         chunk: int = 8,
     ) -> None:
-        self.model, self.processor, self.corpus, self.batch_size, self.chunk = (
-            model,
-            processor,
-            corpus,
-            batch_size,
-            chunk,
-        )
+        self.model, self.processor, self.corpus = model, processor, corpus
+        self.batch_size, self.chunk = batch_size, chunk
 
     def features(
         self, rows: Sequence[Mapping[str, Any]], candidates: Sequence[Sequence[str]], labelled: bool
     ) -> list[dict[str, Any]]:
         """Per row its candidate articles as graphs of at most ``chunk`` documents; ``node_labels`` 1 on the row's
         supporting paragraphs (``labelled``) or -100, no sentence label (only the relevance head learns)."""
-        pseudo, labels = [], []
+        pseudo, labels, none = [], [], {"title": [], "sent_id": []}
         for row, titles in zip(rows, candidates, strict=True):
             gold = set(row.get("supporting_facts", {}).get("title", [])) if labelled else set()
             for begin in range(0, len(titles), self.chunk):
                 part = list(titles[begin : begin + self.chunk])
                 context = {"title": part, "sentences": [self.corpus.articles[t].sentences for t in part]}
-                none = {"title": [], "sent_id": []}
                 pseudo.append({"id": row.get("id", ""), "question": row["question"], "answer": None,
                                "context": context, "supporting_facts": none})  # fmt: skip
                 labels.append([int(t in gold) if labelled else -100 for t in part])
@@ -121,7 +115,8 @@ def training_candidates(
     retriever: FullWikiRetriever, rows: Sequence[Mapping[str, Any]], negatives: int
 ) -> list[list[str]]:
     """Per training question its supporting paragraphs and its ``negatives`` best BM25 hits that are not."""
-    hits = retriever.index.search([str(row["question"]) for row in rows], negatives + 2)
+    most = max((len(set(row["supporting_facts"]["title"])) for row in rows), default=0)
+    hits = retriever.index.search([str(row["question"]) for row in rows], negatives + most)
     candidates = []
     for row, found in zip(rows, hits, strict=True):
         gold = list(dict.fromkeys(row["supporting_facts"]["title"]))
