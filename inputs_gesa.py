@@ -22,6 +22,8 @@ files here and raises ``InputError``, so a file problem reads the same in every 
   ``item N of 'data'``), or JSON lines (``line N``; blank lines are skipped and still counted). An empty file, a
   JSON syntax error (with its line and column) and a document of no known layout are errors.
 - ``read_text_lines``: the lines of a text file (CoNLL column files), decoded the same way.
+- A ``.bz2`` file (HotpotQA's Wikipedia abstracts) is read decompressed, streamed; a damaged stream is an error at
+  the line it stops before.
 - Lines and items count from 1, as an editor does; ``Location`` prints them as errors do: ``--train_file f.jsonl,
   line 3``.
 
@@ -30,6 +32,7 @@ Flat module on the bottom floor: it imports the standard library only, nothing o
 
 from __future__ import annotations
 
+import bz2
 import dataclasses
 import json
 from collections.abc import Iterator
@@ -110,11 +113,26 @@ def _check_file(path: Path, where: str, fix: str | None) -> None:
         raise InputError("does not exist", where, fix=fix or "give the path of an existing file")
 
 
+def _raw_lines(handle: Any, path: Path, where: str) -> Iterator[bytes]:
+    """The byte lines of an open file; a damaged bzip2 stream is an ``InputError`` at the line it stops before."""
+    number = 0
+    try:
+        for number, raw in enumerate(handle, 1):  # noqa: B007 (read after the loop by the error)
+            yield raw
+    except (OSError, EOFError) as error:
+        raise InputError(
+            f"the bzip2 data stops being readable ({error})",
+            Location(where, "line", number + 1),
+            fix=f"download {path.name} again (bzip2 -t {path.name} checks it)",
+        ) from None
+
+
 def _decoded_lines(path: Path, where: str) -> Iterator[tuple[int, str]]:
-    """``(line number from 1, text without its line end)`` of a UTF-8 file, streamed; a leading BOM is dropped."""
+    """``(line number from 1, text without its line end)`` of a UTF-8 file, streamed; a leading BOM is dropped. A
+    ``.bz2`` file is read decompressed (line numbers and byte offsets count in its decompressed text)."""
     offset = 0
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
+    with bz2.open(path, "rb") if path.suffix == ".bz2" else path.open("rb") as handle:
+        for number, raw in enumerate(_raw_lines(handle, path, where), 1):
             start = len(_BOM) if number == 1 and raw.startswith(_BOM) else 0
             try:
                 text = raw[start:].decode("utf-8")

@@ -19,7 +19,8 @@
   the claim's ``predicted_pages``;
 - sentences: the sentences of those pages (``title: sentence``), the claim as the query; the top ``max_sentences``
   become its ``predicted_sentences`` ``[[page, line]]``, best first, which ``XhTaskProcessor.fever_candidates``
-  turns into the graph's nodes.
+  turns into the graph's nodes. With a ``score`` (``tasks_fever_retrieval.SentenceReranker``: the backbone's
+  relevance of ``claim </s> </s> title: sentence``) the sentences are ranked by it instead of BM25.
 
 Claims that already carry candidates are returned unchanged. Flat module: imports only third-party packages and its
 siblings.
@@ -27,7 +28,7 @@ siblings.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .records_xh import page_title
@@ -68,9 +69,11 @@ def retrieve_fever_evidence(
     pages: Mapping[str, Mapping[int, str]],
     max_pages: int = 5,
     max_sentences: int = 5,
+    score: Callable[[str, Sequence[tuple[str, int]]], Sequence[float]] | None = None,
 ) -> list[dict[str, Any]]:
     """``claims`` with ``predicted_pages`` and ``predicted_sentences`` retrieved for those that carry neither (see
-    the module docstring); the others are returned as they are."""
+    the module docstring); the others are returned as they are. ``score(claim, [(page, line)])`` (a re-ranker: one
+    relevance per sentence, higher first) selects the sentences in place of BM25."""
     missing = [
         i for i, c in enumerate(claims) if c.get("predicted_pages") is None and not c.get("predicted_sentences")
     ]
@@ -83,9 +86,15 @@ def retrieve_fever_evidence(
     for position, found in zip(missing, hits, strict=True):
         chosen = [names[d] for d, _ in found]
         sentences = [(p, line) for p in chosen for line, text in sorted(pages[p].items()) if text.strip()]
-        ranked = Bm25Index([f"{page_title(p)}: {pages[p][line]}" for p, line in sentences]).search(
-            [claims[position]["claim"]], max_sentences
-        )[0] if sentences else []  # fmt: skip
+        if not sentences:
+            ranked = []
+        elif score is not None:  # the re-ranker's order, best first
+            scores = [float(x) for x in score(claims[position]["claim"], sentences)]
+            ranked = sorted(enumerate(scores), key=lambda pair: -pair[1])[:max_sentences]
+        else:
+            ranked = Bm25Index([f"{page_title(p)}: {pages[p][line]}" for p, line in sentences]).search(
+                [claims[position]["claim"]], max_sentences
+            )[0]
         result[position]["predicted_pages"] = chosen
         result[position]["predicted_sentences"] = [[sentences[s][0], sentences[s][1]] for s, _ in ranked]
     return result

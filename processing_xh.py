@@ -23,8 +23,9 @@ sentences that share a candidate string (both directions).
 HotpotQA (distractor layout, HF rows: `question`, `answer`, `supporting_facts`, `context.title/sentences`): one graph
 per question, one node per paragraph, `<s> question </s> </s> title: paragraph </s>`. Edges, as Wikipedia links are
 not in the distractor data: `"title_mention"` (default, directed: paragraph tau attends to paragraph eta when tau
-mentions eta's title, the paper's hyperlink direction), `"bidirectional"` or `"full"`. Labels: the relevant node is the
-supporting paragraph holding the answer, with the answer's token span in it (yes/no answers: span -100).
+mentions eta's title, the paper's hyperlink direction), `"bidirectional"` or `"full"`; a retrieved FullWiki graph's
+`hyperlinks` ([from title, to title], tau links to eta) take the place of the title mentions. Labels: the relevant
+node is the supporting paragraph holding the answer, with the answer's token span in it (yes/no answers: span -100).
 
 Features are python lists per graph; `XhGraphCollator` pads them to `(G, N, L)` tensors for `modeling_xh`.
 
@@ -467,6 +468,9 @@ class XhProcessor(ProcessorBase):
         keys = [_strip_title(title) for title in titles]
         lowered = [normalize_entity_string(text) for text in texts]
         count = len(texts)
+        # a retrieved (FullWiki) graph carries its Wikipedia hyperlinks: the edges, in place of title mentions
+        links = record.get("hyperlinks")
+        linked = None if links is None else {(a, b) for a, b in links}
         adjacency = []
         for a in range(count):
             row = []
@@ -475,6 +479,9 @@ class XhProcessor(ProcessorBase):
                     row.append(0)
                 elif self.hotpot_edges == "full":
                     row.append(1)
+                elif linked is not None:
+                    forward, backward = (titles[a], titles[b]) in linked, (titles[b], titles[a]) in linked
+                    row.append(int(forward or (self.hotpot_edges == "bidirectional" and backward)))
                 else:
                     mentions = bool(keys[b]) and f" {keys[b]} " in f" {lowered[a]} "
                     mentioned = bool(keys[a]) and f" {keys[a]} " in f" {lowered[b]} "

@@ -16,7 +16,10 @@
 HotpotQA: `processing_xh`'s paragraph graph (one node per paragraph, `<s> question </s> </s> title: paragraph </s>`,
 title-mention edges), plus per node the first/last token of each sentence (`sentence_starts`/`sentence_ends`, -1 for
 a sentence cut by `max_node_length`), `sentence_labels` (1 on supporting facts) and `answer_type` (0 span, 1 yes,
-2 no). Sentence and answer boundaries are tokenisation boundaries, so a sentence's tokens are exactly its own.
+2 no). A retrieved FullWiki graph's node is `<s> question </s> anchor texts </s> </s> title: paragraph </s>` (the
+paper's question + anchor text + paragraph; the anchors of the graph's links into the paragraph, `"; "`-joined,
+question and anchors within `max_query_length` tokens) where the row gives the paragraph `anchors`. Sentence and
+answer boundaries are tokenisation boundaries, so a sentence's tokens are exactly its own.
 
 FEVER (paper sec. 4): one node per candidate evidence sentence, `<s> claim </s> </s> title: sentence </s>`, fully
 connected. Candidates (at most `max_nodes`, the paper's five): the record's `predicted_sentences` ([page, line], e.g.
@@ -190,9 +193,17 @@ class XhTaskProcessor(XhProcessor):
         relevant, answer_span = self._hotpot_answer(texts, titles, [t for t, _ in gold], answer)
         question_ids = self._tokens(_whitespace_to_spaces(row["question"]), leading_space=False)
         question_ids = question_ids[: self.max_query_length]
+        anchors = list(row.get("anchors") or [])[: len(titles)]
+        anchors += [[]] * (len(titles) - len(anchors))
         feature.update(input_ids=[], global_attention_mask=[], sentence_starts=[], sentence_ends=[])
         feature.update(sentence_labels=[], start_positions=-100, end_positions=-100)
         for node, (title, sentences, text) in enumerate(zip(titles, paragraphs, texts, strict=True)):
+            node_query = question_ids
+            if anchors[node]:  # FullWiki (paper sec. 3): question </s> anchor texts of the links into this paragraph
+                anchor_ids = self._tokens(_whitespace_to_spaces("; ".join(anchors[node])), leading_space=False)
+                room = self.max_query_length - len(question_ids) - 1  # question and anchors within the query cap
+                if room > 0:
+                    node_query = question_ids + [self.tokenizer.sep_token_id] + anchor_ids[:room]
             cursor, ranges = len(title) + 2, []
             for sentence in sentences:
                 start = cursor + len(sentence) - len(sentence.lstrip())
@@ -212,7 +223,7 @@ class XhTaskProcessor(XhProcessor):
                         pieces.append((a, b))
                         owner.append(index)
             text_ids, positions = self._encode_with_spans(text, pieces, markers=False)
-            ids, global_mask, offset = self._node(question_ids, text_ids)
+            ids, global_mask, offset = self._node(node_query, text_ids)
             last = len(ids) - 2  # ids[-1] is </s>
             starts, ends = [-1] * len(sentences), [-1] * len(sentences)
             for index, words in zip(owner, positions, strict=True):

@@ -16,8 +16,9 @@
 * HotpotQA: the official release (a JSON list of ``{"_id", "question", "answer", "supporting_facts": [[title,
   sent_id]], "context": [[title, [sentences]]]}``) or the Hub layout (``hotpot_qa``/``distractor`` rows, JSON list or
   JSON lines: ``{"id"?, "question", "answer", "supporting_facts": {"title", "sent_id"}, "context": {"title",
-  "sentences"}}``) -> one canonical Hub-layout row per question, with an ``id`` (the file's, or ``dev-<index>``-style
-  ``<stem>-<index>`` when the Hub rows carry none) and its ``location``.
+  "sentences"}}``; a retrieved FullWiki graph may add ``hyperlinks`` ``[[from title, to title]]`` and ``anchors``,
+  one list of anchor texts per paragraph) -> one canonical Hub-layout row per question, with an ``id`` (the file's,
+  or ``dev-<index>``-style ``<stem>-<index>`` when the Hub rows carry none) and its ``location``.
 * FEVER: the shared task's JSON lines (``{"id", "claim", "label", "evidence": [[[annotation_id, evidence_id, page,
   line]]]}``; ``label``/``evidence`` absent in a blind test file) and the wiki-pages dump (JSON lines ``{"id",
   "text", "lines"}``, ``lines`` holding ``"N\\tsentence[\\tlink...]"`` rows separated by newlines).
@@ -133,6 +134,18 @@ def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
         "context": {"title": list(titles), "sentences": [list(s) for s in sentences]},
         "location": location,
     }
+    # a retrieved (FullWiki) graph: its hyperlinks between the paragraphs and each paragraph's anchor texts
+    links = item.get("hyperlinks")
+    if links is not None:
+        if not isinstance(links, list) or any(not _strings(link) or len(link) != 2 or not set(link) <= set(titles)
+                                              for link in links):  # fmt: skip
+            raise fail("'hyperlinks' must be [[from title, to title], ...] between titles of 'context'")
+        row["hyperlinks"] = [list(link) for link in links]
+    anchors = item.get("anchors")
+    if anchors is not None:
+        if not isinstance(anchors, list) or len(anchors) != len(titles) or not all(map(_strings, anchors)):
+            raise fail(f"'anchors' must hold one list of anchor texts (strings) per paragraph ({len(titles)})")
+        row["anchors"] = [list(texts) for texts in anchors]
     return row
 
 

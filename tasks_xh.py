@@ -257,6 +257,8 @@ class FeverTask(XhTask):
     item: str = "claim"
     reference_name: str = "label"
     default_max_nodes: int | None = 5  # the paper's five retrieved sentences
+    # --fever_retrieval bm25_rerank: the backbone's sentence re-ranker (tasks_fever_retrieval.SentenceReranker)
+    sentence_score: Any = field(default=None, repr=False)
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
         super().check_arguments(model_args, data_args, args)
@@ -301,8 +303,15 @@ class FeverTask(XhTask):
     def featurise(self, processor: XhTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
         """Training graphs hold the gold evidence among the candidates; evaluation and test graphs only what the
         claim's retrieved pages/sentences (or the title match) give."""
-        if getattr(data_args, "fever_retrieval", "title") == "bm25":  # claims without candidates: BM25 retrieval
-            examples = retrieve_fever_evidence(examples, processor.pages, max_sentences=processor.max_nodes or 5)
+        retrieval = getattr(data_args, "fever_retrieval", "title")
+        if retrieval == "bm25_rerank" and self.sentence_score is None:
+            raise ScriptArgumentError(
+                "--fever_retrieval bm25_rerank needs the task's sentence re-ranker "
+                "(tasks_fever_retrieval.build_sentence_ranker, as run_multihop.py builds it)"
+            )
+        if retrieval in ("bm25", "bm25_rerank"):  # claims without candidates
+            examples = retrieve_fever_evidence(examples, processor.pages, max_sentences=processor.max_nodes or 5,
+                                               score=self.sentence_score)  # fmt: skip
         features = processor.encode_fever_claims(examples, processor.pages, include_gold=split == "train")
         for feature in features:
             feature["labels"] = feature.pop("fever_label", -100)

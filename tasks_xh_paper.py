@@ -11,7 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""HotpotQA with Transformer-XH as the paper's system (5.1, appendix A.3), in the distractor setting:
+"""HotpotQA with Transformer-XH as the paper's system (5.1, appendix A.3), in the distractor setting or FullWiki
+(``--hotpot_setting fullwiki``, graphs retrieved by ``tasks_xh_fullwiki``):
 ``examples/run_multihop.py --task hotpotqa --variant xh --system paper``.
 
 Five models, each trained with the 🤗 ``Trainer`` on the run's ``TrainingArguments`` and saved under
@@ -39,7 +40,7 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -173,8 +174,11 @@ class PaperSystem:
     models: dict[str, PreTrainedModel]
     processors: dict[str, XhTaskProcessor]
 
-    def predict(self, rows: Sequence[Mapping[str, Any]], batch_size: int) -> tuple[dict[str, Any], list[int]]:
-        """Per question ``{answer, score, supporting_facts, type}`` and the predicted type ids, in ``rows``' order."""
+    def predict(
+        self, rows: Sequence[Mapping[str, Any]], batch_size: int, retrieve: Callable[..., Any] | None = None
+    ) -> tuple[dict[str, Any], list[int]]:
+        """Per question ``{answer, score, supporting_facts, type}`` and the predicted type ids, in ``rows``' order.
+        ``retrieve(rows, kind)`` (FullWiki) gives the typed questions their retrieved graphs first."""
         plain = self.processors["bridge"]
         collator = plain.get_data_collator()
         typed = run_component(self.models["question_type"], question_type_features(plain, rows, False), collator,
@@ -185,6 +189,8 @@ class PaperSystem:
             chosen = [row for row, k in zip(rows, kinds, strict=True) if k == index]
             if not chosen:
                 continue
+            if retrieve is not None:  # FullWiki: the graph depends on the type (comparison: no expansion, A.1)
+                chosen = retrieve(chosen, kind)
             processor = self.processors[kind]
             answers = answer_features(processor, chosen)
             facts = supporting_features(processor, chosen)
@@ -284,12 +290,25 @@ def train_system(system: PaperSystem, rows: Sequence[Mapping[str, Any]], args: T
             system.models[name] = train_component(system.models[name], features, collator, args, name)
 
 
+def _retrieved(retriever: Any, rows: Sequence[Mapping[str, Any]], expand: Any, flag: str, include_gold: bool) -> Any:
+    try:
+        return retriever.retrieve(rows, expand=expand, include_gold=include_gold)
+    except InputError as error:
+        raise ScriptArgumentError(f"{flag}: {error}") from None
+
+
 def run_paper_system(
-    model_args: Any, data_args: Any, args: TrainingArguments, explicit: set[str] | None = None
+    model_args: Any,
+    data_args: Any,
+    args: TrainingArguments,
+    retriever: Any = None,
+    explicit: set[str] | None = None,
 ) -> dict[str, float]:
     """``--system paper``: train (``--do_train``), then predict and score (``--do_eval``: ``--validation_file``;
-    ``--do_predict``: ``--test_file``); returns the evaluation metrics as ``eval_<key>`` (``explicit``: the flags
-    given, as for ``run_task``)."""
+    ``--do_predict``: ``--test_file``); returns the evaluation metrics as ``eval_<key>``. ``retriever`` (FullWiki,
+    ``tasks_xh_fullwiki.build_fullwiki``): every question's graph is retrieved, expanded along hyperlinks for bridge
+    questions only (training: the gold type; evaluation: the classifier's). ``explicit``: the flags given, as for
+    ``run_task``."""
     check_output_dir_given(explicit, "out/hotpotqa-paper")
     if model_args.variant != "xh":
         raise ScriptArgumentError(
@@ -312,13 +331,23 @@ def run_paper_system(
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     if train_rows:
+        if retriever is not None:  # training graphs hold their supporting paragraphs
+            bridge = [row.get("type") == "bridge" for row in train_rows]
+            train_rows = _retrieved(retriever, train_rows, bridge, "--train_file", include_gold=True)
         train_system(system, train_rows, args)
         tokenizer.save_pretrained(output_dir)
     results: dict[str, float] = {}
     for model in system.models.values():
         model.to(args.device)
     for split, rows in splits:
-        predictions, kinds = system.predict(rows, args.per_device_eval_batch_size)
+        flag = "--validation_file" if split == "eval" else "--test_file"
+
+        def retrieve(chosen: Sequence[Mapping[str, Any]], kind: str, flag: str = flag) -> Any:
+            return _retrieved(retriever, chosen, kind == "bridge", flag, include_gold=False)
+
+        predictions, kinds = system.predict(
+            rows, args.per_device_eval_batch_size, None if retriever is None else retrieve
+        )
         HOTPOTQA.write_predictions(predictions, rows, output_dir, split, data_args)
         if split == "eval":
             metrics = HOTPOTQA.score(predictions, rows)

@@ -37,14 +37,17 @@ Typical use::
 Writes the model with its processor and pipeline code, ``all_results.json`` and the predictions: WikiHop
 ``eval_predictions.json`` (``{id: candidate}``) and with ``--do_predict --test_file``
 ``predict_predictions.json`` (``{id: [{"answer", "score"}, ...]}`` best first); HotpotQA and FEVER the official
-prediction files (``<split>_predictions.json`` / ``.jsonl``) and every official metric; every metric in percent. The tasks are
+prediction files (``<split>_predictions.json`` / ``.jsonl``) and every official metric; every metric in percent.
+The tasks are
 ``gesa.tasks_multihop.WIKIHOP`` and ``gesa.tasks_xh.HOTPOTQA`` / ``FEVER``; the run is ``gesa.training_driver``'s.
 HotpotQA with ``--system paper`` runs the paper's system instead (question-type classifier, XH per type,
-supporting-fact model per type: ``gesa.tasks_xh_paper``).
+supporting-fact model per type: ``gesa.tasks_xh_paper``); ``--hotpot_setting fullwiki --corpus_dir DIR`` (either
+system) retrieves every question's graph from HotpotQA's Wikipedia abstracts (``gesa.tasks_xh_fullwiki``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import tempfile
@@ -53,11 +56,19 @@ from pathlib import Path
 
 from transformers import HfArgumentParser, TrainingArguments
 
+from gesa.tasks_fever_retrieval import build_sentence_ranker
 from gesa.tasks_multihop import MEDHOP, WIKIHOP, build_demo_luke, make_wikihop_sample, sample_texts, write_wikihop_file
 from gesa.tasks_xh import FEVER, HOTPOTQA, make_fever_sample, make_hotpot_sample, write_json_lines
+from gesa.tasks_xh_fullwiki import FullWikiHotpotQATask, build_fullwiki
 from gesa.tasks_xh_paper import SYSTEMS, run_paper_system
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
-from gesa.training_gesa import ScriptArgumentError, explicit_flags, one_error_line, parse_script_args
+from gesa.training_gesa import (
+    ScriptArgumentError,
+    check_output_dir_given,
+    explicit_flags,
+    one_error_line,
+    parse_script_args,
+)
 
 SCRIPT = "run_multihop.py"
 TASKS = {task.name: task for task in (WIKIHOP, MEDHOP, HOTPOTQA, FEVER)}
@@ -119,11 +130,40 @@ class DataArguments(BaseDataArguments):
         default=None, metadata={"help": "FEVER: wiki-pages JSON-lines files (comma-separated) holding the evidence."}
     )
     max_nodes: int | None = field(default=None, metadata={"help": "XH tasks: nodes kept per graph (FEVER: 5)."})
+    hotpot_setting: str = field(
+        default="distractor",
+        metadata={"help": "HotpotQA: 'distractor' (the file's paragraphs) or 'fullwiki' (every question's graph "
+                  "retrieved from --corpus_dir: BM25 + title-named articles, re-ranked by the backbone, expanded "
+                  "along hyperlinks; gesa.tasks_xh_fullwiki)", "choices": ["distractor", "fullwiki"]},
+    )  # fmt: skip
+    corpus_dir: str | None = field(
+        default=None,
+        metadata={"help": "--hotpot_setting fullwiki: the folder of HotpotQA's Wikipedia abstracts "
+                  "(enwiki-20171001-pages-meta-current-withlinks-abstracts: AA/wiki_00.bz2, ...)"},
+    )  # fmt: skip
+    retrieval_candidates: int = field(
+        default=100, metadata={"help": "FullWiki: BM25 articles per question re-ranked (the paper's 100 TF-IDF)."}
+    )
+    retrieval_keep: int = field(
+        default=2, metadata={"help": "FullWiki: re-ranked BM25 articles kept (the paper's top 2)."}
+    )
+    retrieval_expand: int = field(
+        default=15, metadata={"help": "FullWiki: re-ranked hyperlinked articles kept (bridge; the paper's 15)."}
+    )
+    ranker_negatives: int = field(
+        default=10,
+        metadata={
+            "help": "The re-rankers' negatives: FullWiki, BM25 non-supporting articles per training question; "
+            "FEVER bm25_rerank, non-evidence sentences per training claim."
+        },
+    )
     fever_retrieval: str = field(
         default="title",
         metadata={"help": "FEVER claims without predicted_pages/predicted_sentences: 'title' (pages whose title the "
-                  "claim names) or 'bm25' (BM25 document retrieval then sentence selection; pip install "
-                  "'gesa[retrieval]')", "choices": ["title", "bm25"]},
+                  "claim names), 'bm25' (BM25 document retrieval then sentence selection; pip install "
+                  "'gesa[retrieval]') or 'bm25_rerank' (BM25 documents, sentences re-ranked by the backbone trained "
+                  "on --train_file's evidence; gesa.tasks_fever_retrieval)",
+                  "choices": ["title", "bm25", "bm25_rerank"]},
     )  # fmt: skip
 
 
@@ -197,11 +237,22 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             print(f"{SCRIPT}: no data or model given: the {TASKS[data_args.task].title} demo on an embedded sample "
                   "(a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
         model_args, data_args, args = parse_args(argv)
+        explicit = explicit_flags(argv)
+        check_output_dir_given(explicit, f"out/{data_args.task}")  # before a retriever or re-ranker trains
+        if model_args.system == "paper" and data_args.task != "hotpotqa":
+            raise ScriptArgumentError(f"--system paper is for --task hotpotqa, not --task {data_args.task}")
+        if data_args.corpus_dir and data_args.hotpot_setting != "fullwiki":
+            raise ScriptArgumentError("--corpus_dir is read with --hotpot_setting fullwiki only: add it, or drop "
+                                      "--corpus_dir for the distractor setting")  # fmt: skip
+        task, retriever = TASKS[data_args.task], None
+        if data_args.hotpot_setting == "fullwiki":  # the corpus read and the re-ranker trained first
+            retriever = build_fullwiki(model_args, data_args, args)
+            task = FullWikiHotpotQATask(retriever=retriever)
+        if data_args.fever_retrieval == "bm25_rerank":  # the sentence re-ranker trained first
+            task = dataclasses.replace(FEVER, sentence_score=build_sentence_ranker(model_args, data_args, args))
         if model_args.system == "paper":
-            if data_args.task != "hotpotqa":
-                raise ScriptArgumentError(f"--system paper is for --task hotpotqa, not --task {data_args.task}")
-            return run_paper_system(model_args, data_args, args, explicit_flags(argv))
-        return run_task(TASKS[data_args.task], model_args, data_args, args, SCRIPT, explicit=explicit_flags(argv))
+            return run_paper_system(model_args, data_args, args, retriever, explicit)
+        return run_task(task, model_args, data_args, args, SCRIPT, explicit=explicit)
 
 
 if __name__ == "__main__":

@@ -12,22 +12,28 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """FEVER evidence retrieval for claims without candidates: BM25 (bm25s) document retrieval, then sentence selection,
-against BM25 scores computed from the formula; and `run_multihop.py --task fever --fever_retrieval bm25` from blind
-claims to the official scorer's fields."""
+against BM25 scores computed from the formula, or by the backbone's sentence re-ranker; and `run_multihop.py --task
+fever --fever_retrieval bm25|bm25_rerank` from blind claims to the official scorer's fields."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+import os
 import re
+from pathlib import Path
 
 import pytest
 from bm25s.stopwords import STOPWORDS_EN
 from hotpot_fever_fixtures import FEVER_PAGES, fever_fixture_claims
 from script_helpers import load_multihop_script
+from transformers import AutoTokenizer
 
 from gesa.processing_retrieval_xh import Bm25Index, retrieve_fever_evidence
+from gesa.processing_xh_tasks import XhTaskProcessor
 from gesa.resources_gesa import load_metric
+from gesa.tasks_fever_retrieval import SENTENCE_RANKER, SentenceReranker, training_sentences
 
 STOP = set(STOPWORDS_EN)  # the English stop words the index drops
 
@@ -103,3 +109,77 @@ def test_run_multihop_fever_from_blind_claims_with_bm25_retrieval(tiny_luke_dir,
     references = [{"id": str(c["id"]), "label": c["label"], "evidence": c["evidence"]} for c in claims]
     scores = load_metric("fever").compute(predictions=predictions, references=references)
     assert {"label_accuracy", "fever_score", "evidence_precision", "evidence_recall", "evidence_f1"} <= set(scores)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sentence selection re-ranked by the backbone (--fever_retrieval bm25_rerank)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sentence_selection_follows_the_rerankers_order_over_the_bm25_pages():
+    seen = []
+
+    def score(claim: str, sentences: list) -> list[float]:
+        seen.append(list(sentences))
+        return [1.0 if sentence == ("Turin", 0) else 0.5 if sentence[0] == "Turin" else 0.0 for sentence in sentences]
+
+    [claim] = retrieve_fever_evidence([{"id": 1, "claim": "Turin makes cars."}], FEVER_PAGES, 2, 2, score=score)
+    pages = claim["predicted_pages"]
+    assert seen == [[(p, line) for p in pages for line in sorted(FEVER_PAGES[p])]]  # every sentence of the pages
+    assert claim["predicted_sentences"] == [["Turin", 0], ["Turin", 1]]  # the re-ranker's order, not BM25's
+
+
+def test_sentence_reranker_reads_each_sentence_alone_with_its_claim(tiny_luke_dir):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_luke_dir)
+    processor = XhTaskProcessor(tokenizer, max_node_length=48, max_query_length=16, task="fever", pages=FEVER_PAGES)
+    reranker = SentenceReranker(model=None, processor=processor, pages=FEVER_PAGES, chunk=2)
+    claims = fever_fixture_claims()[:3]
+    kept, candidates = training_sentences(claims, FEVER_PAGES, negatives=2)
+    assert [c["id"] for c in kept] == [0, 1]  # NOT ENOUGH INFO has no evidence to learn from
+    assert candidates[0] == [("Lyon", 0), ("Lyon", 1)]  # the evidence, then the other sentences of its pages
+    features = reranker.features(kept[:1], [[("Lyon", 0), ("Lyon", 1), ("Turin", 1)]])
+    assert [f["node_labels"] for f in features] == [[1, 0], [0]]  # two sentences a graph
+    claim_ids = processor._tokens("Lyon is in France.", False)
+    sentence = processor._tokens("Lyon: Lyon is a city in France.", False)
+    assert features[0]["input_ids"][0] == processor._node(claim_ids, sentence)[0]
+    assert all(starts == [-1] for f in features for starts in f["sentence_starts"])  # relevance only
+    assert "node_labels" not in reranker.features([{"claim": "x"}], [[("Lyon", 1)]])[0]
+
+
+@pytest.mark.slow
+def test_run_multihop_fever_from_blind_claims_with_backbone_reranked_sentences(tiny_luke_dir, tmp_path):
+    claims = fever_fixture_claims()
+    (tmp_path / "train.jsonl").write_text("\n".join(json.dumps(c) for c in claims))
+    (tmp_path / "dev.jsonl").write_text("\n".join(json.dumps(c) for c in claims))  # no predicted pages/sentences
+    pages = [{"id": p, "text": "", "lines": "\n".join(f"{n}\t{s}" for n, s in lines.items())}
+             for p, lines in FEVER_PAGES.items()]  # fmt: skip
+    (tmp_path / "wiki-001.jsonl").write_text("\n".join(json.dumps(p) for p in pages))
+    output_dir = tmp_path / "out"
+    argv = ["--task", "fever", "--variant", "xh", "--model_name_or_path", str(tiny_luke_dir),
+            "--output_dir", str(output_dir), "--train_file", str(tmp_path / "train.jsonl"),
+            "--validation_file", str(tmp_path / "dev.jsonl"), "--wiki_pages", str(tmp_path / "wiki-001.jsonl"),
+            "--fever_retrieval", "bm25_rerank", "--do_train", "--do_eval", "--num_train_epochs", "4",
+            "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "16", "--save_strategy", "no",
+            "--report_to", "none", "--seed", "0", "--use_cpu", "true", "--dataloader_pin_memory", "false",
+            "--max_seq_length", "64", "--max_query_length", "24", "--max_nodes", "2"]  # fmt: skip
+    results = load_multihop_script().main(argv)
+    ranker = json.loads((output_dir / SENTENCE_RANKER / "config.json").read_text())
+    assert ranker["xh_num_hop_layers"] == 0 and ranker["architectures"] == ["XhForSupportingFacts"]
+    submitted = [json.loads(line) for line in (output_dir / "eval_predictions.jsonl").read_text().splitlines()]
+    assert [s["id"] for s in submitted] == [c["id"] for c in claims]
+    allowed = {(page, line) for page, lines in FEVER_PAGES.items() for line in lines}
+    assert all((page, line) in allowed for s in submitted for page, line in s["predicted_evidence"])
+    keys = {"label_accuracy", "fever_score", "evidence_precision", "evidence_recall", "evidence_f1"}
+    assert {f"eval_{k}" for k in keys} <= set(results)
+    official = os.environ.get("GESA_OFFICIAL_SCORERS")
+    scorer_path = Path(official or "") / "fever" / "src" / "fever" / "scorer.py"
+    if official and scorer_path.is_file():  # the shared task's scorer on the submission file: the same figures
+        spec = importlib.util.spec_from_file_location("official_fever_scorer_for_rerank", scorer_path)
+        scorer = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(scorer)
+        actual = [{"label": c["label"], "evidence": c["evidence"]} for c in claims]
+        strict, accuracy, precision, recall, _ = scorer.fever_score(submitted, actual)
+        assert results["eval_fever_score"] == pytest.approx(100 * strict, abs=1e-7)
+        assert results["eval_label_accuracy"] == pytest.approx(100 * accuracy, abs=1e-7)
+        assert results["eval_evidence_precision"] == pytest.approx(100 * precision, abs=1e-7)
+        assert results["eval_evidence_recall"] == pytest.approx(100 * recall, abs=1e-7)
