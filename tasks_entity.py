@@ -122,7 +122,7 @@ class EntityTask(Task):
         for name in ("max_seq_length", "max_span_length", "max_entities"):
             if getattr(data_args, name) < 1:
                 raise ScriptArgumentError(f"--{name} must be at least 1, got {getattr(data_args, name)}")
-        input_format = getattr(data_args, "input_format", "luke")
+        input_format = getattr(data_args, "input_format", None) or "luke"
         if input_format not in INPUT_FORMATS:
             raise ScriptArgumentError(
                 f"--input_format {input_format!r} is unknown; choose one of {list(INPUT_FORMATS)}"
@@ -179,8 +179,9 @@ class EntityTask(Task):
             )  # fmt: skip
         except (OSError, ValueError) as error:  # a checkpoint that does not fit (task, variant, labels, entity table)
             raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
-        processor = entity_task_processor(tokenizer, self.name, labels, data_args)
-        if getattr(model, "luke_conversion_info", None) is not None and hasattr(processor, "added_token_sources"):
+        converted = getattr(model, "luke_conversion_info", None) is not None
+        processor = entity_task_processor(tokenizer, self.name, labels, data_args, model_args.variant, converted)
+        if converted and hasattr(processor, "added_token_sources"):
             model.init_added_word_embeddings(processor.added_token_sources())  # the markers, from LUKE's @ and #
         attach_knowledge_files(model_args, model, tokenizer, processor)
         return LoadedModel(model, processor, tokenizer, labels)
@@ -223,12 +224,32 @@ class EntityTask(Task):
         return rows
 
 
+# each paper's own fine-tuning inputs for typing and relations (``--input_format`` left out): ERNIE's markers for
+# ERNIE, KnowBERT's for KAR; LUKE's [MASK] entities for GESA and LUKE
+VARIANT_INPUT_FORMATS = {"ernie": "ernie", "kar": "knowbert"}
+
+
+def default_input_format(variant: str, task: str) -> str:
+    """The ``--input_format`` a run converted from LUKE takes when the flag is left out (``VARIANT_INPUT_FORMATS``;
+    ``luke`` for the tasks without markers)."""
+    return VARIANT_INPUT_FORMATS.get(variant, "luke") if task in MARKED_TASKS else "luke"
+
+
 def entity_task_processor(
-    tokenizer: PreTrainedTokenizerBase, task: str, labels: Sequence[str], data_args: Any
+    tokenizer: PreTrainedTokenizerBase,
+    task: str,
+    labels: Sequence[str],
+    data_args: Any,
+    variant: str = "gesa",
+    converted: bool = True,
 ) -> EntityTaskProcessor:
     """The task's processor for ``--input_format``: LUKE's (``EntityTaskProcessor``), or ERNIE's / KnowBERT's markers
-    (``MarkedEntityTaskProcessor``; a checkpoint trained with markers keeps them: its tokenizer holds them)."""
-    input_format = getattr(data_args, "input_format", "luke")
+    (``MarkedEntityTaskProcessor``). Left out, a model ``converted`` from LUKE takes its variant's paper's format
+    (``default_input_format``) and a checkpoint of the script its own; a checkpoint trained with markers keeps them
+    (its tokenizer holds them)."""
+    input_format = getattr(data_args, "input_format", None)
+    if input_format is None:
+        input_format = default_input_format(variant, task) if converted else "luke"
     if input_format == "luke" and task in MARKED_TASKS:
         input_format = input_format_of(tokenizer, task)
     settings = (data_args.max_seq_length, data_args.max_span_length, data_args.max_entities)

@@ -70,11 +70,13 @@ class DataArguments(BaseDataArguments):
     pretrain_format: str = field(
         default="ner", metadata={"help": f"--task pretrain: the format of its files, one of {sorted(ENTITY_TASKS)}."}
     )
-    input_format: str = field(
-        default="luke",
+    input_format: str | None = field(
+        default=None,
         metadata={"help": "entity_typing / relation_classification inputs: luke (the [MASK] entities' states), ernie "
                   "([ENT] / [HD] [TL] markers) or knowbert ([E1] [/E1] [E2] [/E2]); with markers the head reads "
-                  "the opening markers' states.", "choices": ["luke", "ernie", "knowbert"]},
+                  "the opening markers' states. Default: each paper's own, ernie for --variant ernie, knowbert for "
+                  "--variant kar, luke otherwise (a checkpoint of this script keeps its own).",
+                  "choices": ["luke", "ernie", "knowbert"]},
     )  # fmt: skip
     max_seq_length: int = field(default=256, metadata={"help": "Word tokens per feature."})
     max_span_length: int = field(default=16, metadata={"help": "NER: longest candidate span, in words."})
