@@ -64,6 +64,9 @@ class ErnieForEntitySpanClassification(ErniePreTrainedModel, GesaForEntitySpanCl
     """NER over candidate spans on ERNIE's encoder."""
 
     base_model_class = ErnieModel
+    pipeline = PipelineSpec(
+        "entity-span-classification", "pipeline_entity_kb.KnowledgeEntitySpanClassificationPipeline"
+    )
 
 
 @dataclass

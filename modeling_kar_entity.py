@@ -50,6 +50,9 @@ class KarForEntitySpanClassification(KarPreTrainedModel, GesaForEntitySpanClassi
     """NER over candidate spans on KnowBERT-KAR's encoder."""
 
     base_model_class = KarModel
+    pipeline = PipelineSpec(
+        "entity-span-classification", "pipeline_entity_kb.KnowledgeEntitySpanClassificationPipeline"
+    )
 
 
 KarForEntityClassification.register_for_auto_class("AutoModelForSequenceClassification")

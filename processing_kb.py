@@ -319,9 +319,10 @@ class KnowledgeInputBuilder:
         return out
 
 
-def knowledge_inputs_of(model: Any, user: str) -> str:
+def knowledge_inputs_of(model: Any, user: str, kb_files: bool = False) -> str:
     """The knowledge inputs a model's forward reads (its ``knowledge_inputs``: ``"kar"`` / ``"ernie"``); one
-    ``ValueError`` naming ``user`` (the pipeline that adds them) when it reads none."""
+    ``ValueError`` naming ``user`` (the pipeline that adds them) when it reads none, or when it reads a user KB
+    (``kb_size``) and its checkpoint carries no KB files (``kb_files``: ``records_kb.checkpoint_knowledge_files``)."""
     variant = getattr(model, "knowledge_inputs", None)
     if variant not in KNOWLEDGE_VARIANTS:
         raise ValueError(
@@ -329,11 +330,13 @@ def knowledge_inputs_of(model: Any, user: str) -> str:
             f"knowledge_inputs {variant!r} is not one of {KNOWLEDGE_VARIANTS}): use the pipeline its checkpoint names"
         )
     kb_size = getattr(getattr(model, "config", None), "kb_size", None)
-    if kb_size is not None:
+    if kb_size is not None and not kb_files:
         raise ValueError(
             f"{user} generates candidates from the tokenizer's entity titles (LUKE's table), but {type(model).__name__} "
-            f"reads a user-supplied KB (kb_size={kb_size}) whose rows those ids do not index: build its inputs with "
-            "gesa.records_kb.load_knowledge_files(...).candidate_generator(...) and processing_kb.KnowledgeInputBuilder"
+            f"reads a user-supplied KB (kb_size={kb_size}) whose rows those ids do not index, and its checkpoint "
+            "carries no KB files (kb_entities.txt, kb_alias_table.tsv): save the model with its KB (a run with "
+            "--kb_entity_vectors does), or build its inputs with gesa.records_kb.load_knowledge_files(...)"
+            ".candidate_generator(...) and processing_kb.KnowledgeInputBuilder"
         )
     return variant
 

@@ -14,7 +14,8 @@
 """The KB files of a KnowBERT-KAR or ERNIE run (``--kb_alias_table FILE``, ``--kb_entity_vectors FILE`` on
 ``run_entity_tasks.py`` and ``run_record.py``): read with ``records_kb``, the vectors installed as the model's frozen
 KB (``set_knowledge_base``), the candidates handed to the collator through the processor (``knowledge_candidates``).
-Without the flags the KB is LUKE's entity table and the aliases are its titles, as before.
+Without the flags the KB is LUKE's entity table and the aliases are its titles, or, for a checkpoint of a run that
+had them, the KB files the checkpoint carries (``loading_gesa.KNOWLEDGE_FILES``, saved with the model).
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
@@ -24,8 +25,9 @@ from __future__ import annotations
 from typing import Any
 
 from .inputs_gesa import InputError
+from .loading_gesa import KB_ENTITIES_FILE
 from .processing_kb import EntityCandidateGenerator
-from .records_kb import KnowledgeBaseFiles, load_knowledge_files
+from .records_kb import KnowledgeBaseFiles, checkpoint_knowledge_files, load_knowledge_files
 from .registry_gesa import VARIANTS
 from .training_gesa import ScriptArgumentError
 
@@ -46,7 +48,7 @@ def attach_knowledge_files(model_args: Any, model: Any, tokenizer: Any, processo
     alias_table = getattr(model_args, "kb_alias_table", None)
     entity_vectors = getattr(model_args, "kb_entity_vectors", None)
     if alias_table is None and entity_vectors is None:
-        return None
+        return attach_checkpoint_knowledge(model_args, model, tokenizer, processor)
     if VARIANTS[model_args.variant].knowledge_variant is None:
         raise ScriptArgumentError(
             f"--kb_alias_table / --kb_entity_vectors feed KnowBERT-KAR and ERNIE only, not --variant "
@@ -71,6 +73,32 @@ def attach_knowledge_files(model_args: Any, model: Any, tokenizer: Any, processo
             )
         model.set_knowledge_base(files.vectors)
     processor.knowledge_files = files
+    model.knowledge_files = files  # saved with every checkpoint (loading_gesa.save_knowledge_files)
+    return files
+
+
+def attach_checkpoint_knowledge(
+    model_args: Any, model: Any, tokenizer: Any, processor: Any
+) -> KnowledgeBaseFiles | None:
+    """The KB files a KAR/ERNIE checkpoint of a script carries (``records_kb.checkpoint_knowledge_files``), kept on
+    ``processor`` and ``model`` as ``attach_knowledge_files`` keeps a run's; ``None`` when it carries none."""
+    if getattr(model, "knowledge_inputs", None) is None:
+        return None
+    path = model_args.model_name_or_path
+    try:
+        files = checkpoint_knowledge_files(path, getattr(tokenizer, "entity_vocab", None))
+    except InputError as error:
+        raise ScriptArgumentError(f"--model_name_or_path {path}: {error}") from None
+    if files is None:
+        return None
+    kb_size = getattr(model.config, "kb_size", None)
+    if files.entities is not None and kb_size != len(files.entities):
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path}: its {KB_ENTITIES_FILE} lists {len(files.entities)} entities, its KB has "
+            f"kb_size={kb_size} rows: the folder's KB files belong to another model; copy the checkpoint again"
+        )
+    processor.knowledge_files = files
+    model.knowledge_files = files
     return files
 
 
@@ -82,4 +110,10 @@ def knowledge_candidates(processor: Any, max_candidates: int = 30) -> EntityCand
     return files.candidate_generator(getattr(processor.tokenizer, "entity_vocab", None), max_candidates)
 
 
-__all__ = ["KB_ALIAS_TABLE_HELP", "KB_ENTITY_VECTORS_HELP", "attach_knowledge_files", "knowledge_candidates"]
+__all__ = [
+    "KB_ALIAS_TABLE_HELP",
+    "KB_ENTITY_VECTORS_HELP",
+    "attach_checkpoint_knowledge",
+    "attach_knowledge_files",
+    "knowledge_candidates",
+]
