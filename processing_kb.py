@@ -134,7 +134,8 @@ class KnowledgeInputBuilder:
     the longest non-overlapping alias spans: `ernie_entity_ids` and `ernie_entity_positions` `(B, N)`, -1 padded.
 
     `report()` counts what the calls so far found (KnowBERT's linking statistics): mentions (task / alias), mentions
-    with candidates, candidates per linked mention, entities aligned.
+    with candidates, candidates per linked mention, entities aligned, gold links used (and those whose entity is not a
+    candidate).
 
     Args:
         tokenizer: the word tokenizer of the features (to read the mentions back).
@@ -165,8 +166,9 @@ class KnowledgeInputBuilder:
         self.special_ids = set(tokenizer.all_special_ids)
         self._word_start: dict[int, bool] = {}
         self.counts = dict.fromkeys(
-            ("batches", "task_mentions", "alias_mentions", "linked_mentions", "candidates", "aligned_entities"), 0
-        )
+            ("batches", "task_mentions", "alias_mentions", "linked_mentions", "candidates", "aligned_entities",
+             "gold_mentions", "gold_not_candidate"), 0,
+        )  # fmt: skip
 
     @classmethod
     def from_tokenizer(
@@ -242,6 +244,22 @@ class KnowledgeInputBuilder:
             found.append(row)
         return found
 
+    def gold_candidates(self, gold_entities: torch.Tensor, candidate_ids: torch.Tensor) -> torch.Tensor:
+        """`kar_gold_candidates` `(B, C)`: for each task mention (slot `e < E`) with a gold entity, the index of that
+        entity (or of NULL) among its candidates; -1 elsewhere (alias spans, no gold, a gold entity that is not a
+        candidate: counted in `report()`'s `gold_not_candidate`)."""
+        gold = torch.full(candidate_ids.shape[:2], -1, dtype=torch.long)
+        for b, e in (gold_entities != -1).nonzero().tolist():
+            if e >= candidate_ids.size(1) or not (candidate_ids[b, e] != -1).any():
+                continue
+            self.counts["gold_mentions"] += 1
+            hits = (candidate_ids[b, e] == gold_entities[b, e]).nonzero()
+            if len(hits):
+                gold[b, e] = int(hits[0, 0])
+            else:
+                self.counts["gold_not_candidate"] += 1
+        return gold
+
     def report(self) -> dict[str, float]:
         """KnowBERT's linking statistics over the calls so far: mentions found (the task's and the alias spans),
         mentions with candidates, candidates per linked mention (NULL not counted), ERNIE's aligned entities."""
@@ -251,8 +269,12 @@ class KnowledgeInputBuilder:
         return counts
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
-        """A new batch dict: `batch` plus the variant's inputs."""
+        """A new batch dict: `batch` plus the variant's inputs. A batch's `kar_gold_entities` `(B, E)` (the gold KB
+        row of each LUKE entity's mention, `KAR_NULL_CANDIDATE` for a gold NULL, -1 for none: `tasks_kb.gold_links`)
+        becomes KAR's `kar_gold_candidates` `(B, C)`: the gold's index among its mention's candidates, -1 where the
+        mention has no gold or its gold entity is not a candidate (KnowBERT's `L_EL`)."""
         out = dict(batch)
+        gold_entities = out.pop("kar_gold_entities", None)
         mentions = self.mentions(batch)
         batch_size, entity_length = batch["entity_position_ids"].shape[:2]
         extra: list[list[tuple]] = [[] for _ in range(batch_size)]
@@ -287,6 +309,8 @@ class KnowledgeInputBuilder:
                     if null:
                         ids[b, slot, len(candidates)] = KAR_NULL_CANDIDATE
             out.update(kar_mention_spans=spans_tensor, kar_candidate_ids=ids, kar_candidate_priors=priors)
+            if gold_entities is not None:
+                out["kar_gold_candidates"] = self.gold_candidates(gold_entities, ids)
         else:
             linked = []
             for row, alias_row in zip(mentions, extra, strict=True):
@@ -352,7 +376,14 @@ class KnowledgeCollator:
         self.builder = builder
 
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        return self.builder(self.collator(features))
+        gold = [feature.get("kar_gold_entities") for feature in features]
+        batch = self.collator([{k: v for k, v in feature.items() if k != "kar_gold_entities"} for feature in features])
+        if any(row is not None for row in gold):  # gold links (--entity_links): padded with -1 to the batch's entities
+            width = batch["entity_ids"].size(1)
+            batch["kar_gold_entities"] = torch.tensor(
+                [list(row or [])[:width] + [-1] * (width - len(row or [])) for row in gold], dtype=torch.long
+            )
+        return self.builder(batch)
 
 
 __all__ = [

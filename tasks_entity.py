@@ -74,7 +74,7 @@ from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, file_error, first_output
-from .tasks_kb import attach_knowledge_files, knowledge_candidates
+from .tasks_kb import attach_knowledge_files, gold_links, knowledge_candidates, load_entity_links
 from .training_gesa import ScriptArgumentError, checkpoint_config, write_json_atomically
 from .training_models import check_config_fields, check_config_values, hub_kwargs, load_run_tokenizer
 from .training_tokenizer import SPECIAL_ENTITIES, special_entity_rows
@@ -132,6 +132,11 @@ class EntityTask(Task):
                 f"--input_format {input_format} marks the mentions of {', '.join(MARKED_TASKS)}; --task {self.name} "
                 "takes --input_format luke"
             )
+        if getattr(data_args, "entity_links", None) is not None and model_args.variant != "kar":
+            raise ScriptArgumentError(
+                f"--entity_links trains KnowBERT-KAR's entity linker; --variant {model_args.variant} has none: drop "
+                "it, or pass --variant kar"
+            )
 
     def example_id(self, example: Any) -> str:
         return str(example.id)
@@ -184,6 +189,8 @@ class EntityTask(Task):
         if converted and hasattr(processor, "added_token_sources"):
             model.init_added_word_embeddings(processor.added_token_sources())  # the markers, from LUKE's @ and #
         attach_knowledge_files(model_args, model, tokenizer, processor)
+        if getattr(data_args, "entity_links", None) is not None:
+            processor.entity_links = load_entity_links(data_args.entity_links)
         return LoadedModel(model, processor, tokenizer, labels)
 
     def collator(self, processor: EntityTaskProcessor, variant: str) -> Any:
@@ -194,7 +201,12 @@ class EntityTask(Task):
         )
 
     def featurise(self, processor: EntityTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
-        return Dataset.from_list(processor.encode_all(examples))
+        """The processor's features; with ``--entity_links`` each also carries its mentions' gold KB entities."""
+        features = processor.encode_all(examples)
+        links = getattr(processor, "entity_links", None)
+        if links is not None:
+            features = gold_links(self.name, examples, features, links, processor)
+        return Dataset.from_list(features)
 
     def decode(self, examples: Any, features: Dataset, outputs: Any, processor: Any) -> dict[str, Any]:
         predictions = self.decode_logits(examples, list(features), outputs, processor.label_names)
@@ -735,6 +747,10 @@ class PretrainTask(Task):
                 raise ScriptArgumentError(f"--{name} must lie in (0, 1], got {getattr(data_args, name)}")
         if data_args.max_seq_length < 1:
             raise ScriptArgumentError(f"--max_seq_length must be at least 1, got {data_args.max_seq_length}")
+        if getattr(data_args, "entity_links", None) is not None:
+            raise ScriptArgumentError(
+                "--entity_links trains KnowBERT-KAR's linker while fine-tuning; --task pretrain does not read it: drop it"
+            )
 
     def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[Any]:
         return ENTITY_TASKS[data_args.pretrain_format].read_file(path, where, split, data_args, model_args)

@@ -41,7 +41,7 @@ from pathlib import Path
 from transformers import HfArgumentParser, TrainingArguments
 
 from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback, make_entity_sample
-from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP
+from gesa.tasks_kb import ENTITY_LINKS_HELP, KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP
 from gesa.tasks_multihop import build_demo_luke
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
 from gesa.training_gesa import explicit_flags, one_error_line, parse_script_args
@@ -78,6 +78,7 @@ class DataArguments(BaseDataArguments):
                   "--variant kar, luke otherwise (a checkpoint of this script keeps its own).",
                   "choices": ["luke", "ernie", "knowbert"]},
     )  # fmt: skip
+    entity_links: str | None = field(default=None, metadata={"help": ENTITY_LINKS_HELP})
     max_seq_length: int = field(default=256, metadata={"help": "Word tokens per feature."})
     max_span_length: int = field(default=16, metadata={"help": "NER: longest candidate span, in words."})
     max_entities: int = field(default=128, metadata={"help": "NER: candidate spans per feature."})
