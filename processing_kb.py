@@ -132,6 +132,9 @@ class KnowledgeInputBuilder:
     ERNIE (`variant="ernie"`): every mention with a candidate is linked to its best one (ERNIE links with TAGME: one
     entity per mention; here the top prior), aligned to the mention's first word, the task's mentions first, then
     the longest non-overlapping alias spans: `ernie_entity_ids` and `ernie_entity_positions` `(B, N)`, -1 padded.
+    With `ner` (a spaCy pipeline, `ner_spacy.SpacyMentionFinder`), the named entities over words no mention covers
+    are ERNIE's mentions with a NULL entity: they feed the model nothing (an unaligned word) and are listed in
+    `alignments` (the last batch's `(first, last, entity or None, "task" | "alias" | "ner")` per example).
 
     `report()` counts what the calls so far found (KnowBERT's linking statistics): mentions (task / alias), mentions
     with candidates, candidates per linked mention, entities aligned, gold links used (and those whose entity is not a
@@ -144,6 +147,7 @@ class KnowledgeInputBuilder:
         over_generate: also every alias-matching span of the input (KnowBERT, ERNIE), not only the task's mentions.
         add_null: KAR: add the NULL entity to every candidate list (KnowBERT).
         max_mention_words: longest over-generated span, in words (default: the longest alias, at most 8).
+        ner: ERNIE: text -> character spans `(start, end)` of its named entities (spans no alias matches, NULL).
     """
 
     def __init__(
@@ -154,6 +158,7 @@ class KnowledgeInputBuilder:
         over_generate: bool = True,
         add_null: bool = True,
         max_mention_words: int | None = None,
+        ner: Callable[[str], Sequence[tuple[int, int]]] | None = None,
     ) -> None:
         if variant not in KNOWLEDGE_VARIANTS:
             raise ValueError(f"variant must be one of {KNOWLEDGE_VARIANTS}, got {variant!r}.")
@@ -163,11 +168,13 @@ class KnowledgeInputBuilder:
         self.over_generate = over_generate
         self.add_null = add_null
         self.max_mention_words = max_mention_words or min(candidates.max_alias_words, 8)
+        self.ner = ner
+        self.alignments: list[list[tuple[int, int, int | None, str]]] = []
         self.special_ids = set(tokenizer.all_special_ids)
         self._word_start: dict[int, bool] = {}
         self.counts = dict.fromkeys(
             ("batches", "task_mentions", "alias_mentions", "linked_mentions", "candidates", "aligned_entities",
-             "gold_mentions", "gold_not_candidate"), 0,
+             "gold_mentions", "gold_not_candidate", "ner_mentions"), 0,
         )  # fmt: skip
 
     @classmethod
@@ -244,6 +251,25 @@ class KnowledgeInputBuilder:
             found.append(row)
         return found
 
+    def ner_mentions(self, ids: Sequence[int], attention_mask: torch.Tensor | None, row: int) -> list[tuple[int, int]]:
+        """Inclusive token spans of the named entities `ner` finds in one sequence's words (none without `ner`): the
+        words are decoded and joined by single spaces, each entity's character span mapped to the words it touches."""
+        if self.ner is None:
+            return []
+        words = self.words(ids, None if attention_mask is None else attention_mask[row].tolist())
+        pieces, starts, cursor = [], [], 0
+        for first, last in words:
+            text = self.tokenizer.decode(ids[first : last + 1]).strip()
+            starts.append(cursor)
+            pieces.append(text)
+            cursor += len(text) + 1
+        spans = []
+        for start, end in self.ner(" ".join(pieces)):
+            touched = [i for i, begin in enumerate(starts) if begin < end and start < begin + len(pieces[i])]
+            if touched:
+                spans.append((words[touched[0]][0], words[touched[-1]][1]))
+        return spans
+
     def gold_candidates(self, gold_entities: torch.Tensor, candidate_ids: torch.Tensor) -> torch.Tensor:
         """`kar_gold_candidates` `(B, C)`: for each task mention (slot `e < E`) with a gold entity, the index of that
         entity (or of NULL) among its candidates; -1 elsewhere (alias spans, no gold, a gold entity that is not a
@@ -313,15 +339,18 @@ class KnowledgeInputBuilder:
                 out["kar_gold_candidates"] = self.gold_candidates(gold_entities, ids)
         else:
             linked = []
-            for row, alias_row in zip(mentions, extra, strict=True):
+            self.alignments = []
+            for b, (row, alias_row) in enumerate(zip(mentions, extra, strict=True)):
                 aligned: dict[int, int] = {}
                 covered: set[int] = set()
+                found: list[tuple[int, int, int | None, str]] = []  # (first, last, entity or None, source)
                 for _, first, last, text in row:
                     candidates = self.candidates(text)
                     if candidates and first not in aligned:
                         aligned[first] = candidates[0][0]
                         self.counts["linked_mentions"] += 1
                         self.counts["candidates"] += len(candidates)
+                    found.append((first, last, candidates[0][0] if candidates else None, "task"))
                     covered.update(range(first, last + 1))
                 # the longest alias spans first (then the most probable link), never overlapping a chosen one
                 self.counts["alias_mentions"] += len(alias_row)
@@ -329,8 +358,16 @@ class KnowledgeInputBuilder:
                     if covered.isdisjoint(range(first, last + 1)):
                         aligned[first] = candidates[0][0]
                         covered.update(range(first, last + 1))
+                        found.append((first, last, candidates[0][0], "alias"))
                         self.counts["linked_mentions"] += 1
                         self.counts["candidates"] += len(candidates)
+                # ERNIE's NER for the spans no alias matches: their entity is NULL, so they add no input
+                for first, last in self.ner_mentions(batch["input_ids"][b].tolist(), batch.get("attention_mask"), b):
+                    if covered.isdisjoint(range(first, last + 1)):
+                        covered.update(range(first, last + 1))
+                        found.append((first, last, None, "ner"))
+                        self.counts["ner_mentions"] += 1
+                self.alignments.append(sorted(found))
                 linked.append(sorted(aligned.items()))
                 self.counts["aligned_entities"] += len(aligned)
             width = max([len(row) for row in linked] + [1])

@@ -193,14 +193,20 @@ class VariantSpec:
         alias_table: Mapping[str, Sequence[tuple[int | str, float]]] | None = None,
         max_candidates: int = 30,
         candidates: EntityCandidateGenerator | None = None,
+        ner: Callable[[str], Sequence[tuple[int, int]]] | None = None,
     ) -> Collator:
         """The GESA collator, plus the KB inputs for KAR/ERNIE (title match in the tokenizer's entity vocabulary and
-        the optional alias table, or `candidates`: the KB files' generator); unchanged for the other variants."""
+        the optional alias table, or `candidates`: the KB files' generator; `ner`: ERNIE's NER for the spans no alias
+        matches); unchanged for the other variants."""
         if self.knowledge_variant is None:
             return collator
         if candidates is not None:
-            return KnowledgeCollator(collator, KnowledgeInputBuilder(tokenizer, candidates, self.knowledge_variant))
-        builder = KnowledgeInputBuilder.from_tokenizer(tokenizer, self.knowledge_variant, alias_table, max_candidates)
+            builder = KnowledgeInputBuilder(tokenizer, candidates, self.knowledge_variant)
+        else:
+            builder = KnowledgeInputBuilder.from_tokenizer(
+                tokenizer, self.knowledge_variant, alias_table, max_candidates
+            )
+        builder.ner = ner
         return KnowledgeCollator(collator, builder)
 
     def make_processor(self, tokenizer: PreTrainedTokenizerBase, **kwargs: Any) -> XhProcessor:

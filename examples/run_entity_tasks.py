@@ -41,7 +41,7 @@ from pathlib import Path
 from transformers import HfArgumentParser, TrainingArguments
 
 from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback, make_entity_sample
-from gesa.tasks_kb import ENTITY_LINKS_HELP, KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP
+from gesa.tasks_kb import ENTITY_LINKS_HELP, KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP, NER_MODEL_HELP
 from gesa.tasks_multihop import build_demo_luke
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
 from gesa.training_gesa import explicit_flags, one_error_line, parse_script_args
@@ -58,6 +58,7 @@ class ModelArguments(BaseModelArguments):
     )
     kb_alias_table: str | None = field(default=None, metadata={"help": KB_ALIAS_TABLE_HELP})
     kb_entity_vectors: str | None = field(default=None, metadata={"help": KB_ENTITY_VECTORS_HELP})
+    ner_model: str | None = field(default=None, metadata={"help": NER_MODEL_HELP})
 
 
 @dataclass
