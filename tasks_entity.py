@@ -23,7 +23,8 @@ without ``no_relation``, exact span F1 as seqeval's entity-level score). The pre
 ``--task pretrain`` (``PretrainTask``): LUKE's masked language model + masked-entity prediction for GESA/LUKE
 (``MaskedEntityCollator``, ``GesaForMaskedLM``), ERNIE's masked language model + denoising entity auto-encoder for
 ``--variant ernie`` (``ErniePretrainingCollator``: every mention aligned, alignments replaced or masked, words masked;
-``ErnieForPreTraining``; ``LoggedLossesCallback`` logs ``mlm_loss`` and ``dea_loss`` beside ``loss``). Its entity
+next-sentence pairs where the data has documents, ``sentence_pairs``; ``ErnieForPreTraining``; ``LoggedLossesCallback``
+logs ``mlm_loss``, ``nsp_loss`` and ``dea_loss`` beside ``loss``). Its entity
 table holds LUKE's special entities and the distinct mention texts of the data (rows taken from LUKE's table where
 LUKE has that title, else from ``[UNK]``); the tokenizer saved with the model carries the same entity vocabulary.
 Its evaluation is the loss; it predicts nothing.
@@ -526,6 +527,62 @@ def encode_pretraining(tokenizer: PreTrainedTokenizerBase, examples: Sequence[An
     return features
 
 
+def sentence_pairs(examples: Sequence[Any], seed: int = 0) -> list[tuple[int, int, int]] | None:
+    """BERT's next-sentence pairs over the documents of the data (CoNLL's ``-DOCSTART-`` documents: ``document``):
+    ``(first, second, label)`` example indices, for every sentence the one after it in its document (label 0) or,
+    half the time and for a document's last sentence, a random other sentence that does not follow it (label 1).
+    ``None`` when no document has two sentences (single sentences: no NSP)."""
+    documents: dict[str, list[int]] = {}
+    for index, example in enumerate(examples):
+        document = getattr(example, "document", None)
+        if document is not None:
+            documents.setdefault(document, []).append(index)
+    if not any(len(indices) > 1 for indices in documents.values()) or len(examples) < 3:
+        return None
+    following = {a: b for indices in documents.values() for a, b in zip(indices, indices[1:], strict=False)}
+    draw = random.Random(seed)
+    pairs = []
+    for first in range(len(examples)):
+        if first in following and draw.random() < 0.5:
+            pairs.append((first, following[first], 0))
+            continue
+        second = draw.choice([i for i in range(len(examples)) if i not in (first, following.get(first))])
+        pairs.append((first, second, 1))
+    return pairs
+
+
+def encode_pretraining_pairs(
+    tokenizer: PreTrainedTokenizerBase, examples: Sequence[Any], pairs: Sequence[tuple[int, int, int]], max_length: int
+) -> list[dict]:
+    """Each pair as RoBERTa's (LUKE's) pair input ``<s> A </s></s> B </s>`` with the mentions of both sentences
+    (each sentence the longest word prefix that fits its half of ``max_length``) and its ``next_sentence_label``."""
+    halves = (max(max_length // 2, 3), max(max_length - max_length // 2, 3))
+    features = []
+    for first, second, label in pairs:
+        parts = []
+        for index, half in zip((first, second), halves, strict=True):
+            example = examples[index]
+            spans = mention_spans(example)
+            encoded, _ = encode_word_prefix(
+                tokenizer, example.tokens, spans, [mention_text(example, span) for span in spans], half
+            )
+            parts.append(encoded)
+        a, b = parts
+        shift = len(a["input_ids"])
+        pair = {
+            "input_ids": a["input_ids"] + [tokenizer.sep_token_id] + b["input_ids"][1:],  # B's <s> becomes </s>
+            "attention_mask": a["attention_mask"] + b["attention_mask"],
+            "next_sentence_label": label,
+        }
+        if "entity_ids" in a or "entity_ids" in b:
+            moved = [[p + shift if p >= 0 else p for p in row] for row in b.get("entity_position_ids", [])]
+            pair["entity_ids"] = a.get("entity_ids", []) + b.get("entity_ids", [])
+            pair["entity_position_ids"] = a.get("entity_position_ids", []) + moved
+            pair["entity_attention_mask"] = a.get("entity_attention_mask", []) + b.get("entity_attention_mask", [])
+        features.append(pair)
+    return features
+
+
 def build_pretraining_model(
     variant: str,
     name_or_path: str,
@@ -662,7 +719,11 @@ class ErniePretrainingCollator(DeaCollator):
         self.aligner = KnowledgeInputBuilder(tokenizer, candidates, "ernie", ner=ner)
 
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        labels = [feature.get("next_sentence_label") for feature in features]
+        features = [{k: v for k, v in feature.items() if k != "next_sentence_label"} for feature in features]
         batch = self.aligner(_pad(self.tokenizer, features))
+        if any(label is not None for label in labels):  # sentence pairs: NSP
+            batch["next_sentence_label"] = torch.tensor([-100 if x is None else x for x in labels], dtype=torch.long)
         for name in ("entity_ids", "entity_attention_mask", "entity_position_ids", "entity_token_type_ids"):
             batch.pop(name, None)
         batch.update(
@@ -707,6 +768,14 @@ class PretrainingProcessor:
         self.ner = ner
 
     def encode_all(self, examples: Sequence[Any]) -> list[dict]:
+        """The sentences' features; for ERNIE, next-sentence pairs where the data has documents (``sentence_pairs``:
+        MLM + NSP + dEA), single sentences otherwise (MLM + dEA)."""
+        if PRETRAIN.head_for(self.variant) is ErnieForPreTraining:
+            pairs = sentence_pairs(examples, self.seed)
+            if pairs is not None:
+                logger.info(f"ERNIE pre-training: {len(pairs)} sentence pairs from the data's documents (NSP)")
+                return encode_pretraining_pairs(self.tokenizer, examples, pairs, self.max_length)
+            logger.info("ERNIE pre-training: the data has no document of two sentences, so no NSP (MLM + dEA)")
         return encode_pretraining(self.tokenizer, examples, self.max_length)
 
     def get_data_collator(self) -> MaskedEntityCollator | DeaCollator:
