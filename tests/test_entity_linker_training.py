@@ -24,8 +24,8 @@ import math
 import pytest
 import torch
 import transformers
+from kb_helpers import ENTITIES, write_kb
 from script_helpers import run_entity_task
-from test_kb_files_and_linker import ENTITIES, write_kb
 from tiny_luke import build_tiny_luke
 from variant_inputs import kar_batch, kar_config
 

@@ -21,8 +21,8 @@ import pytest
 import spacy
 import torch
 import transformers
+from kb_helpers import sentence_batch, write_kb
 from script_helpers import ENTITY_TASK_FILES, run_entity_task
-from test_kb_files_and_linker import sentence_batch, write_kb
 from tiny_luke import build_tiny_luke
 
 from gesa.ner_spacy import SpacyMentionFinder

@@ -22,8 +22,8 @@ import shutil
 import pytest
 import torch
 import transformers
+from kb_helpers import ENTITIES, write_kb
 from script_helpers import run_entity_task
-from test_kb_files_and_linker import ENTITIES, write_kb
 from tiny_luke import build_tiny_luke
 
 from gesa.loading_gesa import KB_ALIAS_TABLE_FILE, KB_ENTITIES_FILE
