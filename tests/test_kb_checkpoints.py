@@ -104,3 +104,28 @@ def test_knowledge_ner_checkpoints_open_their_ner_pipeline(luke_dir, tmp_path, v
     spans = ner(sentence)
     assert isinstance(spans, list)
     assert all(set(span) == {"start", "end", "words", "type", "score"} for span in spans)
+
+
+@pytest.mark.slow
+def test_a_user_kb_record_checkpoint_reloads_and_answers_with_its_kb(luke_dir, tmp_path):
+    from script_helpers import RECORD_SAMPLE_TRAIN, RECORD_SCRIPT, load_script
+
+    alias_path, vectors_path, _ = write_kb(tmp_path)
+    run_record = load_script(RECORD_SCRIPT, "run_record_kb_checkpoint_under_test")
+    common = ["--variant", "kar", "--max_seq_length", "96", "--max_query_length", "32", "--doc_stride", "48",
+              "--report_to", "none", "--disable_tqdm", "true", "--seed", "0"]  # fmt: skip
+    output_dir = tmp_path / "kar-record"
+    run_record.main([*common, "--model_name_or_path", str(luke_dir), "--train_file", str(RECORD_SAMPLE_TRAIN),
+                     "--max_train_samples", "2", "--do_train", "--max_steps", "2", "--per_device_train_batch_size",
+                     "2", "--save_strategy", "no", "--kb_alias_table", str(alias_path), "--kb_entity_vectors",
+                     str(vectors_path), "--output_dir", str(output_dir)])  # fmt: skip
+    assert (output_dir / KB_ENTITIES_FILE).read_text(encoding="utf-8").splitlines() == ENTITIES
+    # the script evaluates the checkpoint again without the KB flags: its own KB files
+    run_record.main([*common, "--model_name_or_path", str(output_dir), "--validation_file", str(RECORD_SAMPLE_TRAIN),
+                     "--max_eval_samples", "2", "--do_eval", "--output_dir", str(tmp_path / "again")])  # fmt: skip
+    reader = transformers.pipeline(model=str(output_dir), trust_remote_code=True)
+    row = {"passage": "Alice Smith visited Paris . Siemens hired her .", "query": "@placeholder hired Alice Smith .",
+           "entity_spans": [(0, 11), (20, 25), (28, 35)]}  # fmt: skip
+    answers = reader(row, top_k=3)
+    assert {answer["answer"] for answer in answers} == {"Alice Smith", "Paris", "Siemens"}
+    assert reader.collator.builder.candidates("Paris") == [(0, 0.7), (1, 0.3)]  # the KB's rows and priors
