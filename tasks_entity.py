@@ -177,6 +177,10 @@ class EntityTask(Task):
                 "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this script"
             )
         check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
+        # the files and the NER pipeline checked before any weight loads
+        links_file = getattr(data_args, "entity_links", None)
+        links = None if links_file is None else load_entity_links(links_file)
+        ner = load_ner(model_args)
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         try:
             model, tokenizer, labels = load_model_and_tokenizer(
@@ -190,9 +194,7 @@ class EntityTask(Task):
         if converted and hasattr(processor, "added_token_sources"):
             model.init_added_word_embeddings(processor.added_token_sources())  # the markers, from LUKE's @ and #
         attach_knowledge_files(model_args, model, tokenizer, processor)
-        if getattr(data_args, "entity_links", None) is not None:
-            processor.entity_links = load_entity_links(data_args.entity_links)
-        processor.ner_finder = load_ner(model_args)
+        processor.entity_links, processor.ner_finder = links, ner
         return LoadedModel(model, processor, tokenizer, labels)
 
     def collator(self, processor: EntityTaskProcessor, variant: str) -> Any:
@@ -853,6 +855,7 @@ class PretrainTask(Task):
         if model_args.model_name_or_path is None:
             raise ScriptArgumentError("--model_name_or_path is needed: the LUKE checkpoint to pre-train further")
         check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
+        ner = load_ner(model_args)  # before any weight loads
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         try:
             model, tokenizer, _ = load_model_and_tokenizer(
@@ -863,7 +866,7 @@ class PretrainTask(Task):
             raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
         processor = PretrainingProcessor(
             tokenizer, model_args.variant, data_args.max_seq_length, model.config.entity_vocab_size,
-            data_args.mlm_probability, data_args.entity_mask_probability, seed=0, ner=load_ner(model_args),
+            data_args.mlm_probability, data_args.entity_mask_probability, seed=0, ner=ner,
         )  # fmt: skip
         return LoadedModel(model, processor, tokenizer)
 
