@@ -238,16 +238,18 @@ def save_knowledge_files(model: Any, save_directory: str | os.PathLike) -> None:
     if getattr(model, "knowledge_inputs", None) is None:
         return
     target = Path(save_directory)
+    source = getattr(model.config, "_name_or_path", None)
+    if source and Path(source).is_dir() and Path(source).resolve() == target.resolve():
+        return  # saved back where it was loaded from: its files are there
+    for name in KNOWLEDGE_FILES:  # a file of an earlier model in the folder must not describe this one
+        (target / name).unlink(missing_ok=True)
     files = getattr(model, "knowledge_files", None)
     if files is not None:
         files.save(target)
-        return
-    source = getattr(model.config, "_name_or_path", None)
-    if not source or not Path(source).is_dir() or Path(source).resolve() == target.resolve():
-        return
-    for name in KNOWLEDGE_FILES:
-        if (Path(source) / name).is_file():
-            shutil.copyfile(Path(source) / name, target / name)
+    elif source and Path(source).is_dir():
+        for name in KNOWLEDGE_FILES:
+            if (Path(source) / name).is_file():
+                shutil.copyfile(Path(source) / name, target / name)
 
 
 __all__ = [

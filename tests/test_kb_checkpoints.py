@@ -129,3 +129,13 @@ def test_a_user_kb_record_checkpoint_reloads_and_answers_with_its_kb(luke_dir, t
     answers = reader(row, top_k=3)
     assert {answer["answer"] for answer in answers} == {"Alice Smith", "Paris", "Siemens"}
     assert reader.collator.builder.candidates("Paris") == [(0, 0.7), (1, 0.3)]  # the KB's rows and priors
+
+
+def test_saving_another_model_into_the_folder_removes_the_earlier_kb_files(user_kb_checkpoint, luke_dir, tmp_path):
+    output_dir, _ = user_kb_checkpoint
+    folder = tmp_path / "reused"
+    shutil.copytree(output_dir, folder)
+    from gesa.modeling_kar import KarModel
+
+    KarModel.from_luke_pretrained(str(luke_dir), kar_layer=1).save_pretrained(folder)  # LUKE's table as its KB
+    assert not (folder / KB_ENTITIES_FILE).exists() and not (folder / KB_ALIAS_TABLE_FILE).exists()
