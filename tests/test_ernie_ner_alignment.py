@@ -106,3 +106,20 @@ def test_an_ernie_run_takes_the_ner_model_by_path(luke_dir, ner_dir, tmp_path):
     results = run_entity_task(luke_dir, tmp_path / "ernie", "relation_classification",
                               extra=["--variant", "ernie", "--ner_model", str(ner_dir), "--max_steps", "2"])  # fmt: skip
     assert "eval_f1" in results
+
+
+@pytest.mark.slow
+def test_record_takes_the_ner_model_for_ernie_only(luke_dir, ner_dir, tmp_path, capsys):
+    from script_helpers import RECORD_SAMPLE_TRAIN, RECORD_SCRIPT, load_script
+
+    run_record = load_script(RECORD_SCRIPT, "run_record_ner_under_test")
+    argv = ["--model_name_or_path", str(luke_dir), "--train_file", str(RECORD_SAMPLE_TRAIN), "--max_train_samples",
+            "2", "--do_train", "--max_steps", "2", "--max_seq_length", "96", "--max_query_length", "32",
+            "--doc_stride", "48", "--per_device_train_batch_size", "2", "--save_strategy", "no", "--report_to",
+            "none", "--disable_tqdm", "true", "--seed", "0", "--ner_model", str(ner_dir)]  # fmt: skip
+    run_record.main([*argv, "--variant", "ernie", "--output_dir", str(tmp_path / "ernie")])
+    assert (tmp_path / "ernie" / "model.safetensors").is_file()
+    with pytest.raises(SystemExit):
+        run_record.main([*argv, "--variant", "kar", "--output_dir", str(tmp_path / "kar")])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("run_record.py: error: --ner_model finds ERNIE's mentions that no alias matches")
