@@ -25,6 +25,9 @@ Code files: ``PreTrainedModel.save_pretrained`` copies the model's module and it
 that decides the rest: the head names its pipeline as data (``PipelineSpec``: the modeling files never import a
 pipeline, which sits above them), and the checkpoint gets that pipeline's module, every sibling it imports relatively
 and the ``custom_pipelines`` entry naming it; nothing else.
+
+Knowledge files: a KnowBERT-KAR or ERNIE checkpoint also carries its own KB's alias table and entity list
+(``KNOWLEDGE_FILES``, ``save_knowledge_files``; the vectors are in the weights), read back by ``records_kb``.
 """
 
 from __future__ import annotations
@@ -51,6 +54,11 @@ WEIGHTS_NAMES = (
     "pytorch_model.bin.index.json",
 )
 _MAX_HEADER = 1 << 28
+# a KnowBERT-KAR / ERNIE checkpoint's own knowledge base, beside its weights (which hold the KB's vectors): the alias
+# table it was trained with and its entity list (the KB's rows in order), in the formats --kb_alias_table reads
+KB_ALIAS_TABLE_FILE = "kb_alias_table.tsv"
+KB_ENTITIES_FILE = "kb_entities.txt"
+KNOWLEDGE_FILES = (KB_ALIAS_TABLE_FILE, KB_ENTITIES_FILE)
 
 
 def safetensors_problem(path: Path) -> str | None:
@@ -219,9 +227,35 @@ def save_pretrained_with_pipeline(
     if kwargs.get("is_main_process", args[0] if args else True):
         for path in files:
             shutil.copyfile(path, Path(save_directory) / path.name)
+        save_knowledge_files(model, save_directory)
+
+
+def save_knowledge_files(model: Any, save_directory: str | os.PathLike) -> None:
+    """A KAR/ERNIE model's own KB files (``KNOWLEDGE_FILES``) beside its weights: its ``knowledge_files`` (the run's
+    ``--kb_alias_table`` / ``--kb_entity_vectors``, ``records_kb.KnowledgeBaseFiles``) written, else those of the
+    folder it was loaded from copied, so the checkpoint reloads and opens its pipeline with the KB it was trained
+    with. Models that read no knowledge inputs carry none."""
+    if getattr(model, "knowledge_inputs", None) is None:
+        return
+    target = Path(save_directory)
+    source = getattr(model.config, "_name_or_path", None)
+    if source and Path(source).is_dir() and Path(source).resolve() == target.resolve():
+        return  # saved back where it was loaded from: its files are there
+    for name in KNOWLEDGE_FILES:  # a file of an earlier model in the folder must not describe this one
+        (target / name).unlink(missing_ok=True)
+    files = getattr(model, "knowledge_files", None)
+    if files is not None:
+        files.save(target)
+    elif source and Path(source).is_dir():
+        for name in KNOWLEDGE_FILES:
+            if (Path(source) / name).is_file():
+                shutil.copyfile(Path(source) / name, target / name)
 
 
 __all__ = [
+    "KB_ALIAS_TABLE_FILE",
+    "KB_ENTITIES_FILE",
+    "KNOWLEDGE_FILES",
     "PipelineSpec",
     "WEIGHTS_NAMES",
     "checkpoint_pipeline",
@@ -229,6 +263,7 @@ __all__ = [
     "load_tokenizer",
     "refuse_damaged_weights",
     "safetensors_problem",
+    "save_knowledge_files",
     "save_pretrained_with_pipeline",
     "weights_problem",
 ]

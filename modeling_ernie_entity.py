@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """The entity-task heads on ERNIE's encoder: entity typing, relation and span (NER) classification, and ERNIE's
-pre-training (`ErnieForPreTraining`: masked words + the denoising entity auto-encoder, each loss reported).
+pre-training (`ErnieForPreTraining`: masked words + next-sentence prediction + the denoising entity auto-encoder,
+each loss reported).
 
 Each is GESA's head (``modeling_gesa_entity``) with ERNIE's pre-trained base and encoder (``base_model_class``); the
 forward is GESA's, its signature also naming the knowledge inputs (``ernie_entity_ids``, ``ernie_entity_positions``),
@@ -36,12 +37,13 @@ from transformers.utils import ModelOutput, can_return_tuple
 
 from .loading_gesa import PipelineSpec
 from .modeling_ernie import ErnieModel, ErniePreTrainedModel, denoising_entity_logits
-from .modeling_gesa import GesaInputs, with_inputs_of
+from .modeling_gesa import GesaInputs, GesaPooler, with_inputs_of
 from .modeling_gesa_entity import (
     GesaEntityHeadBase,
     GesaForEntityClassification,
     GesaForEntityPairClassification,
     GesaForEntitySpanClassification,
+    classification_loss,
 )
 from .modeling_variants import knowledge_table
 
@@ -64,32 +66,39 @@ class ErnieForEntitySpanClassification(ErniePreTrainedModel, GesaForEntitySpanCl
     """NER over candidate spans on ERNIE's encoder."""
 
     base_model_class = ErnieModel
+    pipeline = PipelineSpec(
+        "entity-span-classification", "pipeline_entity_kb.KnowledgeEntitySpanClassificationPipeline"
+    )
 
 
 @dataclass
 class ErniePreTrainingOutput(ModelOutput):
     """
     Args:
-        loss: `mlm_loss + dea_loss` (those given).
+        loss: `mlm_loss + nsp_loss + dea_loss` (those given).
         mlm_loss: cross-entropy of the masked words (`labels`).
+        nsp_loss: cross-entropy of next-sentence prediction (`next_sentence_label`), when the batch has pairs.
         dea_loss: cross-entropy of the aligned entities (`dea_labels`), ERNIE's dEA.
         logits: `(B, L, V)` word logits. dea_logits: `(B, L, N)` over the sequence's candidate entities.
+        nsp_logits: `(B, 2)`: the second sentence follows the first (class 0) or is a random one (class 1).
     """
 
     loss: torch.FloatTensor | None = None
     mlm_loss: torch.FloatTensor | None = None
+    nsp_loss: torch.FloatTensor | None = None
     dea_loss: torch.FloatTensor | None = None
     logits: torch.FloatTensor | None = None
     dea_logits: torch.FloatTensor | None = None
+    nsp_logits: torch.FloatTensor | None = None
 
 
 class ErnieForPreTraining(ErniePreTrainedModel, GesaEntityHeadBase):
-    """ERNIE's pre-training on its encoder: masked language modelling (`lm_head`, LUKE's, tied to the word table)
-    plus the denoising entity auto-encoder (dEA: `p(e_j | w_i) = softmax_j(linear(w_i) . e_j)` over the sequence's
-    entities, `linear` = dense + act + LayerNorm into the entity dimension); `loss = mlm_loss + dea_loss`.
-
-    ERNIE also trains next-sentence prediction; the entity-task data it reads here are single sentences, so there is
-    no NSP head (docs/entity_tasks.md). While training, each loss is kept (`pop_logged_losses`) for the driver's log.
+    """ERNIE's pre-training on its encoder: masked language modelling (`lm_head`, LUKE's, tied to the word table),
+    next-sentence prediction (BERT's: `seq_relationship` on the pooled `<s>` state, `nsp_pooler`; for batches of
+    sentence pairs `<s> A </s></s> B </s>`) and the denoising entity auto-encoder (dEA: `p(e_j | w_i) =
+    softmax_j(linear(w_i) . e_j)` over the sequence's entities, `linear` = dense + act + LayerNorm into the entity
+    dimension); `loss = mlm_loss + nsp_loss + dea_loss` (those whose labels are given). While training, each loss is
+    kept (`pop_logged_losses`) for the driver's log.
     """
 
     base_model_class = ErnieModel
@@ -107,6 +116,8 @@ class ErnieForPreTraining(ErniePreTrainedModel, GesaEntityHeadBase):
         self.transform = nn.Linear(config.hidden_size, config.entity_emb_size)
         self.transform_act = ACT2FN[config.hidden_act]
         self.LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
+        self.nsp_pooler = GesaPooler(config)
+        self.seq_relationship = nn.Linear(config.hidden_size, 2)
         self.logged_losses: dict[str, list[float]] = {}
         self.post_init()
 
@@ -133,10 +144,13 @@ class ErnieForPreTraining(ErniePreTrainedModel, GesaEntityHeadBase):
         labels: torch.LongTensor | None = None,
         dea_candidate_ids: torch.LongTensor | None = None,
         dea_labels: torch.LongTensor | None = None,
+        next_sentence_label: torch.LongTensor | None = None,
         **kwargs: Unpack[GesaInputs],
     ) -> ErniePreTrainingOutput:
         """`labels` `(B, L)` word ids at masked words (-100 elsewhere); `dea_candidate_ids` `(B, N)` (default:
-        `ernie_entity_ids`) and `dea_labels` `(B, L)` as `modeling_ernie.corrupt_entity_alignments` returns them."""
+        `ernie_entity_ids`) and `dea_labels` `(B, L)` as `modeling_ernie.corrupt_entity_alignments` returns them;
+        `next_sentence_label` `(B,)`: 0 when the pair's second sentence follows the first, 1 when it is a random one
+        (BERT's convention; -100 ignored)."""
         outputs = self.gesa(
             input_ids,
             ernie_entity_ids=ernie_entity_ids,
@@ -161,7 +175,16 @@ class ErnieForPreTraining(ErniePreTrainedModel, GesaEntityHeadBase):
             )
         elif dea_labels is not None:
             raise ValueError("dea_labels were given without dea_candidate_ids (or ernie_entity_ids).")
-        losses = {"mlm_loss": mlm_loss, "dea_loss": dea_loss}
+        nsp_logits = self.seq_relationship(self.nsp_pooler(words))
+        nsp_loss = None
+        if next_sentence_label is not None:
+            if next_sentence_label.shape != nsp_logits.shape[:1]:
+                raise ValueError(
+                    f"next_sentence_label has shape {tuple(next_sentence_label.shape)}; it must be (batch,) = "
+                    f"{tuple(nsp_logits.shape[:1])}, 0 (the second sentence follows) or 1 (a random one)."
+                )
+            nsp_loss = classification_loss(nsp_logits, next_sentence_label.to(nsp_logits.device), 1)
+        losses = {"mlm_loss": mlm_loss, "nsp_loss": nsp_loss, "dea_loss": dea_loss}
         if self.training:
             for name, value in losses.items():
                 if value is not None:
@@ -170,9 +193,11 @@ class ErnieForPreTraining(ErniePreTrainedModel, GesaEntityHeadBase):
         return ErniePreTrainingOutput(
             loss=sum(given[1:], given[0]) if given else None,
             mlm_loss=mlm_loss,
+            nsp_loss=nsp_loss,
             dea_loss=dea_loss,
             logits=logits,
             dea_logits=dea_logits,
+            nsp_logits=nsp_logits,
         )
 
 

@@ -170,6 +170,10 @@ class GesaEntityHeadBase(GesaPreTrainedModel):
 
     task_entities = "the entities the head classifies"
 
+    def add_auxiliary_loss(self, loss: torch.Tensor | None, outputs: ModelOutput) -> torch.Tensor | None:
+        """The task loss plus a variant's own (KAR: its weighted entity-linking loss); GESA's heads add none."""
+        return loss
+
 
 def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None, single_label_dims: int) -> torch.Tensor:
     """LUKE's head loss: cross-entropy for class indices (`labels.ndim == single_label_dims`), else binary
@@ -239,7 +243,9 @@ class GesaForEntityClassification(GesaEntityHeadBase):
         outputs = self.encode(input_ids, kwargs)
         states = marked_states(outputs, marker_positions, 1)
         logits = self.classifier(self.dropout(states[:, 0, :]))
-        loss = None if labels is None else classification_loss(logits, labels.to(logits.device), 1)
+        loss = self.add_auxiliary_loss(
+            None if labels is None else classification_loss(logits, labels.to(logits.device), 1), outputs
+        )
         return EntityClassificationOutput(loss=loss, logits=logits, **_passed(outputs))
 
 
@@ -274,7 +280,9 @@ class GesaForEntityPairClassification(GesaEntityHeadBase):
         outputs = self.encode(input_ids, kwargs)
         states = marked_states(outputs, marker_positions, 2)
         logits = self.classifier(self.dropout(torch.cat([states[:, 0, :], states[:, 1, :]], dim=1)))
-        loss = None if labels is None else classification_loss(logits, labels.to(logits.device), 1)
+        loss = self.add_auxiliary_loss(
+            None if labels is None else classification_loss(logits, labels.to(logits.device), 1), outputs
+        )
         return EntityPairClassificationOutput(loss=loss, logits=logits, **_passed(outputs))
 
 
@@ -327,7 +335,9 @@ class GesaForEntitySpanClassification(GesaEntityHeadBase):
         start = torch.gather(words, -2, entity_start_positions.to(words.device).unsqueeze(-1).expand(-1, -1, hidden))
         end = torch.gather(words, -2, entity_end_positions.to(words.device).unsqueeze(-1).expand(-1, -1, hidden))
         logits = self.classifier(self.dropout(torch.cat([start, end, outputs.entity_last_hidden_state], dim=2)))
-        loss = None if labels is None else classification_loss(logits, labels.to(logits.device), 2)
+        loss = self.add_auxiliary_loss(
+            None if labels is None else classification_loss(logits, labels.to(logits.device), 2), outputs
+        )
         return EntitySpanClassificationOutput(loss=loss, logits=logits, **_passed(outputs))
 
 

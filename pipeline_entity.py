@@ -21,7 +21,7 @@
   first k).
 * ``EntitySpanClassificationPipeline`` (``"entity-span-classification"``): a sentence (a string, split at spaces, or
   ``{"tokens": [...]}``) -> ``[{"start", "end", "words", "type", "score"}, ...]``, the named entities of a
-  ``GesaForEntitySpanClassification`` (NER) as word spans (end exclusive), decoded as ``run_entity_tasks.py`` decodes
+  ``GesaForEntitySpanClassification`` (NER; KAR/ERNIE: ``pipeline_entity_kb``) as word spans (end exclusive), decoded as ``run_entity_tasks.py`` decodes
   them (every candidate span scored, LUKE's greedy choice of the best non-overlapping ones).
 
 The mention is the ``[MASK]`` entity (the tail: ``[MASK2]``) with GESA's graph inputs (``processing_entity.graph_inputs``:
@@ -236,10 +236,14 @@ class EntitySpanClassificationPipeline(TokenizerPipeline):
     def _forward(self, model_inputs: dict[str, Any]) -> dict[str, Any]:
         logits = []
         for feature in model_inputs["features"]:
-            batch = self.processor.collate([feature])
+            batch = self.add_inputs(self.processor.collate([feature]))
             batch.pop("labels")
             logits.append(torch.softmax(self.model(**batch).logits[0].float(), dim=-1))
         return {**model_inputs, "probabilities": logits}
+
+    def add_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The model inputs of one feature's batch: the batch itself (a variant's pipeline adds its own inputs)."""
+        return batch
 
     def postprocess(self, model_outputs: dict[str, Any]) -> list[dict[str, Any]]:
         features, probabilities = model_outputs["features"], model_outputs["probabilities"]

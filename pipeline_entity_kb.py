@@ -11,11 +11,12 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The entity-typing and relation-classification pipelines of KnowBERT-KAR and ERNIE checkpoints.
+"""The entity-typing, relation-classification and NER pipelines of KnowBERT-KAR and ERNIE checkpoints.
 
 ``pipeline_entity``'s pipelines (same inputs, outputs and options), each encoded mention also carrying the knowledge
-inputs its head reads (``model.knowledge_inputs``: ``"kar"`` or ``"ernie"``; mentions matched to the tokenizer's
-entity titles by ``processing_kb.KnowledgeInputBuilder``), exactly as ``run_entity_tasks.py``'s collator adds them.
+inputs its head reads (``model.knowledge_inputs``: ``"kar"`` or ``"ernie"``; mentions matched to the KB the checkpoint
+carries, or to the tokenizer's entity titles, by ``processing_kb.KnowledgeInputBuilder``:
+``records_kb.checkpoint_knowledge_builder``), exactly as ``run_entity_tasks.py``'s collator adds them.
 
 Flat module: copied next to every saved KAR/ERNIE entity-task checkpoint, so it imports third-party packages and its
 siblings only.
@@ -27,17 +28,17 @@ from typing import Any
 
 import torch
 
-from .pipeline_entity import EntityTypingPipeline, RelationClassificationPipeline
-from .processing_kb import KnowledgeInputBuilder, knowledge_inputs_of
+from .pipeline_entity import EntitySpanClassificationPipeline, EntityTypingPipeline, RelationClassificationPipeline
+from .records_kb import checkpoint_knowledge_builder
 
 
 class KnowledgeInputs:
-    """Mixin for ``pipeline_entity``'s pipelines: each encoded mention gets the head's knowledge inputs."""
+    """Mixin for ``pipeline_entity``'s pipelines: each encoded input gets the head's knowledge inputs, from the KB
+    files its checkpoint carries (a run's ``--kb_alias_table`` / ``--kb_entity_vectors``) or LUKE's titles."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        variant = knowledge_inputs_of(self.model, type(self).__name__)
-        self.knowledge = KnowledgeInputBuilder.from_tokenizer(self.tokenizer, variant)
+        self.knowledge = checkpoint_knowledge_builder(self.model, self.tokenizer, type(self).__name__)
 
     def add_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return self.knowledge(batch)
@@ -51,4 +52,13 @@ class KnowledgeRelationClassificationPipeline(KnowledgeInputs, RelationClassific
     """Relation classification (``pipeline_entity.RelationClassificationPipeline``) with the knowledge inputs."""
 
 
-__all__ = ["KnowledgeEntityTypingPipeline", "KnowledgeRelationClassificationPipeline"]
+class KnowledgeEntitySpanClassificationPipeline(KnowledgeInputs, EntitySpanClassificationPipeline):
+    """NER (``pipeline_entity.EntitySpanClassificationPipeline``: the checkpoint's candidate spans, LUKE's greedy
+    decoding) with the KAR/ERNIE knowledge inputs of every candidate span."""
+
+
+__all__ = [
+    "KnowledgeEntitySpanClassificationPipeline",
+    "KnowledgeEntityTypingPipeline",
+    "KnowledgeRelationClassificationPipeline",
+]

@@ -15,8 +15,8 @@
 
 GESA's windows (``pipeline_gesa.EntityClozeQAPipeline``: same inputs, outputs and options) plus the knowledge inputs
 the head reads (``model.knowledge_inputs``: ``"kar"`` or ``"ernie"``), added to every batch by
-``processing_kb.KnowledgeCollator`` from the tokenizer's entity vocabulary, exactly as ``run_record.py``'s collator
-adds them.
+``processing_kb.KnowledgeCollator`` from the KB files the checkpoint carries or the tokenizer's entity vocabulary
+(``records_kb.checkpoint_knowledge_builder``), exactly as ``run_record.py``'s collator adds them.
 
 Flat module: copied next to every saved KAR/ERNIE ReCoRD checkpoint, so it imports third-party packages and its
 siblings only.
@@ -28,15 +28,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .pipeline_gesa import EntityClozeQAPipeline
-from .processing_kb import KnowledgeCollator, KnowledgeInputBuilder, knowledge_inputs_of
+from .processing_kb import KnowledgeCollator
+from .records_kb import checkpoint_knowledge_builder
 
 
 class KnowledgeClozeQAPipeline(EntityClozeQAPipeline):
     """``EntityClozeQAPipeline`` whose batches carry the KAR/ERNIE knowledge inputs (module docstring)."""
 
     def make_collator(self, processor: Any) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
-        variant = knowledge_inputs_of(self.model, type(self).__name__)
-        builder = KnowledgeInputBuilder.from_tokenizer(processor.tokenizer, variant)
+        builder = checkpoint_knowledge_builder(self.model, processor.tokenizer, type(self).__name__)
         return KnowledgeCollator(processor.get_data_collator(), builder)
 
 

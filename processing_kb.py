@@ -132,9 +132,13 @@ class KnowledgeInputBuilder:
     ERNIE (`variant="ernie"`): every mention with a candidate is linked to its best one (ERNIE links with TAGME: one
     entity per mention; here the top prior), aligned to the mention's first word, the task's mentions first, then
     the longest non-overlapping alias spans: `ernie_entity_ids` and `ernie_entity_positions` `(B, N)`, -1 padded.
+    With `ner` (a spaCy pipeline, `ner_spacy.SpacyMentionFinder`), the named entities over words no mention covers
+    are ERNIE's mentions with a NULL entity: they feed the model nothing (an unaligned word) and are listed in
+    `alignments` (the last batch's `(first, last, entity or None, "task" | "alias" | "ner")` per example).
 
     `report()` counts what the calls so far found (KnowBERT's linking statistics): mentions (task / alias), mentions
-    with candidates, candidates per linked mention, entities aligned.
+    with candidates, candidates per linked mention, entities aligned, gold links used (and those whose entity is not a
+    candidate).
 
     Args:
         tokenizer: the word tokenizer of the features (to read the mentions back).
@@ -143,6 +147,7 @@ class KnowledgeInputBuilder:
         over_generate: also every alias-matching span of the input (KnowBERT, ERNIE), not only the task's mentions.
         add_null: KAR: add the NULL entity to every candidate list (KnowBERT).
         max_mention_words: longest over-generated span, in words (default: the longest alias, at most 8).
+        ner: ERNIE: text -> character spans `(start, end)` of its named entities (spans no alias matches, NULL).
     """
 
     def __init__(
@@ -153,6 +158,7 @@ class KnowledgeInputBuilder:
         over_generate: bool = True,
         add_null: bool = True,
         max_mention_words: int | None = None,
+        ner: Callable[[str], Sequence[tuple[int, int]]] | None = None,
     ) -> None:
         if variant not in KNOWLEDGE_VARIANTS:
             raise ValueError(f"variant must be one of {KNOWLEDGE_VARIANTS}, got {variant!r}.")
@@ -162,11 +168,14 @@ class KnowledgeInputBuilder:
         self.over_generate = over_generate
         self.add_null = add_null
         self.max_mention_words = max_mention_words or min(candidates.max_alias_words, 8)
+        self.ner = ner
+        self.alignments: list[list[tuple[int, int, int | None, str]]] = []
         self.special_ids = set(tokenizer.all_special_ids)
         self._word_start: dict[int, bool] = {}
         self.counts = dict.fromkeys(
-            ("batches", "task_mentions", "alias_mentions", "linked_mentions", "candidates", "aligned_entities"), 0
-        )
+            ("batches", "task_mentions", "alias_mentions", "linked_mentions", "candidates", "aligned_entities",
+             "gold_mentions", "gold_not_candidate", "ner_mentions"), 0,
+        )  # fmt: skip
 
     @classmethod
     def from_tokenizer(
@@ -242,6 +251,41 @@ class KnowledgeInputBuilder:
             found.append(row)
         return found
 
+    def ner_mentions(self, ids: Sequence[int], attention_mask: torch.Tensor | None, row: int) -> list[tuple[int, int]]:
+        """Inclusive token spans of the named entities `ner` finds in one sequence's words (none without `ner`): the
+        words are decoded and joined by single spaces, each entity's character span mapped to the words it touches."""
+        if self.ner is None:
+            return []
+        words = self.words(ids, None if attention_mask is None else attention_mask[row].tolist())
+        pieces, starts, cursor = [], [], 0
+        for first, last in words:
+            text = self.tokenizer.decode(ids[first : last + 1]).strip()
+            starts.append(cursor)
+            pieces.append(text)
+            cursor += len(text) + 1
+        spans = []
+        for start, end in self.ner(" ".join(pieces)):
+            touched = [i for i, begin in enumerate(starts) if begin < end and start < begin + len(pieces[i])]
+            if touched:
+                spans.append((words[touched[0]][0], words[touched[-1]][1]))
+        return spans
+
+    def gold_candidates(self, gold_entities: torch.Tensor, candidate_ids: torch.Tensor) -> torch.Tensor:
+        """`kar_gold_candidates` `(B, C)`: for each task mention (slot `e < E`) with a gold entity, the index of that
+        entity (or of NULL) among its candidates; -1 elsewhere (alias spans, no gold, a gold entity that is not a
+        candidate: counted in `report()`'s `gold_not_candidate`)."""
+        gold = torch.full(candidate_ids.shape[:2], -1, dtype=torch.long)
+        for b, e in (gold_entities != -1).nonzero().tolist():
+            if e >= candidate_ids.size(1) or not (candidate_ids[b, e] != -1).any():
+                continue
+            self.counts["gold_mentions"] += 1
+            hits = (candidate_ids[b, e] == gold_entities[b, e]).nonzero()
+            if len(hits):
+                gold[b, e] = int(hits[0, 0])
+            else:
+                self.counts["gold_not_candidate"] += 1
+        return gold
+
     def report(self) -> dict[str, float]:
         """KnowBERT's linking statistics over the calls so far: mentions found (the task's and the alias spans),
         mentions with candidates, candidates per linked mention (NULL not counted), ERNIE's aligned entities."""
@@ -251,8 +295,12 @@ class KnowledgeInputBuilder:
         return counts
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
-        """A new batch dict: `batch` plus the variant's inputs."""
+        """A new batch dict: `batch` plus the variant's inputs. A batch's `kar_gold_entities` `(B, E)` (the gold KB
+        row of each LUKE entity's mention, `KAR_NULL_CANDIDATE` for a gold NULL, -1 for none: `tasks_kb.gold_links`)
+        becomes KAR's `kar_gold_candidates` `(B, C)`: the gold's index among its mention's candidates, -1 where the
+        mention has no gold or its gold entity is not a candidate (KnowBERT's `L_EL`)."""
         out = dict(batch)
+        gold_entities = out.pop("kar_gold_entities", None)
         mentions = self.mentions(batch)
         batch_size, entity_length = batch["entity_position_ids"].shape[:2]
         extra: list[list[tuple]] = [[] for _ in range(batch_size)]
@@ -287,17 +335,22 @@ class KnowledgeInputBuilder:
                     if null:
                         ids[b, slot, len(candidates)] = KAR_NULL_CANDIDATE
             out.update(kar_mention_spans=spans_tensor, kar_candidate_ids=ids, kar_candidate_priors=priors)
+            if gold_entities is not None:
+                out["kar_gold_candidates"] = self.gold_candidates(gold_entities, ids)
         else:
             linked = []
-            for row, alias_row in zip(mentions, extra, strict=True):
+            self.alignments = []
+            for b, (row, alias_row) in enumerate(zip(mentions, extra, strict=True)):
                 aligned: dict[int, int] = {}
                 covered: set[int] = set()
+                found: list[tuple[int, int, int | None, str]] = []  # (first, last, entity or None, source)
                 for _, first, last, text in row:
                     candidates = self.candidates(text)
                     if candidates and first not in aligned:
                         aligned[first] = candidates[0][0]
                         self.counts["linked_mentions"] += 1
                         self.counts["candidates"] += len(candidates)
+                    found.append((first, last, candidates[0][0] if candidates else None, "task"))
                     covered.update(range(first, last + 1))
                 # the longest alias spans first (then the most probable link), never overlapping a chosen one
                 self.counts["alias_mentions"] += len(alias_row)
@@ -305,8 +358,16 @@ class KnowledgeInputBuilder:
                     if covered.isdisjoint(range(first, last + 1)):
                         aligned[first] = candidates[0][0]
                         covered.update(range(first, last + 1))
+                        found.append((first, last, candidates[0][0], "alias"))
                         self.counts["linked_mentions"] += 1
                         self.counts["candidates"] += len(candidates)
+                # ERNIE's NER for the spans no alias matches: their entity is NULL, so they add no input
+                for first, last in self.ner_mentions(batch["input_ids"][b].tolist(), batch.get("attention_mask"), b):
+                    if covered.isdisjoint(range(first, last + 1)):
+                        covered.update(range(first, last + 1))
+                        found.append((first, last, None, "ner"))
+                        self.counts["ner_mentions"] += 1
+                self.alignments.append(sorted(found))
                 linked.append(sorted(aligned.items()))
                 self.counts["aligned_entities"] += len(aligned)
             width = max([len(row) for row in linked] + [1])
@@ -319,9 +380,10 @@ class KnowledgeInputBuilder:
         return out
 
 
-def knowledge_inputs_of(model: Any, user: str) -> str:
+def knowledge_inputs_of(model: Any, user: str, kb_files: bool = False) -> str:
     """The knowledge inputs a model's forward reads (its ``knowledge_inputs``: ``"kar"`` / ``"ernie"``); one
-    ``ValueError`` naming ``user`` (the pipeline that adds them) when it reads none."""
+    ``ValueError`` naming ``user`` (the pipeline that adds them) when it reads none, or when it reads a user KB
+    (``kb_size``) and its checkpoint carries no KB files (``kb_files``: ``records_kb.checkpoint_knowledge_files``)."""
     variant = getattr(model, "knowledge_inputs", None)
     if variant not in KNOWLEDGE_VARIANTS:
         raise ValueError(
@@ -329,11 +391,13 @@ def knowledge_inputs_of(model: Any, user: str) -> str:
             f"knowledge_inputs {variant!r} is not one of {KNOWLEDGE_VARIANTS}): use the pipeline its checkpoint names"
         )
     kb_size = getattr(getattr(model, "config", None), "kb_size", None)
-    if kb_size is not None:
+    if kb_size is not None and not kb_files:
         raise ValueError(
             f"{user} generates candidates from the tokenizer's entity titles (LUKE's table), but {type(model).__name__} "
-            f"reads a user-supplied KB (kb_size={kb_size}) whose rows those ids do not index: build its inputs with "
-            "gesa.records_kb.load_knowledge_files(...).candidate_generator(...) and processing_kb.KnowledgeInputBuilder"
+            f"reads a user-supplied KB (kb_size={kb_size}) whose rows those ids do not index, and its checkpoint "
+            "carries no KB files (kb_entities.txt, kb_alias_table.tsv): save the model with its KB (a run with "
+            "--kb_entity_vectors does), or build its inputs with gesa.records_kb.load_knowledge_files(...)"
+            ".candidate_generator(...) and processing_kb.KnowledgeInputBuilder"
         )
     return variant
 
@@ -349,7 +413,14 @@ class KnowledgeCollator:
         self.builder = builder
 
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        return self.builder(self.collator(features))
+        gold = [feature.get("kar_gold_entities") for feature in features]
+        batch = self.collator([{k: v for k, v in feature.items() if k != "kar_gold_entities"} for feature in features])
+        if any(row is not None for row in gold):  # gold links (--entity_links): padded with -1 to the batch's entities
+            width = batch["entity_ids"].size(1)
+            batch["kar_gold_entities"] = torch.tensor(
+                [list(row or [])[:width] + [-1] * (width - len(row or [])) for row in gold], dtype=torch.long
+            )
+        return self.builder(batch)
 
 
 __all__ = [

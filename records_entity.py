@@ -28,6 +28,7 @@ Flat module: copied next to every saved checkpoint, so it imports only the stand
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,12 +80,15 @@ class RelationExample:
 
 @dataclass(frozen=True)
 class NerExample:
-    """NER: one sentence's tokens and their BIO / IOB1 tags; `spans()` gives the labelled word spans."""
+    """NER: one sentence's tokens and their BIO / IOB1 tags; `spans()` gives the labelled word spans. `document`: the
+    id of the document the sentence belongs to in a CoNLL file (its `-DOCSTART-` line; the sentences of a document
+    follow each other: ERNIE's next-sentence pairs), `None` for rows that come without documents."""
 
     id: str
     tokens: list[str]
     tags: list[str]
     spans: list[tuple[int, int, str]] = field(default_factory=list)
+    document: str | None = None
 
 
 def _record_id(row: Any, *names: str) -> Any:
@@ -240,13 +244,17 @@ def read_conll_file(path: str | Path, tag_column: int = -1, where: str | None = 
                     fix="fix the tag column (BIO or IOB1 tags)",
                 )
 
-            examples.append(_ner_example(list(tokens), list(tags), example_id, fail))
+            example = _ner_example(list(tokens), list(tags), example_id, fail)
+            examples.append(dataclasses.replace(example, document=document))
         tokens.clear(), tags.clear(), lines.clear()
 
+    document = f"{path.name}:1"  # sentences before any -DOCSTART- line: the file's first document
     for location, line in read_text_lines(path, where, fix=CONLL_FIX):
         columns = line.split()
         if not columns or columns[0] == "-DOCSTART-":
             flush()
+            if columns:
+                document = f"{path.name}:{location.number}"
             continue
         if width is None:
             width = len(columns)

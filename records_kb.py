@@ -40,11 +40,13 @@ import logging
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from .inputs_gesa import InputError, Location, read_text_lines
-from .processing_kb import EntityCandidateGenerator
+from .loading_gesa import KB_ALIAS_TABLE_FILE, KB_ENTITIES_FILE
+from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder, knowledge_inputs_of
 
 logger = logging.getLogger(__name__)
 
@@ -154,12 +156,26 @@ class KnowledgeBaseFiles:
         vectors: ``(N, D)`` entity embeddings of those rows, or ``None`` (the model's own entity table).
         aliases: normalised alias -> ``[(KB row, prior), ...]``, or ``None`` (the entity names / titles, prior 1).
         skipped: alias lines whose entity the KB lacks (left out, counted).
+        alias_rows: the alias lines kept, ``(alias, entity name, prior)``, as a checkpoint saves them (``save``).
     """
 
     entities: list[str] | None
     vectors: torch.Tensor | None
     aliases: dict[str, list[tuple[int, float]]] | None
     skipped: int = 0
+    alias_rows: list[tuple[str, str, float]] = dataclasses.field(default_factory=list)
+
+    def save(self, directory: str | Path) -> None:
+        """Write the KB beside a checkpoint's weights (``loading_gesa.KNOWLEDGE_FILES``): the entity list, one name
+        per line in row order (``kb_entities.txt``; the vectors are the weights' ``knowledge_base``), and the alias
+        table's kept lines (``kb_alias_table.tsv``, the format ``--kb_alias_table`` reads)."""
+        directory = Path(directory)
+        if self.entities is not None:
+            text = "".join(f"{name}\n" for name in self.entities)
+            (directory / KB_ENTITIES_FILE).write_text(text, encoding="utf-8")
+        if self.alias_rows:
+            lines = [f"{alias}\t{entity}\t{prior!r}\n" for alias, entity, prior in self.alias_rows]
+            (directory / KB_ALIAS_TABLE_FILE).write_text("alias\tentity\tprior\n" + "".join(lines), encoding="utf-8")
 
     def candidate_generator(
         self, entity_vocab: Mapping[str, int] | None, max_candidates: int = 30
@@ -187,6 +203,17 @@ def load_knowledge_files(
         entities, vectors = read_entity_vectors(entity_vectors, vectors_where)
     if alias_table is None:
         return KnowledgeBaseFiles(entities, vectors, None)
+    return resolve_alias_table(alias_table, entities, vectors, entity_vocab, alias_where)
+
+
+def resolve_alias_table(
+    alias_table: str | Path,
+    entities: list[str] | None,
+    vectors: torch.Tensor | None,
+    entity_vocab: Mapping[str, int] | None,
+    alias_where: str | None = None,
+) -> KnowledgeBaseFiles:
+    """The alias table's lines resolved into the rows of ``entities`` (or ``entity_vocab``'s ids without them)."""
     if entities is not None:
         rows = {name: row for row, name in enumerate(entities)}
     elif entity_vocab is not None:
@@ -196,13 +223,14 @@ def load_knowledge_files(
                          fix="give --kb_entity_vectors, or a tokenizer with an entity vocabulary (LUKE's)")  # fmt: skip
     aliases: dict[str, list[tuple[int, float]]] = {}
     table = read_alias_table(alias_table, alias_where)
-    missing = []
+    missing, kept = [], []
     for row in table:
         kb_row = rows.get(row.entity, rows.get(entity_key(row.entity)))
         if kb_row is None:
             missing.append(row)
         else:
             aliases.setdefault(row.alias, []).append((kb_row, row.prior))
+            kept.append((row.alias, row.entity, row.prior))
     if not aliases:
         raise InputError(
             f"none of its {len(table)} lines names an entity of the KB (first: {table[0].entity!r})",
@@ -214,14 +242,64 @@ def load_knowledge_files(
             "%s: %d alias line(s) name entities the KB lacks and are left out (first: %s, %r)",
             alias_where or alias_table, len(missing), missing[0].location.place, missing[0].entity,
         )  # fmt: skip
-    return KnowledgeBaseFiles(entities, vectors, aliases, skipped=len(missing))
+    return KnowledgeBaseFiles(entities, vectors, aliases, skipped=len(missing), alias_rows=kept)
+
+
+def read_entity_list(path: str | Path, where: str | None = None) -> list[str]:
+    """A checkpoint's ``kb_entities.txt``: one entity name per line, the KB's rows in order."""
+    names = [text.strip() for _, text in read_text_lines(path, where, fix="save the model again") if text.strip()]
+    if not names:
+        raise InputError("holds no entity", where or str(path), fix="save the model again with its KB")
+    return names
+
+
+def checkpoint_knowledge_files(
+    folder: str | Path | None, entity_vocab: Mapping[str, int] | None = None
+) -> KnowledgeBaseFiles | None:
+    """The KB a checkpoint folder carries (``loading_gesa.KNOWLEDGE_FILES``, written by ``KnowledgeBaseFiles.save``),
+    or ``None`` when it carries none (its KB is LUKE's entity table, its aliases the titles). The vectors stay in the
+    weights (``vectors`` is ``None``)."""
+    if folder is None or not Path(folder).is_dir():
+        return None
+    folder = Path(folder)
+    entities_path, aliases_path = folder / KB_ENTITIES_FILE, folder / KB_ALIAS_TABLE_FILE
+    if not entities_path.is_file() and not aliases_path.is_file():
+        return None
+    entities = read_entity_list(entities_path) if entities_path.is_file() else None
+    if not aliases_path.is_file():
+        return KnowledgeBaseFiles(entities, None, None)
+    return resolve_alias_table(aliases_path, entities, None, entity_vocab)
+
+
+def checkpoint_knowledge_builder(model: Any, tokenizer: Any, user: str) -> KnowledgeInputBuilder:
+    """The knowledge inputs of a KAR/ERNIE checkpoint's pipeline (``user``): candidates from the KB files the
+    checkpoint carries (``checkpoint_knowledge_files``), else from the tokenizer's entity titles (LUKE's table); a
+    user KB (``kb_size``) without its files is refused (``processing_kb.knowledge_inputs_of``)."""
+    entity_vocab = getattr(tokenizer, "entity_vocab", None)
+    folder = getattr(model.config, "_name_or_path", None)
+    carried = folder is not None and (Path(folder) / KB_ENTITIES_FILE).is_file()
+    variant = knowledge_inputs_of(model, user, kb_files=carried)  # a user KB without its entity list: refused
+    files = checkpoint_knowledge_files(folder, entity_vocab)
+    kb_size = getattr(model.config, "kb_size", None)
+    if files is None:
+        return KnowledgeInputBuilder.from_tokenizer(tokenizer, variant)
+    if kb_size is not None and carried and len(files.entities) != kb_size:
+        raise ValueError(
+            f"{user}: {model.config._name_or_path}/{KB_ENTITIES_FILE} lists {len(files.entities)} entities, the "
+            f"model's KB has kb_size={kb_size} rows: the folder's files belong to another model; save it again"
+        )
+    return KnowledgeInputBuilder(tokenizer, files.candidate_generator(entity_vocab), variant)
 
 
 __all__ = [
     "AliasRow",
     "KnowledgeBaseFiles",
+    "checkpoint_knowledge_builder",
+    "checkpoint_knowledge_files",
     "entity_key",
     "load_knowledge_files",
     "read_alias_table",
+    "read_entity_list",
     "read_entity_vectors",
+    "resolve_alias_table",
 ]

@@ -30,7 +30,8 @@ on; each task names its own head per variant (`tasks_base.Task.heads`, `Task.var
 "keep" means: do not pass `entity_rows` (do not shrink the tokenizer's entity vocabulary): KAR and ERNIE use LUKE's
 entity table as their knowledge base and its titles for candidate generation by default. A KAR/ERNIE config with a
 user-supplied KB (`kb_size` set, `set_knowledge_base`) is refused (`check_knowledge_base`) by `from_luke`,
-`from_scratch` and `from_checkpoint`, whose collator would give entity-vocabulary ids; the scripts install a user KB
+`from_scratch` and by `from_checkpoint` unless the checkpoint carries its KB files (`loading_gesa.KNOWLEDGE_FILES`),
+whose collator would give entity-vocabulary ids; the scripts install a user KB
 after building the model (`--kb_entity_vectors`, `tasks_kb.attach_knowledge_files`) and hand its candidates to
 `wrap_collator(candidates=...)` (docs/entity_tasks.md). XH's logits are `(G, C)` over each
 graph's `candidate_texts` (one graph per query), where GESA's are `(B, E)` over each window's `candidate_texts`.
@@ -52,6 +53,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
@@ -60,6 +62,7 @@ from .configuration_context_graph import ContextGraphConfig
 from .configuration_gesa import GesaConfig
 from .configuration_luke_graph import LukeGraphConfig
 from .configuration_variants import ErnieConfig, KarConfig, XhConfig
+from .loading_gesa import KB_ENTITIES_FILE
 from .modeling_context_graph import ContextGraphForMultipleChoice
 from .modeling_ernie import ErnieForEntitySpanQA
 from .modeling_gesa import GesaForEntitySpanQA
@@ -112,19 +115,24 @@ class VariantSpec:
             merged.update(_xh_hops(num_hidden_layers, merged))
         return merged
 
-    def check_knowledge_base(self, config: PretrainedConfig | Mapping[str, Any], source: str = "the model") -> None:
-        """Refuse a KAR/ERNIE config with a user-supplied KB (`kb_size` set): this registry's collator
-        (`wrap_collator`) generates candidates as LUKE entity-vocabulary ids, which would index the user KB's rows
-        wrongly (a silently wrong model, or an out-of-range error at the first batch)."""
+    def check_knowledge_base(
+        self, config: PretrainedConfig | Mapping[str, Any], source: str = "the model", folder: str | None = None
+    ) -> None:
+        """Refuse a KAR/ERNIE config with a user-supplied KB (`kb_size` set) unless its checkpoint `folder` carries
+        the KB's entity list (`loading_gesa.KB_ENTITIES_FILE`, saved with the model, read by
+        `tasks_kb.attach_checkpoint_knowledge`): without it this registry's collator (`wrap_collator`) generates
+        candidates as LUKE entity-vocabulary ids, which would index the user KB's rows wrongly (a silently wrong
+        model, or an out-of-range error at the first batch)."""
         if self.knowledge_variant is None:
             return
         kb_size = config.get("kb_size") if isinstance(config, Mapping) else getattr(config, "kb_size", None)
-        if kb_size is None:
+        if kb_size is None or (folder is not None and (Path(folder) / KB_ENTITIES_FILE).is_file()):
             return
         raise ValueError(
             f"{source} has kb_size={kb_size} (a user-supplied knowledge base, set with set_knowledge_base), but "
-            f"--variant {self.name} supports only LUKE's entity table as the KB: its candidate ids are "
-            "the tokenizer's entity-vocabulary ids, which do not index the rows of a user KB. Train a user-KB model "
+            f"it carries no KB files ({KB_ENTITIES_FILE}): without them --variant {self.name}'s candidate ids are "
+            "the tokenizer's entity-vocabulary ids, which do not index the rows of a user KB. Save the model with its "
+            "KB (the scripts' --kb_entity_vectors runs do), train a user-KB model "
             "from Python with gesa.processing_kb (EntityCandidateGenerator(alias_table=...) giving KB rows, "
             f"KnowledgeCollator; see model_cards/{self.knowledge_variant}.md), or use a checkpoint with kb_size=None."
         )
@@ -175,7 +183,7 @@ class VariantSpec:
         hub = hub or {}
         if config is None:
             config = self.config_class.from_pretrained(name_or_path, **hub)
-        self.check_knowledge_base(config, source=str(name_or_path))
+        self.check_knowledge_base(config, source=str(name_or_path), folder=str(name_or_path))
         return self.model_class.from_pretrained(name_or_path, config=config, **hub)
 
     def wrap_collator(
@@ -185,14 +193,20 @@ class VariantSpec:
         alias_table: Mapping[str, Sequence[tuple[int | str, float]]] | None = None,
         max_candidates: int = 30,
         candidates: EntityCandidateGenerator | None = None,
+        ner: Callable[[str], Sequence[tuple[int, int]]] | None = None,
     ) -> Collator:
         """The GESA collator, plus the KB inputs for KAR/ERNIE (title match in the tokenizer's entity vocabulary and
-        the optional alias table, or `candidates`: the KB files' generator); unchanged for the other variants."""
+        the optional alias table, or `candidates`: the KB files' generator; `ner`: ERNIE's NER for the spans no alias
+        matches); unchanged for the other variants."""
         if self.knowledge_variant is None:
             return collator
         if candidates is not None:
-            return KnowledgeCollator(collator, KnowledgeInputBuilder(tokenizer, candidates, self.knowledge_variant))
-        builder = KnowledgeInputBuilder.from_tokenizer(tokenizer, self.knowledge_variant, alias_table, max_candidates)
+            builder = KnowledgeInputBuilder(tokenizer, candidates, self.knowledge_variant)
+        else:
+            builder = KnowledgeInputBuilder.from_tokenizer(
+                tokenizer, self.knowledge_variant, alias_table, max_candidates
+            )
+        builder.ner = ner
         return KnowledgeCollator(collator, builder)
 
     def make_processor(self, tokenizer: PreTrainedTokenizerBase, **kwargs: Any) -> XhProcessor:

@@ -23,7 +23,8 @@ without ``no_relation``, exact span F1 as seqeval's entity-level score). The pre
 ``--task pretrain`` (``PretrainTask``): LUKE's masked language model + masked-entity prediction for GESA/LUKE
 (``MaskedEntityCollator``, ``GesaForMaskedLM``), ERNIE's masked language model + denoising entity auto-encoder for
 ``--variant ernie`` (``ErniePretrainingCollator``: every mention aligned, alignments replaced or masked, words masked;
-``ErnieForPreTraining``; ``LoggedLossesCallback`` logs ``mlm_loss`` and ``dea_loss`` beside ``loss``). Its entity
+next-sentence pairs where the data has documents, ``sentence_pairs``; ``ErnieForPreTraining``; ``LoggedLossesCallback``
+logs ``mlm_loss``, ``nsp_loss`` and ``dea_loss`` beside ``loss``). Its entity
 table holds LUKE's special entities and the distinct mention texts of the data (rows taken from LUKE's table where
 LUKE has that title, else from ``[UNK]``); the tokenizer saved with the model carries the same entity vocabulary.
 Its evaluation is the loss; it predicts nothing.
@@ -74,7 +75,7 @@ from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, file_error, first_output
-from .tasks_kb import attach_knowledge_files, knowledge_candidates
+from .tasks_kb import attach_knowledge_files, gold_links, knowledge_candidates, load_entity_links, load_ner
 from .training_gesa import ScriptArgumentError, checkpoint_config, write_json_atomically
 from .training_models import check_config_fields, check_config_values, hub_kwargs, load_run_tokenizer
 from .training_tokenizer import SPECIAL_ENTITIES, special_entity_rows
@@ -123,7 +124,7 @@ class EntityTask(Task):
         for name in ("max_seq_length", "max_span_length", "max_entities"):
             if getattr(data_args, name) < 1:
                 raise ScriptArgumentError(f"--{name} must be at least 1, got {getattr(data_args, name)}")
-        input_format = getattr(data_args, "input_format", "luke")
+        input_format = getattr(data_args, "input_format", None) or "luke"
         if input_format not in INPUT_FORMATS:
             raise ScriptArgumentError(
                 f"--input_format {input_format!r} is unknown; choose one of {list(INPUT_FORMATS)}"
@@ -132,6 +133,11 @@ class EntityTask(Task):
             raise ScriptArgumentError(
                 f"--input_format {input_format} marks the mentions of {', '.join(MARKED_TASKS)}; --task {self.name} "
                 "takes --input_format luke"
+            )
+        if getattr(data_args, "entity_links", None) is not None and model_args.variant != "kar":
+            raise ScriptArgumentError(
+                f"--entity_links trains KnowBERT-KAR's entity linker; --variant {model_args.variant} has none: drop "
+                "it, or pass --variant kar"
             )
 
     def example_id(self, example: Any) -> str:
@@ -172,6 +178,10 @@ class EntityTask(Task):
                 "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this script"
             )
         check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
+        # the files and the NER pipeline checked before any weight loads
+        links_file = getattr(data_args, "entity_links", None)
+        links = None if links_file is None else load_entity_links(links_file)
+        ner = load_ner(model_args)
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         try:
             model, tokenizer, labels = load_model_and_tokenizer(
@@ -180,21 +190,31 @@ class EntityTask(Task):
             )  # fmt: skip
         except (OSError, ValueError) as error:  # a checkpoint that does not fit (task, variant, labels, entity table)
             raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
-        processor = entity_task_processor(tokenizer, self.name, labels, data_args)
-        if getattr(model, "luke_conversion_info", None) is not None and hasattr(processor, "added_token_sources"):
+        converted = getattr(model, "luke_conversion_info", None) is not None
+        processor = entity_task_processor(tokenizer, self.name, labels, data_args, model_args.variant, converted)
+        if converted and hasattr(processor, "added_token_sources"):
             model.init_added_word_embeddings(processor.added_token_sources())  # the markers, from LUKE's @ and #
         attach_knowledge_files(model_args, model, tokenizer, processor)
+        processor.entity_links, processor.ner_finder = links, ner
         return LoadedModel(model, processor, tokenizer, labels)
 
     def collator(self, processor: EntityTaskProcessor, variant: str) -> Any:
         """The processor's batches, plus the knowledge inputs of KAR/ERNIE (``VariantSpec.wrap_collator``: mentions
         matched to the tokenizer's entity titles)."""
         return VARIANTS[variant].wrap_collator(
-            processor, processor.tokenizer, candidates=knowledge_candidates(processor)
+            processor,
+            processor.tokenizer,
+            candidates=knowledge_candidates(processor),
+            ner=getattr(processor, "ner_finder", None),
         )
 
     def featurise(self, processor: EntityTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
-        return Dataset.from_list(processor.encode_all(examples))
+        """The processor's features; with ``--entity_links`` each also carries its mentions' gold KB entities."""
+        features = processor.encode_all(examples)
+        links = getattr(processor, "entity_links", None)
+        if links is not None:
+            features = gold_links(self.name, examples, features, links, processor)
+        return Dataset.from_list(features)
 
     def decode(self, examples: Any, features: Dataset, outputs: Any, processor: Any) -> dict[str, Any]:
         predictions = self.decode_logits(examples, list(features), outputs, processor.label_names)
@@ -224,12 +244,32 @@ class EntityTask(Task):
         return rows
 
 
+# each paper's own fine-tuning inputs for typing and relations (``--input_format`` left out): ERNIE's markers for
+# ERNIE, KnowBERT's for KAR; LUKE's [MASK] entities for GESA and LUKE
+VARIANT_INPUT_FORMATS = {"ernie": "ernie", "kar": "knowbert"}
+
+
+def default_input_format(variant: str, task: str) -> str:
+    """The ``--input_format`` a run converted from LUKE takes when the flag is left out (``VARIANT_INPUT_FORMATS``;
+    ``luke`` for the tasks without markers)."""
+    return VARIANT_INPUT_FORMATS.get(variant, "luke") if task in MARKED_TASKS else "luke"
+
+
 def entity_task_processor(
-    tokenizer: PreTrainedTokenizerBase, task: str, labels: Sequence[str], data_args: Any
+    tokenizer: PreTrainedTokenizerBase,
+    task: str,
+    labels: Sequence[str],
+    data_args: Any,
+    variant: str = "gesa",
+    converted: bool = True,
 ) -> EntityTaskProcessor:
     """The task's processor for ``--input_format``: LUKE's (``EntityTaskProcessor``), or ERNIE's / KnowBERT's markers
-    (``MarkedEntityTaskProcessor``; a checkpoint trained with markers keeps them: its tokenizer holds them)."""
-    input_format = getattr(data_args, "input_format", "luke")
+    (``MarkedEntityTaskProcessor``). Left out, a model ``converted`` from LUKE takes its variant's paper's format
+    (``default_input_format``) and a checkpoint of the script its own; a checkpoint trained with markers keeps them
+    (its tokenizer holds them)."""
+    input_format = getattr(data_args, "input_format", None)
+    if input_format is None:
+        input_format = default_input_format(variant, task) if converted else "luke"
     if input_format == "luke" and task in MARKED_TASKS:
         input_format = input_format_of(tokenizer, task)
     settings = (data_args.max_seq_length, data_args.max_span_length, data_args.max_entities)
@@ -490,6 +530,62 @@ def encode_pretraining(tokenizer: PreTrainedTokenizerBase, examples: Sequence[An
     return features
 
 
+def sentence_pairs(examples: Sequence[Any], seed: int = 0) -> list[tuple[int, int, int]] | None:
+    """BERT's next-sentence pairs over the documents of the data (CoNLL's ``-DOCSTART-`` documents: ``document``):
+    ``(first, second, label)`` example indices, for every sentence the one after it in its document (label 0) or,
+    half the time and for a document's last sentence, a random other sentence that does not follow it (label 1).
+    ``None`` when no document has two sentences (single sentences: no NSP)."""
+    documents: dict[str, list[int]] = {}
+    for index, example in enumerate(examples):
+        document = getattr(example, "document", None)
+        if document is not None:
+            documents.setdefault(document, []).append(index)
+    if not any(len(indices) > 1 for indices in documents.values()) or len(examples) < 3:
+        return None
+    following = {a: b for indices in documents.values() for a, b in zip(indices, indices[1:], strict=False)}
+    draw = random.Random(seed)
+    pairs = []
+    for first in range(len(examples)):
+        if first in following and draw.random() < 0.5:
+            pairs.append((first, following[first], 0))
+            continue
+        second = draw.choice([i for i in range(len(examples)) if i not in (first, following.get(first))])
+        pairs.append((first, second, 1))
+    return pairs
+
+
+def encode_pretraining_pairs(
+    tokenizer: PreTrainedTokenizerBase, examples: Sequence[Any], pairs: Sequence[tuple[int, int, int]], max_length: int
+) -> list[dict]:
+    """Each pair as RoBERTa's (LUKE's) pair input ``<s> A </s></s> B </s>`` with the mentions of both sentences
+    (each sentence the longest word prefix that fits its half of ``max_length``) and its ``next_sentence_label``."""
+    halves = (max(max_length // 2, 3), max(max_length - max_length // 2, 3))
+    features = []
+    for first, second, label in pairs:
+        parts = []
+        for index, half in zip((first, second), halves, strict=True):
+            example = examples[index]
+            spans = mention_spans(example)
+            encoded, _ = encode_word_prefix(
+                tokenizer, example.tokens, spans, [mention_text(example, span) for span in spans], half
+            )
+            parts.append(encoded)
+        a, b = parts
+        shift = len(a["input_ids"])
+        pair = {
+            "input_ids": a["input_ids"] + [tokenizer.sep_token_id] + b["input_ids"][1:],  # B's <s> becomes </s>
+            "attention_mask": a["attention_mask"] + b["attention_mask"],
+            "next_sentence_label": label,
+        }
+        if "entity_ids" in a or "entity_ids" in b:
+            moved = [[p + shift if p >= 0 else p for p in row] for row in b.get("entity_position_ids", [])]
+            pair["entity_ids"] = a.get("entity_ids", []) + b.get("entity_ids", [])
+            pair["entity_position_ids"] = a.get("entity_position_ids", []) + moved
+            pair["entity_attention_mask"] = a.get("entity_attention_mask", []) + b.get("entity_attention_mask", [])
+        features.append(pair)
+    return features
+
+
 def build_pretraining_model(
     variant: str,
     name_or_path: str,
@@ -613,14 +709,24 @@ class ErniePretrainingCollator(DeaCollator):
     for MLM (``MaskedEntityCollator.mask_words``: ``labels``)."""
 
     def __init__(
-        self, tokenizer: PreTrainedTokenizerBase, kb_size: int, mlm_probability: float = 0.15, seed: int = 0
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        kb_size: int,
+        mlm_probability: float = 0.15,
+        seed: int = 0,
+        ner: Callable[[str], Sequence[tuple[int, int]]] | None = None,
     ) -> None:
         super().__init__(tokenizer, kb_size, seed=seed)
         self.words = MaskedEntityCollator(tokenizer, mlm_probability=mlm_probability, seed=seed)
-        self.aligner = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator(tokenizer.entity_vocab), "ernie")
+        candidates = EntityCandidateGenerator(tokenizer.entity_vocab)
+        self.aligner = KnowledgeInputBuilder(tokenizer, candidates, "ernie", ner=ner)
 
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        labels = [feature.get("next_sentence_label") for feature in features]
+        features = [{k: v for k, v in feature.items() if k != "next_sentence_label"} for feature in features]
         batch = self.aligner(_pad(self.tokenizer, features))
+        if any(label is not None for label in labels):  # sentence pairs: NSP
+            batch["next_sentence_label"] = torch.tensor([-100 if x is None else x for x in labels], dtype=torch.long)
         for name in ("entity_ids", "entity_attention_mask", "entity_position_ids", "entity_token_type_ids"):
             batch.pop(name, None)
         batch.update(
@@ -658,17 +764,29 @@ class PretrainingProcessor:
     vocabulary."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, variant: str, max_length: int, kb_size: int,
-                 mlm_probability: float = 0.15, entity_mask_probability: float = 0.15, seed: int = 0) -> None:  # fmt: skip
+                 mlm_probability: float = 0.15, entity_mask_probability: float = 0.15, seed: int = 0,
+                 ner: Callable[[str], Sequence[tuple[int, int]]] | None = None) -> None:  # fmt: skip
         self.tokenizer, self.variant, self.max_length, self.kb_size = tokenizer, variant, max_length, kb_size
         self.mlm_probability, self.entity_mask_probability, self.seed = mlm_probability, entity_mask_probability, seed
+        self.ner = ner
 
     def encode_all(self, examples: Sequence[Any]) -> list[dict]:
+        """The sentences' features; for ERNIE, next-sentence pairs where the data has documents (``sentence_pairs``:
+        MLM + NSP + dEA), single sentences otherwise (MLM + dEA)."""
+        if PRETRAIN.head_for(self.variant) is ErnieForPreTraining:
+            pairs = sentence_pairs(examples, self.seed)
+            if pairs is not None:
+                logger.info(f"ERNIE pre-training: {len(pairs)} sentence pairs from the data's documents (NSP)")
+                return encode_pretraining_pairs(self.tokenizer, examples, pairs, self.max_length)
+            logger.info("ERNIE pre-training: the data has no document of two sentences, so no NSP (MLM + dEA)")
         return encode_pretraining(self.tokenizer, examples, self.max_length)
 
     def get_data_collator(self) -> MaskedEntityCollator | DeaCollator:
         head = PRETRAIN.head_for(self.variant)
         if head is ErnieForPreTraining:
-            return ErniePretrainingCollator(self.tokenizer, self.kb_size, self.mlm_probability, seed=self.seed)
+            return ErniePretrainingCollator(
+                self.tokenizer, self.kb_size, self.mlm_probability, seed=self.seed, ner=self.ner
+            )
         if head is ErnieForDenoisingEntityAutoencoder:
             return DeaCollator(self.tokenizer, kb_size=self.kb_size, seed=self.seed)
         return MaskedEntityCollator(self.tokenizer, mlm_probability=self.mlm_probability,
@@ -715,6 +833,10 @@ class PretrainTask(Task):
                 raise ScriptArgumentError(f"--{name} must lie in (0, 1], got {getattr(data_args, name)}")
         if data_args.max_seq_length < 1:
             raise ScriptArgumentError(f"--max_seq_length must be at least 1, got {data_args.max_seq_length}")
+        if getattr(data_args, "entity_links", None) is not None:
+            raise ScriptArgumentError(
+                "--entity_links trains KnowBERT-KAR's linker while fine-tuning; --task pretrain does not read it: drop it"
+            )
 
     def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[Any]:
         return ENTITY_TASKS[data_args.pretrain_format].read_file(path, where, split, data_args, model_args)
@@ -734,6 +856,7 @@ class PretrainTask(Task):
         if model_args.model_name_or_path is None:
             raise ScriptArgumentError("--model_name_or_path is needed: the LUKE checkpoint to pre-train further")
         check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
+        ner = load_ner(model_args)  # before any weight loads
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         try:
             model, tokenizer, _ = load_model_and_tokenizer(
@@ -744,7 +867,7 @@ class PretrainTask(Task):
             raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
         processor = PretrainingProcessor(
             tokenizer, model_args.variant, data_args.max_seq_length, model.config.entity_vocab_size,
-            data_args.mlm_probability, data_args.entity_mask_probability, seed=0,
+            data_args.mlm_probability, data_args.entity_mask_probability, seed=0, ner=ner,
         )  # fmt: skip
         return LoadedModel(model, processor, tokenizer)
 

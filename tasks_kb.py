@@ -14,20 +14,31 @@
 """The KB files of a KnowBERT-KAR or ERNIE run (``--kb_alias_table FILE``, ``--kb_entity_vectors FILE`` on
 ``run_entity_tasks.py`` and ``run_record.py``): read with ``records_kb``, the vectors installed as the model's frozen
 KB (``set_knowledge_base``), the candidates handed to the collator through the processor (``knowledge_candidates``).
-Without the flags the KB is LUKE's entity table and the aliases are its titles, as before.
+``--entity_links FILE`` (``gold_links``): the gold links of the task files as the features' ``kar_gold_entities``,
+which the collator turns into KAR's ``kar_gold_candidates`` (KnowBERT's ``L_EL``).
+Without the KB flags the KB is LUKE's entity table and the aliases are its titles, or, for a checkpoint of a run that
+had them, the KB files the checkpoint carries (``loading_gesa.KNOWLEDGE_FILES``, saved with the model).
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .checks_gesa import KAR_NULL_CANDIDATE
 from .inputs_gesa import InputError
+from .loading_gesa import KB_ENTITIES_FILE
+from .ner_spacy import SpacyMentionFinder
 from .processing_kb import EntityCandidateGenerator
-from .records_kb import KnowledgeBaseFiles, load_knowledge_files
+from .records_kb import KnowledgeBaseFiles, checkpoint_knowledge_files, entity_key, load_knowledge_files
+from .records_links import EntityLink, read_entity_links
 from .registry_gesa import VARIANTS
 from .training_gesa import ScriptArgumentError
+
+logger = logging.getLogger(__name__)
 
 KB_ALIAS_TABLE_HELP = (
     "--variant kar/ernie: the KB's alias table, a TSV of 'alias<TAB>entity<TAB>prior' lines (KnowBERT's candidates "
@@ -46,7 +57,7 @@ def attach_knowledge_files(model_args: Any, model: Any, tokenizer: Any, processo
     alias_table = getattr(model_args, "kb_alias_table", None)
     entity_vectors = getattr(model_args, "kb_entity_vectors", None)
     if alias_table is None and entity_vectors is None:
-        return None
+        return attach_checkpoint_knowledge(model_args, model, tokenizer, processor)
     if VARIANTS[model_args.variant].knowledge_variant is None:
         raise ScriptArgumentError(
             f"--kb_alias_table / --kb_entity_vectors feed KnowBERT-KAR and ERNIE only, not --variant "
@@ -71,7 +82,147 @@ def attach_knowledge_files(model_args: Any, model: Any, tokenizer: Any, processo
             )
         model.set_knowledge_base(files.vectors)
     processor.knowledge_files = files
+    model.knowledge_files = files  # saved with every checkpoint (loading_gesa.save_knowledge_files)
     return files
+
+
+def attach_checkpoint_knowledge(
+    model_args: Any, model: Any, tokenizer: Any, processor: Any
+) -> KnowledgeBaseFiles | None:
+    """The KB files a KAR/ERNIE checkpoint of a script carries (``records_kb.checkpoint_knowledge_files``), kept on
+    ``processor`` and ``model`` as ``attach_knowledge_files`` keeps a run's; ``None`` when it carries none."""
+    if getattr(model, "knowledge_inputs", None) is None:
+        return None
+    path = model_args.model_name_or_path
+    try:
+        files = checkpoint_knowledge_files(path, getattr(tokenizer, "entity_vocab", None))
+    except InputError as error:
+        raise ScriptArgumentError(f"--model_name_or_path {path}: {error}") from None
+    if files is None:
+        return None
+    kb_size = getattr(model.config, "kb_size", None)
+    if files.entities is not None and kb_size != len(files.entities):
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path}: its {KB_ENTITIES_FILE} lists {len(files.entities)} entities, its KB has "
+            f"kb_size={kb_size} rows: the folder's KB files belong to another model; copy the checkpoint again"
+        )
+    processor.knowledge_files = files
+    model.knowledge_files = files
+    return files
+
+
+ENTITY_LINKS_HELP = (
+    '--variant kar: gold entity links of the task files (JSON lines {"id": example id, "links": [[start, end, '
+    "entity or null], ...]}, word spans end exclusive), which train KnowBERT's linker with L_EL (logged as "
+    "linking_loss) beside the task; an example listed is taken as fully linked (its other mentions' gold is NULL)."
+)
+
+
+def kb_rows(processor: Any) -> dict[str, int]:
+    """Entity name -> KB row: the run's KB entity list (``--kb_entity_vectors`` or the checkpoint's), else the
+    tokenizer's entity titles (LUKE's table; also matched after ``records_kb.entity_key``)."""
+    files = getattr(processor, "knowledge_files", None)
+    if files is not None and files.entities is not None:
+        return {name: row for row, name in enumerate(files.entities)}
+    vocab = getattr(processor.tokenizer, "entity_vocab", None) or {}
+    return {**{entity_key(title): int(i) for title, i in vocab.items()}, **{t: int(i) for t, i in vocab.items()}}
+
+
+def mention_slots(task: str, example: Any, feature: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """The word span of each LUKE entity of a feature: NER's candidate spans, the typed mention, head and tail."""
+    if task == "ner":
+        spans = [tuple(span) for span in feature["spans"]]
+    elif task == "relation_classification":
+        spans = [tuple(example.head), tuple(example.tail)]
+    else:
+        spans = [(example.start, example.end)]
+    return spans[: len(feature["entity_ids"])]
+
+
+def gold_links(
+    task: str, examples: Sequence[Any], features: list[dict], links: Mapping[str, list[EntityLink]], processor: Any
+) -> list[dict]:
+    """``features`` with ``kar_gold_entities``: per LUKE entity, the KB row of its mention's gold entity;
+    ``KAR_NULL_CANDIDATE`` where the gold is NULL (a ``null`` link, or no link in an example the file lists: it is
+    taken as fully linked, as KnowBERT's annotated data); -1 where the example has no links or the entity is not in
+    the KB (counted and logged). A link outside its example's words is a ``ScriptArgumentError``."""
+    rows = kb_rows(processor)
+    by_id = {str(example.id): example for example in examples}
+    counts = dict.fromkeys(("examples", "links", "on_mentions", "unknown_entities"), 0)
+    for key, example_links in links.items():
+        example = by_id.get(key)
+        if example is None:
+            continue
+        counts["examples"] += 1
+        counts["links"] += len(example_links)
+        for link in example_links:
+            if link.end > len(example.tokens):
+                raise ScriptArgumentError(
+                    f"{link.location}: entity links {key!r}: the span [{link.start}, {link.end}) ends after the "
+                    f"example's {len(example.tokens)} words; give word indices of the example (end exclusive)"
+                )
+    used: set[tuple[str, int, int]] = set()
+    out = []
+    for feature in features:
+        example = examples[feature["example_index"]]
+        slots = mention_slots(task, example, feature)
+        example_links = links.get(str(example.id))
+        if example_links is None:
+            out.append(dict(feature, kar_gold_entities=[-1] * len(slots)))
+            continue
+        gold_of = {(link.start, link.end): link.entity for link in example_links}
+        gold = []
+        for span in slots:
+            entity = gold_of.get(span)
+            if span in gold_of:
+                used.add((str(example.id), *span))
+            if entity is None:
+                gold.append(KAR_NULL_CANDIDATE)
+            elif entity in rows or entity_key(entity) in rows:
+                gold.append(rows.get(entity, rows.get(entity_key(entity))))
+            else:
+                counts["unknown_entities"] += 1
+                gold.append(-1)
+        out.append(dict(feature, kar_gold_entities=gold))
+    counts["on_mentions"] = len(used)
+    logger.info(
+        "entity links: %d examples, %d links, %d on the task's mentions (the rest sit on no mention and are not used), "
+        "%d naming entities the KB lacks",
+        counts["examples"], counts["links"], counts["on_mentions"], counts["unknown_entities"],
+    )  # fmt: skip
+    return out
+
+
+NER_MODEL_HELP = (
+    "--variant ernie: a spaCy pipeline (installed package name or saved folder) whose NER finds the mentions no "
+    "alias matches, aligned with a NULL entity as ERNIE does; e.g. en_core_web_sm after pip install 'gesa[data]'."
+)
+
+
+def load_ner(model_args: Any) -> SpacyMentionFinder | None:
+    """``--ner_model``'s spaCy pipeline (``ner_spacy.SpacyMentionFinder``), or ``None`` without the flag; one
+    ``ScriptArgumentError`` naming the flag and the fix (installing spaCy or a pipeline) when it does not load."""
+    name = getattr(model_args, "ner_model", None)
+    if name is None:
+        return None
+    if model_args.variant != "ernie":
+        raise ScriptArgumentError(
+            f"--ner_model finds ERNIE's mentions that no alias matches; --variant {model_args.variant} does not "
+            "align mentions that way: drop it, or pass --variant ernie"
+        )
+    try:
+        return SpacyMentionFinder(name)
+    except ValueError as error:
+        raise ScriptArgumentError(str(error)) from None
+
+
+def load_entity_links(path: str) -> dict[str, list[EntityLink]]:
+    """``--entity_links FILE`` read (``records_links.read_entity_links``); one ``ScriptArgumentError`` naming the flag,
+    the file, the line and the fix."""
+    try:
+        return read_entity_links(path, f"--entity_links {path}")
+    except InputError as error:
+        raise ScriptArgumentError(str(error)) from None
 
 
 def knowledge_candidates(processor: Any, max_candidates: int = 30) -> EntityCandidateGenerator | None:
@@ -82,4 +233,17 @@ def knowledge_candidates(processor: Any, max_candidates: int = 30) -> EntityCand
     return files.candidate_generator(getattr(processor.tokenizer, "entity_vocab", None), max_candidates)
 
 
-__all__ = ["KB_ALIAS_TABLE_HELP", "KB_ENTITY_VECTORS_HELP", "attach_knowledge_files", "knowledge_candidates"]
+__all__ = [
+    "ENTITY_LINKS_HELP",
+    "NER_MODEL_HELP",
+    "KB_ALIAS_TABLE_HELP",
+    "KB_ENTITY_VECTORS_HELP",
+    "attach_checkpoint_knowledge",
+    "attach_knowledge_files",
+    "gold_links",
+    "kb_rows",
+    "knowledge_candidates",
+    "load_entity_links",
+    "load_ner",
+    "mention_slots",
+]

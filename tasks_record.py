@@ -57,7 +57,7 @@ from .records_gesa import INCLUSIVE_END_KEY, SOURCE_KEY, check_record_file, to_r
 from .registry_gesa import VARIANTS
 from .resources_gesa import metric_module
 from .tasks_base import LoadedModel, Task
-from .tasks_kb import attach_knowledge_files, knowledge_candidates
+from .tasks_kb import attach_knowledge_files, knowledge_candidates, load_ner
 from .training_gesa import ScriptArgumentError, apply_saved_settings, featurise_rows, write_json_atomically
 from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer
 from .training_tokenizer import shrink_entity_vocab, train_sample_tokenizer
@@ -252,9 +252,12 @@ class RecordTask(Task):
         spec = self.variant_spec(model_args.variant)
         ablation = spec.config_overrides.get("ablation", model_args.ablation)
         overrides = {} if ablation is None else {"ablation": ablation}
+        ner = load_ner(model_args)  # ERNIE's NER pipeline (--ner_model), before any weight loads
         path = model_args.model_name_or_path
         if path is None:
-            return self._scratch_model(spec, model_args, data_args, examples, overrides)
+            loaded = self._scratch_model(spec, model_args, data_args, examples, overrides)
+            loaded.processor.ner_finder = ner
+            return loaded
         hub = hub_kwargs(model_args)
         config = check_model_source(path, spec, f"run_record.py --variant {model_args.variant}", **hub)
         model_type = config.get("model_type")
@@ -289,6 +292,7 @@ class RecordTask(Task):
         if model_type == "luke":
             model.init_added_word_embeddings(processor.added_token_sources())
         attach_knowledge_files(model_args, model, tokenizer, processor)
+        processor.ner_finder = ner
         return LoadedModel(model, processor, tokenizer)
 
     def _scratch_model(
@@ -365,7 +369,10 @@ class RecordTask(Task):
         spec = VARIANTS[variant]
         if spec.uses_gesa_features:
             candidates = knowledge_candidates(processor)
-            return spec.wrap_collator(processor.get_data_collator(), processor.tokenizer, candidates=candidates)
+            ner = getattr(processor, "ner_finder", None)
+            return spec.wrap_collator(
+                processor.get_data_collator(), processor.tokenizer, candidates=candidates, ner=ner
+            )
         return processor.get_data_collator()
 
     # ------------------------------------------------------------------------------------------- features

@@ -63,7 +63,7 @@ def check_model_source(path: str, spec: VariantSpec, task_flags: str, **hub: Any
         )
     check_config_values(path, config, spec.config_class)
     try:
-        spec.check_knowledge_base(config, source=f"--model_name_or_path {path}")
+        spec.check_knowledge_base(config, source=f"--model_name_or_path {path}", folder=path)
     except ValueError as error:
         raise ScriptArgumentError(str(error)) from None
     return config

@@ -41,7 +41,7 @@ from pathlib import Path
 from transformers import HfArgumentParser, TrainingArguments
 
 from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback, make_entity_sample
-from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP
+from gesa.tasks_kb import ENTITY_LINKS_HELP, KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP, NER_MODEL_HELP
 from gesa.tasks_multihop import build_demo_luke
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
 from gesa.training_gesa import explicit_flags, one_error_line, parse_script_args
@@ -58,6 +58,7 @@ class ModelArguments(BaseModelArguments):
     )
     kb_alias_table: str | None = field(default=None, metadata={"help": KB_ALIAS_TABLE_HELP})
     kb_entity_vectors: str | None = field(default=None, metadata={"help": KB_ENTITY_VECTORS_HELP})
+    ner_model: str | None = field(default=None, metadata={"help": NER_MODEL_HELP})
 
 
 @dataclass
@@ -70,12 +71,15 @@ class DataArguments(BaseDataArguments):
     pretrain_format: str = field(
         default="ner", metadata={"help": f"--task pretrain: the format of its files, one of {sorted(ENTITY_TASKS)}."}
     )
-    input_format: str = field(
-        default="luke",
+    input_format: str | None = field(
+        default=None,
         metadata={"help": "entity_typing / relation_classification inputs: luke (the [MASK] entities' states), ernie "
                   "([ENT] / [HD] [TL] markers) or knowbert ([E1] [/E1] [E2] [/E2]); with markers the head reads "
-                  "the opening markers' states.", "choices": ["luke", "ernie", "knowbert"]},
+                  "the opening markers' states. Default: each paper's own, ernie for --variant ernie, knowbert for "
+                  "--variant kar, luke otherwise (a checkpoint of this script keeps its own).",
+                  "choices": ["luke", "ernie", "knowbert"]},
     )  # fmt: skip
+    entity_links: str | None = field(default=None, metadata={"help": ENTITY_LINKS_HELP})
     max_seq_length: int = field(default=256, metadata={"help": "Word tokens per feature."})
     max_span_length: int = field(default=16, metadata={"help": "NER: longest candidate span, in words."})
     max_entities: int = field(default=128, metadata={"help": "NER: candidate spans per feature."})

@@ -64,7 +64,7 @@ from transformers import HfArgumentParser, TrainerCallback, TrainingArguments
 try:
     from gesa import ABLATION_PRESETS
     from gesa.registry_gesa import VARIANTS
-    from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP
+    from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP, NER_MODEL_HELP
     from gesa.tasks_record import RECORD
     from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
     from gesa.training_gesa import explicit_flags, one_error_line, parse_script_args
@@ -149,6 +149,7 @@ class ModelArguments(BaseModelArguments):
     )  # fmt: skip
     kb_alias_table: str | None = field(default=None, metadata={"help": KB_ALIAS_TABLE_HELP})
     kb_entity_vectors: str | None = field(default=None, metadata={"help": KB_ENTITY_VECTORS_HELP})
+    ner_model: str | None = field(default=None, metadata={"help": NER_MODEL_HELP})
     keep_entity_aware_queries: bool = field(
         default=False,
         metadata={

@@ -17,15 +17,17 @@ of such a checkpoint marks its input the same way."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 import transformers
 from script_helpers import ENTITY_TASK_FILES, run_entity_task
 
 from gesa.modeling_gesa_entity import GesaForEntityPairClassification
-from gesa.processing_entity_markers import MarkedEntityTaskProcessor, mark_text
+from gesa.processing_entity_markers import MarkedEntityTaskProcessor, input_format_of, mark_text
 from gesa.records_entity import read_task_file
-from gesa.tasks_entity import ENTITY_TASKS
+from gesa.tasks_entity import ENTITY_TASKS, entity_task_processor
 
 
 @pytest.mark.parametrize(
@@ -87,3 +89,31 @@ def test_ernie_format_trains_and_its_pipeline_marks_the_input(tiny_luke_dir, tmp
     assert (
         "--input_format ernie marks the mentions of entity_typing, relation_classification" in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(
+    "variant, flag, task, expected",
+    [
+        ("ernie", None, "relation_classification", "ernie"),
+        ("kar", None, "entity_typing", "knowbert"),
+        ("gesa", None, "relation_classification", "luke"),
+        ("luke", None, "entity_typing", "luke"),
+        ("ernie", None, "ner", "luke"),  # NER has no markers
+        ("ernie", "luke", "relation_classification", "luke"),  # an explicit flag wins
+        ("kar", "ernie", "entity_typing", "ernie"),
+    ],
+)
+def test_each_variant_defaults_to_its_papers_input_format(tiny_luke_dir, variant, flag, task, expected):
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_luke_dir)
+    data_args = SimpleNamespace(input_format=flag, max_seq_length=64, max_span_length=4, max_entities=16)
+    labels = ["O", "PER"] if task == "ner" else ["a", "b"]
+    processor = entity_task_processor(tokenizer, task, labels, data_args, variant, converted=True)
+    assert getattr(processor, "input_format", "luke") == expected
+    assert input_format_of(tokenizer, task) == ("luke" if task == "ner" else expected)
+
+
+def test_a_checkpoint_without_markers_keeps_lukes_format_when_the_flag_is_left_out(tiny_luke_dir):
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_luke_dir)  # a checkpoint's tokenizer: no markers
+    data_args = SimpleNamespace(input_format=None, max_seq_length=64, max_span_length=4, max_entities=16)
+    processor = entity_task_processor(tokenizer, "entity_typing", ["a"], data_args, "ernie", converted=False)
+    assert not hasattr(processor, "input_format") and input_format_of(tokenizer, "entity_typing") == "luke"

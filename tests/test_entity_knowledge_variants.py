@@ -74,8 +74,9 @@ def test_knowledge_variant_trains_on_ner_and_reloads(kb_luke_dir, tmp_path, vari
 def test_ernie_relation_pipeline_feeds_the_kb_inputs_of_training(kb_luke_dir, tmp_path):
     output_dir = tmp_path / "ernie-tacred"
     run_entity_task(
-        kb_luke_dir, output_dir, "relation_classification", extra=["--variant", "ernie", "--max_steps", "6"]
-    )
+        kb_luke_dir, output_dir, "relation_classification",
+        extra=["--variant", "ernie", "--input_format", "luke", "--max_steps", "6"],
+    )  # fmt: skip
     relation = transformers.pipeline("relation-classification", model=str(output_dir), trust_remote_code=True)
     text = "Alice Smith , the chief engineer , resigned ."
     answer = relation({"text": text, "head_span": [0, 11], "tail_span": [18, 32]})

@@ -12,8 +12,9 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """``run_entity_tasks.py --task pretrain``: LUKE's masked words + masked entities for GESA, ERNIE's dEA (token-entity
-alignments replaced or masked, the aligned entity predicted) for ``--variant ernie``; the batches the collators make,
-and the loss falling on the project's fixtures from a tiny LUKE."""
+alignments replaced or masked, the aligned entity predicted) and next-sentence prediction over the sentence pairs of
+documents for ``--variant ernie``; the batches the collators make, and the loss falling on the project's fixtures from
+a tiny LUKE."""
 
 from __future__ import annotations
 
@@ -25,15 +26,20 @@ import torch
 import transformers
 from script_helpers import ENTITY_SCRIPT, load_script
 
+from gesa.modeling_ernie_entity import ErnieForPreTraining
 from gesa.records_entity import read_task_file
 from gesa.tasks_entity import (
     DeaCollator,
     ErniePretrainingCollator,
     MaskedEntityCollator,
     encode_pretraining,
+    encode_pretraining_pairs,
+    make_entity_sample,
     mention_spans,
+    mention_text,
     pretraining_tokenizer,
     pretraining_vocabulary,
+    sentence_pairs,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "entity"
@@ -139,3 +145,60 @@ def test_ernie_pretraining_batch_aligns_every_mention_and_masks_words(tiny_luke_
     one = ErniePretrainingCollator(tokenizer, kb_size=len(vocabulary), seed=0)([feature])
     assert one["dea_candidate_ids"][0].tolist() == [vocabulary[name] for name in ("Acme", "Carol", "Berlin")]
     assert (one["dea_labels"][0] != -100).sum() == 3  # each aligned word predicts its entity
+
+
+def test_ernie_pairs_the_sentences_of_a_document_for_next_sentence_prediction(tiny_luke_dir, tmp_path):
+    (tmp_path / "docs.txt").write_text(
+        make_entity_sample("ner", 12, seed=1) + (FIXTURES / "conll2003.txt").read_text(), encoding="utf-8"
+    )
+    examples = read_task_file("ner", tmp_path / "docs.txt")  # a document of 12 sentences, then two of 2 and 1
+    assert len({example.document for example in examples}) == 3
+    pairs = sentence_pairs(examples, seed=0)
+    documents = [example.document for example in examples]
+    assert pairs is not None and [first for first, _, _ in pairs] == list(range(len(examples)))
+    for first, second, label in pairs:  # 0: the next sentence of the same document; 1: any sentence but that one
+        follows = second == first + 1 and documents[first] == documents[second]
+        assert (label == 0) == follows and second != first
+    assert {label for *_, label in pairs} == {0, 1}
+    vocabulary = pretraining_vocabulary(examples)
+    tokenizer = pretraining_tokenizer(str(tiny_luke_dir), vocabulary)
+    features = encode_pretraining_pairs(tokenizer, examples, pairs, max_length=64)
+    first, second, label = pairs[0]
+    expected = tokenizer(" ".join(examples[first].tokens), " ".join(examples[second].tokens))["input_ids"]
+    assert features[0]["input_ids"] == expected and features[0]["next_sentence_label"] == label
+    names = [mention_text(examples[i], span) for i in (first, second) for span in mention_spans(examples[i])]
+    assert features[0]["entity_ids"] == [vocabulary[name] for name in names]
+    for row, entity in zip(features[0]["entity_position_ids"], names, strict=True):  # each mention on its words
+        words = tokenizer.decode([features[0]["input_ids"][p] for p in row if p >= 0]).strip()
+        assert words == entity
+    batch = ErniePretrainingCollator(tokenizer, kb_size=len(vocabulary), seed=0)(features[:4])
+    assert batch["next_sentence_label"].tolist() == [label for *_, label in pairs[:4]]
+    # single sentences (TACRED): no pairs, no NSP
+    assert sentence_pairs(read_task_file("relation_classification", FIXTURES / "tacred.json")) is None
+
+
+def test_ernie_next_sentence_loss_is_the_cross_entropy_of_the_pooled_first_token(tiny_luke_dir):
+    torch.manual_seed(0)
+    model = ErnieForPreTraining.from_luke_pretrained(str(tiny_luke_dir)).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_luke_dir)
+    batch = dict(tokenizer(["Alice met Bob .", "It rained ."], ["Bob left .", "Acme grew ."], padding=True,
+                           return_tensors="pt"))  # fmt: skip
+    labels = torch.tensor([0, 1])
+    with torch.no_grad():
+        out = model(**batch, next_sentence_label=labels)
+        words = model.gesa(**batch).last_hidden_state
+        logits = model.seq_relationship(torch.tanh(model.nsp_pooler.dense(words[:, 0])))
+    torch.testing.assert_close(out.nsp_logits, logits)
+    torch.testing.assert_close(out.nsp_loss, torch.nn.functional.cross_entropy(logits, labels))
+    torch.testing.assert_close(out.loss, out.nsp_loss)  # the only loss given
+
+
+@pytest.mark.slow
+def test_ernie_pretraining_on_documents_logs_mlm_nsp_and_dea(tiny_luke_dir, tmp_path):
+    output_dir = tmp_path / "ernie-nsp"
+    run_pretraining(tiny_luke_dir, output_dir, "ernie", "ner", FIXTURES / "conll2003.txt")
+    history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
+    logged = [entry for entry in history if "loss" in entry]
+    assert logged and all({"mlm_loss", "nsp_loss", "dea_loss"} <= set(entry) for entry in logged)
+    first = logged[0]
+    assert first["loss"] == pytest.approx(first["mlm_loss"] + first["nsp_loss"] + first["dea_loss"], rel=0.05)

@@ -23,6 +23,7 @@ import json
 import pytest
 import torch
 import transformers
+from kb_helpers import ALIASES, ENTITIES, ENTITY_WIDTH, sentence_batch, write_kb
 from script_helpers import ENTITY_TASK_FILES, run_entity_task
 from tiny_luke import build_tiny_luke
 
@@ -32,33 +33,10 @@ from gesa.modeling_kar import KarModel
 from gesa.processing_kb import KnowledgeInputBuilder
 from gesa.records_kb import entity_key, load_knowledge_files, read_alias_table, read_entity_vectors
 
-ENTITY_WIDTH = 16  # the tiny LUKE's entity_emb_size: the KB width
-ENTITIES = ["Paris", "Paris Hilton", "Alice Smith", "Siemens"]
-ALIASES = "alias\tentity\tprior\n# ambiguous: the city or the person\nParis\tParis\t0.7\nParis\tParis_Hilton\t0.3\n"
-
-
-def write_kb(folder, aliases: str = ALIASES, width: int = ENTITY_WIDTH, seed: int = 0):
-    """An alias table and a wikipedia2vec-style vectors file (a word line, then ``ENTITY/`` lines) under ``folder``."""
-    generator = torch.Generator().manual_seed(seed)
-    vectors = torch.randn(len(ENTITIES), width, generator=generator)
-    alias_path, vectors_path = folder / "aliases.tsv", folder / "entities.txt"
-    alias_path.write_text(aliases, encoding="utf-8")
-    lines = [f"{len(ENTITIES) + 1} {width}", "paris " + " ".join(["0.5"] * width)]
-    lines += [f"ENTITY/{name.replace(' ', '_')} " + " ".join(f"{v:.6f}" for v in row)
-              for name, row in zip(ENTITIES, vectors.tolist(), strict=True)]  # fmt: skip
-    vectors_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return alias_path, vectors_path, vectors
-
 
 @pytest.fixture(scope="module")
 def luke_dir(tmp_path_factory):
     return build_tiny_luke(tmp_path_factory.mktemp("kb-linker-luke"))
-
-
-def sentence_batch(tokenizer, text: str, mention: tuple[int, int]) -> dict[str, torch.Tensor]:
-    """One sentence with one task mention (its LUKE entity), as the processors' batches."""
-    encoded = tokenizer(text, entity_spans=[mention], entities=["[UNK]"], return_tensors="pt")
-    return dict(encoded)
 
 
 def span_text(tokenizer, batch, span) -> str:

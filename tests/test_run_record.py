@@ -529,7 +529,7 @@ def test_bad_input_user_knowledge_base_checkpoint(tmp_path):
     case = ["--model_name_or_path", str(kar_dir), "--variant", "kar", "--validation_file", str(SAMPLE_TRAIN),
             "--do_eval", "--output_dir", str(tmp_path / "out")]  # fmt: skip
     (line,) = record_error_lines([case], cwd=tmp_path)
-    assert f"--model_name_or_path {kar_dir} has kb_size=8" in line and "supports only LUKE's entity table" in line
+    assert f"--model_name_or_path {kar_dir} has kb_size=8" in line and "carries no KB files" in line
     assert not (tmp_path / "out").exists()
 
 

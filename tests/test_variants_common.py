@@ -136,7 +136,8 @@ def test_registry_builds_each_variant_from_luke_and_collates(tiny_luke_dir):
     assert isinstance(registry.VARIANTS["gesa"].from_luke(tiny_luke_dir), GesaForEntitySpanQA)
     with pytest.raises(ValueError, match="do not shrink it"):
         registry.VARIANTS["kar"].from_luke(tiny_luke_dir, entity_rows=[0, 1, 2, 3])
-    with pytest.raises(ValueError, match=r"a config override has kb_size=10 .*--variant ernie supports only LUKE's"):
+    refused = r"a config override has kb_size=10 .*it carries no KB files .*--variant ernie's candidate ids"
+    with pytest.raises(ValueError, match=refused):
         registry.VARIANTS["ernie"].from_luke(tiny_luke_dir, kb_size=10)
     tokenizer = LukeTokenizer.from_pretrained(tiny_luke_dir)
     tokenizer.entity_vocab = {**tokenizer.entity_vocab, "Tobias": 3}
@@ -293,7 +294,7 @@ def test_registry_refuses_a_user_knowledge_base(name, tmp_path):
     registry = load_registry()
     spec = registry.VARIANTS[name]
     scratch = dict(TINY, max_position_embeddings=40)
-    with pytest.raises(ValueError, match=rf"kb_size=8 .*--variant {name} supports only LUKE's entity"):
+    with pytest.raises(ValueError, match=rf"kb_size=8 .*carries no KB files .*--variant {name}'s candidate ids"):
         spec.from_scratch(**scratch, kb_size=8)
 
     torch.manual_seed(0)
