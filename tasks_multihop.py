@@ -42,6 +42,7 @@ from typing import Any
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
+from .configuration_gesa import ABLATION_PRESETS
 from .modeling_context_graph import ContextGraphForMultipleChoice
 from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, extend_position_embeddings
 from .modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
@@ -120,13 +121,17 @@ class WikihopTask(Task):
         config = check_model_source(path, spec, f"--task {self.name} --variant {model_args.variant}", **hub)
         tokenizer = load_run_tokenizer(model_args, path, config)
         settings = {name: getattr(data_args, name) for name in self.processor_settings}
-        try:
-            processor = WikihopProcessor(tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID)
+        try:  # the settings checked before any weight loads
+            WikihopProcessor(tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID)
         except ValueError as error:
             raise ScriptArgumentError(str(error)) from None
         overrides: dict[str, Any] = {"attention_window": model_args.attention_window}
         if model_args.ablation is not None:
             overrides["ablation"] = model_args.ablation
+        preset = ABLATION_PRESETS.get(model_args.ablation or "full", {})
+        if model_args.variant == "gesa" and "entity_graph" not in preset and preset.get("use_relative_labels", True):
+            # GESA reads the thesis's context graph, one label per edge kind (ablation merged_graph: the three labels)
+            overrides["entity_graph"] = "context"
         model = build_variant_model(
             spec,
             path,
@@ -138,6 +143,11 @@ class WikihopTask(Task):
         )
         # absolute positions (LUKE, LUKE-Graph, presets with entity positions) must reach the longest sequence
         extend_position_embeddings(model, data_args.max_seq_length + (model.config.pad_token_id or 0) + 1)
+        # the features carry the graph the model's e2e labels read
+        entity_graph = getattr(model.config, "entity_graph", "merged")
+        processor = WikihopProcessor(
+            tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID, entity_graph=entity_graph
+        )
         return LoadedModel(model, processor, tokenizer)
 
     # ------------------------------------------------------------------------------------------- features
