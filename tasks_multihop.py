@@ -80,6 +80,11 @@ class WikihopTask(Task):
     processor_settings: tuple[str, ...] = ("max_seq_length", "max_query_length", "max_entities", "max_mention_length")
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
+        if model_args.variant == CONTEXT_GRAPH and getattr(model_args, "choice_head", None) is not None:
+            raise ScriptArgumentError(
+                "--choice_head is for --variant gesa, luke and luke_graph; --variant context_graph always scores with "
+                "eq. 2.62"
+            )
         window = model_args.attention_window
         if window is not None and window < 1:
             raise ScriptArgumentError(f"--attention_window must be at least 1 word (or none for full attention), got "
@@ -128,6 +133,15 @@ class WikihopTask(Task):
         overrides: dict[str, Any] = {"attention_window": model_args.attention_window}
         if model_args.ablation is not None:
             overrides["ablation"] = model_args.ablation
+        choice_head = getattr(model_args, "choice_head", None)
+        if choice_head is not None:
+            if config.get("model_type") != "luke" and config.get("choice_head", "hde") != choice_head:
+                raise ScriptArgumentError(
+                    f"--choice_head {choice_head}: {path} is a trained checkpoint whose head is "
+                    f"{config.get('choice_head', 'hde')!r}; it keeps it. Drop --choice_head, or start from a LUKE "
+                    "checkpoint"
+                )
+            overrides["choice_head"] = choice_head
         preset = ABLATION_PRESETS.get(model_args.ablation or "full", {})
         if model_args.variant == "gesa" and "entity_graph" not in preset and preset.get("use_relative_labels", True):
             # GESA reads the thesis's context graph, one label per edge kind (ablation merged_graph: the three labels)
