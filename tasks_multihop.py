@@ -46,6 +46,7 @@ from .configuration_gesa import ABLATION_PRESETS
 from .modeling_context_graph import ContextGraphForMultipleChoice
 from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, extend_position_embeddings
 from .modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
+from .processing_base_gesa import load_processor_settings
 from .processing_wikihop import WikihopProcessor
 from .records_wikihop import WikihopExample, examples_to_rows, load_wikihop_file, to_wikihop_examples
 from .resources_gesa import load_metric
@@ -126,6 +127,7 @@ class WikihopTask(Task):
         config = check_model_source(path, spec, f"--task {self.name} --variant {model_args.variant}", **hub)
         tokenizer = load_run_tokenizer(model_args, path, config)
         settings = {name: getattr(data_args, name) for name in self.processor_settings}
+        settings.update(graph_rules(model_args, path, config, hub))
         try:  # the settings checked before any weight loads
             WikihopProcessor(tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID)
         except ValueError as error:
@@ -146,6 +148,11 @@ class WikihopTask(Task):
         if model_args.variant == "gesa" and "entity_graph" not in preset and preset.get("use_relative_labels", True):
             # GESA reads the thesis's context graph, one label per edge kind (ablation merged_graph: the three labels)
             overrides["entity_graph"] = "context"
+        if getattr(model_args, "graph_config", None) and overrides.get("entity_graph") != "context":
+            raise ScriptArgumentError(
+                "--graph_config: the context graph's rules are read by GESA on that graph (--variant gesa, no "
+                "--ablation merged_graph / luke); this model's e2e labels do not read them. Drop --graph_config"
+            )
         model = build_variant_model(
             spec,
             path,
@@ -216,6 +223,37 @@ _FILLER = [
     "Its economy depends on trade, tourism and small workshops.",
     "A weekly market is held in the old square near the church.",
 ]
+
+
+# the context graph's optional rules, a processor setting of GESA's WikiHop features (`--graph_config` with
+# --variant gesa; `ContextGraphConfig`'s names)
+GRAPH_RULES = ("co_document_edges", "complement_edges", "unconnected_edges", "co_mention_edges", "sentence_nodes")
+
+
+def graph_rules(model_args: Any, path: str, config: Mapping[str, Any], hub: Mapping[str, Any]) -> dict[str, Any]:
+    """The context graph's rules of GESA's features: ``--graph_config`` for a model converted from LUKE, the saved
+    ``processor_config.json``'s for a trained checkpoint (its graph is fixed)."""
+    text = getattr(model_args, "graph_config", None)
+    if config.get("model_type") != "luke":
+        if text:
+            raise ScriptArgumentError(
+                f"--graph_config: {path} is a trained checkpoint; its graph rules are fixed (processor_config.json). "
+                "Drop --graph_config, or start from a LUKE checkpoint"
+            )
+        saved, _ = load_processor_settings(path, **hub)
+        return {name: saved[name] for name in GRAPH_RULES if name in saved}
+    if not text:
+        return {}
+    try:
+        rules = json.loads(text)
+    except ValueError as error:
+        raise ScriptArgumentError(f"--graph_config is not JSON ({error})") from None
+    if not isinstance(rules, dict) or set(rules) - set(GRAPH_RULES):
+        raise ScriptArgumentError(
+            f"--graph_config with --variant {model_args.variant}: a JSON object of the context graph's rules "
+            f'{list(GRAPH_RULES)}, e.g. \'{{"sentence_nodes": "all", "complement_edges": true}}\''
+        )
+    return rules
 
 
 def _name(rng: random.Random, parts: int) -> str:

@@ -97,7 +97,9 @@ class ModelArguments(BaseModelArguments):
     graph_config: str | None = field(
         default=None,
         metadata={"help": "--variant context_graph: a JSON object of ContextGraphConfig fields, e.g. "
-                  '\'{"gnn_core": "sdp", "gnn_num_layers": 9, "sentence_nodes": "all"}\' (docs/wikihop.md)'},
+                  '\'{"gnn_core": "sdp", "gnn_num_layers": 9, "sentence_nodes": "all"}\' (docs/wikihop.md); '
+                  "--variant gesa: the context graph's rules only (co_document_edges, complement_edges, "
+                  "unconnected_edges, co_mention_edges, sentence_nodes)"},
     )  # fmt: skip
 
 
