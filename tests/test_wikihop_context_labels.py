@@ -201,3 +201,24 @@ def test_a_context_graph_model_converts_from_luke_with_the_bigger_label_table(ti
     assert table.shape[0] == model.config.num_relative_labels
     processor = WikihopProcessor(tokenizer, max_seq_length=512, max_query_length=32, entity_graph="context")
     assert torch.isfinite(model(**processor(RECORD, return_tensors="pt")).loss)
+
+
+@pytest.mark.parametrize(
+    ("implementation", "window"),
+    [("sdpa", None), ("gesa_fused", None), ("gesa_bias", None), ("gesa_windowed", 8), ("gesa_bias", 8)],
+)
+def test_every_attention_implementation_reads_the_context_labels_as_eager_does(tokenizer, implementation, window):
+    from long_helpers import assert_same, outputs_and_grads
+
+    processor = WikihopProcessor(tokenizer, max_seq_length=512, max_query_length=32, **RICH)
+    records = [RECORD, {**RECORD, "id": "WH_ctx_1", "candidates": ["spain", "france"], "answer": "spain"}]
+    batch = dict(processor(records, return_tensors="pt"))
+    batch = {name: value for name, value in batch.items() if name not in ("labels", "candidate_entity_mask")}
+    torch.manual_seed(0)
+    model = GesaForEntityMultipleChoice(tiny_config(entity_graph="context", attention_window=window)).gesa
+    with torch.no_grad():  # distinct label rows, so a wrong row would show
+        for module in model.modules():
+            if hasattr(module, "label_embeddings") and module.label_embeddings is not None:
+                module.label_embeddings.weight.normal_(0, 0.5)[RelativeLabels.NULL] = 0.0
+    expected = outputs_and_grads(model, batch, "eager")
+    assert_same(outputs_and_grads(model, batch, implementation), expected, atol=1e-4)
