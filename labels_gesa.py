@@ -103,17 +103,17 @@ class _SpreadTerms(torch.autograd.Function):
 
 
 def spread_label_terms(
-    terms: torch.Tensor, positions: torch.Tensor, tokens: TokenStructure, name: str
+    terms: torch.Tensor, positions: torch.Tensor, tokens: TokenStructure, name: str, spread: bool = True
 ) -> torch.Tensor:
     """`terms` `(B, H, R, K)` gathered per pair by `positions` `(B, R, C)` (slots of `terms`) -> `(B, H, R, C)`.
 
-    On CPU, where most pairs share one label (the e2w / w2e non-mention label), the common label is broadcast and the
-    others written in (`_SpreadTerms`, its plan made once per batch under `name`); elsewhere (and while tracing, as the
-    plan reads values on the host) a gather.
+    With `spread` on CPU, where most pairs share one label (the e2w / w2e non-mention label), the common label is
+    broadcast and the others written in (`_SpreadTerms`, its plan made once per batch under `name`, read on the host:
+    only the windowed kernel, whose own plan reads the host, asks for it); otherwise (and while tracing) a gather.
     """
     B, H, R, K = terms.shape
     C = positions.size(-1)
-    if terms.device.type != "cpu" or torch.compiler.is_compiling() or not terms.requires_grad:
+    if not spread or terms.device.type != "cpu" or torch.compiler.is_compiling() or not terms.requires_grad:
         return terms.gather(3, positions[:, None].expand(B, H, R, C))
 
     def plan() -> tuple[int, tuple[torch.Tensor, ...]] | None:
@@ -136,11 +136,13 @@ def label_terms(
     q_to_entity: torch.Tensor,
     tokens: TokenStructure,
     word_length: int,
+    spread: bool = False,
 ) -> LabelTerms:
     """`q_i . r_l` for the few labels l each block can use, from the label table `table` `(labels, d)`.
 
     Queries `(B, H, P, d)` come scaled, so the terms do too. The CPU kernel (`kernel_fused_gesa.FusedAttention`)
-    computes its own from the table.
+    computes its own from the table. `spread`: the w2e / e2w terms by `spread_label_terms`'s broadcast on CPU (the
+    windowed kernel) rather than a gather.
     """
     layout = tokens.layout
     L, k = word_length, tokens.distance_k
@@ -159,9 +161,9 @@ def label_terms(
     rows = table.index_select(0, label_ids(tokens, "word_entity_labels")).t()
     E = P - L
     w2e = torch.matmul(q_to_entity[:, :, :L], rows)
-    terms.w2e = spread_label_terms(w2e, local.transpose(1, 2), tokens, "w2e")
+    terms.w2e = spread_label_terms(w2e, local.transpose(1, 2), tokens, "w2e", spread)
     e2w = torch.matmul(q_to_word[:, :, L:], rows)
-    terms.e2w = spread_label_terms(e2w, local, tokens, "e2w")
+    terms.e2w = spread_label_terms(e2w, local, tokens, "e2w", spread)
     e2e = torch.matmul(q_to_entity[:, :, L:], table.t())
     terms.e2e = e2e.gather(3, tokens.entity_entity_labels[:, None].expand(B, H, E, E))
     return terms
