@@ -82,13 +82,18 @@ def _scaled_queries(
 
 
 def _label_terms(
-    module: torch.nn.Module, q_word: torch.Tensor, q_entity: torch.Tensor, structure: AttentionStructure
+    module: torch.nn.Module,
+    q_word: torch.Tensor,
+    q_entity: torch.Tensor,
+    structure: AttentionStructure,
+    spread: bool = False,
 ) -> LabelTerms | None:
-    """The label terms from the module's label table, or None without labels."""
+    """The label terms from the module's label table, or None without labels (`spread`: `label_terms`'s, for the
+    windowed kernel, whose plan reads the host anyway)."""
     table = _weight(module.label_embeddings)
     if not structure.tokens.use_labels or table is None:
         return None
-    return label_terms(table, q_word, q_entity, structure.tokens, structure.word_length)
+    return label_terms(table, q_word, q_entity, structure.tokens, structure.word_length, spread=spread)
 
 
 def eager_attention_forward(
@@ -254,7 +259,7 @@ def windowed_attention_forward(
             module, query, key, value, None, scaling, dropout, structure=structure, entity_query=entity_query
         )
     q_word, q_entity = _scaled_queries(query, entity_query, scaling)
-    terms = _label_terms(module, q_word, q_entity, structure)
+    terms = _label_terms(module, q_word, q_entity, structure, spread=True)
     context = windowed_attention(q_word, q_entity, key, value, terms, structure.tokens, structure.word_length, dropout)
     return context.transpose(1, 2), None
 

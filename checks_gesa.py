@@ -54,6 +54,7 @@ class GesaInputs(TransformersKwargs, total=False):
     entity_string_ids: torch.LongTensor | None
     entity_sentence_ids: torch.LongTensor | None
     question_string_ids: torch.LongTensor | None
+    entity_graph_edges: torch.LongTensor | None
     inputs_embeds: torch.Tensor | None
 
 
@@ -99,6 +100,7 @@ INTEGER_INPUTS = (
     "entity_string_ids",
     "entity_sentence_ids",
     "question_string_ids",
+    "entity_graph_edges",
 )
 
 
@@ -242,6 +244,25 @@ def check_unknown_inputs(model: nn.Module, kwargs: dict, accepted: type = Transf
         )
 
 
+def check_graph_edges_wanted(config: Any, edges: torch.Tensor | None, entity_ids: torch.Tensor | None) -> None:
+    """The context graph's edges go with a model whose e2e labels read them (`entity_graph="context"`), and such a
+    model needs them: without them every entity pair would silently lose its edge label."""
+    graph = getattr(config, "entity_graph", "merged")
+    labelled = config.use_relative_labels and config.label_switches["e2e"] and config.label_switches["e2e_graph"]
+    if edges is not None and graph != "context":
+        raise ValueError(
+            f"entity_graph_edges were given to a model with entity_graph={graph!r}, whose e2e labels come from its own "
+            "PLC / SENT / MATCH graph and never read them; build the features with WikihopProcessor(entity_graph="
+            "'merged') (the model's config.entity_graph), or use a model with entity_graph='context'."
+        )
+    if edges is None and graph == "context" and labelled and entity_ids is not None and entity_ids.size(1) > 0:
+        raise ValueError(
+            "this model's e2e labels are the thesis's context graph (entity_graph='context'), but no "
+            "entity_graph_edges were given; build the features with WikihopProcessor(entity_graph='context') (the "
+            "model's config.entity_graph), which adds them."
+        )
+
+
 def check_model_inputs(
     config: Any,
     inputs: dict[str, torch.Tensor | None],
@@ -326,8 +347,9 @@ def check_model_inputs(
             "processor's max_seq_length) or use relative labels instead (use_absolute_position_embeddings=False)."
         )
     entity_length = 0
+    check_graph_edges_wanted(config, get("entity_graph_edges"), entity_ids)
     if entity_ids is None:
-        for name in (*entity_shaped, "entity_position_ids"):
+        for name in (*entity_shaped, "entity_position_ids", "entity_graph_edges"):
             if get(name) is not None:
                 raise ValueError(f"{name} was given without entity_ids; pass entity_ids too or drop {name}.")
     else:
@@ -351,7 +373,31 @@ def check_model_inputs(
                 f"entity_position_ids has shape {tuple(positions.shape)}; expected (batch, entities, "
                 f"mention_length) with batch, entities = {(batch_size, entity_length)}."
             )
+        edges = get("entity_graph_edges")
+        if edges is not None and (edges.dim() != 3 or edges.size(0) != batch_size or edges.size(2) != 3):
+            raise ValueError(
+                f"entity_graph_edges has shape {tuple(edges.shape)}; expected (batch={batch_size}, edges, 3): rows "
+                "(entity i, entity j, edge kind), -1 rows for padding (WikihopProcessor(entity_graph='context'))."
+            )
     checks = InputValueChecks()
+    if get("entity_graph_edges") is not None and entity_length:
+        edges, kinds = get("entity_graph_edges"), config.num_context_edge_kinds
+        padded = edges[..., 2] < 0
+        checks.within(
+            "entity_graph_edges",
+            edges[..., :2].masked_fill(padded[..., None], 0),
+            0,
+            entity_length - 1,
+            f"entity_graph_edges rows must name two entities in [0, {entity_length - 1}] (or be -1 rows)",
+        )
+        checks.within(
+            "entity_graph_edges",
+            edges[..., 2],
+            -1,
+            kinds - 1,
+            f"entity_graph_edges kinds must be context-graph edge kinds in [0, {kinds - 1}] "
+            "(structure_gesa.CONTEXT_EDGE_KINDS), -1 on padding rows",
+        )
     vocab, entity_vocab, types = config.vocab_size, config.entity_vocab_size, config.type_vocab_size
     last_position = word_length - 1
     if mention_positions_embedded:  # a mention position indexes LUKE's table too

@@ -66,7 +66,18 @@ ABLATION_PRESETS: dict[str, dict[str, Any]] = {
     "no_plc_edges": {"label_switches": {"plc_edges": False}},
     "single_edge_label": {"label_switches": {"single_edge_label": True}},
     "luke": {"use_absolute_position_embeddings": True, "use_relative_labels": False},
+    # WikiHop: the thesis's context graph mapped onto the three labels above (PLC, SENT, MATCH) with a learned
+    # no-edge label, as before every context-graph edge kind had its own label (docs/wikihop.md)
+    "merged_graph": {"entity_graph": "merged"},
 }
+# Where the e2e labels come from: "merged", GESA's entity graph (paper 3.2: PLC, SENT, MATCH, from the compact
+# inputs); "context", the thesis's context graph (Acton 2023, 3.1: one label per edge kind, `entity_graph_edges`).
+ENTITY_GRAPHS = ("merged", "context")
+# The multiple-choice (WikiHop) head: "hde", the thesis's eq. 2.62 (HDE's output: MLP_c(candidate) + max over its
+# entity nodes of MLP_e); "query_candidate", the linear layer on [query entity; candidate entity].
+CHOICE_HEADS = ("hde", "query_candidate")
+# Edge kinds of the context graph (`structure_gesa.CONTEXT_EDGE_KINDS`, rules 1-12): label rows it adds.
+NUM_CONTEXT_EDGE_KINDS = 12
 
 
 # ---------------------------------------------------------------------------------------------
@@ -113,6 +124,16 @@ def ablation_name(value: str | None) -> None:
         raise ValueError(f"ablation={value!r} is unknown; choose one of {sorted(ABLATION_PRESETS)}.")
 
 
+def entity_graph_name(value: str) -> None:
+    if value not in ENTITY_GRAPHS:
+        raise ValueError(f"must be one of {ENTITY_GRAPHS}, got {value!r}.")
+
+
+def choice_head_name(value: str) -> None:
+    if value not in CHOICE_HEADS:
+        raise ValueError(f"must be one of {CHOICE_HEADS}, got {value!r}.")
+
+
 def label_switch_overrides(value: dict[str, bool] | None) -> None:
     for key, on in (value or {}).items():
         if key not in DEFAULT_LABEL_SWITCHES:
@@ -154,6 +175,15 @@ class GesaConfig(PreTrainedConfig):
             even without absolute word positions, so that entities know their mentions without mention labels.
             Unset (`None`): the preset's value, else on exactly when nothing else ties an entity to its words (no
             absolute positions and no mention label), as in the `no_labels_w2e_e2w_e2e` and `no_mention_label` presets.
+        entity_graph (`str`, defaults to `"merged"`):
+            Where the e2e labels come from: `"merged"`, GESA's entity graph (PLC, SENT-BASED, MATCH and a learned
+            no-edge label, built from `placeholder_entity_mask`, `entity_sentence_ids`, `entity_string_ids`);
+            `"context"`, the thesis's context graph of WikiHop (Acton 2023, 3.1): one label per edge kind of
+            `entity_graph_edges` (12 more label rows), NULL where no edge joins a pair (docs/wikihop.md).
+        choice_head (`str`, defaults to `"hde"`):
+            The multiple-choice head's score (WikiHop, `GesaForEntityMultipleChoice`): `"hde"`, the thesis's eq. 2.62
+            (`MLP_c(y_c) + max_e MLP_e(y_e)` over the candidate's mention entities, MLPs of width hidden/2);
+            `"query_candidate"`, `w . [y_query ; y_c] + b`. Other heads ignore it.
         ablation (`str`, *optional*):
             Name of an `ABLATION_PRESETS` row (recorded for the model card). The preset sets its fields; a field given
             explicitly with another value than the preset's is an error (`ablation="luke"` means exactly LUKE).
@@ -189,6 +219,8 @@ class GesaConfig(PreTrainedConfig):
     use_value_labels: bool = False
     attention_window: int | None = validated_field(non_negative, default=None)
     use_entity_position_embeddings: bool | None = None
+    entity_graph: str = validated_field(entity_graph_name, default="merged")
+    choice_head: str = validated_field(choice_head_name, default="hde")
     ablation: str | None = validated_field(ablation_name, default=None)
     pad_token_id: int | None = 1
     bos_token_id: int | None = 0
@@ -283,7 +315,13 @@ class GesaConfig(PreTrainedConfig):
     @property
     def num_relative_labels(self) -> int:
         """Size of each layer's label table (see `structure_gesa.RelativeLabels`)."""
-        return 13 + 2 * (2 * self.max_relative_position + 1)
+        context_rows = NUM_CONTEXT_EDGE_KINDS if self.entity_graph == "context" else 0
+        return 13 + 2 * (2 * self.max_relative_position + 1) + context_rows
+
+    @property
+    def num_context_edge_kinds(self) -> int:
+        """Edge kinds of the thesis's context graph (`structure_gesa.CONTEXT_EDGE_KINDS`), read by the input checks."""
+        return NUM_CONTEXT_EDGE_KINDS
 
     @classmethod
     def from_ablation(cls, name: str, **kwargs: Any) -> "GesaConfig":
@@ -318,4 +356,11 @@ class GesaConfig(PreTrainedConfig):
         return config_dict, kwargs
 
 
-__all__ = ["ABLATION_PRESETS", "DEFAULT_LABEL_SWITCHES", "GesaConfig"]
+__all__ = [
+    "ABLATION_PRESETS",
+    "DEFAULT_LABEL_SWITCHES",
+    "CHOICE_HEADS",
+    "ENTITY_GRAPHS",
+    "NUM_CONTEXT_EDGE_KINDS",
+    "GesaConfig",
+]

@@ -14,7 +14,7 @@
 """The context graph of one WikiHop / MedHop query (Acton 2023, "From GNNs to Sparse Transformers", section 3.1).
 
 Nodes (3.1): one per support document, one per entity mention in a document (HDE's "special entities": every
-whole-word, case-insensitive match of a candidate or of the query subject, ``processing_wikihop.find_mentions``),
+whole-word, case-insensitive match of a candidate or of the query subject, ``records_wikihop.find_mentions``),
 one per candidate, and optionally one per sentence of a document (``sentences="all"``) or per sentence holding an
 entity mention (``"restricted"``). Spans are character spans of the node's own text (a document, a candidate).
 
@@ -38,7 +38,9 @@ rule  kind                       pairs                                          
 ====  =========================  ===========================================================================  ========
 
 Rules 7 and 8 run last (after the sentence rules), so they fill exactly the pairs no other rule joined. MedHop uses
-the same QAngaroo layout and builds the same graph. Flat module: imports only the WikiHop mention matcher.
+the same QAngaroo layout and builds the same graph; so do GESA's WikiHop features with ``entity_graph="context"``
+(``processing_wikihop``: every node an entity token, every edge kind its own e2e label). Flat module: imports only
+the WikiHop mention matcher and the edge kinds' names (``structure_gesa.CONTEXT_EDGE_KINDS``).
 """
 
 from __future__ import annotations
@@ -47,24 +49,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .processing_wikihop import find_mentions, normalize_mention
+from .records_wikihop import find_mentions, normalize_mention
+from .structure_gesa import CONTEXT_EDGE_KINDS
 
 NODE_TYPES = ("document", "entity", "candidate", "sentence")
 DOCUMENT, ENTITY, CANDIDATE, SENTENCE = range(len(NODE_TYPES))
-EDGE_KINDS = (
-    "document_entity",
-    "document_candidate",
-    "co_mention",
-    "entity_candidate",
-    "candidate_candidate",
-    "co_document",
-    "complement",
-    "unconnected",
-    "sentence_document",
-    "sentence_entity",
-    "sentence_sequence",
-    "sentence_cross_document",
-)
+EDGE_KINDS = CONTEXT_EDGE_KINDS  # one list, at the bottom floor: GESA's e2e labels are these kinds too
 EDGE_KIND_ID = {name: index for index, name in enumerate(EDGE_KINDS)}
 SENTENCE_MODES = ("none", "all", "restricted")
 # a sentence ends at . ! ? followed by white space (a plain splitter: the thesis uses a sentence detection module)

@@ -75,17 +75,74 @@ def entity_word_positions(tokens: TokenStructure) -> torch.Tensor:
     return cached_plan(tokens, ("entity_word_positions",), positions)
 
 
+class _SpreadTerms(torch.autograd.Function):
+    """`terms` `(B, H, R, K)` -> `(B, H, R, C)`, pair `(r, c)` reading label slot `positions[b, r, c]`: the `base`
+    slot's term broadcast over the row, then the few pairs of other slots (`b, r, c` -> slot `k`) written in. The
+    backward sums each row once instead of scatter-adding every pair (a gather's backward)."""
+
+    @staticmethod
+    def forward(ctx, terms, base, b, r, c, k, columns):
+        B, H, R, _ = terms.shape
+        out = terms[..., base : base + 1].expand(B, H, R, columns).contiguous()
+        out[b, :, r, c] = terms[b, :, r, k]
+        ctx.save_for_backward(b, r, k)
+        ctx.base, ctx.shape = base, terms.shape
+        ctx.c = c
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        b, r, k = ctx.saved_tensors
+        grad_terms = grad.new_zeros(ctx.shape)
+        grad_terms[..., ctx.base] = grad.sum(-1)
+        picked = grad[b, :, r, ctx.c]  # (pairs, H)
+        by_row = grad_terms.permute(0, 2, 3, 1)  # (B, R, K, H), a view
+        by_row.index_put_((b, r, torch.full_like(k, ctx.base)), -picked, accumulate=True)
+        by_row.index_put_((b, r, k), picked, accumulate=True)
+        return grad_terms, None, None, None, None, None, None
+
+
+def spread_label_terms(
+    terms: torch.Tensor, positions: torch.Tensor, tokens: TokenStructure, name: str, spread: bool = True
+) -> torch.Tensor:
+    """`terms` `(B, H, R, K)` gathered per pair by `positions` `(B, R, C)` (slots of `terms`) -> `(B, H, R, C)`.
+
+    With `spread` on CPU, where most pairs share one label (the e2w / w2e non-mention label), the common label is
+    broadcast and the others written in (`_SpreadTerms`, its plan made once per batch under `name`, read on the host:
+    only the windowed kernel, whose own plan reads the host, asks for it); otherwise (and while tracing) a gather.
+    """
+    B, H, R, K = terms.shape
+    C = positions.size(-1)
+    if not spread or terms.device.type != "cpu" or torch.compiler.is_compiling() or not terms.requires_grad:
+        return terms.gather(3, positions[:, None].expand(B, H, R, C))
+
+    def plan() -> tuple[int, tuple[torch.Tensor, ...]] | None:
+        base = int(torch.bincount(positions.flatten(), minlength=K).argmax())
+        others = (positions != base).nonzero(as_tuple=True)
+        if len(others[0]) * 4 > positions.numel():  # no label dominates: the gather is as cheap
+            return None
+        return base, (*others, positions[others])
+
+    found = cached_plan(tokens, ("spread_label_terms", name), plan)
+    if found is None:
+        return terms.gather(3, positions[:, None].expand(B, H, R, C))
+    base, (b, r, c, k) = found
+    return _SpreadTerms.apply(terms, base, b, r, c, k, C)
+
+
 def label_terms(
     table: torch.Tensor,
     q_to_word: torch.Tensor,
     q_to_entity: torch.Tensor,
     tokens: TokenStructure,
     word_length: int,
+    spread: bool = False,
 ) -> LabelTerms:
     """`q_i . r_l` for the few labels l each block can use, from the label table `table` `(labels, d)`.
 
     Queries `(B, H, P, d)` come scaled, so the terms do too. The CPU kernel (`kernel_fused_gesa.FusedAttention`)
-    computes its own from the table.
+    computes its own from the table. `spread`: the w2e / e2w terms by `spread_label_terms`'s broadcast on CPU (the
+    windowed kernel) rather than a gather.
     """
     layout = tokens.layout
     L, k = word_length, tokens.distance_k
@@ -104,12 +161,12 @@ def label_terms(
     rows = table.index_select(0, label_ids(tokens, "word_entity_labels")).t()
     E = P - L
     w2e = torch.matmul(q_to_entity[:, :, :L], rows)
-    terms.w2e = w2e.gather(3, local.transpose(1, 2)[:, None].expand(B, H, L, E))
+    terms.w2e = spread_label_terms(w2e, local.transpose(1, 2), tokens, "w2e", spread)
     e2w = torch.matmul(q_to_word[:, :, L:], rows)
-    terms.e2w = e2w.gather(3, local[:, None].expand(B, H, E, L))
+    terms.e2w = spread_label_terms(e2w, local, tokens, "e2w", spread)
     e2e = torch.matmul(q_to_entity[:, :, L:], table.t())
     terms.e2e = e2e.gather(3, tokens.entity_entity_labels[:, None].expand(B, H, E, E))
     return terms
 
 
-__all__ = ["LabelTerms", "entity_word_positions", "label_ids", "label_terms"]
+__all__ = ["LabelTerms", "entity_word_positions", "label_ids", "label_terms", "spread_label_terms"]

@@ -50,6 +50,7 @@ from transformers.utils import ModelOutput, can_return_tuple
 
 from .configuration_context_graph import NUM_EDGE_KINDS, NUM_NODE_TYPES, ContextGraphConfig
 from .loading_gesa import PipelineSpec
+from .modeling_candidate_output import Scorer, candidate_scores
 from .modeling_gesa import GesaModel, GesaPreTrainedModel
 
 IGNORE_INDEX = -100
@@ -434,41 +435,8 @@ class ContextGraphEncoder(nn.Module):
         return states
 
 
-# ---------------------------------------------------------------------------------------------
-# 3.4 Output: eq. 2.62
-# ---------------------------------------------------------------------------------------------
-
-
-class Scorer(nn.Module):
-    """Eq. 2.63: `tanh(x W^1 + b^1) W^2 + b^2`, hidden width f/2."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.hidden = nn.Linear(size, size // 2)
-        self.out = nn.Linear(size // 2, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.out(torch.tanh(self.hidden(x))).squeeze(-1)
-
-
-def candidate_scores(
-    candidate_term: torch.Tensor,
-    entity_term: torch.Tensor,
-    candidate_nodes: torch.Tensor,
-    node_graph: torch.Tensor,
-    entity_candidate: torch.Tensor,
-) -> torch.Tensor:
-    """Eq. 2.62: `(B, C)` logits `MLP_c(h_c) + max_{e in E_c} MLP_e(h_e)` from per-node `(N,)` terms; a candidate
-    without entity node gets no entity term (0); padded slots (`candidate_nodes` -1) get `finfo.min`."""
-    batch, width = candidate_nodes.shape
-    scores = candidate_term[candidate_nodes.clamp(min=0)]
-    entities = (entity_candidate >= 0).nonzero().squeeze(1)
-    slots = node_graph[entities] * width + entity_candidate[entities]
-    best = entity_term.new_full((batch * width,), float("-inf")).scatter_reduce(
-        0, slots, entity_term[entities], reduce="amax", include_self=False
-    )
-    best = torch.where(torch.isfinite(best), best, torch.zeros_like(best)).view(batch, width)
-    return (scores + best).masked_fill(candidate_nodes < 0, torch.finfo(scores.dtype).min)
+# 3.4 Output: eq. 2.62 (`Scorer`, `candidate_scores`) is `modeling_candidate_output`'s, shared with the WikiHop
+# heads of GESA, LUKE and LUKE-Graph.
 
 
 # ---------------------------------------------------------------------------------------------

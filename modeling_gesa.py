@@ -523,13 +523,22 @@ class GesaPreTrainedModel(PreTrainedModel):
         labels = RelativeLabels(self.config.max_relative_position)
         return slice(labels.plc_question, labels.entity_distance_offset)
 
+    def entity_label_row_groups(self) -> list[slice]:
+        """`entity_graph_label_rows`, and the context graph's edge-kind rows with `entity_graph="context"`."""
+        rows = [self.entity_graph_label_rows()]
+        if getattr(self.config, "entity_graph", "merged") == "context":
+            labels = RelativeLabels(self.config.max_relative_position)
+            rows.append(slice(labels.context_edge_offset, labels.size))
+        return rows
+
     def _init_entity_label_rows(self, weight: torch.Tensor) -> None:
         """Rescale the entity families' rows of a freshly drawn label table to `entity_label_std()` (no RNG use:
         every other parameter is drawn exactly as before). A table loaded from a checkpoint is left alone."""
         if self.entity_label_logit_std is None or getattr(weight, "_is_hf_initialized", False):
             return
         rescaled = weight.detach().clone()
-        rescaled[self.entity_graph_label_rows()] *= self.entity_label_std() / (self.config.initializer_range or 0.02)
+        for rows in self.entity_label_row_groups():
+            rescaled[rows] *= self.entity_label_std() / (self.config.initializer_range or 0.02)
         init.copy_(weight, rescaled)
 
     @torch.no_grad()
@@ -540,7 +549,7 @@ class GesaPreTrainedModel(PreTrainedModel):
         rows kept, in order, when the entity table was cut)."""
         if self.entity_label_logit_std is None:
             return
-        rows = self.entity_graph_label_rows()
+        groups = self.entity_label_row_groups()
         for module in self.modules():
             if not isinstance(module, GesaSelfAttention) or module.label_embeddings is None:
                 continue
@@ -550,7 +559,8 @@ class GesaPreTrainedModel(PreTrainedModel):
                 for name in names
             ]
             factor = self.entity_label_std(float(torch.stack(norms).mean())) / self.entity_label_std()
-            module.label_embeddings.weight[rows] *= factor
+            for rows in groups:
+                module.label_embeddings.weight[rows] *= factor
         mask_row = LUKE_MASK_ENTITY_ID
         if entity_rows is not None:
             mask_row = list(entity_rows).index(mask_row) if mask_row in entity_rows else -1
@@ -677,6 +687,7 @@ class GesaModel(GesaPreTrainedModel):
         entity_string_ids: torch.LongTensor | None = None,
         entity_sentence_ids: torch.LongTensor | None = None,
         question_string_ids: torch.LongTensor | None = None,
+        entity_graph_edges: torch.LongTensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
@@ -708,6 +719,7 @@ class GesaModel(GesaPreTrainedModel):
             entity_string_ids=entity_string_ids,
             entity_sentence_ids=entity_sentence_ids,
             question_string_ids=question_string_ids,
+            entity_graph_edges=entity_graph_edges,
             inputs_embeds=inputs_embeds,
         )
         reference = input_ids if input_ids is not None else inputs_embeds
@@ -743,6 +755,7 @@ class GesaModel(GesaPreTrainedModel):
             entity_string_ids,
             entity_sentence_ids,
             question_string_ids,
+            entity_graph_edges,
         )
         blocks = None
         if variant_inputs is not None:
@@ -761,7 +774,7 @@ class GesaModel(GesaPreTrainedModel):
     def build_attention_structure(self, attention_mask: torch.Tensor, word_length: int, *args) -> AttentionStructure:
         """`structure_gesa.build_attention_structure` with this model's config: masks and labels shared by every
         layer from the compact inputs (`attention_mask` `(B, P)`, then global mask, mention positions, placeholder,
-        string and sentence ids, the question's string ids)."""
+        string and sentence ids, the question's string ids, the context graph's edges)."""
         return build_attention_structure(self.config, attention_mask, word_length, *args)
 
     def _check_inputs(

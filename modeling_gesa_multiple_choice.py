@@ -13,9 +13,16 @@
 # limitations under the License.
 """Multiple choice over candidate entities (WikiHop): one head for GESA, LUKE (``ablation="luke"``) and LUKE-Graph.
 
-``logit_c = w . dropout([y_q ; y_c]) + b`` for every candidate entity ``c`` (``candidate_entity_mask``), with ``y_q``
-the query entity (``placeholder_entity_mask``): paper 3.5's score, normalised by a softmax over the example's
-candidates (cross-entropy; padded and non-candidate entities masked). ``labels`` ``(B,)`` is the answer's entity
+The score of every candidate entity ``c`` (``candidate_entity_mask``), by ``config.choice_head``:
+
+- ``"hde"`` (default): the thesis's eq. 2.62 (Acton 2023, 3.4, HDE's output), ``MLP_c(y_c) + max_e MLP_e(y_e)`` over
+  the entities mentioning ``c`` (same ``entity_string_ids``), two-layer MLPs of width hidden/2
+  (``modeling_candidate_output``, the implementation the context-graph GNN uses too);
+- ``"query_candidate"``: ``w . dropout([y_q ; y_c]) + b`` with ``y_q`` the query entity (``placeholder_entity_mask``),
+  paper 3.5's score with the query entity in the placeholder's role.
+
+Either is normalised by a softmax over the example's candidates (cross-entropy; padded and non-candidate entities
+masked). ``labels`` ``(B,)`` is the answer's entity
 index (``-100``: unlabelled, ignored).
 
 Also ``extend_position_embeddings``: the Longformer recipe (copy the 512 learned positions over the longer table) for
@@ -39,7 +46,9 @@ from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
 from .checks_gesa import ignored_loss
+from .configuration_gesa import GesaConfig
 from .loading_gesa import PipelineSpec
+from .modeling_candidate_output import Scorer, entity_choice_logits
 from .modeling_gesa import GesaForEntitySpanQA, GesaInputs, GesaModel, refuse_span_positions, with_inputs_of
 
 IGNORE_INDEX = -100
@@ -127,6 +136,15 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
     output_class = EntityMultipleChoiceOutput
     pipeline = PipelineSpec(WIKIHOP_TASK, "pipeline_wikihop.WikihopPipeline")
 
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__(config)
+        if config.choice_head == "hde":
+            # the thesis's eq. 2.62 replaces the linear layer on [query; candidate]
+            del self.classifier
+            self.candidate_scorer = Scorer(config.hidden_size)
+            self.entity_scorer = Scorer(config.hidden_size)
+            self.post_init()
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         own_forward = "forward" in cls.__dict__
         super().__init_subclass__(**kwargs)
@@ -162,9 +180,20 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
         if placeholder is None:
             placeholder = torch.zeros_like(candidate_entity_mask)
             placeholder[:, 0] = 1
-        logits = multiple_choice_logits(
-            self.classifier, self.dropout, outputs.entity_last_hidden_state, placeholder, candidate_entity_mask
-        )
+        if self.config.choice_head == "hde":
+            logits = entity_choice_logits(
+                self.candidate_scorer,
+                self.entity_scorer,
+                outputs.entity_last_hidden_state,
+                candidate_entity_mask,
+                kwargs.get("entity_string_ids"),
+                placeholder,
+                kwargs.get("entity_attention_mask"),
+            )
+        else:
+            logits = multiple_choice_logits(
+                self.classifier, self.dropout, outputs.entity_last_hidden_state, placeholder, candidate_entity_mask
+            )
         loss = None
         if labels is not None:
             if (labels != IGNORE_INDEX).any():

@@ -41,6 +41,14 @@ The thesis's context-graph edges reach GESA's entity graph through the compact i
 candidate node <-> its mentions); ``entity_sentence_ids`` the unit (SENT: co-document mentions, and candidate <->
 candidate in unit 0); the query entity is the placeholder (PLC: query subject <-> every node).
 
+With ``entity_graph="context"`` the entities are the thesis's context graph instead (``graph_context``, one builder
+for both systems): after the query entity and the candidates, every entity-mention node, then one entity per support
+document (positioned on all of its kept words, so the mention label links it to them) and, with ``sentence_nodes``,
+one per sentence (on its words); ``entity_graph_edges`` lists every edge ``(i, j, kind)`` of the graph between kept
+entities (``kind``: ``structure_gesa.CONTEXT_EDGE_KINDS``), each kind its own e2e label in a model with
+``entity_graph="context"``. The query entity keeps its place (the linear head reads it) but joins no edge: the thesis
+has no query node and no PLC edge. Document and sentence entities get string ids of their own (never matched).
+
 When the query, candidates and supports exceed ``max_seq_length``, every support is cut to the same largest length
 that fits (each keeps its beginning); the log says how many records and words were cut. Mentions beyond
 ``max_entities`` are dropped, latest first, and logged too. Nothing is cut silently.
@@ -48,7 +56,6 @@ that fits (each keeps its beginning); the log says how many records and words we
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -60,10 +67,18 @@ from transformers import BatchFeature, PreTrainedTokenizerBase
 
 from .answers_gesa import ranked_answers
 from .collator_gesa import GesaDataCollator
+from .graph_context import CANDIDATE, DOCUMENT, ENTITY, SENTENCE, SENTENCE_MODES, GraphRules, build_context_graph
 from .inputs_gesa import InputError
 from .processing_base_gesa import ProcessorBase
 from .records_gesa import content_id
-from .records_wikihop import WikihopExample, record_error, rows_to_examples, to_example
+from .records_wikihop import (
+    WikihopExample,
+    find_mentions,
+    normalize_mention,
+    record_error,
+    rows_to_examples,
+    to_example,
+)
 from .structure_gesa import CLS_GLOBAL as GLOBAL_CLS
 from .structure_gesa import LOCAL as GLOBAL_LOCAL
 from .structure_gesa import LUKE_MASK_ENTITY_ID
@@ -73,41 +88,8 @@ IGNORE_INDEX = -100
 CANDIDATE_ENTITY_MASK = "candidate_entity_mask"
 WIKIHOP_EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
 CANDIDATE_UNIT = 0  # sentence unit of the candidate list; support j is unit j + 1
-
-
-def lower_in_place(text: str) -> str:
-    """``text`` lower-cased character by character, one character for one: a character whose lower-case form is
-    longer (``İ``, U+0130 -> ``i̇``) keeps its first character, so offsets into the result are offsets into ``text``."""
-    if text.isascii():
-        return text.lower()
-    return "".join(char.lower()[:1] or char for char in text)
-
-
-def normalize_mention(text: str) -> str:
-    """Thesis 3.1's exact match, normalised: lower case (``lower_in_place``), whitespace collapsed (WikiHop candidates
-    are lower case)."""
-    return " ".join(lower_in_place(text).split())
-
-
-def find_mentions(text: str, strings: Sequence[str]) -> list[tuple[int, int, int]]:
-    """``(start, end, string index)`` of every whole-word, case-insensitive match of ``strings`` in ``text``.
-
-    Longest match first where two overlap (``"new york city"`` over ``"new york"``); sorted by start.
-    """
-    lowered = lower_in_place(text)  # same length as `text`: match offsets are offsets into `text`
-    found = []
-    for index, string in enumerate(strings):
-        words = normalize_mention(string).split()
-        if not words:
-            continue
-        pattern = re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)")
-        found.extend((match.start(), match.end(), index) for match in pattern.finditer(lowered))
-    found.sort(key=lambda item: (item[0], -(item[1] - item[0])))
-    kept: list[tuple[int, int, int]] = []
-    for start, end, index in found:
-        if not kept or start >= kept[-1][1]:
-            kept.append((start, end, index))
-    return kept
+GRAPH_EDGES = "entity_graph_edges"
+ENTITY_GRAPHS = ("merged", "context")
 
 
 def _token_span(offsets: Sequence[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
@@ -158,6 +140,11 @@ class WikihopProcessor(ProcessorBase):
         max_entities: entities per query: the query entity, every candidate, then mentions in reading order.
         max_mention_length: word positions kept per mention.
         entity_mask_id: entity id of ``[MASK]``; default the tokenizer's entity vocabulary, else LUKE's 2.
+        entity_graph: ``"merged"`` (GESA's entity graph from the compact inputs, module docstring) or ``"context"``
+            (the thesis's context graph as entities and ``entity_graph_edges``); the model's ``config.entity_graph``.
+        co_document_edges, complement_edges, unconnected_edges, co_mention_edges, sentence_nodes: the context
+            graph's optional rules 6, 7, 8, 3 and the sentence nodes (``graph_context.GraphRules``), read with
+            ``entity_graph="context"`` only.
 
     ``stats`` accumulates what the encode calls cut (each logged, ``ProcessorBase``).
     """
@@ -177,6 +164,10 @@ class WikihopProcessor(ProcessorBase):
             "{candidate_truncated} candidates cut to max_candidate_length={max_candidate_length} words"
         ),
         "mention_truncated": "{mention_truncated} mentions cut to max_mention_length={max_mention_length} words",
+        "sentences_cut_with_supports": (
+            "{sentences_cut_with_supports} sentence nodes dropped with the cut part of their supports (raise "
+            "--max_seq_length to keep them)"
+        ),
     }
 
     def __init__(
@@ -188,8 +179,18 @@ class WikihopProcessor(ProcessorBase):
         max_entities: int = 1024,
         max_mention_length: int = 30,
         entity_mask_id: int | None = None,
+        entity_graph: str = "merged",
+        co_document_edges: bool = False,
+        complement_edges: bool = False,
+        unconnected_edges: bool = False,
+        co_mention_edges: bool = True,
+        sentence_nodes: str = "none",
         **kwargs: Any,
     ) -> None:
+        if entity_graph not in ENTITY_GRAPHS:
+            raise ValueError(f"entity_graph must be one of {ENTITY_GRAPHS}, got {entity_graph!r}")
+        if sentence_nodes not in SENTENCE_MODES:
+            raise ValueError(f"sentence_nodes must be one of {SENTENCE_MODES}, got {sentence_nodes!r}")
         if tokenizer is None:
             raise ValueError("WikihopProcessor needs a tokenizer (LukeTokenizer or a fast RoBERTa tokenizer)")
         if not isinstance(getattr(tokenizer, "backend_tokenizer", None), Tokenizer):
@@ -221,12 +222,25 @@ class WikihopProcessor(ProcessorBase):
             entity_vocab = getattr(tokenizer, "entity_vocab", None) or {}
             entity_mask_id = entity_vocab.get(getattr(tokenizer, "entity_mask_token", "[MASK]"), LUKE_MASK_ENTITY_ID)
         self.entity_mask_id = int(entity_mask_id)
+        self.entity_graph = entity_graph
+        self.co_document_edges = bool(co_document_edges)
+        self.complement_edges = bool(complement_edges)
+        self.unconnected_edges = bool(unconnected_edges)
+        self.co_mention_edges = bool(co_mention_edges)
+        self.sentence_nodes = sentence_nodes
+
+    @property
+    def rules(self) -> GraphRules:
+        """The context graph's optional rules (``entity_graph="context"``)."""
+        return GraphRules(self.co_document_edges, self.complement_edges, self.unconnected_edges, self.sentence_nodes,
+                          self.co_mention_edges)  # fmt: skip
 
     @property
     def model_input_names(self) -> list[str]:
         from .collator_gesa import MODEL_INPUT_NAMES
 
-        return [*MODEL_INPUT_NAMES, CANDIDATE_ENTITY_MASK]
+        graph = [GRAPH_EDGES] if self.entity_graph == "context" else []
+        return [*MODEL_INPUT_NAMES, *graph, CANDIDATE_ENTITY_MASK]
 
     # ------------------------------------------------------------------ entry points
 
@@ -324,6 +338,8 @@ class WikihopProcessor(ProcessorBase):
             CANDIDATE_ENTITY_MASK,
             *WIKIHOP_EVAL_COLUMNS,
         ]
+        if self.entity_graph == "context":
+            names.append(GRAPH_EDGES)
         columns: dict[str, list] = {name: [] for name in names}
         if with_labels:
             columns["labels"] = []
@@ -409,11 +425,14 @@ class WikihopProcessor(ProcessorBase):
             stats["records_cut"] += 1
             stats["words_cut"] += sum(max(0, length - cut) for length in lengths)
         mentions: list[tuple[list[int], int, int]] = []  # (positions, string id, unit)
+        mention_keys: list[tuple[int, int]] = []  # (document, first character) of each mention
+        documents: list[tuple[int, np.ndarray, np.ndarray, int]] = []  # (first position, token starts, ends, kept)
         for unit, (text, encoding) in enumerate(zip(example.supports, support_encodings, strict=True), 1):
             keep = len(encoding.ids) if cut is None else min(len(encoding.ids), cut)
             offset = len(input_ids)
             offsets = np.asarray(encoding.offsets[:keep], dtype=np.int64).reshape(-1, 2) - 1  # the leading space
             token_starts, token_ends = offsets[:, 0], np.maximum.accumulate(offsets[:, 1]) if keep else offsets[:, 1]
+            documents.append((offset, token_starts, token_ends, keep))
             for start, end, index in find_mentions(text, mention_strings):
                 span = _span_in(token_starts, token_ends, start, end)
                 if span is None:
@@ -425,12 +444,20 @@ class WikihopProcessor(ProcessorBase):
                     stats["mention_truncated"] += 1
                     last = first + self.max_mention_length
                 mentions.append((list(range(offset + first, offset + last)), mention_string_ids[index], unit))
+                mention_keys.append((unit - 1, start))
             input_ids.extend([*encoding.ids[:keep], sep_id])
         global_mask.extend([GLOBAL_LOCAL] * (len(input_ids) - len(global_mask)))
         room = self.max_entities - 1 - len(example.candidates)
-        if len(mentions) > room:
+        graph_entities: list[tuple[list[int], int, int]] = []  # context graph: documents, sentences
+        edges: list[list[int]] = []
+        if self.entity_graph == "context":
+            mentions, graph_entities, edges = self._context_graph(
+                example, mentions, mention_keys, documents, room, len(string_index), stats
+            )
+        elif len(mentions) > room:
             stats["mentions_over_max_entities"] += len(mentions) - room
             mentions = mentions[:room]
+        mentions = mentions + graph_entities
 
         positions = [subject_positions, *candidate_positions, *(m[0] for m in mentions)]
         width = max(len(row) for row in positions)
@@ -452,12 +479,77 @@ class WikihopProcessor(ProcessorBase):
         columns["example_id"].append(example.example_id)
         columns["candidate_texts"].append(["", *example.candidates] + [""] * len(mentions))
         columns["answers"].append([] if example.answer is None else [example.answer])
+        if self.entity_graph == "context":
+            columns[GRAPH_EDGES].append(edges)
         if with_labels:
             label = IGNORE_INDEX if example.answer is None else 1 + example.candidates.index(example.answer)
             columns["labels"].append(label)
         stats["queries"] += 1
-        stats["mentions"] += len(mentions)
+        stats["mentions"] += len(mentions) - len(graph_entities)
         stats["unmentioned_candidates"] += candidate_count - len({m[1] for m in mentions} & set(candidate_string_ids))
+
+    def _context_graph(
+        self,
+        example: WikihopExample,
+        mentions: list[tuple[list[int], int, int]],
+        mention_keys: list[tuple[int, int]],
+        documents: list[tuple[int, np.ndarray, np.ndarray, int]],
+        room: int,
+        first_string_id: int,
+        stats: Counter[str],
+    ) -> tuple[list[tuple[list[int], int, int]], list[tuple[list[int], int, int]], list[list[int]]]:
+        """The thesis's context graph (``graph_context.build_context_graph``, the one builder) as GESA entities.
+
+        Returns the entity-mention nodes kept (``(positions, string id, unit)``, reading order, at most ``room``
+        with the document and sentence entities), the document and sentence entities (``graph_entities``, string
+        ids from ``first_string_id`` on, one each) and the edges ``[i, j, kind]`` between kept entities (entity
+        indices: 0 the query entity, ``1..n`` the candidates, then the mentions, then ``graph_entities``).
+        """
+        graph = build_context_graph(example.supports, example.candidates, example.subject, self.rules)
+        candidate_count = len(example.candidates)
+        found = {key: index for index, key in enumerate(mention_keys)}
+        entity_of: dict[int, int] = {}  # graph node -> entity index
+        graph_entities: list[tuple[list[int], int, int]] = []
+        kept_mentions: list[tuple[list[int], int, int]] = []
+        nodes = graph.nodes
+        sentences = graph.indices(SENTENCE)
+        fixed = len(documents) + len(sentences)
+        if fixed > room:
+            raise record_error(
+                example.example_id,
+                f"its context graph has {len(documents)} document and {len(sentences)} sentence nodes, more than "
+                f"max_entities={self.max_entities} leaves after the query entity and {candidate_count} candidates; "
+                "raise max_entities (--max_entities)",
+                example.source,
+            )
+        for node in graph.indices(ENTITY):
+            index = found.get((nodes[node].source, nodes[node].start))
+            if index is None:  # its words were cut with the supports (counted there)
+                continue
+            if len(kept_mentions) == room - fixed:
+                stats["mentions_over_max_entities"] += 1
+                continue
+            entity_of[node] = 1 + candidate_count + len(kept_mentions)
+            kept_mentions.append(mentions[index])
+        base = 1 + candidate_count + len(kept_mentions)
+        for node in graph.indices(CANDIDATE):
+            entity_of[node] = 1 + nodes[node].source
+        for node in graph.indices(DOCUMENT):
+            offset, _, _, keep = documents[nodes[node].source]
+            entity_of[node] = base + len(graph_entities)
+            positions = list(range(offset, offset + keep))
+            graph_entities.append((positions, first_string_id + len(graph_entities), nodes[node].source + 1))
+        for node in sentences:
+            offset, token_starts, token_ends, keep = documents[nodes[node].source]
+            span = _span_in(token_starts, token_ends, nodes[node].start, nodes[node].end) if keep else None
+            if span is None:  # the sentence lies in the cut part of its document
+                stats["sentences_cut_with_supports"] += 1
+                continue
+            entity_of[node] = base + len(graph_entities)
+            positions = list(range(offset + span[0], offset + span[1]))
+            graph_entities.append((positions, first_string_id + len(graph_entities), nodes[node].source + 1))
+        edges = [[entity_of[i], entity_of[j], kind] for i, j, kind in graph.edges if i in entity_of and j in entity_of]
+        return kept_mentions, graph_entities, edges
 
     # ------------------------------------------------------------------ predictions
 
@@ -477,7 +569,8 @@ class WikihopProcessor(ProcessorBase):
 
 
 class WikihopDataCollator(GesaDataCollator):
-    """``GesaDataCollator`` plus ``candidate_entity_mask`` ``(B, E)`` (padded 0) and ``labels`` ``(B,)`` long."""
+    """``GesaDataCollator`` plus ``candidate_entity_mask`` ``(B, E)`` (padded 0), ``labels`` ``(B,)`` long and, with
+    context-graph features, ``entity_graph_edges`` ``(B, K, 3)`` (padded with -1 rows)."""
 
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if not features:
@@ -490,10 +583,9 @@ class WikihopDataCollator(GesaDataCollator):
                 )
         labels = [feature["labels"] for feature in features] if "labels" in features[0] else None
         masks = [feature[CANDIDATE_ENTITY_MASK] for feature in features]
-        rest = [
-            {key: value for key, value in feature.items() if key not in ("labels", CANDIDATE_ENTITY_MASK)}
-            for feature in features
-        ]
+        graph_edges = [feature[GRAPH_EDGES] for feature in features] if GRAPH_EDGES in features[0] else None
+        own = ("labels", CANDIDATE_ENTITY_MASK, GRAPH_EDGES)
+        rest = [{key: value for key, value in feature.items() if key not in own} for feature in features]
         batch = super().__call__(rest)
         entity_length = batch["entity_ids"].size(1)
         batch[CANDIDATE_ENTITY_MASK] = self._pad_rows(
@@ -501,6 +593,12 @@ class WikihopDataCollator(GesaDataCollator):
         )
         if labels is not None:
             batch["labels"] = torch.tensor([int(label) for label in labels], dtype=torch.long)
+        if graph_edges is not None:
+            padded = np.full((len(features), max(len(rows) for rows in graph_edges), 3), -1, dtype=np.int64)
+            for row, rows in enumerate(graph_edges):
+                if len(rows):
+                    padded[row, : len(rows)] = rows
+            batch[GRAPH_EDGES] = torch.from_numpy(padded)
         return batch
 
 
@@ -508,6 +606,7 @@ WikihopProcessor.register_for_auto_class("AutoProcessor")
 
 __all__ = [
     "CANDIDATE_ENTITY_MASK",
+    "GRAPH_EDGES",
     "IGNORE_INDEX",
     "InputError",
     "WikihopDataCollator",

@@ -31,6 +31,7 @@ candidate that is not a string, a missing or mistyped field.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,45 @@ DATA_FILE_FIX = (
     "give a QAngaroo WikiHop file: one JSON list (train.json/dev.json of the release) or JSON lines of "
     '{"id", "query", "supports", "candidates", "answer"} objects'
 )
+
+
+# ---- thesis 3.1's exact match (the mentions of candidates and of the query subject), shared by GESA's features
+# (processing_wikihop) and the context graph (graph_context)
+
+
+def lower_in_place(text: str) -> str:
+    """``text`` lower-cased character by character, one character for one: a character whose lower-case form is
+    longer (``İ``, U+0130 -> ``i̇``) keeps its first character, so offsets into the result are offsets into ``text``."""
+    if text.isascii():
+        return text.lower()
+    return "".join(char.lower()[:1] or char for char in text)
+
+
+def normalize_mention(text: str) -> str:
+    """Thesis 3.1's exact match, normalised: lower case (``lower_in_place``), whitespace collapsed (WikiHop candidates
+    are lower case)."""
+    return " ".join(lower_in_place(text).split())
+
+
+def find_mentions(text: str, strings: Sequence[str]) -> list[tuple[int, int, int]]:
+    """``(start, end, string index)`` of every whole-word, case-insensitive match of ``strings`` in ``text``.
+
+    Longest match first where two overlap (``"new york city"`` over ``"new york"``); sorted by start.
+    """
+    lowered = lower_in_place(text)  # same length as `text`: match offsets are offsets into `text`
+    found = []
+    for index, string in enumerate(strings):
+        words = normalize_mention(string).split()
+        if not words:
+            continue
+        pattern = re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)")
+        found.extend((match.start(), match.end(), index) for match in pattern.finditer(lowered))
+    found.sort(key=lambda item: (item[0], -(item[1] - item[0])))
+    kept: list[tuple[int, int, int]] = []
+    for start, end, index in found:
+        if not kept or start >= kept[-1][1]:
+            kept.append((start, end, index))
+    return kept
 
 
 @dataclass
@@ -223,6 +263,9 @@ def rows_to_examples(batch: Mapping[str, list]) -> list[WikihopExample]:
 
 __all__ = [
     "WIKIHOP_FIELDS",
+    "find_mentions",
+    "lower_in_place",
+    "normalize_mention",
     "InputError",
     "WikihopExample",
     "examples_to_rows",

@@ -33,6 +33,22 @@ import torch
 LOCAL, CLS_GLOBAL, QUESTION_GLOBAL = 0, 1, 2
 # Id of `[MASK]` in LUKE's entity vocabulary: every candidate entity token starts as it.
 LUKE_MASK_ENTITY_ID = 2
+# The edge kinds of the thesis's context graph (Acton 2023, 3.1, rules 1-12, in rule order; `graph_context` builds
+# them): with `entity_graph="context"` each is its own e2e label (`RelativeLabels.context_edge`).
+CONTEXT_EDGE_KINDS = (
+    "document_entity",
+    "document_candidate",
+    "co_mention",
+    "entity_candidate",
+    "candidate_candidate",
+    "co_document",
+    "complement",
+    "unconnected",
+    "sentence_document",
+    "sentence_entity",
+    "sentence_sequence",
+    "sentence_cross_document",
+)
 
 
 class LabelConfig(Protocol):
@@ -40,6 +56,7 @@ class LabelConfig(Protocol):
 
     max_relative_position: int
     label_switches: dict[str, bool]
+    entity_graph: str
 
 
 # ---------------------------------------------------------------------------------------------
@@ -51,7 +68,9 @@ class RelativeLabels:
     """Layout of a layer's label table. Row 0 is the fixed zero vector: "no label term" for that pair.
 
     `[1, 2k+1]` w2w distances; then CLS, question, PLC-question, mention, non-mention, e2e self, PLC edge,
-    SENT edge, MATCH edge, no edge, shared edge label; then `2k+1` entity-index distances (e2e_local).
+    SENT edge, MATCH edge, no edge, shared edge label; then `2k+1` entity-index distances (e2e_local); then one
+    label per edge kind of the thesis's context graph (`CONTEXT_EDGE_KINDS`), rows a layer's table holds only with
+    `entity_graph="context"` (`GesaConfig.num_relative_labels`).
     """
 
     NULL = 0
@@ -75,7 +94,8 @@ class RelativeLabels:
             self.any_edge,
         ) = range(base, base + 11)
         self.entity_distance_offset = base + 11
-        self.size = self.entity_distance_offset + 2 * k + 1
+        self.context_edge_offset = self.entity_distance_offset + 2 * k + 1
+        self.size = self.context_edge_offset + len(CONTEXT_EDGE_KINDS)
         # label of a word rank (`word_label_ranks`): 0 local (distance labels), 1 question, 2 CLS
         self.rank_labels = (self.NULL, self.question_global, self.cls_global)
         # the only labels of the w2e / e2w blocks
@@ -83,6 +103,10 @@ class RelativeLabels:
 
     def distance(self, relative: torch.Tensor, offset: int) -> torch.Tensor:
         return relative.clamp(-self.k, self.k) + (self.k + offset)
+
+    def context_edge(self, kind: int | torch.Tensor) -> int | torch.Tensor:
+        """The e2e label of context-graph edge kind `kind` (an index of `CONTEXT_EDGE_KINDS`)."""
+        return self.context_edge_offset + kind
 
 
 def mention_membership(entity_position_ids: torch.Tensor, word_length: int) -> torch.Tensor:
@@ -272,6 +296,41 @@ def build_entity_entity_labels(
     return e2e
 
 
+def build_context_entity_labels(
+    config: LabelConfig, entity_graph_edges: torch.Tensor, entity_length: int
+) -> torch.Tensor:
+    """e2e label ids `(B, E, E)` of the thesis's context graph (Acton 2023, 3.1; `entity_graph="context"`).
+
+    `entity_graph_edges` `(B, K, 3)` long: rows `(i, j, kind)` of entity indices and a `CONTEXT_EDGE_KINDS` index,
+    `-1` rows for padding; an edge is undirected (both `(i, j)` and `(j, i)` get its label). Every edge kind is its
+    own label (`single_edge_label`: one shared label); the diagonal the e2e self label; a pair without an edge gets
+    NULL, no learned label (the thesis leaves it unconnected unless rule 7 or 8, `complement` / `unconnected`, put an
+    edge there). The `e2e` and `e2e_graph` switches act as for the merged graph.
+    """
+    labels = RelativeLabels(config.max_relative_position)
+    switches = config.label_switches
+    batch_size, device = entity_graph_edges.size(0), entity_graph_edges.device
+    E = entity_length
+    if not switches["e2e"]:
+        return torch.zeros(batch_size, E, E, dtype=torch.long, device=device)
+    entity_index = torch.arange(E, device=device)
+    if not switches["e2e_graph"]:
+        e2e = labels.distance(entity_index[None, :] - entity_index[:, None], labels.entity_distance_offset)
+        return e2e.expand(batch_size, E, E)
+    # padded rows (-1) land in an extra last row and column, dropped below
+    first, second, kind = entity_graph_edges.unbind(-1)
+    real = kind >= 0
+    first = torch.where(real, first, E)
+    second = torch.where(real, second, E)
+    edge_label = labels.any_edge if switches["single_edge_label"] else labels.context_edge(kind.clamp(min=0))
+    edge_label = torch.where(real, edge_label, labels.NULL)
+    e2e = torch.full((batch_size, (E + 1) * (E + 1)), labels.NULL, dtype=torch.long, device=device)
+    e2e.scatter_(1, first * (E + 1) + second, edge_label)
+    e2e.scatter_(1, second * (E + 1) + first, edge_label)
+    e2e = e2e.view(batch_size, E + 1, E + 1)[:, :E, :E]
+    return e2e.masked_fill(torch.eye(E, dtype=torch.bool, device=device), labels.self_edge).contiguous()
+
+
 def assemble_labels(w2w: torch.Tensor, e2w: torch.Tensor | None, e2e: torch.Tensor | None) -> torch.Tensor:
     """The four blocks -> one `(B, P, P)` label matrix, words first."""
     if e2w is None:
@@ -408,10 +467,13 @@ def build_attention_structure(
     entity_string_ids: torch.Tensor | None = None,
     entity_sentence_ids: torch.Tensor | None = None,
     question_string_ids: torch.Tensor | None = None,
+    entity_graph_edges: torch.Tensor | None = None,
 ) -> AttentionStructure:
     """Masks and labels shared by every layer, from the compact inputs; `attention_mask` is `(B, P)` (words then
     entities); `config` also gives `use_relative_labels` and `attention_window`. `question_string_ids` `(B, L)`:
     the question's string-matched occurrences of the candidates (`build_entity_word_labels`), or None.
+    `entity_graph_edges` `(B, K, 3)`: the thesis's context-graph edges, read with `entity_graph="context"` (the e2e
+    labels come from them instead of the merged PLC / SENT / MATCH graph; `build_context_entity_labels`).
 
     Per token only (`TokenStructure`, linear in length); the dense `(B, P, P)` forms appear only if the
     eager path asks for them.
@@ -429,7 +491,12 @@ def build_attention_structure(
         entity_word_labels = build_entity_word_labels(
             config, word_length, global_attention_mask, entity_position_ids, placeholder, strings, question_string_ids
         )
-        entity_entity_labels = build_entity_entity_labels(config, placeholder, strings, sentences)
+        if getattr(config, "entity_graph", "merged") == "context":
+            if entity_graph_edges is None:
+                entity_graph_edges = torch.full((batch_size, 0, 3), -1, dtype=torch.long, device=device)
+            entity_entity_labels = build_context_entity_labels(config, entity_graph_edges, entity_length)
+        else:
+            entity_entity_labels = build_entity_entity_labels(config, placeholder, strings, sentences)
     tokens = TokenStructure(
         attention_mask=attention_mask,
         word_ranks=word_label_ranks(config, global_attention_mask) if use_labels else None,
@@ -468,6 +535,7 @@ def cached_plan(tokens: TokenStructure, key: tuple, build: Callable[[], Any]) ->
 
 __all__ = [
     "CLS_GLOBAL",
+    "CONTEXT_EDGE_KINDS",
     "LOCAL",
     "build_attention_structure",
     "QUESTION_GLOBAL",
@@ -475,6 +543,7 @@ __all__ = [
     "RelativeLabels",
     "TokenStructure",
     "assemble_labels",
+    "build_context_entity_labels",
     "build_attention_allowed",
     "EDGE_MATCH",
     "EDGE_NONE",

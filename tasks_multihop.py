@@ -42,9 +42,11 @@ from typing import Any
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
+from .configuration_gesa import ABLATION_PRESETS
 from .modeling_context_graph import ContextGraphForMultipleChoice
 from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, extend_position_embeddings
 from .modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
+from .processing_base_gesa import load_processor_settings
 from .processing_wikihop import WikihopProcessor
 from .records_wikihop import WikihopExample, examples_to_rows, load_wikihop_file, to_wikihop_examples
 from .resources_gesa import load_metric
@@ -79,6 +81,11 @@ class WikihopTask(Task):
     processor_settings: tuple[str, ...] = ("max_seq_length", "max_query_length", "max_entities", "max_mention_length")
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
+        if model_args.variant == CONTEXT_GRAPH and getattr(model_args, "choice_head", None) is not None:
+            raise ScriptArgumentError(
+                "--choice_head is for --variant gesa, luke and luke_graph; --variant context_graph always scores with "
+                "eq. 2.62"
+            )
         window = model_args.attention_window
         if window is not None and window < 1:
             raise ScriptArgumentError(f"--attention_window must be at least 1 word (or none for full attention), got "
@@ -120,13 +127,32 @@ class WikihopTask(Task):
         config = check_model_source(path, spec, f"--task {self.name} --variant {model_args.variant}", **hub)
         tokenizer = load_run_tokenizer(model_args, path, config)
         settings = {name: getattr(data_args, name) for name in self.processor_settings}
-        try:
-            processor = WikihopProcessor(tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID)
+        settings.update(graph_rules(model_args, path, config, hub))
+        try:  # the settings checked before any weight loads
+            WikihopProcessor(tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID)
         except ValueError as error:
             raise ScriptArgumentError(str(error)) from None
         overrides: dict[str, Any] = {"attention_window": model_args.attention_window}
         if model_args.ablation is not None:
             overrides["ablation"] = model_args.ablation
+        choice_head = getattr(model_args, "choice_head", None)
+        if choice_head is not None:
+            if config.get("model_type") != "luke" and config.get("choice_head", "hde") != choice_head:
+                raise ScriptArgumentError(
+                    f"--choice_head {choice_head}: {path} is a trained checkpoint whose head is "
+                    f"{config.get('choice_head', 'hde')!r}; it keeps it. Drop --choice_head, or start from a LUKE "
+                    "checkpoint"
+                )
+            overrides["choice_head"] = choice_head
+        preset = ABLATION_PRESETS.get(model_args.ablation or "full", {})
+        if model_args.variant == "gesa" and "entity_graph" not in preset and preset.get("use_relative_labels", True):
+            # GESA reads the thesis's context graph, one label per edge kind (ablation merged_graph: the three labels)
+            overrides["entity_graph"] = "context"
+        if getattr(model_args, "graph_config", None) and overrides.get("entity_graph") != "context":
+            raise ScriptArgumentError(
+                "--graph_config: the context graph's rules are read by GESA on that graph (--variant gesa, no "
+                "--ablation merged_graph / luke); this model's e2e labels do not read them. Drop --graph_config"
+            )
         model = build_variant_model(
             spec,
             path,
@@ -138,6 +164,11 @@ class WikihopTask(Task):
         )
         # absolute positions (LUKE, LUKE-Graph, presets with entity positions) must reach the longest sequence
         extend_position_embeddings(model, data_args.max_seq_length + (model.config.pad_token_id or 0) + 1)
+        # the features carry the graph the model's e2e labels read
+        entity_graph = getattr(model.config, "entity_graph", "merged")
+        processor = WikihopProcessor(
+            tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID, entity_graph=entity_graph
+        )
         return LoadedModel(model, processor, tokenizer)
 
     # ------------------------------------------------------------------------------------------- features
@@ -192,6 +223,37 @@ _FILLER = [
     "Its economy depends on trade, tourism and small workshops.",
     "A weekly market is held in the old square near the church.",
 ]
+
+
+# the context graph's optional rules, a processor setting of GESA's WikiHop features (`--graph_config` with
+# --variant gesa; `ContextGraphConfig`'s names)
+GRAPH_RULES = ("co_document_edges", "complement_edges", "unconnected_edges", "co_mention_edges", "sentence_nodes")
+
+
+def graph_rules(model_args: Any, path: str, config: Mapping[str, Any], hub: Mapping[str, Any]) -> dict[str, Any]:
+    """The context graph's rules of GESA's features: ``--graph_config`` for a model converted from LUKE, the saved
+    ``processor_config.json``'s for a trained checkpoint (its graph is fixed)."""
+    text = getattr(model_args, "graph_config", None)
+    if config.get("model_type") != "luke":
+        if text:
+            raise ScriptArgumentError(
+                f"--graph_config: {path} is a trained checkpoint; its graph rules are fixed (processor_config.json). "
+                "Drop --graph_config, or start from a LUKE checkpoint"
+            )
+        saved, _ = load_processor_settings(path, **hub)
+        return {name: saved[name] for name in GRAPH_RULES if name in saved}
+    if not text:
+        return {}
+    try:
+        rules = json.loads(text)
+    except ValueError as error:
+        raise ScriptArgumentError(f"--graph_config is not JSON ({error})") from None
+    if not isinstance(rules, dict) or set(rules) - set(GRAPH_RULES):
+        raise ScriptArgumentError(
+            f"--graph_config with --variant {model_args.variant}: a JSON object of the context graph's rules "
+            f'{list(GRAPH_RULES)}, e.g. \'{{"sentence_nodes": "all", "complement_edges": true}}\''
+        )
+    return rules
 
 
 def _name(rng: random.Random, parts: int) -> str:

@@ -98,10 +98,19 @@ class ModelArguments(BaseModelArguments):
         default=None,
         metadata={"help": "--variant context_graph: a row of Acton 2023's table 5.1 (hde_base, att_base, bert_base)."},
     )
+    choice_head: str | None = field(
+        default=None,
+        metadata={"help": "WikiHop with --variant gesa/luke/luke_graph: the candidate score, 'hde' (Acton 2023 eq. "
+                  "2.62, HDE's output; the default for a model converted from LUKE) or 'query_candidate' (a linear "
+                  "layer on [query entity; candidate entity]); a trained checkpoint keeps its own",
+                  "choices": ["hde", "query_candidate"]},
+    )  # fmt: skip
     graph_config: str | None = field(
         default=None,
         metadata={"help": "--variant context_graph: a JSON object of ContextGraphConfig fields, e.g. "
-                  '\'{"gnn_core": "sdp", "gnn_num_layers": 9, "sentence_nodes": "all"}\' (docs/wikihop.md)'},
+                  '\'{"gnn_core": "sdp", "gnn_num_layers": 9, "sentence_nodes": "all"}\' (docs/wikihop.md); '
+                  "--variant gesa: the context graph's rules only (co_document_edges, complement_edges, "
+                  "unconnected_edges, co_mention_edges, sentence_nodes)"},
     )  # fmt: skip
 
 

@@ -563,6 +563,8 @@ BAD_GESA_FIELDS = [
     ("use_value_labels", None, "expected bool"),
     ("attention_window", True, "doesn't match any type"),
     ("use_entity_position_embeddings", "yes", "doesn't match any type"),
+    ("entity_graph", "thesis", r"must be one of \('merged', 'context'\)"),
+    ("choice_head", "linear", r"must be one of \('hde', 'query_candidate'\)"),
     ("ablation", "no_graph", "ablation='no_graph' is unknown"),
     ("pad_token_id", "1", "doesn't match any type"),
     ("bos_token_id", 0.5, "doesn't match any type"),

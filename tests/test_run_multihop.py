@@ -71,6 +71,74 @@ def test_each_variant_trains_and_evaluates_on_its_own_candidates(tiny_luke_dir, 
     config = json.loads((output_dir / "config.json").read_text())
     assert config["attention_window"] == 32
     assert config.get("ablation") == (None if variant == "gesa" else "luke")
+    # GESA reads the thesis's context graph; every head scores with eq. 2.62
+    assert (config["entity_graph"], config["choice_head"]) == ("context" if variant == "gesa" else "merged", "hde")
+    processor = json.loads((output_dir / "processor_config.json").read_text())
+    assert processor["entity_graph"] == config["entity_graph"]
+
+
+@pytest.mark.slow
+def test_the_merged_graph_and_the_query_candidate_head_are_run_flags_a_checkpoint_keeps(
+    tiny_luke_dir, tmp_path, capsys
+):
+    train, evaluation = make_wikihop_sample(4, seed=1), make_wikihop_sample(3, seed=2)
+    output_dir, first = run_script(tiny_luke_dir, tmp_path, "gesa", train, evaluation,
+                                   extra=["--num_train_epochs", "1", "--max_seq_length", "512",
+                                          "--ablation", "merged_graph", "--choice_head", "query_candidate"])  # fmt: skip
+    config = json.loads((output_dir / "config.json").read_text())
+    assert (config["entity_graph"], config["choice_head"], config["ablation"]) == (
+        "merged",
+        "query_candidate",
+        "merged_graph",
+    )
+    dev = write_wikihop_file(tmp_path / "dev2.json", evaluation)
+    common = ["--task", "wikihop", "--model_name_or_path", str(output_dir), "--validation_file", str(dev),
+              "--do_eval", "--max_seq_length", "512", "--report_to", "none", "--use_cpu", "true"]  # fmt: skip
+    again = load_multihop_script().main([*common, "--output_dir", str(tmp_path / "again")])
+    assert again["eval_accuracy"] == first["eval_accuracy"]
+    refused = multihop_error_line(capsys, [*common, "--choice_head", "hde", "--output_dir", str(tmp_path / "x")])
+    assert "whose head is 'query_candidate'; it keeps it" in refused
+
+
+@pytest.mark.slow
+def test_gesa_takes_the_context_graphs_rules_and_its_checkpoint_keeps_them(tiny_luke_dir, tmp_path, capsys):
+    train, evaluation = make_wikihop_sample(4, seed=1), make_wikihop_sample(3, seed=2)
+    rules = '{"sentence_nodes": "all", "complement_edges": true}'
+    output_dir, first = run_script(tiny_luke_dir, tmp_path, "gesa", train, evaluation,
+                                   extra=["--num_train_epochs", "1", "--max_seq_length", "512",
+                                          "--graph_config", rules])  # fmt: skip
+    processor = json.loads((output_dir / "processor_config.json").read_text())
+    assert (processor["entity_graph"], processor["sentence_nodes"], processor["complement_edges"]) == (
+        "context",
+        "all",
+        True,
+    )
+    dev = write_wikihop_file(tmp_path / "dev2.json", evaluation)
+    common = ["--task", "wikihop", "--model_name_or_path", str(output_dir), "--validation_file", str(dev),
+              "--do_eval", "--max_seq_length", "512", "--report_to", "none", "--use_cpu", "true"]  # fmt: skip
+    again = load_multihop_script().main([*common, "--output_dir", str(tmp_path / "again")])
+    assert again["eval_accuracy"] == first["eval_accuracy"]
+    assert json.loads((tmp_path / "again" / "eval_predictions.json").read_text()) == json.loads(
+        (output_dir / "eval_predictions.json").read_text()
+    )
+    refused = multihop_error_line(capsys, [*common, "--graph_config", rules, "--output_dir", str(tmp_path / "x")])
+    assert "is a trained checkpoint; its graph rules are fixed" in refused
+
+
+def test_a_model_off_the_context_graph_refuses_its_rules(tiny_luke_dir, tmp_path, capsys):
+    evaluation = write_wikihop_file(tmp_path / "dev.json", make_wikihop_sample(2, seed=2))
+    for extra in (["--variant", "luke"], ["--variant", "gesa", "--ablation", "merged_graph"]):
+        refused = multihop_error_line(capsys, ["--task", "wikihop", "--model_name_or_path", str(tiny_luke_dir),
+                                               "--validation_file", str(evaluation), "--do_eval", "--report_to",
+                                               "none", "--use_cpu", "true", "--output_dir", str(tmp_path / "out"),
+                                               "--graph_config", '{"sentence_nodes": "all"}', *extra])  # fmt: skip
+        assert "this model's e2e labels do not read them. Drop --graph_config" in refused
+
+
+def test_the_context_graph_variant_refuses_a_choice_head(capsys):
+    refused = multihop_error_line(capsys, ["--task", "wikihop", "--variant", "context_graph", "--choice_head", "hde",
+                                           "--do_eval", "--output_dir", "x", "--model_name_or_path", "y"])  # fmt: skip
+    assert "--variant context_graph always scores with eq. 2.62" in refused
 
 
 @pytest.mark.slow

@@ -213,9 +213,9 @@ def batch_of(tokenizer, records, max_seq_length=512):
     return processor(records, return_tensors="pt")
 
 
-def test_head_is_softmax_cross_entropy_over_candidates_with_padding_masked(tokenizer):
+def test_query_candidate_head_is_softmax_cross_entropy_over_candidates_with_padding_masked(tokenizer):
     torch.manual_seed(0)
-    model = GesaForEntityMultipleChoice(tiny_config()).eval()
+    model = GesaForEntityMultipleChoice(tiny_config(choice_head="query_candidate")).eval()
     records = [RECORD, {**make_wikihop_sample(1, seed=9, num_candidates=6)[0]}]
     batch = batch_of(tokenizer, records)
     output = model(**batch, output_hidden_states=True)
