@@ -249,6 +249,24 @@ class GesaConfig(PreTrainedConfig):
                 super().__setattr__(name, previous)
             raise
 
+    @classmethod
+    def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> "GesaConfig":
+        """`PreTrainedConfig.from_dict`; a multiple-choice checkpoint whose config has no `choice_head` was saved
+        before the field existed, with the linear head: it loads as `"query_candidate"`, its trained head (every
+        config saved since writes the field, `to_diff_dict`)."""
+        architectures = config_dict.get("architectures") or []
+        if (
+            "choice_head" not in config_dict
+            and "choice_head" not in kwargs
+            and any(name.endswith("ForEntityMultipleChoice") for name in architectures)
+        ):
+            config_dict = {**config_dict, "choice_head": "query_candidate"}
+        return super().from_dict(config_dict, **kwargs)
+
+    def to_diff_dict(self) -> dict[str, Any]:
+        """`PreTrainedConfig.to_diff_dict`, `choice_head` always written even at its default (`from_dict`)."""
+        return {**super().to_diff_dict(), "choice_head": self.choice_head}
+
     def _apply_ablation(self) -> None:
         """Resolve the preset-controlled fields: the preset's value, or the caller's when it does not contradict."""
         explicit_switches = dict(self.label_switches or {})

@@ -119,3 +119,24 @@ def test_the_context_graph_gnn_and_the_wikihop_heads_share_one_eq_2_62():
     assert context_graph_module.candidate_scores is output_module.candidate_scores
     scorer = output_module.Scorer(8)
     assert (scorer.hidden.in_features, scorer.hidden.out_features, scorer.out.out_features) == (8, 4, 1)
+
+
+@pytest.mark.parametrize("head", sorted(HEADS))
+def test_a_checkpoint_saved_before_choice_head_existed_keeps_its_linear_head(tokenizer, tmp_path, head):
+    """A saved config always names its head; one without ``choice_head`` (saved before the field existed, when the
+    linear head was the only one) reloads with that head and its trained weights, not fresh eq. 2.62 scorers."""
+    import json
+
+    torch.manual_seed(0)
+    fresh = tiny(head)
+    fresh.save_pretrained(tmp_path / "new")
+    assert json.loads((tmp_path / "new" / "config.json").read_text())["choice_head"] == "hde"  # the default, written
+    older = tiny(head, choice_head="query_candidate")
+    older.save_pretrained(tmp_path / "old")
+    path = tmp_path / "old" / "config.json"
+    path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "choice_head"}))
+    reloaded = type(older).from_pretrained(tmp_path / "old").eval()
+    assert reloaded.config.choice_head == "query_candidate"
+    batch = WikihopProcessor(tokenizer, max_seq_length=512, max_query_length=32)([RECORD], return_tensors="pt")
+    torch.testing.assert_close(reloaded(**batch).logits, older(**batch).logits)
+    assert type(fresh).from_pretrained(tmp_path / "new").config.choice_head == "hde"
