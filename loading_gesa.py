@@ -230,6 +230,25 @@ def save_pretrained_with_pipeline(
         save_knowledge_files(model, save_directory)
 
 
+def knowledge_file(source: str | os.PathLike | None, name: str) -> Path | None:
+    """``name`` (one of ``KNOWLEDGE_FILES``) beside a checkpoint's weights: in its folder, or in its Hub repo (fetched
+    into the Hub cache as ``from_pretrained`` fetches the weights); ``None`` when the checkpoint carries no such file
+    (or the Hub cannot be reached: the caller then refuses a user-KB model by name)."""
+    if source is None:
+        return None
+    if os.path.isdir(source):
+        path = Path(source) / name
+        return path if path.is_file() else None
+    from transformers.utils import cached_file
+
+    try:
+        found = cached_file(str(source), name, _raise_exceptions_for_missing_entries=False,
+                            _raise_exceptions_for_connection_errors=False)  # fmt: skip
+    except (OSError, ValueError):  # not a repo id, a gated or missing repo
+        return None
+    return Path(found) if found else None
+
+
 def save_knowledge_files(model: Any, save_directory: str | os.PathLike) -> None:
     """A KAR/ERNIE model's own KB files (``KNOWLEDGE_FILES``) beside its weights: its ``knowledge_files`` (the run's
     ``--kb_alias_table`` / ``--kb_entity_vectors``, ``records_kb.KnowledgeBaseFiles``) written, else those of the
@@ -246,16 +265,17 @@ def save_knowledge_files(model: Any, save_directory: str | os.PathLike) -> None:
     files = getattr(model, "knowledge_files", None)
     if files is not None:
         files.save(target)
-    elif source and Path(source).is_dir():
+    else:  # loaded from a folder or a Hub repo that carries them
         for name in KNOWLEDGE_FILES:
-            if (Path(source) / name).is_file():
-                shutil.copyfile(Path(source) / name, target / name)
+            if (found := knowledge_file(source, name)) is not None:
+                shutil.copyfile(found, target / name)
 
 
 __all__ = [
     "KB_ALIAS_TABLE_FILE",
     "KB_ENTITIES_FILE",
     "KNOWLEDGE_FILES",
+    "knowledge_file",
     "PipelineSpec",
     "WEIGHTS_NAMES",
     "checkpoint_pipeline",

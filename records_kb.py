@@ -45,7 +45,7 @@ from typing import Any
 import torch
 
 from .inputs_gesa import InputError, Location, read_text_lines
-from .loading_gesa import KB_ALIAS_TABLE_FILE, KB_ENTITIES_FILE
+from .loading_gesa import KB_ALIAS_TABLE_FILE, KB_ENTITIES_FILE, knowledge_file
 from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder, knowledge_inputs_of
 
 logger = logging.getLogger(__name__)
@@ -256,17 +256,14 @@ def read_entity_list(path: str | Path, where: str | None = None) -> list[str]:
 def checkpoint_knowledge_files(
     folder: str | Path | None, entity_vocab: Mapping[str, int] | None = None
 ) -> KnowledgeBaseFiles | None:
-    """The KB a checkpoint folder carries (``loading_gesa.KNOWLEDGE_FILES``, written by ``KnowledgeBaseFiles.save``),
-    or ``None`` when it carries none (its KB is LUKE's entity table, its aliases the titles). The vectors stay in the
-    weights (``vectors`` is ``None``)."""
-    if folder is None or not Path(folder).is_dir():
+    """The KB a checkpoint (a folder or a Hub repo, ``loading_gesa.knowledge_file``) carries
+    (``loading_gesa.KNOWLEDGE_FILES``, written by ``KnowledgeBaseFiles.save``), or ``None`` when it carries none (its
+    KB is LUKE's entity table, its aliases the titles). The vectors stay in the weights (``vectors`` is ``None``)."""
+    entities_path, aliases_path = knowledge_file(folder, KB_ENTITIES_FILE), knowledge_file(folder, KB_ALIAS_TABLE_FILE)
+    if entities_path is None and aliases_path is None:
         return None
-    folder = Path(folder)
-    entities_path, aliases_path = folder / KB_ENTITIES_FILE, folder / KB_ALIAS_TABLE_FILE
-    if not entities_path.is_file() and not aliases_path.is_file():
-        return None
-    entities = read_entity_list(entities_path) if entities_path.is_file() else None
-    if not aliases_path.is_file():
+    entities = read_entity_list(entities_path) if entities_path is not None else None
+    if aliases_path is None:
         return KnowledgeBaseFiles(entities, None, None)
     return resolve_alias_table(aliases_path, entities, None, entity_vocab)
 
@@ -277,7 +274,7 @@ def checkpoint_knowledge_builder(model: Any, tokenizer: Any, user: str) -> Knowl
     user KB (``kb_size``) without its files is refused (``processing_kb.knowledge_inputs_of``)."""
     entity_vocab = getattr(tokenizer, "entity_vocab", None)
     folder = getattr(model.config, "_name_or_path", None)
-    carried = folder is not None and (Path(folder) / KB_ENTITIES_FILE).is_file()
+    carried = knowledge_file(folder, KB_ENTITIES_FILE) is not None
     variant = knowledge_inputs_of(model, user, kb_files=carried)  # a user KB without its entity list: refused
     files = checkpoint_knowledge_files(folder, entity_vocab)
     kb_size = getattr(model.config, "kb_size", None)

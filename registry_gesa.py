@@ -53,7 +53,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
@@ -62,7 +61,7 @@ from .configuration_context_graph import ContextGraphConfig
 from .configuration_gesa import GesaConfig
 from .configuration_luke_graph import LukeGraphConfig
 from .configuration_variants import ErnieConfig, KarConfig, XhConfig
-from .loading_gesa import KB_ENTITIES_FILE
+from .loading_gesa import KB_ENTITIES_FILE, knowledge_file
 from .modeling_context_graph import ContextGraphForMultipleChoice
 from .modeling_ernie import ErnieForEntitySpanQA
 from .modeling_gesa import GesaForEntitySpanQA
@@ -126,7 +125,7 @@ class VariantSpec:
         if self.knowledge_variant is None:
             return
         kb_size = config.get("kb_size") if isinstance(config, Mapping) else getattr(config, "kb_size", None)
-        if kb_size is None or (folder is not None and (Path(folder) / KB_ENTITIES_FILE).is_file()):
+        if kb_size is None or knowledge_file(folder, KB_ENTITIES_FILE) is not None:
             return
         raise ValueError(
             f"{source} has kb_size={kb_size} (a user-supplied knowledge base, set with set_knowledge_base), but "

@@ -139,3 +139,30 @@ def test_saving_another_model_into_the_folder_removes_the_earlier_kb_files(user_
 
     KarModel.from_luke_pretrained(str(luke_dir), kar_layer=1).save_pretrained(folder)  # LUKE's table as its KB
     assert not (folder / KB_ENTITIES_FILE).exists() and not (folder / KB_ALIAS_TABLE_FILE).exists()
+
+
+def test_a_user_kb_checkpoint_on_the_hub_answers_with_its_kb(user_kb_checkpoint, tmp_path):
+    """The same checkpoint as a Hub repo id (a Hub cache laid out as ``snapshot_download`` leaves it, read offline):
+    its KB files come from the repo like its weights, and its pipeline takes the KB's candidates."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    output_dir, _ = user_kb_checkpoint
+    revision = "0" * 40
+    repo = tmp_path / "hub" / "models--someone--kar-user-kb"
+    shutil.copytree(output_dir, repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    code = (
+        "import json, transformers\n"
+        "relation = transformers.pipeline(model='someone/kar-user-kb', trust_remote_code=True)\n"
+        "print(json.dumps([relation.knowledge.candidates('Paris'), relation.model.config.kb_size]))\n"
+    )
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(tmp_path / "hub"),
+               HF_MODULES_CACHE=str(tmp_path / "modules"))  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    candidates, kb_size = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert candidates == [[0, 0.7], [1, 0.3]] and kb_size == len(ENTITIES)  # KB rows, not LUKE's entity ids
