@@ -522,8 +522,9 @@ def check_output_dir(output_dir: str) -> Path:
     return output
 
 
-# seconds per training step of the default tiny LUKE (64 x 4, batch 16) on one unloaded CPU core (OMP_NUM_THREADS=1),
-# measured with this script; other sizes scale it by layers x width^2 (the estimate is refined after the first run)
+# seconds per training step of the default tiny LUKE (64 x 4, batch 16) on one CPU core (OMP_NUM_THREADS=1), the
+# mean of GESA's and LUKE's runs of this script (a 600-step `full` run took 82 s, evaluation included); other sizes
+# scale it by layers x width^2 x batch, and every finished run prints the time left from the runs so far
 SECONDS_PER_STEP = 0.12
 
 
