@@ -17,8 +17,11 @@ ReCoRD (spec `variants.md`): one graph per query. Nodes are the passage's senten
 the article, each `@highlight` line its own sentence; a boundary inside a candidate mention is dropped), each node
 `<s> Q' </s> </s> S' </s>` with the query (`@placeholder` -> `[PLC]`) and the sentence with every candidate mention
 wrapped in `[ENT]` markers. Entities of a node: its placeholder (on `[PLC]`) and its mentions; `entity_string_ids` are
-graph-wide candidate indices (one per normalised candidate string) and `labels` mark the gold ones. Edges join two
-sentences that share a candidate string (both directions).
+graph-wide candidate indices (one per normalised candidate string) and `labels` mark the gold ones. Every node's
+`question_string_ids` mark the query words that name a candidate (`candidates_gesa.string_occurrences`, the rule of
+`GesaProcessor`): the mention label links the candidate's entities to them too (paper 3.3; preset
+`no_question_mentions` drops those links, `luke` never reads them). Edges join two sentences that share a candidate
+string (both directions).
 
 HotpotQA (distractor layout, HF rows: `question`, `answer`, `supporting_facts`, `context.title/sentences`): one graph
 per question, one node per paragraph, `<s> question </s> </s> title: paragraph </s>`. Edges, as Wikipedia links are
@@ -45,7 +48,7 @@ import torch
 from tokenizers import AddedToken
 from transformers import PreTrainedTokenizerBase
 
-from .candidates_gesa import normalize_entity_string
+from .candidates_gesa import normalize_entity_string, string_occurrences, token_string_ids
 from .processing_base_gesa import ProcessorBase
 from .records_gesa import RECORD_HIGHLIGHT, RECORD_PLACEHOLDER, RecordExample, check_example, to_record_examples
 from .structure_gesa import LUKE_MASK_ENTITY_ID
@@ -113,7 +116,8 @@ def _strip_title(title: str) -> str:
 class XhGraphCollator:
     """Pads graph features to tensors for `modeling_xh` (python lists in, torch tensors out).
 
-    Returns `input_ids`, `attention_mask`, `global_attention_mask`: `(G, N, L)`; with entities `entity_ids`,
+    Returns `input_ids`, `attention_mask`, `global_attention_mask` (and `question_string_ids`, -1 padded, when the
+    features have it): `(G, N, L)`; with entities `entity_ids`,
     `entity_attention_mask`, `placeholder_entity_mask`, `entity_string_ids`, `entity_sentence_ids`: `(G, N, E)` and
     `entity_position_ids` `(G, N, E, M)`; `node_mask` `(G, N)`; `node_adjacency` `(G, N, N)`; and the labels present:
     `labels` `(G, C)` (ReCoRD, 0-padded), `relevant_node`, `start_positions`, `end_positions` `(G,)` (HotpotQA),
@@ -135,6 +139,9 @@ class XhGraphCollator:
         input_ids = torch.full((graphs, nodes, length), self.pad_token_id, dtype=torch.long)
         attention_mask = torch.zeros(graphs, nodes, length, dtype=torch.long)
         global_mask = torch.zeros(graphs, nodes, length, dtype=torch.long)
+        question_strings = (
+            torch.full((graphs, nodes, length), -1, dtype=torch.long) if "question_string_ids" in features[0] else None
+        )
         node_mask = torch.zeros(graphs, nodes, dtype=torch.long)
         adjacency = torch.zeros(graphs, nodes, nodes, dtype=torch.long)
         for g, feature in enumerate(features):
@@ -145,6 +152,8 @@ class XhGraphCollator:
                 input_ids[g, n, : len(ids)] = torch.tensor(ids)
                 attention_mask[g, n, : len(ids)] = 1
                 global_mask[g, n, : len(ids)] = torch.tensor(feature["global_attention_mask"][n])
+                if question_strings is not None:
+                    question_strings[g, n, : len(ids)] = torch.tensor(feature["question_string_ids"][n])
         batch.update(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -152,6 +161,8 @@ class XhGraphCollator:
             node_mask=node_mask,
             node_adjacency=adjacency,
         )
+        if question_strings is not None:
+            batch["question_string_ids"] = question_strings
         if "entity_position_ids" in features[0]:
             entities = max(len(e) for f in features for e in f["entity_position_ids"])
             mention = max((len(p) for f in features for e in f["entity_position_ids"] for p in e), default=1)
@@ -318,21 +329,46 @@ class XhProcessor(ProcessorBase):
         ids += self._tokens(rest, leading_space=bool(ids) and rest[:1].isspace())
         return ids, positions
 
-    def _query_ids(self, query: str) -> tuple[list[int], int]:
-        """Query word ids with `[PLC]`, cut to `max_query_length` around it; returns (ids, index of `[PLC]`)."""
+    def _query_ids(self, query: str, candidate_texts: Sequence[str] = ()) -> tuple[list[int], int, list[int]]:
+        """Query word ids with `[PLC]`, cut to `max_query_length` around it; returns (ids, index of `[PLC]`, string
+        ids): per query token the index in `candidate_texts` of the candidate occurrence it lies in, -1 elsewhere
+        (`candidates_gesa.string_occurrences`: the candidates' normalisation and whole-word rule, matched on text,
+        the placeholder never)."""
         if query.count(RECORD_PLACEHOLDER) != 1:
             raise ValueError(f"a ReCoRD query needs exactly one {RECORD_PLACEHOLDER}: {query!r}")
+        query = _whitespace_to_spaces(query)
         left, right = query.split(RECORD_PLACEHOLDER)
-        left_ids = self._tokens(_whitespace_to_spaces(left), leading_space=False)
-        right_ids = self._tokens(_whitespace_to_spaces(right), leading_space=right[:1].isspace())
+        right_start = len(left) + len(RECORD_PLACEHOLDER)
+        occurrences = string_occurrences(
+            query, candidate_texts, range(len(candidate_texts)), [(len(left), right_start)]
+        )
+        left_ids, left_strings = self._query_tokens(left, False, 0, occurrences)
+        right_ids, right_strings = self._query_tokens(right, right[:1].isspace(), right_start, occurrences)
         ids = left_ids + [self.placeholder_id] + right_ids
+        strings = left_strings + [-1] + right_strings
         plc = len(left_ids)
         if len(ids) > self.max_query_length:
             self._count("truncated_queries")
             start = max(0, min(plc - self.max_query_length // 2, len(ids) - self.max_query_length))
             ids = ids[start : start + self.max_query_length]
+            strings = strings[start : start + self.max_query_length]
             plc -= start
-        return ids, plc
+        return ids, plc, strings
+
+    def _query_tokens(
+        self, text: str, leading_space: bool, base: int, occurrences: Sequence[tuple[int, int, int]]
+    ) -> tuple[list[int], list[int]]:
+        """`_tokens(text, leading_space)` and each token's string id (`candidates_gesa.token_string_ids`) from the
+        backend's offsets, `text` starting at character `base` of the query the `occurrences` were found in."""
+        stripped = text.strip()
+        if not stripped:
+            return [], []
+        prefix = " " if leading_space else ""
+        encoding = self._tokenizer_backend().encode(prefix + stripped, add_special_tokens=False)
+        # offsets of `prefix + stripped` -> offsets in the query
+        shift = base + len(text) - len(text.lstrip()) - len(prefix)
+        offsets = [(start + shift, end + shift) for start, end in encoding.offsets]
+        return list(encoding.ids), token_string_ids(offsets, occurrences)
 
     def _node(self, question_ids: list[int], text_ids: list[int]) -> tuple[list[int], list[int], int]:
         """`<s> Q </s> </s> T </s>` (T truncated); returns ids, global attention mask and the offset of T."""
@@ -369,14 +405,15 @@ class XhProcessor(ProcessorBase):
             if key not in candidate_index:
                 candidate_index[key] = len(candidate_texts)
                 candidate_texts.append(passage[start:end])
-        query_ids, plc = self._query_ids(example.query)
+        query_ids, plc, query_strings = self._query_ids(example.query, candidate_texts)
+        # every node carries the query: its words that name a candidate are that candidate's mentions too (paper 3.3)
         sentences = record_sentences(passage, spans)
         if self.max_nodes is not None and len(sentences) > self.max_nodes:
             self._count("truncated_graphs")
             sentences = sentences[: self.max_nodes]
         feature: dict[str, list] = {name: [] for name in (
             "input_ids", "global_attention_mask", "entity_position_ids", "placeholder_entity_mask",
-            "entity_string_ids", "entity_sentence_ids",
+            "entity_string_ids", "entity_sentence_ids", "question_string_ids",
         )}  # fmt: skip
         node_strings: list[set[int]] = []
         for node, (s_start, s_end) in enumerate(sentences):
@@ -404,6 +441,7 @@ class XhProcessor(ProcessorBase):
             feature["placeholder_entity_mask"].append(placeholder)
             feature["entity_string_ids"].append(strings)
             feature["entity_sentence_ids"].append(sentence_ids)
+            feature["question_string_ids"].append([-1, *query_strings] + [-1] * (len(ids) - 1 - len(query_strings)))
             node_strings.append(kept)
         count = len(sentences)
         adjacency = [

@@ -17,14 +17,17 @@ Everything is built here, offline: the tasks (``synthetic_gesa``), a byte-level 
 LUKE (width 64, 4 layers, 4 heads by default) saved like a Hub checkpoint, and from it one GESA per preset
 (``from_luke_pretrained``), trained with ``Trainer`` on ``GesaProcessor`` features. It prints, per preset and label
 init, the training loss every ``--logging_steps``, the step at which the loss leaves the constant-score level and the
-dev exact match per hop count, each the mean over ``--seeds``, and saves the curves as a PNG.
+dev exact match per hop count (mean and spread over ``--seeds``) with a verdict against LUKE per hop count
+("inconclusive" while a run has not learned the one-hop control), and saves the curves as a PNG.
 
 Constant-score level: the training loss of a model giving every candidate the same score, i.e. the binary entropy
 ``H(p)`` of the training features' positive rate ``p`` (0.234 for one answer among 16 candidates). A run *leaves* it at
 the first logging step whose logged training loss is below ``(1 - --leave_margin) * H(p)``.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=<dir holding gesa> python bench/diagnose_graph.py \\
-        --presets luke,full,no_match_edges,no_sent_edges --inits old,new --seeds 0 --max_steps 300
+    OMP_NUM_THREADS=1 python bench/diagnose_graph.py --output_dir diagnostic_out/defaults
+
+runs `luke`, `full` and `no_question_mentions` on seeds 0, 1, 2 (600 steps each, the one-hop control beside two
+hops) and prints the number of runs and a time estimate first. ``--output_dir`` is required.
 
 ``--inits``: ``old`` = every label row at ``initializer_range`` (the init before the entity rows were scaled);
 ``new`` = the default: entity label rows at ``ENTITY_LABEL_LOGIT_STD``, mention rows turned towards the ``[MASK]``
@@ -35,6 +38,7 @@ turned. ``luke`` has no label tables: it runs once.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import sys
 import tempfile
@@ -50,6 +54,7 @@ from transformers.trainer_callback import PrinterCallback
 from transformers.utils import logging as hf_logging
 
 from gesa.configuration_gesa import ABLATION_PRESETS
+from gesa.conversion_gesa import convert_luke_checkpoint
 from gesa.modeling_gesa import ENTITY_LABEL_LOGIT_STD, GesaForEntitySpanQA, GesaPreTrainedModel
 from gesa.processing_gesa import GesaProcessor
 from gesa.synthetic_gesa import generate_records, hop_count
@@ -62,11 +67,11 @@ EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
 @dataclass
 class DiagnosticArguments:
     presets: str = field(
-        default="luke,full,no_match_edges,no_sent_edges",
-        metadata={"help": "Comma-separated ABLATION_PRESETS names, or 'all' (the 14 rows)."},
+        default="luke,full,no_question_mentions",
+        metadata={"help": "Comma-separated ABLATION_PRESETS names, or 'all' (every preset)."},
     )
     inits: str = field(
-        default="old,new",
+        default="new",
         metadata={"help": "Entity label row init per GESA run: 'old' (initializer_range), 'new', or a logit std."},
     )
     seeds: str = field(
@@ -88,17 +93,21 @@ class DiagnosticArguments:
     pairs: int = field(default=4, metadata={"help": "Chains (cities) per passage."})
     distractors: int = field(default=0, metadata={"help": "'W visited CITY.' sentences per passage."})
     train_size: int = field(default=2000, metadata={"help": "Training records (hop counts cycle)."})
-    eval_size: int = field(default=300, metadata={"help": "Dev records (hop counts cycle)."})
+    eval_size: int = field(default=200, metadata={"help": "Dev records (hop counts cycle)."})
     data_seed: int = field(default=0, metadata={"help": "Seed of the generated data (the same for every run)."})
-    max_steps: int = field(default=300, metadata={"help": "Training steps per run."})
+    # at these defaults `full` learns the one-hop control on every seed of 0-5 (docs/diagnostic.md)
+    max_steps: int = field(default=600, metadata={"help": "Training steps per run."})
     batch_size: int = field(default=16)
-    learning_rate: float = field(default=5e-4)
-    logging_steps: int = field(default=25)
+    learning_rate: float = field(default=1e-3, metadata={"help": "Peak learning rate (linear decay to 0)."})
+    logging_steps: int = field(default=50)
     leave_margin: float = field(default=0.05, metadata={"help": "Relative margin below the constant-score loss."})
     hidden_size: int = field(default=64)
     num_hidden_layers: int = field(default=4)
     num_attention_heads: int = field(default=4)
-    output_dir: str = field(default="diagnostic_out", metadata={"help": "results.json and curves.png go here."})
+    output_dir: str = field(
+        default="",
+        metadata={"help": "Required: the folder results.json and curves.png are written to (made if missing)."},
+    )
     plot_title: str = field(default="")
     from_results: str = field(
         default="",
@@ -238,7 +247,9 @@ def run_one(
         curve += [(done + entry["step"], entry["loss"]) for entry in trainer.state.log_history if "loss" in entry]
         done += steps
     seconds = time.perf_counter() - start
-    return {"curve": curve, "em": exact_match_per_hop(trainer, dev, dev_columns), "seconds": seconds}
+    em = exact_match_per_hop(trainer, dev, dev_columns)
+    conversion = getattr(model, "luke_conversion_info", {"missing_keys": [], "unexpected_keys": []})
+    return {"curve": curve, "em": em, "seconds": seconds, "conversion": conversion}
 
 
 def make_trainer(args, model, processor, train, max_steps: int, seed: int, workdir: Path) -> Trainer:
@@ -285,9 +296,8 @@ def summarise(args: DiagnosticArguments, runs: list[dict[str, Any]], level: floa
                 "steps": steps,
                 "loss": mean_curve,
                 "leave_steps": leaves,
-                # a run that never leaves counts as max_steps + logging_steps in the mean
-                "leave_mean": sum(s if s is not None else args.max_steps + args.logging_steps for s in leaves)
-                / len(leaves),
+                # a mean step only when every seed left: a run that never left has no step to average
+                "leave_mean": None if None in leaves else sum(leaves) / len(leaves),
                 "em": {hop: sum(run["em"][hop] for run in group) / len(group) for hop in hops},
                 "em_per_seed": {hop: [run["em"][hop] for run in group] for hop in hops},
                 "em_spread": {hop: spread([run["em"][hop] for run in group]) for hop in hops},
@@ -361,7 +371,7 @@ def print_table(args: DiagnosticArguments, rows: list[dict[str, Any]], level: fl
             f"s{seed}: {'never' if step is None else step}"
             for seed, step in zip(row["seeds"], row["leave_steps"], strict=True)
         )
-        cells = [row["preset"], row["init"], f"{row['leave_mean']:.0f} ({leaves})"]
+        cells = [row["preset"], row["init"], f"{leave_cell(row)} ({leaves})"]
         cells += [f"{row['em'][h]:.1f} ± {spread(per_seed(row, h)):.1f}" for h in hops]
         cells += [f"{row['seconds']:.0f}", " ".join(f"{loss:.3f}" for loss in row["loss"])]
         print("| " + " | ".join(cells) + " |")
@@ -382,49 +392,97 @@ def print_table(args: DiagnosticArguments, rows: list[dict[str, Any]], level: fl
         if luke:
             missed = unlearned_control(luke[0], control_em)
             print(f"  luke: one-hop control {'not learned by ' + ', '.join(missed) if missed else 'learned'}")
-    if luke:  # same seed against same seed; a run that never leaves counts as leaving after the last step
-        never = math.inf
-        bound = {
-            seed: never if step is None else step
-            for seed, step in zip(luke[0]["seeds"], luke[0]["leave_steps"], strict=True)
-        }
-        for init in dict.fromkeys(row["init"] for row in rows if row["preset"] != "luke"):
-            late = []
-            for row in rows:
-                if row["init"] != init or row["preset"] == "luke":
+    if luke:
+        for line in leave_comparison(rows, luke[0]):
+            print(line)
+
+
+def leave_cell(row: dict[str, Any]) -> str:
+    """The leave@ cell's step: the mean over seeds when every seed left, else how many never left (no step)."""
+    never = sum(step is None for step in row["leave_steps"])
+    if not never:
+        return f"{sum(row['leave_steps']) / len(row['leave_steps']):.0f}"
+    return "never" if never == len(row["leave_steps"]) else f"never on {never} of {len(row['leave_steps'])} seeds"
+
+
+def leave_comparison(rows: list[dict[str, Any]], luke: dict[str, Any]) -> list[str]:
+    """Per label init, the presets that leave the constant-score level later than LUKE, seed by seed.
+
+    A run that never leaves is later than a LUKE run that leaves; when neither leaves the seed says nothing. With no
+    pair where someone left, the line says that no run left, never that every preset left "no later than LUKE".
+    """
+    bound = dict(zip(luke["seeds"], luke["leave_steps"], strict=True))
+    luke_steps = ", ".join(f"s{seed}: {'never' if step is None else step}" for seed, step in bound.items())
+    lines = []
+    for init in dict.fromkeys(row["init"] for row in rows if row["preset"] != "luke"):
+        late, compared = [], 0
+        for row in rows:
+            if row["init"] != init or row["preset"] == "luke":
+                continue
+            seeds = []
+            for seed, step in zip(row["seeds"], row["leave_steps"], strict=True):
+                if seed not in bound or (step is None and bound[seed] is None):
                     continue
-                pairs = zip(row["seeds"], row["leave_steps"], strict=True)
-                seeds = [s for s, step in pairs if s in bound and (never if step is None else step) > bound[s]]
-                if seeds:
-                    late.append(f"{row['preset']} (seeds {seeds})")
-            verdict = "every GESA preset leaves no later than LUKE" if not late else f"later than LUKE: {late}"
-            luke_steps = ", ".join(f"s{seed}: {step}" for seed, step in bound.items())
-            print(f"init {init}: {verdict} (LUKE leaves at {luke_steps}; compared seed by seed)")
+                compared += 1
+                if step is None or (bound[seed] is not None and step > bound[seed]):
+                    seeds.append(seed)
+            if seeds:
+                late.append(f"{row['preset']} (seeds {seeds})")
+        if late:
+            verdict = f"later than LUKE: {late}"
+        elif compared:
+            verdict = "every GESA preset leaves no later than LUKE"
+        else:
+            verdict = "no run of LUKE or of any preset left the constant-score level"
+        lines.append(f"init {init}: {verdict} (LUKE leaves at {luke_steps}; compared seed by seed)")
+    return lines
 
 
-def plot(args: DiagnosticArguments, rows: list[dict[str, Any]], level: float, path: Path) -> None:
+def plot(args: DiagnosticArguments, rows: list[dict[str, Any]], level: float, path: Path) -> Any:
+    """Save the mean training curves (one colour per preset, LUKE black) as `path`; returns the figure."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     inits = list(dict.fromkeys(row["init"] for row in rows if row["preset"] != "luke")) or ["luke"]
+    colours = preset_colours([row["preset"] for row in rows])
     figure, axes = plt.subplots(1, len(inits), figsize=(6 * len(inits), 4.2), sharey=True, squeeze=False)
     for axis, init in zip(axes[0], inits, strict=True):
         for row in rows:
             if row["init"] == init or row["preset"] == "luke":
-                style = {"color": "black", "linewidth": 2.5} if row["preset"] == "luke" else {"linewidth": 1.2}
-                axis.plot(row["steps"], row["loss"], label=row["preset"], **style)
-        axis.axhline(level, color="grey", linestyle="--", linewidth=1)
-        axis.axhline((1 - args.leave_margin) * level, color="grey", linestyle=":", linewidth=1)
+                width = 2.5 if row["preset"] == "luke" else 1.4
+                axis.plot(
+                    row["steps"], row["loss"], label=row["preset"], color=colours[row["preset"]], linewidth=width
+                )
+        axis.axhline(level, color="grey", linestyle="--", linewidth=1, label=f"constant-score loss H(p) = {level:.3f}")
+        axis.axhline(
+            (1 - args.leave_margin) * level,
+            color="grey",
+            linestyle=":",
+            linewidth=1,
+            label=f"leave threshold (1 - {args.leave_margin:g}) H(p)",
+        )
         axis.set_title(f"entity label init: {init}")
         axis.set_xlabel("step")
         axis.grid(alpha=0.3)
     axes[0][0].set_ylabel("training loss (mean over seeds)")
     axes[0][-1].legend(fontsize=7, ncol=2)
-    figure.suptitle(args.plot_title or f"hops {args.hops}, seeds {args.seeds}; dashed: constant-score loss")
+    figure.suptitle(args.plot_title or f"hops {args.hop_list}, seeds {args.seeds}: training loss, mean over seeds")
     figure.tight_layout()
     figure.savefig(path, dpi=80)
+    return figure
+
+
+def preset_colours(presets: list[str]) -> dict[str, Any]:
+    """One distinct colour per preset (LUKE black; the others from tab10, then tab20 past ten presets)."""
+    import matplotlib
+
+    others = [name for name in dict.fromkeys(presets) if name != "luke"]
+    palette = matplotlib.colormaps["tab10" if len(others) <= 10 else "tab20"]
+    colours: dict[str, Any] = {name: palette(index % palette.N) for index, name in enumerate(others)}
+    colours["luke"] = "black"
+    return colours
 
 
 def reprint(path: Path, output: Path) -> list[dict[str, Any]]:
@@ -448,10 +506,43 @@ def reprint(path: Path, output: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def check_output_dir(output_dir: str) -> Path:
+    """The folder the results go to: given (never a silent default in the current folder), and a folder."""
+    if not output_dir.strip():
+        raise SystemExit(
+            "diagnose_graph.py: error: --output_dir: required, the folder results.json and curves.png are written to "
+            "(made if missing), e.g. --output_dir diagnostic_out/run1"
+        )
+    output = Path(output_dir)
+    if output.exists() and not output.is_dir():
+        raise SystemExit(
+            f"diagnose_graph.py: error: --output_dir: {output_dir} is a file, not a folder; give a folder, e.g. "
+            "--output_dir diagnostic_out/run1"
+        )
+    return output
+
+
+# seconds per training step of the default tiny LUKE (64 x 4, batch 16) on one CPU core (OMP_NUM_THREADS=1), the
+# mean of GESA's and LUKE's runs of this script (a 600-step `full` run took 82 s, evaluation included); other sizes
+# scale it by layers x width^2 x batch, and every finished run prints the time left from the runs so far
+SECONDS_PER_STEP = 0.12
+
+
+def time_estimate(args: DiagnosticArguments) -> tuple[int, float]:
+    """(number of training runs, estimated seconds for all of them on one unloaded core)."""
+    gesa_rows = sum(preset != "luke" for preset in args.preset_list) * len(args.init_list)
+    runs = len(args.seed_list) * (gesa_rows + ("luke" in args.preset_list))
+    scale = (args.num_hidden_layers / 4) * (args.hidden_size / 64) ** 2 * (args.batch_size / 16)
+    return runs, runs * args.max_steps * SECONDS_PER_STEP * max(scale, 0.25)
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     (args,) = HfArgumentParser(DiagnosticArguments).parse_args_into_dataclasses(args=argv)
     hf_logging.set_verbosity_error()
-    output = Path(args.output_dir)
+    hf_logging.disable_progress_bar()  # no bar per saved or loaded tiny checkpoint
+    # one summary line per conversion below instead of a warning per unused LUKE weight (the pooler, positions)
+    logging.getLogger(convert_luke_checkpoint.__module__).setLevel(logging.ERROR)
+    output = check_output_dir(args.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     if args.from_results:
         return reprint(Path(args.from_results), output)
@@ -476,6 +567,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             one_hop = generate_records(args.train_size, [1], args.data_seed + 20_000, args.pairs, args.distractors)
             one_hop_train = Dataset.from_dict(processor.encode_records(one_hop)).remove_columns(list(EVAL_COLUMNS))
         level = constant_score_loss(train)
+        total, estimate = time_estimate(args)
+        print(
+            f"{total} training runs of {args.max_steps} steps ({len(args.seed_list)} seeds x presets x inits): about "
+            f"{estimate / 60:.0f} min on one unloaded CPU core (OMP_NUM_THREADS=1); longer on a busy one",
+            flush=True,
+        )
         for seed in args.seed_list:
             luke_dir = build_tiny_luke(args, tokenizer, seed, workdir / f"luke-{seed}")
             for preset in args.preset_list:
@@ -483,9 +580,24 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                     result = run_one(
                         args, luke_dir, processor, train, dev, dev_columns, preset, std, seed, workdir, one_hop_train
                     )
+                    conversion = result.pop("conversion")
+                    if any(run["preset"] == preset for run in runs):
+                        conversion = None  # one summary line per preset
                     runs.append({"preset": preset, "init": init, "seed": seed, **result})
                     losses = " ".join(f"{loss:.3f}" for _, loss in result["curve"])
                     print(f"[seed {seed}] {preset} init={init}: EM {result['em']} loss {losses}", flush=True)
+                    if conversion is not None:
+                        print(
+                            f"  converted from the tiny LUKE: {len(conversion['missing_keys'])} parameters newly "
+                            f"initialised, {len(conversion['unexpected_keys'])} LUKE weights unused",
+                            flush=True,
+                        )
+                    elapsed = sum(run["seconds"] for run in runs)
+                    print(
+                        f"  run {len(runs)}/{total}: {result['seconds']:.0f} s; about "
+                        f"{(total - len(runs)) * elapsed / len(runs) / 60:.0f} min left",
+                        flush=True,
+                    )
                     rows = summarise(args, runs, level)
                     (output / "results.json").write_text(
                         json.dumps({"args": asdict(args), "constant_score_loss": level, "rows": rows}, indent=1)

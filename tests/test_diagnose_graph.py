@@ -47,7 +47,7 @@ def test_leave_step_is_the_first_logged_loss_below_the_margin(diagnose):
 
 
 @pytest.mark.slow
-def test_one_command_trains_prints_the_table_and_saves_the_plot(diagnose, tmp_path, capsys):
+def test_one_command_trains_prints_the_table_and_saves_the_plot(diagnose, tmp_path, capsys, caplog):
     rows = diagnose.main(
         ["--presets", "luke,full", "--inits", "old,new", "--max_steps", "4", "--logging_steps", "2",
          "--train_size", "32", "--eval_size", "8", "--hidden_size", "32", "--num_hidden_layers", "1",
@@ -55,8 +55,13 @@ def test_one_command_trains_prints_the_table_and_saves_the_plot(diagnose, tmp_pa
     )  # fmt: skip
     assert [(row["preset"], row["init"]) for row in rows] == [("luke", "-"), ("full", "old"), ("full", "new")]
     assert all(row["steps"] == [2, 4] and set(row["em"]) == {1, 2} for row in rows)
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert "| luke | - |" in printed and "constant-score loss" in printed
+    assert "Loading weights" not in captured.err and "is not used by" not in captured.err
+    # the time estimate comes before the first run; one conversion line per preset, no warning per unused weight
+    assert printed.index("9 training runs of 4 steps") < printed.index("[seed 0]")
+    assert printed.count("converted from the tiny LUKE") == 2 and "is not used by" not in caplog.text
     assert (tmp_path / "curves.png").stat().st_size > 1000
     assert len(json.loads((tmp_path / "results.json").read_text())["rows"]) == 3
 
@@ -158,3 +163,71 @@ def test_a_curriculum_run_logs_one_curve_over_both_phases(diagnose, tmp_path, ca
     )  # fmt: skip
     assert all(row["steps"] == [2, 4] and set(row["em"]) == {1, 2} for row in rows)
     assert "2-hop: inconclusive" in capsys.readouterr().out
+
+
+def test_the_output_folder_is_never_a_silent_default(diagnose, tmp_path, capsys):
+    with pytest.raises(SystemExit, match=r"^diagnose_graph.py: error: --output_dir: .*e\.g\. --output_dir \S+"):
+        diagnose.main(["--presets", "full"])
+    a_file = tmp_path / "results"
+    a_file.write_text("")
+    with pytest.raises(SystemExit, match=r"--output_dir: .*is a file, not a folder"):
+        diagnose.main(["--output_dir", str(a_file)])
+    assert not (tmp_path / "diagnostic_out").exists()
+
+
+def test_the_run_count_and_time_are_estimated_up_front(diagnose):
+    from gesa.configuration_gesa import ABLATION_PRESETS
+
+    args = diagnose.DiagnosticArguments(presets="luke,full,no_question_mentions", inits="new", seeds="0,1,2")
+    runs, seconds = diagnose.time_estimate(args)
+    assert runs == 9 and seconds == pytest.approx(9 * args.max_steps * diagnose.SECONDS_PER_STEP)
+    wide = diagnose.DiagnosticArguments(presets="all", inits="old,new", seeds="0,1,2", hidden_size=128)
+    runs, wide_seconds = diagnose.time_estimate(wide)
+    gesa_presets = len(ABLATION_PRESETS) - 1  # every preset but luke runs once per init
+    assert runs == 3 * (gesa_presets * 2 + 1)
+    assert wide_seconds == pytest.approx(runs * args.max_steps * diagnose.SECONDS_PER_STEP * 4)  # width^2
+
+
+def test_a_row_that_never_left_shows_no_step(diagnose, tmp_path, capsys):
+    args = diagnose.DiagnosticArguments(seeds="0,1", max_steps=30, logging_steps=10, output_dir=str(tmp_path))
+    runs = [run("luke", "-", 0, None), run("luke", "-", 1, None), run("full", "new", 0, None),
+            run("full", "new", 1, 20)]  # fmt: skip
+    rows = diagnose.summarise(args, runs, 0.234)
+    assert [row["leave_mean"] for row in rows] == [None, None]
+    diagnose.print_table(args, rows, 0.234)
+    printed = capsys.readouterr().out
+    assert "| luke | - | never (s0: never, s1: never) |" in printed
+    assert "| full | new | never on 1 of 2 seeds (s0: never, s1: 20) |" in printed
+    assert "inf" not in printed
+    # seed 1: full left and LUKE never did (earlier); seed 0: neither left, nothing to compare
+    assert "init new: every GESA preset leaves no later than LUKE (LUKE leaves at s0: never, s1: never" in printed
+
+
+def test_no_leave_verdict_when_no_run_left(diagnose, tmp_path, capsys):
+    args = diagnose.DiagnosticArguments(seeds="0", max_steps=30, logging_steps=10, output_dir=str(tmp_path))
+    rows = diagnose.summarise(args, [run("luke", "-", 0, None), run("full", "new", 0, None)], 0.234)
+    lines = diagnose.leave_comparison(rows, rows[0])
+    assert lines == [
+        "init new: no run of LUKE or of any preset left the constant-score level (LUKE leaves at s0: never; "
+        "compared seed by seed)"
+    ]
+    late = diagnose.summarise(args, [run("luke", "-", 0, 20), run("full", "new", 0, None)], 0.234)
+    assert "later than LUKE: ['full (seeds [0])']" in diagnose.leave_comparison(late, late[0])[0]
+
+
+def test_the_plot_gives_every_preset_its_own_colour_and_explains_both_lines(diagnose, tmp_path):
+    from gesa.configuration_gesa import ABLATION_PRESETS
+
+    args = diagnose.DiagnosticArguments(presets="all", inits="new", seeds="0", max_steps=30, logging_steps=10)
+    runs = [run(name, "-" if name == "luke" else "new", 0, 20) for name in ABLATION_PRESETS]
+    rows = diagnose.summarise(args, runs, 0.234)
+    figure = diagnose.plot(args, rows, 0.234, tmp_path / "curves.png")
+    axis = figure.axes[0]
+    colours = [tuple(line.get_color()) if not isinstance(line.get_color(), str) else line.get_color()
+               for line in axis.get_lines() if line.get_linestyle() == "-"]  # fmt: skip
+    assert len(colours) == len(ABLATION_PRESETS) == len(set(colours))
+    labels = [text.get_text() for text in axis.get_legend().get_texts()]
+    assert any(label.startswith("constant-score loss") for label in labels)
+    assert any(label.startswith("leave threshold") for label in labels)
+    styles = {line.get_label(): line.get_linestyle() for line in axis.get_lines()}
+    assert styles[next(label for label in labels if label.startswith("leave threshold"))] == ":"

@@ -277,3 +277,92 @@ def test_wikihop_query_words_that_name_a_candidate_are_its_mentions(tiny_luke_di
         candidates = batch["candidate_entity_mask"].bool()
         difference = (a - b)[candidates].abs().max().item()
         assert (difference > CLEARLY_DIFFERENT) if differs else (difference == 0.0), (record["id"], difference)
+
+
+# ---------------------------------------------------------------------------------------------
+# Transformer-XH: every node `<s> Q' </s> </s> S' </s>` carries the query
+# ---------------------------------------------------------------------------------------------
+
+
+def xh_processor(tokenizer):
+    from gesa.processing_xh import XhProcessor
+
+    return XhProcessor(tokenizer, max_node_length=96, max_query_length=40)
+
+
+def test_xh_nodes_link_the_query_words_that_name_a_candidate(tiny_luke_dir):
+    """The one-hop query `{x} lives in @placeholder.` in every node of its XH graph: x's tokens, and only they, carry
+    x's graph-wide candidate index; the query's word ids are the tokenizer's, as without the links."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_luke_dir)
+    record = generate_records(1, hops=(1,), seed=3)[0]
+    query = record["qas"][0]["query"]
+    name = query.split(" lives in ")[0]
+    feature = xh_processor(tokenizer).encode_record_graphs([record])[0]
+    candidate = [normalize_entity_string(text) for text in feature["candidate_texts"]].index(
+        normalize_entity_string(name)
+    )
+    left, right = query.split("@placeholder")
+    expected_ids = [
+        *tokenizer(left.strip(), add_special_tokens=False)["input_ids"],
+        tokenizer.convert_tokens_to_ids("[PLC]"),
+        *tokenizer(right.strip(), add_special_tokens=False)["input_ids"],
+    ]
+    name_length = len(tokenizer(name, add_special_tokens=False)["input_ids"])
+    assert len(feature["input_ids"]) > 1
+    for ids, strings, global_mask in zip(
+        feature["input_ids"], feature["question_string_ids"], feature["global_attention_mask"], strict=True
+    ):
+        question_length = global_mask.count(2)
+        assert ids[1 : 1 + question_length] == expected_ids
+        assert strings[1 : 1 + question_length] == [candidate] * name_length + [-1] * (question_length - name_length)
+        assert strings[0] == -1 and set(strings[1 + question_length :]) == {-1}  # the sentence: entity positions
+        assert len(strings) == len(ids)
+
+
+def xh_with_random_labels(tiny_luke_dir, processor, ablation: str):
+    from gesa.modeling_xh import XhForEntitySpanQA
+
+    backbone = "luke" if ablation == "luke" else "gesa"
+    model = XhForEntitySpanQA.from_luke_pretrained(
+        tiny_luke_dir, ablation=ablation, backbone=backbone, xh_num_hop_layers=2, classifier_dropout=0.0
+    )
+    model.init_added_word_embeddings(processor.added_token_sources())
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for layer in model.gesa.encoder.layer:
+            table = layer.attention.self.label_embeddings
+            if table is not None:
+                table.weight.copy_(torch.randn(table.weight.shape, generator=generator) * LABEL_STD)
+                table.weight[0] = 0.0  # the NULL label
+    return model.eval()
+
+
+def test_xh_one_set_of_weights_differs_exactly_where_the_query_names_a_candidate(tiny_luke_dir):
+    """XH graphs under `full` and `no_question_mentions` with one set of weights: equal logits on graphs whose query
+    names no candidate, different ones where it does (a one-hop query opens with the name); `luke` reads no
+    question occurrence."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_luke_dir)
+    processor = xh_processor(tokenizer)
+    full = xh_with_random_labels(tiny_luke_dir, processor, "full")
+    without = xh_with_random_labels(tiny_luke_dir, processor, "no_question_mentions")
+    without.load_state_dict(full.state_dict())
+    luke = xh_with_random_labels(tiny_luke_dir, processor, "luke")
+    collate = processor.get_data_collator()
+    seen = {"named": 0, "not_named": 0, "opens": 0}
+    for feature in processor.encode_record_graphs(project_records()[:4] + generate_records(4, hops=(1, 2), seed=2)):
+        batch = {k: v for k, v in collate([feature]).items() if isinstance(v, torch.Tensor)}
+        labels = batch.pop("labels")
+        with torch.no_grad():
+            difference = (full(**batch).logits - without(**batch).logits).abs().max().item()
+            without_question = {k: v for k, v in batch.items() if k != "question_string_ids"}
+            assert torch.equal(luke(**batch).logits, luke(**without_question).logits)
+        assert labels.shape[1] == len(feature["candidate_texts"])
+        named = any(s >= 0 for node in feature["question_string_ids"] for s in node)
+        if named:
+            assert difference > CLEARLY_DIFFERENT, feature["example_id"]
+            seen["named"] += 1
+            seen["opens"] += feature["question_string_ids"][0][1] >= 0
+        else:
+            assert difference == 0.0, feature["example_id"]
+            seen["not_named"] += 1
+    assert seen["named"] and seen["not_named"] and seen["opens"], seen
