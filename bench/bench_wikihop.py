@@ -55,6 +55,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--window", type=int, default=128, help="attention_window (each side)")
     parser.add_argument("--k", type=int, default=128, help="GESA's max_relative_position")
+    parser.add_argument("--entity_graph", choices=["merged", "context"], default="merged",
+                        help="GESA's entity graph: merged (the three ReCoRD labels) or context (the thesis's graph, "
+                        "document nodes and one label per edge kind, as run_multihop.py --variant gesa); LUKE keeps "
+                        "the merged features (it reads no labels)")  # fmt: skip
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--heads", type=int, default=4)
@@ -105,14 +109,15 @@ def build(args: argparse.Namespace, model_name: str, words: int):
     with tempfile.TemporaryDirectory() as scratch:
         texts = [record["query"], *record["supports"][:4], *record["candidates"]]
         tokenizer = LukeTokenizer.from_pretrained(build_demo_luke(Path(scratch), texts, vocab_size=800))
-    processor = WikihopProcessor(tokenizer, max_seq_length=words, max_entities=args.max_entities)
+    graph = args.entity_graph if model_name == "gesa" else "merged"
+    processor = WikihopProcessor(tokenizer, max_seq_length=words, max_entities=args.max_entities, entity_graph=graph)
     inputs = dict(processor(record, return_tensors="pt"))
     torch.manual_seed(0)
     overrides = {"ablation": "luke", "max_position_embeddings": words + 2} if model_name == "luke" else {}
     config = gesa.GesaConfig(
         vocab_size=len(tokenizer), entity_vocab_size=4, hidden_size=args.hidden, entity_emb_size=args.hidden // 4,
         num_hidden_layers=args.layers, num_attention_heads=args.heads, intermediate_size=args.ffn,
-        max_relative_position=args.k, attention_window=args.window, **overrides,
+        max_relative_position=args.k, attention_window=args.window, entity_graph=graph, **overrides,
     )  # fmt: skip
     model = GesaForEntityMultipleChoice(config).to(args.device, getattr(torch, args.dtype)).train()
     return model, {k: v.to(args.device) for k, v in inputs.items()}
