@@ -48,8 +48,10 @@ def sample_files() -> tuple[Path, Path, str]:
     return train, dev, "medhop" if all(key.startswith("MH_") for key in ids) else "wikihop"
 
 
-def run(luke_dir, tmp_path, variant, extra):
-    train, dev, task = sample_files()
+def run(luke_dir, tmp_path, variant, extra, task=None):
+    """``task``: the sample's own (``None``) or another QAngaroo task read from the same layout (``wikihop``)."""
+    train, dev, native = sample_files()
+    task = task or native
     output_dir = tmp_path / variant
     argv = ["--task", task, "--model_name_or_path", str(luke_dir), "--variant", variant,
             "--train_file", str(train), "--validation_file", str(dev), "--test_file", str(dev),
@@ -70,10 +72,12 @@ def run(luke_dir, tmp_path, variant, extra):
     return output_dir, results
 
 
+@pytest.mark.parametrize("task", [None, "wikihop"])  # the sample's own task, and --task wikihop on the same files
 @pytest.mark.parametrize("preset", ["hde_base", "att_base", "bert_base"])
-def test_each_table_5_1_preset_runs_on_the_third_party_sample(tiny_luke_dir, tmp_path, preset):
+def test_each_table_5_1_preset_runs_on_the_third_party_sample(tiny_luke_dir, tmp_path, preset, task):
     output_dir, _ = run(tiny_luke_dir, tmp_path, "context_graph",
-                        ["--graph_preset", preset, "--graph_config", '{"gnn_num_layers": 2}', "--max_seq_length", "96"])  # fmt: skip
+                        ["--graph_preset", preset, "--graph_config", '{"gnn_num_layers": 2}', "--max_seq_length", "96"],
+                        task)  # fmt: skip
     assert json.loads((output_dir / "config.json").read_text())["graph_preset"] == preset
 
 
