@@ -146,11 +146,14 @@ def convert_luke_checkpoint(
     unused += sorted(luke_loading.get("unexpected_keys", []))
     for key in missing:
         logger.info("GESA parameter %s is newly initialised (not in the LUKE checkpoint).", key)
-    for key in unused:
-        if not keep_entity_aware_queries and any(f".{n}." in key for n in ("w2e_query", "e2w_query", "e2e_query")):
-            logger.info("LUKE weight %s is replaced by LUKE's word query (paper 4.1).", key)
-        else:
-            logger.warning("LUKE weight %s is not used by %s.", key, cls.__name__)
+    replaced = [key for key in unused if not keep_entity_aware_queries
+                and any(f".{n}." in key for n in ("w2e_query", "e2w_query", "e2e_query"))]  # fmt: skip
+    for key in replaced:
+        logger.info("LUKE weight %s is replaced by LUKE's word query (paper 4.1).", key)
+    dropped = [key for key in unused if key not in replaced]
+    if dropped:  # one line, as transformers' own load report: not one warning per weight
+        shown = ", ".join(dropped[:8]) + (f", ... ({len(dropped) - 8} more)" if len(dropped) > 8 else "")
+        logger.warning("LUKE weights not used by %s: %s.", cls.__name__, shown)
     model.luke_conversion_info = {"missing_keys": missing, "unexpected_keys": unused}
     logger.warning(
         "Converted LUKE checkpoint %s: %d GESA parameters newly initialised, %d LUKE weights unused.",

@@ -91,6 +91,18 @@ def test_conversion_copies_word_query_into_four_queries(tiny_luke_dir):
     assert "embeddings.position_embeddings.weight" in info["unexpected_keys"]
 
 
+def test_conversion_names_the_unused_luke_weights_in_one_warning(tiny_luke_dir, caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="gesa.conversion_gesa"):
+        model = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir)
+    unused = model.luke_conversion_info["unexpected_keys"]
+    warnings = [r.getMessage() for r in caplog.records if r.name.endswith("conversion_gesa") and r.levelno >= 30]
+    named = [message for message in warnings if message.startswith("LUKE weights not used by GesaForEntitySpanQA: ")]
+    assert len(unused) > 1 and len(named) == 1 and unused[0] in named[0], warnings
+    assert not [message for message in warnings if "is not used by" in message]  # not one line per weight
+
+
 def test_conversion_keeps_entity_aware_queries_and_shrinks_entity_table(tmp_path):
     from tiny_luke import build_tiny_luke
 
