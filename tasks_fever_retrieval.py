@@ -35,14 +35,12 @@ from transformers import PreTrainedModel, TrainingArguments
 
 from .inputs_gesa import InputError
 from .loading_gesa import load_tokenizer
-from .modeling_xh_paper import XhForSupportingFacts
 from .processing_retrieval_xh import retrieve_fever_evidence
 from .processing_xh_tasks import XhTaskProcessor
 from .records_xh import read_fever_claims, read_wiki_pages
 from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_base import file_error
-from .tasks_multihop import entity_rows
-from .tasks_xh_paper import run_component, train_component
+from .tasks_xh_paper import reranker_model, run_component, train_component
 from .training_gesa import ScriptArgumentError
 
 SENTENCE_RANKER = "sentence_ranker"  # the re-ranker's subfolder of a run
@@ -127,7 +125,6 @@ def build_sentence_ranker(model_args: Any, data_args: Any, args: TrainingArgumen
         except InputError as error:
             raise ScriptArgumentError(file_error("--train_file", Path(data_args.train_file), error)) from None
     path = model_args.model_name_or_path
-    saved = Path(path) / SENTENCE_RANKER
     tokenizer = load_tokenizer(model_args.tokenizer_name or path, cache_dir=model_args.cache_dir)
     processor = XhTaskProcessor(
         tokenizer,
@@ -137,21 +134,8 @@ def build_sentence_ranker(model_args: Any, data_args: Any, args: TrainingArgumen
         task="fever",
         pages=pages,
     )
-    if (saved / "config.json").is_file():
-        model = XhForSupportingFacts.from_pretrained(saved)
-    elif not claims:
-        raise ScriptArgumentError(
-            f"--fever_retrieval bm25_rerank needs a trained sentence re-ranker: {saved} holds none; train one with "
-            "--do_train --train_file, or give --model_name_or_path a bm25_rerank run's output folder"
-        )
-    else:
-        overrides: dict[str, Any] = {"xh_num_hop_layers": 0}  # each sentence read alone
-        if model_args.ablation is not None:
-            overrides["ablation"] = model_args.ablation
-        try:
-            model = XhForSupportingFacts.from_luke_pretrained(path, entity_rows=entity_rows(tokenizer), **overrides)
-        except ValueError as error:
-            raise ScriptArgumentError(f"--model_name_or_path {path}: {str(error).splitlines()[0]}") from None
+    model = reranker_model(model_args, tokenizer, SENTENCE_RANKER, bool(claims),
+                           "--fever_retrieval bm25_rerank needs a trained sentence re-ranker")  # fmt: skip
     reranker = SentenceReranker(model, processor, pages, batch_size=args.per_device_eval_batch_size)
     if claims:
         kept, candidates = training_sentences(claims, pages, data_args.ranker_negatives)

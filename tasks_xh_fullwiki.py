@@ -46,16 +46,14 @@ from transformers import PreTrainedModel, TrainingArguments
 
 from .inputs_gesa import InputError
 from .loading_gesa import load_tokenizer
-from .modeling_xh_paper import XhForSupportingFacts
 from .processing_fullwiki_xh import FullWikiRetriever
 from .processing_xh_tasks import XhTaskProcessor
 from .records_abstracts import AbstractsCorpus, abstracts_line, read_abstracts_corpus
 from .records_xh import read_hotpot_file
 from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_base import file_error
-from .tasks_multihop import entity_rows
 from .tasks_xh import HotpotQATask
-from .tasks_xh_paper import SUPPORTING_ONLY, run_component, train_component
+from .tasks_xh_paper import SUPPORTING_ONLY, reranker_model, run_component, train_component
 from .training_gesa import ScriptArgumentError
 
 HOTPOT_SETTINGS = ("distractor", "fullwiki")
@@ -172,7 +170,6 @@ def build_fullwiki(model_args: Any, data_args: Any, args: TrainingArguments) -> 
         except InputError as error:
             raise ScriptArgumentError(file_error("--train_file", Path(data_args.train_file), error)) from None
     path = model_args.model_name_or_path
-    saved = Path(path) / RANKER
     tokenizer = load_tokenizer(model_args.tokenizer_name or path, cache_dir=model_args.cache_dir)
     processor = XhTaskProcessor(
         tokenizer,
@@ -180,21 +177,8 @@ def build_fullwiki(model_args: Any, data_args: Any, args: TrainingArguments) -> 
         max_query_length=data_args.max_query_length,
         entity_mask_id=LUKE_MASK_ENTITY_ID,
     )
-    if (saved / "config.json").is_file():
-        model = XhForSupportingFacts.from_pretrained(saved)
-    elif not train_rows:
-        raise ScriptArgumentError(
-            f"--hotpot_setting fullwiki needs a trained re-ranker: {saved} holds none; train one with --do_train "
-            "--train_file, or give --model_name_or_path a fullwiki run's output folder"
-        )
-    else:
-        overrides: dict[str, Any] = {"xh_num_hop_layers": 0}  # each document read alone (BERT IR)
-        if model_args.ablation is not None:
-            overrides["ablation"] = model_args.ablation
-        try:
-            model = XhForSupportingFacts.from_luke_pretrained(path, entity_rows=entity_rows(tokenizer), **overrides)
-        except ValueError as error:
-            raise ScriptArgumentError(f"--model_name_or_path {path}: {str(error).splitlines()[0]}") from None
+    model = reranker_model(model_args, tokenizer, RANKER, bool(train_rows),
+                           "--hotpot_setting fullwiki needs a trained re-ranker")  # fmt: skip
     reranker = Reranker(model, processor, corpus, batch_size=args.per_device_eval_batch_size)
     retriever = FullWikiRetriever(corpus, reranker, candidates=data_args.retrieval_candidates,
                                   keep=data_args.retrieval_keep, expand=data_args.retrieval_expand)  # fmt: skip

@@ -141,6 +141,26 @@ def train_component(
     return trainer.model
 
 
+def reranker_model(model_args: Any, tokenizer: Any, folder: str, trains: bool, untrained: str) -> XhForSupportingFacts:
+    """A re-ranker that reads each text alone (FullWiki's paragraphs, FEVER's sentences: ``XhForSupportingFacts``
+    with no hop layer): the one saved in ``<model_name_or_path>/<folder>``, else converted from LUKE when the run
+    ``trains`` it; ``untrained``: the refusal when there is neither."""
+    path = model_args.model_name_or_path
+    saved = Path(path) / folder
+    if (saved / "config.json").is_file():
+        return XhForSupportingFacts.from_pretrained(saved)
+    if not trains:
+        raise ScriptArgumentError(f"{untrained}: {saved} holds none; train one with --do_train --train_file, or give "
+                                  f"--model_name_or_path the output folder of such a run")  # fmt: skip
+    overrides: dict[str, Any] = {"xh_num_hop_layers": 0}  # each text read alone (BERT IR)
+    if model_args.ablation is not None:
+        overrides["ablation"] = model_args.ablation
+    try:
+        return XhForSupportingFacts.from_luke_pretrained(path, entity_rows=entity_rows(tokenizer), **overrides)
+    except ValueError as error:
+        raise ScriptArgumentError(f"--model_name_or_path {path}: {str(error).splitlines()[0]}") from None
+
+
 @torch.no_grad()
 def run_component(
     model: PreTrainedModel, features: list[dict[str, Any]], collator: Any, batch_size: int

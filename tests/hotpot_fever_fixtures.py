@@ -17,10 +17,14 @@ tests and the run_multihop.py end-to-end tests.
 - ``hotpot_fixture_rows()``: bridge and comparison questions (span and yes/no answers) with their paragraphs, in the
   official layout.
 - ``hotpot_records()``: four more questions in the Hub layout (``hotpot_qa``/``distractor``).
-- ``FEVER_PAGES`` and ``fever_fixture_claims()``: three wiki pages and claims over them with every label.
+- ``FEVER_PAGES`` and ``fever_fixture_claims()``: three wiki pages and claims over them with every label;
+  ``write_fever_pages(folder)`` writes the pages as the shared task's ``wiki-pages`` JSON lines.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 
 def _paragraph(title: str, *sentences: str) -> list:
@@ -67,6 +71,15 @@ FEVER_PAGES = {
     "Turin": {0: "Turin is a city in Italy.", 1: "Turin makes cars."},
     "Porto": {0: "Porto is a city in Portugal.", 1: "Porto makes wine."},
 }
+
+
+def write_fever_pages(folder: Path) -> Path:
+    """`FEVER_PAGES` as the shared task's `wiki-pages` JSON lines (`folder/wiki-001.jsonl`); returns the path."""
+    path = Path(folder) / "wiki-001.jsonl"
+    pages = [{"id": p, "text": "", "lines": "\n".join(f"{n}\t{s}" for n, s in lines.items())}
+             for p, lines in FEVER_PAGES.items()]  # fmt: skip
+    path.write_text("\n".join(json.dumps(page) for page in pages))
+    return path
 
 
 def fever_fixture_claims() -> list[dict]:

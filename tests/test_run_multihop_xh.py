@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hotpot_fever_fixtures import FEVER_PAGES, fever_fixture_claims, hotpot_fixture_rows
+from hotpot_fever_fixtures import fever_fixture_claims, hotpot_fixture_rows, write_fever_pages
 from script_helpers import load_multihop_script, multihop_error_line
 
 COMMON = ["--variant", "xh", "--do_train", "--do_eval", "--per_device_train_batch_size", "4",
@@ -63,9 +63,7 @@ def test_run_multihop_trains_xh_on_hotpotqa_and_writes_the_official_file(tiny_lu
 def test_run_multihop_trains_xh_on_fever_and_writes_the_shared_task_file(tiny_luke_dir, tmp_path):
     claims = fever_fixture_claims()
     (tmp_path / "train.jsonl").write_text("\n".join(json.dumps(c) for c in claims))
-    pages = [{"id": p, "text": "", "lines": "\n".join(f"{n}\t{s}" for n, s in lines.items())}
-             for p, lines in FEVER_PAGES.items()]  # fmt: skip
-    (tmp_path / "wiki-001.jsonl").write_text("\n".join(json.dumps(p) for p in pages))
+    write_fever_pages(tmp_path)
     output_dir = tmp_path / "out-fever"
     argv = ["--task", "fever", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(output_dir),
             "--train_file", str(tmp_path / "train.jsonl"), "--validation_file", str(tmp_path / "train.jsonl"),

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from bm25s.stopwords import STOPWORDS_EN
-from hotpot_fever_fixtures import FEVER_PAGES, fever_fixture_claims
+from hotpot_fever_fixtures import FEVER_PAGES, fever_fixture_claims, write_fever_pages
 from script_helpers import load_multihop_script
 from transformers import AutoTokenizer
 
@@ -87,9 +87,7 @@ def test_run_multihop_fever_from_blind_claims_with_bm25_retrieval(tiny_luke_dir,
     (tmp_path / "train.jsonl").write_text("\n".join(json.dumps(c) for c in claims))
     blind = [{"id": c["id"], "claim": c["claim"]} for c in claims]  # no label, evidence or candidates
     (tmp_path / "test.jsonl").write_text("\n".join(json.dumps(c) for c in blind))
-    pages = [{"id": p, "text": "", "lines": "\n".join(f"{n}\t{s}" for n, s in lines.items())}
-             for p, lines in FEVER_PAGES.items()]  # fmt: skip
-    (tmp_path / "wiki-001.jsonl").write_text("\n".join(json.dumps(p) for p in pages))
+    write_fever_pages(tmp_path)
     output_dir = tmp_path / "out"
     argv = ["--task", "fever", "--variant", "xh", "--model_name_or_path", str(tiny_luke_dir),
             "--output_dir", str(output_dir), "--train_file", str(tmp_path / "train.jsonl"),
@@ -151,9 +149,7 @@ def test_run_multihop_fever_from_blind_claims_with_backbone_reranked_sentences(t
     claims = fever_fixture_claims()
     (tmp_path / "train.jsonl").write_text("\n".join(json.dumps(c) for c in claims))
     (tmp_path / "dev.jsonl").write_text("\n".join(json.dumps(c) for c in claims))  # no predicted pages/sentences
-    pages = [{"id": p, "text": "", "lines": "\n".join(f"{n}\t{s}" for n, s in lines.items())}
-             for p, lines in FEVER_PAGES.items()]  # fmt: skip
-    (tmp_path / "wiki-001.jsonl").write_text("\n".join(json.dumps(p) for p in pages))
+    write_fever_pages(tmp_path)
     output_dir = tmp_path / "out"
     argv = ["--task", "fever", "--variant", "xh", "--model_name_or_path", str(tiny_luke_dir),
             "--output_dir", str(output_dir), "--train_file", str(tmp_path / "train.jsonl"),
