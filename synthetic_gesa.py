@@ -54,6 +54,16 @@ CITIES = [
 HOP_TEMPLATES = {1: "{x} lives in @placeholder.", 2: "The colleague of {y} lives in @placeholder.",
                  3: "The colleague of the friend of {z} lives in @placeholder."}  # fmt: skip
 MAX_HOPS = 3
+# the second world's names and places (none shared with the first; some places of several words)
+SAILORS = [
+    "Amara", "Bastien", "Celestine", "Dorian", "Esme", "Florian", "Greta", "Hugo", "Imogen", "Jasper", "Katja",
+    "Leopold", "Mireille", "Nikolai", "Ottilie", "Pascal", "Quentin", "Rosalind", "Sebastian", "Theodora", "Ulrich",
+    "Valentina", "Wolfgang", "Ximena", "Yusuf", "Zofia", "Anselm", "Beatrix", "Cyprian", "Delphine", "Evander", "Fenella",
+]  # fmt: skip
+HARBOURS = [
+    "Vell Harbour", "Marisco", "Tollan Reach", "Skerrow", "Isle of Brae", "Cape Ostry", "Lunmouth", "Averil Quay",
+    "Saltcombe", "Drummock", "Whitesand", "Korvanger", "Elsby Sound", "Nantmoor", "Greyhaven", "Mull of Tarn",
+]  # fmt: skip
 # the fields a template fills: a chain's people ({x} hop 1 ... {z} hop 3), a distractor ({w}), the place
 PERSON_FIELDS = ("x", "y", "z", "w")
 FIELD = re.compile(r"\{(\w+)\}")
@@ -87,21 +97,14 @@ WORLDS: dict[str, ClozeWorld] = {
         facts=("{x} lives in {place}.",),
         links=(("{y} works with {x}.",), ("{z} is a friend of {y}.",)),
         distractors=("{w} visited {place}.",),
-        queries={hop: (template.replace("{y}", "{x}").replace("{z}", "{x}"),) for hop, template in HOP_TEMPLATES.items()},
+        queries={
+            hop: (template.replace("{y}", "{x}").replace("{z}", "{x}"),) for hop, template in HOP_TEMPLATES.items()
+        },
     ),
     "harbours": ClozeWorld(
         name="harbours",
-        people=(
-            "Amara", "Bastien", "Celestine", "Dorian", "Esme", "Florian", "Greta", "Hugo", "Imogen", "Jasper",
-            "Katja", "Leopold", "Mireille", "Nikolai", "Ottilie", "Pascal", "Quentin", "Rosalind", "Sebastian",
-            "Theodora", "Ulrich", "Valentina", "Wolfgang", "Ximena", "Yusuf", "Zofia", "Anselm", "Beatrix",
-            "Cyprian", "Delphine", "Evander", "Fenella",
-        ),  # fmt: skip
-        places=(
-            "Vell Harbour", "Marisco", "Tollan Reach", "Skerrow", "Isle of Brae", "Cape Ostry", "Lunmouth",
-            "Averil Quay", "Saltcombe", "Drummock", "Whitesand", "Korvanger", "Elsby Sound", "Nantmoor", "Greyhaven",
-            "Mull of Tarn",
-        ),  # fmt: skip
+        people=tuple(SAILORS),
+        places=tuple(HARBOURS),
         facts=("{x} boarded the ferry at {place}.", "At {place}, {x} signed on as a deckhand."),
         links=(
             ("{y} shared a cabin with {x}.", "{x} and {y} were cabin mates."),

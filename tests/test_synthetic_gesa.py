@@ -80,9 +80,7 @@ def test_answers_are_every_mention_of_the_answer_and_every_mention_is_a_candidat
             (m.start(), m.end() - 1) for m in re.finditer(re.escape(answer), text)
         }
         assert all(text[a["start"] : a["end"] + 1] == a["text"] for a in qa["answers"])
-        mentions = {
-            (m.start(), m.end() - 1) for name in (*people, *places) for m in re.finditer(rf"\b{name}\b", text)
-        }
+        mentions = {(m.start(), m.end() - 1) for name in (*people, *places) for m in re.finditer(rf"\b{name}\b", text)}
         assert spans == mentions
 
 
