@@ -11,12 +11,14 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The multi-hop diagnostic (bench/diagnose_graph.py): constant-score level, leave step, one tiny end-to-end run."""
+"""The multi-hop diagnostic (bench/diagnose_graph.py): its levels and leave steps, the share of seeds, its files, the
+leakage checks, its argument errors and help, tiny end-to-end runs."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 
 import pytest
@@ -51,16 +53,18 @@ def test_one_command_trains_prints_the_table_and_saves_the_plot(diagnose, tmp_pa
     rows = diagnose.main(
         ["--presets", "luke,full", "--inits", "old,new", "--max_steps", "4", "--logging_steps", "2",
          "--train_size", "32", "--eval_size", "8", "--hidden_size", "32", "--num_hidden_layers", "1",
-         "--output_dir", str(tmp_path)]
+         "--seeds", "0", "--headline_seeds", "0,1", "--output_dir", str(tmp_path)]
     )  # fmt: skip
     assert [(row["preset"], row["init"]) for row in rows] == [("luke", "-"), ("full", "old"), ("full", "new")]
+    assert [row["seeds"] for row in rows] == [[0], [0, 1], [0, 1]]  # the headline on its own seeds
     assert all(row["steps"] == [2, 4] and set(row["em"]) == {1, 2} for row in rows)
     captured = capsys.readouterr()
     printed = captured.out
-    assert "| luke | - |" in printed and "constant-score loss" in printed
+    assert "| luke | - |" in printed and "constant-score level" in printed and "city level" in printed
     assert "Loading weights" not in captured.err and "is not used by" not in captured.err
     # the time estimate comes before the first run; one conversion line per preset, no warning per unused weight
-    assert printed.index("9 training runs of 4 steps") < printed.index("[seed 0]")
+    assert printed.index("5 training runs of 4 steps") < printed.index("[seed 0]")
+    assert "luke: 1 seed(s), full: 2 seed(s)" in printed
     assert printed.count("converted from the tiny LUKE") == 2 and "is not used by" not in caplog.text
     assert (tmp_path / "curves.png").stat().st_size > 1000
     assert len(json.loads((tmp_path / "results.json").read_text())["rows"]) == 3
@@ -83,16 +87,18 @@ def test_saved_results_reprint_and_compare_each_seed_with_luke(diagnose, tmp_pat
     reprinted = diagnose.main(["--from_results", str(tmp_path / "results.json"), "--output_dir", str(tmp_path)])
     assert [row["leave_steps"] for row in reprinted] == [[20, 30], [20, 20], [30, 20], [None]]
     printed = capsys.readouterr().out
-    assert "| full | new | 20 (s0: 20, s1: 20) |" in printed
+    assert "| full | new | 0/2 (not s0, s1) | 25.0 ± 0.0 [25, 25] | 20 (s0: 20, s1: 20) |" in printed
     assert "init new: later than LUKE: ['no_match_edges (seeds [0])']" in printed
     assert "init old: later than LUKE: ['full (seeds [0])']" in printed
     assert (tmp_path / "curves.png").stat().st_size > 1000
 
 
-def test_a_file_that_is_no_results_json_is_named(diagnose, tmp_path):
+def test_a_file_that_is_no_results_json_is_named(diagnose, tmp_path, capsys):
     (tmp_path / "results.json").write_text("{}")
-    with pytest.raises(SystemExit, match="results.json"):
+    with pytest.raises(SystemExit) as stop:
         diagnose.main(["--from_results", str(tmp_path / "results.json"), "--output_dir", str(tmp_path)])
+    assert stop.value.code == 2
+    assert "error: --from_results" in capsys.readouterr().err
 
 
 def seeded_runs(preset, control, two_hop):
@@ -150,14 +156,15 @@ def test_with_the_control_learned_yes_needs_the_spreads_apart(diagnose):
 def test_the_control_always_runs_and_the_curriculum_fits_in_the_steps(diagnose):
     assert diagnose.DiagnosticArguments(hops="2").hop_list == [1, 2]
     assert diagnose.DiagnosticArguments(seeds="0,1,2").seed_list == [0, 1, 2]
-    with pytest.raises(SystemExit, match="curriculum_steps"):
+    with pytest.raises(ValueError, match="curriculum_steps"):
         diagnose.DiagnosticArguments(max_steps=100, curriculum_steps=100)
 
 
 @pytest.mark.slow
 def test_a_curriculum_run_logs_one_curve_over_both_phases(diagnose, tmp_path, capsys):
     rows = diagnose.main(
-        ["--presets", "luke,full", "--inits", "new", "--seeds", "0", "--max_steps", "4", "--curriculum_steps", "2",
+        ["--presets", "luke,full", "--inits", "new", "--seeds", "0", "--headline_seeds", "0", "--max_steps", "4",
+         "--curriculum_steps", "2",
          "--logging_steps", "2", "--train_size", "32", "--eval_size", "8", "--hidden_size", "32",
          "--num_hidden_layers", "1", "--output_dir", str(tmp_path)]
     )  # fmt: skip
@@ -165,13 +172,23 @@ def test_a_curriculum_run_logs_one_curve_over_both_phases(diagnose, tmp_path, ca
     assert "2-hop: inconclusive" in capsys.readouterr().out
 
 
+def error_line(diagnose, argv, capsys) -> str:
+    """The one line a refused command line prints (exit status 2, nothing on stdout)."""
+    with pytest.raises(SystemExit) as stop:
+        diagnose.main(argv)
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and not captured.out
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("diagnose_graph.py: error: ")
+    return line
+
+
 def test_the_output_folder_is_never_a_silent_default(diagnose, tmp_path, capsys):
-    with pytest.raises(SystemExit, match=r"^diagnose_graph.py: error: --output_dir: .*e\.g\. --output_dir \S+"):
-        diagnose.main(["--presets", "full"])
+    line = error_line(diagnose, ["--presets", "full"], capsys)
+    assert re.match(r"diagnose_graph.py: error: --output_dir: .*e\.g\. --output_dir \S+", line)
     a_file = tmp_path / "results"
     a_file.write_text("")
-    with pytest.raises(SystemExit, match=r"--output_dir: .*is a file, not a folder"):
-        diagnose.main(["--output_dir", str(a_file)])
+    assert "is a file, not a folder" in error_line(diagnose, ["--output_dir", str(a_file)], capsys)
     assert not (tmp_path / "diagnostic_out").exists()
 
 
@@ -179,9 +196,9 @@ def test_the_run_count_and_time_are_estimated_up_front(diagnose):
     from gesa.configuration_gesa import ABLATION_PRESETS
 
     args = diagnose.DiagnosticArguments(presets="luke,full,no_question_mentions", inits="new", seeds="0,1,2")
-    runs, seconds = diagnose.time_estimate(args)
-    assert runs == 9 and seconds == pytest.approx(9 * args.max_steps * diagnose.SECONDS_PER_STEP)
-    wide = diagnose.DiagnosticArguments(presets="all", inits="old,new", seeds="0,1,2", hidden_size=128)
+    runs, seconds = diagnose.time_estimate(args)  # full on ten seeds (the headline), the others on three
+    assert runs == 16 and seconds == pytest.approx(16 * args.max_steps * diagnose.SECONDS_PER_STEP)
+    wide = diagnose.DiagnosticArguments(presets="all", inits="old,new", seeds="0-2", headline="", hidden_size=128)
     runs, wide_seconds = diagnose.time_estimate(wide)
     gesa_presets = len(ABLATION_PRESETS) - 1  # every preset but luke runs once per init
     assert runs == 3 * (gesa_presets * 2 + 1)
@@ -196,11 +213,14 @@ def test_a_row_that_never_left_shows_no_step(diagnose, tmp_path, capsys):
     assert [row["leave_mean"] for row in rows] == [None, None]
     diagnose.print_table(args, rows, 0.234)
     printed = capsys.readouterr().out
-    assert "| luke | - | never (s0: never, s1: never) |" in printed
-    assert "| full | new | never on 1 of 2 seeds (s0: never, s1: 20) |" in printed
+    assert "| 25.0 ± 0.0 [25, 25] | never (s0: never, s1: never) | 1 |" in printed  # luke
+    assert "| 25.0 ± 0.0 [25, 25] | never on 1 of 2 seeds (s0: never, s1: 20) | 1 |" in printed  # full
     assert "inf" not in printed
     # seed 1: full left and LUKE never did (earlier); seed 0: neither left, nothing to compare
-    assert "init new: every GESA preset leaves no later than LUKE (LUKE leaves at s0: never, s1: never" in printed
+    assert (
+        "init new: every GESA preset leaves no later than LUKE (LUKE leaves the constant-score level at s0: never, "
+        "s1: never" in printed
+    )
 
 
 def test_no_leave_verdict_when_no_run_left(diagnose, tmp_path, capsys):
@@ -208,8 +228,8 @@ def test_no_leave_verdict_when_no_run_left(diagnose, tmp_path, capsys):
     rows = diagnose.summarise(args, [run("luke", "-", 0, None), run("full", "new", 0, None)], 0.234)
     lines = diagnose.leave_comparison(rows, rows[0])
     assert lines == [
-        "init new: no run of LUKE or of any preset left the constant-score level (LUKE leaves at s0: never; "
-        "compared seed by seed)"
+        "init new: no run of LUKE or of any preset left the constant-score level (LUKE leaves the constant-score "
+        "level at s0: never; seed by seed)"
     ]
     late = diagnose.summarise(args, [run("luke", "-", 0, 20), run("full", "new", 0, None)], 0.234)
     assert "later than LUKE: ['full (seeds [0])']" in diagnose.leave_comparison(late, late[0])[0]
@@ -231,3 +251,251 @@ def test_the_plot_gives_every_preset_its_own_colour_and_explains_both_lines(diag
     assert any(label.startswith("leave threshold") for label in labels)
     styles = {line.get_label(): line.get_linestyle() for line in axis.get_lines()}
     assert styles[next(label for label in labels if label.startswith("leave threshold"))] == ":"
+
+
+# ----------------------------------------------------------------------------------------------- the city level
+
+
+def test_the_city_level_is_chance_among_the_windows_possible_answers(diagnose):
+    """A one-hop window of the generator: 4 people, 4 cities, one city the answer: 4 H(1/4) over 8 candidates."""
+    features = {
+        "candidate_texts": [["", "Adler", "Aldmoor", "Bexley", "Brenvik", "Corran", "Caldera", "Dunmore", "Jorvik"]],
+        "labels": [[0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]],
+        "entity_attention_mask": [[1] * 9],
+        "placeholder_entity_mask": [[1] + [0] * 8],
+    }
+    cities = {"Aldmoor", "Brenvik", "Caldera", "Jorvik"}
+    h = -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))
+    assert diagnose.city_level_loss(features, cities) == pytest.approx(4 * h / 8)
+    # a two-hop window doubles the people (16 candidates): the same cities, half the level
+    features["candidate_texts"][0] += ["Elwin", "Farrow", "Gaskell", "Hollis", "Adler", "Bexley", "Corran", "Dunmore"]
+    features["labels"][0] += [0.0] * 8
+    features["entity_attention_mask"][0] += [1] * 8
+    features["placeholder_entity_mask"][0] += [0] * 8
+    assert diagnose.city_level_loss(features, cities) == pytest.approx(4 * h / 16)
+
+
+def test_the_city_leave_step_tells_the_runs_that_learned_from_the_ones_that_did_not(diagnose):
+    """Both runs leave the constant-score level at step 50; only the one that learned leaves the city level."""
+    args = diagnose.DiagnosticArguments(seeds="0,1", headline="", max_steps=200, logging_steps=50)
+    plateau = [(50, 0.20), (100, 0.19), (150, 0.19), (200, 0.19)]
+    learned = [(50, 0.20), (100, 0.19), (150, 0.12), (200, 0.09)]
+    runs = [
+        {"preset": "full", "init": "new", "seed": 0, "curve": learned, "em": {1: 100.0, 2: 25.0}, "seconds": 1.0},
+        {"preset": "full", "init": "new", "seed": 1, "curve": plateau, "em": {1: 27.0, 2: 25.0}, "seconds": 1.0},
+    ]
+    (row,) = diagnose.summarise(args, runs, level=0.287, city_level=0.187)
+    assert row["leave_steps"] == [50, 50]
+    assert row["city_leave_steps"] == [150, None]
+    assert row["learned"] == [True, False]
+    assert diagnose.learned_cell(row, 50.0) == "1/2 (not s1)"
+
+
+def test_the_table_prints_the_share_of_seeds_the_threshold_and_every_seed(diagnose, capsys):
+    args = diagnose.DiagnosticArguments(seeds="0-9", headline="", max_steps=10, logging_steps=10, control_em=90.0)
+    control = [100.0, 100.0, 26.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 95.0]
+    runs = [
+        {"preset": "full", "init": "new", "seed": seed, "curve": [(10, 0.1 if em > 50 else 0.19)],
+         "em": {1: em, 2: 25.0}, "seconds": 1.0}
+        for seed, em in enumerate(control)
+    ]  # fmt: skip
+    rows = diagnose.summarise(args, runs, 0.287, 0.187)
+    diagnose.print_table(args, rows, 0.287, 0.187)
+    printed = capsys.readouterr().out
+    assert "at or above 90 (--control_em)" in printed and "city level = 0.187" in printed
+    mean = statistics.mean(control)
+    assert f"| full | new | 9/10 (not s2) | {mean:.1f} ± {statistics.stdev(control):.1f} [100, 100, 26, " in printed
+    assert "never on 1 of 10 seeds (s0: 10, s1: 10, s2: never," in printed
+
+
+# ----------------------------------------------------------------------------------------------- files
+
+
+def write_split(tmp_path, name, records, hops=None):
+    from gesa.synthetic_gesa import write_jsonl
+
+    records = json.loads(json.dumps(records))
+    for record in records:
+        for qa in record["qas"]:
+            qa["id"] = f"{name}-{record['idx']}"  # ids without the generator's -h<N> suffix
+            if hops is not None:
+                qa["hops"] = hops(record)
+    return write_jsonl(records, tmp_path / f"{name}.jsonl")
+
+
+def test_files_give_their_hop_counts_by_field_or_by_file(diagnose, tmp_path):
+    from gesa.synthetic_gesa import generate_records
+
+    train = write_split(tmp_path, "train", generate_records(6, (1, 2), 0), hops=lambda r: 1 + r["idx"] % 2)
+    one = write_split(tmp_path, "one", generate_records(3, (1,), 1))
+    two = write_split(tmp_path, "two", generate_records(3, (2,), 2))
+    args = diagnose.DiagnosticArguments(train_file=str(train), validation_file=f"1:{one},2:{two}")
+    tasks = diagnose.load_tasks(args)
+    assert tasks.dev_hops == {**{f"one-{i}": 1 for i in range(3)}, **{f"two-{i}": 2 for i in range(3)}}
+    assert sorted(set(tasks.train_hops.values())) == [1, 2] and len(tasks.train) == 6
+    # one file whose queries carry a hops field
+    mixed = write_split(tmp_path, "mixed", generate_records(4, (1, 2), 3), hops=lambda r: 1 + r["idx"] % 2)
+    args = diagnose.DiagnosticArguments(train_file=str(train), validation_file=str(mixed))
+    assert diagnose.load_tasks(args).dev_hops == {"mixed-0": 1, "mixed-1": 2, "mixed-2": 1, "mixed-3": 2}
+
+
+@pytest.mark.parametrize(
+    ("validation", "message"),
+    [
+        ("plain", r"--validation_file .*plain.jsonl: query 'plain-0' has no hop count: give each query .*'hops'"),
+        ("2:two", r"no one-hop query: the one-hop control must run beside the task"),
+        ("missing", r"--validation_file .*missing.jsonl: does not exist"),
+    ],
+)
+def test_a_file_without_what_the_diagnostic_needs_is_one_error_line(diagnose, tmp_path, capsys, validation, message):
+    from gesa.synthetic_gesa import generate_records
+
+    train = write_split(tmp_path, "train", generate_records(4, (1, 2), 0))
+    write_split(tmp_path, "plain", generate_records(2, (1,), 1))
+    write_split(tmp_path, "two", generate_records(2, (2,), 1))
+    given = ",".join(f"{part.split(':')[0]}:{tmp_path / part.split(':')[1]}.jsonl" if ":" in part
+                     else f"{tmp_path / part}.jsonl" for part in validation.split(","))  # fmt: skip
+    argv = ["--train_file", str(train), "--validation_file", given, "--output_dir", str(tmp_path / "out")]
+    assert re.search(message, error_line(diagnose, argv, capsys))
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+def test_a_record_without_entity_annotations_is_refused(diagnose, tmp_path, capsys):
+    row = {"passage": "Adler lives in Aldmoor.", "query": "Adler lives in @placeholder.", "answers": ["Aldmoor"]}
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    argv = ["--train_file", str(path), "--validation_file", str(path), "--output_dir", str(tmp_path / "out")]
+    assert "line 1: the diagnostic needs ReCoRD records with annotated entities" in error_line(diagnose, argv, capsys)
+
+
+# ----------------------------------------------------------------------------------------------- leakage checks
+
+
+def test_rotated_cities_move_the_answer_with_the_passage(diagnose):
+    from gesa.synthetic_gesa import CITIES, generate_records
+
+    for record in generate_records(10, (1, 2), 4):
+        ((rotated, mapping),) = diagnose.rotated_records([record], set(CITIES))
+        assert sorted(mapping) == sorted(mapping.values()) and all(key != value for key, value in mapping.items())
+        old, new = record["passage"]["text"], rotated["passage"]["text"]
+        # the same sentences with each city replaced by the next one: the query's person now lives in the moved city
+        assert [re.sub("|".join(CITIES), "C", s) for s in (old, new)] == [re.sub("|".join(CITIES), "C", old)] * 2
+        (qa,), (moved,) = record["qas"], rotated["qas"]
+        assert {a["text"] for a in moved["answers"]} == {mapping[qa["answers"][0]["text"]]}
+        assert all(new[a["start"] : a["end"] + 1] == a["text"] for a in moved["answers"])
+        assert [new[e["start"] : e["end"] + 1] for e in rotated["passage"]["entities"]] == [
+            mapping.get(s, s) for s in (old[e["start"] : e["end"] + 1] for e in record["passage"]["entities"])
+        ]
+
+
+def test_an_unknown_query_name_is_one_the_passage_never_mentions(diagnose):
+    from gesa.synthetic_gesa import PEOPLE, generate_records
+
+    records = generate_records(10, (1, 2), 5)
+    changed = diagnose.unknown_name_records(records, list(PEOPLE), seed=0)
+    assert len(changed) == 10
+    for old, new in zip(records, changed, strict=True):
+        assert new["passage"] == old["passage"] and new["qas"][0]["answers"] == old["qas"][0]["answers"]
+        names = [name for name in PEOPLE if re.search(rf"\b{name}\b", new["qas"][0]["query"])]
+        assert len(names) == 1 and names[0] not in old["passage"]["text"]
+
+
+def test_answers_removed_or_changed_leave_the_model_inputs_alone(diagnose, tmp_path):
+    from gesa.processing_gesa import GesaProcessor
+    from gesa.synthetic_gesa import generate_records
+
+    records = generate_records(6, (1, 2), 6)
+    tokenizer = diagnose.train_tokenizer([r["passage"]["text"] for r in records], tmp_path)
+    processor = GesaProcessor(tokenizer, **diagnose.WINDOW, candidate_source="annotations")
+    reference = processor.encode_records(records)
+    for change in (False, True):
+        replaced = diagnose.answers_replaced(records, change)
+        assert all(bool(qa["answers"]) == change for r in replaced for qa in r["qas"])
+        assert all(qa["answers"] != old["answers"] for r, o in zip(replaced, records, strict=True)
+                   for qa, old in zip(r["qas"], o["qas"], strict=True))  # fmt: skip
+        columns = processor.encode_records(replaced)
+        assert all(columns[key] == reference[key] for key in reference if key not in ("labels", "answers"))
+
+
+# ----------------------------------------------------------------------------------------------- arguments
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--seeds", "a"], "--seeds: 'a' is not a comma-separated list"),
+        (["--headline_seeds", "3-1"], "--headline_seeds: '3-1'"),
+        (["--hops", "7"], "--hops: '7': the generators write 1, 2 or 3 hops"),
+        (["--eval_size", "0"], "--eval_size must be >= 1, got 0"),
+        (["--train_size", "0"], "--train_size must be >= 1, got 0"),
+        (["--batch_size", "0"], "--batch_size must be >= 1, got 0"),
+        (["--batch_size", "x"], "--batch-size: invalid int value: 'x'"),
+        (["--presets", "fulll"], "--presets: unknown preset(s) ['fulll']"),
+        (["--headline", "fulll"], "--headline: 'fulll' is no preset"),
+        (["--inits", "huge"], "--inits: 'huge' is not 'old', 'new' or a positive number"),
+        (["--learning_rate", "-1"], "--learning_rate must be a finite number > 0"),
+        (["--control_em", "0"], "--control_em must be in (0, 100]"),
+        (["--pairs", "17"], "--pairs 17: the cities generator has 16 places"),
+        (["--pairs", "16", "--hops", "3"], "need 48 names a passage"),
+        (["--hidden_size", "30"], "--hidden_size (30) must be a multiple of --num_attention_heads (4)"),
+        (["--generator", "atlantis"], "invalid choice: 'atlantis'"),
+        (["--train_file", "t.jsonl"], "--validation_file is needed too"),
+        (
+            ["--pres", "full"],
+            "unknown arguments --pres full (flags are spelled out in full, never abbreviated",
+        ),  # no prefix abbreviations
+    ],
+)
+def test_every_bad_value_is_one_error_line_before_any_training(diagnose, tmp_path, capsys, argv, named):
+    line = error_line(diagnose, [*argv, "--output_dir", str(tmp_path / "out")], capsys)
+    assert named in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_matplotlib_is_named_before_training_unless_no_plot(diagnose, tmp_path, capsys, monkeypatch):
+    real = diagnose.importlib.util.find_spec
+    monkeypatch.setattr(
+        diagnose.importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a)
+    )
+    line = error_line(diagnose, ["--output_dir", str(tmp_path)], capsys)
+    assert 'pip install -e ".[dev]"' in line and "--no_plot" in line
+    diagnose.check_plot_available(diagnose.DiagnosticArguments(no_plot=True))  # no plot, no matplotlib needed
+
+
+def test_help_says_what_the_script_does_and_explains_every_flag(diagnose, capsys):
+    with pytest.raises(SystemExit) as stop:
+        diagnose.main(["--help"])
+    assert stop.value.code == 0
+    printed = capsys.readouterr().out
+    # the docstring with its layout: the example command indented on its own line
+    assert "Does the graph help?" in printed
+    assert "\n    OMP_NUM_THREADS=1 python bench/diagnose_graph.py --output_dir diagnostic_out/cities\n" in printed
+    actions = [action for action in diagnose.build_parser()._actions if action.option_strings != ["-h", "--help"]]
+    assert actions and all(action.help and action.help.strip() for action in actions)
+    assert not diagnose.build_parser().allow_abbrev
+
+
+@pytest.mark.slow
+def test_a_run_on_given_files_with_the_leakage_checks(diagnose, tmp_path, capsys):
+    from gesa.synthetic_gesa import generate_records
+
+    train = write_split(tmp_path, "train", generate_records(32, (1, 2), 0, world="harbours"))
+    one = write_split(tmp_path, "one", generate_records(6, (1,), 1, world="harbours"))
+    two = write_split(tmp_path, "two", generate_records(6, (2,), 2, world="harbours"))
+    rows = diagnose.main(
+        ["--train_file", str(train), "--validation_file", f"1:{one},2:{two}", "--presets", "full", "--seeds", "0",
+         "--headline", "", "--max_steps", "4", "--logging_steps", "2", "--hidden_size", "32",
+         "--num_hidden_layers", "1", "--leakage_checks", "--no_plot",
+         "--output_dir", str(tmp_path / "out")]
+    )  # fmt: skip
+    printed = capsys.readouterr().out
+    assert f"1 training runs of 4 steps on --train_file {train}" in printed
+    ((checks,),) = [row["leakage"] for row in rows]
+    assert checks["unknown_name_queries"] == 12 and checks["rotated_queries"] == 12
+    assert set(checks["unknown_name_em"]) == set(checks["rotated_em"]) == {1, 2}
+    for name in ("answers_removed", "answers_changed"):
+        assert checks[f"{name}_same_inputs"] and checks[f"{name}_same_predictions"]
+    assert "leakage checks (--leakage_checks)" in printed and "answers removed: same inputs and predictions" in printed
+    assert not (tmp_path / "out" / "curves.png").exists()
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert 0 < saved["city_level"] < saved["constant_score_loss"]
