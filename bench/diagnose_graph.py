@@ -161,6 +161,12 @@ class DiagnosticArguments:
         metadata={"help": "After each run: unknown query name, cities rotated, answers removed or changed (above)."},
     )
     no_plot: bool = field(default=False, metadata={"help": "Write no curves.png (no matplotlib needed)."})
+    export_run_record: str = field(
+        default="",
+        metadata={"help": "Train nothing: write into this folder what examples/run_record.py needs to repeat these runs "
+                  "(train.jsonl, dev_<N>hop.jsonl, the tiny LUKE of every seed, run_record.sh with one command per "
+                  "preset and seed) and print the commands."},
+    )  # fmt: skip
     output_dir: str = field(
         default="",
         metadata={"help": "Required: the folder results.json and curves.png are written to (made if missing)."},
@@ -1045,6 +1051,59 @@ def leave_comparison(rows: list[dict[str, Any]], luke: dict[str, Any]) -> list[s
     return lines
 
 
+# ----------------------------------------------------------------------------------------------- run_record.py
+
+
+def run_record_command(args: DiagnosticArguments, folder: Path, preset: str, seed: int) -> list[str]:
+    """The examples/run_record.py command that trains what `run_one` trains (same tiny LUKE, data, windows,
+    optimiser, schedule and seed) and evaluates it on the one-hop dev queries."""
+    command = [
+        "python", "examples/run_record.py",
+        "--model_name_or_path", str(folder / f"luke-seed{seed}"),
+        "--train_file", str(folder / "train.jsonl"),
+        "--validation_file", str(folder / "dev_1hop.jsonl"),
+        "--do_train", "--do_eval",
+        "--max_steps", str(args.max_steps),
+        "--learning_rate", str(args.learning_rate),
+        "--per_device_train_batch_size", str(args.batch_size),
+        "--per_device_eval_batch_size", "64",
+        "--logging_steps", str(args.logging_steps),
+        "--max_seq_length", str(WINDOW["max_seq_length"]),
+        "--doc_stride", str(WINDOW["doc_stride"]),
+        "--max_query_length", str(WINDOW["max_query_length"]),
+        "--candidate_source", "annotations",
+        "--save_strategy", "no",
+        "--report_to", "none",
+        "--use_cpu", "true",
+        "--seed", str(seed),
+        "--output_dir", str(folder / "runs" / f"{preset}-seed{seed}"),
+    ]  # fmt: skip
+    if preset == "luke":
+        return [*command[:4], "--variant", "luke", *command[4:]]
+    return [*command[:4], "--ablation", preset, *command[4:]]
+
+
+def export_run_record(args: DiagnosticArguments, tasks: Tasks, prepared: Prepared, folder: Path) -> list[str]:
+    """Write the data, the tiny LUKE of every seed and run_record.sh into `folder`; returns the commands."""
+    from gesa.synthetic_gesa import write_jsonl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_jsonl(tasks.train, folder / "train.jsonl")
+    for hop in sorted(set(tasks.dev_hops.values())):
+        chosen = [r for r in tasks.dev if all(tasks.dev_hops[ex.example_id] == hop for ex in item_to_examples(r))]
+        write_jsonl(chosen, folder / f"dev_{hop}hop.jsonl")
+    commands = []
+    for seed, preset, init, _ in planned_runs(args):
+        if init not in ("-", "new"):
+            continue  # run_record.py builds the default init only
+        if not (folder / f"luke-seed{seed}").exists():
+            build_tiny_luke(args, prepared.tokenizer, seed, folder / f"luke-seed{seed}")
+        commands.append(" ".join(run_record_command(args, folder, preset, seed)))
+    script = "#!/bin/sh\n# written by bench/diagnose_graph.py --export_run_record; run from the repository root\n"
+    (folder / "run_record.sh").write_text(script + "".join(f"OMP_NUM_THREADS=1 {c}\n" for c in commands))
+    return commands
+
+
 # ----------------------------------------------------------------------------------------------- plot, files, main
 
 
@@ -1178,6 +1237,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     2), then the runs, the table and the plot."""
     with one_error_line(SCRIPT):
         args = parse_arguments(argv)
+        if args.export_run_record:
+            args.output_dir = args.output_dir or args.export_run_record
         output = check_output_dir(args.output_dir)
         check_plot_available(args)
         if args.from_results:
@@ -1197,6 +1258,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         with one_error_line(SCRIPT):
             prepared = prepare(args, tasks, workdir)
         level, city_level = prepared.constant_level, prepared.city_level
+        if args.export_run_record:
+            commands = export_run_record(args, tasks, prepared, Path(args.export_run_record))
+            print(f"wrote {args.export_run_record}: the data, the tiny LUKE of every seed and run_record.sh:")
+            for command in commands:
+                print(f"  {command}")
+            return []
         total, estimate = time_estimate(args)
         print(
             f"{total} training runs of {args.max_steps} steps on {tasks.source} ("

@@ -499,3 +499,40 @@ def test_a_run_on_given_files_with_the_leakage_checks(diagnose, tmp_path, capsys
     assert not (tmp_path / "out" / "curves.png").exists()
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert 0 < saved["city_level"] < saved["constant_score_loss"]
+
+
+# ----------------------------------------------------------------------------------------------- run_record.py
+
+
+@pytest.mark.slow
+def test_the_exported_run_record_command_trains_what_the_diagnostic_trains(diagnose, tmp_path, capsys):
+    """run_record.py on the exported tiny LUKE, data and flags logs the diagnostic's own loss curve."""
+    from script_helpers import record_script
+    from transformers import TrainerCallback
+
+    toy = ["--presets", "full", "--headline", "", "--seeds", "1", "--max_steps", "6", "--logging_steps", "2",
+           "--train_size", "48", "--eval_size", "8", "--hidden_size", "32", "--num_hidden_layers", "2",
+           "--generator", "harbours", "--no_plot"]  # fmt: skip
+    (row,) = diagnose.main([*toy, "--output_dir", str(tmp_path / "diagnostic")])
+    capsys.readouterr()
+    assert diagnose.main([*toy, "--export_run_record", str(tmp_path / "export")]) == []
+    printed = capsys.readouterr().out
+    (command,) = (tmp_path / "export" / "run_record.sh").read_text().splitlines()[2:]
+    assert (
+        command.split()[1:]
+        == diagnose.run_record_command(diagnose.parse_arguments(toy), tmp_path / "export", "full", 1)
+        and command.split(" ", 1)[1] in printed
+    )
+    assert {path.name for path in (tmp_path / "export").iterdir()} >= {"train.jsonl", "dev_1hop.jsonl", "luke-seed1"}
+
+    losses = []
+
+    class Losses(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                losses.append(logs["loss"])
+
+    argv = command.split()[3:]  # after OMP_NUM_THREADS=1 python examples/run_record.py
+    results = record_script().main([*argv, "--disable_tqdm", "true"], callbacks=[Losses()])
+    assert losses == pytest.approx(row["loss"], abs=5e-4)
+    assert "eval_exact_match" in results
