@@ -156,6 +156,11 @@ class DiagnosticArguments:
     hidden_size: int = field(default=64, metadata={"help": "Width of the tiny LUKE."})
     num_hidden_layers: int = field(default=4, metadata={"help": "Layers of the tiny LUKE."})
     num_attention_heads: int = field(default=4, metadata={"help": "Attention heads of the tiny LUKE."})
+    initializer_range: float = field(
+        default=0.0,
+        metadata={"help": "Std of the tiny LUKE's random weights; 0 (default): 1/sqrt(--hidden_size), 0.125 at width "
+                  "64 (docs/diagnostic.md). 0.02 is LukeConfig's default, made for luke-large's width."},
+    )  # fmt: skip
     leakage_checks: bool = field(
         default=False,
         metadata={"help": "After each run: unknown query name, cities rotated, answers removed or changed (above)."},
@@ -230,6 +235,10 @@ def check_values(args: DiagnosticArguments) -> None:
         raise ScriptArgumentError(f"--learning_rate must be a finite number > 0, got {args.learning_rate} (e.g. 1e-3)")
     if not (math.isfinite(args.leave_margin) and 0 <= args.leave_margin < 1):
         raise ScriptArgumentError(f"--leave_margin must be in [0, 1), got {args.leave_margin} (e.g. 0.05)")
+    if not (math.isfinite(args.initializer_range) and args.initializer_range >= 0):
+        raise ScriptArgumentError(
+            f"--initializer_range must be >= 0 (0: 1/sqrt(--hidden_size)), got {args.initializer_range}"
+        )
     if not (math.isfinite(args.control_em) and 0 < args.control_em <= 100):
         raise ScriptArgumentError(f"--control_em must be in (0, 100], got {args.control_em} (e.g. 50)")
     if args.max_steps < args.logging_steps:
@@ -478,9 +487,21 @@ def train_tokenizer(texts: list[str], directory: Path) -> LukeTokenizer:
     )
 
 
+def tiny_luke_initializer_range(args: DiagnosticArguments) -> float:
+    """`--initializer_range`, or 1/sqrt(width): weights that keep a vector's scale through each projection.
+
+    LukeConfig's 0.02 suits luke-large (1/sqrt(1024) = 0.031); at width 64 each value and output projection then
+    shrinks what an attention layer passes on to 0.16 x 0.16 of it, and after the three attention steps from the query's
+    name to a candidate (query word -> its entity -> the entities of its sentence) the candidates' states hardly
+    depend on the query at step 0 (docs/diagnostic.md measures it): whether a run leaves the city level is then luck."""
+    return args.initializer_range or args.hidden_size**-0.5
+
+
 def build_tiny_luke(args: DiagnosticArguments, tokenizer: LukeTokenizer, seed: int, path: Path) -> Path:
-    """A random LUKE saved like a Hub checkpoint; entity-aware queries tied to the word query as in released LUKE."""
+    """A random LUKE saved like a Hub checkpoint (weights drawn at `tiny_luke_initializer_range`); entity-aware
+    queries tied to the word query as in released LUKE."""
     config = LukeConfig(
+        initializer_range=tiny_luke_initializer_range(args),
         vocab_size=len(tokenizer),
         entity_vocab_size=len(ENTITY_VOCAB),
         hidden_size=args.hidden_size,

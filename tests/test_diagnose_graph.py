@@ -22,6 +22,7 @@ import re
 import statistics
 
 import pytest
+import torch
 from datasets import Dataset
 from script_helpers import ROOT, load_script
 
@@ -536,3 +537,20 @@ def test_the_exported_run_record_command_trains_what_the_diagnostic_trains(diagn
     results = record_script().main([*argv, "--disable_tqdm", "true"], callbacks=[Losses()])
     assert losses == pytest.approx(row["loss"], abs=5e-4)
     assert "eval_exact_match" in results
+
+
+def test_the_tiny_luke_is_drawn_for_its_width(diagnose, tmp_path):
+    """Weights at 1/sqrt(width) by default (0.125 at 64), LukeConfig's 0.02 when asked; the entity-aware queries tied."""
+    from transformers import LukeModel
+
+    from gesa.synthetic_gesa import generate_records
+
+    texts = [r["passage"]["text"] for r in generate_records(20, (1, 2), 0)]
+    tokenizer = diagnose.train_tokenizer(texts, tmp_path)
+    for given, expected in (("0", 64**-0.5), ("0.02", 0.02)):
+        args = diagnose.DiagnosticArguments(initializer_range=float(given))
+        luke = LukeModel.from_pretrained(diagnose.build_tiny_luke(args, tokenizer, 0, tmp_path / given))
+        attention = luke.encoder.layer[0].attention.self
+        assert luke.config.initializer_range == pytest.approx(expected)
+        assert attention.value.weight.std().item() == pytest.approx(expected, rel=0.05)
+        assert torch.equal(attention.e2e_query.weight, attention.query.weight)
