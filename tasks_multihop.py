@@ -86,6 +86,11 @@ class WikihopTask(Task):
                 "--choice_head is for --variant gesa, luke and luke_graph; --variant context_graph always scores with "
                 "eq. 2.62"
             )
+        if model_args.variant != CONTEXT_GRAPH and getattr(model_args, "graph_schedule", None) is not None:
+            raise ScriptArgumentError(
+                f"--graph_schedule is the training schedule of --variant context_graph; --variant {model_args.variant} "
+                "does not read it: drop it"
+            )
         window = model_args.attention_window
         if window is not None and window < 1:
             raise ScriptArgumentError(f"--attention_window must be at least 1 word (or none for full attention), got "
@@ -116,7 +121,7 @@ class WikihopTask(Task):
         self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
     ) -> LoadedModel:
         if model_args.variant == CONTEXT_GRAPH:
-            return load_context_graph(self, model_args, data_args)
+            return load_context_graph(self, model_args, data_args, explicit)
         if model_args.model_name_or_path is None:
             raise ScriptArgumentError(
                 "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this task"

@@ -98,6 +98,13 @@ class ModelArguments(BaseModelArguments):
         default=None,
         metadata={"help": "--variant context_graph: a row of Acton 2023's table 5.1 (hde_base, att_base, bert_base)."},
     )
+    graph_schedule: str | None = field(
+        default=None,
+        metadata={"help": "--variant context_graph: 'thesis' (Acton 2023 table 4.1: SGD, learning rate 0.001 with "
+                  "layer weight sharing else 0.01, x0.9 per epoch, a fine-tuned embedder frozen for 5 epochs; "
+                  "--optim/--learning_rate/--lr_scheduler_type given replace their part) or 'none' (the Trainer's "
+                  "defaults). Default: 'thesis' with --graph_preset, else 'none'", "choices": ["thesis", "none"]},
+    )  # fmt: skip
     choice_head: str | None = field(
         default=None,
         metadata={"help": "WikiHop with --variant gesa/luke/luke_graph: the candidate score, 'hde' (Acton 2023 eq. "
