@@ -36,13 +36,13 @@ from typing import Any
 import numpy as np
 import torch
 from tokenizers import Tokenizer
-from transformers import PreTrainedTokenizerBase
+from transformers import BatchFeature, PreTrainedTokenizerBase
 
 from .answers_gesa import ranked_answers
 from .graph_context import CANDIDATE, DOCUMENT, EDGE_KINDS, ENTITY, SENTENCE_MODES, GraphRules, build_context_graph
 from .processing_base_gesa import ProcessorBase
-from .processing_wikihop import _span_in, normalize_mention
-from .records_wikihop import WikihopExample, rows_to_examples
+from .processing_wikihop import _span_in, columns_batch, normalize_mention, query_examples
+from .records_wikihop import WikihopExample, check_unique_ids, refuse_repeated_ids, rows_to_examples
 
 IGNORE_INDEX = -100
 MODEL_COLUMNS = ("input_ids", "query_text", "node_text", "node_start", "node_end", "node_type", "entity_candidate",
@@ -117,6 +117,21 @@ class ContextGraphProcessor(ProcessorBase):
     def model_input_names(self) -> list[str]:
         return [*MODEL_COLUMNS, "attention_mask", "node_graph"]
 
+    def __call__(
+        self,
+        queries: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        supports: Sequence[str] | Sequence[Sequence[str]] | None = None,
+        candidates: Sequence[str] | Sequence[Sequence[str]] | None = None,
+        answers: str | Sequence[str | None] | None = None,
+        example_ids: str | Sequence[str] | None = None,
+        return_tensors: str | None = None,
+    ) -> BatchFeature:
+        """Encode one query or a list, as ``WikihopProcessor.__call__`` takes them (a record dict, a list of them, or
+        ``processor(query, supports, candidates)``): the feature columns, one row per query; with
+        ``return_tensors="pt"`` the collated model inputs, the evaluation columns as attributes."""
+        examples = query_examples(queries, supports, candidates, answers, example_ids)
+        return columns_batch(self.encode_examples(examples), self.get_data_collator(), EVAL_COLUMNS, return_tensors)
+
     def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
         """Batched ``Dataset.map`` function over rows with ``id, query, supports, candidates, answer``."""
         return self.encode_examples(rows_to_examples(batch))
@@ -135,7 +150,9 @@ class ContextGraphProcessor(ProcessorBase):
         return ids, offsets, len(encoding.ids) > keep
 
     def encode_examples(self, examples: Sequence[WikihopExample]) -> dict[str, list]:
-        """Columns (dict of lists, one row per query); see the module docstring."""
+        """Columns (dict of lists, one row per query); see the module docstring. Two queries with one id are refused
+        (``InputError``: their answers would be ranked as one query's)."""
+        check_unique_ids(examples)
         stats: Counter[str] = Counter()
         columns: dict[str, list] = {name: [] for name in (*MODEL_COLUMNS, *EVAL_COLUMNS)}
         with_labels = any(example.answer is not None for example in examples)
@@ -218,7 +235,8 @@ class ContextGraphProcessor(ProcessorBase):
         example_ids: Sequence[str], candidate_texts: Sequence[Sequence[str]], logits: Any
     ) -> dict[str, list[dict[str, Any]]]:
         """Per query, every candidate best first with its softmax probability (``answers_gesa.ranked_answers``;
-        logit column ``c`` is candidate ``c``)."""
+        logit column ``c`` is candidate ``c``); two features with one query id are refused (``ValueError``)."""
+        refuse_repeated_ids(example_ids, "rank_candidates")
         return ranked_answers(example_ids, candidate_texts, logits, first_candidate=0, score="softmax",
                               same_answer=None, caller="rank_candidates")  # fmt: skip
 

@@ -73,9 +73,11 @@ from .processing_base_gesa import ProcessorBase
 from .records_gesa import content_id
 from .records_wikihop import (
     WikihopExample,
+    check_unique_ids,
     find_mentions,
     normalize_mention,
     record_error,
+    refuse_repeated_ids,
     rows_to_examples,
     to_example,
 )
@@ -260,54 +262,9 @@ class WikihopProcessor(ProcessorBase):
             ``BatchFeature`` of the feature columns (one row per query); with ``return_tensors="pt"`` the model
             inputs as padded tensors, the evaluation columns as attributes (``batch.candidate_texts``).
         """
-        if isinstance(queries, Mapping):
-            records = [dict(queries)]
-        elif isinstance(queries, str):
-            records = [{"query": queries, "supports": supports, "candidates": candidates, "answer": answers}]
-            if example_ids is not None:
-                records[0]["id"] = example_ids
-        else:
-            queries = list(queries)
-            if queries and all(isinstance(item, Mapping) for item in queries):
-                records = [dict(item) for item in queries]
-            else:
-                count = len(queries)
-                for name, values in (("supports", supports), ("candidates", candidates)):
-                    if values is None or len(values) != count:
-                        raise ValueError(f"{name} must give one list per query ({count} queries)")
-                records = [
-                    {
-                        "query": query,
-                        "supports": supports[index],
-                        "candidates": candidates[index],
-                        "answer": None if answers is None else answers[index],
-                        **({} if example_ids is None else {"id": example_ids[index]}),
-                    }
-                    for index, query in enumerate(queries)
-                ]
-        examples = []
-        derived: set[str] = set()
-        for position, record in enumerate(records):
-            if record.get("id") is None:
-                record["id"] = content_id(
-                    "\x00".join(map(str, record.get("supports") or [])),
-                    f"{record.get('query')}\x00{record.get('candidates')}",
-                )
-                if record["id"] in derived:  # the same query twice: two queries, two answers (never merged)
-                    record["id"] = f"{record['id']}-{position}"
-                derived.add(record["id"])
-            examples.append(to_example(record, position, f"input #{position}"))
-        columns = self.encode_examples(examples)
-        if return_tensors is None:
-            return BatchFeature(columns)
-        if return_tensors != "pt":
-            raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
-        names = [name for name in columns if name not in WIKIHOP_EVAL_COLUMNS]
-        features = [{name: columns[name][row] for name in names} for row in range(len(examples))]
-        batch = BatchFeature(self.get_data_collator()(features))
-        for name in WIKIHOP_EVAL_COLUMNS:
-            setattr(batch, name, columns[name])
-        return batch
+        examples = query_examples(queries, supports, candidates, answers, example_ids)
+        return columns_batch(self.encode_examples(examples), self.get_data_collator(), WIKIHOP_EVAL_COLUMNS,
+                             return_tensors)  # fmt: skip
 
     def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
         """Batched ``Dataset.map`` function over rows with ``id, query, supports, candidates, answer``."""
@@ -319,7 +276,9 @@ class WikihopProcessor(ProcessorBase):
     # ------------------------------------------------------------------ encoding
 
     def encode_examples(self, examples: Sequence[WikihopExample]) -> dict[str, list]:
-        """Columns (dict of lists, one row per query); see the class docstring."""
+        """Columns (dict of lists, one row per query); see the class docstring. Two queries with one id are refused
+        (``InputError``: their answers would be ranked as one query's)."""
+        check_unique_ids(examples)
         stats: Counter[str] = Counter()
         with_labels = any(example.answer is not None for example in examples)
         names = [
@@ -561,11 +520,81 @@ class WikihopProcessor(ProcessorBase):
         ``answers_gesa.ranked_answers`` with each candidate its own answer (no text merging).
 
         Raises:
-            ValueError: lengths disagree, or a query's scores are not finite (NaN).
+            ValueError: lengths disagree, two features share a query id (two queries, one id), or a query's scores
+                are not finite (NaN).
         """
+        refuse_repeated_ids(example_ids, "rank_candidates")
         return ranked_answers(
             example_ids, candidate_texts, logits, score="softmax", same_answer=None, caller="rank_candidates"
         )
+
+
+def query_examples(
+    queries: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    supports: Sequence[str] | Sequence[Sequence[str]] | None = None,
+    candidates: Sequence[str] | Sequence[Sequence[str]] | None = None,
+    answers: str | Sequence[str | None] | None = None,
+    example_ids: str | Sequence[str] | None = None,
+) -> list[WikihopExample]:
+    """The examples of a processor call (``processor(query, supports, candidates)``, a record dict or a list of
+    either): an id-less query gets a hash of its texts (the same query twice: two ids, never merged); two queries
+    given one id are an ``InputError`` naming both (``input #N``)."""
+    if isinstance(queries, Mapping):
+        records = [dict(queries)]
+    elif isinstance(queries, str):
+        records = [{"query": queries, "supports": supports, "candidates": candidates, "answer": answers}]
+        if example_ids is not None:
+            records[0]["id"] = example_ids
+    else:
+        queries = list(queries)
+        if queries and all(isinstance(item, Mapping) for item in queries):
+            records = [dict(item) for item in queries]
+        else:
+            count = len(queries)
+            for name, values in (("supports", supports), ("candidates", candidates)):
+                if values is None or len(values) != count:
+                    raise ValueError(f"{name} must give one list per query ({count} queries)")
+            records = [
+                {
+                    "query": query,
+                    "supports": supports[index],
+                    "candidates": candidates[index],
+                    "answer": None if answers is None else answers[index],
+                    **({} if example_ids is None else {"id": example_ids[index]}),
+                }
+                for index, query in enumerate(queries)
+            ]
+    examples = []
+    derived: set[str] = set()
+    for position, record in enumerate(records):
+        if record.get("id") is None:
+            record["id"] = content_id(
+                "\x00".join(map(str, record.get("supports") or [])),
+                f"{record.get('query')}\x00{record.get('candidates')}",
+            )
+            if record["id"] in derived:  # the same query twice: two queries, two answers (never merged)
+                record["id"] = f"{record['id']}-{position}"
+            derived.add(record["id"])
+        examples.append(to_example(record, position, f"input #{position}"))
+    check_unique_ids(examples)
+    return examples
+
+
+def columns_batch(
+    columns: dict[str, list], collator: Any, eval_columns: Sequence[str], return_tensors: str | None
+) -> BatchFeature:
+    """A processor call's result: the feature columns, or (``return_tensors="pt"``) the collated model inputs with the
+    evaluation columns as attributes (``batch.candidate_texts``)."""
+    if return_tensors is None:
+        return BatchFeature(columns)
+    if return_tensors != "pt":
+        raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
+    names = [name for name in columns if name not in eval_columns]
+    rows = len(columns[eval_columns[0]])
+    batch = BatchFeature(collator([{name: columns[name][row] for name in names} for row in range(rows)]))
+    for name in eval_columns:
+        setattr(batch, name, columns[name])
+    return batch
 
 
 class WikihopDataCollator(GesaDataCollator):
@@ -605,6 +634,8 @@ class WikihopDataCollator(GesaDataCollator):
 WikihopProcessor.register_for_auto_class("AutoProcessor")
 
 __all__ = [
+    "columns_batch",
+    "query_examples",
     "CANDIDATE_ENTITY_MASK",
     "GRAPH_EDGES",
     "IGNORE_INDEX",

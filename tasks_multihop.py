@@ -43,8 +43,14 @@ from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
 from .configuration_gesa import ABLATION_PRESETS
+from .loading_gesa import checkpoint_weight_names
 from .modeling_context_graph import ContextGraphForMultipleChoice
-from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, extend_position_embeddings
+from .modeling_gesa_multiple_choice import (
+    ChoiceHeadMismatch,
+    GesaForEntityMultipleChoice,
+    check_choice_head,
+    extend_position_embeddings,
+)
 from .modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
 from .processing_base_gesa import load_processor_settings
 from .processing_wikihop import WikihopProcessor
@@ -54,7 +60,7 @@ from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_base import LoadedModel, Task, first_output
 from .tasks_context_graph import VARIANT as CONTEXT_GRAPH
 from .tasks_context_graph import load_context_graph
-from .training_gesa import ScriptArgumentError, featurise_rows, write_json_atomically
+from .training_gesa import ScriptArgumentError, disk_full, disk_full_error, featurise_rows, write_json_atomically
 from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer
 from .training_tokenizer import special_entity_rows, train_sample_tokenizer
 
@@ -140,6 +146,14 @@ class WikihopTask(Task):
         overrides: dict[str, Any] = {"attention_window": model_args.attention_window}
         if model_args.ablation is not None:
             overrides["ablation"] = model_args.ablation
+        if config.get("model_type") != "luke":  # the weights must hold the head the config names
+            names = checkpoint_weight_names(Path(path))
+            try:
+                # a config without the field was saved with the linear head (GesaConfig.from_dict)
+                named = config.get("choice_head", "query_candidate")
+                check_choice_head(named, names or (), f"--model_name_or_path {path}")
+            except ChoiceHeadMismatch as error:
+                raise ScriptArgumentError(str(error)) from None
         choice_head = getattr(model_args, "choice_head", None)
         if choice_head is not None:
             if config.get("model_type") != "luke" and config.get("choice_head", "hde") != choice_head:
@@ -158,15 +172,18 @@ class WikihopTask(Task):
                 "--graph_config: the context graph's rules are read by GESA on that graph (--variant gesa, no "
                 "--ablation merged_graph / luke); this model's e2e labels do not read them. Drop --graph_config"
             )
-        model = build_variant_model(
-            spec,
-            path,
-            config,
-            model_args,
-            entity_rows=entity_rows(tokenizer) if config.get("model_type") == "luke" else None,
-            overrides=overrides,
-            checkpoint_overrides={"attention_window": model_args.attention_window},
-        )
+        try:
+            model = build_variant_model(
+                spec,
+                path,
+                config,
+                model_args,
+                entity_rows=entity_rows(tokenizer) if config.get("model_type") == "luke" else None,
+                overrides=overrides,
+                checkpoint_overrides={"attention_window": model_args.attention_window},
+            )
+        except ChoiceHeadMismatch as error:  # a Hub checkpoint, found while loading
+            raise ScriptArgumentError(str(error)) from None
         # absolute positions (LUKE, LUKE-Graph, presets with entity positions) must reach the longest sequence
         extend_position_embeddings(model, data_args.max_seq_length + (model.config.pad_token_id or 0) + 1)
         # the features carry the graph the model's e2e labels read
@@ -194,11 +211,20 @@ class WikihopTask(Task):
     def score(self, predictions: Mapping[str, Any], examples: Sequence[WikihopExample]) -> dict[str, float]:
         """Accuracy in percent over the labelled queries (a missing prediction is wrong): ``metrics/wikihop``."""
         references = {example.example_id: example.answer for example in examples if example.answer is not None}
-        return load_metric("wikihop").compute(
-            predictions=[{"id": key, "prediction_text": predictions[key][0]["answer"] if predictions.get(key) else ""}
-                         for key in references],
-            references=[{"id": key, "answer": answer} for key, answer in references.items()],
-        )  # fmt: skip
+        try:  # in memory: evaluate's arrow cache files would need disk space at every evaluation
+            return load_metric("wikihop", keep_in_memory=True).compute(
+                predictions=[{"id": key, "prediction_text": predictions[key][0]["answer"] if predictions.get(key)
+                              else ""} for key in references],
+                references=[{"id": key, "answer": answer} for key, answer in references.items()],
+            )  # fmt: skip
+        except OSError as error:  # e.g. evaluate copying the metric's module into its cache on a full disk
+            place = Path(error.filename).parent if getattr(error, "filename", None) else Path.cwd()
+            if disk_full(error, place):
+                name = Path(error.filename).name if error.filename else "the metric's cache"
+                raise disk_full_error(
+                    error, place, f"writing {name} (evaluate's copy of the WikiHop metric)"
+                ) from None
+            raise
 
     def write_predictions(
         self, predictions: Mapping[str, Any], examples: Any, output_dir: str | Path, split: str, data_args: Any

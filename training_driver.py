@@ -58,6 +58,8 @@ from .training_gesa import (
     check_output_dir_given,
     check_resume_fits,
     check_run_arguments,
+    disk_full,
+    disk_full_error,
     plan_resume,
     preflight_push_to_hub,
     setup_logging,
@@ -318,7 +320,16 @@ class TaskTrainer(Trainer):
         if not self.is_world_process_zero():
             return
         if not self.task.write_model_card(self.args.output_dir, dict(self.card_kwargs, model_name=model_name)):
-            super().create_model_card(model_name=model_name, **kwargs)
+            card = Path(self.args.output_dir) / "README.md"
+            existed = card.exists()
+            try:  # transformers' card (README.md), written with a plain open
+                super().create_model_card(model_name=model_name, **kwargs)
+            except OSError as error:
+                if not existed:  # no cut-short card left behind
+                    card.unlink(missing_ok=True)
+                if disk_full(error, self.args.output_dir):
+                    raise disk_full_error(error, self.args.output_dir, "writing the model card README.md") from None
+                raise
 
 
 @contextlib.contextmanager
