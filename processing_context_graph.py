@@ -175,7 +175,7 @@ class ContextGraphProcessor(ProcessorBase):
         stats["documents_cut"] += sum(cut for _, _, cut in documents)
         candidates = [self._encode_text(backend, text, self.max_candidate_length) for text in example.candidates]
         stats["candidate_truncated"] += sum(cut for _, _, cut in candidates)
-        graph = build_context_graph(example.supports, example.candidates, example.subject, self.rules,
+        graph = build_context_graph(example.supports, example.candidates, example.subject_mention, self.rules,
                                     self.max_entities)  # fmt: skip
         texts = [query, *(ids for ids, _, _ in documents), *(ids for ids, _, _ in candidates)]
         kept: dict[int, int] = {}  # graph node -> feature node

@@ -326,8 +326,8 @@ class WikihopProcessor(ProcessorBase):
         strings = [normalize_mention(text) for text in example.candidates]
         string_index: dict[str, int] = {}
         candidate_string_ids = [string_index.setdefault(text, len(string_index)) for text in strings]
-        subject_string_id = string_index.setdefault(normalize_mention(subject), len(string_index))
-        mention_strings = [*strings, normalize_mention(subject)]
+        subject_string_id = string_index.setdefault(normalize_mention(example.subject_mention), len(string_index))
+        mention_strings = [*strings, normalize_mention(example.subject_mention)]
         mention_string_ids = [*candidate_string_ids, subject_string_id]
         # the query's own mentions (paper 3.3: the mention label reaches the question), by the supports' rule
         query_string_ids = [-1] * len(query_ids)
@@ -464,7 +464,7 @@ class WikihopProcessor(ProcessorBase):
         ids from ``first_string_id`` on, one each) and the edges ``[i, j, kind]`` between kept entities (entity
         indices: 0 the query entity, ``1..n`` the candidates, then the mentions, then ``graph_entities``).
         """
-        graph = build_context_graph(example.supports, example.candidates, example.subject, self.rules)
+        graph = build_context_graph(example.supports, example.candidates, example.subject_mention, self.rules)
         candidate_count = len(example.candidates)
         found = {key: index for index, key in enumerate(mention_keys)}
         entity_of: dict[int, int] = {}  # graph node -> entity index

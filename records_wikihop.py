@@ -114,6 +114,13 @@ class WikihopExample:
         parts = self.query.split(maxsplit=1)
         return parts[1] if len(parts) == 2 else self.query
 
+    @property
+    def subject_mention(self) -> str:
+        """The subject as its mentions in the supports read: MedHop asks ``"interacts_with DB01171?"``, and the drug's
+        mentions are ``DB01171`` (a question mark ends the question, not the name)."""
+        subject = self.subject
+        return subject[:-1].rstrip() if subject.endswith("?") and subject[:-1].strip() else subject
+
 
 def record_error(
     example_id: str | None, message: str, source: str | None = None, fix: str | None = None

@@ -23,9 +23,11 @@ runs (HotpotQA and FEVER: ``tasks_xh``).
   ``WikihopProcessor.rank_candidates``), scored by ``metrics/wikihop`` (accuracy in percent); ``eval_predictions.json``
   is ``{id: candidate}``, ``predict_predictions.json`` ``{id: [{answer, score}, ...]}`` best first.
 
-Also the embedded WikiHop-format sample of the demo (``make_wikihop_sample``: invented towns, regions and countries,
-two hops: town -> region -> country; written here, copied from nowhere) and ``build_demo_luke`` (a tiny random LUKE
-with a byte-level BPE trained offline on the sample), used by the no-argument demo, the tests and the bench.
+Also the embedded samples of the demos, written here, copied from nowhere: ``make_wikihop_sample`` (invented towns,
+regions and countries, two hops: town -> region -> country) and ``make_medhop_sample`` (MedHop-shaped: drugs as
+DrugBank ids, proteins as UniProt accessions, query ``interacts_with DB.....?``, two hops: drug -> protein -> drug);
+and ``build_demo_luke`` (a tiny random LUKE with a byte-level BPE trained offline on the sample), used by the
+no-argument demo, the tests and the bench.
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
@@ -319,6 +321,66 @@ def make_wikihop_sample(
     return records
 
 
+# MedHop-shaped records (invented: written here, copied from nowhere). The release writes drugs as DrugBank ids
+# (``DB01171``) and proteins as UniProt accessions (``P21397``) inside Medline-style abstracts; a query is
+# ``"interacts_with DB01171?"`` over DrugBank-id candidates, answered through a protein both drugs act on.
+_MEDHOP_ACTIONS = ["is a selective inhibitor of", "binds to and activates", "reduces the expression of",
+                   "is metabolised by", "competitively blocks"]  # fmt: skip
+_MEDHOP_FILLER = [
+    "Patients were followed for twelve weeks in a randomised , double-blind trial .",
+    "Plasma concentrations were measured by liquid chromatography .",
+    "The effect was dose-dependent and reversible after washout .",
+    "These findings suggest a new approach to treatment .",
+]
+
+
+def drugbank_id(rng: random.Random) -> str:
+    """A DrugBank accession as MedHop writes drugs: ``DB`` and five digits."""
+    return f"DB{rng.randint(1, 12000):05d}"
+
+
+def uniprot_id(rng: random.Random) -> str:
+    """A UniProt accession as MedHop writes proteins: ``[OPQ][0-9][A-Z0-9]{3}[0-9]`` (``P21397``, ``Q9H3N8``)."""
+    alphanumeric = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    middle = "".join(rng.choice(alphanumeric) for _ in range(3))
+    return f"{rng.choice('OPQ')}{rng.randint(0, 9)}{middle}{rng.randint(0, 9)}"
+
+
+def make_medhop_sample(
+    count: int, seed: int = 0, num_candidates: int = 4, filler_sentences: int = 1, labelled: bool = True
+) -> list[dict[str, Any]]:
+    """``count`` invented MedHop records (QAngaroo fields, ids ``MH_synthetic_<seed>_<n>``). Query
+    ``interacts_with <drug>?``; one abstract says the query drug acts on a protein, another that the answer drug acts
+    on the same protein; each other candidate drug acts on a protein of its own in an abstract of its own. Candidates
+    are DrugBank ids in sorted order (as released). As in ``make_wikihop_sample``, the query drug's abstract comes
+    first and the answer's last (the demo checks a pipeline that learns; ``bench/mechanism_context_graph.py`` asks
+    whether a model reads two documents). The ids come from fixed pools (40 drugs, 12 proteins: the same in every
+    sample) so that a small sample repeats them as the release does."""
+    pools = random.Random(20170601)
+    drug_pool = list(dict.fromkeys(drugbank_id(pools) for _ in range(60)))[:40]
+    protein_pool = list(dict.fromkeys(uniprot_id(pools) for _ in range(30)))[:12]
+    rng = random.Random(seed)
+    records = []
+    for index in range(count):
+        query_drug, *candidates = rng.sample(drug_pool, num_candidates + 1)
+        answer = candidates[0]
+        proteins = rng.sample(protein_pool, num_candidates)
+
+        def abstract(drug: str, protein: str) -> str:
+            filler = " ".join(rng.choice(_MEDHOP_FILLER) for _ in range(filler_sentences))
+            return f"{drug} {rng.choice(_MEDHOP_ACTIONS)} {protein} in human cells . {filler}".strip()
+
+        supports = [abstract(query_drug, proteins[0])]
+        supports += [abstract(drug, protein) for drug, protein in zip(candidates[1:], proteins[1:], strict=True)]
+        supports.append(abstract(answer, proteins[0]))
+        record = {"id": f"MH_synthetic_{seed}_{index}", "query": f"interacts_with {query_drug}?",
+                  "supports": supports, "candidates": sorted(candidates)}  # fmt: skip
+        if labelled:
+            record["answer"] = answer
+        records.append(record)
+    return records
+
+
 def write_wikihop_file(path: Path | str, records: Sequence[Mapping[str, Any]], json_lines: bool = False) -> Path:
     """Write records as the QAngaroo release does (one JSON list) or as JSON lines."""
     path = Path(path)
@@ -362,6 +424,7 @@ __all__ = [
     "WikihopTask",
     "build_demo_luke",
     "entity_rows",
+    "make_medhop_sample",
     "make_wikihop_sample",
     "sample_texts",
     "write_wikihop_file",

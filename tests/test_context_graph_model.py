@@ -415,3 +415,16 @@ def test_single_components_share_one_weight_set_across_layers(tmp_path, sharing)
     reloaded = ContextGraphForMultipleChoice.from_pretrained(tmp_path).eval()
     with torch.no_grad():
         torch.testing.assert_close(reloaded(**inputs).logits, model(**inputs).logits)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_without_gnn_layers_the_summarised_nodes_are_scored_as_they_are(shared):
+    """``gnn_num_layers=0``: the thesis's model without its GNN (the mechanism check's baseline): no GNN weight, the
+    encoder passes the node states through, the model still trains."""
+    model = ContextGraphForMultipleChoice(tiny_config(gnn_num_layers=0, gnn_share_weights=shared))
+    assert not list(model.encoder.parameters())
+    states = torch.randn(5, SIZE)
+    assert torch.equal(model.encoder(states, torch.tensor([[0, 1], [1, 0]]), torch.tensor([0, 0])), states)
+    loss = model(**hand_batch()).loss
+    loss.backward()
+    assert torch.isfinite(loss) and model.candidate_scorer.out.weight.grad is not None
