@@ -36,12 +36,12 @@ from typing import Any
 import numpy as np
 import torch
 from tokenizers import Tokenizer
-from transformers import BatchFeature, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from .answers_gesa import ranked_answers
 from .graph_context import CANDIDATE, DOCUMENT, EDGE_KINDS, ENTITY, SENTENCE_MODES, GraphRules, build_context_graph
 from .processing_base_gesa import ProcessorBase
-from .processing_wikihop import _span_in, columns_batch, normalize_mention, query_examples
+from .processing_wikihop import QueryRecordsCall, _span_in, normalize_mention
 from .records_wikihop import WikihopExample, check_unique_ids, refuse_repeated_ids, rows_to_examples
 
 IGNORE_INDEX = -100
@@ -50,7 +50,7 @@ MODEL_COLUMNS = ("input_ids", "query_text", "node_text", "node_start", "node_end
 EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
 
 
-class ContextGraphProcessor(ProcessorBase):
+class ContextGraphProcessor(QueryRecordsCall, ProcessorBase):
     """Context graphs of WikiHop / MedHop queries (module docstring).
 
     Args:
@@ -62,6 +62,8 @@ class ContextGraphProcessor(ProcessorBase):
         co_document_edges, complement_edges, unconnected_edges, sentence_nodes, co_mention_edges: thesis 3.1's
             optional rules 6, 7, 8, the sentence nodes and rule 3 (``graph_context.GraphRules``).
     """
+
+    eval_columns = EVAL_COLUMNS
 
     cap_warnings = {
         "documents_cut": "{documents_cut} documents cut to max_document_length={max_document_length} tokens",
@@ -116,21 +118,6 @@ class ContextGraphProcessor(ProcessorBase):
     @property
     def model_input_names(self) -> list[str]:
         return [*MODEL_COLUMNS, "attention_mask", "node_graph"]
-
-    def __call__(
-        self,
-        queries: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        supports: Sequence[str] | Sequence[Sequence[str]] | None = None,
-        candidates: Sequence[str] | Sequence[Sequence[str]] | None = None,
-        answers: str | Sequence[str | None] | None = None,
-        example_ids: str | Sequence[str] | None = None,
-        return_tensors: str | None = None,
-    ) -> BatchFeature:
-        """Encode one query or a list, as ``WikihopProcessor.__call__`` takes them (a record dict, a list of them, or
-        ``processor(query, supports, candidates)``): the feature columns, one row per query; with
-        ``return_tensors="pt"`` the collated model inputs, the evaluation columns as attributes."""
-        examples = query_examples(queries, supports, candidates, answers, example_ids)
-        return columns_batch(self.encode_examples(examples), self.get_data_collator(), EVAL_COLUMNS, return_tensors)
 
     def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
         """Batched ``Dataset.map`` function over rows with ``id, query, supports, candidates, answer``."""

@@ -124,7 +124,34 @@ def fair_cut(lengths: Sequence[int], budget: int) -> int | None:
     return low
 
 
-class WikihopProcessor(ProcessorBase):
+class QueryRecordsCall:
+    """``processor(...)`` of the QAngaroo processors (``WikihopProcessor``, ``ContextGraphProcessor``): records in,
+    ``encode_examples``' columns out; ``eval_columns``: the columns that are not model inputs."""
+
+    eval_columns: tuple[str, ...] = ()
+
+    def __call__(
+        self,
+        queries: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        supports: Sequence[str] | Sequence[Sequence[str]] | None = None,
+        candidates: Sequence[str] | Sequence[Sequence[str]] | None = None,
+        answers: str | Sequence[str | None] | None = None,
+        example_ids: str | Sequence[str] | None = None,
+        return_tensors: str | None = None,
+    ) -> BatchFeature:
+        """Encode one query or a list: ``processor(query, supports, candidates)`` or ``processor({"query",
+        "supports", "candidates"[, "answer", "id"]})`` (or a list of such dicts).
+
+        Returns:
+            ``BatchFeature`` of the feature columns (one row per query); with ``return_tensors="pt"`` the model
+            inputs as padded tensors, the evaluation columns as attributes (``batch.candidate_texts``).
+        """
+        examples = query_examples(queries, supports, candidates, answers, example_ids)
+        return columns_batch(self.encode_examples(examples), self.get_data_collator(), self.eval_columns,
+                             return_tensors)  # fmt: skip
+
+
+class WikihopProcessor(QueryRecordsCall, ProcessorBase):
     """Turns WikiHop records (three input shapes) into one long GESA feature per query (see the module docstring).
 
     Feature columns (``L`` words, ``E`` entities, ``M`` longest mention): the ``GesaProcessor`` model inputs
@@ -150,6 +177,8 @@ class WikihopProcessor(ProcessorBase):
 
     ``stats`` accumulates what the encode calls cut (each logged, ``ProcessorBase``).
     """
+
+    eval_columns = WIKIHOP_EVAL_COLUMNS
 
     # every cut at WARNING (never silent)
     cap_warnings = {
@@ -245,26 +274,6 @@ class WikihopProcessor(ProcessorBase):
         return [*MODEL_INPUT_NAMES, *graph, CANDIDATE_ENTITY_MASK]
 
     # ------------------------------------------------------------------ entry points
-
-    def __call__(
-        self,
-        queries: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        supports: Sequence[str] | Sequence[Sequence[str]] | None = None,
-        candidates: Sequence[str] | Sequence[Sequence[str]] | None = None,
-        answers: str | Sequence[str | None] | None = None,
-        example_ids: str | Sequence[str] | None = None,
-        return_tensors: str | None = None,
-    ) -> BatchFeature:
-        """Encode one query or a list: ``processor(query, supports, candidates)`` or ``processor({"query",
-        "supports", "candidates"[, "answer", "id"]})`` (or a list of such dicts).
-
-        Returns:
-            ``BatchFeature`` of the feature columns (one row per query); with ``return_tensors="pt"`` the model
-            inputs as padded tensors, the evaluation columns as attributes (``batch.candidate_texts``).
-        """
-        examples = query_examples(queries, supports, candidates, answers, example_ids)
-        return columns_batch(self.encode_examples(examples), self.get_data_collator(), WIKIHOP_EVAL_COLUMNS,
-                             return_tensors)  # fmt: skip
 
     def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
         """Batched ``Dataset.map`` function over rows with ``id, query, supports, candidates, answer``."""
@@ -634,6 +643,7 @@ class WikihopDataCollator(GesaDataCollator):
 WikihopProcessor.register_for_auto_class("AutoProcessor")
 
 __all__ = [
+    "QueryRecordsCall",
     "columns_batch",
     "query_examples",
     "CANDIDATE_ENTITY_MASK",
