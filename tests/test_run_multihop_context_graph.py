@@ -233,6 +233,11 @@ def test_bad_graph_flags_are_one_error_line(capsys, tiny_luke_dir, tmp_path):
     assert "graph_preset='hde_base' sets gnn_core='edge'" in multihop_error_line(
         capsys, [*base, "--graph_preset", "hde_base", "--graph_config", '{"gnn_core": "sdp"}']
     )
+    # a GESA preset is for GESA's embedder: LUKE's (the default) is LUKE as pre-trained
+    assert "set token_embedder='gesa'" in multihop_error_line(capsys, [*base, "--ablation", "no_plc_edges"])
+    assert "--graph_schedule is the training schedule of --variant context_graph" in multihop_error_line(
+        capsys, [*[a if a != "context_graph" else "gesa" for a in base], "--graph_schedule", "thesis"]
+    )
 
 
 @pytest.mark.parametrize("summariser", ["transformer", "switch"])
