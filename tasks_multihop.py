@@ -24,9 +24,8 @@ runs (HotpotQA and FEVER: ``tasks_xh``).
   is ``{id: candidate}``, ``predict_predictions.json`` ``{id: [{answer, score}, ...]}`` best first.
 
 Also the embedded samples of the demos, written here, copied from nowhere: ``make_wikihop_sample`` (invented towns,
-regions and countries, two hops: town -> region -> country) and ``make_medhop_sample`` (MedHop-shaped: drugs as
-DrugBank ids, proteins as UniProt accessions, query ``interacts_with DB.....?``, two hops: drug -> protein -> drug);
-and ``build_demo_luke`` (a tiny random LUKE with a byte-level BPE trained offline on the sample), used by the
+regions and countries: town -> region -> country) and ``make_medhop_sample`` (MedHop-shaped: drugs as DrugBank ids,
+proteins as UniProt accessions, query ``interacts_with DB.....?``: drug -> protein -> drug); and ``build_demo_luke`` (a tiny random LUKE with a byte-level BPE trained offline on the sample), used by the
 no-argument demo, the tests and the bench.
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
@@ -294,24 +293,43 @@ def _name(rng: random.Random, parts: int) -> str:
 
 
 def make_wikihop_sample(
-    count: int, seed: int = 0, filler_sentences: int = 0, num_candidates: int = 4, labelled: bool = True
+    count: int,
+    seed: int = 0,
+    filler_sentences: int = 0,
+    num_candidates: int = 4,
+    labelled: bool = True,
+    region_pool: int | None = None,
+    linked: bool = False,
 ) -> list[dict[str, Any]]:
     """``count`` invented WikiHop records (QAngaroo fields). Query ``country <town>``; support 1 says the town lies in
     a region, another that the region is in a country (the answer), distractor supports place other regions in the
     other candidate countries. ``filler_sentences`` per support makes long records: the answer's support comes last,
-    so its mentions lie far beyond word 512."""
+    so its mentions lie far beyond word 512. ``region_pool``: the regions come from that many fixed names (the same
+    in every sample, as a real corpus repeats its places), else each is invented afresh. ``linked``: the answer's
+    support names the town too (``<region>, around <town>, is a region of <answer>.``: a document the town and the
+    answer share, which the context graph joins) and the supports come in a random order (the last one is no cue)."""
     rng = random.Random(seed)
+    pool_rng = random.Random(20170601)
+    pool = list(dict.fromkeys(_name(pool_rng, 2).capitalize() for _ in range(4 * (region_pool or 0))))[
+        : region_pool or 0
+    ]
     records = []
     for index in range(count):
         countries = rng.sample(_COUNTRIES, min(num_candidates, len(_COUNTRIES)))
         answer = countries[0]
         town = _name(rng, 3).capitalize()
-        regions = [_name(rng, 2).capitalize() + " Province" for _ in countries]
+        if region_pool:
+            regions = [name + " Province" for name in rng.sample(pool, len(countries))]
+        else:
+            regions = [_name(rng, 2).capitalize() + " Province" for _ in countries]
         filler = " ".join(rng.choice(_FILLER) for _ in range(filler_sentences))
         supports = [f"{town} is a small town in {regions[0]}. {filler}".strip()]
         for region, country in list(zip(regions, countries, strict=True))[1:]:
             supports.append(f"{region} is a region of {country.capitalize()}. {filler}".strip())
-        supports.append(f"{filler} {regions[0]} is a region of {answer.capitalize()}.".strip())
+        around = f", around {town}," if linked else ""
+        supports.append(f"{filler} {regions[0]}{around} is a region of {answer.capitalize()}.".strip())
+        if linked:
+            rng.shuffle(supports)
         candidates = sorted(countries)
         record = {"id": f"WH_synthetic_{seed}_{index}", "query": f"country {town.lower()}", "supports": supports,
                   "candidates": candidates}  # fmt: skip
@@ -351,11 +369,10 @@ def make_medhop_sample(
 ) -> list[dict[str, Any]]:
     """``count`` invented MedHop records (QAngaroo fields, ids ``MH_synthetic_<seed>_<n>``). Query
     ``interacts_with <drug>?``; one abstract says the query drug acts on a protein, another that the answer drug acts
-    on the same protein; each other candidate drug acts on a protein of its own in an abstract of its own. Candidates
-    are DrugBank ids in sorted order (as released). As in ``make_wikihop_sample``, the query drug's abstract comes
-    first and the answer's last (the demo checks a pipeline that learns; ``bench/mechanism_context_graph.py`` asks
-    whether a model reads two documents). The ids come from fixed pools (40 drugs, 12 proteins: the same in every
-    sample) so that a small sample repeats them as the release does."""
+    on the same protein, as the query drug does (the abstract the two drugs share, which the context graph joins);
+    each other candidate drug acts on a protein of its own in an abstract of its own. Candidates are DrugBank ids in
+    sorted order (as released), the supports in a random order. The ids come from fixed pools (40 drugs, 12
+    proteins: the same in every sample) so that a small sample repeats them as the release does."""
     pools = random.Random(20170601)
     drug_pool = list(dict.fromkeys(drugbank_id(pools) for _ in range(60)))[:40]
     protein_pool = list(dict.fromkeys(uniprot_id(pools) for _ in range(30)))[:12]
@@ -366,13 +383,14 @@ def make_medhop_sample(
         answer = candidates[0]
         proteins = rng.sample(protein_pool, num_candidates)
 
-        def abstract(drug: str, protein: str) -> str:
+        def abstract(drug: str, protein: str, also: str = "") -> str:
             filler = " ".join(rng.choice(_MEDHOP_FILLER) for _ in range(filler_sentences))
-            return f"{drug} {rng.choice(_MEDHOP_ACTIONS)} {protein} in human cells . {filler}".strip()
+            shared = f" , as {also} does" if also else ""
+            return f"{drug} {rng.choice(_MEDHOP_ACTIONS)} {protein} in human cells{shared} . {filler}".strip()
 
-        supports = [abstract(query_drug, proteins[0])]
+        supports = [abstract(query_drug, proteins[0]), abstract(answer, proteins[0], also=query_drug)]
         supports += [abstract(drug, protein) for drug, protein in zip(candidates[1:], proteins[1:], strict=True)]
-        supports.append(abstract(answer, proteins[0]))
+        rng.shuffle(supports)
         record = {"id": f"MH_synthetic_{seed}_{index}", "query": f"interacts_with {query_drug}?",
                   "supports": supports, "candidates": sorted(candidates)}  # fmt: skip
         if labelled:

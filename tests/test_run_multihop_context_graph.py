@@ -30,7 +30,7 @@ from gesa.graph_context import CANDIDATE, DOCUMENT, ENTITY
 from gesa.loading_gesa import load_tokenizer
 from gesa.processing_context_graph import MODEL_COLUMNS, ContextGraphProcessor
 from gesa.records_wikihop import to_wikihop_examples
-from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
+from gesa.tasks_multihop import make_medhop_sample, make_wikihop_sample, write_wikihop_file
 
 TINY_GRAPH = '{"gnn_num_layers": 2}'
 
@@ -188,8 +188,8 @@ def test_the_checkpoint_evaluates_again_and_answers_through_its_pipeline_elsewhe
 
 
 def test_medhop_reads_the_same_layout(tiny_luke_dir, tmp_path, one_thread):
-    train, evaluation = make_wikihop_sample(4, seed=1), make_wikihop_sample(3, seed=2)
-    test = make_wikihop_sample(2, seed=3, labelled=False)
+    train, evaluation = make_medhop_sample(4, seed=1), make_medhop_sample(3, seed=2)
+    test = make_medhop_sample(2, seed=3, labelled=False)
     output_dir, _ = run_script(tiny_luke_dir, tmp_path, train, evaluation, test, task="medhop",
                                extra=["--num_train_epochs", "1", "--graph_preset", "hde_base",
                                       "--graph_config", TINY_GRAPH])  # fmt: skip
