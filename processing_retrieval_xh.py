@@ -31,17 +31,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .extras_gesa import require
 from .records_xh import page_title
 
 
 def _bm25() -> Any:
-    try:
-        import bm25s
-    except ImportError:
-        raise ImportError(
-            "FEVER retrieval needs the bm25s library: pip install 'gesa[retrieval]' (or pip install bm25s)"
-        ) from None
-    return bm25s
+    return require("bm25s", "BM25 retrieval")
 
 
 class Bm25Index:
