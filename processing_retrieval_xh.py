@@ -28,6 +28,7 @@ siblings.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -36,7 +37,11 @@ from .records_xh import page_title
 
 
 def _bm25() -> Any:
-    return require("bm25s", "BM25 retrieval")
+    bm25s = require("bm25s", "BM25 retrieval")
+    quiet = logging.getLogger("bm25s")
+    if quiet.level == logging.DEBUG:  # bm25s sets DEBUG on import: a line per index built, in every run's output
+        quiet.setLevel(logging.WARNING)
+    return bm25s
 
 
 class Bm25Index:
