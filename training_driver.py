@@ -76,6 +76,8 @@ logger = logging.getLogger(__name__)
 # the longest --max_seq_length any script takes: 16x the paper's 4096-word WikiHop sequences
 MAX_SEQ_LENGTH = 65536
 SPLIT_FLAGS = {"train": "train_file", "validation": "validation_file", "test": "test_file"}
+# what --preprocessing_num_workers / --overwrite_cache are read for (said when a task that does not read them gets one)
+MAP_WORKERS = "the workers and cache files of ReCoRD's datasets.map featurising; the other tasks featurise in the run"
 DO_FLAGS = {"train": "--do_train", "validation": "--do_eval", "test": "--do_predict"}
 
 
@@ -110,8 +112,8 @@ class BaseDataArguments:
     # the runs that read a flag (the others refuse it: training_gesa.read_by); the scripts' subclasses add theirs
     flags_read_by = {
         "dataset_config_name": read_by(dataset_name=GIVEN),
-        "preprocessing_num_workers": read_by(task="record"),  # the tasks that featurise with datasets' map workers
-        "overwrite_cache": read_by(task="record"),  # ... and its cache files
+        "preprocessing_num_workers": read_by(task="record", why=MAP_WORKERS),
+        "overwrite_cache": read_by(task="record", why=MAP_WORKERS),
     }
 
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset in the task's fields."})

@@ -848,15 +848,26 @@ def _describe(condition: Mapping[str, tuple[str, ...]]) -> str:
 
 
 def check_flags_read(
-    readers: Mapping[str, FlagReaders], values: Mapping[str, Any], given: Iterable[str], task: Any = None
+    readers: Mapping[str, FlagReaders],
+    values: Mapping[str, Any],
+    given: Iterable[str],
+    task: Any = None,
+    tasks: Iterable[str] | None = None,
 ) -> None:
     """Every flag in ``given`` must be read by this run (``readers``: ``flag_table(..., "flags_read_by")``, see
     ``read_by``), or one ``ScriptArgumentError`` names the run (``--task X``, or the ``title`` of a one-task script's
-    ``task``), the flag and the runs that read it. ``values``: every flag's value in this run."""
+    ``task``), the flag and the runs that read it. ``values``: every flag's value in this run; ``tasks``: the
+    script's tasks (a flag only other scripts' tasks read is said to be read by no run of this one)."""
     for name in sorted(given):
         entry = readers.get(name)
         if entry is None or any(_holds(condition, values) for condition in entry.conditions):
             continue
+        why = f"{entry.why}; " if entry.why else ""
+        own = [condition for condition in entry.conditions
+               if tasks is None or "task" not in condition or set(condition["task"]) & set(tasks)]  # fmt: skip
+        if not own:
+            raise ScriptArgumentError(f"no run of this script reads --{name} ({why}other scripts' tasks do): drop it")
+        entry = FlagReaders(tuple(own), entry.why)
         run = [getattr(task, "title", None) or f"--task {values.get('task')}"]
         # the other flags of the conditions that concern this run's task (--variant for WikiHop's --choice_head)
         relevant = [condition for condition in entry.conditions if "task" not in condition
@@ -867,7 +878,6 @@ def check_flags_read(
                        f"without --{other}")  # fmt: skip
         readers_text = " or ".join(_describe(condition) for condition in entry.conditions)
         verb = "read" if len(entry.conditions) > 1 else "reads"
-        why = f"{entry.why}; " if entry.why else ""
         raise ScriptArgumentError(
             f"{' '.join(run)} does not read --{name} ({why}only {readers_text} {verb} it): drop --{name}"
         )
@@ -1033,7 +1043,9 @@ def parse_script_args(
             flags = given_flags(parser, argv) if given is None else {name.replace("-", "_") for name in given}
         values.setdefault("task", getattr(task, "name", None))
         check_flag_libraries(flag_table(parser.dataclass_types, "flags_need"), values, flags)
-        check_flags_read(flag_table(parser.dataclass_types, "flags_read_by"), values, flags, task)
+        tasks = [task.name] if task is not None else next((action.choices for action in parser._actions
+                                                           if action.dest == "task" and action.choices), None)  # fmt: skip
+        check_flags_read(flag_table(parser.dataclass_types, "flags_read_by"), values, flags, task, tasks)
         if len(argv) == 1 and argv[0].endswith(".json"):
             parsed = parser.parse_dict(data)
         else:

@@ -88,16 +88,18 @@ def test_hotpotqa_demo_trains_offline_and_its_folder_answers_through_its_own_pip
 def test_fever_demo_trains_offline_and_its_folder_answers_through_its_own_pipeline(tmp_path, capsys):
     import transformers
 
+    from gesa.records_xh import read_wiki_pages
     from gesa.tasks_xh import make_fever_sample
 
     output_dir = tmp_path / "fever"
     out = _demo(capsys, load_multihop_script(), "fever", output_dir)
     assert out[-1].startswith("FEVER 9 claims: FEVER score ")
     assert (output_dir / "eval_predictions.jsonl").is_file()
-    claims, pages = make_fever_sample(3, seed=2)
-    lines = {page["id"]: dict(enumerate(page["lines"].split("\n"))) for page in pages}
-    lines = {title: {n: text.split("\t", 1)[1] for n, text in page.items()} for title, page in lines.items()}
-    verify = transformers.pipeline(model=str(output_dir), trust_remote_code=True, pages=lines)
+    claims, _ = make_fever_sample(3, seed=2)
+    # the pages the demo trained on stay in its folder: the README's call, as written
+    assert out[-1].endswith(f"; demo data: {output_dir / 'demo-data'})")
+    pages = read_wiki_pages([f"{output_dir}/demo-data/wiki-001.jsonl"])
+    verify = transformers.pipeline(model=str(output_dir), trust_remote_code=True, pages=pages)
     assert type(verify).__name__ == "XhFactVerificationPipeline"
     assert verify({"claim": claims[0]["claim"]})["label"] in {"SUPPORTS", "REFUTES", "NOT ENOUGH INFO"}
 
