@@ -153,6 +153,7 @@ class DataArguments(BaseDataArguments):
             {"task": "hotpotqa", "hotpot_setting": "fullwiki"}, {"task": "fever", "fever_retrieval": "bm25_rerank"}
         ),  # fmt: skip
         "fever_retrieval": read_by(task="fever"),
+        "dataset_name": read_by(system="joint", why="--system paper reads --train_file/--validation_file/--test_file"),
     }
     # the optional library a flag needs (pip install "gesa[retrieval]"), checked before anything loads
     flags_need = {

@@ -58,12 +58,22 @@ def test_run_entity_tasks_help_opens_with_a_description_of_every_task():
 
 
 def _demo(capsys, script, task: str, output_dir) -> list[str]:
+    import re
+    from pathlib import Path
+
     capsys.readouterr()
     script.main(["--task", task, "--output_dir", str(output_dir)])
-    out = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
     assert out[0].startswith(f"{script.SCRIPT}: no data or model given: the "), out[0]
     assert str(output_dir) in out[-1] and "; before training: " in out[-1], out[-1]
     assert not [line for line in out if "Model config" in line]  # no config dump (the WikiHop demo printed four)
+    # the demo's data stays in its folder: every path the run names (the converted tiny LUKE) still exists
+    assert out[-1].endswith(f"; demo data: {output_dir / 'demo-data'})") and (output_dir / "demo-data").is_dir()
+    for named in re.findall(r"Converted LUKE checkpoint (\S+):", captured.out + captured.err):
+        assert Path(named).is_dir() and Path(named).is_relative_to(output_dir), named
+    noise = ("have been ignored", "seem corrupted", "LOAD REPORT", "pin_memory", " - DEBUG - ")
+    assert not [line for line in (captured.out + captured.err).splitlines() if any(n in line for n in noise)]
     return out
 
 
