@@ -28,8 +28,13 @@ line (exit status 2) before any weight is loaded, and never loses or silently co
 - ``apply_saved_settings``: a checkpoint's own ``processor_config.json`` settings are the defaults of a re-evaluation;
   a flag given on the command line wins, and the log says which did;
 - ``check_resume_fits``: the checkpoint a run resumes holds the run's own weights (names and shapes);
-- ``preflight_push_to_hub``, ``parse_script_args``, ``setup_logging``, ``one_error_line``: the scripts' shared
-  start (Hub token and reachability, flags, logging) and end (one error line, exit status 2).
+- ``ScriptArgumentParser`` and ``parse_script_args``: no prefix abbreviation, ``--help`` with the docstring as
+  written and every flag once; a flag a run does not read (the dataclasses' ``flags_read_by`` tables, ``read_by``) or
+  whose optional library is missing (``flags_need``, ``needs``) is one error line before anything loads;
+- ``remove_resume_checkpoints``: a finished run's ``checkpoint-N`` folders (resume points) removed, unless its
+  command line asked for checkpoints; ``demo_data_folder``: where a demo keeps its data (``<output_dir>/demo-data``);
+- ``preflight_push_to_hub``, ``setup_logging``, ``one_error_line``: the scripts' shared start (Hub token and
+  reachability, logging) and end (one error line, exit status 2).
 """
 
 from __future__ import annotations
