@@ -1047,10 +1047,12 @@ def parse_script_args(
             values = vars(namespace)
             flags = given_flags(parser, argv) if given is None else {name.replace("-", "_") for name in given}
         values.setdefault("task", getattr(task, "name", None))
-        check_flag_libraries(flag_table(parser.dataclass_types, "flags_need"), values, flags)
         tasks = [task.name] if task is not None else next((action.choices for action in parser._actions
                                                            if action.dest == "task" and action.choices), None)  # fmt: skip
         check_flags_read(flag_table(parser.dataclass_types, "flags_read_by"), values, flags, task, tasks)
+        check_flag_libraries(
+            flag_table(parser.dataclass_types, "flags_need"), values, flags
+        )  # a flag the run reads, then its library
         if len(argv) == 1 and argv[0].endswith(".json"):
             parsed = parser.parse_dict(data)
         else:
