@@ -16,7 +16,9 @@
 
 - Alias table (``read_alias_table``): UTF-8 TSV, one candidate per line, ``alias<TAB>entity<TAB>prior`` (KnowBERT's
   ``p(e|m)``, a number in [0, 1]); blank lines and ``#`` comments are skipped, a first line ``alias entity prior`` is a
-  header. An alias may have several lines (its candidates).
+  header. An alias may have several lines (its candidates). Candidates follow ``processing_kb.MERGE_RULE``: aliases
+  equal up to case, spaces, underscores and surrounding punctuation are one alias, a repeated (alias, entity) pair is
+  one candidate with the highest of its priors (logged), candidates best first.
 - Entity vectors (``read_entity_vectors``): the text format of word2vec / wikipedia2vec / a TransE export, one entity
   per line, ``name v1 ... vD`` (space separated) or ``name<TAB>v1 ... vD`` (a name with spaces); an optional first
   line ``count D``. In a wikipedia2vec file (``ENTITY/`` entries next to words) only the ``ENTITY/`` lines are read.
@@ -46,7 +48,12 @@ import torch
 
 from .inputs_gesa import InputError, Location, read_text_lines
 from .loading_gesa import KB_ALIAS_TABLE_FILE, KB_ENTITIES_FILE, knowledge_file
-from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder, knowledge_inputs_of
+from .processing_kb import (
+    EntityCandidateGenerator,
+    KnowledgeInputBuilder,
+    knowledge_inputs_of,
+    normalize_title,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -223,20 +230,32 @@ def resolve_alias_table(
                          fix="give --kb_entity_vectors, or a tokenizer with an entity vocabulary (LUKE's)")  # fmt: skip
     aliases: dict[str, list[tuple[int, float]]] = {}
     table = read_alias_table(alias_table, alias_where)
-    missing, kept = [], []
+    missing, kept, repeated = [], [], []
+    seen: dict[tuple[str, int], Location] = {}
     for row in table:
         kb_row = rows.get(row.entity, rows.get(entity_key(row.entity)))
         if kb_row is None:
             missing.append(row)
-        else:
-            aliases.setdefault(row.alias, []).append((kb_row, row.prior))
-            kept.append((row.alias, row.entity, row.prior))
+            continue
+        pair = (normalize_title(row.alias), kb_row)
+        if pair in seen:  # one candidate per (alias, entity): processing_kb.MERGE_RULE
+            repeated.append((row, seen[pair]))
+        seen.setdefault(pair, row.location)
+        aliases.setdefault(row.alias, []).append((kb_row, row.prior))
+        kept.append((row.alias, row.entity, row.prior))
     if not aliases:
         raise InputError(
             f"none of its {len(table)} lines names an entity of the KB (first: {table[0].entity!r})",
             alias_where or str(alias_table),
             fix="name entities as the KB does (--kb_entity_vectors' names, or LUKE's titles)",
         )
+    if repeated:
+        row, first = repeated[0]
+        logger.warning(
+            "%s: %d line(s) repeat an (alias, entity) pair of an earlier line up to case and punctuation (first: %s, "
+            "%r -> %r, as at %s): each pair is one candidate, with the highest of its priors",
+            alias_where or alias_table, len(repeated), row.location.place, row.alias, row.entity, first.place,
+        )  # fmt: skip
     if missing:
         logger.warning(
             "%s: %d alias line(s) name entities the KB lacks and are left out (first: %s, %r)",

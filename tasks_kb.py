@@ -25,7 +25,7 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .checks_gesa import KAR_NULL_CANDIDATE
@@ -42,7 +42,9 @@ logger = logging.getLogger(__name__)
 
 KB_ALIAS_TABLE_HELP = (
     "--variant kar/ernie: the KB's alias table, a TSV of 'alias<TAB>entity<TAB>prior' lines (KnowBERT's candidates "
-    "with p(e|m)); entities are names of --kb_entity_vectors or LUKE's titles. Default: LUKE's titles, prior 1."
+    "with p(e|m)); entities are names of --kb_entity_vectors or LUKE's titles. Aliases equal up to case and "
+    "surrounding punctuation are one alias, a repeated (alias, entity) pair one candidate with its highest prior, "
+    "candidates best first. Default: LUKE's titles, prior 1."
 )
 KB_ENTITY_VECTORS_HELP = (
     "--variant kar/ernie: the KB's entity embeddings, 'name v1 ... vD' lines (word2vec / wikipedia2vec text format, "
@@ -225,6 +227,58 @@ def load_entity_links(path: str) -> dict[str, list[EntityLink]]:
         raise ScriptArgumentError(str(error)) from None
 
 
+def linking_decisions(model: Any, batches: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per mention with a gold link among its candidates (``kar_gold_candidates >= 0``): the entity (KB row, or
+    ``KAR_NULL_CANDIDATE``) of KAR's linker choice (the highest ``linking_scores``), of the prior's (the highest
+    ``kar_candidate_priors``; NULL's prior is 0, so it never picks NULL) and of the gold, and whether each is NULL. ``model``: a KAR model or head (``linking_scores`` in
+    its base model's output), run in eval mode without gradients on the collated ``batches``."""
+    import torch
+
+    base = getattr(model, "gesa", model)
+    was_training = model.training
+    model.eval()
+    decisions = []
+    try:
+        for batch in batches:
+            gold = batch["kar_gold_candidates"]
+            inputs = {k: v for k, v in batch.items() if k not in ("labels", "marker_positions", "kar_gold_candidates")}
+            with torch.no_grad():
+                scores = base(**inputs).linking_scores
+            ids, priors = batch["kar_candidate_ids"], batch["kar_candidate_priors"]
+            valid = ids != -1
+            linker = scores.masked_fill(~valid, float("-inf")).argmax(-1)
+            prior = priors.masked_fill(~valid, float("-inf")).argmax(-1)
+            for b, m in (gold >= 0).nonzero().tolist():
+                # the entities (KB rows, KAR_NULL_CANDIDATE for NULL) each picks: equal ids are the same link
+                row = {name: int(ids[b, m, int(choice[b, m])]) for name, choice in
+                       (("gold", gold), ("linker", linker), ("prior", prior))}  # fmt: skip
+                row["candidates"] = int(valid[b, m].sum())
+                for name in ("gold", "linker", "prior"):
+                    row[f"{name}_null"] = row[name] == KAR_NULL_CANDIDATE
+                decisions.append(row)
+    finally:
+        model.train(was_training)
+    return decisions
+
+
+def linking_report(decisions: Sequence[Mapping[str, Any]]) -> dict[str, float | int | None]:
+    """Accuracy of the linker and of the prior alone over ``linking_decisions`` (all mentions, and those where the
+    prior is wrong), and NULL precision / recall (``None`` where nothing was predicted or is gold NULL)."""
+
+    def share(hits: int, total: int) -> float | None:
+        return hits / total if total else None
+
+    wrong = [d for d in decisions if d["prior"] != d["gold"]]
+    report: dict[str, float | int | None] = {"mentions": len(decisions), "prior_wrong_mentions": len(wrong)}
+    for name in ("prior", "linker"):
+        report[f"{name}_accuracy"] = share(sum(d[name] == d["gold"] for d in decisions), len(decisions))
+        report[f"{name}_accuracy_prior_wrong"] = share(sum(d[name] == d["gold"] for d in wrong), len(wrong))
+        both = sum(d[f"{name}_null"] and d["gold_null"] for d in decisions)
+        report[f"{name}_null_precision"] = share(both, sum(d[f"{name}_null"] for d in decisions))
+        report[f"{name}_null_recall"] = share(both, sum(d["gold_null"] for d in decisions))
+    return report
+
+
 def knowledge_candidates(processor: Any, max_candidates: int = 30) -> EntityCandidateGenerator | None:
     """The candidate generator of the run's KB files (``attach_knowledge_files``), or ``None`` (LUKE's titles)."""
     files = getattr(processor, "knowledge_files", None)
@@ -243,6 +297,8 @@ __all__ = [
     "gold_links",
     "kb_rows",
     "knowledge_candidates",
+    "linking_decisions",
+    "linking_report",
     "load_entity_links",
     "load_ner",
     "mention_slots",
