@@ -117,14 +117,19 @@ def read_entity_vectors(path: str | Path, where: str | None = None) -> tuple[lis
     if not lines:
         raise InputError("the file is empty", where, fix=VECTORS_FIX)
     header = lines[0][1].split()
-    expected_count, dim = None, None
+    dim = None
     if len(header) == 2 and all(part.isdigit() for part in header):
-        expected_count, dim = int(header[0]), int(header[1])
-        lines = lines[1:]
+        promised, dim = int(header[0]), int(header[1])
+        header_location, lines = lines[0][0], lines[1:]
+        if promised != len(lines):  # word2vec's header counts every line after it (wikipedia2vec: words too)
+            raise InputError(
+                f"the header promises {promised} vectors of {dim} values, the file has {len(lines)} after it",
+                header_location,
+                fix="the file is cut short or has extra lines: copy or write it again, or correct the 'count D' "
+                "header (or drop it)",
+            )
     if any(text.startswith(WIKIPEDIA2VEC_ENTITY) for _, text in lines):
         lines = [(location, text) for location, text in lines if text.startswith(WIKIPEDIA2VEC_ENTITY)]
-    else:
-        expected_count = expected_count if expected_count == len(lines) else None
     names: list[str] = []
     vectors: list[list[float]] = []
     seen: dict[str, Location] = {}

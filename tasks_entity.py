@@ -181,6 +181,8 @@ class EntityTask(Task):
         # the files and the NER pipeline checked before any weight loads
         links_file = getattr(data_args, "entity_links", None)
         links = None if links_file is None else load_entity_links(links_file)
+        if links is not None:
+            check_links_match(links_file, links, examples)
         ner = load_ner(model_args)
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         try:
@@ -244,6 +246,22 @@ class EntityTask(Task):
         return rows
 
 
+def check_links_match(path: str, links: Mapping[str, Any], examples: Mapping[str, Sequence[Any]]) -> None:
+    """``--entity_links``' ids must name examples of the run: one ``ScriptArgumentError`` naming the file when they
+    match no training example (the linker would train on nothing: ``L_EL`` 0), else the count matched is logged."""
+    for split, rows in examples.items():
+        matched = sum(str(example.id) in links for example in rows)
+        logger.info(f"--entity_links {path}: {matched} of the {len(rows)} {split} examples have gold links")
+        if split == "train" and matched == 0:
+            shown = ", ".join(repr(key) for key in list(links)[:2])
+            first = ", ".join(repr(str(example.id)) for example in rows[:2])
+            raise ScriptArgumentError(
+                f"--entity_links {path}: none of its {len(links)} ids ({shown}, ...) names a training example (their "
+                f"ids: {first}, ...), so the linker would learn nothing (linking_loss 0): give each record the 'id' "
+                "of its example (Open Entity's annot_id, TACRED's id, '<file name>:<first line>' of a CoNLL sentence)"
+            )
+
+
 # each paper's own fine-tuning inputs for typing and relations (``--input_format`` left out): ERNIE's markers for
 # ERNIE, KnowBERT's for KAR; LUKE's [MASK] entities for GESA and LUKE
 VARIANT_INPUT_FORMATS = {"ernie": "ernie", "kar": "knowbert"}
@@ -268,6 +286,15 @@ def entity_task_processor(
     (``default_input_format``) and a checkpoint of the script its own; a checkpoint trained with markers keeps them
     (its tokenizer holds them)."""
     input_format = getattr(data_args, "input_format", None)
+    if input_format is not None and not converted and task in MARKED_TASKS:
+        trained = input_format_of(tokenizer, task)
+        if input_format != trained:  # the checkpoint's word table has rows for its own markers only
+            raise ScriptArgumentError(
+                f"--input_format {input_format}: the checkpoint was trained with --input_format {trained} (its "
+                f"tokenizer holds {'no markers' if trained == 'luke' else trained + ' markers'}), and its word table "
+                f"has no rows for {input_format}'s: drop --input_format (a checkpoint keeps its own), or train a new "
+                f"model from a LUKE checkpoint with --input_format {input_format}"
+            )
     if input_format is None:
         input_format = default_input_format(variant, task) if converted else "luke"
     if input_format == "luke" and task in MARKED_TASKS:
