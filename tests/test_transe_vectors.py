@@ -87,7 +87,8 @@ def test_with_no_argument_it_trains_the_shipped_demo_triples(tmp_path, monkeypat
     script = load_script(SCRIPT, "train_transe_demo")
     assert Path(script.DEMO_TRIPLES).is_file()
     monkeypatch.chdir(tmp_path)
-    short = [value if flag != "--epochs" else "2" for flag, value in zip([""] + script.DEMO_ARGS, script.DEMO_ARGS)]
+    epochs = script.DEMO_ARGS.index("--epochs") + 1
+    short = [*script.DEMO_ARGS[:epochs], "2", *script.DEMO_ARGS[epochs + 1 :]]
     monkeypatch.setattr(script, "DEMO_ARGS", short)
     script.main([])
     assert "no arguments: the demo KB's vectors" in capsys.readouterr().out
