@@ -197,6 +197,8 @@ class KarConfig(VariantBackboneConfig):
     """
 
     model_type = "gesa_kar"
+    # Trainer's evaluation gathers the logits only: the linker's (B, C, K) outputs differ in C and K from batch to batch
+    keys_to_ignore_at_inference = ["linking_scores", "linking_weights", "linking_loss"]
 
     kar_num_layers: int = validated_field(zero_or_one, default=1)
     kar_layer: int | None = validated_field(optional_positive_or_zero, default=None)
@@ -274,6 +276,12 @@ class XhConfig(GesaConfig):
         if self.backbone == "luke" and not (self.ablation is None and luke_fields):
             self.ablation = "luke"  # the preset then sets (and checks) the fields that make the backbone LUKE
         super().__post_init__(**kwargs)
+
+    @classmethod
+    def luke_conversion_is_exact(cls, overrides: dict[str, Any]) -> bool:
+        """A LUKE conversion with these overrides has the LUKE backbone (XH's default)."""
+        return xh_backbone(overrides.get("backbone"), overrides.get("ablation"), overrides.get("use_relative_labels"),
+                           overrides.get("use_absolute_position_embeddings")) == "luke"  # fmt: skip
 
     def validate_xh(self) -> None:
         """Combinations of fields the hop attention cannot run with."""

@@ -148,51 +148,64 @@ def gold_links(
     ``KAR_NULL_CANDIDATE`` where the gold is NULL (a ``null`` link, or no link in an example the file lists: it is
     taken as fully linked, as KnowBERT's annotated data); -1 where the example has no links or the entity is not in
     the KB (counted and logged). A link outside its example's words is a ``ScriptArgumentError``."""
-    rows = kb_rows(processor)
-    by_id = {str(example.id): example for example in examples}
-    counts = dict.fromkeys(("examples", "links", "on_mentions", "unknown_entities"), 0)
-    for key, example_links in links.items():
-        example = by_id.get(key)
-        if example is None:
-            continue
-        counts["examples"] += 1
-        counts["links"] += len(example_links)
-        for link in example_links:
-            if link.end > len(example.tokens):
-                raise ScriptArgumentError(
-                    f"{link.location}: entity links {key!r}: the span [{link.start}, {link.end}) ends after the "
-                    f"example's {len(example.tokens)} words; give word indices of the example (end exclusive)"
-                )
-    used: set[tuple[str, int, int]] = set()
+    linker = GoldLinker(examples, links, processor)
     out = []
     for feature in features:
         example = examples[feature["example_index"]]
-        slots = mention_slots(task, example, feature)
-        example_links = links.get(str(example.id))
+        out.append(dict(feature, kar_gold_entities=linker(example, mention_slots(task, example, feature))))
+    linker.log()
+    return out
+
+
+class GoldLinker:
+    """The gold KB rows of an example's mention spans from ``--entity_links`` (``gold_links``; KnowBERT's pre-training
+    features, ``tasks_entity.PretrainTask``): ``linker(example, spans)``, then ``log()`` the counts."""
+
+    def __init__(self, examples: Sequence[Any], links: Mapping[str, list[EntityLink]], processor: Any) -> None:
+        self.rows, self.links = kb_rows(processor), links
+        by_id = {str(example.id): example for example in examples}
+        self.counts = dict.fromkeys(("examples", "links", "on_mentions", "unknown_entities"), 0)
+        self.used: set[tuple[str, int, int]] = set()
+        for key, example_links in links.items():
+            example = by_id.get(key)
+            if example is None:
+                continue
+            self.counts["examples"] += 1
+            self.counts["links"] += len(example_links)
+            for link in example_links:
+                if link.end > len(example.tokens):
+                    raise ScriptArgumentError(
+                        f"{link.location}: entity links {key!r}: the span [{link.start}, {link.end}) ends after the "
+                        f"example's {len(example.tokens)} words; give word indices of the example (end exclusive)"
+                    )
+
+    def __call__(self, example: Any, spans: Sequence[tuple[int, int]]) -> list[int]:
+        example_links = self.links.get(str(example.id))
         if example_links is None:
-            out.append(dict(feature, kar_gold_entities=[-1] * len(slots)))
-            continue
+            return [-1] * len(spans)
         gold_of = {(link.start, link.end): link.entity for link in example_links}
         gold = []
-        for span in slots:
+        for span in spans:
+            span = tuple(span)
             entity = gold_of.get(span)
             if span in gold_of:
-                used.add((str(example.id), *span))
+                self.used.add((str(example.id), *span))
             if entity is None:
                 gold.append(KAR_NULL_CANDIDATE)
-            elif entity in rows or entity_key(entity) in rows:
-                gold.append(rows.get(entity, rows.get(entity_key(entity))))
+            elif entity in self.rows or entity_key(entity) in self.rows:
+                gold.append(self.rows.get(entity, self.rows.get(entity_key(entity))))
             else:
-                counts["unknown_entities"] += 1
+                self.counts["unknown_entities"] += 1
                 gold.append(-1)
-        out.append(dict(feature, kar_gold_entities=gold))
-    counts["on_mentions"] = len(used)
-    logger.info(
-        "entity links: %d examples, %d links, %d on the task's mentions (the rest sit on no mention and are not used), "
-        "%d naming entities the KB lacks",
-        counts["examples"], counts["links"], counts["on_mentions"], counts["unknown_entities"],
-    )  # fmt: skip
-    return out
+        return gold
+
+    def log(self) -> None:
+        counts = dict(self.counts, on_mentions=len(self.used))
+        logger.info(
+            "entity links: %d examples, %d links, %d on the task's mentions (the rest sit on no mention and are not "
+            "used), %d naming entities the KB lacks",
+            counts["examples"], counts["links"], counts["on_mentions"], counts["unknown_entities"],
+        )  # fmt: skip
 
 
 NER_MODEL_HELP = (
@@ -289,6 +302,7 @@ def knowledge_candidates(processor: Any, max_candidates: int = 30) -> EntityCand
 
 __all__ = [
     "ENTITY_LINKS_HELP",
+    "GoldLinker",
     "NER_MODEL_HELP",
     "KB_ALIAS_TABLE_HELP",
     "KB_ENTITY_VECTORS_HELP",

@@ -14,7 +14,8 @@
 """KnowBERT-KAR's linker learns what it is for: an alias table's lines become one candidate per (alias, entity), best
 first (a repeated pair used to be two candidates, which split the gold's probability and held ``L_EL`` at ln 2 per
 mention: the flat ``linking_loss``); on the synthetic corpus (``gesa.synthetic_kb``) the trained linker beats the prior
-on the mentions whose prior is wrong, and ``linking_loss`` falls (``bench/kar_linking.py`` at toy size)."""
+on the mentions whose prior is wrong, ``linking_loss`` falls, and ERNIE's dEA beats chance after pre-training
+(``bench/knowledge_checks.py`` at toy size)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from gesa.records_kb import load_knowledge_files
 from gesa.synthetic_kb import NAMES, alias_table, generate_sentences, kb_entity
 from gesa.tasks_kb import linking_report
 
-BENCH = ROOT / "bench" / "kar_linking.py"
+BENCH = ROOT / "bench" / "knowledge_checks.py"
 
 
 # ---------------------------------------------------------------------------------------------------- the candidates
@@ -133,14 +134,16 @@ def test_linking_report_counts_accuracy_on_prior_wrong_mentions_and_null():
 
 
 @pytest.mark.slow
-def test_the_trained_linker_beats_the_prior_where_the_prior_is_wrong(tmp_path, capsys):
-    bench = load_script(BENCH, "kar_linking_under_test")
+def test_the_linker_beats_the_prior_where_it_is_wrong_and_dea_beats_chance(tmp_path, capsys):
+    bench = load_script(BENCH, "knowledge_checks_under_test")
     (run,) = bench.main(["--output_dir", str(tmp_path), "--seeds", "0", "--train_size", "160", "--eval_size", "60",
                          "--names", "6", "--epochs", "8", "--logging_steps", "5", "--learning_rate", "3e-3"])  # fmt: skip
     assert run["prior_wrong_mentions"] >= 10 and run["prior_accuracy_prior_wrong"] == 0.0
     assert run["linker_accuracy_prior_wrong"] >= 0.5  # the context, not the prior
     assert run["linker_accuracy"] > run["prior_accuracy"]
     assert run["linking_loss"][-1] < 0.5 * run["linking_loss"][0]
+    assert run["dea_accuracy"] > run["dea_chance"] > 0  # ERNIE's pre-training on the same corpus
     printed = capsys.readouterr().out
+    assert "dEA accuracy above chance after pre-training in 1 of 1 seeds" in printed
     assert "| linking accuracy, mentions the prior gets wrong | 0.0 |" in printed
-    assert json.loads((tmp_path / "linking.json").read_text())["runs"][0]["seed"] == 0
+    assert json.loads((tmp_path / "knowledge_checks.json").read_text())["runs"][0]["seed"] == 0
