@@ -168,7 +168,8 @@ class KnowledgeBaseFiles:
         vectors: ``(N, D)`` entity embeddings of those rows, or ``None`` (the model's own entity table).
         aliases: normalised alias -> ``[(KB row, prior), ...]``, or ``None`` (the entity names / titles, prior 1).
         skipped: alias lines whose entity the KB lacks (left out, counted).
-        alias_rows: the alias lines kept, ``(alias, entity name, prior)``, as a checkpoint saves them (``save``).
+        alias_rows: the alias lines kept, ``(alias, entity name, prior)``, one per (alias, entity) up to case and
+            punctuation (``processing_kb.MERGE_RULE``), as a checkpoint saves them (``save``).
     """
 
     entities: list[str] | None
@@ -235,19 +236,22 @@ def resolve_alias_table(
                          fix="give --kb_entity_vectors, or a tokenizer with an entity vocabulary (LUKE's)")  # fmt: skip
     aliases: dict[str, list[tuple[int, float]]] = {}
     table = read_alias_table(alias_table, alias_where)
-    missing, kept, repeated = [], [], []
-    seen: dict[tuple[str, int], Location] = {}
+    missing, repeated = [], []
+    kept: dict[tuple[str, int], tuple[AliasRow, int, float]] = {}  # (alias key, KB row) -> first line, row, prior
     for row in table:
         kb_row = rows.get(row.entity, rows.get(entity_key(row.entity)))
         if kb_row is None:
             missing.append(row)
             continue
         pair = (normalize_title(row.alias), kb_row)
-        if pair in seen:  # one candidate per (alias, entity): processing_kb.MERGE_RULE
-            repeated.append((row, seen[pair]))
-        seen.setdefault(pair, row.location)
-        aliases.setdefault(row.alias, []).append((kb_row, row.prior))
-        kept.append((row.alias, row.entity, row.prior))
+        if pair in kept:  # one candidate per (alias, entity), its highest prior: processing_kb.MERGE_RULE
+            first, _, prior = kept[pair]
+            repeated.append((row, first.location))
+            kept[pair] = (first, kb_row, max(prior, row.prior))
+        else:
+            kept[pair] = (row, kb_row, row.prior)
+    for row, kb_row, prior in kept.values():
+        aliases.setdefault(row.alias, []).append((kb_row, prior))
     if not aliases:
         raise InputError(
             f"none of its {len(table)} lines names an entity of the KB (first: {table[0].entity!r})",
@@ -266,7 +270,8 @@ def resolve_alias_table(
             "%s: %d alias line(s) name entities the KB lacks and are left out (first: %s, %r)",
             alias_where or alias_table, len(missing), missing[0].location.place, missing[0].entity,
         )  # fmt: skip
-    return KnowledgeBaseFiles(entities, vectors, aliases, skipped=len(missing), alias_rows=kept)
+    alias_rows = [(row.alias, row.entity, prior) for row, _, prior in kept.values()]
+    return KnowledgeBaseFiles(entities, vectors, aliases, skipped=len(missing), alias_rows=alias_rows)
 
 
 def read_entity_list(path: str | Path, where: str | None = None) -> list[str]:
