@@ -113,8 +113,8 @@ def xh_backbone(
 
 @strict
 class VariantBackboneConfig(GesaConfig):
-    r"""A `GesaConfig` whose in-sequence backbone is a choice: KnowBERT-KAR's and ERNIE's (BERT models in their
-    papers).
+    r"""A `GesaConfig` whose in-sequence backbone is a choice: KnowBERT-KAR's, ERNIE's and Transformer-XH's (BERT
+    models in their papers).
 
     Args:
         backbone (`str`, *optional*):
@@ -145,7 +145,8 @@ class VariantBackboneConfig(GesaConfig):
                                 overrides.get("use_absolute_position_embeddings"), cls.__name__) == "luke"  # fmt: skip
 
     def validate_backbone(self) -> None:
-        """`backbone` must fit `ablation` (also after an assignment)."""
+        """`backbone` must fit `ablation` (also after an assignment): `"luke"` is exactly the `ablation="luke"`
+        preset (or its fields kept as a custom combination, `ablation=None`), `"gesa"` anything else."""
         # ablation=None after a preset keeps its fields as a custom combination: LUKE's, if they are LUKE's
         luke_fields = self.ablation == "luke" or (
             self.ablation is None and self.use_absolute_position_embeddings and not self.use_relative_labels
@@ -232,7 +233,7 @@ class KarConfig(VariantBackboneConfig):
 
 
 @strict
-class XhConfig(GesaConfig):
+class XhConfig(VariantBackboneConfig):
     r"""A LUKE or GESA backbone over a graph of text sequences with Transformer-XH's eXtra Hop attention.
 
     Args:
@@ -257,7 +258,6 @@ class XhConfig(GesaConfig):
 
     model_type = "gesa_xh"
 
-    backbone: str | None = validated_field(optional_backbone, default=None)
     xh_num_hop_layers: int = validated_field(optional_positive_or_zero, default=3)
     xh_num_hop_attention_heads: int | None = validated_field(optional_positive, default=None)
     xh_hop_dropout: float | int | None = validated_field(probability, default=None)
@@ -270,18 +270,7 @@ class XhConfig(GesaConfig):
             self.xh_num_hop_attention_heads = self.num_attention_heads
         if self.xh_hop_dropout is None:
             self.xh_hop_dropout = self.attention_probs_dropout_prob
-        self.backbone = xh_backbone(self.backbone, self.ablation, self.use_relative_labels,
-                                    self.use_absolute_position_embeddings)  # fmt: skip
-        luke_fields = self.use_absolute_position_embeddings and not self.use_relative_labels
-        if self.backbone == "luke" and not (self.ablation is None and luke_fields):
-            self.ablation = "luke"  # the preset then sets (and checks) the fields that make the backbone LUKE
-        super().__post_init__(**kwargs)
-
-    @classmethod
-    def luke_conversion_is_exact(cls, overrides: dict[str, Any]) -> bool:
-        """A LUKE conversion with these overrides has the LUKE backbone (XH's default)."""
-        return xh_backbone(overrides.get("backbone"), overrides.get("ablation"), overrides.get("use_relative_labels"),
-                           overrides.get("use_absolute_position_embeddings")) == "luke"  # fmt: skip
+        super().__post_init__(**kwargs)  # the backbone resolved (VariantBackboneConfig)
 
     def validate_xh(self) -> None:
         """Combinations of fields the hop attention cannot run with."""
@@ -294,16 +283,6 @@ class XhConfig(GesaConfig):
             raise ValueError(
                 f"XhConfig.hidden_size={self.hidden_size} must be a multiple of "
                 f"xh_num_hop_attention_heads={self.xh_num_hop_attention_heads}."
-            )
-        # ablation=None after a preset keeps its fields as a custom combination: LUKE's, if they are LUKE's
-        luke_fields = self.ablation == "luke" or (
-            self.ablation is None and self.use_absolute_position_embeddings and not self.use_relative_labels
-        )
-        if (self.backbone == "luke" and not luke_fields) or (self.backbone == "gesa" and self.ablation == "luke"):
-            raise ValueError(
-                f"XhConfig.backbone={self.backbone!r} does not fit ablation={self.ablation!r}: the LUKE backbone is "
-                "exactly the ablation='luke' preset. Set backbone='gesa' for a GESA ablation, or backbone='luke' "
-                "with ablation='luke' (or unset)."
             )
 
 

@@ -156,26 +156,14 @@ class KarForPreTraining(MaskedLmNspHeads, KarPreTrainedModel, GesaEntityHeadBase
         self,
         input_ids: torch.LongTensor | None = None,
         *,
-        kar_mention_spans: torch.LongTensor | None = None,
-        kar_candidate_ids: torch.LongTensor | None = None,
-        kar_candidate_priors: torch.Tensor | None = None,
-        kar_gold_candidates: torch.LongTensor | None = None,
         labels: torch.LongTensor | None = None,
         next_sentence_label: torch.LongTensor | None = None,
         **kwargs: Unpack[GesaInputs],
     ) -> KarPreTrainingOutput:
         """`labels` `(B, L)` word ids at masked words (-100 elsewhere); `next_sentence_label` `(B,)` (0: the second
-        sentence follows the first, 1: a random one); the KAR inputs as `KarModel`'s (`kar_gold_candidates` gives
-        `linking_loss`)."""
-        outputs = self.gesa(
-            input_ids,
-            kar_mention_spans=kar_mention_spans,
-            kar_candidate_ids=kar_candidate_ids,
-            kar_candidate_priors=kar_candidate_priors,
-            kar_gold_candidates=kar_gold_candidates,
-            return_dict=True,
-            **kwargs,
-        )
+        sentence follows the first, 1: a random one); the encoder's inputs, KAR's included (`KarModel.forward`:
+        `kar_gold_candidates` gives `linking_loss`)."""
+        outputs = self.gesa(input_ids, return_dict=True, **kwargs)
         logits, mlm_loss, nsp_logits, nsp_loss = self.masked_lm_and_nsp(
             outputs.last_hidden_state, labels, next_sentence_label
         )
@@ -184,9 +172,10 @@ class KarForPreTraining(MaskedLmNspHeads, KarPreTrainedModel, GesaEntityHeadBase
         loss = self.log_losses({"mlm_loss": mlm_loss, "nsp_loss": nsp_loss, "linking_loss": weighted})
         if self.training and linking is not None and self.config.kar_linking_loss_weight != 1:
             self.logged_losses["linking_loss"][-1] = float(linking.detach())  # logged unweighted, as fine-tuning's
-        if not self.training and kar_gold_candidates is not None and outputs.linking_scores is not None:
+        gold, ids = kwargs.get("kar_gold_candidates"), kwargs.get("kar_candidate_ids")
+        if not self.training and gold is not None and ids is not None and outputs.linking_scores is not None:
             hits, total = linking_accuracy_counts(
-                outputs.linking_scores, kar_candidate_ids, kar_candidate_priors, kar_gold_candidates
+                outputs.linking_scores, ids, kwargs.get("kar_candidate_priors"), gold
             )
             self.count_for_evaluation(hits, total)
         return KarPreTrainingOutput(

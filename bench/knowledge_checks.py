@@ -16,8 +16,9 @@ chance, on a synthetic corpus whose alias prior is wrong for a known share of th
 
 Everything is built here, offline, per seed: the corpus (``gesa.synthetic_kb``: TACRED sentences whose place-or-firm
 name is an ambiguous alias of a city and a company, the context naming the sense; a river sense in no KB, gold NULL),
-its KB files (alias table with priors and case variants, TransE-like entity vectors, gold links) and a tiny random
-LUKE with a byte-level BPE trained on the corpus. Then, with the scripts' own command lines:
+its KB files (alias table with priors and case variants, entity vectors, gold links) and a tiny random LUKE with a
+byte-level BPE trained on the corpus. The vectors come from one of two generators (``--vectors``): ``synthetic`` (each
+entity its kind's direction plus noise) or ``transe`` (``examples/train_transe.py`` on the corpus's facts). Then, with the scripts' own command lines:
 
 - ``linking``: one KAR run of ``examples/run_entity_tasks.py --task relation_classification --variant kar
   --kb_alias_table ... --kb_entity_vectors ... --entity_links ...`` (task loss + ``L_EL``). On the dev sentences (gold
@@ -83,6 +84,11 @@ class CheckArguments:
     dea_learning_rate: float = field(default=1e-2, metadata={"help": "Learning rate of the ERNIE pre-training run."})
     batch_size: int = field(default=16, metadata={"help": "Training batch size of each run."})
     logging_steps: int = field(default=10, metadata={"help": "Logging interval (linking_loss per interval)."})
+    vectors: str = field(
+        default="synthetic",
+        metadata={"help": "The KB's entity vectors: synthetic (each kind's direction plus noise, gesa.synthetic_kb) or "
+                  "transe (examples/train_transe.py on the corpus's triples: needs PyKEEN, 'gesa[kge]')."},
+    )  # fmt: skip
     hidden_size: int = field(default=32, metadata={"help": "Width of the tiny LUKE (entity width: 16)."})
     num_hidden_layers: int = field(default=2, metadata={"help": "Layers of the tiny LUKE."})
 
@@ -95,6 +101,8 @@ class CheckArguments:
         unknown = sorted(set(self.check_list) - {"linking", "dea"})
         if unknown or not self.check_list:
             raise SystemExit(f"{SCRIPT}: --checks {self.checks!r}: choose among linking, dea")
+        if self.vectors not in ("synthetic", "transe"):
+            raise SystemExit(f"{SCRIPT}: --vectors {self.vectors!r}: choose synthetic or transe")
         for name in ("train_size", "eval_size", "names", "batch_size", "logging_steps"):
             if getattr(self, name) < 1:
                 raise SystemExit(f"{SCRIPT}: --{name} must be at least 1, got {getattr(self, name)}")
@@ -106,6 +114,13 @@ def corpus_and_luke(args: CheckArguments, seed: int, folder: Path) -> tuple[dict
         folder / "data", seed, args.train_size, args.eval_size, args.names, 16, args.prior_wrong_share,
         args.null_share, args.prior_high,
     )  # fmt: skip
+    if args.vectors == "transe":  # the second generator of KB vectors: TransE on the corpus's facts
+        transe = ROOT / "examples" / "train_transe.py"
+        run = subprocess.run([sys.executable, str(transe), "--triples", str(paths["triples"]), "--output",
+                              str(paths["vectors"]), "--dim", "16", "--epochs", "200", "--seed", str(seed)],
+                             capture_output=True, text=True)  # fmt: skip
+        if run.returncode != 0:
+            raise SystemExit(f"{SCRIPT}: train_transe.py failed for seed {seed}:\n{run.stderr[-3000:]}")
     texts = [paths[split].read_text(encoding="utf-8") for split in ("train", "dev")]
     luke = build_demo_luke(folder / "luke", texts, hidden_size=args.hidden_size,
                            num_hidden_layers=args.num_hidden_layers, intermediate_size=4 * args.hidden_size)  # fmt: skip
