@@ -24,10 +24,13 @@ without ``no_relation``, exact span F1 as seqeval's entity-level score). The pre
 (``MaskedEntityCollator``, ``GesaForMaskedLM``), ERNIE's masked language model + denoising entity auto-encoder for
 ``--variant ernie`` (``ErniePretrainingCollator``: every mention aligned, alignments replaced or masked, words masked;
 next-sentence pairs where the data has documents, ``sentence_pairs``; ``ErnieForPreTraining``; ``LoggedLossesCallback``
-logs ``mlm_loss``, ``nsp_loss`` and ``dea_loss`` beside ``loss``). Its entity
+logs ``mlm_loss``, ``nsp_loss`` and ``dea_loss`` beside ``loss``), KnowBERT's MLM + NSP + ``L_EL`` for ``--variant kar``
+(``KarPretrainingCollator``, ``KarForPreTraining``: the KB files and gold links of the fine-tuning runs). Its entity
 table holds LUKE's special entities and the distinct mention texts of the data (rows taken from LUKE's table where
-LUKE has that title, else from ``[UNK]``); the tokenizer saved with the model carries the same entity vocabulary.
-Its evaluation is the loss; it predicts nothing.
+LUKE has that title, else from ``[UNK]``; KAR keeps LUKE's table and tokenizer, its KB); the tokenizer saved with the
+model carries the same entity vocabulary. Its evaluation is the loss, with dEA accuracy and chance (ERNIE) or the
+linker's and the prior's linking accuracy (KAR); it predicts nothing. A pre-training checkpoint of KAR or ERNIE starts
+the entity tasks' heads with its encoder (``load_model_and_tokenizer``).
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
