@@ -139,15 +139,43 @@ def parse_args(argv: list[str]) -> tuple[ModelArguments, DataArguments, Training
     return parse_script_args(parser, argv, SCRIPT)
 
 
+# the flags a demo takes (``wants_demo``); the others name a real run's data and model
+DEMO_FLAGS = ("task", "output_dir", "variant", "kb_alias_table", "kb_entity_vectors", "entity_links", "ner_model",
+              "input_format")  # fmt: skip
+# the demo KB (examples/data/build_kb_sample.py) a --variant kar / ernie demo reads unless given its own files
+DEMO_KB = Path(__file__).resolve().parent / "data"
+DEMO_KB_FLAGS = {"kb_alias_table": DEMO_KB / "kb_aliases.tsv", "kb_entity_vectors": DEMO_KB / "kb_entity_vectors.txt",
+                 "entity_links": DEMO_KB / "kb_links.jsonl"}  # fmt: skip
+
+
 def wants_demo(argv: list[str]) -> bool:
-    """No argument, or only ``--task`` / ``--output_dir``: the task's demo."""
-    return not argv or (explicit_flags(argv) <= {"task", "output_dir"} and all(
-        arg.startswith("--") or argv[i - 1] in ("--task", "--output_dir") for i, arg in enumerate(argv)))  # fmt: skip
+    """No argument, or only ``DEMO_FLAGS`` (``--task``, ``--output_dir``, ``--variant`` and the knowledge flags): the
+    task's demo."""
+    flags = {f"--{name}" for name in DEMO_FLAGS}
+    return not argv or (explicit_flags(argv) <= set(DEMO_FLAGS) and all(
+        arg.startswith("--") or argv[i - 1] in flags for i, arg in enumerate(argv)))  # fmt: skip
 
 
-def demo_argv(directory: Path, task: str = "entity_typing", output_dir: str | None = None) -> list[str]:
+def knowledge_demo_flags(variant: str, task: str, given: set[str]) -> list[str]:
+    """The demo KB's flags for a ``--variant kar`` / ``ernie`` demo that names no KB file of its own: the alias table
+    and the TransE vectors, and for KAR the gold links (``L_EL``); none for the other variants and for ERNIE's
+    pre-training (its KB is the data's entity table)."""
+    if variant not in ("kar", "ernie") or given & set(DEMO_KB_FLAGS) or (variant, task) == ("ernie", PRETRAIN.name):
+        return []
+    names = ["kb_alias_table", "kb_entity_vectors"] + (["entity_links"] if variant == "kar" else [])
+    return [arg for name in names for arg in (f"--{name}", str(DEMO_KB_FLAGS[name]))]
+
+
+def demo_argv(
+    directory: Path, task: str = "entity_typing", output_dir: str | None = None, extra: list[str] | None = None
+) -> list[str]:
     """Arguments of a task's demo: its embedded sample (``--task pretrain``: the NER one) and a tiny LUKE built
-    offline in ``directory`` (the output folder's ``demo-data``); ``output_dir`` default ``outputs/gesa-tiny-<task>``."""
+    offline in ``directory`` (the output folder's ``demo-data``); ``output_dir`` default
+    ``outputs/<variant>-tiny-<task>``; ``extra``: the demo flags the command line gave (``--variant``, the knowledge
+    flags), then the demo KB's (``knowledge_demo_flags``)."""
+    extra = list(extra or [])
+    variant = parse_args(["--task", task, *extra])[0].variant
+    extra += knowledge_demo_flags(variant, task, explicit_flags(extra))
     data_task = "ner" if task == PRETRAIN.name else task
     files = {}
     for split, count, seed in (("train", 36, 1), ("dev", 12, 2)):
@@ -156,8 +184,8 @@ def demo_argv(directory: Path, task: str = "entity_typing", output_dir: str | No
     texts = [path.read_text(encoding="utf-8") for path in files.values()]
     luke = build_demo_luke(directory / "tiny-luke", texts)
     return ["--task", task, "--model_name_or_path", str(luke), "--train_file", str(files["train"]),
-            "--validation_file", str(files["dev"]), "--output_dir", output_dir or f"outputs/gesa-tiny-{task}",
-            "--max_seq_length", "64", *DEMO_ARGS]  # fmt: skip
+            "--validation_file", str(files["dev"]), "--output_dir", output_dir or f"outputs/{variant}-tiny-{task}",
+            "--max_seq_length", "64", *extra, *DEMO_ARGS]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -166,12 +194,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     with one_error_line(SCRIPT):
         demo_data = None
         if wants_demo(argv):
-            _, data_args, args = parse_args(argv)  # the --task and --output_dir given, checked
+            model_args, data_args, args = parse_args(argv)  # the demo flags given, checked
+            task = data_args.task
             output_dir = (
-                args.output_dir if "output_dir" in explicit_flags(argv) else f"outputs/gesa-tiny-{data_args.task}"
+                args.output_dir if "output_dir" in explicit_flags(argv) else f"outputs/{model_args.variant}-tiny-{task}"
             )
+            extra = [arg for i, arg in enumerate(argv) if not {arg, argv[i - 1] if i else ""} & {"--task", "--output_dir"}
+                     and not arg.startswith(("--task=", "--output_dir="))]  # fmt: skip
             demo_data = demo_data_folder(output_dir)
-            argv = demo_argv(demo_data, data_args.task, output_dir)
+            argv = demo_argv(demo_data, task, output_dir, extra)
             print(f"{SCRIPT}: no data or model given: the {TASKS[data_args.task].title} demo on an embedded sample "
                   f"written to {demo_data} (a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
         model_args, data_args, args = parse_args(argv)

@@ -239,6 +239,28 @@ def apply_paper_defaults(argv: list[str]) -> list[str]:
     return extra + argv
 
 
+# flags the embedded demo takes besides its own (a variant and its knowledge inputs); others name a real run
+DEMO_FLAGS = ("output_dir", "variant", "kb_alias_table", "kb_entity_vectors", "ner_model")
+
+
+def wants_demo(argv: list[str]) -> bool:
+    """No argument, or only ``DEMO_FLAGS`` (e.g. ``--variant kar``): the embedded demo."""
+    flags = {f"--{name}" for name in DEMO_FLAGS}
+    return not argv or (explicit_flags(argv) <= set(DEMO_FLAGS) and all(
+        arg.startswith("--") or argv[i - 1] in flags for i, arg in enumerate(argv)))  # fmt: skip
+
+
+def demo_argv(argv: list[str]) -> list[str]:
+    """The demo's command line: ``EMBEDDED_DEFAULT_ARGS`` then the demo flags given (which win), the output folder
+    ``outputs/<variant>-tiny-record``."""
+    variant = next((v for flag, v in zip(argv, argv[1:], strict=False) if flag == "--variant"), None)
+    if variant is None:
+        variant = next((arg.split("=", 1)[1] for arg in argv if arg.startswith("--variant=")), "gesa")
+    defaults = [f"outputs/{variant}-tiny-record" if arg == "outputs/gesa-tiny-record" else arg
+                for arg in EMBEDDED_DEFAULT_ARGS]  # fmt: skip
+    return defaults + list(argv)
+
+
 def parse_args(argv: list[str]) -> tuple[ModelArguments, DataTrainingArguments, TrainingArguments]:
     """HfArgumentParser over the three dataclasses; no argument at all selects the embedded demo."""
     parser = script_parser(
@@ -249,9 +271,10 @@ def parse_args(argv: list[str]) -> tuple[ModelArguments, DataTrainingArguments, 
         usage="%(prog)s [--model_name_or_path DIR] [--train_file F] [--validation_file F] [--test_file F] "
         "[--do_train] [--do_eval] [--do_predict] [--output_dir DIR] [FLAG VALUE ...]",
     )
-    if not argv:
-        argv = list(EMBEDDED_DEFAULT_ARGS)
-        print("run_record.py: no arguments: embedded demo, i.e. python examples/run_record.py " + " ".join(argv))
+    if wants_demo(argv):
+        argv = demo_argv(argv)
+        print("run_record.py: no data or model given: embedded demo, i.e. python examples/run_record.py "
+              + " ".join(argv))  # fmt: skip
     given = explicit_flags(argv)  # the user's flags (the paper's defaults are not theirs)
     if not (len(argv) == 1 and argv[0].endswith(".json")):
         argv = apply_paper_defaults(argv)
@@ -266,12 +289,13 @@ def main(argv: list[str] | None = None, callbacks: list[TrainerCallback] | None 
     argv = sys.argv[1:] if argv is None else argv
     with one_error_line("run_record.py"):
         model_args, data_args, training_args = parse_args(argv)
-        given = argv or list(EMBEDDED_DEFAULT_ARGS)  # the demo's flags count as given (its --output_dir included)
+        demo = wants_demo(argv)
+        given = demo_argv(argv) if demo else argv  # the demo's flags count as given (its --output_dir too)
         explicit = explicit_flags(
             given if len(given) == 1 and given[0].endswith(".json") else apply_paper_defaults(given)
         )
         files, demo_data = SAMPLE_FILES, None
-        if not argv:  # the demo: its sample beside the model it trains (the model card names these files)
+        if demo:  # the demo: its sample beside the model it trains (the model card names these files)
             demo_data = demo_data_folder(training_args.output_dir)
             files = {split: Path(shutil.copyfile(path, demo_data / path.name)) for split, path in SAMPLE_FILES.items()}
         return run_task(RECORD, model_args, data_args, training_args, "run_record.py", callbacks, explicit,
