@@ -197,7 +197,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             model_args, data_args, args = parse_args(argv)  # the demo flags given, checked
             task = data_args.task
             output_dir = (
-                args.output_dir if "output_dir" in explicit_flags(argv) else f"outputs/{model_args.variant}-tiny-{task}"
+                args.output_dir
+                if "output_dir" in explicit_flags(argv)
+                else f"outputs/{model_args.variant}-tiny-{task}"
             )
             extra = [arg for i, arg in enumerate(argv) if not {arg, argv[i - 1] if i else ""} & {"--task", "--output_dir"}
                      and not arg.startswith(("--task=", "--output_dir="))]  # fmt: skip
