@@ -63,14 +63,16 @@ from gesa.training_gesa import (
 SCRIPT = "run_entity_tasks.py"
 TASKS = {**ENTITY_TASKS, PRETRAIN.name: PRETRAIN}
 FINE_TUNING = " ".join(ENTITY_TASKS)  # the tasks with a head to fine-tune (not pretrain)
+KNOWLEDGE_BASE_RUNS = {"task": FINE_TUNING, "variant": "kar ernie"}
+PRETRAIN_KAR = {"task": "pretrain", "variant": "kar"}  # KnowBERT's pre-training reads the KB (ERNIE's: the data's)
 
 
 @dataclass
 class ModelArguments(BaseModelArguments):
     # the runs that read a flag (the others refuse it: training_gesa.read_by) and the library a flag needs
     flags_read_by = {
-        "kb_alias_table": read_by(task=FINE_TUNING, variant="kar ernie", why=KB_WHY),
-        "kb_entity_vectors": read_by(task=FINE_TUNING, variant="kar ernie", why=KB_WHY),
+        "kb_alias_table": read_by(KNOWLEDGE_BASE_RUNS, PRETRAIN_KAR, why=KB_WHY),
+        "kb_entity_vectors": read_by(KNOWLEDGE_BASE_RUNS, PRETRAIN_KAR, why=KB_WHY),
         "ner_model": read_by(variant="ernie", why=NER_WHY),
     }
     flags_need = {"ner_model": needs("spacy")}
@@ -89,7 +91,7 @@ class DataArguments(BaseDataArguments):
     flags_read_by = {
         "pretrain_format": read_by(task="pretrain"),
         "input_format": read_by(task="entity_typing relation_classification"),
-        "entity_links": read_by(task=FINE_TUNING, variant="kar"),
+        "entity_links": read_by(variant="kar"),  # L_EL when fine-tuning and in KnowBERT's pre-training
         "max_span_length": read_by(task="ner"),
         "max_entities": read_by(task="ner"),
         "mlm_probability": read_by(task="pretrain"),

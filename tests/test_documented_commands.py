@@ -19,10 +19,14 @@ command added to the docs is checked without touching this file, and ``plan`` mu
 
 - ``run``: the example scripts and the card renderer run in this process, at toy size: a Hub checkpoint becomes the
   tiny LUKE, a documented data path or Hub dataset the project's sample in that task's public format (written here),
-  the output folder a temporary one; the documented flags stay, and ``TOY_FLAGS`` cap the run at one step on four
-  examples (``--bf16``, the GPUs' mixed precision, is dropped on a machine without one). Each must end without an
-  error.
-- ``demo``: a script with no data (its no-argument demo) runs in the test that ``DEMO_TESTS`` names.
+  output folders under a scratch folder the test runs in; the documented flags stay, and ``TOY_FLAGS`` cap the run at
+  one step and four examples to evaluate and predict (``--bf16``, the GPUs' mixed precision, is dropped on a machine
+  without one). Each must end without an error.
+- ``demo``: a script given no data (its demo: no argument, or only the flags its ``wants_demo`` takes) runs at toy
+  size in document order with the ``run`` commands (its demo arguments capped at one step), from a folder holding the
+  clone's ``examples``, so that a later command finds the folder it wrote (``outputs/<variant>-tiny-<task>``); the
+  whole demos run in the tests that ``DEMO_TESTS`` names.
+- ``exec``: ``python -c CODE`` runs in that same folder, in order.
 - ``parse``: what takes minutes at its documented size (benches, the diagnostic), needs several processes or GPUs
   (``accelerate launch``, ``torchrun``, ``--device cuda``), pushes to the Hub, or is a synopsis (``a|b`` alternatives,
   ``...``, placeholders): its flags are parsed by the script's own parser, every alternative of a synopsis, so a flag
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import itertools
 import json
 import re
@@ -42,6 +47,7 @@ import runpy
 import shlex
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -57,8 +63,9 @@ DEMO_TESTS = {
     "python examples/run_record.py": "test_run_record_default.py::test_embedded_default_runs_offline_with_no_arguments",
     "python examples/run_multihop.py --task wikihop": "test_documented_commands.py::test_the_wikihop_demo_runs_as_documented",
 }
-# what caps a toy run: one optimizer step on four examples per split
-TOY_FLAGS = ["--max_steps", "1", "--max_train_samples", "4", "--max_eval_samples", "4", "--max_predict_samples", "4",
+# what caps a toy run: one optimizer step, four examples to evaluate and predict (the training split stays whole: a
+# classification head's labels are the training split's)
+TOY_FLAGS = ["--max_steps", "1", "--max_eval_samples", "4", "--max_predict_samples", "4",
              "--per_device_eval_batch_size", "4", "--report_to", "none", "--disable_tqdm", "true"]  # fmt: skip
 
 
@@ -95,16 +102,24 @@ def is_synopsis(command: str) -> bool:
     return bool(re.search(r"\w\|\w|\.\.\.|\[--|\bN\b|PLACEHOLDER|<[^>]+>|\bREV\b|--seeds S\b", command))
 
 
+@functools.cache
+def script_module(script: str) -> ModuleType:
+    """An example script loaded once as a module (its ``wants_demo``, ``parse_args``, ``main``)."""
+    return load_script(SCRIPTS[script], f"documented_{Path(script).stem}")
+
+
 def plan(command: str) -> str:
-    """How the test checks ``command`` (module docstring): run, demo, parse, setup or suite."""
+    """How the test checks ``command`` (module docstring): run, demo, exec, parse, setup or suite."""
     parts = words(command)
     if parts[:2] == ["pip", "install"] or parts[:3] in (["python", "-m", "venv"], ["python", "-m", "spacy"]):
         return "setup"
     if parts[:3] == ["python", "-m", "pytest"]:
         return "suite"
+    if parts[:2] == ["python", "-c"]:
+        return "exec"
     if parts[0] in ("accelerate", "torchrun") or "cuda" in parts or "--push_to_hub" in parts or is_synopsis(command):
         return "parse"
-    if " ".join(parts) in DEMO_TESTS:
+    if len(parts) > 1 and parts[1] in SCRIPTS and script_module(parts[1]).wants_demo(parts[2:]):
         return "demo"
     if parts[:3] == ["python", "-m", "gesa.cards_gesa"] or (len(parts) > 1 and parts[1] in SCRIPTS):
         return "run"
@@ -167,8 +182,7 @@ def parse_only(script: str, argv: list[str]) -> None:
     if script in SCRIPTS:
         if "--bf16" in argv and not torch.cuda.is_available():
             argv = [*argv, "--use_cpu", "true"]  # bf16 on the CPU: TrainingArguments needs to be told
-        module = load_script(SCRIPTS[script], f"documented_{Path(script).stem}")
-        module.parse_args(argv)
+        script_module(script).parse_args(argv)
         return
     real = argparse.ArgumentParser.parse_known_args  # under parse_args and HfArgumentParser's dataclass parsing
 
@@ -191,9 +205,9 @@ def parse_only(script: str, argv: list[str]) -> None:
 def test_the_documents_hold_commands_and_each_has_a_check():
     commands = documented_commands()
     plans = {command: plan(command) for _, command in commands}
-    assert len(commands) > 60 and {"run", "demo", "parse", "setup", "suite"} <= set(plans.values()), plans
+    assert len(commands) > 60 and {"run", "demo", "exec", "parse", "setup", "suite"} <= set(plans.values()), plans
     for command, test in DEMO_TESTS.items():
-        assert command in plans, f"{command!r} is no longer documented: drop it from DEMO_TESTS"
+        assert plans.get(command) == "demo", f"{command!r} is no longer documented as a demo: drop it from DEMO_TESTS"
         path, name = test.split("::")
         assert f"def {name}(" in (ROOT / "tests" / path).read_text(encoding="utf-8"), test
     for command, how in plans.items():
@@ -284,33 +298,47 @@ def _toy_data(folder: Path, luke: Path) -> dict[str, str]:
     return data
 
 
-def toy_argv(argv: list[str], data: dict[str, str], output: Path, trained: Path | None) -> list[str]:
-    """``argv`` at toy size: data and checkpoints rewritten (``data``), ``--output_dir`` under ``output``, the
-    placeholders ``DIR``/``F``/``OUT``/``OUTPUT_DIR`` filled, ``TOY_FLAGS`` appended."""
-    fills = {"F": str(ROOT / "examples" / "data" / "record_sample_dev.jsonl"), "OUT": str(output / "predicted")}
+def toy_argv(argv: list[str], data: dict[str, str], trained: Path | None) -> list[str]:
+    """``argv`` at toy size: data and checkpoints rewritten (``data``), the placeholders ``DIR``/``F``/``OUT``/
+    ``OUTPUT_DIR`` filled, ``TOY_FLAGS`` appended (output folders stay as written: the test runs in a scratch
+    folder)."""
+    fills = {"F": str(ROOT / "examples" / "data" / "record_sample_dev.jsonl"), "OUT": "outputs/predicted"}
     if trained is not None:
         fills.update(DIR=str(trained), OUTPUT_DIR=str(trained))
-    rewritten = []
-    for index, word in enumerate(argv):
-        if index and argv[index - 1] == "--output_dir":
-            word = str(output / word.replace("/", "-"))
-        rewritten.append(data.get(word, fills.get(word, word)))
+    rewritten = [data.get(word, fills.get(word, word)) for word in argv]
     if "--bf16" in rewritten and not torch.cuda.is_available():
         rewritten.remove("--bf16")  # a GPU's mixed precision (parsed with it in the parse check)
     return rewritten + TOY_FLAGS
 
 
 @pytest.mark.slow
-def test_documented_script_commands_run_at_toy_size(tiny_luke_dir, tmp_path, capsys):
-    """Every ``run`` command, in document order (the README's trained ReCoRD folder is the later ``DIR``)."""
+def test_documented_script_commands_run_at_toy_size(tiny_luke_dir, tmp_path, capsys, monkeypatch):
+    """Every ``run``, ``demo`` and ``exec`` command, in document order, from a folder holding the clone's ``examples``
+    (the README's trained ReCoRD folder is the later ``DIR``; a demo's folder is there for a later command)."""
     data = _toy_data(tmp_path / "data", tiny_luke_dir)
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / "examples").symlink_to(ROOT / "examples")
+    monkeypatch.chdir(clone)
+    for script in SCRIPTS:  # a demo capped at one step: its own arguments, then the cap (the last value wins)
+        module = script_module(script)
+        for name in ("DEMO_ARGS", "EMBEDDED_DEFAULT_ARGS"):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, [*getattr(module, name), "--max_steps", "1"])
     trained = None
     failures, done = [], set()
     for document, command in documented_commands():
-        if plan(command) != "run" or command in done:
+        how = plan(command)
+        if how not in ("run", "demo", "exec") or command in done:
             continue  # a command shown in two documents runs once
         done.add(command)
         script, argv = script_argv(command)
+        if how == "exec":
+            try:
+                exec(compile(argv[0], f"<{document}>", "exec"), {"__name__": "__main__"})
+            except Exception as error:  # noqa: BLE001 (any failure of the documented code is the finding)
+                failures.append(f"{document}: {command} -> {type(error).__name__}: {error}")
+            continue
         if script == "gesa.cards_gesa":
             saved, sys.argv = (
                 sys.argv,
@@ -323,17 +351,18 @@ def test_documented_script_commands_run_at_toy_size(tiny_luke_dir, tmp_path, cap
             finally:
                 sys.argv = saved
             continue
-        toy = toy_argv(argv, data, tmp_path / "out", trained)
-        module = load_script(SCRIPTS[script], f"documented_{Path(script).stem}")
+        toy = argv if how == "demo" else toy_argv(argv, data, trained)
+        module = script_module(script)
+        capsys.readouterr()
         try:
             module.main(toy)
         except SystemExit as stop:
             error = capsys.readouterr().err.strip().splitlines()[-1:]
             failures.append(f"{document}: {command} -> exit {stop.code}: {error}")
             continue
-        output = Path(toy[toy.index("--output_dir") + 1])
-        if script == "examples/run_record.py" and (output / "model.safetensors").is_file() and trained is None:
-            trained = output
+        if script == "examples/run_record.py" and trained is None:
+            output = clone / module.parse_args(list(toy))[-1].output_dir  # the demo's default folder included
+            trained = output if (output / "model.safetensors").is_file() else None
     assert not failures, "\n".join(failures)
 
 
