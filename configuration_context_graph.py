@@ -252,6 +252,12 @@ class ContextGraphConfig(GesaConfig):
                 )
 
     @classmethod
+    def luke_conversion_is_exact(cls, overrides: dict[str, Any]) -> bool:
+        """A LUKE conversion with these overrides embeds with LUKE's encoder as pre-trained (`token_embedder="luke"`,
+        the default): LUKE's own queries and absolute positions kept, nothing newly initialised."""
+        return overrides.get("token_embedder", "luke") == "luke"
+
+    @classmethod
     def from_preset(cls, name: str, **kwargs: Any) -> ContextGraphConfig:
         """A config for one row of table 5.1 (`CONTEXT_GRAPH_PRESETS`)."""
         return cls(graph_preset=name, **kwargs)

@@ -42,7 +42,6 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -51,7 +50,6 @@ from transformers.activations import ACT2FN
 from transformers.utils import ModelOutput, can_return_tuple
 
 from .configuration_context_graph import NUM_EDGE_KINDS, NUM_NODE_TYPES, ContextGraphConfig
-from .conversion_gesa import convert_luke_checkpoint
 from .loading_gesa import PipelineSpec
 from .modeling_candidate_output import Scorer, candidate_scores
 from .modeling_gesa import GesaModel, GesaPreTrainedModel
@@ -509,22 +507,6 @@ class ContextGraphForMultipleChoice(GesaPreTrainedModel):
         self.freeze_word_encoder(config.freeze_word_encoder)
         # set by `tasks_context_graph.FrozenEmbedderEpochs` for the first `freeze_word_encoder_epochs` epochs
         self.word_encoder_held = False
-
-    @classmethod
-    def from_luke_pretrained(
-        cls,
-        pretrained_model_name_or_path: str,
-        keep_entity_aware_queries: bool | None = None,
-        entity_rows: list[int] | None = None,
-        **kwargs: Any,
-    ) -> ContextGraphForMultipleChoice:
-        """`GesaPreTrainedModel.from_luke_pretrained` (LUKE's weights into the word encoder, the graph modules
-        fresh); with `token_embedder="luke"` (the default) the encoder is LUKE's own (`ablation="luke"`: absolute
-        positions, LUKE's entity-aware queries; no parameter of it newly initialised)."""
-        if kwargs.get("token_embedder", "luke") == "luke":
-            kwargs.setdefault("ablation", "luke")  # the converter keeps LUKE's own queries for this preset
-        return convert_luke_checkpoint(cls, pretrained_model_name_or_path, keep_entity_aware_queries, entity_rows,
-                                       **kwargs)  # fmt: skip
 
     def _init_weights(self, module: nn.Module) -> None:
         super()._init_weights(module)

@@ -93,11 +93,6 @@ class WikihopTask(Task):
                 "--choice_head is for --variant gesa, luke and luke_graph; --variant context_graph always scores with "
                 "eq. 2.62"
             )
-        if model_args.variant != CONTEXT_GRAPH and getattr(model_args, "graph_schedule", None) is not None:
-            raise ScriptArgumentError(
-                f"--graph_schedule is the training schedule of --variant context_graph; --variant {model_args.variant} "
-                "does not read it: drop it"
-            )
         window = model_args.attention_window
         if window is not None and window < 1:
             raise ScriptArgumentError(f"--attention_window must be at least 1 word (or none for full attention), got "

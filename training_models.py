@@ -42,9 +42,10 @@ def hub_kwargs(model_args: Any) -> dict[str, Any]:
 
 
 def check_model_source(path: str, spec: VariantSpec, task_flags: str, **hub: Any) -> dict[str, Any]:
-    """The config of ``--model_name_or_path`` as a dict, checked: a LUKE checkpoint (to convert) or a checkpoint of
-    ``spec``'s head (same ``model_type`` and architecture); ``task_flags`` (``--task wikihop --variant gesa``) names the
-    run in the error. A user-KB KAR/ERNIE checkpoint is refused (``VariantSpec.check_knowledge_base``)."""
+    """The config of ``--model_name_or_path`` as a dict, checked: a LUKE checkpoint (to convert), a checkpoint of
+    ``spec``'s head (same ``model_type`` and architecture) or of the variant's pre-training head (its encoder under a
+    new head: ``starts_new_head``); ``task_flags`` (``--task wikihop --variant gesa``) names the run in the error. A
+    user-KB KAR/ERNIE checkpoint without its KB files is refused (``VariantSpec.check_knowledge_base``)."""
     head = spec.model_class
     own_type = spec.config_class.model_type
     config = checkpoint_config(path, f"a LUKE or {own_type!r}", **hub)
@@ -54,12 +55,14 @@ def check_model_source(path: str, spec: VariantSpec, task_flags: str, **hub: Any
         check_config_values(path, config, LukeConfig)
         return config
     architectures = config.get("architectures") or [head.__name__]
-    if model_type != own_type or not isinstance(architectures, list) or architectures[0] != head.__name__:
+    fits = architectures[0] == head.__name__ or spec.is_pretraining_checkpoint(config)  # a head, or its pre-training
+    if model_type != own_type or not isinstance(architectures, list) or not fits:
         known = sorted({"luke", *(other.config_class.model_type for other in VARIANTS.values())})
         hint = " (a checkpoint of another variant or task: pass the --variant/--task it was trained with)"
+        pretrained = f" (or {spec.pretraining_head})" if spec.pretraining_head else ""
         raise ScriptArgumentError(
             f"--model_name_or_path {path} holds a {model_type!r} model ({architectures}), but {task_flags} needs a LUKE "
-            f"checkpoint to convert or a {own_type!r} {head.__name__}{hint if model_type in known else ''}"
+            f"checkpoint to convert or a {own_type!r} {head.__name__}{pretrained}{hint if model_type in known else ''}"
         )
     check_config_values(path, config, spec.config_class)
     try:
@@ -67,6 +70,13 @@ def check_model_source(path: str, spec: VariantSpec, task_flags: str, **hub: Any
     except ValueError as error:
         raise ScriptArgumentError(str(error)) from None
     return config
+
+
+def starts_new_head(config: dict[str, Any], spec: VariantSpec) -> bool:
+    """Whether the run's head starts fresh on ``config``'s checkpoint: LUKE converted, or the variant's pre-training
+    checkpoint (``VariantSpec.is_pretraining_checkpoint``); then the processor's added tokens take their rows from
+    the source tokens (``init_added_word_embeddings``)."""
+    return config.get("model_type") == "luke" or spec.is_pretraining_checkpoint(config)
 
 
 def check_config_fields(path: str, config: Any) -> None:
@@ -195,4 +205,5 @@ __all__ = [
     "check_resume_config",
     "hub_kwargs",
     "load_run_tokenizer",
+    "starts_new_head",
 ]

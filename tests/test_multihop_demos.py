@@ -15,11 +15,12 @@
 above chance and above the accuracy before training, on 64 evaluation queries; the MedHop demo reads MedHop-shaped
 records (DrugBank-id candidates, UniProt proteins), not WikiHop's sample.
 
-Cost: two demos, ~30 s each on one idle core (marked slow)."""
+Cost: two demos, ~30 s each on one idle core (marked slow); they are the documented-commands check's whole demos."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from script_helpers import load_multihop_script
@@ -52,11 +53,18 @@ def test_the_medhop_sample_is_shaped_as_the_release():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("task", "title"), [("wikihop", "WikiHop"), ("medhop", "MedHop")])
-def test_the_demo_learns(tmp_path, capsys, task, title):
+def test_the_demo_learns(tmp_path, capsys, monkeypatch, task, title):
+    """``python examples/run_multihop.py --task wikihop|medhop`` as documented: it learns, keeps its data in
+    ``demo-data`` and leaves a model that predicts, no checkpoint folders."""
+    monkeypatch.chdir(tmp_path)
     capsys.readouterr()
-    load_multihop_script().main(["--task", task, "--output_dir", str(tmp_path / "out")])
+    load_multihop_script().main(["--task", task])
     summary = capsys.readouterr().out.strip().splitlines()[-1]
     found = SUMMARY.search(summary)
     assert summary.startswith(title) and found, summary
     queries, after, before, chance = int(found[1]), float(found[2]), float(found[3]), float(found[4])
     assert queries == 64 and after > chance and after > before, summary
+    folder = Path(f"outputs/gesa-tiny-{task}")
+    assert f"demo data: {folder / 'demo-data'}" in summary
+    assert {"train.json", "dev.json", "test.jsonl", "tiny-luke"} <= {p.name for p in (folder / "demo-data").iterdir()}
+    assert (folder / "predict_predictions.json").is_file() and not list(folder.glob("checkpoint-*"))

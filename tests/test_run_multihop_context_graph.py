@@ -235,7 +235,7 @@ def test_bad_graph_flags_are_one_error_line(capsys, tiny_luke_dir, tmp_path):
     )
     # a GESA preset is for GESA's embedder: LUKE's (the default) is LUKE as pre-trained
     assert "set token_embedder='gesa'" in multihop_error_line(capsys, [*base, "--ablation", "no_plc_edges"])
-    assert "--graph_schedule is the training schedule of --variant context_graph" in multihop_error_line(
+    assert "--variant gesa does not read --graph_schedule (the thesis's training schedule" in multihop_error_line(
         capsys, [*[a if a != "context_graph" else "gesa" for a in base], "--graph_schedule", "thesis"]
     )
 
