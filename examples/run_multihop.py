@@ -19,8 +19,8 @@ WikiHop and MedHop with GESA, LUKE, LUKE-Graph or the context-graph GNN of Acton
 Run with no arguments (or with only ``--task`` and ``--output_dir``), the script trains a tiny model converted from
 a tiny random LUKE (byte-level BPE trained offline on the sample) on an embedded sample the project writes (invented
 WikiHop records (town -> region -> country), MedHop records of DrugBank and UniProt ids, HotpotQA bridge/comparison
-questions, FEVER claims with their wiki pages) and evaluates it before and after training: a pipeline check, not a benchmark (about a
-minute on one core). Data files per task:
+questions, FEVER claims with their wiki pages) and evaluates it before and after training: a pipeline check, not a
+benchmark (about a minute on one core). Data files per task:
 
 - ``--task wikihop`` (``--variant gesa|luke|luke_graph``): QAngaroo JSON (a list of ``{id, query, supports,
   candidates, answer}``), or JSON lines;
