@@ -17,7 +17,7 @@ the weights, and the tokenizer read without running remote code.
 A truncated ``model.safetensors`` (an interrupted save or copy) makes the safetensors library fail with
 ``incomplete metadata`` and no path; ``weights_problem`` reads the headers only and says which file is damaged and
 how. Used by ``GesaPreTrainedModel.from_pretrained`` (every model class of the package) and by the scripts' resume
-checks. ``load_tokenizer`` reads a checkpoint's tokenizer without running (or asking to run) its remote code;
+checks; ``checkpoint_weight_names`` lists the parameters a folder holds from the same headers. ``load_tokenizer`` reads a checkpoint's tokenizer without running (or asking to run) its remote code;
 ``forget_remote_head_mapping`` keeps one checkpoint's head from standing in for another's in later ``Auto*`` loads.
 
 Code files: ``PreTrainedModel.save_pretrained`` copies the model's module and its relative imports (transformers'
@@ -105,6 +105,24 @@ def weights_problem(folder: Path) -> str | None:
             if shard.endswith(".safetensors") and (problem := safetensors_problem(folder / shard)):
                 return problem
     return None
+
+
+def checkpoint_weight_names(folder: Path) -> set[str] | None:
+    """The parameter names a local checkpoint folder's safetensors weights hold (read from the headers alone), or
+    ``None`` where they cannot be read so cheaply (a Hub id, ``pytorch_model.bin``, a damaged file)."""
+    folder = Path(folder)
+    files = [folder / "model.safetensors"] if (folder / "model.safetensors").is_file() else []
+    index = folder / "model.safetensors.index.json"
+    if not files and index.is_file():
+        try:
+            return set(json.loads(index.read_text(encoding="utf-8"))["weight_map"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    if not files or safetensors_problem(files[0]) is not None:
+        return None
+    with files[0].open("rb") as handle:
+        size = int.from_bytes(handle.read(8), "little")
+        return {name for name in json.loads(handle.read(size)) if name != "__metadata__"}
 
 
 def refuse_damaged_weights(name_or_path: str | os.PathLike, subfolder: str = "") -> None:
@@ -283,6 +301,7 @@ __all__ = [
     "checkpoint_pipeline",
     "forget_remote_head_mapping",
     "load_tokenizer",
+    "checkpoint_weight_names",
     "refuse_damaged_weights",
     "safetensors_problem",
     "save_knowledge_files",

@@ -60,12 +60,18 @@ from .training_gesa import ScriptArgumentError
 @dataclass
 class LoadedModel:
     """What ``Task.load`` gives the driver: the model to train, the processor that makes its features (saved with
-    the model, so the checkpoint answers through its pipeline), and the tokenizer."""
+    the model, so the checkpoint answers through its pipeline), and the tokenizer; where the model has a training
+    schedule of its own (the context graph's table 4.1): ``training_arguments`` (``TrainingArguments`` values the
+    command line left to the task), ``lr_scheduler`` (``(optimizer, update steps per epoch) -> LRScheduler``, used
+    by ``Trainer.create_scheduler``) and ``callbacks`` (``TrainerCallback``s)."""
 
     model: PreTrainedModel
     processor: Any
     tokenizer: Any
     label_names: list[str] | None = None
+    training_arguments: dict[str, Any] = field(default_factory=dict)
+    lr_scheduler: Any = None
+    callbacks: list[Any] = field(default_factory=list)
 
 
 @dataclass

@@ -59,6 +59,8 @@ from .training_gesa import (
     check_output_dir_given,
     check_resume_fits,
     check_run_arguments,
+    disk_full,
+    disk_full_error,
     keeps_checkpoints,
     no_pin_memory_without_accelerator,
     plan_resume,
@@ -277,10 +279,31 @@ def first_line(error: BaseException) -> str:
 class TaskTrainer(Trainer):
     """``Trainer`` whose model card comes from the task (``Task.write_model_card``), also when pushing to the Hub."""
 
-    def __init__(self, *args: Any, task: Task, card_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        task: Task,
+        card_kwargs: dict[str, Any] | None = None,
+        lr_scheduler_factory: Any = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.task = task
         self.card_kwargs = dict(card_kwargs or {})
+        self.lr_scheduler_factory = lr_scheduler_factory  # LoadedModel.lr_scheduler
+        self.update_steps_per_epoch = 1
+
+    def set_initial_training_values(self, args: TrainingArguments, dataloader: Any) -> Any:
+        values = super().set_initial_training_values(args, dataloader)
+        self.update_steps_per_epoch = values[1]  # what a per-epoch schedule counts in
+        return values
+
+    def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
+        """The task's own schedule (``LoadedModel.lr_scheduler``) where it has one, else ``Trainer``'s."""
+        if self.lr_scheduler is None and self.lr_scheduler_factory is not None:
+            self.lr_scheduler = self.lr_scheduler_factory(optimizer or self.optimizer, self.update_steps_per_epoch)
+            self._created_lr_scheduler = True
+        return super().create_scheduler(num_training_steps, optimizer)
 
     def evaluate(
         self, eval_dataset: Any = None, ignore_keys: list[str] | None = None, **kwargs: Any
@@ -314,7 +337,16 @@ class TaskTrainer(Trainer):
         if not self.is_world_process_zero():
             return
         if not self.task.write_model_card(self.args.output_dir, dict(self.card_kwargs, model_name=model_name)):
-            super().create_model_card(model_name=model_name, **kwargs)
+            card = Path(self.args.output_dir) / "README.md"
+            existed = card.exists()
+            try:  # transformers' card (README.md), written with a plain open
+                super().create_model_card(model_name=model_name, **kwargs)
+            except OSError as error:
+                if not existed:  # no cut-short card left behind
+                    card.unlink(missing_ok=True)
+                if disk_full(error, self.args.output_dir):
+                    raise disk_full_error(error, self.args.output_dir, "writing the model card README.md") from None
+                raise
 
 
 @contextlib.contextmanager
@@ -407,6 +439,8 @@ def _run(
     if resume.checkpoint is not None and args.resume_from_checkpoint is None:
         logger.info(f"Resuming from {resume.checkpoint} (found in --output_dir; pass a new --output_dir to restart)")
 
+    for name, value in loaded.training_arguments.items():  # the model's own schedule, where no flag set it
+        setattr(args, name, value)
     evaluator = (
         TaskEvaluator(task, examples["validation"], features["validation"], loaded.processor) if args.do_eval else None
     )
@@ -421,9 +455,14 @@ def _run(
         processing_class=loaded.processor,
         data_collator=task.collator(loaded.processor, model_args.variant),
         compute_metrics=evaluator if task.scores_predictions else None,
-        callbacks=[*callbacks, *([FiniteTrainingGuard(), PlainFileModes()] if args.do_train else [])],
+        callbacks=[
+            *callbacks,
+            *loaded.callbacks,
+            *([FiniteTrainingGuard(), PlainFileModes()] if args.do_train else []),
+        ],
         task=task,
         card_kwargs=task.card_kwargs(model_args, data_args, args, files),
+        lr_scheduler_factory=loaded.lr_scheduler,
     )
     # the heads' losses are means over their own items (candidates, nodes, spans): no `num_items_in_batch`
     trainer.model_accepts_loss_kwargs = False

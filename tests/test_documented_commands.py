@@ -61,7 +61,8 @@ SCRIPTS = {"examples/run_record.py": RECORD_SCRIPT, "examples/run_multihop.py": 
 # the demos (a script given no data) and the test that runs each
 DEMO_TESTS = {
     "python examples/run_record.py": "test_run_record_default.py::test_embedded_default_runs_offline_with_no_arguments",
-    "python examples/run_multihop.py --task wikihop": "test_documented_commands.py::test_the_wikihop_demo_runs_as_documented",
+    "python examples/run_multihop.py --task wikihop": "test_multihop_demos.py::test_the_demo_learns",
+    "python examples/run_multihop.py --task medhop": "test_multihop_demos.py::test_the_demo_learns",
 }
 # what caps a toy run: one optimizer step, four examples to evaluate and predict (the training split stays whole: a
 # classification head's labels are the training split's)
@@ -364,16 +365,3 @@ def test_documented_script_commands_run_at_toy_size(tiny_luke_dir, tmp_path, cap
             output = clone / module.parse_args(list(toy))[-1].output_dir  # the demo's default folder included
             trained = output if (output / "model.safetensors").is_file() else None
     assert not failures, "\n".join(failures)
-
-
-@pytest.mark.slow
-def test_the_wikihop_demo_runs_as_documented(tmp_path, capsys, monkeypatch):
-    """``python examples/run_multihop.py --task wikihop`` (README): the demo, its data kept in ``demo-data``."""
-    monkeypatch.chdir(tmp_path)
-    capsys.readouterr()
-    load_script(MULTIHOP_SCRIPT, "documented_wikihop_demo").main(["--task", "wikihop"])
-    out = capsys.readouterr().out.strip().splitlines()
-    folder = Path("outputs/gesa-tiny-wikihop")
-    assert out[-1].startswith("WikiHop 16 queries: accuracy ") and f"demo data: {folder / 'demo-data'}" in out[-1]
-    assert {"train.json", "dev.json", "test.jsonl", "tiny-luke"} <= {p.name for p in (folder / "demo-data").iterdir()}
-    assert (folder / "predict_predictions.json").is_file() and not list(folder.glob("checkpoint-*"))
