@@ -33,6 +33,9 @@ FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 # XH's in-sequence backbone: "luke" is the `ablation="luke"` preset (LUKE's attention and absolute positions, the
 # paper's BERT stand-in); "gesa" is GESA's relative-label attention
 XH_BACKBONES = ("luke", "gesa")
+# XH's hop attention: "paper" is Eq. 7 (scaled dot product over the neighbours' hubs); "released_gat" the authors'
+# released code (microsoft/Transformer-XH, model.py): DGL's graph attention (additive, LeakyReLU, residual, ReLU)
+XH_HOP_ATTENTIONS = ("paper", "released_gat")
 
 
 def optional_positive(value: int | None) -> None:
@@ -179,8 +182,18 @@ class XhConfig(GesaConfig):
             hop steps). Must not exceed `num_hidden_layers`.
         xh_num_hop_attention_heads (`int`, *optional*):
             Heads of the hop attention; defaults to `num_attention_heads`.
+        xh_hop_attention (`str`, defaults to `"paper"`):
+            How a hub attends to its neighbours' hubs. `"paper"`: Eq. 7, `softmax(q^_tau . k^_eta / sqrt(d))`
+            over the neighbours with separate hop query/key/value projections per layer. `"released_gat"`: the
+            authors' released code (microsoft/Transformer-XH, `model/model.py`'s `GraphAttention`, "the standard
+            implementation of the DGL library"): each head's `d`-wide slice of the hub through one shared
+            `Linear(d, d)` (`z`), additive scores `LeakyReLU_0.2(a_l . z_eta + a_r . z_tau)` softmaxed over the
+            neighbours, plus a residual `Linear(d, d)` of the hub's own slice, then ReLU; xavier-normal init (gain
+            1.414). Both feed Eq. 8's combine Linear.
         xh_hop_dropout (`float`, *optional*):
-            Dropout on the hop attention weights; defaults to `attention_probs_dropout_prob`.
+            Dropout on the hop attention weights; defaults to `attention_probs_dropout_prob` with `"paper"`, and to 0
+            with `"released_gat"` (the released module builds `feat_drop`/`attn_drop` of 0.6 but its forward applies
+            neither).
         num_labels (`int`, defaults to 3):
             Classes of the FEVER head; without `num_labels`/`id2label` the labels are `FEVER_LABELS`
             (`SUPPORTS`, `REFUTES`, `NOT ENOUGH INFO`).
@@ -191,6 +204,7 @@ class XhConfig(GesaConfig):
     backbone: str | None = validated_field(optional_backbone, default=None)
     xh_num_hop_layers: int = validated_field(optional_positive_or_zero, default=3)
     xh_num_hop_attention_heads: int | None = validated_field(optional_positive, default=None)
+    xh_hop_attention: str = validated_field(one_of(XH_HOP_ATTENTIONS), default="paper")
     xh_hop_dropout: float | int | None = validated_field(probability, default=None)
 
     def __post_init__(self, **kwargs: Any) -> None:
@@ -200,7 +214,8 @@ class XhConfig(GesaConfig):
         if self.xh_num_hop_attention_heads is None:
             self.xh_num_hop_attention_heads = self.num_attention_heads
         if self.xh_hop_dropout is None:
-            self.xh_hop_dropout = self.attention_probs_dropout_prob
+            released = self.xh_hop_attention == "released_gat"
+            self.xh_hop_dropout = 0.0 if released else self.attention_probs_dropout_prob
         self.backbone = xh_backbone(self.backbone, self.ablation, self.use_relative_labels,
                                     self.use_absolute_position_embeddings)  # fmt: skip
         luke_fields = self.use_absolute_position_embeddings and not self.use_relative_labels
@@ -283,6 +298,7 @@ __all__ = [
     "FEVER_LABELS",
     "KAR_OUTPUT_INITS",
     "XH_BACKBONES",
+    "XH_HOP_ATTENTIONS",
     "ErnieConfig",
     "KarConfig",
     "XhConfig",
