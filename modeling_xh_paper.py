@@ -20,8 +20,9 @@
   classification `sigmoid(Linear([h_first ; h_last]))` (`modeling_xh_tasks.sentence_logits`), trained jointly
   (binary cross-entropy on both); one model per question type.
 - `bridge_supporting_facts` / `comparison_supporting_facts` (A.3.2's inference): for a bridge question the answer
-  document (from the bridge XH model) and the most relevant of its parents in the evidence graph (documents linking
-  to it; all other documents when it has none, the paper's footnote 3); for a comparison question the top-2
+  document (from the bridge XH model) and the most relevant of its parents in the evidence graph (the documents its
+  hop attention reads: those linking to it; all other documents when it has none, the paper's footnote 3); for a
+  comparison question the top-2
   documents by relevance. In each chosen document the sentences with `p >= 0.5`, at least the best one.
 
 The answers come from `modeling_xh_tasks.XhForHotpotQA` trained once per question type (`tasks_xh_paper`).
@@ -200,12 +201,14 @@ def bridge_supporting_facts(
 
     Args:
         answer_node: the answer document (the bridge XH model's most relevant node).
-        adjacency: `(N, N)` the evidence graph, `adjacency[tau, eta] = 1` when tau links to eta (tau attends to eta).
+        adjacency: `(N, N)` the evidence graph as the XH model reads it, `adjacency[tau, eta] = 1` when tau attends to
+            eta. The parents of the answer document are the documents its hop attention reads: with the default edges
+            (`processing_xh`, `hotpot_edges="title_mention"`) those linking to it, the same edge as the hops.
         relevance_logits: `(N,)` the supporting-fact model's document relevance.
         supporting_logits: `(N, S)` its sentence logits (absent sentences `finfo.min`).
     """
     nodes = relevance_logits.size(0)
-    parents = [n for n in range(nodes) if n != answer_node and bool(adjacency[n, answer_node])]
+    parents = [n for n in range(nodes) if n != answer_node and bool(adjacency[answer_node, n])]
     others = parents or [n for n in range(nodes) if n != answer_node]  # no parent: from all documents (footnote 3)
     chosen = [answer_node]
     if others:

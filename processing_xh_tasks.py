@@ -13,13 +13,16 @@
 # limitations under the License.
 """Transformer-XH graph features for its own tasks: HotpotQA with sentences and answer types, and FEVER.
 
-HotpotQA: `processing_xh`'s paragraph graph (one node per paragraph, `<s> question </s> </s> title: paragraph </s>`,
-title-mention edges), plus per node the first/last token of each sentence (`sentence_starts`/`sentence_ends`, -1 for
-a sentence cut by `max_node_length`), `sentence_labels` (1 on supporting facts) and `answer_type` (0 span, 1 yes,
-2 no). A retrieved FullWiki graph's node is `<s> question </s> anchor texts </s> </s> title: paragraph </s>` (the
-paper's question + anchor text + paragraph; the anchors of the graph's links into the paragraph, `"; "`-joined,
-question and anchors within `max_query_length` tokens) where the row gives the paragraph `anchors`. Sentence and
-answer boundaries are tokenisation boundaries, so a sentence's tokens are exactly its own.
+HotpotQA: `processing_xh`'s paragraph graph (one node per paragraph, title-mention edges), plus per node the
+first/last token of each sentence (`sentence_starts`/`sentence_ends`, -1 for a sentence cut by `max_node_length`),
+`sentence_labels` (1 on supporting facts) and `answer_type` (0 span, 1 yes, 2 no). A node is
+`<s> question </s> anchors </s> </s> title: paragraph </s>` (the paper's question + anchor text + paragraph, sec. 3:
+what the paragraphs linking to this one say of it; `"; "`-joined, question and anchors within `max_query_length`
+tokens; `<s> question </s> </s> ...` without anchors): a retrieved FullWiki graph's `anchors` (the anchor texts of the
+graph's links into the paragraph), or in the distractor setting the sentences of the other paragraphs that name its
+title (`processing_xh.title_mentions`; the released code appends each edge's sentence to the linked node, and a title
+mention's own text would only repeat the title). Sentence and answer boundaries are tokenisation boundaries, so a
+sentence's tokens are exactly its own.
 
 FEVER (paper sec. 4): one node per candidate evidence sentence, `<s> claim </s> </s> title: sentence </s>`, fully
 connected. Candidates (at most `max_nodes`, the paper's five): the record's `predicted_sentences` ([page, line], e.g.
@@ -44,7 +47,7 @@ from typing import Any
 import torch
 
 from .inputs_gesa import InputError
-from .processing_xh import XhGraphCollator, XhProcessor, _whitespace_to_spaces
+from .processing_xh import XhGraphCollator, XhProcessor, _whitespace_to_spaces, title_mentions
 from .records_xh import FEVER_LABELS, page_title
 
 ANSWER_TYPES = ("span", "yes", "no")
@@ -193,8 +196,14 @@ class XhTaskProcessor(XhProcessor):
         relevant, answer_span = self._hotpot_answer(texts, titles, [t for t, _ in gold], answer)
         question_ids = self._tokens(_whitespace_to_spaces(row["question"]), leading_space=False)
         question_ids = question_ids[: self.max_query_length]
-        anchors = list(row.get("anchors") or [])[: len(titles)]
-        anchors += [[]] * (len(titles) - len(anchors))
+        if "anchors" in row or "hyperlinks" in row:  # a retrieved graph: the anchor texts of its links
+            anchors = list(row.get("anchors") or [])[: len(titles)]
+            anchors += [[]] * (len(titles) - len(anchors))
+        else:  # distractor: the sentences that name the paragraph's title (the released code's edge sentence)
+            anchors = [[] for _ in titles]
+            for (source, target), numbers in title_mentions(titles, paragraphs).items():
+                anchors[target] += [paragraphs[source][i].strip() for i in numbers if paragraphs[source][i].strip()]
+            anchors = [list(dict.fromkeys(found)) for found in anchors]
         feature.update(input_ids=[], global_attention_mask=[], sentence_starts=[], sentence_ends=[])
         feature.update(sentence_labels=[], start_positions=-100, end_positions=-100)
         for node, (title, sentences, text) in enumerate(zip(titles, paragraphs, texts, strict=True)):

@@ -423,11 +423,12 @@ def test_hotpot_graphs_and_multihop_head(tmp_path):
         elif record["answer"] in ("yes", "no"):
             assert feature["end_positions"] == -100
     assert spans >= 20, spans  # all but yes/no and answers cut by the node length
-    # title_mention edges are directed: "Kiss and Tell (1945 film)" mentions Shirley Temple, not the other way round
+    # title_mention edges are directed: "Kiss and Tell (1945 film)" mentions Shirley Temple, not the other way round,
+    # so Shirley Temple (the linked paragraph) reads Kiss and Tell (the linking one), as in the released code
     kiss = features[1]
     titles = kiss["titles"]
     a, b = titles.index("Kiss and Tell (1945 film)"), titles.index("Shirley Temple")
-    assert kiss["node_adjacency"][a][b] == 1 and kiss["node_adjacency"][b][a] == 0
+    assert kiss["node_adjacency"][b][a] == 1 and kiss["node_adjacency"][a][b] == 0
 
     torch.manual_seed(0)
     config = xh_config(vocab_size=len(tokenizer), classifier_dropout=0.0, max_relative_position=16)
@@ -621,8 +622,9 @@ def test_hotpot_graphs_and_multihop_head_on_project_questions():
             assert text.lower() == record["answer"].lower(), (text, record["answer"])
     titles = features[0]["titles"]
     bridge, architect = titles.index("Halvard Bridge"), titles.index("Marta Lind")
+    # the bridge's paragraph names its architect: the architect's paragraph reads the bridge's (released direction)
     assert (
-        features[0]["node_adjacency"][bridge][architect] == 1 and features[0]["node_adjacency"][architect][bridge] == 0
+        features[0]["node_adjacency"][architect][bridge] == 1 and features[0]["node_adjacency"][bridge][architect] == 0
     )
 
     torch.manual_seed(0)

@@ -230,7 +230,8 @@ def test_retrieved_graph_edges_follow_hyperlinks_and_nodes_read_question_anchor_
             "hyperlinks": [["A", "B"]], "anchors": [[], ["the B", "B"], []]}  # fmt: skip
     row = to_hotpot_row(item, "f.json, item 1", "x")
     feature = processor.encode_hotpot_rows([row])[0]
-    assert feature["node_adjacency"] == [[0, 1, 0], [0, 0, 0], [0, 0, 0]]  # C mentions B, but links to nothing
+    # A links to B: B reads A (C mentions B, but links to nothing)
+    assert feature["node_adjacency"] == [[0, 0, 0], [1, 0, 0], [0, 0, 0]]
     question = processor._tokens("Where is it?", leading_space=False)
     anchors = processor._tokens("the B; B", leading_space=False)
     paragraph = processor._tokens("B: B is in Cambridge.", False)
