@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from huggingface_hub.dataclasses import strict, validated_field
+from transformers import PreTrainedConfig
 
 from .configuration_gesa import GesaConfig, non_negative_finite, positive, probability
 
@@ -247,6 +248,54 @@ class XhConfig(GesaConfig):
             )
 
 
+# HotpotQA's question types (its `type` field) and the paper system's models (appendix A.3), each in its own folder
+HOTPOT_QUESTION_TYPES = ("bridge", "comparison")
+PAPER_SYSTEM_COMPONENTS = {
+    "question_type": "XhForQuestionType",
+    "xh_bridge": "XhForHotpotQA",
+    "xh_comparison": "XhForHotpotQA",
+    "supporting_bridge": "XhForSupportingFacts",
+    "supporting_comparison": "XhForSupportingFacts",
+}
+# the graph each question type's XH model reads (5.1): the evidence graph for bridge, fully connected for comparison
+PAPER_TYPE_EDGES = {"bridge": "title_mention", "comparison": "full"}
+
+
+def paper_components(value: dict[str, str]) -> None:
+    if not isinstance(value, dict) or value != PAPER_SYSTEM_COMPONENTS:
+        raise ValueError(f"must name the paper system's five models {PAPER_SYSTEM_COMPONENTS}, got {value!r}.")
+
+
+def paper_type_edges(value: dict[str, str]) -> None:
+    if not isinstance(value, dict) or set(value) != set(HOTPOT_QUESTION_TYPES):
+        raise ValueError(
+            f"must give the graph edges of each question type {list(HOTPOT_QUESTION_TYPES)}, got {value!r}."
+        )
+    for edges in value.values():
+        one_of(("title_mention", "title_mention_eq7", "bidirectional", "full"))(edges)
+
+
+@strict
+class XhPaperSystemConfig(PreTrainedConfig):
+    r"""The paper's HotpotQA system as one checkpoint (Transformer-XH appendix A.3): a folder whose `config.json` is
+    this config and whose sub-folders hold the five models, each a checkpoint of its own.
+
+    Args:
+        components (`dict[str, str]`):
+            Sub-folder -> head class: `question_type` (`XhForQuestionType`, A.3.1), `xh_bridge` / `xh_comparison`
+            (`XhForHotpotQA` per question type, 5.1), `supporting_bridge` / `supporting_comparison`
+            (`XhForSupportingFacts` per type, A.3.2).
+        type_edges (`dict[str, str]`):
+            The graph each question type's models read (`processing_xh`'s `hotpot_edges`): `bridge` the evidence
+            graph (`"title_mention"`), `comparison` fully connected (`"full"`).
+    """
+
+    model_type = "gesa_xh_paper_system"
+
+    components: dict = validated_field(paper_components, default_factory=lambda: dict(PAPER_SYSTEM_COMPONENTS))
+    type_edges: dict = validated_field(paper_type_edges, default_factory=lambda: dict(PAPER_TYPE_EDGES))
+
+
 @strict
 class ErnieConfig(GesaConfig):
     r"""GESA backbone whose top M layers carry ERNIE's knowledge-entity stream and information-fusion layer.
@@ -295,6 +344,9 @@ class ErnieConfig(GesaConfig):
 
 __all__ = [
     "ERNIE_FUSION_OUTPUTS",
+    "HOTPOT_QUESTION_TYPES",
+    "PAPER_SYSTEM_COMPONENTS",
+    "PAPER_TYPE_EDGES",
     "FEVER_LABELS",
     "KAR_OUTPUT_INITS",
     "XH_BACKBONES",
@@ -302,5 +354,6 @@ __all__ = [
     "ErnieConfig",
     "KarConfig",
     "XhConfig",
+    "XhPaperSystemConfig",
     "xh_backbone",
 ]

@@ -127,7 +127,10 @@ def title_mentions(titles: Sequence[str], paragraphs: Sequence[Sequence[str]]) -
     (`title: sentences`) names paragraph b's title (without a trailing parenthetical; normalised, whole words) as in
     `normalize_entity_string`. The sentence list is empty when only a's title names b."""
     keys = [_strip_title(title) for title in titles]
-    texts = [normalize_entity_string(_whitespace_to_spaces(f"{t}: {''.join(s)}")) for t, s in zip(titles, paragraphs)]
+    texts = [
+        normalize_entity_string(_whitespace_to_spaces(f"{t}: {''.join(s)}"))
+        for t, s in zip(titles, paragraphs, strict=True)
+    ]
     links: dict[tuple[int, int], list[int]] = {}
     for a, text in enumerate(texts):
         for b, key in enumerate(keys):

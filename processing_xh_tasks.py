@@ -46,11 +46,14 @@ from typing import Any
 
 import torch
 
+from .configuration_variants import HOTPOT_QUESTION_TYPES
 from .inputs_gesa import InputError
 from .processing_xh import XhGraphCollator, XhProcessor, _whitespace_to_spaces, title_mentions
 from .records_xh import FEVER_LABELS, page_title
 
 ANSWER_TYPES = ("span", "yes", "no")
+# the answer model's labels, left out of the supporting-fact model's features
+SUPPORTING_ONLY = ("relevant_node", "start_positions", "end_positions", "answer_type")
 FEVER_LABEL_IDS = {label: index for index, label in enumerate(FEVER_LABELS)}
 _WORD = re.compile(r"\w+")
 
@@ -259,6 +262,64 @@ class XhTaskProcessor(XhProcessor):
             self._count("answers_not_found")
         return feature
 
+    # ------------------------------------------------------------------ the paper's HotpotQA system (A.3)
+
+    def with_edges(self, hotpot_edges: str) -> XhTaskProcessor:
+        """This processor with another `hotpot_edges` (the paper system's graph per question type)."""
+        return type(self)(self.tokenizer, **{**self.settings(), "hotpot_edges": hotpot_edges}, pages=self.pages)
+
+    @staticmethod
+    def question_type_id(row: Mapping[str, Any], required: bool) -> int:
+        """The row's HotpotQA `type` as an index of `HOTPOT_QUESTION_TYPES` (-100 when absent and not `required`);
+        another value (or none where `required`) is an `InputError` naming the row and the field."""
+        kind = row.get("type")
+        if kind in HOTPOT_QUESTION_TYPES:
+            return HOTPOT_QUESTION_TYPES.index(kind)
+        if kind is None and not required:
+            return -100
+        problem = "no type" if kind is None else f"type {kind!r}"
+        raise InputError(
+            f"{problem}: the paper system trains one model per question type and needs 'type' to be one of "
+            f"{list(HOTPOT_QUESTION_TYPES)}",
+            row.get("location"),
+            record="HotpotQA question",
+            record_id=row.get("id"),
+            fix="use HotpotQA's released files (every question has its type), leave 'type' out of an evaluation "
+            "question (the classifier types it), or use --system joint",
+        )
+
+    def encode_question_types(self, rows: Iterable[Mapping[str, Any]], required: bool) -> list[dict[str, Any]]:
+        """A.3.1: one single-node graph per question, `<s> question </s>`, `labels` its type id."""
+        features = []
+        for row in rows:
+            question = self._tokens(" ".join(str(row["question"]).split()), leading_space=False)
+            question = question[: self.max_query_length]
+            ids = [self.tokenizer.cls_token_id, *question, self.tokenizer.sep_token_id]
+            features.append({"input_ids": [ids], "global_attention_mask": [[1] + [2] * len(question) + [0]],
+                             "node_adjacency": [[0]], "labels": self.question_type_id(row, required),
+                             "example_id": str(row["id"])})  # fmt: skip
+        return features
+
+    def encode_answer_graphs(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The answer model's graphs (`XhForHotpotQA` per type): relevance, span and answer type, no sentences."""
+        features = self.encode_hotpot_rows(rows)
+        for feature in features:
+            for name in ("sentence_starts", "sentence_ends", "sentence_labels"):
+                feature.pop(name, None)
+        return features
+
+    def encode_supporting_graphs(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """A.3.2's graphs (`XhForSupportingFacts`): sentence boundaries and labels, `node_labels` 1 on the documents
+        holding a supporting fact."""
+        features = self.encode_hotpot_rows(rows)
+        for feature, row in zip(features, rows, strict=True):
+            facts = row.get("supporting_facts") or {}
+            titles = set(facts.get("title", [])) if isinstance(facts, Mapping) else {fact[0] for fact in facts}
+            feature["node_labels"] = [int(title in titles) for title in feature["titles"]]
+            for name in SUPPORTING_ONLY:
+                feature.pop(name, None)
+        return features
+
     # ------------------------------------------------------------------ FEVER
 
     def fever_candidates(
@@ -357,4 +418,4 @@ class XhTaskProcessor(XhProcessor):
 
 XhTaskProcessor.register_for_auto_class("AutoProcessor")
 
-__all__ = ["ANSWER_TYPES", "FEVER_LABEL_IDS", "XhTaskCollator", "XhTaskProcessor", "answer_type_of"]
+__all__ = ["ANSWER_TYPES", "FEVER_LABEL_IDS", "SUPPORTING_ONLY", "XhTaskCollator", "XhTaskProcessor", "answer_type_of"]

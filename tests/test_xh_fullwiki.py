@@ -282,15 +282,15 @@ def _fixture_corpus(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_fullwiki_flags_are_checked_before_anything_loads(tiny_luke_dir, tmp_path, capsys):
+    train, corpus = _fixture_corpus(tmp_path)
     base = ["--task", "hotpotqa", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(tmp_path / "o"),
-            "--validation_file", "dev.json", "--do_eval", *ARGS]  # fmt: skip
+            "--validation_file", str(train), "--do_eval", *ARGS]  # fmt: skip
     assert "needs --corpus_dir" in multihop_error_line(capsys, [*base, "--hotpot_setting", "fullwiki"])
     line = multihop_error_line(capsys, [*base, "--corpus_dir", str(tmp_path)])
     assert "--corpus_dir is read with --hotpot_setting fullwiki only" in line
     line = multihop_error_line(capsys, [*base, "--hotpot_setting", "fullwiki", "--corpus_dir", str(tmp_path / "no")])
     assert line.endswith(f"error: --corpus_dir {tmp_path / 'no'}: does not exist; give the folder of the abstracts "
                          "(enwiki-...-abstracts: AA/wiki_00.bz2, ...)")  # fmt: skip
-    train, corpus = _fixture_corpus(tmp_path)
     line = multihop_error_line(capsys, [*base, "--hotpot_setting", "fullwiki", "--corpus_dir", str(corpus)])
     assert "needs a trained re-ranker" in line and "--do_train" in line
     fever = ["--task", "fever", *base[2:], "--hotpot_setting", "fullwiki", "--corpus_dir", str(corpus)]
