@@ -47,7 +47,14 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
-from .checks_gesa import IGNORE_INDEX, InputValueChecks, check_candidate_labels, check_class_labels, ignored_loss
+from .checks_gesa import (
+    IGNORE_INDEX,
+    InputValueChecks,
+    check_candidate_labels,
+    check_class_labels,
+    check_token_positions,
+    ignored_loss,
+)
 from .configuration_variants import XhConfig, xh_backbone
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
@@ -616,6 +623,8 @@ class XhForMultiHopQA(XhGraphHead):
                             ("end_positions", end_positions)):  # fmt: skip
             if value is not None and tuple(value.shape) != (graphs,):
                 raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (graphs,) = ({graphs},).")
+            if value is not None and name != "relevant_node":
+                check_token_positions(value, step.start_logits.size(-1), name)
         given = relevant_node != -100
         if not torch.compiler.is_compiling() and given.any():
             picked = relevant_node[given]

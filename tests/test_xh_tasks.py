@@ -232,6 +232,28 @@ def test_supporting_fact_and_answer_type_heads_follow_appendix_a3(xh_task_proces
     assert all(d["supporting"] and d["answer_type"] in ("span", "yes", "no") for d in decoded)
 
 
+@pytest.mark.parametrize(
+    "label, value, message",
+    [
+        ("answer_type", 3, r"answer_type\[1\] = 3 is not a class id: the head has 3 classes \(0..2\)"),
+        ("answer_type", -2, r"answer_type\[1\] = -2 is not a class id"),
+        ("start_positions", 999, r"start_positions\[1\] = 999 is not a token of its node: the nodes hold \d+ tokens"),
+        ("end_positions", 999, r"end_positions\[1\] = 999 is not a token of its node"),
+    ],
+)
+def test_out_of_range_hotpot_labels_are_one_value_error_naming_the_label_and_its_range(
+    xh_task_processor, label, value, message
+):
+    model = _tiny(HOTPOTQA, xh_task_processor).eval()
+    rows = [{**r, "id": r["_id"]} for r in hotpot_fixture_rows()[:2]]
+    batch = xh_task_processor.get_data_collator()(xh_task_processor.encode_hotpot_rows(rows))
+    batch["answer_type"] = torch.zeros(2, dtype=torch.long)  # both span answers, so the span labels are read
+    batch["start_positions"], batch["end_positions"] = torch.tensor([3, 3]), torch.tensor([4, 4])
+    batch[label] = torch.tensor([0 if label == "answer_type" else 3, value])
+    with pytest.raises(ValueError, match=message):
+        model(**batch)
+
+
 def test_hotpot_decoding_takes_the_answer_node_and_the_next_most_relevant_one():
     from gesa.modeling_xh_tasks import XhHotpotQAOutput
 
