@@ -181,7 +181,8 @@ class XhTaskProcessor(XhProcessor):
         """`encode_hotpot_record`'s graph and labels, the nodes re-encoded with sentence boundaries."""
         counted = Counter(self.stats)  # the nodes are encoded again below: count each cap once
         feature = self.encode_hotpot_record({**row, "answer": row.get("answer") or ""}, position)
-        self.stats = counted
+        self.stats.clear()  # in place: processors derived with `with_edges` share it
+        self.stats.update(counted)
         feature.pop("node_labels", None)  # paragraph labels: superseded by the sentence labels
         context = row["context"]
         if isinstance(context, Mapping):
@@ -265,8 +266,11 @@ class XhTaskProcessor(XhProcessor):
     # ------------------------------------------------------------------ the paper's HotpotQA system (A.3)
 
     def with_edges(self, hotpot_edges: str) -> XhTaskProcessor:
-        """This processor with another `hotpot_edges` (the paper system's graph per question type)."""
-        return type(self)(self.tokenizer, **{**self.settings(), "hotpot_edges": hotpot_edges}, pages=self.pages)
+        """This processor with another `hotpot_edges` (the paper system's graph per question type), counting its caps
+        in this one's `stats`."""
+        processor = type(self)(self.tokenizer, **{**self.settings(), "hotpot_edges": hotpot_edges}, pages=self.pages)
+        processor.stats = self.stats
+        return processor
 
     @staticmethod
     def question_type_id(row: Mapping[str, Any], required: bool) -> int:

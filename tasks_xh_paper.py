@@ -137,8 +137,9 @@ class PaperHotpotQATask(HotpotQATask):
             )
         for flag, why in NO_SYSTEM_TRAINER.items():
             value = getattr(args, flag, None)
-            if value not in (None, False, "no") and str(value) != "IntervalStrategy.NO":
-                raise ScriptArgumentError(f"--{flag} {value}: --system paper trains five models in turn and {why}; "
+            if value not in (None, False, "no"):  # (an IntervalStrategy equals its string)
+                shown = getattr(value, "value", value)
+                raise ScriptArgumentError(f"--{flag} {shown}: --system paper trains five models in turn and {why}; "
                                           f"drop --{flag}")  # fmt: skip
 
     def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[dict]:
@@ -178,21 +179,7 @@ class PaperHotpotQATask(HotpotQATask):
         processor of its graphs (bridge edges; each type's edges derived, ``TYPE_EDGES``)."""
         path = model_args.model_name_or_path
         spec = self.variant_spec(model_args.variant)  # XhConfig's: the positions its XH models read
-        from_run = is_paper_system_folder(path)
-        if from_run:
-            config = self._run_component_config(path, model_args)
-        else:
-            source = checkpoint_config(path, "a LUKE checkpoint or a --system paper output folder", **hub_kwargs(
-                model_args))  # fmt: skip
-            if source.get("model_type") != "luke":
-                raise ScriptArgumentError(
-                    f"--model_name_or_path {path} holds a {source.get('model_type')!r} model "
-                    f"({(source.get('architectures') or ['?'])[0]}), but --system paper needs a LUKE checkpoint to "
-                    "convert or a --system paper output folder (question_type/, xh_bridge/, ...); evaluate a --system "
-                    "joint folder with --system joint"
-                )
-            config = check_model_source(path, spec, "--task hotpotqa --variant xh --system paper", **hub_kwargs(
-                model_args))  # fmt: skip
+        from_run, config = self._source(path, spec, model_args)
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         resolve_node_length(data_args, position_limit(spec, config, overrides), path)
         tokenizer = load_run_tokenizer(model_args, path, config)
@@ -213,6 +200,25 @@ class PaperHotpotQATask(HotpotQATask):
             components[name] = converted_component(COMPONENT_CLASSES[head_name], path, tokenizer,
                                                    model_args.ablation, **overrides_of)  # fmt: skip
         return LoadedModel(XhPaperSystemForHotpotQA(XhPaperSystemConfig(), components), processor, tokenizer)
+
+    def _source(self, path: str, spec: Any, model_args: Any) -> tuple[bool, dict[str, Any]]:
+        """Whether ``--model_name_or_path`` is a paper-system run (a folder, or a Hub repo of one) and the config the
+        run's XH models read (a run's ``xh_bridge``, or the LUKE checkpoint's); anything else is refused, naming the
+        system that reads it."""
+        hub = hub_kwargs(model_args)
+        if is_paper_system_folder(path):  # a local folder (also one written before the system's config)
+            return True, self._run_component_config(path, model_args)
+        source = checkpoint_config(path, "a LUKE checkpoint or a --system paper output folder", **hub)
+        if source.get("model_type") == XhPaperSystemConfig.model_type:  # a Hub repo of the system
+            return True, checkpoint_config(path, "a --system paper", subfolder="xh_bridge", **hub)
+        if source.get("model_type") != "luke":
+            raise ScriptArgumentError(
+                f"--model_name_or_path {path} holds a {source.get('model_type')!r} model "
+                f"({(source.get('architectures') or ['?'])[0]}), but --system paper needs a LUKE checkpoint to "
+                "convert or a --system paper output folder (question_type/, xh_bridge/, ...); evaluate a --system "
+                "joint folder with --system joint"
+            )
+        return False, check_model_source(path, spec, "--task hotpotqa --variant xh --system paper", **hub)
 
     @staticmethod
     def _run_component_config(path: str, model_args: Any) -> dict[str, Any]:
