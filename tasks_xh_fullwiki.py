@@ -227,14 +227,12 @@ def retrieve_split(
         raise ScriptArgumentError(f"{where}: {error}") from None
 
 
-@dataclass
-class FullWikiHotpotQATask(HotpotQATask):
-    """``HOTPOTQA`` (``--system joint``) with every question's graph retrieved from the corpus (every question
-    expanded along hyperlinks; training graphs with their supporting paragraphs); the re-ranker is the run's
-    ``ranker`` component, trained before the features are retrieved."""
+class FullWikiSetting:
+    """What both FullWiki systems add to their distractor task (a base listed before it): the FullWiki flags, the
+    corpus checked with the data, the re-ranker loaded beside the task's model (the run's ``ranker`` component),
+    ``context`` not read. The task holds its ``fullwiki`` (``FullWikiRetrieval``)."""
 
-    fullwiki: FullWikiRetrieval = field(default_factory=FullWikiRetrieval, repr=False)
-    description: str = "HotpotQA FullWiki with Transformer-XH: graphs retrieved from the Wikipedia abstracts"
+    fullwiki: FullWikiRetrieval
     reads_context: bool = False
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
@@ -258,8 +256,21 @@ class FullWikiHotpotQATask(HotpotQATask):
 
     def train_components(self, loaded: LoadedModel, examples: Mapping[str, Any], data_args: Any, args: Any,
                          train: Any) -> None:  # fmt: skip
+        """The re-ranker first (trained unless loaded trained); then the task's own components, if any."""
         self.fullwiki.reranker.batch_size = args.per_device_eval_batch_size
         self.fullwiki.train_ranker(examples, data_args, args, train)
+        super().train_components(loaded, examples, data_args, args, train)
+
+
+@dataclass
+class FullWikiHotpotQATask(FullWikiSetting, HotpotQATask):
+    """``HOTPOTQA`` (``--system joint``) with every question's graph retrieved from the corpus (every question
+    expanded along hyperlinks; training graphs with their supporting paragraphs), the re-ranker trained before the
+    features are retrieved."""
+
+    fullwiki: FullWikiRetrieval = field(default_factory=FullWikiRetrieval, repr=False)
+    description: str = "HotpotQA FullWiki with Transformer-XH: graphs retrieved from the Wikipedia abstracts"
+    reads_context: bool = False
 
     def featurise(self, processor: XhTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
         """The questions' retrieved graphs (every question expanded), featurised as distractor graphs."""
@@ -267,36 +278,16 @@ class FullWikiHotpotQATask(HotpotQATask):
 
 
 @dataclass
-class FullWikiPaperHotpotQATask(PaperHotpotQATask):
-    """``--system paper`` in the FullWiki setting: the re-ranker is trained first (the run's ``ranker`` component),
-    then the five models on the retrieved training graphs (bridge questions expanded by their gold type); at
-    evaluation each question's graph is retrieved after the classifier (comparison questions not expanded, A.1)."""
+class FullWikiPaperHotpotQATask(FullWikiSetting, PaperHotpotQATask):
+    """``--system paper`` in the FullWiki setting: the re-ranker is trained first, then the five models on the
+    retrieved training graphs (bridge questions expanded by their gold type); at evaluation each question's graph is
+    retrieved after the classifier (comparison questions not expanded, A.1)."""
 
     fullwiki: FullWikiRetrieval = field(default_factory=FullWikiRetrieval, repr=False)
     reads_context: bool = False
 
-    def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
-        check_fullwiki_flags(model_args, data_args)
-        super().check_arguments(model_args, data_args, args)
-
-    def check_examples(self, examples: Mapping[str, Any], data_args: Any) -> None:
-        super().check_examples(examples, data_args)
-        self.fullwiki.check(examples, data_args)
-
-    def load(
-        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
-    ) -> LoadedModel:
-        loaded = super().load(model_args, data_args, examples, explicit)
-        loaded.components[RANKER] = self.fullwiki.load_ranker(model_args, data_args, loaded.tokenizer,
-                                                              "train" in examples, 8)  # fmt: skip
-        return loaded
-
-    def train_components(self, loaded: LoadedModel, examples: Mapping[str, Any], data_args: Any, args: Any,
-                         train: Any) -> None:  # fmt: skip
-        self.fullwiki.reranker.batch_size = args.per_device_eval_batch_size
-        self.fullwiki.train_ranker(examples, data_args, args, train)
+    def __post_init__(self) -> None:
         self.retrieve = self.fullwiki.retrieve
-        super().train_components(loaded, examples, data_args, args, train)
 
 
 # ----------------------------------------------------------------------------------------- a corpus from paragraphs
@@ -365,6 +356,7 @@ __all__ = [
     "FullWikiHotpotQATask",
     "FullWikiPaperHotpotQATask",
     "FullWikiRetrieval",
+    "FullWikiSetting",
     "Reranker",
     "abstracts_from_paragraphs",
     "check_fullwiki_flags",

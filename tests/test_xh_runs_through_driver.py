@@ -12,8 +12,9 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """The re-rankers (FullWiki's, FEVER's) and the paper system's five models run through the shared driver: its
-flag checks, folder lock and overwrite rule, one `error:` line; the node length fits the checkpoint's positions; the
-paper system's folder is one checkpoint (summary line, pipeline, no Trainer files left, a stopped run resumed)."""
+flag checks, folder lock and overwrite rule, one `error:` line; the node length fits the checkpoint's positions (as
+every script's --max_seq_length must); the paper system's folder is one checkpoint (summary line, pipeline, no
+Trainer files left, a stopped run resumed)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,15 @@ from pathlib import Path
 import pytest
 import torch
 from hotpot_fever_fixtures import fever_fixture_claims, hotpot_fixture_rows, write_fever_pages
-from script_helpers import load_multihop_script, multihop_error_line
+from script_helpers import (
+    ENTITY_SCRIPT,
+    ENTITY_TASK_FILES,
+    RECORD_SCRIPT,
+    load_multihop_script,
+    multihop_error_line,
+    record_sample_argv,
+    script_error_lines,
+)
 from tiny_luke import build_tiny_luke
 from transformers import AutoTokenizer
 from variant_inputs import xh_config
@@ -200,6 +209,17 @@ def test_a_max_seq_length_beyond_the_checkpoints_positions_is_one_error_before_w
     line = multihop_error_line(capsys, argv)
     assert "--max_seq_length 600" in line and "reach 512 words" in line and "give --max_seq_length 512 or less" in line
     assert not (tmp_path / "o").exists()
+
+
+def test_every_script_refuses_a_max_seq_length_beyond_the_checkpoints_positions(luke_514, tmp_path):
+    record = [*record_sample_argv(tmp_path / "r", "--model_name_or_path", str(luke_514), "--variant", "luke",
+                                  "--do_train"), "--max_seq_length", "600"]  # fmt: skip
+    entity = ["--task", "entity_typing", "--variant", "luke", "--model_name_or_path", str(luke_514), "--output_dir",
+              str(tmp_path / "e"), "--train_file", str(ENTITY_TASK_FILES["entity_typing"]), "--do_train",
+              "--max_seq_length", "600"]  # fmt: skip
+    for script, argv in ((RECORD_SCRIPT, record), (ENTITY_SCRIPT, entity)):
+        (line,) = script_error_lines(script, [argv], tmp_path)
+        assert "--max_seq_length 600" in line and "reach 512 words" in line and "512 or less" in line, line
 
 
 @pytest.mark.slow
