@@ -123,7 +123,7 @@ class XhSupportingFactsOutput(ModelOutput):
 
 class XhForSupportingFacts(XhGraphHead):
     """A.3.2's supporting-fact model: document relevance on `[CLS]` and sentence classification on
-    `[first ; last]` of each sentence, multi-task. Features: `tasks_xh_paper.supporting_features`."""
+    `[first ; last]` of each sentence, multi-task. Features: `processing_xh_tasks.XhTaskProcessor.encode_paper_graphs`."""
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__(config)

@@ -63,7 +63,7 @@ def paper_system_predictions(
         if retrieve is not None:  # FullWiki: the graph depends on the type (comparison: no expansion, A.1)
             chosen = list(retrieve(chosen, kind))
         processor = processors[kind]
-        answers, facts = processor.encode_answer_graphs(chosen), processor.encode_supporting_graphs(chosen)
+        answers, facts = processor.encode_paper_graphs(chosen)
         answered = model_outputs(components[f"xh_{kind}"], answers, collator, batch_size)
         scored = model_outputs(components[f"supporting_{kind}"], facts, collator, batch_size)
         for feature, answer_out, fact_out in zip(answers, answered, scored, strict=True):

@@ -304,25 +304,21 @@ class XhTaskProcessor(XhProcessor):
                              "example_id": str(row["id"])})  # fmt: skip
         return features
 
-    def encode_answer_graphs(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """The answer model's graphs (`XhForHotpotQA` per type): relevance, span and answer type, no sentences."""
-        features = self.encode_hotpot_rows(rows)
-        for feature in features:
-            for name in ("sentence_starts", "sentence_ends", "sentence_labels"):
-                feature.pop(name, None)
-        return features
-
-    def encode_supporting_graphs(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """A.3.2's graphs (`XhForSupportingFacts`): sentence boundaries and labels, `node_labels` 1 on the documents
-        holding a supporting fact."""
-        features = self.encode_hotpot_rows(rows)
-        for feature, row in zip(features, rows, strict=True):
+    def encode_paper_graphs(
+        self, rows: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The graphs of the paper system's two per-type models, the questions encoded once: the answer model's
+        (`XhForHotpotQA`: relevance, span and answer type, no sentences) and A.3.2's (`XhForSupportingFacts`:
+        sentence boundaries and labels, `node_labels` 1 on the documents holding a supporting fact)."""
+        answers, supporting = [], []
+        for feature, row in zip(self.encode_hotpot_rows(rows), rows, strict=True):
             facts = row.get("supporting_facts") or {}
             titles = set(facts.get("title", [])) if isinstance(facts, Mapping) else {fact[0] for fact in facts}
-            feature["node_labels"] = [int(title in titles) for title in feature["titles"]]
-            for name in SUPPORTING_ONLY:
-                feature.pop(name, None)
-        return features
+            sentence_keys = ("sentence_starts", "sentence_ends", "sentence_labels")
+            answers.append({k: v for k, v in feature.items() if k not in sentence_keys})
+            supporting.append({**{k: v for k, v in feature.items() if k not in SUPPORTING_ONLY},
+                               "node_labels": [int(title in titles) for title in feature["titles"]]})  # fmt: skip
+        return answers, supporting
 
     # ------------------------------------------------------------------ FEVER
 

@@ -264,9 +264,8 @@ class PaperHotpotQATask(HotpotQATask):
         system.components["question_type"] = train("question_type", system.components["question_type"], typed,
                                                    collator)  # fmt: skip
         for kind, chosen in typed_rows(rows).items():
-            typed_processor = processor.with_edges(system.config.type_edges[kind])
-            for name, features in ((f"xh_{kind}", typed_processor.encode_answer_graphs(chosen)),
-                                   (f"supporting_{kind}", typed_processor.encode_supporting_graphs(chosen))):  # fmt: skip
+            answers, facts = processor.with_edges(system.config.type_edges[kind]).encode_paper_graphs(chosen)
+            for name, features in ((f"xh_{kind}", answers), (f"supporting_{kind}", facts)):
                 system.components[name] = train(name, system.components[name], Dataset.from_list(features), collator)
 
     # ------------------------------------------------------------------------------------------- predictions
