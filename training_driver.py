@@ -39,7 +39,6 @@ import contextlib
 import dataclasses
 import json
 import logging
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,8 +48,8 @@ from typing import Any
 from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
 
 from .configuration_gesa import ABLATION_PRESETS
-from .loading_gesa import weights_problem
 from .tasks_base import Task, TaskEvaluator
+from .training_components import ComponentTrainer, run_composite
 from .training_gesa import (
     FiniteTrainingGuard,
     HeldLogs,
@@ -60,8 +59,6 @@ from .training_gesa import (
     check_output_dir_given,
     check_resume_fits,
     check_run_arguments,
-    disk_full,
-    disk_full_error,
     plan_resume,
     preflight_push_to_hub,
     setup_logging,
@@ -390,8 +387,13 @@ def _run(
     if components:  # a re-ranker the features are retrieved with, the paper system's models: trained first
         trainer = ComponentTrainer(args, data_args.overwrite_output_dir, callbacks)
         task.train_components(loaded, examples, data_args, args, trainer)
-        if task.composite:
-            return run_composite(task, loaded, examples, data_args, args, script, trainer.history)
+        if task.composite:  # the system answers itself: no Trainer of its own
+            results = run_composite(task, loaded, examples, data_args, args, script)
+            if args.process_index == 0 and (args.do_train or args.do_eval):
+                split = "validation" if args.do_eval else "train"
+                notes = trainer.loss_notes() + task.summary_notes(loaded.processor)
+                print(summary_line(task, len(examples[split]), results, [], args, None, notes))
+            return results
         with HeldLogs() as held, quiet_progress_bars():
             features = featurise_splits(task, loaded.processor, examples, data_args, args)
         held.replay()
@@ -469,127 +471,6 @@ def featurise_splits(task: Task, processor: Any, examples: Mapping[str, Any], da
     """``featurise_split`` of every split the run reads (process 0 first)."""
     with args.main_process_first(desc="featurising"):
         return {split: featurise_split(task, processor, items, split, data_args) for split, items in examples.items()}
-
-
-# ----------------------------------------------------------------------------------------------- component models
-
-TRAINER_FILES = ("training_args.bin",)
-
-
-class ComponentTrainer:
-    """Trains a run's component models (a re-ranker, the paper system's models) on the run's own path:
-    ``trainer(name, model, features, collator) -> model`` trains ``model`` into ``<output_dir>/<name>`` with the run's
-    ``TrainingArguments`` (its checks done, its folder locked), the divergence guard and the atomic save.
-
-    A component is scored through the system it serves, so it trains without evaluation (``--eval_strategy``,
-    ``--load_best_model_at_end`` and ``--push_to_hub`` are the run's own model's). Its folder's newest complete
-    checkpoint is resumed; a component that a stopped run of this folder finished is loaded, not trained again
-    (``--overwrite_output_dir`` trains it again). Once saved, its folder keeps the model only: the ``checkpoint-N``
-    folders and ``training_args.bin`` are removed. ``history`` holds each component's logged losses."""
-
-    def __init__(self, args: TrainingArguments, overwrite: bool, callbacks: Sequence[TrainerCallback] = ()) -> None:
-        self.args, self.overwrite, self.callbacks = args, overwrite, list(callbacks)
-        self.history: dict[str, list[dict[str, Any]]] = {}
-
-    def component_args(self, name: str) -> TrainingArguments:
-        save = "epoch" if self.args.save_strategy == "best" else self.args.save_strategy
-        return dataclasses.replace(
-            self.args, output_dir=str(Path(self.args.output_dir) / name), do_eval=False, do_predict=False,
-            eval_strategy="no", eval_on_start=False, load_best_model_at_end=False, metric_for_best_model=None,
-            save_strategy=save, push_to_hub=False, resume_from_checkpoint=None, remove_unused_columns=False,
-        )  # fmt: skip
-
-    def finished(self, name: str, model: Any) -> Any | None:
-        """The component this folder already holds whole (a stopped run's), loaded; ``None`` to train it."""
-        folder = Path(self.args.output_dir) / name
-        if self.overwrite or not (folder / "config.json").is_file() or any(folder.glob("checkpoint-*")):
-            return None
-        try:
-            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if (config.get("architectures") or [None])[0] != type(model).__name__ or weights_problem(folder) is not None:
-            return None
-        logger.warning(f"{name}: loading the model a stopped run left in {folder} (--overwrite_output_dir trains "
-                       "it again)")  # fmt: skip
-        return type(model).from_pretrained(folder).to(self.args.device)
-
-    def __call__(self, name: str, model: Any, features: Any, collator: Any) -> Any:
-        done = self.finished(name, model)
-        if done is not None:
-            return done
-        args = self.component_args(name)
-        resume = plan_resume(args, overwrite_output_dir=True)
-        for problem in resume.skipped:
-            logger.warning(f"{name}: not resuming from an incomplete checkpoint: {problem}")
-        if resume.checkpoint is not None:
-            check_resume_fits(resume.checkpoint, model)
-            logger.info(f"{name}: resuming from {resume.checkpoint}")
-        if args.device.type == "cpu":
-            args.dataloader_pin_memory = False
-        trainer = Trainer(model=model, args=args, train_dataset=features, data_collator=collator,
-                          callbacks=[*self.callbacks, FiniteTrainingGuard(), PlainFileModes()])  # fmt: skip
-        trainer.model_accepts_loss_kwargs = False
-        logger.info(f"training {name} ({len(features)} features) -> {args.output_dir}")
-        train_and_save(trainer, resume.checkpoint)
-        self.history[name] = list(trainer.state.log_history)
-        if trainer.is_world_process_zero():
-            folder = Path(args.output_dir)
-            for checkpoint in folder.glob("checkpoint-*"):
-                shutil.rmtree(checkpoint, ignore_errors=True)
-            for file in TRAINER_FILES:
-                (folder / file).unlink(missing_ok=True)
-        return trainer.model
-
-
-def run_composite(
-    task: Task,
-    loaded: Any,
-    examples: Mapping[str, Any],
-    data_args: Any,
-    args: TrainingArguments,
-    script: str,
-    history: Mapping[str, list[dict[str, Any]]],
-) -> dict[str, float]:
-    """The rest of a ``composite`` task's run, its components trained: the system's top-level files saved (its
-    tokenizer and processor, then the config naming the components: a folder with that config is finished), each
-    split predicted by the task (``predict_examples``) and written, the scores written whole, one summary line."""
-    output_dir = Path(args.output_dir)
-    primary = args.process_index == 0
-    results: dict[str, float] = {}
-    if args.do_train and primary:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            loaded.processor.save_pretrained(output_dir)
-            loaded.model.save_pretrained(output_dir, save_components=False)
-        except OSError as error:
-            if disk_full(error, output_dir):
-                raise disk_full_error(error, output_dir, "saving the system's files") from None
-            raise
-        results.update(train_samples=len(examples["train"]))
-    for split, prefix in (("validation", "eval"), ("test", "predict")):
-        if split not in examples:
-            continue
-        predictions = task.predict_examples(loaded, examples[split], prefix, args)
-        if not primary:
-            continue
-        path = task.write_predictions(predictions, examples[split], output_dir, prefix, data_args)
-        if split == "validation":
-            metrics = {f"eval_{k}": v for k, v in task.reported(task.score(predictions, examples[split])).items()}
-            metrics["eval_samples"] = len(examples[split])
-            write_text_atomically(output_dir / "eval_results.json", json.dumps(metrics, indent=4, sort_keys=True))
-            results.update(metrics)
-        else:
-            print(f"{script}: predictions for {len(predictions)} test {task.unit} -> {path}")
-    if primary and results:
-        write_text_atomically(output_dir / "all_results.json", json.dumps(results, indent=4, sort_keys=True))
-    if primary and (args.do_train or args.do_eval):
-        split = "validation" if args.do_eval else "train"
-        notes = [f"{name} trained: loss {losses[0]['loss']:.3f} -> {losses[-1]['loss']:.3f}"
-                 for name, log in history.items() if len(losses := [e for e in log if "loss" in e]) >= 2]  # fmt: skip
-        print(summary_line(task, len(examples[split]), results, [], args, None, notes + task.summary_notes(
-            loaded.processor)))  # fmt: skip
-    return results
 
 
 def featurise_split(task: Task, processor: Any, examples: Any, split: str, data_args: Any) -> Any:
@@ -677,11 +558,11 @@ def summary_line(
     log_history: Sequence[Mapping[str, Any]],
     args: TrainingArguments,
     chance: float | None = None,
-    notes: Sequence[str] = (),
+    extra: Sequence[str] = (),
 ) -> str:
     """The run's closing line: ``<Task> N <unit>: <metrics>; before training: <metrics>; chance X; training loss a
-    (step i) -> b (step j); <notes> (<output_dir>)``; an evaluation-only run says so and names the files it wrote.
-    ``notes``: the task's own (``Task.summary_notes``, component losses)."""
+    (step i) -> b (step j); <extra> (<output_dir>)``; an evaluation-only run says so and names the files it wrote.
+    ``extra``: the task's own notes (``Task.summary_notes``, component losses)."""
 
     def metrics_of(entry: Mapping[str, Any]) -> str:
         names = [
@@ -699,32 +580,31 @@ def summary_line(
         head = f"{task.title} {count} {task.unit}: "
     else:
         head = f"{task.title} (evaluation only, no training) {count} {task.unit}: "
-    parts: list[str] = []
+    notes = []
     start = next((entry for entry in log_history if entry.get("step") == 0 and
                   f"eval_{task.metric_for_best_model}" in entry), None)  # fmt: skip
     if args.do_train and start is not None:
-        parts.append(f"before training: {metrics_of(start)}")
+        notes.append(f"before training: {metrics_of(start)}")
     if chance is not None:
-        parts.append(f"chance {chance:.2f}")
+        notes.append(f"chance {chance:.2f}")
     losses = [entry for entry in log_history if "loss" in entry]
     if len(losses) >= 2:
-        parts.append(
+        notes.append(
             f"training loss {losses[0]['loss']:.3f} (step {losses[0]['step']}) -> {losses[-1]['loss']:.3f} "
             f"(step {losses[-1]['step']})"
         )
-    parts += list(notes)
+    notes += list(extra)
     if args.do_train:
         tail = f" ({args.output_dir})"
     else:  # what an evaluation-only run wrote, which is all it wrote
         written = sorted(path.name for path in Path(args.output_dir).iterdir() if not path.name.startswith("."))
         tail = f" ({args.output_dir}: {', '.join(written)}; no model, no card)"
-    return head + (metrics_of(results) if args.do_eval else "") + "".join(f"; {part}" for part in parts) + tail
+    return head + (metrics_of(results) if args.do_eval else "") + "".join(f"; {note}" for note in notes) + tail
 
 
 __all__ = [
     "BaseDataArguments",
     "BaseModelArguments",
-    "ComponentTrainer",
     "TaskTrainer",
     "check_arguments",
     "check_split_labels",
@@ -733,7 +613,6 @@ __all__ = [
     "model_variant",
     "predict_task",
     "read_splits",
-    "run_composite",
     "run_task",
     "summary_line",
     "warn_about_arguments",
