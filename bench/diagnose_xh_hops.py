@@ -29,7 +29,9 @@ Three systems on the same tiny random LUKE (``XhForHotpotQA``, ``XhTaskProcessor
   linked paragraph reads the linking one: the company reads its employee's paragraph);
 - ``no_hops``: the same backbone and heads with ``xh_num_hop_layers=0`` (each paragraph read alone);
 - ``reversed``: the hops along Eq. 7 read literally (``hotpot_edges="title_mention_eq7"``: the person reads the
-  company, the company reads no one).
+  company, the company reads no one);
+- ``released_gat`` (not in the default ``--systems``): ``hops`` with the released code's graph attention in place of
+  Eq. 7 (``xh_hop_attention="released_gat"``).
 
 Each run trains on bridge and control questions mixed and is scored with the official HotpotQA metric (answer EM)
 on held-out questions of each kind. The table gives the mean and spread (sample std) over ``--seeds``; the verdicts
@@ -39,8 +41,8 @@ other's mean plus its spread, "inconclusive" when a run of either has not learne
 
     OMP_NUM_THREADS=1 python bench/diagnose_xh_hops.py --output_dir diagnostic_out/xh_hops
 
-(9 runs of 400 steps: about 10 minutes on one unloaded core). ``--output_dir`` is required: ``results.json`` is
-written there.
+(9 runs of 800 steps: 2-4 minutes each on one busy core, about 25 minutes in all). ``--output_dir`` is required:
+``results.json`` is written there.
 """
 
 from __future__ import annotations
@@ -70,10 +72,11 @@ from gesa.tasks_xh import HOTPOTQA
 from gesa.training_driver import predict_task
 from gesa.training_tokenizer import train_sample_tokenizer
 
-SYSTEMS = {  # name -> (hop layers on, hotpot_edges)
-    "hops": (True, "title_mention"),
-    "no_hops": (False, "title_mention"),
-    "reversed": (True, "title_mention_eq7"),
+SYSTEMS = {  # name -> (hop layers on, hotpot_edges, xh_hop_attention)
+    "hops": (True, "title_mention", "paper"),
+    "no_hops": (False, "title_mention", "paper"),
+    "reversed": (True, "title_mention_eq7", "paper"),
+    "released_gat": (True, "title_mention", "released_gat"),
 }
 MIN_SEEDS = 3
 _SYLLABLES = ["vel", "mor", "kas", "trel", "dun", "abo", "rin", "ost", "lam", "bre", "sar", "tho", "quil", "nes",
@@ -90,7 +93,7 @@ class XhHopsArguments:
     train_size: int = field(default=1200, metadata={"help": "Training questions (half bridge, half control)."})
     eval_size: int = field(default=200, metadata={"help": "Held-out questions (half bridge, half control)."})
     data_seed: int = field(default=0, metadata={"help": "Seed of the generated questions (the same for every run)."})
-    max_steps: int = field(default=400, metadata={"help": "Training steps per run."})
+    max_steps: int = field(default=800, metadata={"help": "Training steps per run."})
     batch_size: int = field(default=16)
     learning_rate: float = field(default=1e-3, metadata={"help": "Peak learning rate (linear decay to 0)."})
     hidden_size: int = field(default=64)
@@ -182,12 +185,13 @@ def build_luke(args: XhHopsArguments, tokenizer: Any, seed: int, path: Path) -> 
 def run_one(args: XhHopsArguments, luke: Path, tokenizer: Any, system: str, seed: int, train: list, dev: list,
             workdir: Path) -> dict[str, Any]:  # fmt: skip
     """One system trained on one seed: answer EM on the held-out bridge and control questions."""
-    hops, edges = SYSTEMS[system]
+    hops, edges, hop_attention = SYSTEMS[system]
     processor = XhTaskProcessor(tokenizer, max_node_length=64, max_query_length=40, hotpot_edges=edges,
                                 entity_mask_id=LUKE_MASK_ENTITY_ID)  # fmt: skip
     torch.manual_seed(seed)
     model = XhForHotpotQA.from_luke_pretrained(luke, entity_rows=entity_rows(tokenizer),
-                                               xh_num_hop_layers=args.hop_layers if hops else 0)  # fmt: skip
+                                               xh_num_hop_layers=args.hop_layers if hops else 0,
+                                               xh_hop_attention=hop_attention)  # fmt: skip
     features = HOTPOTQA.featurise(processor, train, "train", None)
     training = TrainingArguments(output_dir=str(workdir / "trainer"), max_steps=args.max_steps,
                                  per_device_train_batch_size=args.batch_size, learning_rate=args.learning_rate,
@@ -257,6 +261,9 @@ def print_table(args: XhHopsArguments, rows: dict[str, dict[str, Any]]) -> None:
         print(f"| {name} | {cells[0]} | {cells[1]} | {seeds} | {statistics.mean(row['seconds']):.0f} |")
     print(f"do the hops carry the answer? (hops vs no_hops): {verdict(rows, 'hops', 'no_hops', args.control_em)}")
     print(f"does their direction matter? (hops vs reversed): {verdict(rows, 'hops', 'reversed', args.control_em)}")
+    if "released_gat" in rows:
+        answer = verdict(rows, "released_gat", "no_hops", args.control_em)
+        print(f"do the released code's hops carry it too? (released_gat vs no_hops): {answer}")
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
