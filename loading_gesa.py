@@ -244,7 +244,9 @@ def save_pretrained_with_pipeline(
     save(save_directory, *args, **kwargs)
     if kwargs.get("is_main_process", args[0] if args else True):
         for path in files:
-            shutil.copyfile(path, Path(save_directory) / path.name)
+            target = Path(save_directory) / path.name
+            if not (target.exists() and target.resolve() == path.resolve()):  # saved back where it was loaded from
+                shutil.copyfile(path, target)
         save_knowledge_files(model, save_directory)
 
 

@@ -70,9 +70,16 @@ def copy_luke_head(
     config_kwargs = {}
     if getattr(model.config, "num_labels", None) is not None and luke_class_name != "LukeForMaskedLM":
         config_kwargs["num_labels"] = model.config.num_labels
-    luke, loading = luke_class.from_pretrained(
-        pretrained_model_name_or_path, output_loading_info=True, **config_kwargs, **hub_kwargs
-    )
+    # quietly: a checkpoint without the head (a `LukeModel`) is expected here, and its "missing" head and untied
+    # decoder are reported once by the conversion (`luke_conversion_info`), not as a corrupted checkpoint
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        luke, loading = luke_class.from_pretrained(
+            pretrained_model_name_or_path, output_loading_info=True, **config_kwargs, **hub_kwargs
+        )
+    finally:
+        logging.set_verbosity(verbosity)
     missing = set(loading.get("missing_keys", []))
     tied = set(getattr(luke, "_tied_weights_keys", None) or {})
     copied = []

@@ -28,19 +28,19 @@ siblings.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .extras_gesa import require
 from .records_xh import page_title
 
 
 def _bm25() -> Any:
-    try:
-        import bm25s
-    except ImportError:
-        raise ImportError(
-            "FEVER retrieval needs the bm25s library: pip install 'gesa[retrieval]' (or pip install bm25s)"
-        ) from None
+    bm25s = require("bm25s", "BM25 retrieval")
+    quiet = logging.getLogger("bm25s")
+    if quiet.level == logging.DEBUG:  # bm25s sets DEBUG on import: a line per index built, in every run's output
+        quiet.setLevel(logging.WARNING)
     return bm25s
 
 

@@ -59,6 +59,7 @@ from tokenizers import AddedToken
 from transformers import PreTrainedTokenizerBase
 
 from .candidates_gesa import normalize_entity_string, string_occurrences, token_string_ids
+from .extras_gesa import require
 from .processing_base_gesa import ProcessorBase
 from .records_gesa import RECORD_HIGHLIGHT, RECORD_PLACEHOLDER, RecordExample, check_example, to_record_examples
 from .structure_gesa import LUKE_MASK_ENTITY_ID
@@ -71,8 +72,7 @@ _SPACY: dict[str, Any] = {}
 
 def _sentencizer() -> Any:
     if "nlp" not in _SPACY:
-        import spacy
-
+        spacy = require("spacy", "XhProcessor's sentence splitting (spaCy's rule-based sentencizer)")
         nlp = spacy.blank("en")
         nlp.add_pipe("sentencizer")
         _SPACY["nlp"] = nlp

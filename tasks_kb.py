@@ -40,6 +40,9 @@ from .training_gesa import ScriptArgumentError
 
 logger = logging.getLogger(__name__)
 
+# what the KB flags are for, said when a run that does not read them is given one (training_gesa.read_by)
+KB_WHY = "the knowledge base of KnowBERT-KAR and ERNIE"
+NER_WHY = "it finds ERNIE's mentions that no alias matches"
 KB_ALIAS_TABLE_HELP = (
     "--variant kar/ernie: the KB's alias table, a TSV of 'alias<TAB>entity<TAB>prior' lines (KnowBERT's candidates "
     "with p(e|m)); entities are names of --kb_entity_vectors or LUKE's titles. Default: LUKE's titles, prior 1."
@@ -244,6 +247,8 @@ __all__ = [
     "kb_rows",
     "knowledge_candidates",
     "load_entity_links",
+    "KB_WHY",
+    "NER_WHY",
     "load_ner",
     "mention_slots",
 ]

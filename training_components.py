@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,9 @@ from .training_gesa import (
     check_resume_fits,
     disk_full,
     disk_full_error,
+    no_pin_memory_without_accelerator,
     plan_resume,
+    remove_resume_checkpoints,
     train_and_save,
     write_text_atomically,
 )
@@ -100,20 +101,17 @@ class ComponentTrainer:
         if resume.checkpoint is not None:
             check_resume_fits(resume.checkpoint, model)
             logger.info(f"{name}: resuming from {resume.checkpoint}")
-        if args.device.type == "cpu":
-            args.dataloader_pin_memory = False
+        no_pin_memory_without_accelerator(args)
         trainer = Trainer(model=model, args=args, train_dataset=features, data_collator=collator,
                           callbacks=[*self.callbacks, FiniteTrainingGuard(), PlainFileModes()])  # fmt: skip
         trainer.model_accepts_loss_kwargs = False
         logger.info(f"training {name} ({len(features)} features) -> {args.output_dir}")
         train_and_save(trainer, resume.checkpoint)
         self.history[name] = list(trainer.state.log_history)
-        if trainer.is_world_process_zero():
-            folder = Path(args.output_dir)
-            for checkpoint in folder.glob("checkpoint-*"):
-                shutil.rmtree(checkpoint, ignore_errors=True)
+        if trainer.is_world_process_zero():  # a saved component is finished: its resume points are stale
+            remove_resume_checkpoints(args.output_dir)
             for file in TRAINER_FILES:
-                (folder / file).unlink(missing_ok=True)
+                (Path(args.output_dir) / file).unlink(missing_ok=True)
         return trainer.model
 
     def loss_notes(self) -> list[str]:

@@ -51,6 +51,7 @@ from .configuration_gesa import ABLATION_PRESETS
 from .tasks_base import Task, TaskEvaluator
 from .training_components import ComponentTrainer, run_composite
 from .training_gesa import (
+    GIVEN,
     FiniteTrainingGuard,
     HeldLogs,
     OutputDirLock,
@@ -59,8 +60,12 @@ from .training_gesa import (
     check_output_dir_given,
     check_resume_fits,
     check_run_arguments,
+    keeps_checkpoints,
+    no_pin_memory_without_accelerator,
     plan_resume,
     preflight_push_to_hub,
+    read_by,
+    remove_resume_checkpoints,
     setup_logging,
     train_and_save,
     write_text_atomically,
@@ -72,12 +77,16 @@ logger = logging.getLogger(__name__)
 # the longest --max_seq_length any script takes: 16x the paper's 4096-word WikiHop sequences
 MAX_SEQ_LENGTH = 65536
 SPLIT_FLAGS = {"train": "train_file", "validation": "validation_file", "test": "test_file"}
+# what --preprocessing_num_workers / --overwrite_cache are read for (said when a task that does not read them gets one)
+MAP_WORKERS = "the workers and cache files of ReCoRD's datasets.map featurising; the other tasks featurise in the run"
 DO_FLAGS = {"train": "--do_train", "validation": "--do_eval", "test": "--do_predict"}
 
 
 @dataclass
 class BaseModelArguments:
     """The model flags every script takes (a script subclasses this to add its own or reword the help)."""
+
+    _argument_group_name = "model"  # the --help group of these flags (HfArgumentParser)
 
     model_name_or_path: str | None = field(
         default=None,
@@ -99,6 +108,14 @@ class BaseModelArguments:
 @dataclass
 class BaseDataArguments:
     """The data flags every script takes."""
+
+    _argument_group_name = "data"
+    # the runs that read a flag (the others refuse it: training_gesa.read_by); the scripts' subclasses add theirs
+    flags_read_by = {
+        "dataset_config_name": read_by(dataset_name=GIVEN),
+        "preprocessing_num_workers": read_by(task="record", why=MAP_WORKERS),
+        "overwrite_cache": read_by(task="record", why=MAP_WORKERS),
+    }
 
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset in the task's fields."})
     dataset_config_name: str | None = field(default=None, metadata={"help": "Hub dataset configuration."})
@@ -329,19 +346,22 @@ def run_task(
     callbacks: Sequence[TrainerCallback] | None = None,
     explicit: set[str] | None = None,
     default_files: Mapping[str, Path] | None = None,
+    demo_data: Path | None = None,
 ) -> dict[str, float]:
     """Train, evaluate and/or predict ``task`` (module docstring); returns the metrics of ``all_results.json``.
 
     ``callbacks``: extra ``TrainerCallback``s; ``explicit``: the flags given on the command line (a checkpoint's saved
     processor settings are the defaults of the others; ``None``: every flag counts as given); ``default_files``: the
-    script's embedded sample (``{split: path}``), used when no data is named.
+    script's embedded sample (``{split: path}``), used when no data is named; ``demo_data``: the folder a demo wrote
+    its data to (``training_gesa.demo_data_folder``), named by the summary line.
     """
     check_output_dir_given(explicit, f"out/{task.name}")
     check_arguments(task, model_args, data_args, args)
     preflight_push_to_hub(args, getattr(model_args, "token", None))
     # one live run per output folder (process 0 holds it; a dead run's lock is released by the kernel)
     with OutputDirLock(args.output_dir) if args.process_index == 0 else contextlib.nullcontext():
-        return _run(task, model_args, data_args, args, script, list(callbacks or []), explicit, default_files)
+        return _run(task, model_args, data_args, args, script, list(callbacks or []), explicit, default_files,
+                    demo_data)  # fmt: skip
 
 
 def _run(
@@ -353,6 +373,7 @@ def _run(
     callbacks: list[TrainerCallback],
     explicit: set[str] | None,
     default_files: Mapping[str, Path] | None,
+    demo_data: Path | None = None,
 ) -> dict[str, float]:
     files = data_files(data_args, args, default_files)
     # read quietly: a bad file or checkpoint found before training stays the run's one output line
@@ -403,8 +424,7 @@ def _run(
     )
     args.remove_unused_columns = task.remove_unused_columns
     args.eval_do_concat_batches = not task.ragged_outputs
-    if args.device.type == "cpu":  # pinned memory only helps copies to an accelerator (torch warns otherwise)
-        args.dataloader_pin_memory = False
+    no_pin_memory_without_accelerator(args)  # pinned memory only helps copies to an accelerator (torch warns)
     trainer = TaskTrainer(
         model=loaded.model,
         args=args,
@@ -424,6 +444,8 @@ def _run(
 
     if args.do_train:
         train_result = train_and_save(trainer, resume.checkpoint)
+        if trainer.is_world_process_zero() and not keeps_checkpoints(explicit):
+            remove_resume_checkpoints(output_dir)
         metrics = {**train_result.metrics, "train_samples": len(examples["train"]),
                    "train_features": len(features["train"])}  # fmt: skip
         trainer.log_metrics("train", metrics)
@@ -462,7 +484,8 @@ def _run(
         split = "validation" if args.do_eval else "train"
         chance = task.chance(examples["validation"]) if args.do_eval else None
         notes = task.summary_notes(loaded.processor)
-        print(summary_line(task, len(examples[split]), results, trainer.state.log_history, args, chance, notes))
+        line = summary_line(task, len(examples[split]), results, trainer.state.log_history, args, chance, notes)
+        print(line if demo_data is None else f"{line[:-1]}; demo data: {demo_data})")
     return results
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 try:
+    from gesa.extras_gesa import missing, missing_message
     from gesa.inputs_gesa import InputError, read_text_lines
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise SystemExit(f"train_transe.py needs the gesa package installed (pip install <gesa repo>): {error}") from None
@@ -102,10 +103,8 @@ def main(argv: list[str] | None = None) -> list[float]:
     args = parser.parse_args(argv)
     if args.dim < 1 or args.epochs < 1 or args.batch_size < 1:
         parser.error("--dim, --epochs and --batch_size must be at least 1")
-    try:
-        import pykeen  # noqa: F401
-    except ImportError:
-        parser.error("needs PyKEEN: pip install 'gesa[kge]' (or pip install pykeen)")
+    if missing("pykeen"):  # before any triple is read
+        parser.error(missing_message("pykeen", "TransE training"))
     try:
         triples = read_triples(args.triples)
     except InputError as error:

@@ -147,7 +147,7 @@ def test_a_kar_run_with_gold_links_logs_the_linking_loss(luke_dir, tmp_path, cap
     with pytest.raises(SystemExit):
         run_entity_task(luke_dir, tmp_path / "ernie", "relation_classification",
                         extra=["--variant", "ernie", "--entity_links", str(links)])  # fmt: skip
-    assert "--entity_links trains KnowBERT-KAR's entity linker; --variant ernie has none" in capsys.readouterr().err
+    assert "--task relation_classification --variant ernie does not read --entity_links" in capsys.readouterr().err
     links.write_text('{"id": "t1", "links": [[0, 40, "Alice Smith"]]}\n', encoding="utf-8")
     with pytest.raises(SystemExit):
         run_entity_task(luke_dir, tmp_path / "bad", "relation_classification", extra=flags)

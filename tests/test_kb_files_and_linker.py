@@ -183,7 +183,9 @@ def test_record_script_takes_the_kb_files_by_path(luke_dir, tmp_path, capsys):
     with pytest.raises(SystemExit):
         run_record.main([*argv, "--output_dir", str(tmp_path / "gesa"), "--variant", "gesa"])
     error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "--kb_alias_table / --kb_entity_vectors feed KnowBERT-KAR and ERNIE only, not --variant gesa" in error
+    assert (
+        "ReCoRD --variant gesa does not read --kb_alias_table (the knowledge base of KnowBERT-KAR and ERNIE" in error
+    )
     assert vectors.shape == (len(ENTITIES), ENTITY_WIDTH)
 
 

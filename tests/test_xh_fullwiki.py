@@ -287,14 +287,14 @@ def test_fullwiki_flags_are_checked_before_anything_loads(tiny_luke_dir, tmp_pat
             "--validation_file", str(train), "--do_eval", *ARGS]  # fmt: skip
     assert "needs --corpus_dir" in multihop_error_line(capsys, [*base, "--hotpot_setting", "fullwiki"])
     line = multihop_error_line(capsys, [*base, "--corpus_dir", str(tmp_path)])
-    assert "--corpus_dir is read with --hotpot_setting fullwiki only" in line
+    assert "--hotpot_setting distractor does not read --corpus_dir (FullWiki's Wikipedia abstracts; only" in line
     line = multihop_error_line(capsys, [*base, "--hotpot_setting", "fullwiki", "--corpus_dir", str(tmp_path / "no")])
     assert line.endswith(f"error: --corpus_dir {tmp_path / 'no'}: does not exist; give the folder of the abstracts "
                          "(enwiki-...-abstracts: AA/wiki_00.bz2, ...)")  # fmt: skip
     line = multihop_error_line(capsys, [*base, "--hotpot_setting", "fullwiki", "--corpus_dir", str(corpus)])
     assert "needs a trained re-ranker" in line and "--do_train" in line
     fever = ["--task", "fever", *base[2:], "--hotpot_setting", "fullwiki", "--corpus_dir", str(corpus)]
-    assert "--hotpot_setting fullwiki is for --task hotpotqa" in multihop_error_line(capsys, fever)
+    assert "--task fever does not read --corpus_dir" in multihop_error_line(capsys, fever)
 
 
 def _official_scores(prediction_file: Path, rows: list[dict]) -> dict[str, float]:

@@ -194,7 +194,7 @@ def test_paper_system_refuses_training_questions_without_a_type(tiny_luke_dir, t
 def test_paper_system_is_for_hotpotqa_only(tiny_luke_dir, tmp_path, capsys):
     argv = ["--task", "fever", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(tmp_path / "o"),
             "--do_eval", *ARGS]  # fmt: skip
-    assert "--system paper is for --task hotpotqa" in multihop_error_line(capsys, argv)
+    assert "--task fever does not read --system" in multihop_error_line(capsys, argv)
 
 
 @pytest.mark.slow
