@@ -360,8 +360,8 @@ class FeverTask(XhTask):
         retrieval = getattr(data_args, "fever_retrieval", "title")
         if retrieval == "bm25_rerank" and self.sentence_score is None:
             raise ScriptArgumentError(
-                "--fever_retrieval bm25_rerank needs the task's sentence re-ranker "
-                "(tasks_fever_retrieval.build_sentence_ranker, as run_multihop.py builds it)"
+                "--fever_retrieval bm25_rerank needs the task's sentence re-ranker: run it as "
+                "tasks_fever_retrieval.RerankedFeverTask (run_multihop.py does), which trains or loads it"
             )
         if retrieval in ("bm25", "bm25_rerank"):  # claims without candidates
             examples = retrieve_fever_evidence(examples, processor.pages, max_sentences=processor.max_nodes or 5,
