@@ -47,6 +47,7 @@ other's mean plus its spread, "inconclusive" when a run of either has not learne
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import random
@@ -219,7 +220,7 @@ def spread(values: list[float]) -> float:
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per system: its seeds, and per question kind the EM per seed, mean and spread."""
+    """Per system: its seeds, and per question kind the EM per seed (the table's mean and spread)."""
     rows: dict[str, dict[str, Any]] = {}
     for run in runs:
         row = rows.setdefault(run["system"], {"seeds": [], "em": {"bridge": [], "control": []}, "seconds": []})
@@ -268,14 +269,42 @@ def print_table(args: XhHopsArguments, rows: dict[str, dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     (args,) = HfArgumentParser(XhHopsArguments).parse_args_into_dataclasses(args=argv)
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    logging.getLogger("gesa").setLevel(logging.ERROR)  # the conversion's note per run
-    warnings.filterwarnings("ignore", message=".*pin_memory.*")  # CPU runs: torch's note per evaluation
     output = Path(args.output_dir)
     if output.exists() and not output.is_dir():
         raise SystemExit(f"diagnose_xh_hops.py: error: --output_dir {output} is a file, not a folder")
     output.mkdir(parents=True, exist_ok=True)
+    with quiet_libraries():
+        runs = train_all(args)
+    settings = {k: v for k, v in vars(args).items() if not k.endswith("_list")}
+    (output / "results.json").write_text(json.dumps({"args": settings, "runs": runs}, indent=2), encoding="utf-8")
+    rows = summarise(runs)
+    print_table(args, rows)
+    return rows
+
+
+@contextlib.contextmanager
+def quiet_libraries() -> Any:
+    """transformers at error level without progress bars, gesa's conversion notes and torch's CPU pin-memory note
+    off, inside the block only (the caller's logging as it was after it)."""
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    package = logging.getLogger("gesa")
+    level = package.level
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    package.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*pin_memory.*")
+            yield
+    finally:
+        package.setLevel(level)
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def train_all(args: XhHopsArguments) -> list[dict[str, Any]]:
+    """Every system on every seed, on the same generated questions; each run printed as it ends."""
     train = [to_hotpot_row(r, "generated", r["_id"]) for r in make_bridge_questions(args.train_size, args.data_seed,
                                                                                      args.people, "train")]  # fmt: skip
     dev = [to_hotpot_row(r, "generated", r["_id"]) for r in make_bridge_questions(
@@ -295,12 +324,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
                 runs.append(run)
                 print(f"[seed {seed}] {system}: EM bridge {run['em']['bridge']:.1f}, control {run['em']['control']:.1f}"
                       f"; loss {' '.join(f'{x:.2f}' for x in run['loss'])} ({run['seconds']:.0f} s)", flush=True)  # fmt: skip
-    rows = summarise(runs)
-    (output / "results.json").write_text(json.dumps({"args": {k: v for k, v in vars(args).items()
-                                                              if not k.endswith("_list")}, "runs": runs},
-                                                    indent=2), encoding="utf-8")  # fmt: skip
-    print_table(args, rows)
-    return rows
+    return runs
 
 
 if __name__ == "__main__":
