@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from huggingface_hub.dataclasses import strict, validated_field
+from transformers import PreTrainedConfig
 
 from .configuration_gesa import GesaConfig, non_negative_finite, positive, probability
 
@@ -36,6 +37,9 @@ FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 # positions, the papers' BERT stand-in); "gesa" is GESA's relative-label attention
 BACKBONES = ("luke", "gesa")
 XH_BACKBONES = BACKBONES
+# XH's hop attention: "paper" is Eq. 7 (scaled dot product over the neighbours' hubs); "released_gat" the authors'
+# released code (microsoft/Transformer-XH, model.py): DGL's graph attention (additive, LeakyReLU, residual, ReLU)
+XH_HOP_ATTENTIONS = ("paper", "released_gat")
 
 
 def optional_positive(value: int | None) -> None:
@@ -249,8 +253,18 @@ class XhConfig(VariantBackboneConfig):
             hop steps). Must not exceed `num_hidden_layers`.
         xh_num_hop_attention_heads (`int`, *optional*):
             Heads of the hop attention; defaults to `num_attention_heads`.
+        xh_hop_attention (`str`, defaults to `"paper"`):
+            How a hub attends to its neighbours' hubs. `"paper"`: Eq. 7, `softmax(q^_tau . k^_eta / sqrt(d))`
+            over the neighbours with separate hop query/key/value projections per layer. `"released_gat"`: the
+            authors' released code (microsoft/Transformer-XH, `model/model.py`'s `GraphAttention`, "the standard
+            implementation of the DGL library"): each head's `d`-wide slice of the hub through one shared
+            `Linear(d, d)` (`z`), additive scores `LeakyReLU_0.2(a_l . z_eta + a_r . z_tau)` softmaxed over the
+            neighbours, plus a residual `Linear(d, d)` of the hub's own slice, then ReLU; xavier-normal init (gain
+            1.414). Both feed Eq. 8's combine Linear.
         xh_hop_dropout (`float`, *optional*):
-            Dropout on the hop attention weights; defaults to `attention_probs_dropout_prob`.
+            Dropout on the hop attention weights; defaults to `attention_probs_dropout_prob` with `"paper"`, and to 0
+            with `"released_gat"` (the released module builds `feat_drop`/`attn_drop` of 0.6 but its forward applies
+            neither).
         num_labels (`int`, defaults to 3):
             Classes of the FEVER head; without `num_labels`/`id2label` the labels are `FEVER_LABELS`
             (`SUPPORTS`, `REFUTES`, `NOT ENOUGH INFO`).
@@ -260,6 +274,7 @@ class XhConfig(VariantBackboneConfig):
 
     xh_num_hop_layers: int = validated_field(optional_positive_or_zero, default=3)
     xh_num_hop_attention_heads: int | None = validated_field(optional_positive, default=None)
+    xh_hop_attention: str = validated_field(one_of(XH_HOP_ATTENTIONS), default="paper")
     xh_hop_dropout: float | int | None = validated_field(probability, default=None)
 
     def __post_init__(self, **kwargs: Any) -> None:
@@ -269,7 +284,8 @@ class XhConfig(VariantBackboneConfig):
         if self.xh_num_hop_attention_heads is None:
             self.xh_num_hop_attention_heads = self.num_attention_heads
         if self.xh_hop_dropout is None:
-            self.xh_hop_dropout = self.attention_probs_dropout_prob
+            released = self.xh_hop_attention == "released_gat"
+            self.xh_hop_dropout = 0.0 if released else self.attention_probs_dropout_prob
         super().__post_init__(**kwargs)  # the backbone resolved (VariantBackboneConfig)
 
     def validate_xh(self) -> None:
@@ -284,6 +300,54 @@ class XhConfig(VariantBackboneConfig):
                 f"XhConfig.hidden_size={self.hidden_size} must be a multiple of "
                 f"xh_num_hop_attention_heads={self.xh_num_hop_attention_heads}."
             )
+
+
+# HotpotQA's question types (its `type` field) and the paper system's models (appendix A.3), each in its own folder
+HOTPOT_QUESTION_TYPES = ("bridge", "comparison")
+PAPER_SYSTEM_COMPONENTS = {
+    "question_type": "XhForQuestionType",
+    "xh_bridge": "XhForHotpotQA",
+    "xh_comparison": "XhForHotpotQA",
+    "supporting_bridge": "XhForSupportingFacts",
+    "supporting_comparison": "XhForSupportingFacts",
+}
+# the graph each question type's XH model reads (5.1): the evidence graph for bridge, fully connected for comparison
+PAPER_TYPE_EDGES = {"bridge": "title_mention", "comparison": "full"}
+
+
+def paper_components(value: dict[str, str]) -> None:
+    if not isinstance(value, dict) or value != PAPER_SYSTEM_COMPONENTS:
+        raise ValueError(f"must name the paper system's five models {PAPER_SYSTEM_COMPONENTS}, got {value!r}.")
+
+
+def paper_type_edges(value: dict[str, str]) -> None:
+    if not isinstance(value, dict) or set(value) != set(HOTPOT_QUESTION_TYPES):
+        raise ValueError(
+            f"must give the graph edges of each question type {list(HOTPOT_QUESTION_TYPES)}, got {value!r}."
+        )
+    for edges in value.values():
+        one_of(("title_mention", "title_mention_eq7", "bidirectional", "full"))(edges)
+
+
+@strict
+class XhPaperSystemConfig(PreTrainedConfig):
+    r"""The paper's HotpotQA system as one checkpoint (Transformer-XH appendix A.3): a folder whose `config.json` is
+    this config and whose sub-folders hold the five models, each a checkpoint of its own.
+
+    Args:
+        components (`dict[str, str]`):
+            Sub-folder -> head class: `question_type` (`XhForQuestionType`, A.3.1), `xh_bridge` / `xh_comparison`
+            (`XhForHotpotQA` per question type, 5.1), `supporting_bridge` / `supporting_comparison`
+            (`XhForSupportingFacts` per type, A.3.2).
+        type_edges (`dict[str, str]`):
+            The graph each question type's models read (`processing_xh`'s `hotpot_edges`): `bridge` the evidence
+            graph (`"title_mention"`), `comparison` fully connected (`"full"`).
+    """
+
+    model_type = "gesa_xh_paper_system"
+
+    components: dict = validated_field(paper_components, default_factory=lambda: dict(PAPER_SYSTEM_COMPONENTS))
+    type_edges: dict = validated_field(paper_type_edges, default_factory=lambda: dict(PAPER_TYPE_EDGES))
 
 
 @strict
@@ -341,13 +405,18 @@ class ErnieConfig(VariantBackboneConfig):
 __all__ = [
     "BACKBONES",
     "ERNIE_FUSION_OUTPUTS",
+    "HOTPOT_QUESTION_TYPES",
+    "PAPER_SYSTEM_COMPONENTS",
+    "PAPER_TYPE_EDGES",
     "FEVER_LABELS",
     "KAR_OUTPUT_INITS",
     "XH_BACKBONES",
+    "XH_HOP_ATTENTIONS",
     "ErnieConfig",
     "KarConfig",
     "VariantBackboneConfig",
     "XhConfig",
     "resolve_backbone",
+    "XhPaperSystemConfig",
     "xh_backbone",
 ]

@@ -87,7 +87,15 @@ def safetensors_problem(path: Path) -> str | None:
 
 
 def weights_problem(folder: Path) -> str | None:
-    """What makes the weights of a checkpoint folder unloadable (missing, truncated, a missing shard), or ``None``."""
+    """What makes the weights of a checkpoint folder unloadable (missing, truncated, a missing shard), or ``None``.
+    A system of models saved as one folder (its ``config.json`` names ``components``: the paper's HotpotQA system)
+    keeps its weights in the components' sub-folders: the first damaged one is named."""
+    components = _components_of(folder)
+    if components:
+        for name in components:
+            if (problem := weights_problem(folder / name)) is not None:
+                return f"its {name} model: {problem}"
+        return None
     present = [name for name in WEIGHTS_NAMES if (folder / name).is_file()]
     if not present:
         return f"{folder} has no weights file ({', '.join(WEIGHTS_NAMES[::2])})"
@@ -123,6 +131,16 @@ def checkpoint_weight_names(folder: Path) -> set[str] | None:
     with files[0].open("rb") as handle:
         size = int.from_bytes(handle.read(8), "little")
         return {name for name in json.loads(handle.read(size)) if name != "__metadata__"}
+
+
+def _components_of(folder: Path) -> list[str]:
+    """The sub-folder names a system checkpoint's ``config.json`` lists as ``components`` (none for a model)."""
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    components = config.get("components") if isinstance(config, dict) else None
+    return [str(name) for name in components] if isinstance(components, dict) else []
 
 
 def refuse_damaged_weights(name_or_path: str | os.PathLike, subfolder: str = "") -> None:

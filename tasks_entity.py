@@ -89,7 +89,14 @@ from .tasks_kb import (
     load_ner,
 )
 from .training_gesa import ScriptArgumentError, checkpoint_config, write_json_atomically
-from .training_models import check_config_fields, check_config_values, hub_kwargs, load_run_tokenizer
+from .training_models import (
+    check_config_fields,
+    check_config_values,
+    check_max_seq_length,
+    hub_kwargs,
+    load_run_tokenizer,
+    position_limit,
+)
 from .training_tokenizer import SPECIAL_ENTITIES, special_entity_rows
 
 logger = logging.get_logger(__name__)
@@ -193,7 +200,7 @@ class EntityTask(Task):
             raise ScriptArgumentError(
                 "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this script"
             )
-        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
+        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant), data_args.max_seq_length)
         # the files and the NER pipeline checked before any weight loads
         links_file = getattr(data_args, "entity_links", None)
         links = None if links_file is None else load_entity_links(links_file)
@@ -430,13 +437,16 @@ def build_task_model(
     return spec.from_checkpoint(name_or_path, hub=hub)
 
 
-def check_entity_checkpoint(model_args: Any, spec: Any) -> None:
+def check_entity_checkpoint(model_args: Any, spec: Any, max_seq_length: int | None = None) -> None:
     """``--model_name_or_path`` and the tokenizer checked before any weight loads: the config's fields and values
-    (``check_config_fields`` / ``check_config_values``), a trained head's classes (``id2label``: ids 0 .. n-1, none
-    missing) and the tokenizer (``load_run_tokenizer``, naming ``--tokenizer_name`` when it is the one at fault)."""
+    (``check_config_fields`` / ``check_config_values``), ``--max_seq_length`` against its absolute positions, a trained
+    head's classes (``id2label``: ids 0 .. n-1, none missing) and the tokenizer (``load_run_tokenizer``, naming
+    ``--tokenizer_name`` when it is the one at fault)."""
     path = model_args.model_name_or_path
     config = checkpoint_config(path, "a LUKE or a run_entity_tasks.py", **hub_kwargs(model_args))
     check_config_fields(path, config)
+    overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
+    check_max_seq_length(max_seq_length, position_limit(spec, config, overrides), path)
     if config.get("model_type") == spec.config_class.model_type:
         check_config_values(path, config, spec.config_class)
         if (config.get("architectures") or [None])[0] != getattr(PRETRAIN.heads.get(spec.name), "__name__", None):
@@ -1006,7 +1016,7 @@ class PretrainTask(Task):
     ) -> LoadedModel:
         if model_args.model_name_or_path is None:
             raise ScriptArgumentError("--model_name_or_path is needed: the LUKE checkpoint to pre-train further")
-        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
+        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant), data_args.max_seq_length)
         ner = load_ner(model_args)  # before any weight loads
         links_file = getattr(data_args, "entity_links", None)
         links = None if links_file is None else load_entity_links(links_file)

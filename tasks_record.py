@@ -59,7 +59,15 @@ from .resources_gesa import metric_module
 from .tasks_base import LoadedModel, Task
 from .tasks_kb import attach_knowledge_files, knowledge_candidates, load_ner
 from .training_gesa import ScriptArgumentError, apply_saved_settings, featurise_rows, write_json_atomically
-from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer, starts_new_head
+from .training_models import (
+    build_variant_model,
+    check_max_seq_length,
+    check_model_source,
+    hub_kwargs,
+    load_run_tokenizer,
+    position_limit,
+    starts_new_head,
+)
 from .training_tokenizer import shrink_entity_vocab, train_sample_tokenizer
 
 # The tiny GESA built when no checkpoint is given (the embedded demo; the word vocabulary comes from the tokenizer
@@ -276,12 +284,7 @@ class RecordTask(Task):
         if model_type == "luke":
             # KAR and ERNIE use LUKE's entity table as their knowledge base: it stays whole (model and tokenizer).
             entity_rows = shrink_entity_vocab(tokenizer, tokenizer_source) if spec.shrink_entity_table else None
-            max_positions = int(config.get("max_position_embeddings", 0))
-            if spec.config_class.luke_conversion_is_exact(overrides) and data_args.max_seq_length + 2 > max_positions:
-                raise ScriptArgumentError(
-                    f"--max_seq_length {data_args.max_seq_length} exceeds the absolute positions of {path} "
-                    f"(max_position_embeddings={max_positions}), which --variant {model_args.variant} uses"
-                )
+        check_max_seq_length(data_args.max_seq_length, position_limit(spec, config, overrides), path)
         processor = self.make_processor(tokenizer, data_args, model_args.variant)
         if not fresh and len(tokenizer) != int(config.get("vocab_size", -1)):
             raise ScriptArgumentError(

@@ -49,6 +49,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
 
 from .configuration_gesa import ABLATION_PRESETS
 from .tasks_base import Task, TaskEvaluator
+from .training_components import ComponentTrainer, run_composite
 from .training_gesa import (
     GIVEN,
     FiniteTrainingGuard,
@@ -418,14 +419,12 @@ def _run(
     set_seed(args.seed)
     # the model, its processor and the features, with their log held back: a bad checkpoint, tokenizer or record
     # found here stays the run's one output line
+    components = task.has_components(data_args)
     with HeldLogs() as held, quiet_progress_bars():
         loaded = task.load(model_args, data_args, examples, explicit)
         if resume.checkpoint is not None:
             check_resume_fits(resume.checkpoint, loaded.model)
-        features = {}
-        with args.main_process_first(desc="featurising"):
-            for split, items in examples.items():
-                features[split] = featurise_split(task, loaded.processor, items, split, data_args)
+        features = {} if components else featurise_splits(task, loaded.processor, examples, data_args, args)
     warn_about_arguments(model_args, args, script)
     setup_logging(args, logger)
     held.replay()
@@ -438,6 +437,19 @@ def _run(
         logger.warning(f"Not resuming from an incomplete checkpoint: {problem}")
     if resume.checkpoint is not None and args.resume_from_checkpoint is None:
         logger.info(f"Resuming from {resume.checkpoint} (found in --output_dir; pass a new --output_dir to restart)")
+    if components:  # a re-ranker the features are retrieved with, the paper system's models: trained first
+        trainer = ComponentTrainer(args, data_args.overwrite_output_dir, callbacks)
+        task.train_components(loaded, examples, data_args, args, trainer)
+        if task.composite:  # the system answers itself: no Trainer of its own
+            results = run_composite(task, loaded, examples, data_args, args, script)
+            if args.process_index == 0 and (args.do_train or args.do_eval):
+                split = "validation" if args.do_eval else "train"
+                notes = trainer.loss_notes() + task.summary_notes(loaded.processor)
+                print(summary_line(task, len(examples[split]), results, [], args, None, notes))
+            return results
+        with HeldLogs() as held, quiet_progress_bars():
+            features = featurise_splits(task, loaded.processor, examples, data_args, args)
+        held.replay()
 
     for name, value in loaded.training_arguments.items():  # the model's own schedule, where no flag set it
         setattr(args, name, value)
@@ -510,9 +522,17 @@ def _run(
     if trainer.is_world_process_zero() and (args.do_train or args.do_eval):
         split = "validation" if args.do_eval else "train"
         chance = task.chance(examples["validation"]) if args.do_eval else None
-        line = summary_line(task, len(examples[split]), results, trainer.state.log_history, args, chance)
+        notes = task.summary_notes(loaded.processor)
+        line = summary_line(task, len(examples[split]), results, trainer.state.log_history, args, chance, notes)
         print(line if demo_data is None else f"{line[:-1]}; demo data: {demo_data})")
     return results
+
+
+def featurise_splits(task: Task, processor: Any, examples: Mapping[str, Any], data_args: Any,
+                     args: TrainingArguments) -> dict[str, Any]:  # fmt: skip
+    """``featurise_split`` of every split the run reads (process 0 first)."""
+    with args.main_process_first(desc="featurising"):
+        return {split: featurise_split(task, processor, items, split, data_args) for split, items in examples.items()}
 
 
 def featurise_split(task: Task, processor: Any, examples: Any, split: str, data_args: Any) -> Any:
@@ -600,9 +620,11 @@ def summary_line(
     log_history: Sequence[Mapping[str, Any]],
     args: TrainingArguments,
     chance: float | None = None,
+    extra: Sequence[str] = (),
 ) -> str:
     """The run's closing line: ``<Task> N <unit>: <metrics>; before training: <metrics>; chance X; training loss a
-    (step i) -> b (step j) (<output_dir>)``; an evaluation-only run says so and names the files it wrote."""
+    (step i) -> b (step j); <extra> (<output_dir>)``; an evaluation-only run says so and names the files it wrote.
+    ``extra``: the task's own notes (``Task.summary_notes``, component losses)."""
 
     def metrics_of(entry: Mapping[str, Any]) -> str:
         names = [
@@ -633,6 +655,7 @@ def summary_line(
             f"training loss {losses[0]['loss']:.3f} (step {losses[0]['step']}) -> {losses[-1]['loss']:.3f} "
             f"(step {losses[-1]['step']})"
         )
+    notes += list(extra)
     if args.do_train:
         tail = f" ({args.output_dir})"
     else:  # what an evaluation-only run wrote, which is all it wrote

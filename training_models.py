@@ -21,6 +21,7 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,40 @@ def build_variant_model(
     return spec.from_checkpoint(path, config=loaded_config, hub=hub)
 
 
+def position_limit(spec: VariantSpec, config: dict[str, Any], overrides: dict[str, Any] | None = None) -> int | None:
+    """The most words one sequence of the model built from ``config`` (a LUKE checkpoint's or the head's own, with the
+    run's ``overrides``) can hold: ``max_position_embeddings - pad_token_id - 1`` when that model reads absolute
+    positions (LUKE's backbone, XH's default), ``None`` when it reads relative labels only (no limit). Decided from
+    the config alone, before any weight loads."""
+    overrides = dict(overrides or {})
+    try:
+        if config.get("model_type") == "luke" or overrides.get("ablation") is not None:
+            layers = int(config.get("num_hidden_layers") or 12)
+            own = {} if config.get("model_type") == "luke" else config  # a LUKE config's fields are not the head's
+            known = {item.name for item in dataclasses.fields(spec.config_class)}
+            fields = {k: v for k, v in {**own, "num_hidden_layers": layers, **spec._overrides(layers, overrides)}.items()
+                      if k in known}  # fmt: skip
+            absolute = spec.config_class(**fields).use_absolute_position_embeddings
+        else:
+            absolute = bool(config.get("use_absolute_position_embeddings"))
+    except (TypeError, ValueError):  # a config the build itself will refuse, naming the field
+        return None
+    if not absolute:
+        return None
+    return int(config.get("max_position_embeddings") or 0) - int(config.get("pad_token_id") or 0) - 1
+
+
+def check_max_seq_length(length: int | None, limit: int | None, path: str, what: str = "words per sequence") -> None:
+    """``--max_seq_length`` against the checkpoint's absolute positions (``position_limit``), before any weight loads:
+    one ``ScriptArgumentError`` naming the flag, the checkpoint's limit and the fix."""
+    if length is None or limit is None or length <= limit:
+        return
+    raise ScriptArgumentError(
+        f"--max_seq_length {length} ({what}) is more than --model_name_or_path {path} holds: its absolute positions "
+        f"reach {limit} words (max_position_embeddings - pad_token_id - 1); give --max_seq_length {limit} or less"
+    )
+
+
 def check_resume_config(checkpoint: str, spec: VariantSpec, variant: str, ablation: str | None) -> None:
     """The checkpoint's config must be of the run's model family and ablation (``ScriptArgumentError`` before anything
     loads); ``check_resume_fits`` compares the weights themselves once the model is built."""
@@ -201,9 +236,11 @@ __all__ = [
     "build_variant_model",
     "check_config_fields",
     "check_config_values",
+    "check_max_seq_length",
     "check_model_source",
     "check_resume_config",
     "hub_kwargs",
     "load_run_tokenizer",
+    "position_limit",
     "starts_new_head",
 ]

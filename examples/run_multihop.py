@@ -48,16 +48,16 @@ system) retrieves every question's graph from HotpotQA's Wikipedia abstracts (``
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from transformers import TrainingArguments
 
-from gesa.tasks_fever_retrieval import build_sentence_ranker
+from gesa.tasks_fever_retrieval import RerankedFeverTask
 from gesa.tasks_multihop import (
     MEDHOP,
     WIKIHOP,
@@ -67,9 +67,9 @@ from gesa.tasks_multihop import (
     sample_texts,
     write_wikihop_file,
 )
-from gesa.tasks_xh import FEVER, HOTPOTQA, make_fever_sample, make_hotpot_sample, write_json_lines
-from gesa.tasks_xh_fullwiki import FullWikiHotpotQATask, build_fullwiki
-from gesa.tasks_xh_paper import SYSTEMS, run_paper_system
+from gesa.tasks_xh import FEVER, HOTPOTQA, PAPER_NODE_LENGTH, make_fever_sample, make_hotpot_sample, write_json_lines
+from gesa.tasks_xh_fullwiki import FullWikiHotpotQATask, FullWikiPaperHotpotQATask
+from gesa.tasks_xh_paper import SYSTEMS, PaperHotpotQATask
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
 from gesa.training_gesa import (
     check_output_dir_given,
@@ -188,11 +188,12 @@ class DataArguments(BaseDataArguments):
     )  # fmt: skip
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset, e.g. qangaroo or hotpot_qa."})
     dataset_config_name: str | None = field(default=None, metadata={"help": "Hub configuration, e.g. wikihop."})
-    max_seq_length: int = field(
-        default=4096,
+    max_seq_length: int | None = field(
+        default=None,
         metadata={
-            "help": "WikiHop: words of the one sequence per query; context_graph: tokens per document; XH: "
-            "words per node."
+            "help": "WikiHop: words of the one sequence per query (default 4096); context_graph: tokens per document "
+            f"(default 4096); XH: words per node (default {PAPER_NODE_LENGTH}, the paper's BERT limit, or fewer where "
+            "the checkpoint's absolute positions hold fewer; longer nodes are cut, counted in the summary line)."
         },
     )
     max_query_length: int = field(default=64, metadata={"help": "Query tokens kept."})
@@ -239,6 +240,10 @@ class DataArguments(BaseDataArguments):
                   "on --train_file's evidence; gesa.tasks_fever_retrieval)",
                   "choices": ["title", "bm25", "bm25_rerank"]},
     )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if self.max_seq_length is None and self.task in ("wikihop", "medhop"):
+            self.max_seq_length = 4096  # the paper's WikiHop sequences; XH's default is the checkpoint's (tasks_xh)
 
 
 # the flags every demo runs with (the tasks' own follow in demo_argv)
@@ -322,16 +327,22 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                   f"written to {demo_data} (a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
         model_args, data_args, args = parse_args(argv)
         explicit = explicit_flags(argv)
-        check_output_dir_given(explicit, f"out/{data_args.task}")  # before a retriever or re-ranker trains
-        task, retriever = TASKS[data_args.task], None
-        if data_args.hotpot_setting == "fullwiki":  # the corpus read and the re-ranker trained first
-            retriever = build_fullwiki(model_args, data_args, args)
-            task = FullWikiHotpotQATask(retriever=retriever)
-        if data_args.fever_retrieval == "bm25_rerank":  # the sentence re-ranker trained first
-            task = dataclasses.replace(FEVER, sentence_score=build_sentence_ranker(model_args, data_args, args))
-        if model_args.system == "paper":
-            return run_paper_system(model_args, data_args, args, retriever, explicit)
+        check_output_dir_given(explicit, f"out/{data_args.task}")
+        task = choose_task(model_args, data_args)
         return run_task(task, model_args, data_args, args, SCRIPT, explicit=explicit, demo_data=demo_data)
+
+
+def choose_task(model_args: ModelArguments, data_args: DataArguments) -> Any:
+    """The task the flags name: ``--task``, for HotpotQA with ``--system`` and ``--hotpot_setting``, for FEVER with
+    ``--fever_retrieval bm25_rerank`` (its sentence re-ranker trained by the driver as a component of the run)."""
+    paper, fullwiki = model_args.system == "paper", data_args.hotpot_setting == "fullwiki"
+    if data_args.task == "hotpotqa" and (paper or fullwiki):
+        kinds = {(True, False): PaperHotpotQATask, (False, True): FullWikiHotpotQATask,
+                 (True, True): FullWikiPaperHotpotQATask}  # fmt: skip
+        return kinds[paper, fullwiki]()
+    if data_args.task == "fever" and data_args.fever_retrieval == "bm25_rerank":
+        return RerankedFeverTask()
+    return TASKS[data_args.task]
 
 
 if __name__ == "__main__":
