@@ -275,6 +275,10 @@ class XhProcessor(ProcessorBase):
     (each logged, `ProcessorBase`).
     """
 
+    # version 2: `"title_mention"` means the released code's direction; a file of version 1 (no version key) meant
+    # Eq. 7's literal reading, which it keeps (`upgrade_settings`)
+    settings_version = 2
+
     cap_warnings = {
         "truncated_queries": "{truncated_queries} queries cut to max_query_length={max_query_length} tokens",
         "truncated_nodes": "{truncated_nodes} node texts cut to max_node_length={max_node_length} tokens",
@@ -324,6 +328,14 @@ class XhProcessor(ProcessorBase):
         )
         self.placeholder_id = tokenizer.convert_tokens_to_ids(PLACEHOLDER_TOKEN)
         self.marker_id = tokenizer.convert_tokens_to_ids(ENTITY_MARKER_TOKEN)
+
+    @classmethod
+    def upgrade_settings(cls, saved: dict[str, Any], version: int) -> dict[str, Any]:
+        """A checkpoint saved before version 2 was trained with `"title_mention"` read as Eq. 7 literally (the linking
+        paragraph reading the linked one): it keeps that graph, now named `"title_mention_eq7"`."""
+        if version < 2 and saved.get("hotpot_edges", "title_mention") == "title_mention":
+            saved = {**saved, "hotpot_edges": "title_mention_eq7"}
+        return saved
 
     def added_token_sources(self) -> dict[int, int]:
         """New word token id -> existing token id that initialises it (as `GesaProcessor.added_token_sources`)."""

@@ -48,6 +48,7 @@ from .configuration_variants import PAPER_SYSTEM_COMPONENTS, XhConfig, XhPaperSy
 from .inputs_gesa import InputError
 from .modeling_xh import XhForFactVerification
 from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA, decode_fever
+from .processing_base_gesa import load_processor_settings
 from .processing_retrieval_xh import retrieve_fever_evidence
 from .processing_xh_tasks import XhTaskProcessor
 from .records_xh import (
@@ -113,6 +114,17 @@ class XhTask(Task):
     def pages(self, data_args: Any) -> dict[str, dict[int, str]]:
         return {}
 
+    @staticmethod
+    def saved_graph(processor: XhTaskProcessor, path: str, hub: Mapping[str, Any]) -> XhTaskProcessor:
+        """``processor`` with the edges of a trained checkpoint's ``processor_config.json`` (an older file's
+        ``"title_mention"`` read as it was trained: ``XhProcessor.upgrade_settings``)."""
+        try:
+            saved, _ = load_processor_settings(path, **hub)
+        except ValueError as error:
+            raise ScriptArgumentError(f"--model_name_or_path {path}: {error}") from None
+        edges = XhTaskProcessor.saved_settings(saved).get("hotpot_edges", processor.hotpot_edges)
+        return processor if edges == processor.hotpot_edges else processor.with_edges(edges)
+
     def checked_processor(self, tokenizer: Any, data_args: Any) -> XhTaskProcessor:
         """``make_processor``; settings it refuses are one error naming the flags that set them."""
         try:
@@ -158,6 +170,8 @@ class XhTask(Task):
         tokenizer = load_run_tokenizer(model_args, path, config)
         processor = self.checked_processor(tokenizer, data_args)
         luke = config.get("model_type") == "luke"
+        if not luke:  # a trained checkpoint reads the graph it was trained on (no flag sets it)
+            processor = self.saved_graph(processor, path, hub)
         model = build_variant_model(spec, path, config, model_args, entity_rows(tokenizer) if luke else None,
                                     overrides if luke else {k: v for k, v in overrides.items() if k == "ablation"})  # fmt: skip
         return LoadedModel(model, processor, tokenizer)

@@ -442,3 +442,30 @@ def test_a_saved_hotpot_model_reloads_from_its_own_code_in_a_fresh_process(tmp_p
     reloaded = reload_each_in_fresh_process([case], tmp_path)["hotpot"]
     torch.testing.assert_close(reloaded["relevance_logits"], expected.relevance_logits)
     torch.testing.assert_close(reloaded["supporting_logits"], expected.supporting_logits)
+
+
+def test_a_processor_saved_before_the_edge_direction_changed_keeps_the_graph_it_was_trained_on(
+    tmp_path, xh_task_processor
+):
+    # processor_config.json of version 1 (no settings_version key): "title_mention" meant Eq. 7's literal direction
+    from gesa.processing_base_gesa import PROCESSOR_CONFIG
+
+    xh_task_processor.save_pretrained(tmp_path / "new")
+    saved = json.loads((tmp_path / "new" / PROCESSOR_CONFIG).read_text())
+    assert saved["settings_version"] == 2 and saved["hotpot_edges"] == "title_mention"
+    assert XhTaskProcessor.from_pretrained(tmp_path / "new").hotpot_edges == "title_mention"
+    old = tmp_path / "old"
+    xh_task_processor.save_pretrained(old)
+    del saved["settings_version"]
+    (old / PROCESSOR_CONFIG).write_text(json.dumps(saved))
+    tokenizer = xh_task_processor.tokenizer
+    for processor in (XhTaskProcessor.from_pretrained(old), XhTaskProcessor.from_checkpoint(tokenizer, old)):
+        assert processor.hotpot_edges == "title_mention_eq7"
+    row = _two_paragraphs()
+    graph = XhTaskProcessor.from_pretrained(old).encode_hotpot_rows([row])[0]["node_adjacency"]
+    literal = XhTaskProcessor(tokenizer, max_node_length=64, max_query_length=24, hotpot_edges="title_mention_eq7")
+    assert graph == literal.encode_hotpot_rows([row])[0]["node_adjacency"]
+    assert graph != xh_task_processor.encode_hotpot_rows([row])[0]["node_adjacency"]  # the directions differ here
+    # the script's path: a trained checkpoint's processor reads the saved edges, and saves them in today's terms
+    assert HOTPOTQA.saved_graph(xh_task_processor, str(old), {}).hotpot_edges == "title_mention_eq7"
+    assert HOTPOTQA.saved_graph(xh_task_processor, str(tmp_path / "new"), {}) is xh_task_processor
