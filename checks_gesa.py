@@ -189,6 +189,24 @@ def check_class_labels(labels: torch.Tensor, num_classes: int, name: str = "labe
         )
 
 
+def check_token_positions(positions: torch.Tensor, length: int, name: str) -> None:
+    """Token-index labels (``start_positions`` / ``end_positions`` of a span head): integers below the ``length``
+    tokens of the sequence they index, a negative value meaning no span; a ``ValueError`` naming the first bad entry
+    and the range, where torch would fail inside cross-entropy (``IndexError``, a device-side assert on a GPU)."""
+    if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
+        raise ValueError(f"{name} must hold integer token indices (0..{length - 1}, or -100: no span), got "
+                         f"{positions.dtype}")  # fmt: skip
+    if torch.compiler.is_compiling() or not positions.numel():
+        return
+    bad = (positions >= length).nonzero()
+    if len(bad):
+        where = ", ".join(str(int(i)) for i in bad[0])
+        raise ValueError(
+            f"{name}[{where}] = {int(positions[tuple(bad[0])])} is not a token of its node: the nodes hold {length} "
+            f"tokens (0..{length - 1}); fix the label, or give -100 for no span"
+        )
+
+
 def check_binary_targets(labels: torch.Tensor, name: str = "labels") -> None:
     """Multi-label targets: probabilities in ``[0, 1]`` (0/1 for a type list); a ``ValueError`` naming the first entry
     that is not (2.0, NaN, inf would train silently on a wrong loss)."""
@@ -586,8 +604,9 @@ __all__ = [
     "check_model_inputs",
     "check_one_placeholder",
     "check_shape",
+    "check_token_positions",
     "check_unknown_inputs",
-    "inputs_already_checked",
     "ignored_loss",
+    "inputs_already_checked",
     "inputs_checked_by_head",
 ]

@@ -14,9 +14,10 @@
 """Configuration of the thesis's context-graph GNN (Acton 2023, chapter 3) on this library's LUKE/GESA word encoder.
 
 Every field of `GesaConfig` keeps its meaning and describes the token embedder (3.2.1: the word encoder run on each
-document, candidate and the query separately). The model dimension `f` is the encoder's `hidden_size` (the thesis
-couples the model dimension to its token embedder, 4.2). The graph adds the fields below; `graph_preset` names a row
-of the thesis's table 5.1 (`CONTEXT_GRAPH_PRESETS`, the architectures of table 4.4).
+document, candidate and the query separately); `token_embedder="luke"` (the default) makes it LUKE's encoder exactly
+as pre-trained. The model dimension `f` is the encoder's `hidden_size` (the thesis couples the model dimension to its
+token embedder, 4.2). The graph adds the fields below; `graph_preset` names a row of the thesis's table 5.1
+(`CONTEXT_GRAPH_PRESETS`, the architectures of table 4.4).
 
 Flat module: copied next to every saved checkpoint, so it imports only its sibling `configuration_gesa`.
 """
@@ -32,12 +33,14 @@ from .configuration_gesa import GesaConfig, activation, positive, probability
 GNN_CORES = ("switch", "edge", "sage", "gat", "sdp")  # thesis 3.3.1
 GNN_ASYMMETRIES = ("none", "sage", "mlp")  # the innermost in-out asymmetry of 3.3.2 (composed: Gate(TUF(.)))
 SUMMARISERS = ("transformer", "switch")  # 3.2.3, 3.2.4
-MESSAGE_PASSING = ("sparse", "dense")
-SDP_EDGE_EMBEDDINGS = (
-    "k",
-    "v",
-    "kv",
-)  # table 5.11: K-type (the thesis's SDP default), V-type, both  # 4.1.2: an edge list (index_add) or (N, N) matrices
+MESSAGE_PASSING = ("sparse", "dense")  # 4.1.2: an edge list (index_add) or (N, N) matrices
+SDP_EDGE_EMBEDDINGS = ("k", "v", "kv")  # table 5.11: K-type (the thesis's SDP default), V-type, both
+SAGE_AGGREGATIONS = ("sum", "mean")  # eq. 3.15 sums; the text calls it "mean-based"
+# 3.2.1: the token embedder. "luke": LUKE's word encoder exactly as pre-trained (absolute positions, LUKE's queries:
+# the GESA `ablation="luke"` preset), frozen by default like the thesis's GloVe / BERT; "gesa": GESA's conversion
+# (relative labels drawn fresh), fine-tuned by default since its new rows must learn
+TOKEN_EMBEDDERS = ("luke", "gesa")
+SUMMARISER_HEADS = 6  # table 4.1
 SENTENCE_NODES = ("none", "all", "restricted")  # 3.1
 # The node types of 3.1 (switch-summariser: one Transformer each) and the edge kinds of rules 1-12, in
 # `graph_context`'s order (the embedding rows of the edge-type tables).
@@ -67,6 +70,22 @@ def one_of(choices: tuple[str, ...]):
     return check
 
 
+def non_negative_int(value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"must be a non-negative integer, got {value!r}.")
+
+
+def optional_positive(value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise ValueError(f"must be None or a positive integer, got {value!r}.")
+
+
+def summariser_heads(hidden_size: int) -> int:
+    """Table 4.1's 6 summariser heads where 6 divides the model dimension (luke-base's 768), else the largest
+    divisor below 6 (luke-large's 1024: 4); `nn.MultiheadAttention` needs heads that divide it."""
+    return next(heads for heads in range(SUMMARISER_HEADS, 0, -1) if hidden_size % heads == 0)
+
+
 def preset_name(value: str | None) -> None:
     if value is not None and value not in CONTEXT_GRAPH_PRESETS:
         raise ValueError(f"graph_preset={value!r} is unknown; choose one of {sorted(CONTEXT_GRAPH_PRESETS)}.")
@@ -77,12 +96,23 @@ class ContextGraphConfig(GesaConfig):
     r"""The context-graph GNN of Acton 2023 (chapter 3) on the LUKE/GESA word encoder.
 
     Args:
-        freeze_word_encoder (`bool`, defaults to `True`):
-            The token embedder is fixed (the thesis's GloVe; its BERT-Base without fine-tuning); `False` fine-tunes it.
+        token_embedder (`str`, defaults to `"luke"`):
+            The token embedder (3.2.1): `"luke"` is LUKE's word encoder exactly as pre-trained (absolute positions,
+            LUKE's own attention: the GESA `ablation="luke"` preset, nothing newly initialised); `"gesa"` is GESA's
+            conversion (no absolute positions, relative label rows drawn fresh; `ablation` picks any other GESA
+            preset).
+        freeze_word_encoder (`bool`, *optional*):
+            The token embedder is fixed (the thesis's GloVe; its BERT-Base without fine-tuning); `False` fine-tunes
+            it. Unset: `True` for `token_embedder="luke"` (a pre-trained embedder, as in the thesis), `False` for
+            `"gesa"` (its fresh label rows must learn).
+        freeze_word_encoder_epochs (`int`, defaults to 0):
+            With `freeze_word_encoder=False`: the embedder stays fixed for this many epochs, then is fine-tuned (4.2:
+            "freeze the BERT parameters for the first 5 epochs"; the thesis's schedule sets 5). Applied by
+            `tasks_context_graph.FrozenEmbedderEpochs`, a `TrainerCallback`.
         coattention_layers (`int`, defaults to 1), summariser_layers (`int`, defaults to 1):
             Layers of the co-attention Transformer `Trans_c` (3.2.2, algorithm 2) and of the summariser `Trans_s`.
-        summariser_num_heads (`int`, defaults to 4):
-            Heads of both (table 4.1: 6 at f = 300); must divide `hidden_size`.
+        summariser_num_heads (`int`, *optional*):
+            Heads of both; unset: table 4.1's 6 where 6 divides `hidden_size`, else its largest divisor below 6.
         summariser (`str`, defaults to `"transformer"`):
             `"transformer"` (3.2.3) or `"switch"` (eq. 3.10: a Transformer per node type plus a global one).
         max_span_length (`int`, defaults to 512):
@@ -94,7 +124,10 @@ class ContextGraphConfig(GesaConfig):
             defaults to `True`): the update function (3.3.2) `Gate(TUF(asymmetry))`, each part optional;
             `gnn_asymmetry="mlp"` with `gnn_gate` and no TUF is HDE's composition (eq. 3.26).
         gnn_num_layers (`int`, defaults to 9), gnn_num_heads (`int`, defaults to 4):
-            GNN layers and the attention cores' heads (table 4.1).
+            GNN layers and the attention cores' heads (table 4.1); 0 layers scores the summarised nodes directly (the
+            same embedder without a GNN: the baseline of `bench/mechanism_context_graph.py`).
+        gnn_sage_aggregation (`str`, defaults to `"sum"`): the SAGE-Core's aggregation, `"sum"` (eq. 3.15) or
+            `"mean"` (3.3.1.3's text: "a mean-based aggregation function").
         gnn_share_weights (`bool`, defaults to `False`): one weight set for every GNN layer (HDE-Base).
         gnn_share_core, gnn_share_gate, gnn_share_tuf (`bool`, default `False`): share only that part across the
             layers (table 5.13; the core's switch also shares the innermost MLP/SAGE asymmetry).
@@ -120,17 +153,19 @@ class ContextGraphConfig(GesaConfig):
 
     model_type = "gesa_context_graph"
 
-    freeze_word_encoder: bool = True
+    token_embedder: str = validated_field(one_of(TOKEN_EMBEDDERS), default="luke")
+    freeze_word_encoder: bool | None = None
+    freeze_word_encoder_epochs: int = validated_field(non_negative_int, default=0)
     coattention_layers: int = validated_field(positive, default=1)
     summariser_layers: int = validated_field(positive, default=1)
-    summariser_num_heads: int = validated_field(positive, default=4)
+    summariser_num_heads: int | None = validated_field(optional_positive, default=None)
     summariser: str = validated_field(one_of(SUMMARISERS), default="transformer")
     max_span_length: int = validated_field(positive, default=512)
     gnn_core: str = validated_field(one_of(GNN_CORES), default="gat")
     gnn_asymmetry: str = validated_field(one_of(GNN_ASYMMETRIES), default="none")
     gnn_tuf: bool = True
     gnn_gate: bool = True
-    gnn_num_layers: int = validated_field(positive, default=9)
+    gnn_num_layers: int = validated_field(non_negative_int, default=9)
     gnn_num_heads: int = validated_field(positive, default=4)
     gnn_share_weights: bool = False
     gnn_share_core: bool = False
@@ -147,11 +182,33 @@ class ContextGraphConfig(GesaConfig):
     gnn_edge_types: bool = True
     gnn_directed_edge_types: bool = False
     gnn_sdp_edge_embeddings: str = validated_field(one_of(SDP_EDGE_EMBEDDINGS), default="k")
+    gnn_sage_aggregation: str = validated_field(one_of(SAGE_AGGREGATIONS), default="sum")
     graph_preset: str | None = validated_field(preset_name, default=None)
 
     def __post_init__(self, **kwargs: Any) -> None:
         self._apply_graph_preset()
+        self._apply_token_embedder()
         super().__post_init__(**kwargs)
+        if self.summariser_num_heads is None:
+            self.summariser_num_heads = summariser_heads(self.hidden_size)
+
+    def _apply_token_embedder(self) -> None:
+        """`token_embedder="luke"` is the GESA `ablation="luke"` preset (LUKE exactly); `"gesa"` any other preset.
+        Unset `freeze_word_encoder` follows the embedder (class docstring)."""
+        if self.token_embedder == "luke":
+            if self.ablation not in (None, "luke"):
+                raise ValueError(
+                    f"ContextGraphConfig.ablation={self.ablation!r} is a GESA preset, but token_embedder='luke' is "
+                    "LUKE's encoder as pre-trained; set token_embedder='gesa' to embed with GESA's conversion."
+                )
+            self.ablation = "luke"
+        elif self.ablation == "luke":
+            raise ValueError(
+                "ContextGraphConfig.token_embedder='gesa' with ablation='luke' is LUKE's encoder: use "
+                "token_embedder='luke' (the default) instead."
+            )
+        if self.freeze_word_encoder is None:
+            self.freeze_word_encoder = self.token_embedder == "luke"
 
     def _apply_graph_preset(self) -> None:
         if self.graph_preset is None:
@@ -169,7 +226,7 @@ class ContextGraphConfig(GesaConfig):
     def validate_context_graph(self) -> None:
         """Combinations the graph modules cannot run with (on construction and on assignment)."""
         for name in ("summariser_num_heads", "gnn_num_heads"):
-            if self.hidden_size % getattr(self, name):
+            if getattr(self, name) is not None and self.hidden_size % getattr(self, name):
                 raise ValueError(
                     f"ContextGraphConfig.{name}={getattr(self, name)} must divide hidden_size={self.hidden_size} "
                     "(the model dimension of the graph is the word encoder's)."
@@ -180,6 +237,11 @@ class ContextGraphConfig(GesaConfig):
                      "gnn_directed_edge_types"):  # fmt: skip
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"ContextGraphConfig.{name} must be True or False, got {getattr(self, name)!r}.")
+        if (self.token_embedder == "luke") != (self.ablation == "luke"):
+            raise ValueError(
+                f"ContextGraphConfig.token_embedder={self.token_embedder!r} and ablation={self.ablation!r} disagree: "
+                "the 'luke' embedder is the ablation='luke' preset, the 'gesa' embedder any other."
+            )
         if self.graph_preset is not None:
             changed = {key: getattr(self, key) for key, value in CONTEXT_GRAPH_PRESETS[self.graph_preset].items()
                        if getattr(self, key) != value}  # fmt: skip
@@ -188,6 +250,12 @@ class ContextGraphConfig(GesaConfig):
                     f"ContextGraphConfig.graph_preset={self.graph_preset!r} no longer holds: {changed} differ from the "
                     "preset; set graph_preset=None for a custom combination."
                 )
+
+    @classmethod
+    def luke_conversion_is_exact(cls, overrides: dict[str, Any]) -> bool:
+        """A LUKE conversion with these overrides embeds with LUKE's encoder as pre-trained (`token_embedder="luke"`,
+        the default): LUKE's own queries and absolute positions kept, nothing newly initialised."""
+        return overrides.get("token_embedder", "luke") == "luke"
 
     @classmethod
     def from_preset(cls, name: str, **kwargs: Any) -> ContextGraphConfig:
@@ -202,8 +270,11 @@ __all__ = [
     "MESSAGE_PASSING",
     "NUM_EDGE_KINDS",
     "NUM_NODE_TYPES",
+    "SAGE_AGGREGATIONS",
     "SDP_EDGE_EMBEDDINGS",
     "SENTENCE_NODES",
     "SUMMARISERS",
+    "TOKEN_EMBEDDERS",
     "ContextGraphConfig",
+    "summariser_heads",
 ]

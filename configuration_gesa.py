@@ -342,6 +342,12 @@ class GesaConfig(PreTrainedConfig):
         return NUM_CONTEXT_EDGE_KINDS
 
     @classmethod
+    def luke_conversion_is_exact(cls, overrides: dict[str, Any]) -> bool:
+        """Whether a LUKE conversion (`from_luke_pretrained`) with these config overrides is LUKE itself
+        (`ablation="luke"`): then LUKE's entity-aware queries are kept rather than replaced by its word query."""
+        return overrides.get("ablation") == "luke"
+
+    @classmethod
     def from_ablation(cls, name: str, **kwargs: Any) -> "GesaConfig":
         """A config for one row of the paper's ablation tables (`ABLATION_PRESETS`)."""
         return cls(ablation=name, **kwargs)

@@ -49,7 +49,8 @@ def convert_luke_checkpoint(
     transformers LUKE checkpoint (`LukeModel` or any `LukeFor*`).
 
     LUKE's word `query` is copied into all four query matrices (paper 4.1) unless `keep_entity_aware_queries`
-    (default: only with `ablation="luke"`, which means exactly LUKE, entity-aware queries and all);
+    (default: only for LUKE itself, `ablation="luke"` or a KAR / ERNIE with its default LUKE backbone, entity-aware
+    queries and all: `config_class.luke_conversion_is_exact`);
     key/value/output/FFN/LayerNorm/embeddings map one to one; absolute position
     tables are dropped unless `use_absolute_position_embeddings=True`; label tables and heads start fresh.
     `entity_rows` keeps only those rows of LUKE's entity table (in that order; e.g. `[PAD]`, `[UNK]`,
@@ -94,7 +95,8 @@ def convert_luke_checkpoint(
         "pad_token_id bos_token_id eos_token_id"
     ).split()
     config_kwargs = {name: getattr(luke_config, name) for name in fields if hasattr(luke_config, name)}
-    exactly_luke = config_overrides.get("ablation") == "luke"
+    # ablation="luke", or a variant whose default backbone is LUKE (KAR, ERNIE: `VariantBackboneConfig`)
+    exactly_luke = cls.config_class.luke_conversion_is_exact(config_overrides)
     if not exactly_luke:
         config_kwargs["use_entity_aware_attention"] = True  # the four typed queries of Eq. 1
     if keep_entity_aware_queries is None:

@@ -387,6 +387,8 @@ def fused_attention(
     H = q_to_word.size(1)
     plan = cached_plan(tokens, ("dense", L, H, q_to_word.dtype), lambda: dense_plan(tokens, L, H, q_to_word.dtype))
     q_entity = None if q_to_entity is q_to_word or key.size(2) == L else q_to_entity
+    if table is not None:  # mixed precision leaves the table in float32: its gradient flows back through the cast
+        table = table.to(q_to_word.dtype)
     return FusedAttention.apply(q_to_word, q_entity, key, value, table, plan, dropout_p)
 
 

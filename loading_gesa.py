@@ -17,7 +17,7 @@ the weights, and the tokenizer read without running remote code.
 A truncated ``model.safetensors`` (an interrupted save or copy) makes the safetensors library fail with
 ``incomplete metadata`` and no path; ``weights_problem`` reads the headers only and says which file is damaged and
 how. Used by ``GesaPreTrainedModel.from_pretrained`` (every model class of the package) and by the scripts' resume
-checks. ``load_tokenizer`` reads a checkpoint's tokenizer without running (or asking to run) its remote code;
+checks; ``checkpoint_weight_names`` lists the parameters a folder holds from the same headers. ``load_tokenizer`` reads a checkpoint's tokenizer without running (or asking to run) its remote code;
 ``forget_remote_head_mapping`` keeps one checkpoint's head from standing in for another's in later ``Auto*`` loads.
 
 Code files: ``PreTrainedModel.save_pretrained`` copies the model's module and its relative imports (transformers'
@@ -87,7 +87,15 @@ def safetensors_problem(path: Path) -> str | None:
 
 
 def weights_problem(folder: Path) -> str | None:
-    """What makes the weights of a checkpoint folder unloadable (missing, truncated, a missing shard), or ``None``."""
+    """What makes the weights of a checkpoint folder unloadable (missing, truncated, a missing shard), or ``None``.
+    A system of models saved as one folder (its ``config.json`` names ``components``: the paper's HotpotQA system)
+    keeps its weights in the components' sub-folders: the first damaged one is named."""
+    components = _components_of(folder)
+    if components:
+        for name in components:
+            if (problem := weights_problem(folder / name)) is not None:
+                return f"its {name} model: {problem}"
+        return None
     present = [name for name in WEIGHTS_NAMES if (folder / name).is_file()]
     if not present:
         return f"{folder} has no weights file ({', '.join(WEIGHTS_NAMES[::2])})"
@@ -105,6 +113,34 @@ def weights_problem(folder: Path) -> str | None:
             if shard.endswith(".safetensors") and (problem := safetensors_problem(folder / shard)):
                 return problem
     return None
+
+
+def checkpoint_weight_names(folder: Path) -> set[str] | None:
+    """The parameter names a local checkpoint folder's safetensors weights hold (read from the headers alone), or
+    ``None`` where they cannot be read so cheaply (a Hub id, ``pytorch_model.bin``, a damaged file)."""
+    folder = Path(folder)
+    files = [folder / "model.safetensors"] if (folder / "model.safetensors").is_file() else []
+    index = folder / "model.safetensors.index.json"
+    if not files and index.is_file():
+        try:
+            return set(json.loads(index.read_text(encoding="utf-8"))["weight_map"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    if not files or safetensors_problem(files[0]) is not None:
+        return None
+    with files[0].open("rb") as handle:
+        size = int.from_bytes(handle.read(8), "little")
+        return {name for name in json.loads(handle.read(size)) if name != "__metadata__"}
+
+
+def _components_of(folder: Path) -> list[str]:
+    """The sub-folder names a system checkpoint's ``config.json`` lists as ``components`` (none for a model)."""
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    components = config.get("components") if isinstance(config, dict) else None
+    return [str(name) for name in components] if isinstance(components, dict) else []
 
 
 def refuse_damaged_weights(name_or_path: str | os.PathLike, subfolder: str = "") -> None:
@@ -226,7 +262,9 @@ def save_pretrained_with_pipeline(
     save(save_directory, *args, **kwargs)
     if kwargs.get("is_main_process", args[0] if args else True):
         for path in files:
-            shutil.copyfile(path, Path(save_directory) / path.name)
+            target = Path(save_directory) / path.name
+            if not (target.exists() and target.resolve() == path.resolve()):  # saved back where it was loaded from
+                shutil.copyfile(path, target)
         save_knowledge_files(model, save_directory)
 
 
@@ -281,6 +319,7 @@ __all__ = [
     "checkpoint_pipeline",
     "forget_remote_head_mapping",
     "load_tokenizer",
+    "checkpoint_weight_names",
     "refuse_damaged_weights",
     "safetensors_problem",
     "save_knowledge_files",

@@ -15,15 +15,16 @@
 
 Read top to bottom as the thesis's pipeline (figure 3.2), on a batch of graphs flattened into one node set:
 
-1. token embedding (3.2.1, eqs. 3.1-3.3): the LUKE/GESA word encoder run on every text separately (the query, each
-   document, each candidate): `(T, L)` token ids -> `(T, L, f)`; frozen unless `freeze_word_encoder=False`;
+1. token embedding (3.2.1, eqs. 3.1-3.3): the word encoder run on every text separately (the query, each document,
+   each candidate): `(T, L)` token ids -> `(T, L, f)`; by default LUKE's encoder exactly as pre-trained (absolute
+   positions and all, `token_embedder="luke"`) and frozen, as the thesis's GloVe / BERT;
 2. co-attention (3.2.2, algorithm 2, eq. 3.7): each node's token span `X_t` plus the context type embedding,
    concatenated with its query's tokens plus the query type embedding, through a Transformer encoder `Trans_c`;
    the first `l_t` outputs are kept;
 3. summariser (3.2.3, eqs. 3.8/3.9) `Trans_s`, or the switch-summariser (3.2.4, eq. 3.10)
    `Trans_r(X) + Trans_g(LayerNorm(X + T^r))`; the first output is the node's initial state `h^1`;
-4. GNN encoding (3.3): `gnn_num_layers` layers (one shared weight set, or one each), each a core (message and
-   aggregation, 3.3.1: Switch, Edge, SAGE, GAT, SDP) and an update function (3.3.2: `Gate(TUF(asymmetry))`),
+4. GNN encoding (3.3): `gnn_num_layers` layers (one shared weight set, or one each; 0: no GNN), each a core (message
+   and aggregation, 3.3.1: Switch, Edge, SAGE, GAT, SDP) and an update function (3.3.2: `Gate(TUF(asymmetry))`),
    computed over the edge list (`index_add`, linear in edges) or over `(N, N)` matrices (`gnn_message_passing`);
 5. output (3.4, eq. 2.62): `score_c = MLP_c(h_c) + max_{e in E_c} MLP_e(h_e)`, two-layer tanh MLPs of width f/2
    (eq. 2.63), softmax over the query's candidates and cross-entropy.
@@ -71,13 +72,14 @@ class ContextGraphOutput(ModelOutput):
 
 
 def transformer_encoder(config: ContextGraphConfig, layers: int) -> nn.TransformerEncoder:
-    """A standard Transformer encoder (the thesis uses PyTorch's) of model dimension `hidden_size`."""
+    """A standard Transformer encoder of model dimension `hidden_size`: PyTorch's, as the thesis's (its ReLU; the
+    feed-forward width is the word encoder's `intermediate_size`)."""
     layer = nn.TransformerEncoderLayer(
         config.hidden_size,
         config.summariser_num_heads,
         dim_feedforward=config.intermediate_size,
         dropout=config.graph_dropout,
-        activation="gelu",
+        activation="relu",
         batch_first=True,
     )
     return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
@@ -189,6 +191,12 @@ class GnnCore(nn.Module):
 
     `forward(states, senders, receivers, kinds)` over the edge list (`j -> i` per edge) or `dense(states, kinds)`
     over the `(N, N)` kind matrix (`kinds[i, j]` the edge type of `j -> i`, -1: no edge); both give `A` `(N, f)`.
+
+    The GAT-Core is the one the thesis ran (4.1, footnote 10: PyTorch Geometric's `GATConv` with edge features):
+    every node its own neighbour (2.5.2.2: "i in N(i)"; the self-loop's edge feature the mean of the node's incoming
+    ones, `GATConv`'s `fill_value="mean"`), `gnn_num_heads` heads each of full width f (`W_v` maps f -> H f), the
+    edge-type embedding in the attention logits (`a_e . W_e V_ij`, `GATConv`'s `edge_dim` form), and the heads joined
+    by `W_m` (eq. 2.33). The SDP-Core is PyTorch's multi-head attention (4.1): heads split f, an output projection.
     """
 
     def __init__(self, config: ContextGraphConfig) -> None:
@@ -196,31 +204,45 @@ class GnnCore(nn.Module):
         self.core = config.gnn_core
         size = config.hidden_size
         self.num_heads = config.gnn_num_heads if self.core in ("gat", "sdp") else 1
-        self.head_size = size // self.num_heads
+        # GAT: full-width heads (eq. 2.33); SDP: the Transformer's split heads
+        self.head_size = size if self.core == "gat" else size // self.num_heads
+        self.sage_mean = config.gnn_sage_aggregation == "mean"
         # table 5.18: each edge type read in each direction has its own embedding (types K..2K-1: backwards)
         self.num_kinds = num_kinds = NUM_EDGE_KINDS * (2 if config.gnn_directed_edge_types else 1)
         # the SDP-Core's edge embeddings: K-type (eq. 3.18, in the keys), V-type (in the messages) or both (table 5.11)
         self.key_edges = self.core == "sdp" and "k" in config.gnn_sdp_edge_embeddings
-        self.value_edges = self.core in ("edge", "sage", "gat") or "v" in config.gnn_sdp_edge_embeddings
+        self.value_edges = self.core in ("edge", "sage") or (
+            self.core == "sdp" and "v" in config.gnn_sdp_edge_embeddings
+        )
         if self.core == "switch":  # eq. 2.40: one W^r per edge type
-            self.value_edges = False
             self.relation_weights = nn.Parameter(torch.empty(num_kinds, size, size))
             nn.init.normal_(self.relation_weights, std=config.initializer_range)
-        if self.core in ("edge", "gat", "sdp"):
+        if self.core in ("edge", "sdp"):
             self.value = nn.Linear(size, size)  # W_v
-        if self.value_edges:  # V-type (eq. 3.11)
+        if self.value_edges or self.core == "gat":  # V-type (eq. 3.11); GAT: the edge feature of its logits
             self.edge_embeddings = nn.Embedding(num_kinds, size)
         if self.key_edges:  # K-type (eq. 3.18)
             self.key_edge_embeddings = nn.Embedding(num_kinds, size)
         if self.core == "gat":
-            self.attention = nn.Parameter(torch.empty(2, self.num_heads, self.head_size))  # W_a of eq. 2.27
+            width = self.num_heads * size
+            self.value = nn.Linear(size, width, bias=False)  # W_v of eqs. 2.27 / 2.29, one f-wide block per head
+            self.edge_projection = nn.Linear(size, width, bias=False)  # W_e: GATConv's lin_edge
+            # W_a of eq. 2.27 split into its receiver, sender and edge parts (GATConv's att_dst, att_src, att_edge)
+            self.attention = nn.Parameter(torch.empty(3, self.num_heads, size))
             nn.init.normal_(self.attention, std=config.initializer_range)
+            self.output = nn.Linear(width, size)  # W_m of eq. 2.33
         if self.core == "sdp":
             self.query = nn.Linear(size, size)
             self.key = nn.Linear(size, size)
+            self.output = nn.Linear(size, size)  # the output projection of PyTorch's multi-head attention
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         return x.view(*x.shape[:-1], self.num_heads, self.head_size)
+
+    def gat_edge_scores(self) -> torch.Tensor:
+        """`a_e . W_e V_k` for every edge type `k`: `(K, H)` (the edge part of eq. 2.27's logit, linear in `V`)."""
+        edges = self._heads(self.edge_projection(self.edge_embeddings.weight))  # (K, H, f)
+        return (edges * self.attention[2]).sum(-1)
 
     def forward(
         self, states: torch.Tensor, senders: torch.Tensor, receivers: torch.Tensor, kinds: torch.Tensor
@@ -239,17 +261,24 @@ class GnnCore(nn.Module):
             messages = transformed[kinds, senders] / per_kind[slots][:, None]
             return states.new_zeros(states.shape).index_add(0, receivers, messages) / per_node
         if self.core in ("edge", "sage"):
-            # eqs. 3.12/3.13 (W_v h_j + V_ij) and 3.14/3.15 (h_j + V_ij), mean over the neighbours
+            # eqs. 3.12/3.13 (W_v h_j + V_ij, mean) and 3.14/3.15 (h_j + V_ij, summed; or the mean)
             sent = self.value(states) if self.core == "edge" else states
             messages = sent[senders] + self.edge_embeddings(kinds)
-            return states.new_zeros(states.shape).index_add(0, receivers, messages) / per_node
+            total = states.new_zeros(states.shape).index_add(0, receivers, messages)
+            return total if self.core == "sage" and not self.sage_mean else total / per_node
         values = self._heads(self.value(states))  # (N, H, d)
         if self.core == "gat":
-            # eqs. 3.16/3.17 with 2.27/2.28: alpha = softmax_j LeakyReLU(a_1 . W_v h_i + a_2 . W_v h_j)
+            # eqs. 3.16/3.17 with 2.27/2.28 over N(i) and i itself: alpha = softmax_j LeakyReLU(a_r . W_v h_i +
+            # a_s . W_v h_j + a_e . W_e V_ij); the self-loop's V is the mean of i's incoming V (linear: so is its term)
+            kind_scores = self.gat_edge_scores()  # (K, H)
+            edge_term = kind_scores[kinds]  # (M, H)
+            self_term = states.new_zeros(num_nodes, self.num_heads).index_add(0, receivers, edge_term) / per_node
+            nodes = torch.arange(num_nodes, device=states.device)
+            senders, receivers = torch.cat([senders, nodes]), torch.cat([receivers, nodes])
             own = (values * self.attention[0]).sum(-1)
             other = (values * self.attention[1]).sum(-1)
-            scores = F.leaky_relu(own[receivers] + other[senders], 0.2)  # (M, H)
-            messages = values[senders] + self._heads(self.edge_embeddings(kinds))
+            scores = F.leaky_relu(own[receivers] + other[senders] + torch.cat([edge_term, self_term]), 0.2)
+            messages = values[senders]  # eq. 2.29: W_v h_j (GATConv: the edge feature enters the logits only)
         else:
             # eqs. 3.19/3.20 with 2.15/2.16: alpha = softmax_j (W_q h_i) . (W_k h_j + K_ij) / sqrt(d)
             queries = self._heads(self.query(states))
@@ -262,14 +291,17 @@ class GnnCore(nn.Module):
                 messages = messages + self._heads(self.edge_embeddings(kinds))
         weights = segment_softmax(scores, receivers, num_nodes)
         out = values.new_zeros(values.shape).index_add(0, receivers, weights[..., None] * messages)
-        return out.reshape(num_nodes, -1)
+        if self.core == "sdp":  # a node without in-edges gets A = 0, as under the other cores
+            return self.output(out.reshape(num_nodes, -1)) * (degree > 0)[:, None]
+        return self.output(out.reshape(num_nodes, -1))  # eq. 2.33: concatenated heads, W_m
 
     def dense(self, states: torch.Tensor, kinds: torch.Tensor) -> torch.Tensor:
         """Dense message passing: `(N, f)` states and the `(N, N)` edge-type matrix -> `A` `(N, f)`; the edge
         embeddings are the thesis's `(N, N, f)` tensors (eqs. 3.11, 3.18), so memory grows with `N^2`."""
         adjacency = kinds >= 0
         onehot = F.one_hot(kinds.clamp(min=0), self.num_kinds).to(states.dtype) * adjacency[..., None]  # (N, N, K)
-        per_node = adjacency.sum(dim=1, keepdim=True).clamp(min=1).to(states.dtype)
+        degree = adjacency.sum(dim=1, keepdim=True).to(states.dtype)
+        per_node = degree.clamp(min=1)
         if self.core == "switch":
             per_kind = onehot.sum(dim=1).clamp(min=1)  # |E_i^r|: (N, K)
             transformed = torch.einsum("nf,kfg->kng", states, self.relation_weights)
@@ -277,29 +309,32 @@ class GnnCore(nn.Module):
         if self.core in ("edge", "sage"):
             sent = self.value(states) if self.core == "edge" else states
             embedded = self.edge_embeddings(kinds.clamp(min=0)) * adjacency[..., None]  # V: (N, N, f)
-            return (adjacency.to(states.dtype) @ sent + embedded.sum(dim=1)) / per_node
+            total = adjacency.to(states.dtype) @ sent + embedded.sum(dim=1)
+            return total if self.core == "sage" and not self.sage_mean else total / per_node
         values = self._heads(self.value(states))  # (N, H, d)
-        if self.value_edges:
-            edge_heads = self._heads(self.edge_embeddings(kinds.clamp(min=0)))  # V: (N, N, H, d)
         if self.core == "gat":
+            edge_term = torch.einsum("ijk,kh->hij", onehot, self.gat_edge_scores())  # (H, N, N)
+            self_term = edge_term.sum(dim=2) / per_node.T  # (H, N): the mean incoming edge term
+            eye = torch.eye(states.size(0), dtype=torch.bool, device=states.device)
+            edge_term = torch.where(eye, self_term[:, :, None], edge_term)
             own = (values * self.attention[0]).sum(-1)  # (N, H)
             other = (values * self.attention[1]).sum(-1)
-            scores = F.leaky_relu(own.T[:, :, None] + other.T[:, None, :], 0.2)  # (H, N, N)
-            weights = dense_softmax(scores, adjacency)
+            scores = F.leaky_relu(own.T[:, :, None] + other.T[:, None, :] + edge_term, 0.2)  # (H, N, N)
+            weights = dense_softmax(scores, adjacency | eye)
             out = torch.einsum("hij,jhd->ihd", weights, values)
+            return self.output(out.reshape(states.size(0), -1))
+        queries = self._heads(self.query(states))
+        keys = self._heads(self.key(states))
+        scores = torch.einsum("ihd,jhd->hij", queries, keys)
+        if self.key_edges:
+            key_heads = self._heads(self.key_edge_embeddings(kinds.clamp(min=0)))  # K: (N, N, H, d)
+            scores = scores + torch.einsum("ihd,ijhd->hij", queries, key_heads)
+        weights = dense_softmax(scores / self.head_size**0.5, adjacency)
+        out = torch.einsum("hij,jhd->ihd", weights, values)
+        if self.value_edges:
+            edge_heads = self._heads(self.edge_embeddings(kinds.clamp(min=0)))  # V: (N, N, H, d)
             out = out + torch.einsum("hij,ijhd->ihd", weights, edge_heads)
-        else:
-            queries = self._heads(self.query(states))
-            keys = self._heads(self.key(states))
-            scores = torch.einsum("ihd,jhd->hij", queries, keys)
-            if self.key_edges:
-                key_heads = self._heads(self.key_edge_embeddings(kinds.clamp(min=0)))  # K: (N, N, H, d)
-                scores = scores + torch.einsum("ihd,ijhd->hij", queries, key_heads)
-            weights = dense_softmax(scores / self.head_size**0.5, adjacency)
-            out = torch.einsum("hij,jhd->ihd", weights, values)
-            if self.value_edges:
-                out = out + torch.einsum("hij,ijhd->ihd", weights, edge_heads)
-        return out.reshape(states.size(0), -1)
+        return self.output(out.reshape(states.size(0), -1)) * (degree > 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,8 +367,8 @@ class GnnUpdate(nn.Module):
             self.combine = nn.Linear(2 * size, size)  # W_3
         if "tuf" in parts and self.tuf:
             self.tuf_norm = nn.LayerNorm(size, eps=config.layer_norm_eps)
-            self.tuf_mlp = nn.Sequential(
-                nn.Linear(size, config.intermediate_size), nn.GELU(), nn.Linear(config.intermediate_size, size)
+            self.tuf_mlp = nn.Sequential(  # MLP_l of eq. 2.13: one ReLU hidden layer (width: intermediate_size)
+                nn.Linear(size, config.intermediate_size), nn.ReLU(), nn.Linear(config.intermediate_size, size)
             )
             self.tuf_out_norm = nn.LayerNorm(size, eps=config.layer_norm_eps)
         if "gate" in parts and self.gate:
@@ -418,7 +453,10 @@ class ContextGraphEncoder(nn.Module):
         super().__init__()
         self.num_layers = config.gnn_num_layers
         shared = shared_parts(config)
-        if shared == LAYER_PARTS:
+        if self.num_layers == 0:  # no GNN: the summarised nodes are scored as they are
+            self.layers = nn.ModuleList()
+            self.shared_layer = None
+        elif shared == LAYER_PARTS:
             self.layers = nn.ModuleList([GnnLayer(config)])
             self.shared_layer = None
         else:
@@ -445,7 +483,8 @@ class ContextGraphEncoder(nn.Module):
 
 
 class ContextGraphWordEncoder(GesaModel):
-    """The token embedder (3.2.1): GESA's (or, with `ablation="luke"`, LUKE's) word encoder, words only."""
+    """The token embedder (3.2.1), words only: LUKE's encoder as pre-trained (`token_embedder="luke"`: the GESA
+    `ablation="luke"` preset, equal to `transformers.LukeModel`) or GESA's conversion (`"gesa"`)."""
 
     config_class = ContextGraphConfig
 
@@ -466,6 +505,8 @@ class ContextGraphForMultipleChoice(GesaPreTrainedModel):
         self.entity_scorer = Scorer(config.hidden_size)  # MLP_e
         self.post_init()
         self.freeze_word_encoder(config.freeze_word_encoder)
+        # set by `tasks_context_graph.FrozenEmbedderEpochs` for the first `freeze_word_encoder_epochs` epochs
+        self.word_encoder_held = False
 
     def _init_weights(self, module: nn.Module) -> None:
         super()._init_weights(module)
@@ -480,8 +521,9 @@ class ContextGraphForMultipleChoice(GesaPreTrainedModel):
         self.gesa.requires_grad_(not frozen)
 
     def embed_tokens(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Eqs. 3.1-3.3: every text through the word encoder on its own: `(T, L)` -> `(T, L, f)`."""
-        if not self.config.freeze_word_encoder:
+        """Eqs. 3.1-3.3: every text through the word encoder on its own: `(T, L)` -> `(T, L, f)`; a fixed embedder
+        (frozen, or held for its first epochs) runs in eval mode without gradients."""
+        if not (self.config.freeze_word_encoder or self.word_encoder_held):
             return self.gesa(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         training = self.gesa.training
         self.gesa.eval()  # a fixed embedder: no dropout either

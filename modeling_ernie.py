@@ -434,6 +434,29 @@ def denoising_entity_logits(
     return logits, loss
 
 
+def dea_accuracy_counts(
+    logits: torch.Tensor, candidates: torch.Tensor, dea_labels: torch.Tensor
+) -> tuple[float, float, int]:
+    """dEA's accuracy over the words with a target, and chance on the same words: `(hits, chance, words)` where a hit
+    is a word whose highest-scoring candidate is its entity (the same KB row: an entity aligned twice counts either
+    slot) and chance sums, per word, the share of the sequence's candidates that are its entity (a uniform guess).
+
+    Args:
+        logits: `(B, L, N)` (`denoising_entity_logits`). candidates: `(B, N)` KB rows, -1 padded.
+        dea_labels: `(B, L)` candidate index per word, -100 elsewhere.
+    """
+    rows, words = (dea_labels != -100).nonzero(as_tuple=True)
+    if rows.numel() == 0:
+        return 0.0, 0.0, 0
+    gold = candidates[rows, dea_labels[rows, words]]  # (W,) KB rows
+    row_candidates = candidates[rows]  # (W, N)
+    scores = logits[rows, words].masked_fill(row_candidates < 0, float("-inf"))
+    predicted = row_candidates.gather(1, scores.argmax(-1, keepdim=True))[:, 0]
+    same = (row_candidates == gold[:, None]).sum(-1).float()
+    valid = (row_candidates >= 0).sum(-1).clamp(min=1).float()
+    return float((predicted == gold).sum()), float((same / valid).sum()), int(rows.numel())
+
+
 @dataclass
 class ErnieDeaOutput(ModelOutput):
     """
@@ -506,5 +529,6 @@ __all__ = [
     "ErnieModelOutput",
     "ErniePreTrainedModel",
     "corrupt_entity_alignments",
+    "dea_accuracy_counts",
     "denoising_entity_logits",
 ]

@@ -28,22 +28,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers.activations import ACT2FN
-from transformers.models.luke.modeling_luke import LukeLMHead
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
 from .loading_gesa import PipelineSpec
-from .modeling_ernie import ErnieModel, ErniePreTrainedModel, denoising_entity_logits
-from .modeling_gesa import GesaInputs, GesaPooler, with_inputs_of
+from .modeling_ernie import ErnieModel, ErniePreTrainedModel, dea_accuracy_counts, denoising_entity_logits
+from .modeling_gesa import GesaInputs, with_inputs_of
 from .modeling_gesa_entity import (
     GesaEntityHeadBase,
     GesaForEntityClassification,
     GesaForEntityPairClassification,
     GesaForEntitySpanClassification,
-    classification_loss,
+    MaskedLmNspHeads,
 )
 from .modeling_variants import knowledge_table
 
@@ -92,46 +90,24 @@ class ErniePreTrainingOutput(ModelOutput):
     nsp_logits: torch.FloatTensor | None = None
 
 
-class ErnieForPreTraining(ErniePreTrainedModel, GesaEntityHeadBase):
-    """ERNIE's pre-training on its encoder: masked language modelling (`lm_head`, LUKE's, tied to the word table),
-    next-sentence prediction (BERT's: `seq_relationship` on the pooled `<s>` state, `nsp_pooler`; for batches of
-    sentence pairs `<s> A </s></s> B </s>`) and the denoising entity auto-encoder (dEA: `p(e_j | w_i) =
-    softmax_j(linear(w_i) . e_j)` over the sequence's entities, `linear` = dense + act + LayerNorm into the entity
-    dimension); `loss = mlm_loss + nsp_loss + dea_loss` (those whose labels are given). While training, each loss is
-    kept (`pop_logged_losses`) for the driver's log.
+class ErnieForPreTraining(MaskedLmNspHeads, ErniePreTrainedModel, GesaEntityHeadBase):
+    """ERNIE's pre-training on its encoder: masked language modelling and next-sentence prediction (BERT's heads,
+    `MaskedLmNspHeads`) and the denoising entity auto-encoder (dEA: `p(e_j | w_i) = softmax_j(linear(w_i) . e_j)` over
+    the sequence's entities, `linear` = dense + act + LayerNorm into the entity dimension); `loss = mlm_loss +
+    nsp_loss + dea_loss` (those whose labels are given). While training, each loss is kept (`pop_logged_losses`) for
+    the driver's log; while evaluating, dEA's accuracy and chance on the same words (`modeling_ernie.dea_accuracy_counts`,
+    `pop_evaluation_metrics`: percent).
     """
 
     base_model_class = ErnieModel
-    luke_class_name = "LukeForMaskedLM"
-    luke_head_modules = ("lm_head",)
-    min_entities = 0
-    _tied_weights_keys = {
-        "lm_head.decoder.weight": "gesa.embeddings.word_embeddings.weight",
-        "lm_head.bias": "lm_head.decoder.bias",
-    }
 
     def __init__(self, config: object) -> None:
         super().__init__(config)
-        self.lm_head = LukeLMHead(config)
+        self.build_pretraining_heads(config)
         self.transform = nn.Linear(config.hidden_size, config.entity_emb_size)
         self.transform_act = ACT2FN[config.hidden_act]
         self.LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
-        self.nsp_pooler = GesaPooler(config)
-        self.seq_relationship = nn.Linear(config.hidden_size, 2)
-        self.logged_losses: dict[str, list[float]] = {}
         self.post_init()
-
-    def get_output_embeddings(self) -> nn.Linear:
-        return self.lm_head.decoder
-
-    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
-        self.lm_head.decoder = new_embeddings
-
-    def pop_logged_losses(self) -> dict[str, float]:
-        """The mean of each loss over the training steps since the last call (`{"mlm_loss": ..., "dea_loss": ...}`)."""
-        means = {name: sum(values) / len(values) for name, values in self.logged_losses.items() if values}
-        self.logged_losses = {}
-        return means
 
     @can_return_tuple
     @with_inputs_of(ErnieModel.forward)
@@ -159,14 +135,8 @@ class ErnieForPreTraining(ErniePreTrainedModel, GesaEntityHeadBase):
             **kwargs,
         )
         words = outputs.last_hidden_state
-        logits = self.lm_head(words)
-        mlm_loss = dea_loss = dea_logits = None
-        if labels is not None:
-            if labels.shape != logits.shape[:2]:
-                raise ValueError(
-                    f"labels has shape {tuple(labels.shape)}; it must be input_ids' {tuple(logits.shape[:2])}."
-                )
-            mlm_loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
+        logits, mlm_loss, nsp_logits, nsp_loss = self.masked_lm_and_nsp(words, labels, next_sentence_label)
+        dea_loss = dea_logits = None
         candidates = dea_candidate_ids if dea_candidate_ids is not None else ernie_entity_ids
         if candidates is not None:
             projected = self.LayerNorm(self.transform_act(self.transform(words)))  # (B, L, E_kb)
@@ -175,23 +145,12 @@ class ErnieForPreTraining(ErniePreTrainedModel, GesaEntityHeadBase):
             )
         elif dea_labels is not None:
             raise ValueError("dea_labels were given without dea_candidate_ids (or ernie_entity_ids).")
-        nsp_logits = self.seq_relationship(self.nsp_pooler(words))
-        nsp_loss = None
-        if next_sentence_label is not None:
-            if next_sentence_label.shape != nsp_logits.shape[:1]:
-                raise ValueError(
-                    f"next_sentence_label has shape {tuple(next_sentence_label.shape)}; it must be (batch,) = "
-                    f"{tuple(nsp_logits.shape[:1])}, 0 (the second sentence follows) or 1 (a random one)."
-                )
-            nsp_loss = classification_loss(nsp_logits, next_sentence_label.to(nsp_logits.device), 1)
-        losses = {"mlm_loss": mlm_loss, "nsp_loss": nsp_loss, "dea_loss": dea_loss}
-        if self.training:
-            for name, value in losses.items():
-                if value is not None:
-                    self.logged_losses.setdefault(name, []).append(float(value.detach()))
-        given = [value for value in losses.values() if value is not None]
+        loss = self.log_losses({"mlm_loss": mlm_loss, "nsp_loss": nsp_loss, "dea_loss": dea_loss})
+        if not self.training and dea_labels is not None and dea_logits is not None:
+            hits, chance, words = dea_accuracy_counts(dea_logits, candidates, dea_labels)
+            self.count_for_evaluation({"dea_accuracy": hits, "dea_chance": chance}, words)
         return ErniePreTrainingOutput(
-            loss=sum(given[1:], given[0]) if given else None,
+            loss=loss,
             mlm_loss=mlm_loss,
             nsp_loss=nsp_loss,
             dea_loss=dea_loss,

@@ -43,7 +43,14 @@ from transformers.utils import ModelOutput, can_return_tuple, logging
 
 from .checks_gesa import IGNORE_INDEX, check_binary_targets, check_class_labels, ignored_loss
 from .loading_gesa import PipelineSpec
-from .modeling_gesa import GesaInputs, GesaModel, GesaPreTrainedModel, classifier_dropout, with_inputs_of
+from .modeling_gesa import (
+    GesaInputs,
+    GesaModel,
+    GesaPooler,
+    GesaPreTrainedModel,
+    classifier_dropout,
+    with_inputs_of,
+)
 
 logger = logging.get_logger(__name__)
 
@@ -70,9 +77,16 @@ def copy_luke_head(
     config_kwargs = {}
     if getattr(model.config, "num_labels", None) is not None and luke_class_name != "LukeForMaskedLM":
         config_kwargs["num_labels"] = model.config.num_labels
-    luke, loading = luke_class.from_pretrained(
-        pretrained_model_name_or_path, output_loading_info=True, **config_kwargs, **hub_kwargs
-    )
+    # quietly: a checkpoint without the head (a `LukeModel`) is expected here, and its "missing" head and untied
+    # decoder are reported once by the conversion (`luke_conversion_info`), not as a corrupted checkpoint
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        luke, loading = luke_class.from_pretrained(
+            pretrained_model_name_or_path, output_loading_info=True, **config_kwargs, **hub_kwargs
+        )
+    finally:
+        logging.set_verbosity(verbosity)
     missing = set(loading.get("missing_keys", []))
     tied = set(getattr(luke, "_tied_weights_keys", None) or {})
     copied = []
@@ -415,6 +429,86 @@ class GesaForMaskedLM(GesaEntityHeadBase):
         )
 
 
+class MaskedLmNspHeads:
+    """BERT's pre-training heads on an entity-head model (KnowBERT-KAR's and ERNIE's pre-training): masked language
+    modelling (`lm_head`, LUKE's, tied to the word table) and next-sentence prediction (`seq_relationship` on the
+    pooled `<s>` state, `nsp_pooler`, for batches of sentence pairs `<s> A </s></s> B </s>`); the model's own
+    objective is added by the subclass. While training, each loss is kept for the driver's log (`log_losses`,
+    `pop_logged_losses`)."""
+
+    luke_class_name = "LukeForMaskedLM"
+    luke_head_modules = ("lm_head",)
+    min_entities = 0
+    _tied_weights_keys = {
+        "lm_head.decoder.weight": "gesa.embeddings.word_embeddings.weight",
+        "lm_head.bias": "lm_head.decoder.bias",
+    }
+
+    def build_pretraining_heads(self, config: Any) -> None:
+        self.lm_head = LukeLMHead(config)
+        self.nsp_pooler = GesaPooler(config)
+        self.seq_relationship = nn.Linear(config.hidden_size, 2)
+        self.logged_losses: dict[str, list[float]] = {}
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.lm_head.decoder
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.lm_head.decoder = new_embeddings
+
+    def masked_lm_and_nsp(
+        self, words: torch.Tensor, labels: torch.Tensor | None, next_sentence_label: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor | None]:
+        """`(logits (B, L, V), mlm_loss, nsp_logits (B, 2), nsp_loss)` from the word states `(B, L, D)`; `labels`
+        `(B, L)` word ids at masked words (-100 elsewhere), `next_sentence_label` `(B,)` 0 when the second sentence
+        follows the first, 1 when it is a random one (BERT's convention; -100 ignored)."""
+        logits = self.lm_head(words)
+        mlm_loss = nsp_loss = None
+        if labels is not None:
+            if labels.shape != logits.shape[:2]:
+                raise ValueError(
+                    f"labels has shape {tuple(labels.shape)}; it must be input_ids' {tuple(logits.shape[:2])}."
+                )
+            mlm_loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.to(logits.device).reshape(-1))
+        nsp_logits = self.seq_relationship(self.nsp_pooler(words))
+        if next_sentence_label is not None:
+            if next_sentence_label.shape != nsp_logits.shape[:1]:
+                raise ValueError(
+                    f"next_sentence_label has shape {tuple(next_sentence_label.shape)}; it must be (batch,) = "
+                    f"{tuple(nsp_logits.shape[:1])}, 0 (the second sentence follows) or 1 (a random one)."
+                )
+            nsp_loss = classification_loss(nsp_logits, next_sentence_label.to(nsp_logits.device), 1)
+        return logits, mlm_loss, nsp_logits, nsp_loss
+
+    def log_losses(self, losses: dict[str, torch.Tensor | None]) -> torch.Tensor | None:
+        """Keep each given loss for the log (while training); their sum, or `None` when none is given."""
+        if self.training:
+            for name, value in losses.items():
+                if value is not None:
+                    self.logged_losses.setdefault(name, []).append(float(value.detach()))
+        given = [value for value in losses.values() if value is not None]
+        return sum(given[1:], given[0]) if given else None
+
+    def pop_logged_losses(self) -> dict[str, float]:
+        """The mean of each loss over the training steps since the last call."""
+        means = {name: sum(values) / len(values) for name, values in self.logged_losses.items() if values}
+        self.logged_losses = {}
+        return means
+
+    def count_for_evaluation(self, hits: dict[str, float], total: int) -> None:
+        """Add an evaluation batch's counts (``{metric: hits}`` over ``total`` items) to ``pop_evaluation_metrics``'."""
+        counts = self.__dict__.setdefault("evaluation_counts", {})
+        for name, value in hits.items():
+            counts[name] = counts.get(name, 0.0) + value
+        counts[""] = counts.get("", 0) + total
+
+    def pop_evaluation_metrics(self) -> dict[str, float]:
+        """Each counted metric over the evaluation batches since the last call, in percent (none without items)."""
+        counts = self.__dict__.pop("evaluation_counts", {})
+        total = counts.pop("", 0)
+        return {name: 100.0 * value / total for name, value in counts.items()} if total else {}
+
+
 GesaForEntityClassification.register_for_auto_class("AutoModelForSequenceClassification")
 GesaForEntityPairClassification.register_for_auto_class("AutoModelForSequenceClassification")
 GesaForEntitySpanClassification.register_for_auto_class("AutoModelForTokenClassification")
@@ -426,6 +520,7 @@ __all__ = [
     "GesaForEntityPairClassification",
     "GesaForEntitySpanClassification",
     "GesaForMaskedLM",
+    "MaskedLmNspHeads",
     "classification_loss",
     "copy_luke_head",
 ]

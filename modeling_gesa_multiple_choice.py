@@ -30,6 +30,10 @@ models with absolute positions (``--variant luke``/``luke_graph``) on WikiHop's 
 
 LUKE-Graph's head is ``modeling_luke_graph_multiple_choice.LukeGraphForEntityMultipleChoice``.
 
+A checkpoint whose ``config.json`` names one ``choice_head`` while its weights hold the other is refused on loading
+(``ChoiceHeadMismatch``, naming the file, both heads and the fix): the named head would otherwise start fresh and
+score as the checkpoint.
+
 Flat module: copied next to every saved checkpoint (``AutoModelForMultipleChoice`` with ``trust_remote_code``), so it
 imports only its siblings.
 """
@@ -37,7 +41,9 @@ imports only its siblings.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -127,6 +133,34 @@ def check_choice_inputs(
         )
 
 
+# the weights of each head (their names' prefixes in the checkpoint)
+CHOICE_HEAD_WEIGHTS = {"hde": ("candidate_scorer.", "entity_scorer."), "query_candidate": ("classifier.",)}
+
+
+class ChoiceHeadMismatch(ValueError):
+    """A checkpoint's ``config.json`` names one ``choice_head``, its weights hold the other."""
+
+
+def choice_head_of_weights(names: Iterable[str]) -> str | None:
+    """The ``choice_head`` whose weights ``names`` (a checkpoint's parameter names) hold; ``None``: neither, or both."""
+    held = {head for head, prefixes in CHOICE_HEAD_WEIGHTS.items()
+            if any(name.startswith(prefixes) for name in names)}  # fmt: skip
+    return held.pop() if len(held) == 1 else None
+
+
+def check_choice_head(named: str, names: Iterable[str], where: str) -> None:
+    """``ChoiceHeadMismatch`` when the weights ``names`` of ``where`` (a checkpoint folder or id) hold the other
+    head than the ``named`` one of its config."""
+    held = choice_head_of_weights(names)
+    if held is not None and held != named:
+        raise ChoiceHeadMismatch(
+            f"{where}: config.json names choice_head={named!r}, but its weights hold the {held!r} head "
+            f"({', '.join(prefix + '*' for prefix in CHOICE_HEAD_WEIGHTS[held])}): loaded, it would score a freshly "
+            f'initialised {named!r} head. Set "choice_head": "{held}" in its config.json (the head its weights were '
+            "trained with)"
+        )
+
+
 class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
     """Multiple choice over candidate entities (WikiHop), on GESA (or LUKE with `ablation="luke"`).
 
@@ -144,6 +178,18 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
             self.candidate_scorer = Scorer(config.hidden_size)
             self.entity_scorer = Scorer(config.hidden_size)
             self.post_init()
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: Any, *args: Any, **kwargs: Any) -> Any:
+        """`from_pretrained`, refusing a checkpoint whose weights hold the other `choice_head` than its config names
+        (`ChoiceHeadMismatch`) instead of initialising the named head afresh."""
+        wants_info = kwargs.pop("output_loading_info", False)
+        model, info = super().from_pretrained(pretrained_model_name_or_path, *args, output_loading_info=True, **kwargs)
+        named = model.config.choice_head
+        missing = [name for name in info.get("missing_keys", ()) if name.startswith(CHOICE_HEAD_WEIGHTS[named])]
+        if missing:  # the named head was not in the file: which head was?
+            check_choice_head(named, info.get("unexpected_keys", ()), str(pretrained_model_name_or_path))
+        return (model, info) if wants_info else model
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         own_forward = "forward" in cls.__dict__
@@ -243,9 +289,13 @@ def extend_position_embeddings(model: nn.Module, max_position_embeddings: int) -
 GesaForEntityMultipleChoice.register_for_auto_class("AutoModelForMultipleChoice")
 
 __all__ = [
+    "CHOICE_HEAD_WEIGHTS",
     "WIKIHOP_TASK",
+    "ChoiceHeadMismatch",
     "EntityMultipleChoiceOutput",
     "GesaForEntityMultipleChoice",
+    "check_choice_head",
+    "choice_head_of_weights",
     "extend_position_embeddings",
     "multiple_choice_logits",
 ]

@@ -11,7 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The entity-task heads on KnowBERT-KAR's encoder: entity typing, relation and span (NER) classification.
+"""The entity-task heads on KnowBERT-KAR's encoder: entity typing, relation and span (NER) classification, and
+KnowBERT's pre-training of the KAR block (`KarForPreTraining`: masked words + next-sentence prediction + `L_EL`).
 
 Each is GESA's head (``modeling_gesa_entity``) with KnowBERT-KAR's pre-trained base and encoder (``base_model_class``); the
 forward is GESA's, its signature also naming the knowledge inputs (``kar_mention_spans``, ``kar_candidate_ids``, ``kar_candidate_priors``,
@@ -24,14 +25,20 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
-from transformers.utils import ModelOutput
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, can_return_tuple
 
 from .loading_gesa import PipelineSpec
+from .modeling_gesa import GesaInputs, with_inputs_of
 from .modeling_gesa_entity import (
+    GesaEntityHeadBase,
     GesaForEntityClassification,
     GesaForEntityPairClassification,
     GesaForEntitySpanClassification,
+    MaskedLmNspHeads,
 )
 from .modeling_kar import KarModel, KarPreTrainedModel
 
@@ -83,13 +90,116 @@ class KarForEntitySpanClassification(KarEntityHead, KarPreTrainedModel, GesaForE
     )
 
 
+def linking_accuracy_counts(
+    scores: torch.Tensor, candidate_ids: torch.Tensor, priors: torch.Tensor | None, gold: torch.Tensor
+) -> tuple[dict[str, float], int]:
+    """Over the mentions with a gold candidate (`gold >= 0`): how many the linker (highest `psi`) and the prior alone
+    (highest prior) link to the gold entity (the same KB row, or NULL), and how many mentions there are."""
+    rows, mentions = (gold >= 0).nonzero(as_tuple=True)
+    if rows.numel() == 0:
+        return {}, 0
+    ids = candidate_ids[rows, mentions]  # (M, K)
+    target = ids.gather(1, gold[rows, mentions][:, None])[:, 0]
+    valid = ids != -1
+    hits = {
+        "linking_accuracy": ids.gather(
+            1, scores[rows, mentions].masked_fill(~valid, float("-inf")).argmax(-1, keepdim=True)
+        )
+    }
+    if priors is not None:
+        hits["linking_prior_accuracy"] = ids.gather(
+            1, priors[rows, mentions].masked_fill(~valid, float("-inf")).argmax(-1, keepdim=True)
+        )
+    return {name: float((picked[:, 0] == target).sum()) for name, picked in hits.items()}, int(rows.numel())
+
+
+@dataclass
+class KarPreTrainingOutput(ModelOutput):
+    """
+    Args:
+        loss: `mlm_loss + nsp_loss + kar_linking_loss_weight * linking_loss` (those given).
+        mlm_loss: cross-entropy of the masked words (`labels`).
+        nsp_loss: cross-entropy of next-sentence prediction (`next_sentence_label`), when the batch has pairs.
+        linking_loss: KnowBERT's `L_EL` over the mentions with gold links (`kar_gold_candidates`).
+        logits: `(B, L, V)` word logits. nsp_logits: `(B, 2)`.
+        linking_scores: `(B, C, K)` the linker's `psi`.
+    """
+
+    loss: torch.FloatTensor | None = None
+    mlm_loss: torch.FloatTensor | None = None
+    nsp_loss: torch.FloatTensor | None = None
+    linking_loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    nsp_logits: torch.FloatTensor | None = None
+    linking_scores: torch.FloatTensor | None = None
+
+
+class KarForPreTraining(MaskedLmNspHeads, KarPreTrainedModel, GesaEntityHeadBase):
+    """KnowBERT's pre-training of the KAR block (seed 004, "the entity linkers and self-supervised language modeling
+    objective are jointly trained end-to-end in a multitask setting"): BERT's masked language modelling and
+    next-sentence prediction (`MaskedLmNspHeads`) on KAR's encoder, plus the linker's `L_EL` where gold links are
+    given; `loss = mlm_loss + nsp_loss + kar_linking_loss_weight * linking_loss` (those given), each kept apart for the
+    log; while evaluating, the linker's accuracy and the prior's on the gold links (`linking_accuracy_counts`,
+    `pop_evaluation_metrics`: percent). Its checkpoint starts the entity heads and the ReCoRD head
+    (`KarForEntitySpanQA`) with the pre-trained KAR block: only the task head is new."""
+
+    base_model_class = KarModel
+
+    def __init__(self, config: object) -> None:
+        super().__init__(config)
+        self.build_pretraining_heads(config)
+        self.post_init()
+
+    @can_return_tuple
+    @with_inputs_of(KarModel.forward)
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        *,
+        labels: torch.LongTensor | None = None,
+        next_sentence_label: torch.LongTensor | None = None,
+        **kwargs: Unpack[GesaInputs],
+    ) -> KarPreTrainingOutput:
+        """`labels` `(B, L)` word ids at masked words (-100 elsewhere); `next_sentence_label` `(B,)` (0: the second
+        sentence follows the first, 1: a random one); the encoder's inputs, KAR's included (`KarModel.forward`:
+        `kar_gold_candidates` gives `linking_loss`)."""
+        outputs = self.gesa(input_ids, return_dict=True, **kwargs)
+        logits, mlm_loss, nsp_logits, nsp_loss = self.masked_lm_and_nsp(
+            outputs.last_hidden_state, labels, next_sentence_label
+        )
+        linking = outputs.linking_loss
+        weighted = None if linking is None else self.config.kar_linking_loss_weight * linking
+        loss = self.log_losses({"mlm_loss": mlm_loss, "nsp_loss": nsp_loss, "linking_loss": weighted})
+        if self.training and linking is not None and self.config.kar_linking_loss_weight != 1:
+            self.logged_losses["linking_loss"][-1] = float(linking.detach())  # logged unweighted, as fine-tuning's
+        gold, ids = kwargs.get("kar_gold_candidates"), kwargs.get("kar_candidate_ids")
+        if not self.training and gold is not None and ids is not None and outputs.linking_scores is not None:
+            hits, total = linking_accuracy_counts(
+                outputs.linking_scores, ids, kwargs.get("kar_candidate_priors"), gold
+            )
+            self.count_for_evaluation(hits, total)
+        return KarPreTrainingOutput(
+            loss=loss,
+            mlm_loss=mlm_loss,
+            nsp_loss=nsp_loss,
+            linking_loss=linking,
+            logits=logits,
+            nsp_logits=nsp_logits,
+            linking_scores=outputs.linking_scores,
+        )
+
+
 KarForEntityClassification.register_for_auto_class("AutoModelForSequenceClassification")
 KarForEntityPairClassification.register_for_auto_class("AutoModelForSequenceClassification")
 KarForEntitySpanClassification.register_for_auto_class("AutoModelForTokenClassification")
+KarForPreTraining.register_for_auto_class("AutoModelForPreTraining")
 
 __all__ = [
     "KarEntityHead",
     "KarForEntityClassification",
     "KarForEntityPairClassification",
     "KarForEntitySpanClassification",
+    "KarForPreTraining",
+    "KarPreTrainingOutput",
+    "linking_accuracy_counts",
 ]

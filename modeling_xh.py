@@ -23,7 +23,8 @@ with `<s>` (its hub), and a node adjacency `E` with `E[g, tau, eta] = 1` when no
   `h~_tau,0 = Linear([h_tau,0 ; h^_tau])` (Eq. 8) replaces the hub, and every other token is unchanged (Eq. 9). A node
   without neighbours gets `h^ = 0`. The combine Linear starts at `[I | 0]`, so a fresh model equals its backbone on
   every node until training opens the hop path. As in the released code (microsoft/Transformer-XH), the hop attention
-  reads the layer's output hub.
+  reads the layer's output hub. `xh_hop_attention="released_gat"` puts the released code's graph attention (DGL's
+  GAT as that code runs it, `XhGatHop`) in place of Eq. 7.
 - Heads: ReCoRD (GESA's head on each node's placeholder and mentions, max over a candidate's mentions), HotpotQA
   (node relevance, Eq. 11, and answer start/end inside a node, Eq. 12) and FEVER
   (`p(y | X, E) = sum_tau p(s | tau) p(y | tau)`, Eqs. 14-16).
@@ -46,7 +47,14 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
-from .checks_gesa import IGNORE_INDEX, InputValueChecks, check_candidate_labels, check_class_labels, ignored_loss
+from .checks_gesa import (
+    IGNORE_INDEX,
+    InputValueChecks,
+    check_candidate_labels,
+    check_class_labels,
+    check_token_positions,
+    ignored_loss,
+)
 from .configuration_variants import XhConfig, xh_backbone
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
@@ -85,19 +93,67 @@ class XhCombine(nn.Linear):
         super().__init__(2 * hidden_size, hidden_size)
 
 
+class XhGatHop(nn.Module):
+    """The released code's hop attention (microsoft/Transformer-XH `model/model.py`, `GraphAttention`: "the standard
+    implementation from DGL library"), as that code runs it, on the hubs of a batch of graphs.
+
+    With `d = D / H`, each head's slice `h_tau^(k)` of the hub (`(G, N, H, d)`): `z = W h` (one `Linear(d, d)` shared by
+    the heads, no bias), `e_tau,eta = LeakyReLU_0.2(a_l^(k) . z_eta + a_r^(k) . z_tau)` softmaxed over the neighbours
+    `eta` of tau (DGL's edge `eta -> tau`: tau's mailbox), `h^_tau = ReLU(sum_eta alpha z_eta + W_res h_tau)` (a node
+    without neighbours keeps only the residual: DGL's zero-filled reduce). `xh_hop_dropout` acts on `alpha` (0 by
+    default: the released forward calls neither of its 0.6 dropouts).
+    """
+
+    def __init__(self, config: XhConfig) -> None:
+        super().__init__()
+        self.num_heads = config.xh_num_hop_attention_heads
+        self.head_size = config.hidden_size // self.num_heads
+        self.fc = nn.Linear(self.head_size, self.head_size, bias=False)
+        # (1, H, d) as released: the shape sets xavier's fans
+        self.attn_l = nn.Parameter(torch.empty(1, self.num_heads, self.head_size))
+        self.attn_r = nn.Parameter(torch.empty(1, self.num_heads, self.head_size))
+        self.res_fc = nn.Linear(self.head_size, self.head_size, bias=False)
+        self.leaky_relu = nn.LeakyReLU(0.2)
+        self.dropout = nn.Dropout(config.xh_hop_dropout)
+
+    def forward(
+        self, hubs: torch.Tensor, adjacency: torch.Tensor, output_attentions: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`(G, N, D)` hubs, bool `(G, N, N)` adjacency (row tau reads column eta) -> `h^` `(G, N, D)` and, with
+        `output_attentions`, `alpha` `(G, H, N, N)`."""
+        graphs, nodes, _ = hubs.shape
+        heads = hubs.view(graphs, nodes, self.num_heads, self.head_size)
+        z = self.fc(heads)
+        source = (z * self.attn_l).sum(-1)  # (G, N, H): a_l . z_eta
+        target = (z * self.attn_r).sum(-1)  # a_r . z_tau
+        scores = self.leaky_relu(target.transpose(1, 2)[..., :, None] + source.transpose(1, 2)[..., None, :])
+        allowed = adjacency[:, None]
+        scores = scores.float().masked_fill(~allowed, float("-inf"))
+        # rows without a neighbour: all -inf; softmax would give NaN, DGL gives 0
+        probs = torch.softmax(scores.masked_fill(~allowed.any(-1, keepdim=True), 0.0), dim=-1)
+        probs = probs.masked_fill(~allowed, 0.0).to(hubs.dtype)
+        gathered = self.dropout(probs) @ z.transpose(1, 2)  # (G, H, N, d)
+        hop = torch.relu(gathered.transpose(1, 2) + self.res_fc(heads)).reshape(graphs, nodes, -1)
+        return hop, probs if output_attentions else None
+
+
 class XhHopLayer(GradientCheckpointingLayer):
-    """Eqs. 7-8 on the hubs of a batch of graphs: hop attention among neighbours, then the combine Linear."""
+    """Eqs. 7-8 on the hubs of a batch of graphs: hop attention among neighbours (Eq. 7, or the released code's graph
+    attention, `XhGatHop`), then the combine Linear."""
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__()
         self.config = config
         self.num_heads = config.xh_num_hop_attention_heads
         self.head_size = config.hidden_size // self.num_heads
-        self.hop_query = nn.Linear(config.hidden_size, config.hidden_size)
-        self.hop_key = nn.Linear(config.hidden_size, config.hidden_size)
-        self.hop_value = nn.Linear(config.hidden_size, config.hidden_size)
+        if config.xh_hop_attention == "released_gat":
+            self.gat = XhGatHop(config)
+        else:
+            self.hop_query = nn.Linear(config.hidden_size, config.hidden_size)
+            self.hop_key = nn.Linear(config.hidden_size, config.hidden_size)
+            self.hop_value = nn.Linear(config.hidden_size, config.hidden_size)
+            self.dropout = nn.Dropout(config.xh_hop_dropout)
         self.combine = XhCombine(config.hidden_size)
-        self.dropout = nn.Dropout(config.xh_hop_dropout)
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         return x.view(x.size(0), x.size(1), self.num_heads, self.head_size).transpose(1, 2)
@@ -114,9 +170,13 @@ class XhHopLayer(GradientCheckpointingLayer):
             the new hubs `h~_tau,0` `(G, N, D)` and, with `output_attentions`, the hop attention probabilities
             `(G, H, N, N)`.
         """
-        q, k, v = self._heads(self.hop_query(hubs)), self._heads(self.hop_key(hubs)), self._heads(self.hop_value(hubs))
-        # no neighbour: h^ = 0 (plain_attention zeroes a query without an allowed key)
-        hop, probs = plain_attention(self, q, k, v, adjacency[:, None], self.dropout.p, output_attentions)
+        if self.config.xh_hop_attention == "released_gat":
+            hop, probs = self.gat(hubs, adjacency, output_attentions)
+        else:
+            q, k, v = (self._heads(self.hop_query(hubs)), self._heads(self.hop_key(hubs)),
+                       self._heads(self.hop_value(hubs)))  # fmt: skip
+            # no neighbour: h^ = 0 (plain_attention zeroes a query without an allowed key)
+            hop, probs = plain_attention(self, q, k, v, adjacency[:, None], self.dropout.p, output_attentions)
         return self.combine(torch.cat([hubs, hop], dim=-1)), probs
 
 
@@ -164,13 +224,17 @@ class XhPreTrainedModel(GesaPreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        """Linear/LayerNorm/Embedding as GESA; the combine Linear of every hop layer starts at `[I | 0]`, bias 0."""
+        """Linear/LayerNorm/Embedding as GESA; the combine Linear of every hop layer starts at `[I | 0]`, bias 0; the
+        released code's graph attention (`XhGatHop`) as that code initialises it."""
         super()._init_weights(module)
         if isinstance(module, XhCombine):
             size = module.out_features
             identity = torch.cat([torch.eye(size), torch.zeros(size, size)], dim=1)
             init.copy_(module.weight, identity.to(module.weight.dtype))
             init.zeros_(module.bias)
+        elif isinstance(module, XhGatHop):  # as the released GraphAttention: xavier normal, gain 1.414
+            for weight in (module.fc.weight, module.attn_l, module.attn_r, module.res_fc.weight):
+                init.xavier_normal_(weight, gain=1.414)
 
 
 def _flatten_nodes(value: torch.Tensor | None, node_index: torch.Tensor) -> torch.Tensor | None:
@@ -559,6 +623,8 @@ class XhForMultiHopQA(XhGraphHead):
                             ("end_positions", end_positions)):  # fmt: skip
             if value is not None and tuple(value.shape) != (graphs,):
                 raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (graphs,) = ({graphs},).")
+            if value is not None and name != "relevant_node":
+                check_token_positions(value, step.start_logits.size(-1), name)
         given = relevant_node != -100
         if not torch.compiler.is_compiling() and given.any():
             picked = relevant_node[given]
@@ -715,6 +781,7 @@ __all__ = [
     "XhForEntitySpanQA",
     "XhForFactVerification",
     "XhForMultiHopQA",
+    "XhGatHop",
     "XhHopLayer",
     "XhModel",
     "XhModelOutput",

@@ -20,32 +20,42 @@
   classification `sigmoid(Linear([h_first ; h_last]))` (`modeling_xh_tasks.sentence_logits`), trained jointly
   (binary cross-entropy on both); one model per question type.
 - `bridge_supporting_facts` / `comparison_supporting_facts` (A.3.2's inference): for a bridge question the answer
-  document (from the bridge XH model) and the most relevant of its parents in the evidence graph (documents linking
-  to it; all other documents when it has none, the paper's footnote 3); for a comparison question the top-2
+  document (from the bridge XH model) and the most relevant of its parents in the evidence graph (the documents its
+  hop attention reads: those linking to it; all other documents when it has none, the paper's footnote 3); for a
+  comparison question the top-2
   documents by relevance. In each chosen document the sentences with `p >= 0.5`, at least the best one.
 
 The answers come from `modeling_xh_tasks.XhForHotpotQA` trained once per question type (`tasks_xh_paper`).
+`XhPaperSystemForHotpotQA` is the five models as one checkpoint: a folder of their folders named by a top-level
+`XhPaperSystemConfig`, which `AutoModelForQuestionAnswering` and `pipeline(model=dir, trust_remote_code=True)` open
+(`pipeline_xh_paper.XhPaperSystemPipeline`).
 
 Flat module: copied next to every saved checkpoint, so it imports only its siblings.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from transformers import PreTrainedModel
+from transformers.dynamic_module_utils import custom_object_save
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
 from .checks_gesa import IGNORE_INDEX, check_class_labels, ignored_loss
-from .configuration_variants import XhConfig
+from .configuration_variants import HOTPOT_QUESTION_TYPES, XhConfig, XhPaperSystemConfig
+from .loading_gesa import PipelineSpec, refuse_damaged_weights, save_pretrained_with_pipeline
 from .modeling_gesa import GesaInputs, with_inputs_of
 from .modeling_xh import XhGraphHead, XhModel
-from .modeling_xh_tasks import sentence_logits
+from .modeling_xh_tasks import XhForHotpotQA, sentence_logits
 
-QUESTION_TYPES = ("bridge", "comparison")
+QUESTION_TYPES = HOTPOT_QUESTION_TYPES
 
 
 @dataclass
@@ -113,7 +123,7 @@ class XhSupportingFactsOutput(ModelOutput):
 
 class XhForSupportingFacts(XhGraphHead):
     """A.3.2's supporting-fact model: document relevance on `[CLS]` and sentence classification on
-    `[first ; last]` of each sentence, multi-task. Features: `tasks_xh_paper.supporting_features`."""
+    `[first ; last]` of each sentence, multi-task. Features: `processing_xh_tasks.XhTaskProcessor.encode_paper_graphs`."""
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__(config)
@@ -200,12 +210,14 @@ def bridge_supporting_facts(
 
     Args:
         answer_node: the answer document (the bridge XH model's most relevant node).
-        adjacency: `(N, N)` the evidence graph, `adjacency[tau, eta] = 1` when tau links to eta (tau attends to eta).
+        adjacency: `(N, N)` the evidence graph as the XH model reads it, `adjacency[tau, eta] = 1` when tau attends to
+            eta. The parents of the answer document are the documents its hop attention reads: with the default edges
+            (`processing_xh`, `hotpot_edges="title_mention"`) those linking to it, the same edge as the hops.
         relevance_logits: `(N,)` the supporting-fact model's document relevance.
         supporting_logits: `(N, S)` its sentence logits (absent sentences `finfo.min`).
     """
     nodes = relevance_logits.size(0)
-    parents = [n for n in range(nodes) if n != answer_node and bool(adjacency[n, answer_node])]
+    parents = [n for n in range(nodes) if n != answer_node and bool(adjacency[answer_node, n])]
     others = parents or [n for n in range(nodes) if n != answer_node]  # no parent: from all documents (footnote 3)
     chosen = [answer_node]
     if others:
@@ -227,12 +239,95 @@ def _facts(chosen: list[int], supporting_logits: torch.Tensor, threshold: float)
     return [(node, s) for node in chosen for s in _sentences_of(probs[node], present[node], threshold)]
 
 
+COMPONENT_CLASSES = {cls.__name__: cls for cls in (XhForQuestionType, XhForHotpotQA, XhForSupportingFacts)}
+
+
+class XhPaperSystemForHotpotQA(PreTrainedModel):
+    """The paper's HotpotQA system (A.3) as one checkpoint: its five models (`config.components`, sub-folder -> head
+    class), each saved in its own sub-folder with its own config and weights; this folder's `config.json` names them.
+
+    `from_pretrained(dir)` loads every component from `dir/<name>` (a damaged weights file is one `OSError` naming
+    the component and the fix); `save_pretrained(dir)` saves each into `dir/<name>` (`save_components=False`: only
+    this top-level config, the code and the pipeline, for components already saved there) with the pipeline that
+    answers through the system (`pipeline_xh_paper.XhPaperSystemPipeline`: the classifier's type, that type's XH for
+    the answer, that type's supporting-fact model for the facts). It has no `forward`: the system runs its models in
+    turn (`pipeline_xh_paper.paper_system_predictions`).
+    """
+
+    config_class = XhPaperSystemConfig
+    base_model_prefix = "components"
+    pipeline = PipelineSpec("xh-hotpot-qa", "pipeline_xh_paper.XhPaperSystemPipeline")
+
+    def __init__(self, config: XhPaperSystemConfig, components: dict[str, PreTrainedModel] | None = None) -> None:
+        super().__init__(config)
+        components = dict(components or {})
+        if set(components) - set(config.components):
+            raise ValueError(f"unknown components {sorted(set(components) - set(config.components))}; this system "
+                             f"has {sorted(config.components)}")  # fmt: skip
+        for name, model in components.items():
+            if type(model).__name__ != config.components[name]:
+                raise ValueError(f"component {name!r} must be a {config.components[name]}, got {type(model).__name__}")
+        self.components = nn.ModuleDict(components)
+        self.post_init()
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """Nothing of its own to initialise: every weight belongs to a component, saved and loaded with it."""
+
+    @classmethod
+    def from_pretrained(
+        cls, pretrained_model_name_or_path: str | os.PathLike, *model_args: Any, config: Any = None, **kwargs: Any
+    ) -> XhPaperSystemForHotpotQA:
+        """Every component from its sub-folder of `pretrained_model_name_or_path` (a folder or a Hub repo)."""
+        hub = {k: kwargs[k] for k in ("cache_dir", "revision", "token", "local_files_only", "force_download")
+               if k in kwargs}  # fmt: skip
+        if not isinstance(config, XhPaperSystemConfig):
+            config = XhPaperSystemConfig.from_pretrained(pretrained_model_name_or_path, **hub)
+        kwargs.pop("subfolder", None)
+        components = {}
+        for name, head in config.components.items():
+            try:
+                refuse_damaged_weights(pretrained_model_name_or_path, subfolder=name)
+            except OSError as error:
+                raise OSError(
+                    f"the paper system's {name} model ({head}) cannot be loaded: {error} (or train the system again "
+                    "into a new --output_dir)"
+                ) from None
+            components[name] = COMPONENT_CLASSES[head].from_pretrained(
+                pretrained_model_name_or_path, *model_args, subfolder=name, **kwargs
+            )
+        model = cls(config, components)
+        model.config._name_or_path = str(pretrained_model_name_or_path)
+        return model.eval()
+
+    def save_pretrained(
+        self, save_directory: str | os.PathLike, *args: Any, save_components: bool = True, **kwargs: Any
+    ) -> None:
+        """Each component into `save_directory/<name>` (unless `save_components=False`), then this folder's
+        `config.json` with `auto_map`, the model's code and its pipeline's."""
+        directory = Path(save_directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        if save_components:
+            for name, model in self.components.items():
+                model.save_pretrained(directory / name, *args, **kwargs)
+
+        def save_top(folder: str | os.PathLike, *args: Any, **kwargs: Any) -> None:
+            if kwargs.get("is_main_process", True):
+                custom_object_save(self, folder, config=self.config)
+                self.config.save_pretrained(folder)
+
+        save_pretrained_with_pipeline(self, save_top, directory, *args, **kwargs)
+
+
 XhForQuestionType.register_for_auto_class("AutoModelForSequenceClassification")
 XhForSupportingFacts.register_for_auto_class("AutoModel")
+XhPaperSystemConfig.register_for_auto_class()
+XhPaperSystemForHotpotQA.register_for_auto_class("AutoModelForQuestionAnswering")
 
 __all__ = [
+    "COMPONENT_CLASSES",
     "QUESTION_TYPES",
     "XhForQuestionType",
+    "XhPaperSystemForHotpotQA",
     "XhForSupportingFacts",
     "XhQuestionTypeOutput",
     "XhSupportingFactsOutput",

@@ -50,6 +50,7 @@ from torch import nn
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
+from .checks_gesa import check_class_labels
 from .configuration_variants import XhConfig
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import GesaInputs, with_inputs_of
@@ -159,6 +160,8 @@ class XhForHotpotQA(XhForMultiHopQA):
 
         if answer_type is not None and tuple(answer_type.shape) != (graphs,):
             raise ValueError(f"answer_type has shape {tuple(answer_type.shape)}; expected (graphs,) = ({graphs},).")
+        if answer_type is not None:  # 0 span, 1 yes, 2 no (ANSWER_TYPES), -100 none
+            check_class_labels(answer_type, len(ANSWER_TYPES), "answer_type")
         if answer_type is not None and start_positions is not None:  # a span only for span answers
             start_positions = start_positions.masked_fill(answer_type != 0, -100)
         losses = self.relevance_and_span_losses(step, relevant_node, start_positions, end_positions)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .candidates_gesa import installed_english_pipeline
+from .extras_gesa import missing, missing_message
 
 NER_COMPONENTS = ("ner", "entity_ruler")
 INSTALL_HINT = (
@@ -41,10 +42,10 @@ INSTALL_HINT = (
 def load_ner_model(name_or_path: str) -> Any:
     """The spaCy pipeline ``name_or_path`` (an installed package or a saved folder), reduced to what its named
     entities need; a ``ValueError`` naming it and the fix when spaCy, the pipeline or an NER component is missing."""
-    try:
-        import spacy
-    except ImportError:
-        raise ValueError(f"--ner_model {name_or_path}: spaCy is not installed; {INSTALL_HINT}") from None
+    if missing("spacy"):
+        raise ValueError(missing_message("spacy", f"--ner_model {name_or_path}"))
+    import spacy
+
     name = str(name_or_path) if Path(name_or_path).exists() else installed_english_pipeline(spacy, str(name_or_path))
     try:
         nlp = spacy.load(name)

@@ -28,7 +28,7 @@ Flat module: copied next to every saved checkpoint, so it imports only third-par
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -142,6 +142,32 @@ class XhFactVerificationPipeline(_XhTaskPipeline):
         return {"id": model_outputs["claim"]["id"], **decoded}
 
 
+_LABELS = ("labels", "relevant_node", "start_positions", "end_positions", "answer_type", "sentence_labels",
+           "node_labels")  # fmt: skip
+
+
+@torch.no_grad()
+def model_outputs(
+    model: Any, features: Sequence[Mapping[str, Any]], collator: Any, batch_size: int
+) -> list[dict[str, torch.Tensor]]:
+    """The model's outputs per feature (each a batch of one, on the CPU, with its `node_mask` and `node_adjacency`),
+    in evaluation mode, `batch_size` graphs at a time; labels are left out of the inputs."""
+    model.eval()
+    device = next(model.parameters()).device
+    results = []
+    for begin in range(0, len(features), batch_size):
+        chunk = list(features[begin : begin + batch_size])
+        batch = collator(chunk)
+        batch = {k: v.to(device) for k, v in batch.items() if isinstance(v, torch.Tensor) and k not in _LABELS}
+        outputs = model(**batch)
+        for g in range(len(chunk)):
+            row = {k: v[g : g + 1].cpu() for k, v in outputs.items() if isinstance(v, torch.Tensor) and v.dim() > 1}
+            row["node_mask"] = batch["node_mask"][g : g + 1].cpu().bool()
+            row["node_adjacency"] = batch["node_adjacency"][g].cpu()
+            results.append(row)
+    return results
+
+
 # `pipeline("xh-hotpot-qa", model=...)` / `pipeline("xh-fact-verification", model=..., pages=...)` once imported
 for _task, _cls, _auto in (
     ("xh-hotpot-qa", XhHotpotQAPipeline, AutoModelForQuestionAnswering),
@@ -150,4 +176,8 @@ for _task, _cls, _auto in (
     if _task not in PIPELINE_REGISTRY.supported_tasks:  # the first import wins (the package's or a checkpoint's copy)
         PIPELINE_REGISTRY.register_pipeline(_task, _cls, pt_model=_auto)
 
-__all__ = ["XhFactVerificationPipeline", "XhHotpotQAPipeline"]
+__all__ = [
+    "XhFactVerificationPipeline",
+    "XhHotpotQAPipeline",
+    "model_outputs",
+]

@@ -79,6 +79,9 @@ def load_processor_settings(name_or_path: str | os.PathLike, **hub: Any) -> tupl
     return {key: value for key, value in settings.items() if key not in ("processor_class", "auto_map")}, path
 
 
+SETTINGS_VERSION = "settings_version"  # processor_config.json's key: the settings' meaning (``upgrade_settings``)
+
+
 class ProcessorBase(ProcessorMixin):
     """The base of every processor of the package (module docstring): settings, tokenizer backend, pickling, report.
 
@@ -91,6 +94,10 @@ class ProcessorBase(ProcessorMixin):
 
     unsaved_settings: tuple[str, ...] = ()
     per_process_state: tuple[str, ...] = ()
+    # the meaning of the saved settings: a subclass that changes what a saved value means raises it and maps the older
+    # files' values in ``upgrade_settings`` (a file without the key is version 1), so a checkpoint keeps what it was
+    # trained with
+    settings_version: int = 1
     cap_warnings: Mapping[str, str] = {}
     cap_notes: Mapping[str, str] = {}
 
@@ -146,6 +153,21 @@ class ProcessorBase(ProcessorMixin):
         """This processor's settings, as its constructor takes them back."""
         return {name: getattr(self, name) for name in self.setting_names() if hasattr(self, name)}
 
+    @classmethod
+    def upgrade_settings(cls, saved: dict[str, Any], version: int) -> dict[str, Any]:
+        """Saved settings of an older ``settings_version`` in this version's terms (none changed meaning here)."""
+        return saved
+
+    @classmethod
+    def saved_settings(cls, saved: Mapping[str, Any]) -> dict[str, Any]:
+        """A ``processor_config.json``'s settings (``load_processor_settings``) in this code's terms: its version key
+        dropped, older files upgraded (``upgrade_settings``)."""
+        saved = dict(saved)
+        version = saved.pop(SETTINGS_VERSION, 1)
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            version = 1
+        return cls.upgrade_settings(saved, version) if version < cls.settings_version else saved
+
     def to_dict(self) -> dict[str, Any]:
         """What ``save_pretrained`` writes to ``processor_config.json``: the settings, ``processor_class`` and the
         ``auto_map`` naming this code (no tokenizer, counter, cache or unsaved data)."""
@@ -153,6 +175,8 @@ class ProcessorBase(ProcessorMixin):
         if getattr(self, "auto_map", None):
             output["auto_map"] = copy.deepcopy(self.auto_map)
         output["processor_class"] = type(self).__name__
+        if self.settings_version > 1:
+            output[SETTINGS_VERSION] = self.settings_version
         return output
 
     @classmethod
@@ -161,7 +185,10 @@ class ProcessorBase(ProcessorMixin):
         damaged ``processor_config.json`` is one ``ValueError`` naming the file and the fix."""
         hub = {key: kwargs[key] for key in HUB_KWARGS if kwargs.get(key) is not None}
         saved, path = load_processor_settings(pretrained_model_name_or_path, **hub)
+        raw, saved = saved, cls.saved_settings(saved)
         cls.check_saved_types({key: value for key, value in saved.items() if key not in kwargs}, path)
+        # an upgraded value reaches the constructor as an override of the file's
+        kwargs = {**{key: value for key, value in saved.items() if raw.get(key) != value}, **kwargs}
         try:
             return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
         except (TypeError, ValueError) as error:
@@ -177,7 +204,7 @@ class ProcessorBase(ProcessorMixin):
         rebuilt is one ``ValueError`` naming the file and the fix."""
         saved, path = load_processor_settings(name_or_path) if name_or_path else ({}, None)
         names = set(cls.setting_names())
-        own = {key: value for key, value in saved.items() if key in names}
+        own = {key: value for key, value in cls.saved_settings(saved).items() if key in names}
         cls.check_saved_types(own, path)
         try:
             return cls(tokenizer, **{**defaults, **own})

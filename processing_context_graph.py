@@ -41,8 +41,8 @@ from transformers import PreTrainedTokenizerBase
 from .answers_gesa import ranked_answers
 from .graph_context import CANDIDATE, DOCUMENT, EDGE_KINDS, ENTITY, SENTENCE_MODES, GraphRules, build_context_graph
 from .processing_base_gesa import ProcessorBase
-from .processing_wikihop import _span_in, normalize_mention
-from .records_wikihop import WikihopExample, rows_to_examples
+from .processing_wikihop import QueryRecordsCall, _span_in, normalize_mention
+from .records_wikihop import WikihopExample, check_unique_ids, refuse_repeated_ids, rows_to_examples
 
 IGNORE_INDEX = -100
 MODEL_COLUMNS = ("input_ids", "query_text", "node_text", "node_start", "node_end", "node_type", "entity_candidate",
@@ -50,7 +50,7 @@ MODEL_COLUMNS = ("input_ids", "query_text", "node_text", "node_start", "node_end
 EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
 
 
-class ContextGraphProcessor(ProcessorBase):
+class ContextGraphProcessor(QueryRecordsCall, ProcessorBase):
     """Context graphs of WikiHop / MedHop queries (module docstring).
 
     Args:
@@ -62,6 +62,8 @@ class ContextGraphProcessor(ProcessorBase):
         co_document_edges, complement_edges, unconnected_edges, sentence_nodes, co_mention_edges: thesis 3.1's
             optional rules 6, 7, 8, the sentence nodes and rule 3 (``graph_context.GraphRules``).
     """
+
+    eval_columns = EVAL_COLUMNS
 
     cap_warnings = {
         "documents_cut": "{documents_cut} documents cut to max_document_length={max_document_length} tokens",
@@ -135,7 +137,9 @@ class ContextGraphProcessor(ProcessorBase):
         return ids, offsets, len(encoding.ids) > keep
 
     def encode_examples(self, examples: Sequence[WikihopExample]) -> dict[str, list]:
-        """Columns (dict of lists, one row per query); see the module docstring."""
+        """Columns (dict of lists, one row per query); see the module docstring. Two queries with one id are refused
+        (``InputError``: their answers would be ranked as one query's)."""
+        check_unique_ids(examples)
         stats: Counter[str] = Counter()
         columns: dict[str, list] = {name: [] for name in (*MODEL_COLUMNS, *EVAL_COLUMNS)}
         with_labels = any(example.answer is not None for example in examples)
@@ -158,7 +162,7 @@ class ContextGraphProcessor(ProcessorBase):
         stats["documents_cut"] += sum(cut for _, _, cut in documents)
         candidates = [self._encode_text(backend, text, self.max_candidate_length) for text in example.candidates]
         stats["candidate_truncated"] += sum(cut for _, _, cut in candidates)
-        graph = build_context_graph(example.supports, example.candidates, example.subject, self.rules,
+        graph = build_context_graph(example.supports, example.candidates, example.subject_mention, self.rules,
                                     self.max_entities)  # fmt: skip
         texts = [query, *(ids for ids, _, _ in documents), *(ids for ids, _, _ in candidates)]
         kept: dict[int, int] = {}  # graph node -> feature node
@@ -218,7 +222,8 @@ class ContextGraphProcessor(ProcessorBase):
         example_ids: Sequence[str], candidate_texts: Sequence[Sequence[str]], logits: Any
     ) -> dict[str, list[dict[str, Any]]]:
         """Per query, every candidate best first with its softmax probability (``answers_gesa.ranked_answers``;
-        logit column ``c`` is candidate ``c``)."""
+        logit column ``c`` is candidate ``c``); two features with one query id are refused (``ValueError``)."""
+        refuse_repeated_ids(example_ids, "rank_candidates")
         return ranked_answers(example_ids, candidate_texts, logits, first_candidate=0, score="softmax",
                               same_answer=None, caller="rank_candidates")  # fmt: skip
 

@@ -40,6 +40,12 @@ from transformers import PreTrainedTokenizerBase
 from .checks_gesa import KAR_NULL_CANDIDATE
 
 SPECIAL_ENTITY_TITLES = ("[PAD]", "[UNK]", "[MASK]", "[MASK2]")
+# how the candidates of an alias table are formed (`EntityCandidateGenerator`), also in the docs and the flag's help
+MERGE_RULE = (
+    "aliases equal up to case, spaces, underscores and surrounding punctuation are one alias; an entity listed "
+    "more than once under it is one candidate with the highest of its priors; candidates are sorted by prior, "
+    "highest first"
+)
 KNOWLEDGE_VARIANTS = ("kar", "ernie")
 
 
@@ -55,7 +61,10 @@ class EntityCandidateGenerator:
         entity_vocab: title -> entity id (e.g. `LukeTokenizer.entity_vocab`); titles are matched after
             `normalize_title`. Special entities (`[PAD]`, `[UNK]`, `[MASK]`, `[MASK2]`) never match.
         alias_table: alias -> `[(entity, prior), ...]` with `entity` a KB id or a title of `entity_vocab`; looked up
-            first, after `normalize_title`.
+            first, after `normalize_title`. `MERGE_RULE`: aliases equal after `normalize_title` (case, spaces,
+            underscores, surrounding punctuation) are one alias, an entity listed more than once under it is one
+            candidate with the highest of its priors, and its candidates are sorted by prior, highest first (equal
+            priors in the table's order).
         max_candidates: candidates kept per mention, highest priors first (KnowBERT: 30).
     """
 
@@ -77,16 +86,18 @@ class EntityCandidateGenerator:
                 continue
             self.titles.setdefault(normalize_title(title), int(entity_id))
         self.aliases: dict[str, list[tuple[int, float]]] = {}
+        merged: dict[str, dict[int, float]] = {}  # normalised alias -> entity -> prior, in first-seen order
         for alias, candidates in (alias_table or {}).items():
-            resolved = []
             for entity, prior in candidates:
                 if isinstance(entity, str):
                     if entity not in self.entity_vocab:
                         raise ValueError(f"alias_table[{alias!r}] names {entity!r}, which is not in the entity_vocab.")
                     entity = self.entity_vocab[entity]
-                resolved.append((int(entity), float(prior)))
-            resolved.sort(key=lambda item: -item[1])
-            self.aliases.setdefault(normalize_title(alias), []).extend(resolved)
+                entities = merged.setdefault(normalize_title(alias), {})
+                entities[int(entity)] = max(float(prior), entities.get(int(entity), -1.0))
+        for key, entities in merged.items():
+            # best first; equal priors keep the order the table gave them (sorted() is stable)
+            self.aliases[key] = sorted(entities.items(), key=lambda item: -item[1])
         self._cache: dict[str, list[tuple[int, float]]] = {}
         keys = [*self.aliases, *self.titles]
         self.max_alias_words = max([len(key.split()) for key in keys] + [1])
@@ -425,6 +436,7 @@ class KnowledgeCollator:
 
 __all__ = [
     "KNOWLEDGE_VARIANTS",
+    "MERGE_RULE",
     "EntityCandidateGenerator",
     "KnowledgeCollator",
     "KnowledgeInputBuilder",

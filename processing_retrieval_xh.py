@@ -28,31 +28,38 @@ siblings.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .extras_gesa import require
 from .records_xh import page_title
 
 
 def _bm25() -> Any:
-    try:
-        import bm25s
-    except ImportError:
-        raise ImportError(
-            "FEVER retrieval needs the bm25s library: pip install 'gesa[retrieval]' (or pip install bm25s)"
-        ) from None
+    bm25s = require("bm25s", "BM25 retrieval")
+    quiet = logging.getLogger("bm25s")
+    if quiet.level == logging.DEBUG:  # bm25s sets DEBUG on import: a line per index built, in every run's output
+        quiet.setLevel(logging.WARNING)
     return bm25s
 
 
 class Bm25Index:
     """BM25 (``bm25s``, Lucene's variant, English stop words) over ``texts``; ``search`` gives ``(index, score)``
-    pairs best first, documents without a shared term left out."""
+    pairs best first, documents without a shared term left out. Texts without one word to index are a
+    ``ValueError``."""
 
     def __init__(self, texts: Sequence[str]) -> None:
         self.bm25s = _bm25()
         self.size = len(texts)
         self.index = self.bm25s.BM25()
-        self.index.index(self._tokens(texts), show_progress=False)
+        tokens = self._tokens(texts)
+        if self.size and not tokens.vocab:  # bm25s itself fails on an empty vocabulary (max() of nothing)
+            raise ValueError(
+                f"none of its {self.size} texts has a word to index (each is empty or only stop words such as "
+                "'the', 'a')"
+            )
+        self.index.index(tokens, show_progress=False)
 
     def _tokens(self, texts: Sequence[str]) -> Any:
         return self.bm25s.tokenize(list(texts), stopwords="en", show_progress=False)

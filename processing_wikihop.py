@@ -73,9 +73,11 @@ from .processing_base_gesa import ProcessorBase
 from .records_gesa import content_id
 from .records_wikihop import (
     WikihopExample,
+    check_unique_ids,
     find_mentions,
     normalize_mention,
     record_error,
+    refuse_repeated_ids,
     rows_to_examples,
     to_example,
 )
@@ -122,7 +124,34 @@ def fair_cut(lengths: Sequence[int], budget: int) -> int | None:
     return low
 
 
-class WikihopProcessor(ProcessorBase):
+class QueryRecordsCall:
+    """``processor(...)`` of the QAngaroo processors (``WikihopProcessor``, ``ContextGraphProcessor``): records in,
+    ``encode_examples``' columns out; ``eval_columns``: the columns that are not model inputs."""
+
+    eval_columns: tuple[str, ...] = ()
+
+    def __call__(
+        self,
+        queries: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        supports: Sequence[str] | Sequence[Sequence[str]] | None = None,
+        candidates: Sequence[str] | Sequence[Sequence[str]] | None = None,
+        answers: str | Sequence[str | None] | None = None,
+        example_ids: str | Sequence[str] | None = None,
+        return_tensors: str | None = None,
+    ) -> BatchFeature:
+        """Encode one query or a list: ``processor(query, supports, candidates)`` or ``processor({"query",
+        "supports", "candidates"[, "answer", "id"]})`` (or a list of such dicts).
+
+        Returns:
+            ``BatchFeature`` of the feature columns (one row per query); with ``return_tensors="pt"`` the model
+            inputs as padded tensors, the evaluation columns as attributes (``batch.candidate_texts``).
+        """
+        examples = query_examples(queries, supports, candidates, answers, example_ids)
+        return columns_batch(self.encode_examples(examples), self.get_data_collator(), self.eval_columns,
+                             return_tensors)  # fmt: skip
+
+
+class WikihopProcessor(QueryRecordsCall, ProcessorBase):
     """Turns WikiHop records (three input shapes) into one long GESA feature per query (see the module docstring).
 
     Feature columns (``L`` words, ``E`` entities, ``M`` longest mention): the ``GesaProcessor`` model inputs
@@ -148,6 +177,8 @@ class WikihopProcessor(ProcessorBase):
 
     ``stats`` accumulates what the encode calls cut (each logged, ``ProcessorBase``).
     """
+
+    eval_columns = WIKIHOP_EVAL_COLUMNS
 
     # every cut at WARNING (never silent)
     cap_warnings = {
@@ -244,71 +275,6 @@ class WikihopProcessor(ProcessorBase):
 
     # ------------------------------------------------------------------ entry points
 
-    def __call__(
-        self,
-        queries: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        supports: Sequence[str] | Sequence[Sequence[str]] | None = None,
-        candidates: Sequence[str] | Sequence[Sequence[str]] | None = None,
-        answers: str | Sequence[str | None] | None = None,
-        example_ids: str | Sequence[str] | None = None,
-        return_tensors: str | None = None,
-    ) -> BatchFeature:
-        """Encode one query or a list: ``processor(query, supports, candidates)`` or ``processor({"query",
-        "supports", "candidates"[, "answer", "id"]})`` (or a list of such dicts).
-
-        Returns:
-            ``BatchFeature`` of the feature columns (one row per query); with ``return_tensors="pt"`` the model
-            inputs as padded tensors, the evaluation columns as attributes (``batch.candidate_texts``).
-        """
-        if isinstance(queries, Mapping):
-            records = [dict(queries)]
-        elif isinstance(queries, str):
-            records = [{"query": queries, "supports": supports, "candidates": candidates, "answer": answers}]
-            if example_ids is not None:
-                records[0]["id"] = example_ids
-        else:
-            queries = list(queries)
-            if queries and all(isinstance(item, Mapping) for item in queries):
-                records = [dict(item) for item in queries]
-            else:
-                count = len(queries)
-                for name, values in (("supports", supports), ("candidates", candidates)):
-                    if values is None or len(values) != count:
-                        raise ValueError(f"{name} must give one list per query ({count} queries)")
-                records = [
-                    {
-                        "query": query,
-                        "supports": supports[index],
-                        "candidates": candidates[index],
-                        "answer": None if answers is None else answers[index],
-                        **({} if example_ids is None else {"id": example_ids[index]}),
-                    }
-                    for index, query in enumerate(queries)
-                ]
-        examples = []
-        derived: set[str] = set()
-        for position, record in enumerate(records):
-            if record.get("id") is None:
-                record["id"] = content_id(
-                    "\x00".join(map(str, record.get("supports") or [])),
-                    f"{record.get('query')}\x00{record.get('candidates')}",
-                )
-                if record["id"] in derived:  # the same query twice: two queries, two answers (never merged)
-                    record["id"] = f"{record['id']}-{position}"
-                derived.add(record["id"])
-            examples.append(to_example(record, position, f"input #{position}"))
-        columns = self.encode_examples(examples)
-        if return_tensors is None:
-            return BatchFeature(columns)
-        if return_tensors != "pt":
-            raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
-        names = [name for name in columns if name not in WIKIHOP_EVAL_COLUMNS]
-        features = [{name: columns[name][row] for name in names} for row in range(len(examples))]
-        batch = BatchFeature(self.get_data_collator()(features))
-        for name in WIKIHOP_EVAL_COLUMNS:
-            setattr(batch, name, columns[name])
-        return batch
-
     def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
         """Batched ``Dataset.map`` function over rows with ``id, query, supports, candidates, answer``."""
         return self.encode_examples(rows_to_examples(batch))
@@ -319,7 +285,9 @@ class WikihopProcessor(ProcessorBase):
     # ------------------------------------------------------------------ encoding
 
     def encode_examples(self, examples: Sequence[WikihopExample]) -> dict[str, list]:
-        """Columns (dict of lists, one row per query); see the class docstring."""
+        """Columns (dict of lists, one row per query); see the class docstring. Two queries with one id are refused
+        (``InputError``: their answers would be ranked as one query's)."""
+        check_unique_ids(examples)
         stats: Counter[str] = Counter()
         with_labels = any(example.answer is not None for example in examples)
         names = [
@@ -367,8 +335,8 @@ class WikihopProcessor(ProcessorBase):
         strings = [normalize_mention(text) for text in example.candidates]
         string_index: dict[str, int] = {}
         candidate_string_ids = [string_index.setdefault(text, len(string_index)) for text in strings]
-        subject_string_id = string_index.setdefault(normalize_mention(subject), len(string_index))
-        mention_strings = [*strings, normalize_mention(subject)]
+        subject_string_id = string_index.setdefault(normalize_mention(example.subject_mention), len(string_index))
+        mention_strings = [*strings, normalize_mention(example.subject_mention)]
         mention_string_ids = [*candidate_string_ids, subject_string_id]
         # the query's own mentions (paper 3.3: the mention label reaches the question), by the supports' rule
         query_string_ids = [-1] * len(query_ids)
@@ -505,7 +473,7 @@ class WikihopProcessor(ProcessorBase):
         ids from ``first_string_id`` on, one each) and the edges ``[i, j, kind]`` between kept entities (entity
         indices: 0 the query entity, ``1..n`` the candidates, then the mentions, then ``graph_entities``).
         """
-        graph = build_context_graph(example.supports, example.candidates, example.subject, self.rules)
+        graph = build_context_graph(example.supports, example.candidates, example.subject_mention, self.rules)
         candidate_count = len(example.candidates)
         found = {key: index for index, key in enumerate(mention_keys)}
         entity_of: dict[int, int] = {}  # graph node -> entity index
@@ -561,11 +529,81 @@ class WikihopProcessor(ProcessorBase):
         ``answers_gesa.ranked_answers`` with each candidate its own answer (no text merging).
 
         Raises:
-            ValueError: lengths disagree, or a query's scores are not finite (NaN).
+            ValueError: lengths disagree, two features share a query id (two queries, one id), or a query's scores
+                are not finite (NaN).
         """
+        refuse_repeated_ids(example_ids, "rank_candidates")
         return ranked_answers(
             example_ids, candidate_texts, logits, score="softmax", same_answer=None, caller="rank_candidates"
         )
+
+
+def query_examples(
+    queries: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    supports: Sequence[str] | Sequence[Sequence[str]] | None = None,
+    candidates: Sequence[str] | Sequence[Sequence[str]] | None = None,
+    answers: str | Sequence[str | None] | None = None,
+    example_ids: str | Sequence[str] | None = None,
+) -> list[WikihopExample]:
+    """The examples of a processor call (``processor(query, supports, candidates)``, a record dict or a list of
+    either): an id-less query gets a hash of its texts (the same query twice: two ids, never merged); two queries
+    given one id are an ``InputError`` naming both (``input #N``)."""
+    if isinstance(queries, Mapping):
+        records = [dict(queries)]
+    elif isinstance(queries, str):
+        records = [{"query": queries, "supports": supports, "candidates": candidates, "answer": answers}]
+        if example_ids is not None:
+            records[0]["id"] = example_ids
+    else:
+        queries = list(queries)
+        if queries and all(isinstance(item, Mapping) for item in queries):
+            records = [dict(item) for item in queries]
+        else:
+            count = len(queries)
+            for name, values in (("supports", supports), ("candidates", candidates)):
+                if values is None or len(values) != count:
+                    raise ValueError(f"{name} must give one list per query ({count} queries)")
+            records = [
+                {
+                    "query": query,
+                    "supports": supports[index],
+                    "candidates": candidates[index],
+                    "answer": None if answers is None else answers[index],
+                    **({} if example_ids is None else {"id": example_ids[index]}),
+                }
+                for index, query in enumerate(queries)
+            ]
+    examples = []
+    derived: set[str] = set()
+    for position, record in enumerate(records):
+        if record.get("id") is None:
+            record["id"] = content_id(
+                "\x00".join(map(str, record.get("supports") or [])),
+                f"{record.get('query')}\x00{record.get('candidates')}",
+            )
+            if record["id"] in derived:  # the same query twice: two queries, two answers (never merged)
+                record["id"] = f"{record['id']}-{position}"
+            derived.add(record["id"])
+        examples.append(to_example(record, position, f"input #{position}"))
+    check_unique_ids(examples)
+    return examples
+
+
+def columns_batch(
+    columns: dict[str, list], collator: Any, eval_columns: Sequence[str], return_tensors: str | None
+) -> BatchFeature:
+    """A processor call's result: the feature columns, or (``return_tensors="pt"``) the collated model inputs with the
+    evaluation columns as attributes (``batch.candidate_texts``)."""
+    if return_tensors is None:
+        return BatchFeature(columns)
+    if return_tensors != "pt":
+        raise ValueError(f"return_tensors must be None or 'pt', got {return_tensors!r}")
+    names = [name for name in columns if name not in eval_columns]
+    rows = len(columns[eval_columns[0]])
+    batch = BatchFeature(collator([{name: columns[name][row] for name in names} for row in range(rows)]))
+    for name in eval_columns:
+        setattr(batch, name, columns[name])
+    return batch
 
 
 class WikihopDataCollator(GesaDataCollator):
@@ -605,6 +643,9 @@ class WikihopDataCollator(GesaDataCollator):
 WikihopProcessor.register_for_auto_class("AutoProcessor")
 
 __all__ = [
+    "QueryRecordsCall",
+    "columns_batch",
+    "query_examples",
     "CANDIDATE_ENTITY_MASK",
     "GRAPH_EDGES",
     "IGNORE_INDEX",

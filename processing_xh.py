@@ -25,10 +25,20 @@ string (both directions).
 
 HotpotQA (distractor layout, HF rows: `question`, `answer`, `supporting_facts`, `context.title/sentences`): one graph
 per question, one node per paragraph, `<s> question </s> </s> title: paragraph </s>`. Edges, as Wikipedia links are
-not in the distractor data: `"title_mention"` (default, directed: paragraph tau attends to paragraph eta when tau
-mentions eta's title, the paper's hyperlink direction), `"bidirectional"` or `"full"`; a retrieved FullWiki graph's
-`hyperlinks` ([from title, to title], tau links to eta) take the place of the title mentions. Labels: the relevant
-node is the supporting paragraph holding the answer, with the answer's token span in it (yes/no answers: span -100).
+not in the distractor data, follow title mentions (paragraph tau "links to" eta when tau mentions eta's title); a
+retrieved FullWiki graph's `hyperlinks` ([from title, to title]) take the place of the mentions. `hotpot_edges`:
+
+- `"title_mention"` (default): along each link, the LINKED paragraph attends to the LINKING one, as the authors'
+  released code (an edge `start -> end` where start links to end, DGL sending messages from source to destination)
+  and the paper's narrative (2.2: "d3 ... gathering information from its neighbor d1 using the hop attention
+  d1 -> d3"; the answer document is reached from the bridge);
+- `"title_mention_eq7"`: the literal reading of Eq. 7 with `e_tau,eta = 1` when tau links to eta: the linking
+  paragraph attends to the linked one;
+- `"bidirectional"` (both) or `"full"` (every pair).
+
+`title_mentions` finds the links once for the edges and for the anchor sentences (`processing_xh_tasks`). Labels: the
+relevant node is the supporting paragraph holding the answer, with the answer's token span in it (yes/no answers:
+span -100).
 
 Features are python lists per graph; `XhGraphCollator` pads them to `(G, N, L)` tensors for `modeling_xh`.
 
@@ -49,20 +59,20 @@ from tokenizers import AddedToken
 from transformers import PreTrainedTokenizerBase
 
 from .candidates_gesa import normalize_entity_string, string_occurrences, token_string_ids
+from .extras_gesa import require
 from .processing_base_gesa import ProcessorBase
 from .records_gesa import RECORD_HIGHLIGHT, RECORD_PLACEHOLDER, RecordExample, check_example, to_record_examples
 from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .windows_gesa import ADDED_TOKEN_SOURCES, ENTITY_MARKER_TOKEN, PLACEHOLDER_TOKEN
 
-HOTPOT_EDGES = ("title_mention", "bidirectional", "full")
+HOTPOT_EDGES = ("title_mention", "title_mention_eq7", "bidirectional", "full")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
 _SPACY: dict[str, Any] = {}
 
 
 def _sentencizer() -> Any:
     if "nlp" not in _SPACY:
-        import spacy
-
+        spacy = require("spacy", "XhProcessor's sentence splitting (spaCy's rule-based sentencizer)")
         nlp = spacy.blank("en")
         nlp.add_pipe("sentencizer")
         _SPACY["nlp"] = nlp
@@ -110,6 +120,42 @@ def record_sentences(passage: str, spans: Sequence[tuple[int, int]]) -> list[tup
 
 def _strip_title(title: str) -> str:
     return normalize_entity_string(_PARENTHETICAL.sub("", title))
+
+
+def title_mentions(titles: Sequence[str], paragraphs: Sequence[Sequence[str]]) -> dict[tuple[int, int], list[int]]:
+    """The links of a distractor graph: `{(a, b): sentences of a naming b}` for every paragraph a whose text
+    (`title: sentences`) names paragraph b's title (without a trailing parenthetical; normalised, whole words) as in
+    `normalize_entity_string`. The sentence list is empty when only a's title names b."""
+    keys = [_strip_title(title) for title in titles]
+    texts = [
+        normalize_entity_string(_whitespace_to_spaces(f"{t}: {''.join(s)}"))
+        for t, s in zip(titles, paragraphs, strict=True)
+    ]
+    links: dict[tuple[int, int], list[int]] = {}
+    for a, text in enumerate(texts):
+        for b, key in enumerate(keys):
+            if a == b or not key or f" {key} " not in f" {text} ":
+                continue
+            links[(a, b)] = [i for i, sentence in enumerate(paragraphs[a])
+                             if f" {key} " in f" {normalize_entity_string(sentence)} "]  # fmt: skip
+    return links
+
+
+def hop_adjacency(count: int, links: Iterable[tuple[int, int]], edges: str) -> list[list[int]]:
+    """`(count, count)` 0/1 rows: `[tau][eta] = 1` when node tau attends to node eta under `edges` (`HOTPOT_EDGES`,
+    module docstring), `links` the `(a, b)` pairs where a links to b; never a node to itself."""
+    linked = set(links)
+
+    def reads(tau: int, eta: int) -> bool:
+        if edges == "full":
+            return True
+        if edges == "title_mention":  # the linked paragraph reads the linking one (released code)
+            return (eta, tau) in linked
+        if edges == "title_mention_eq7":  # Eq. 7 read literally: the linking paragraph reads the linked one
+            return (tau, eta) in linked
+        return (eta, tau) in linked or (tau, eta) in linked
+
+    return [[int(tau != eta and reads(tau, eta)) for eta in range(count)] for tau in range(count)]
 
 
 @dataclass
@@ -220,12 +266,18 @@ class XhProcessor(ProcessorBase):
             mention or answer cut off is dropped, and counted in `stats`).
         max_query_length: query tokens kept per node (LUKE: 90), around `[PLC]`.
         max_nodes: nodes kept per graph (the first ones); `None` keeps all.
-        hotpot_edges: `"title_mention"`, `"bidirectional"` or `"full"` (see the module docstring).
+        hotpot_edges: `"title_mention"` (the linked paragraph reads the linking one, as the released code),
+            `"title_mention_eq7"` (the literal reading of Eq. 7: the linking paragraph reads the linked one),
+            `"bidirectional"` or `"full"` (see the module docstring).
         entity_mask_id: entity id of every entity token (`[MASK]`, LUKE's ReCoRD setting).
 
     `save_pretrained` writes the settings, the tokenizer and this code; `stats` counts the caps of the encode calls
     (each logged, `ProcessorBase`).
     """
+
+    # version 2: `"title_mention"` means the released code's direction; a file of version 1 (no version key) meant
+    # Eq. 7's literal reading, which it keeps (`upgrade_settings`)
+    settings_version = 2
 
     cap_warnings = {
         "truncated_queries": "{truncated_queries} queries cut to max_query_length={max_query_length} tokens",
@@ -276,6 +328,14 @@ class XhProcessor(ProcessorBase):
         )
         self.placeholder_id = tokenizer.convert_tokens_to_ids(PLACEHOLDER_TOKEN)
         self.marker_id = tokenizer.convert_tokens_to_ids(ENTITY_MARKER_TOKEN)
+
+    @classmethod
+    def upgrade_settings(cls, saved: dict[str, Any], version: int) -> dict[str, Any]:
+        """A checkpoint saved before version 2 was trained with `"title_mention"` read as Eq. 7 literally (the linking
+        paragraph reading the linked one): it keeps that graph, now named `"title_mention_eq7"`."""
+        if version < 2 and saved.get("hotpot_edges", "title_mention") == "title_mention":
+            saved = {**saved, "hotpot_edges": "title_mention_eq7"}
+        return saved
 
     def added_token_sources(self) -> dict[int, int]:
         """New word token id -> existing token id that initialises it (as `GesaProcessor.added_token_sources`)."""
@@ -503,28 +563,15 @@ class XhProcessor(ProcessorBase):
                     self._count("truncated_answers")
             feature["input_ids"].append(ids)
             feature["global_attention_mask"].append(global_mask)
-        keys = [_strip_title(title) for title in titles]
-        lowered = [normalize_entity_string(text) for text in texts]
         count = len(texts)
-        # a retrieved (FullWiki) graph carries its Wikipedia hyperlinks: the edges, in place of title mentions
-        links = record.get("hyperlinks")
-        linked = None if links is None else {(a, b) for a, b in links}
-        adjacency = []
-        for a in range(count):
-            row = []
-            for b in range(count):
-                if a == b:
-                    row.append(0)
-                elif self.hotpot_edges == "full":
-                    row.append(1)
-                elif linked is not None:
-                    forward, backward = (titles[a], titles[b]) in linked, (titles[b], titles[a]) in linked
-                    row.append(int(forward or (self.hotpot_edges == "bidirectional" and backward)))
-                else:
-                    mentions = bool(keys[b]) and f" {keys[b]} " in f" {lowered[a]} "
-                    mentioned = bool(keys[a]) and f" {keys[a]} " in f" {lowered[b]} "
-                    row.append(int(mentions or (self.hotpot_edges == "bidirectional" and mentioned)))
-            adjacency.append(row)
+        # a retrieved (FullWiki) graph carries its Wikipedia hyperlinks: the links, in place of title mentions
+        hyperlinks = record.get("hyperlinks")
+        if hyperlinks is None:
+            links = set(title_mentions(titles, paragraphs))
+        else:
+            index = {title: node for node, title in enumerate(titles)}
+            links = {(index[a], index[b]) for a, b in hyperlinks if a in index and b in index}
+        adjacency = hop_adjacency(count, links, self.hotpot_edges)
         example_id = record.get("_id", record.get("id"))
         if example_id is None:
             digest = hashlib.sha1(f"{position}\x00{record['question']}".encode()).hexdigest()
@@ -560,4 +607,4 @@ class XhProcessor(ProcessorBase):
 
 XhProcessor.register_for_auto_class("AutoProcessor")
 
-__all__ = ["HOTPOT_EDGES", "XhGraphCollator", "XhProcessor", "record_sentences"]
+__all__ = ["HOTPOT_EDGES", "XhGraphCollator", "XhProcessor", "hop_adjacency", "record_sentences", "title_mentions"]

@@ -13,13 +13,16 @@
 # limitations under the License.
 """Transformer-XH graph features for its own tasks: HotpotQA with sentences and answer types, and FEVER.
 
-HotpotQA: `processing_xh`'s paragraph graph (one node per paragraph, `<s> question </s> </s> title: paragraph </s>`,
-title-mention edges), plus per node the first/last token of each sentence (`sentence_starts`/`sentence_ends`, -1 for
-a sentence cut by `max_node_length`), `sentence_labels` (1 on supporting facts) and `answer_type` (0 span, 1 yes,
-2 no). A retrieved FullWiki graph's node is `<s> question </s> anchor texts </s> </s> title: paragraph </s>` (the
-paper's question + anchor text + paragraph; the anchors of the graph's links into the paragraph, `"; "`-joined,
-question and anchors within `max_query_length` tokens) where the row gives the paragraph `anchors`. Sentence and
-answer boundaries are tokenisation boundaries, so a sentence's tokens are exactly its own.
+HotpotQA: `processing_xh`'s paragraph graph (one node per paragraph, title-mention edges), plus per node the
+first/last token of each sentence (`sentence_starts`/`sentence_ends`, -1 for a sentence cut by `max_node_length`),
+`sentence_labels` (1 on supporting facts) and `answer_type` (0 span, 1 yes, 2 no). A node is
+`<s> question </s> anchors </s> </s> title: paragraph </s>` (the paper's question + anchor text + paragraph, sec. 3:
+what the paragraphs linking to this one say of it; `"; "`-joined, question and anchors within `max_query_length`
+tokens; `<s> question </s> </s> ...` without anchors): a retrieved FullWiki graph's `anchors` (the anchor texts of the
+graph's links into the paragraph), or in the distractor setting the sentences of the other paragraphs that name its
+title (`processing_xh.title_mentions`; the released code appends each edge's sentence to the linked node, and a title
+mention's own text would only repeat the title). Sentence and answer boundaries are tokenisation boundaries, so a
+sentence's tokens are exactly its own.
 
 FEVER (paper sec. 4): one node per candidate evidence sentence, `<s> claim </s> </s> title: sentence </s>`, fully
 connected. Candidates (at most `max_nodes`, the paper's five): the record's `predicted_sentences` ([page, line], e.g.
@@ -43,11 +46,14 @@ from typing import Any
 
 import torch
 
+from .configuration_variants import HOTPOT_QUESTION_TYPES
 from .inputs_gesa import InputError
-from .processing_xh import XhGraphCollator, XhProcessor, _whitespace_to_spaces
+from .processing_xh import XhGraphCollator, XhProcessor, _whitespace_to_spaces, title_mentions
 from .records_xh import FEVER_LABELS, page_title
 
 ANSWER_TYPES = ("span", "yes", "no")
+# the answer model's labels, left out of the supporting-fact model's features
+SUPPORTING_ONLY = ("relevant_node", "start_positions", "end_positions", "answer_type")
 FEVER_LABEL_IDS = {label: index for index, label in enumerate(FEVER_LABELS)}
 _WORD = re.compile(r"\w+")
 
@@ -175,7 +181,8 @@ class XhTaskProcessor(XhProcessor):
         """`encode_hotpot_record`'s graph and labels, the nodes re-encoded with sentence boundaries."""
         counted = Counter(self.stats)  # the nodes are encoded again below: count each cap once
         feature = self.encode_hotpot_record({**row, "answer": row.get("answer") or ""}, position)
-        self.stats = counted
+        self.stats.clear()  # in place: processors derived with `with_edges` share it
+        self.stats.update(counted)
         feature.pop("node_labels", None)  # paragraph labels: superseded by the sentence labels
         context = row["context"]
         if isinstance(context, Mapping):
@@ -193,8 +200,14 @@ class XhTaskProcessor(XhProcessor):
         relevant, answer_span = self._hotpot_answer(texts, titles, [t for t, _ in gold], answer)
         question_ids = self._tokens(_whitespace_to_spaces(row["question"]), leading_space=False)
         question_ids = question_ids[: self.max_query_length]
-        anchors = list(row.get("anchors") or [])[: len(titles)]
-        anchors += [[]] * (len(titles) - len(anchors))
+        if "anchors" in row or "hyperlinks" in row:  # a retrieved graph: the anchor texts of its links
+            anchors = list(row.get("anchors") or [])[: len(titles)]
+            anchors += [[]] * (len(titles) - len(anchors))
+        else:  # distractor: the sentences that name the paragraph's title (the released code's edge sentence)
+            anchors = [[] for _ in titles]
+            for (source, target), numbers in title_mentions(titles, paragraphs).items():
+                anchors[target] += [paragraphs[source][i].strip() for i in numbers if paragraphs[source][i].strip()]
+            anchors = [list(dict.fromkeys(found)) for found in anchors]
         feature.update(input_ids=[], global_attention_mask=[], sentence_starts=[], sentence_ends=[])
         feature.update(sentence_labels=[], start_positions=-100, end_positions=-100)
         for node, (title, sentences, text) in enumerate(zip(titles, paragraphs, texts, strict=True)):
@@ -249,6 +262,63 @@ class XhTaskProcessor(XhProcessor):
         if feature["answer_type"] == 0 and feature["start_positions"] < 0 and answer:
             self._count("answers_not_found")
         return feature
+
+    # ------------------------------------------------------------------ the paper's HotpotQA system (A.3)
+
+    def with_edges(self, hotpot_edges: str) -> XhTaskProcessor:
+        """This processor with another `hotpot_edges` (the paper system's graph per question type), counting its caps
+        in this one's `stats`."""
+        processor = type(self)(self.tokenizer, **{**self.settings(), "hotpot_edges": hotpot_edges}, pages=self.pages)
+        processor.stats = self.stats
+        return processor
+
+    @staticmethod
+    def question_type_id(row: Mapping[str, Any], required: bool) -> int:
+        """The row's HotpotQA `type` as an index of `HOTPOT_QUESTION_TYPES` (-100 when absent and not `required`);
+        another value (or none where `required`) is an `InputError` naming the row and the field."""
+        kind = row.get("type")
+        if kind in HOTPOT_QUESTION_TYPES:
+            return HOTPOT_QUESTION_TYPES.index(kind)
+        if kind is None and not required:
+            return -100
+        problem = "no type" if kind is None else f"type {kind!r}"
+        raise InputError(
+            f"{problem}: the paper system trains one model per question type and needs 'type' to be one of "
+            f"{list(HOTPOT_QUESTION_TYPES)}",
+            row.get("location"),
+            record="HotpotQA question",
+            record_id=row.get("id"),
+            fix="use HotpotQA's released files (every question has its type), leave 'type' out of an evaluation "
+            "question (the classifier types it), or use --system joint",
+        )
+
+    def encode_question_types(self, rows: Iterable[Mapping[str, Any]], required: bool) -> list[dict[str, Any]]:
+        """A.3.1: one single-node graph per question, `<s> question </s>`, `labels` its type id."""
+        features = []
+        for row in rows:
+            question = self._tokens(" ".join(str(row["question"]).split()), leading_space=False)
+            question = question[: self.max_query_length]
+            ids = [self.tokenizer.cls_token_id, *question, self.tokenizer.sep_token_id]
+            features.append({"input_ids": [ids], "global_attention_mask": [[1] + [2] * len(question) + [0]],
+                             "node_adjacency": [[0]], "labels": self.question_type_id(row, required),
+                             "example_id": str(row["id"])})  # fmt: skip
+        return features
+
+    def encode_paper_graphs(
+        self, rows: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The graphs of the paper system's two per-type models, the questions encoded once: the answer model's
+        (`XhForHotpotQA`: relevance, span and answer type, no sentences) and A.3.2's (`XhForSupportingFacts`:
+        sentence boundaries and labels, `node_labels` 1 on the documents holding a supporting fact)."""
+        answers, supporting = [], []
+        for feature, row in zip(self.encode_hotpot_rows(rows), rows, strict=True):
+            facts = row.get("supporting_facts") or {}
+            titles = set(facts.get("title", [])) if isinstance(facts, Mapping) else {fact[0] for fact in facts}
+            sentence_keys = ("sentence_starts", "sentence_ends", "sentence_labels")
+            answers.append({k: v for k, v in feature.items() if k not in sentence_keys})
+            supporting.append({**{k: v for k, v in feature.items() if k not in SUPPORTING_ONLY},
+                               "node_labels": [int(title in titles) for title in feature["titles"]]})  # fmt: skip
+        return answers, supporting
 
     # ------------------------------------------------------------------ FEVER
 
@@ -348,4 +418,4 @@ class XhTaskProcessor(XhProcessor):
 
 XhTaskProcessor.register_for_auto_class("AutoProcessor")
 
-__all__ = ["ANSWER_TYPES", "FEVER_LABEL_IDS", "XhTaskCollator", "XhTaskProcessor", "answer_type_of"]
+__all__ = ["ANSWER_TYPES", "FEVER_LABEL_IDS", "SUPPORTING_ONLY", "XhTaskCollator", "XhTaskProcessor", "answer_type_of"]

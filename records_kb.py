@@ -16,7 +16,9 @@
 
 - Alias table (``read_alias_table``): UTF-8 TSV, one candidate per line, ``alias<TAB>entity<TAB>prior`` (KnowBERT's
   ``p(e|m)``, a number in [0, 1]); blank lines and ``#`` comments are skipped, a first line ``alias entity prior`` is a
-  header. An alias may have several lines (its candidates).
+  header. An alias may have several lines (its candidates). Candidates follow ``processing_kb.MERGE_RULE``: aliases
+  equal up to case, spaces, underscores and surrounding punctuation are one alias, a repeated (alias, entity) pair is
+  one candidate with the highest of its priors (logged), candidates best first.
 - Entity vectors (``read_entity_vectors``): the text format of word2vec / wikipedia2vec / a TransE export, one entity
   per line, ``name v1 ... vD`` (space separated) or ``name<TAB>v1 ... vD`` (a name with spaces); an optional first
   line ``count D``. In a wikipedia2vec file (``ENTITY/`` entries next to words) only the ``ENTITY/`` lines are read.
@@ -46,7 +48,12 @@ import torch
 
 from .inputs_gesa import InputError, Location, read_text_lines
 from .loading_gesa import KB_ALIAS_TABLE_FILE, KB_ENTITIES_FILE, knowledge_file
-from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder, knowledge_inputs_of
+from .processing_kb import (
+    EntityCandidateGenerator,
+    KnowledgeInputBuilder,
+    knowledge_inputs_of,
+    normalize_title,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -110,14 +117,19 @@ def read_entity_vectors(path: str | Path, where: str | None = None) -> tuple[lis
     if not lines:
         raise InputError("the file is empty", where, fix=VECTORS_FIX)
     header = lines[0][1].split()
-    expected_count, dim = None, None
+    dim = None
     if len(header) == 2 and all(part.isdigit() for part in header):
-        expected_count, dim = int(header[0]), int(header[1])
-        lines = lines[1:]
+        promised, dim = int(header[0]), int(header[1])
+        header_location, lines = lines[0][0], lines[1:]
+        if promised != len(lines):  # word2vec's header counts every line after it (wikipedia2vec: words too)
+            raise InputError(
+                f"the header promises {promised} vectors of {dim} values, the file has {len(lines)} after it",
+                header_location,
+                fix="the file is cut short or has extra lines: copy or write it again, or correct the 'count D' "
+                "header (or drop it)",
+            )
     if any(text.startswith(WIKIPEDIA2VEC_ENTITY) for _, text in lines):
         lines = [(location, text) for location, text in lines if text.startswith(WIKIPEDIA2VEC_ENTITY)]
-    else:
-        expected_count = expected_count if expected_count == len(lines) else None
     names: list[str] = []
     vectors: list[list[float]] = []
     seen: dict[str, Location] = {}
@@ -156,7 +168,8 @@ class KnowledgeBaseFiles:
         vectors: ``(N, D)`` entity embeddings of those rows, or ``None`` (the model's own entity table).
         aliases: normalised alias -> ``[(KB row, prior), ...]``, or ``None`` (the entity names / titles, prior 1).
         skipped: alias lines whose entity the KB lacks (left out, counted).
-        alias_rows: the alias lines kept, ``(alias, entity name, prior)``, as a checkpoint saves them (``save``).
+        alias_rows: the alias lines kept, ``(alias, entity name, prior)``, one per (alias, entity) up to case and
+            punctuation (``processing_kb.MERGE_RULE``), as a checkpoint saves them (``save``).
     """
 
     entities: list[str] | None
@@ -223,26 +236,42 @@ def resolve_alias_table(
                          fix="give --kb_entity_vectors, or a tokenizer with an entity vocabulary (LUKE's)")  # fmt: skip
     aliases: dict[str, list[tuple[int, float]]] = {}
     table = read_alias_table(alias_table, alias_where)
-    missing, kept = [], []
+    missing, repeated = [], []
+    kept: dict[tuple[str, int], tuple[AliasRow, int, float]] = {}  # (alias key, KB row) -> first line, row, prior
     for row in table:
         kb_row = rows.get(row.entity, rows.get(entity_key(row.entity)))
         if kb_row is None:
             missing.append(row)
+            continue
+        pair = (normalize_title(row.alias), kb_row)
+        if pair in kept:  # one candidate per (alias, entity), its highest prior: processing_kb.MERGE_RULE
+            first, _, prior = kept[pair]
+            repeated.append((row, first.location))
+            kept[pair] = (first, kb_row, max(prior, row.prior))
         else:
-            aliases.setdefault(row.alias, []).append((kb_row, row.prior))
-            kept.append((row.alias, row.entity, row.prior))
+            kept[pair] = (row, kb_row, row.prior)
+    for row, kb_row, prior in kept.values():
+        aliases.setdefault(row.alias, []).append((kb_row, prior))
     if not aliases:
         raise InputError(
             f"none of its {len(table)} lines names an entity of the KB (first: {table[0].entity!r})",
             alias_where or str(alias_table),
             fix="name entities as the KB does (--kb_entity_vectors' names, or LUKE's titles)",
         )
+    if repeated:
+        row, first = repeated[0]
+        logger.warning(
+            "%s: %d line(s) repeat an (alias, entity) pair of an earlier line up to case and punctuation (first: %s, "
+            "%r -> %r, as at %s): each pair is one candidate, with the highest of its priors",
+            alias_where or alias_table, len(repeated), row.location.place, row.alias, row.entity, first.place,
+        )  # fmt: skip
     if missing:
         logger.warning(
             "%s: %d alias line(s) name entities the KB lacks and are left out (first: %s, %r)",
             alias_where or alias_table, len(missing), missing[0].location.place, missing[0].entity,
         )  # fmt: skip
-    return KnowledgeBaseFiles(entities, vectors, aliases, skipped=len(missing), alias_rows=kept)
+    alias_rows = [(row.alias, row.entity, prior) for row, _, prior in kept.values()]
+    return KnowledgeBaseFiles(entities, vectors, aliases, skipped=len(missing), alias_rows=alias_rows)
 
 
 def read_entity_list(path: str | Path, where: str | None = None) -> list[str]:

@@ -114,6 +114,13 @@ class WikihopExample:
         parts = self.query.split(maxsplit=1)
         return parts[1] if len(parts) == 2 else self.query
 
+    @property
+    def subject_mention(self) -> str:
+        """The subject as its mentions in the supports read: MedHop asks ``"interacts_with DB01171?"``, and the drug's
+        mentions are ``DB01171`` (a question mark ends the question, not the name)."""
+        subject = self.subject
+        return subject[:-1].rstrip() if subject.endswith("?") and subject[:-1].strip() else subject
+
 
 def record_error(
     example_id: str | None, message: str, source: str | None = None, fix: str | None = None
@@ -208,23 +215,43 @@ def to_wikihop_examples(
         where: the input's name for errors when ``sources`` is not given (e.g. ``"--train_file f.json"``).
     """
     examples: list[WikihopExample] = []
-    seen: dict[str, str] = {}
     for position, item in enumerate(items):
         if sources is not None:
             source = sources[position]
         else:
             source = f"{where}, item {position + 1}" if where else f"item {position + 1}"
-        example = to_example(item, position, source)
+        examples.append(to_example(item, position, source))
+    check_unique_ids(examples)
+    return examples
+
+
+def check_unique_ids(examples: Sequence[WikihopExample]) -> None:
+    """Every query its own id: two queries with one id would be ranked as one (one's answers lost). The second is an
+    error naming both places (``source``, else its position) and the fix."""
+    seen: dict[str, str] = {}
+    for position, example in enumerate(examples):
+        place = example.source or f"item {position + 1}"
         if example.example_id in seen:
             raise record_error(
                 example.example_id,
                 f"duplicate id: {seen[example.example_id]} has the same id; give every record its own id (its "
                 "predictions would overwrite the other's)",
-                source,
+                place,
             )
-        seen[example.example_id] = source or f"item {position + 1}"
-        examples.append(example)
-    return examples
+        seen[example.example_id] = place
+
+
+def refuse_repeated_ids(example_ids: Sequence[str], caller: str) -> None:
+    """A WikiHop query is one feature: an id on two features is two queries sharing it, which a ranking would merge
+    into one (``ValueError`` naming the id, both features and the fix)."""
+    first: dict[str, int] = {}
+    for feature, example_id in enumerate(example_ids):
+        if example_id in first:
+            raise ValueError(
+                f"{caller}: features {first[example_id]} and {feature} have the same query id {example_id!r}: two "
+                "queries with one id would be ranked as one; give every query its own id"
+            )
+        first[example_id] = feature
 
 
 def read_wikihop_file(path: Path | str, where: str | None = None) -> Iterator[tuple[str, Any]]:
@@ -274,5 +301,7 @@ __all__ = [
     "record_error",
     "rows_to_examples",
     "to_example",
+    "check_unique_ids",
+    "refuse_repeated_ids",
     "to_wikihop_examples",
 ]

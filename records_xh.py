@@ -61,8 +61,10 @@ def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
-    """One HotpotQA question (official or Hub layout) -> the canonical Hub-layout row (plus ``id``, ``location``)."""
+def to_hotpot_row(item: Any, location: str, default_id: str, with_context: bool = True) -> dict[str, Any]:
+    """One HotpotQA question (official or Hub layout) -> the canonical Hub-layout row (plus ``id``, ``location``).
+    ``with_context=False`` (FullWiki, whose paragraphs are retrieved): the row's ``context`` is not read, so it need not
+    hold the supporting paragraphs (nor be there: an empty one)."""
     if not isinstance(item, Mapping):
         raise InputError(
             f"a HotpotQA question must be a JSON object, got {type(item).__name__}", location, fix=HOTPOT_FIX
@@ -81,7 +83,7 @@ def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
         raise fail(f"'answer' must be a string (yes/no or a span), got {answer!r}")
     if answer is not None and not answer.strip():
         answer = None  # a blank answer (a test row) is no answer: predicted, never scored against ""
-    context = item.get("context")
+    context = item.get("context") if with_context else {"title": [], "sentences": []}
     if isinstance(context, Mapping):
         titles, sentences = context.get("title"), context.get("sentences")
     elif isinstance(context, list):
@@ -113,10 +115,10 @@ def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
     for title, sent_id in pairs:
         if not isinstance(title, str) or not isinstance(sent_id, int) or isinstance(sent_id, bool) or sent_id < 0:
             raise fail(f"supporting fact {[title, sent_id]!r} must be [title <str>, sent_id <int >= 0>]")
-        if title not in titles:
+        if title not in titles and with_context:
             raise fail(f"supporting fact title {title!r} is none of the context titles", "fix the title")
     lengths = dict(zip(titles, map(len, sentences), strict=True))
-    beyond = [[title, sent_id] for title, sent_id in pairs if sent_id >= lengths[title]]
+    beyond = [[title, sent_id] for title, sent_id in pairs if sent_id >= lengths.get(title, sent_id + 1)]
     if beyond:
         # the official release has a few: kept for the official metric (never predictable), said once per question
         logger.warning(
@@ -149,13 +151,13 @@ def to_hotpot_row(item: Any, location: str, default_id: str) -> dict[str, Any]:
     return row
 
 
-def read_hotpot_file(path: str | Path, where: str | None = None) -> list[dict[str, Any]]:
+def read_hotpot_file(path: str | Path, where: str | None = None, with_context: bool = True) -> list[dict[str, Any]]:
     """All questions of a HotpotQA file (official JSON or Hub-layout JSON / JSON lines), checked, in file order
-    (``where`` names the file in errors, default its path)."""
+    (``where`` names the file in errors, default its path; ``with_context=False``: FullWiki, see ``to_hotpot_row``)."""
     path = Path(path)
     rows, seen = [], {}
     for index, (location, item) in enumerate(read_json_items(path, HOTPOT_FIX, where)):
-        row = to_hotpot_row(item, location, default_id=f"{path.stem}-{index}")
+        row = to_hotpot_row(item, location, default_id=f"{path.stem}-{index}", with_context=with_context)
         if row["id"] in seen:
             raise InputError(
                 f"question id {row['id']!r} repeats {seen[row['id']]}", location, fix="give every question its own id"

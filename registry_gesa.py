@@ -96,6 +96,9 @@ class VariantSpec:
         knowledge_variant: `"kar"`/`"ernie"`: the collator adds that variant's KB inputs.
         keep_entity_aware_queries: convert LUKE keeping its own w2e/e2w/e2e queries even when not asked to
             (LUKE-Graph fine-tunes LUKE as it is).
+        pretraining_head: the class name of the variant's pre-training head (``run_entity_tasks.py --task
+            pretrain``: KnowBERT's ``KarForPreTraining``, ``ErnieForPreTraining``), whose checkpoint a task head
+            starts from (its encoder loaded, the task head new: ``is_pretraining_checkpoint``).
     """
 
     name: str
@@ -107,6 +110,17 @@ class VariantSpec:
     shrink_entity_table: bool = True
     knowledge_variant: str | None = None
     keep_entity_aware_queries: bool = False
+    pretraining_head: str | None = None
+
+    def is_pretraining_checkpoint(self, config: Mapping[str, Any]) -> bool:
+        """Whether a checkpoint's config (a dict) is this variant's pre-training head (``pretraining_head``)."""
+        architectures = config.get("architectures") or [None]
+        return (
+            self.pretraining_head is not None
+            and config.get("model_type") == self.config_class.model_type
+            and isinstance(architectures, list)
+            and architectures[0] == self.pretraining_head
+        )
 
     def _overrides(self, num_hidden_layers: int, overrides: Mapping[str, Any]) -> dict[str, Any]:
         merged = {**self.config_overrides, **overrides}
@@ -241,6 +255,7 @@ VARIANTS: dict[str, VariantSpec] = {
             KarConfig,
             shrink_entity_table=False,
             knowledge_variant="kar",
+            pretraining_head="KarForPreTraining",
         ),
         VariantSpec(
             "ernie",
@@ -249,6 +264,7 @@ VARIANTS: dict[str, VariantSpec] = {
             ErnieConfig,
             shrink_entity_table=False,
             knowledge_variant="ernie",
+            pretraining_head="ErnieForPreTraining",
         ),
         VariantSpec(
             "xh",

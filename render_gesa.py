@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .candidates_gesa import EDGE_MATCH, EDGE_PLC, EDGE_SENT, build_entity_graph, normalize_entity_string
+from .extras_gesa import require
 from .records_gesa import RECORD_PLACEHOLDER
 from .windows_gesa import PLACEHOLDER_TOKEN
 
@@ -52,11 +53,7 @@ h2 {{ font-size: 1.1em; margin: 1.2em 0 0.3em; }} .gesa-query {{ margin-bottom: 
 
 
 def _displacy() -> Any:
-    try:
-        from spacy import displacy
-    except ImportError as error:  # spaCy is in the data/train extras only
-        raise ImportError('drawing needs spaCy: pip install "gesa[data]" (or: pip install "spacy>=3.8,<4")') from error
-    return displacy
+    return require("spacy.displacy", "drawing the answers (return_html)")
 
 
 def score_color(shade: float) -> str:

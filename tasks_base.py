@@ -60,12 +60,20 @@ from .training_gesa import ScriptArgumentError
 @dataclass
 class LoadedModel:
     """What ``Task.load`` gives the driver: the model to train, the processor that makes its features (saved with
-    the model, so the checkpoint answers through its pipeline), and the tokenizer."""
+    the model, so the checkpoint answers through its pipeline), and the tokenizer; where the model has a training
+    schedule of its own (the context graph's table 4.1): ``training_arguments`` (``TrainingArguments`` values the
+    command line left to the task), ``lr_scheduler`` (``(optimizer, update steps per epoch) -> LRScheduler``, used
+    by ``Trainer.create_scheduler``) and ``callbacks`` (``TrainerCallback``s)."""
 
     model: PreTrainedModel
     processor: Any
     tokenizer: Any
     label_names: list[str] | None = None
+    training_arguments: dict[str, Any] = field(default_factory=dict)
+    lr_scheduler: Any = None
+    callbacks: list[Any] = field(default_factory=list)
+    # the run's other models (a re-ranker): trained first by ``Task.train_components``, each in <output_dir>/<name>
+    components: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -92,6 +100,9 @@ class Task(ABC):
         ragged_outputs: the head's outputs differ between batches past their first two dims (XH's per-node token
             and sentence widths), which ``Trainer`` cannot concatenate: it keeps them per batch
             (``eval_do_concat_batches=False``) and ``decode`` gets them padded by ``concat_padded``.
+        composite: the model is a system of separately trained models (the paper's HotpotQA system): all of them
+            train in ``train_components``, the system answers through ``predict_examples``, and the run saves the
+            system's top-level files (``save_pretrained(..., save_components=False)``) after its components.
     """
 
     name: str
@@ -110,6 +121,7 @@ class Task(ABC):
     ignore_output_keys: tuple[str, ...] = ()
     ragged_outputs: bool = False
     official_fraction: bool = False
+    composite: bool = False
 
     # ------------------------------------------------------------------------------------------- flags
 
@@ -149,6 +161,26 @@ class Task(ABC):
     def collator(self, processor: Any, variant: str) -> Any:
         """The batches of the processor's features (``processor.get_data_collator()``)."""
         return processor.get_data_collator()
+
+    def has_components(self, data_args: Any) -> bool:
+        """Whether the run trains models of its own before the features are made (``train_components``: a
+        re-ranker the features are retrieved with, the paper system's models); none by default."""
+        return self.composite
+
+    def train_components(self, loaded: LoadedModel, examples: Mapping[str, Any], data_args: Any, args: Any,
+                         train: Any) -> None:  # fmt: skip
+        """Train the run's component models with ``train(name, model, features, collator) -> model`` (the driver's
+        ``ComponentTrainer``: the run's ``TrainingArguments``, its checks and resume, ``<output_dir>/<name>``), after
+        ``load`` and before ``featurise``; nothing by default."""
+        return None
+
+    def predict_examples(self, loaded: LoadedModel, examples: Any, split: str, args: Any) -> dict[str, Any]:
+        """A ``composite`` task's ``{example id: prediction}`` (its system run on the examples themselves)."""
+        raise NotImplementedError(f"--task {self.name} predicts through Trainer (decode), not predict_examples")
+
+    def summary_notes(self, processor: Any) -> list[str]:
+        """What the run's summary line adds about its inputs (e.g. how many texts the processor cut); none."""
+        return []
 
     # ------------------------------------------------------------------------------------------- data
 

@@ -24,10 +24,13 @@ without ``no_relation``, exact span F1 as seqeval's entity-level score). The pre
 (``MaskedEntityCollator``, ``GesaForMaskedLM``), ERNIE's masked language model + denoising entity auto-encoder for
 ``--variant ernie`` (``ErniePretrainingCollator``: every mention aligned, alignments replaced or masked, words masked;
 next-sentence pairs where the data has documents, ``sentence_pairs``; ``ErnieForPreTraining``; ``LoggedLossesCallback``
-logs ``mlm_loss``, ``nsp_loss`` and ``dea_loss`` beside ``loss``). Its entity
+logs ``mlm_loss``, ``nsp_loss`` and ``dea_loss`` beside ``loss``), KnowBERT's MLM + NSP + ``L_EL`` for ``--variant kar``
+(``KarPretrainingCollator``, ``KarForPreTraining``: the KB files and gold links of the fine-tuning runs). Its entity
 table holds LUKE's special entities and the distinct mention texts of the data (rows taken from LUKE's table where
-LUKE has that title, else from ``[UNK]``); the tokenizer saved with the model carries the same entity vocabulary.
-Its evaluation is the loss; it predicts nothing.
+LUKE has that title, else from ``[UNK]``; KAR keeps LUKE's table and tokenizer, its KB); the tokenizer saved with the
+model carries the same entity vocabulary. Its evaluation is the loss, with dEA accuracy and chance (ERNIE) or the
+linker's and the prior's linking accuracy (KAR); it predicts nothing. A pre-training checkpoint of KAR or ERNIE starts
+the entity tasks' heads with its encoder (``load_model_and_tokenizer``).
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
@@ -35,6 +38,7 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -68,6 +72,7 @@ from .modeling_kar_entity import (
     KarForEntityClassification,
     KarForEntityPairClassification,
     KarForEntitySpanClassification,
+    KarForPreTraining,
 )
 from .processing_entity import NO_ENTITY, EntityTaskProcessor, decode_ner, encode_word_prefix
 from .processing_entity_markers import INPUT_FORMATS, MARKED_TASKS, MarkedEntityTaskProcessor, input_format_of
@@ -75,9 +80,23 @@ from .processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from .records_entity import read_hub_rows, read_task_file
 from .registry_gesa import VARIANTS
 from .tasks_base import LoadedModel, Task, file_error, first_output
-from .tasks_kb import attach_knowledge_files, gold_links, knowledge_candidates, load_entity_links, load_ner
+from .tasks_kb import (
+    GoldLinker,
+    attach_knowledge_files,
+    gold_links,
+    knowledge_candidates,
+    load_entity_links,
+    load_ner,
+)
 from .training_gesa import ScriptArgumentError, checkpoint_config, write_json_atomically
-from .training_models import check_config_fields, check_config_values, hub_kwargs, load_run_tokenizer
+from .training_models import (
+    check_config_fields,
+    check_config_values,
+    check_max_seq_length,
+    hub_kwargs,
+    load_run_tokenizer,
+    position_limit,
+)
 from .training_tokenizer import SPECIAL_ENTITIES, special_entity_rows
 
 logger = logging.get_logger(__name__)
@@ -139,6 +158,10 @@ class EntityTask(Task):
                 f"--entity_links trains KnowBERT-KAR's entity linker; --variant {model_args.variant} has none: drop "
                 "it, or pass --variant kar"
             )
+        if args.label_names is None:
+            # every batch has masked words; Trainer's default (each forward argument named *label*) would also wait
+            # for next_sentence_label, which data without documents never gives: no evaluation loss at all
+            args.label_names = ["labels"]
 
     def example_id(self, example: Any) -> str:
         return str(example.id)
@@ -177,10 +200,12 @@ class EntityTask(Task):
             raise ScriptArgumentError(
                 "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this script"
             )
-        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
+        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant), data_args.max_seq_length)
         # the files and the NER pipeline checked before any weight loads
         links_file = getattr(data_args, "entity_links", None)
         links = None if links_file is None else load_entity_links(links_file)
+        if links is not None:
+            check_links_match(links_file, links, examples)
         ner = load_ner(model_args)
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         try:
@@ -190,7 +215,10 @@ class EntityTask(Task):
             )  # fmt: skip
         except (OSError, ValueError) as error:  # a checkpoint that does not fit (task, variant, labels, entity table)
             raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
-        converted = getattr(model, "luke_conversion_info", None) is not None
+        # a new head (converted from LUKE, or on a pre-training checkpoint): the variant's paper's input format
+        converted = getattr(model, "luke_conversion_info", None) is not None or hasattr(
+            model, "started_from_pretraining"
+        )
         processor = entity_task_processor(tokenizer, self.name, labels, data_args, model_args.variant, converted)
         if converted and hasattr(processor, "added_token_sources"):
             model.init_added_word_embeddings(processor.added_token_sources())  # the markers, from LUKE's @ and #
@@ -244,6 +272,22 @@ class EntityTask(Task):
         return rows
 
 
+def check_links_match(path: str, links: Mapping[str, Any], examples: Mapping[str, Sequence[Any]]) -> None:
+    """``--entity_links``' ids must name examples of the run: one ``ScriptArgumentError`` naming the file when they
+    match no training example (the linker would train on nothing: ``L_EL`` 0), else the count matched is logged."""
+    for split, rows in examples.items():
+        matched = sum(str(example.id) in links for example in rows)
+        logger.info(f"--entity_links {path}: {matched} of the {len(rows)} {split} examples have gold links")
+        if split == "train" and matched == 0:
+            shown = ", ".join(repr(key) for key in list(links)[:2])
+            first = ", ".join(repr(str(example.id)) for example in rows[:2])
+            raise ScriptArgumentError(
+                f"--entity_links {path}: none of its {len(links)} ids ({shown}, ...) names a training example (their "
+                f"ids: {first}, ...), so the linker would learn nothing (linking_loss 0): give each record the 'id' "
+                "of its example (Open Entity's annot_id, TACRED's id, '<file name>:<first line>' of a CoNLL sentence)"
+            )
+
+
 # each paper's own fine-tuning inputs for typing and relations (``--input_format`` left out): ERNIE's markers for
 # ERNIE, KnowBERT's for KAR; LUKE's [MASK] entities for GESA and LUKE
 VARIANT_INPUT_FORMATS = {"ernie": "ernie", "kar": "knowbert"}
@@ -268,6 +312,15 @@ def entity_task_processor(
     (``default_input_format``) and a checkpoint of the script its own; a checkpoint trained with markers keeps them
     (its tokenizer holds them)."""
     input_format = getattr(data_args, "input_format", None)
+    if input_format is not None and not converted and task in MARKED_TASKS:
+        trained = input_format_of(tokenizer, task)
+        if input_format != trained:  # the checkpoint's word table has rows for its own markers only
+            raise ScriptArgumentError(
+                f"--input_format {input_format}: the checkpoint was trained with --input_format {trained} (its "
+                f"tokenizer holds {'no markers' if trained == 'luke' else trained + ' markers'}), and its word table "
+                f"has no rows for {input_format}'s: drop --input_format (a checkpoint keeps its own), or train a new "
+                f"model from a LUKE checkpoint with --input_format {input_format}"
+            )
     if input_format is None:
         input_format = default_input_format(variant, task) if converted else "luke"
     if input_format == "luke" and task in MARKED_TASKS:
@@ -384,16 +437,20 @@ def build_task_model(
     return spec.from_checkpoint(name_or_path, hub=hub)
 
 
-def check_entity_checkpoint(model_args: Any, spec: Any) -> None:
+def check_entity_checkpoint(model_args: Any, spec: Any, max_seq_length: int | None = None) -> None:
     """``--model_name_or_path`` and the tokenizer checked before any weight loads: the config's fields and values
-    (``check_config_fields`` / ``check_config_values``), a trained head's classes (``id2label``: ids 0 .. n-1, none
-    missing) and the tokenizer (``load_run_tokenizer``, naming ``--tokenizer_name`` when it is the one at fault)."""
+    (``check_config_fields`` / ``check_config_values``), ``--max_seq_length`` against its absolute positions, a trained
+    head's classes (``id2label``: ids 0 .. n-1, none missing) and the tokenizer (``load_run_tokenizer``, naming
+    ``--tokenizer_name`` when it is the one at fault)."""
     path = model_args.model_name_or_path
     config = checkpoint_config(path, "a LUKE or a run_entity_tasks.py", **hub_kwargs(model_args))
     check_config_fields(path, config)
+    overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
+    check_max_seq_length(max_seq_length, position_limit(spec, config, overrides), path)
     if config.get("model_type") == spec.config_class.model_type:
         check_config_values(path, config, spec.config_class)
-        check_id2label(path, config.get("id2label"))
+        if (config.get("architectures") or [None])[0] != getattr(PRETRAIN.heads.get(spec.name), "__name__", None):
+            check_id2label(path, config.get("id2label"))  # a pre-training checkpoint has no task classes yet
     load_run_tokenizer(model_args, path, config)
 
 
@@ -453,6 +510,9 @@ def load_model_and_tokenizer(
             )
         luke = load_tokenizer(tokenizer_path, **hub)
         check_luke_tokenizer(luke, tokenizer_path)
+        if variant == "kar":  # KnowBERT: the KB is LUKE's entity table (or --kb_* files), the tokenizer LUKE's own
+            spec = dataclasses.replace(VARIANTS[variant], model_class=PRETRAIN.head_for(variant))
+            return spec.from_luke(name_or_path, hub=hub, **overrides), luke, None
         vocabulary = pretraining_vocabulary([example for split in examples.values() for example in split])
         model = build_pretraining_model(variant, name_or_path, vocabulary, luke, hub, seed, **overrides)
         return model, pretraining_tokenizer(tokenizer_path, vocabulary, **hub), None
@@ -468,7 +528,22 @@ def load_model_and_tokenizer(
         return model, task_tokenizer(tokenizer_path, variant, **hub), labels
     head = task.head_for(variant)
     expected = VARIANTS[variant].config_class.model_type
-    if config.get("model_type") != expected or (config.get("architectures") or [head.__name__])[0] != head.__name__:
+    architecture = (config.get("architectures") or [head.__name__])[0]
+    if (
+        config.get("model_type") == expected
+        and architecture == PRETRAIN.heads.get(variant, head).__name__ != head.__name__
+    ):
+        # the variant's pre-training checkpoint (KnowBERT's KAR, ERNIE's fusion): its encoder, a new task head
+        if "train" not in examples:
+            raise ValueError("a pre-training checkpoint has no head for this task yet: pass --do_train with "
+                             "--train_file, or give a checkpoint run_entity_tasks.py fine-tuned")  # fmt: skip
+        labels = task.label_names(examples["train"])
+        id2label = dict(enumerate(labels))
+        model = head.from_pretrained(name_or_path, id2label=id2label, label2id={v: k for k, v in id2label.items()},
+                                     **hub)  # fmt: skip
+        model.started_from_pretraining = name_or_path
+        return model, load_tokenizer(tokenizer_path, **hub), labels
+    if config.get("model_type") != expected or architecture != head.__name__:
         raise ValueError(
             f"it holds a {config.get('model_type')!r} model ({config.get('architectures')}), but --task {task.name} "
             f"--variant {variant} needs a {expected!r} {head.__name__}: pass the --variant it was trained with, or a "
@@ -511,15 +586,35 @@ def pretraining_tokenizer(name_or_path: str, vocabulary: Mapping[str, int], **hu
     return load_tokenizer(name_or_path, entity_vocab=dict(vocabulary), **hub)
 
 
-def encode_pretraining(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Any], max_length: int) -> list[dict]:
-    """Word ids and, at every mention, its entity (by its text in the pre-training entity vocabulary)."""
+def encode_mentions(
+    tokenizer: PreTrainedTokenizerBase,
+    example: Any,
+    max_length: int,
+    gold: Sequence[int] | None = None,
+) -> tuple[dict[str, Any], int]:
+    """One sentence's word ids with an entity at every mention (``encode_word_prefix``): the mention's text in the
+    pre-training entity vocabulary, or, with ``gold`` (KAR: one gold KB row per mention, ``GoldLinker``), ``[MASK]``
+    (KnowBERT reads no entity input: the linker finds the entities) and the kept mentions' ``kar_gold_entities``."""
+    spans = mention_spans(example)
+    names = ["[MASK]"] * len(spans) if gold is not None else [mention_text(example, span) for span in spans]
+    # LukeTokenizer cannot truncate with entities: the longest word prefix that fits, with its mentions
+    encoded, kept = encode_word_prefix(tokenizer, example.tokens, spans, names, max_length)
+    if gold is not None:
+        encoded["kar_gold_entities"] = [g for g, (_, end) in zip(gold, spans, strict=True) if end <= kept]
+    return encoded, kept
+
+
+def encode_pretraining(
+    tokenizer: PreTrainedTokenizerBase,
+    examples: Sequence[Any],
+    max_length: int,
+    golds: Sequence[Sequence[int]] | None = None,
+) -> list[dict]:
+    """Word ids and, at every mention, its entity (by its text in the pre-training entity vocabulary; ``golds``, per
+    example: KAR's ``[MASK]`` entities and gold links, ``encode_mentions``)."""
     features, cut = [], 0
-    for example in examples:
-        spans = mention_spans(example)
-        # LukeTokenizer cannot truncate with entities: the longest word prefix that fits, with its mentions
-        encoded, kept = encode_word_prefix(
-            tokenizer, example.tokens, spans, [mention_text(example, span) for span in spans], max_length
-        )
+    for index, example in enumerate(examples):
+        encoded, kept = encode_mentions(tokenizer, example, max_length, None if golds is None else golds[index])
         cut += kept < len(example.tokens)
         features.append(encoded)
     if cut:
@@ -555,21 +650,22 @@ def sentence_pairs(examples: Sequence[Any], seed: int = 0) -> list[tuple[int, in
 
 
 def encode_pretraining_pairs(
-    tokenizer: PreTrainedTokenizerBase, examples: Sequence[Any], pairs: Sequence[tuple[int, int, int]], max_length: int
+    tokenizer: PreTrainedTokenizerBase,
+    examples: Sequence[Any],
+    pairs: Sequence[tuple[int, int, int]],
+    max_length: int,
+    golds: Sequence[Sequence[int]] | None = None,
 ) -> list[dict]:
     """Each pair as RoBERTa's (LUKE's) pair input ``<s> A </s></s> B </s>`` with the mentions of both sentences
-    (each sentence the longest word prefix that fits its half of ``max_length``) and its ``next_sentence_label``."""
+    (each sentence the longest word prefix that fits its half of ``max_length``) and its ``next_sentence_label``
+    (``golds``: as ``encode_pretraining``'s, both sentences' in order)."""
     halves = (max(max_length // 2, 3), max(max_length - max_length // 2, 3))
     features = []
     for first, second, label in pairs:
         parts = []
         for index, half in zip((first, second), halves, strict=True):
-            example = examples[index]
-            spans = mention_spans(example)
-            encoded, _ = encode_word_prefix(
-                tokenizer, example.tokens, spans, [mention_text(example, span) for span in spans], half
-            )
-            parts.append(encoded)
+            gold = None if golds is None else golds[index]
+            parts.append(encode_mentions(tokenizer, examples[index], half, gold)[0])
         a, b = parts
         shift = len(a["input_ids"])
         pair = {
@@ -582,6 +678,8 @@ def encode_pretraining_pairs(
             pair["entity_ids"] = a.get("entity_ids", []) + b.get("entity_ids", [])
             pair["entity_position_ids"] = a.get("entity_position_ids", []) + moved
             pair["entity_attention_mask"] = a.get("entity_attention_mask", []) + b.get("entity_attention_mask", [])
+        if golds is not None:
+            pair["kar_gold_entities"] = a["kar_gold_entities"] + b["kar_gold_entities"]
         features.append(pair)
     return features
 
@@ -743,9 +841,38 @@ class ErniePretrainingCollator(DeaCollator):
         return self.words.mask_words(batch)
 
 
+class KarPretrainingCollator:
+    """KnowBERT's pre-training batch (``KarForPreTraining``): the KAR inputs from the unmasked words (``knowledge``:
+    the registry's ``KnowledgeCollator``: the data's mentions at ``[MASK]`` entities and every other alias span, their
+    candidates with priors and NULL, the gold links as ``kar_gold_candidates``), then the words masked for MLM
+    (``words.mask_words``: ``labels``) and, for sentence pairs, ``next_sentence_label``."""
+
+    def __init__(self, knowledge: Callable[[Sequence[Mapping[str, Any]]], dict], words: MaskedEntityCollator) -> None:
+        self.knowledge, self.words = knowledge, words
+
+    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        labels = [feature.get("next_sentence_label") for feature in features]
+        batch = self.knowledge([{k: v for k, v in f.items() if k != "next_sentence_label"} for f in features])
+        if any(label is not None for label in labels):  # sentence pairs: NSP
+            batch["next_sentence_label"] = torch.tensor([-100 if x is None else x for x in labels], dtype=torch.long)
+        return self.words.mask_words(batch)
+
+
 class LoggedLossesCallback(TrainerCallback):
     """Adds a model's separate losses (``pop_logged_losses``: ERNIE's ``mlm_loss`` and ``dea_loss``) to each training
-    log line and to ``trainer_state.json``'s ``log_history``, next to the summed ``loss``."""
+    log line and to ``trainer_state.json``'s ``log_history``, next to the summed ``loss``; and its evaluation metrics
+    (``pop_evaluation_metrics``: ERNIE's dEA accuracy and chance, KAR's linking accuracy and the prior's) to each
+    evaluation's metrics (``eval_*``: the results files, the summary line) and its ``log_history`` entry."""
+
+    def on_evaluate(
+        self, args: Any, state: Any, control: Any, metrics: dict | None = None, model: Any = None, **kwargs: Any
+    ) -> None:
+        if metrics is None or not hasattr(model, "pop_evaluation_metrics"):
+            return
+        extra = {f"eval_{name}": round(value, 4) for name, value in model.pop_evaluation_metrics().items()}
+        metrics.update(extra)
+        if state.log_history and "eval_loss" in state.log_history[-1]:
+            state.log_history[-1].update(extra)
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict | None = None, model: Any = None, **kwargs: Any
@@ -771,18 +898,35 @@ class PretrainingProcessor:
         self.ner = ner
 
     def encode_all(self, examples: Sequence[Any]) -> list[dict]:
-        """The sentences' features; for ERNIE, next-sentence pairs where the data has documents (``sentence_pairs``:
-        MLM + NSP + dEA), single sentences otherwise (MLM + dEA)."""
-        if PRETRAIN.head_for(self.variant) is ErnieForPreTraining:
+        """The sentences' features; for ERNIE and KAR, next-sentence pairs where the data has documents
+        (``sentence_pairs``: MLM + NSP + dEA / L_EL), single sentences otherwise; KAR's with the gold links of
+        ``--entity_links`` (``GoldLinker``; -1: no gold) at ``[MASK]`` entities."""
+        golds = None
+        if self.variant == "kar":
+            links = getattr(self, "entity_links", None) or {}
+            linker = GoldLinker(examples, links, self)
+            golds = [linker(example, mention_spans(example)) for example in examples]
+            linker.log()
+        name = {"ernie": "ERNIE", "kar": "KnowBERT"}.get(self.variant)
+        if name is not None:
+            objective = "dEA" if self.variant == "ernie" else "L_EL"
             pairs = sentence_pairs(examples, self.seed)
             if pairs is not None:
-                logger.info(f"ERNIE pre-training: {len(pairs)} sentence pairs from the data's documents (NSP)")
-                return encode_pretraining_pairs(self.tokenizer, examples, pairs, self.max_length)
-            logger.info("ERNIE pre-training: the data has no document of two sentences, so no NSP (MLM + dEA)")
-        return encode_pretraining(self.tokenizer, examples, self.max_length)
+                logger.info(f"{name} pre-training: {len(pairs)} sentence pairs from the data's documents (NSP)")
+                return encode_pretraining_pairs(self.tokenizer, examples, pairs, self.max_length, golds)
+            logger.info(
+                f"{name} pre-training: the data has no document of two sentences, so no NSP (MLM + {objective})"
+            )
+        return encode_pretraining(self.tokenizer, examples, self.max_length, golds)
 
-    def get_data_collator(self) -> MaskedEntityCollator | DeaCollator:
+    def get_data_collator(self) -> MaskedEntityCollator | DeaCollator | KarPretrainingCollator:
         head = PRETRAIN.head_for(self.variant)
+        if head is KarForPreTraining:
+            knowledge = VARIANTS["kar"].wrap_collator(
+                functools.partial(_pad, self.tokenizer), self.tokenizer, candidates=knowledge_candidates(self)
+            )
+            return KarPretrainingCollator(knowledge, MaskedEntityCollator(self.tokenizer, self.mlm_probability,
+                                                                          seed=self.seed))  # fmt: skip
         if head is ErnieForPreTraining:
             return ErniePretrainingCollator(
                 self.tokenizer, self.kb_size, self.mlm_probability, seed=self.seed, ner=self.ner
@@ -803,17 +947,29 @@ class PretrainTask(Task):
 
     name: str = "pretrain"
     title: str = "Pre-training"
-    description: str = "LUKE's MLM + masked-entity prediction (gesa, luke); ERNIE's MLM + dEA (ernie)"
+    description: str = (
+        "LUKE's MLM + masked-entity prediction (gesa, luke); ERNIE's MLM + NSP + dEA (ernie); KnowBERT's MLM + NSP + "
+        "L_EL (kar)"
+    )
     file_format: str = "any entity task's files (--pretrain_format)"
     heads: dict = field(
         default_factory=lambda: {
             "gesa": GesaForMaskedLM,
             "luke": GesaForMaskedLM,
             "ernie": ErnieForPreTraining,
+            "kar": KarForPreTraining,
         }
     )
     metric_for_best_model: str = "loss"
-    metric_names: dict = field(default_factory=lambda: {"loss": "loss"})
+    metric_names: dict = field(
+        default_factory=lambda: {
+            "loss": "loss",
+            "dea_accuracy": "dEA accuracy",
+            "dea_chance": "dEA chance",
+            "linking_accuracy": "linking accuracy",
+            "linking_prior_accuracy": "prior's linking accuracy",
+        }
+    )
     unit: str = "sentences"
     item: str = "sentence"
     scores_predictions: bool = False
@@ -833,10 +989,15 @@ class PretrainTask(Task):
                 raise ScriptArgumentError(f"--{name} must lie in (0, 1], got {getattr(data_args, name)}")
         if data_args.max_seq_length < 1:
             raise ScriptArgumentError(f"--max_seq_length must be at least 1, got {data_args.max_seq_length}")
-        if getattr(data_args, "entity_links", None) is not None:
+        if getattr(data_args, "entity_links", None) is not None and model_args.variant != "kar":
             raise ScriptArgumentError(
-                "--entity_links trains KnowBERT-KAR's linker while fine-tuning; --task pretrain does not read it: drop it"
+                f"--entity_links trains KnowBERT-KAR's entity linker; --variant {model_args.variant} has none: drop "
+                "it, or pass --variant kar"
             )
+        if args.label_names is None:
+            # every batch has masked words; Trainer's default (each forward argument named *label*) would also wait
+            # for next_sentence_label, which data without documents never gives: no evaluation loss at all
+            args.label_names = ["labels"]
 
     def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[Any]:
         return ENTITY_TASKS[data_args.pretrain_format].read_file(path, where, split, data_args, model_args)
@@ -855,8 +1016,12 @@ class PretrainTask(Task):
     ) -> LoadedModel:
         if model_args.model_name_or_path is None:
             raise ScriptArgumentError("--model_name_or_path is needed: the LUKE checkpoint to pre-train further")
-        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant))
+        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant), data_args.max_seq_length)
         ner = load_ner(model_args)  # before any weight loads
+        links_file = getattr(data_args, "entity_links", None)
+        links = None if links_file is None else load_entity_links(links_file)
+        if links is not None:
+            check_links_match(links_file, links, examples)
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
         try:
             model, tokenizer, _ = load_model_and_tokenizer(
@@ -869,6 +1034,9 @@ class PretrainTask(Task):
             tokenizer, model_args.variant, data_args.max_seq_length, model.config.entity_vocab_size,
             data_args.mlm_probability, data_args.entity_mask_probability, seed=0, ner=ner,
         )  # fmt: skip
+        if model_args.variant == "kar":  # KnowBERT's KB (--kb_* files, else LUKE's table) and gold links
+            attach_knowledge_files(model_args, model, tokenizer, processor)
+            processor.entity_links = links
         return LoadedModel(model, processor, tokenizer)
 
     def featurise(self, processor: PretrainingProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
@@ -953,6 +1121,7 @@ __all__ = [
     "DeaCollator",
     "EntityTask",
     "ErniePretrainingCollator",
+    "KarPretrainingCollator",
     "LoggedLossesCallback",
     "MaskedEntityCollator",
     "PretrainTask",

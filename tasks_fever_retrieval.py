@@ -18,9 +18,9 @@ Document retrieval stays BM25 (``processing_retrieval_xh``, the top 5 pages); th
 ranked by ``SentenceReranker``: ``XhForSupportingFacts`` read alone per sentence (``xh_num_hop_layers=0``; the same
 relevance head as HotpotQA's BERT IR, ``tasks_xh_fullwiki``) on ``[CLS]`` of ``claim </s> </s> title: sentence``,
 trained with binary cross-entropy on ``--train_file``'s claims: their gold evidence sentences 1, the other sentences of
-their BM25 pages and gold pages 0 (at most ``--ranker_negatives`` per claim). It is saved under
-``<output_dir>/sentence_ranker`` and re-used from ``<model_name_or_path>/sentence_ranker``; the top ``--max_nodes``
-(5) sentences become the claim's XH graph.
+their BM25 pages and gold pages 0 (at most ``--ranker_negatives`` per claim). ``RerankedFeverTask`` trains it through
+the shared driver as the run's ``sentence_ranker`` component (saved under ``<output_dir>/sentence_ranker``, re-used
+from ``<model_name_or_path>/sentence_ranker``); the top ``--max_nodes`` (5) sentences become the claim's XH graph.
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
@@ -28,19 +28,20 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
-from transformers import PreTrainedModel, TrainingArguments
+from datasets import Dataset
+from transformers import PreTrainedModel
 
 from .inputs_gesa import InputError
-from .loading_gesa import load_tokenizer
+from .pipeline_xh_tasks import model_outputs
 from .processing_retrieval_xh import retrieve_fever_evidence
 from .processing_xh_tasks import XhTaskProcessor
-from .records_xh import read_fever_claims, read_wiki_pages
 from .structure_gesa import LUKE_MASK_ENTITY_ID
-from .tasks_base import file_error
-from .tasks_xh_paper import reranker_model, run_component, train_component
+from .tasks_base import LoadedModel
+from .tasks_xh import FeverTask
+from .tasks_xh_paper import reranker_model
 from .training_gesa import ScriptArgumentError
 
 SENTENCE_RANKER = "sentence_ranker"  # the re-ranker's subfolder of a run
@@ -81,7 +82,7 @@ class SentenceReranker:
 
     def __call__(self, claim: str, sentences: Sequence[tuple[str, int]]) -> list[float]:
         features = self.features([{"claim": claim}], [sentences])
-        outputs = run_component(self.model, features, self.processor.get_data_collator(), self.batch_size)
+        outputs = model_outputs(self.model, features, self.processor.get_data_collator(), self.batch_size)
         return [float(logit) for feature, out in zip(features, outputs, strict=True)
                 for logit in out["relevance_logits"][0, : len(feature["input_ids"])]]  # fmt: skip
 
@@ -107,46 +108,75 @@ def training_sentences(
     return kept, candidates
 
 
-def build_sentence_ranker(model_args: Any, data_args: Any, args: TrainingArguments) -> SentenceReranker:
-    """The re-ranker loaded from ``<model_name_or_path>/sentence_ranker`` or converted from LUKE and trained on
-    ``--train_file`` (``--do_train``; saved to ``<output_dir>/sentence_ranker``)."""
-    if data_args.task != "fever":
-        raise ScriptArgumentError(f"--fever_retrieval bm25_rerank is for --task fever, not --task {data_args.task}")
-    if model_args.model_name_or_path is None or not data_args.wiki_pages:
-        raise ScriptArgumentError("--fever_retrieval bm25_rerank needs --model_name_or_path and --wiki_pages")
-    try:
-        pages = read_wiki_pages([part.strip() for part in data_args.wiki_pages.split(",") if part.strip()])
-    except InputError as error:
-        raise ScriptArgumentError(f"--wiki_pages: {error}") from None
-    claims: list[dict[str, Any]] = []
-    if args.do_train and data_args.train_file:
+@dataclass
+class RerankedFeverTask(FeverTask):
+    """``FEVER`` with ``--fever_retrieval bm25_rerank``: the sentence re-ranker is the run's ``sentence_ranker``
+    component (the driver's ``ComponentTrainer``), loaded from ``<model_name_or_path>/sentence_ranker`` or converted
+    from LUKE and trained on the training claims' evidence before the claims are featurised. The wiki pages are read
+    with the data, before any model loads."""
+
+    pages_read: dict[str, dict[int, str]] | None = field(default=None, repr=False)
+    ranker: SentenceReranker | None = field(default=None, repr=False)
+    ranker_trained: bool = False
+
+    def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
+        if data_args.task != "fever":
+            raise ScriptArgumentError(
+                f"--fever_retrieval bm25_rerank is for --task fever, not --task {data_args.task}"
+            )
+        if model_args.model_name_or_path is None:
+            raise ScriptArgumentError("--fever_retrieval bm25_rerank needs --model_name_or_path: a LUKE checkpoint "
+                                      "(the sentence re-ranker is converted from it) or the output folder of such a run")  # fmt: skip
+        super().check_arguments(model_args, data_args, args)
+
+    def pages(self, data_args: Any) -> dict[str, dict[int, str]]:
+        if self.pages_read is None:
+            self.pages_read = super().pages(data_args)
+        return self.pages_read
+
+    def check_examples(self, examples: Mapping[str, Any], data_args: Any) -> None:
+        """The wiki pages read; training claims need evidence in them (the re-ranker's positives)."""
+        super().check_examples(examples, data_args)
         try:
-            claims = read_fever_claims(data_args.train_file)[: data_args.max_train_samples]
+            pages = self.pages(data_args)
         except InputError as error:
-            raise ScriptArgumentError(file_error("--train_file", Path(data_args.train_file), error)) from None
-    path = model_args.model_name_or_path
-    tokenizer = load_tokenizer(model_args.tokenizer_name or path, cache_dir=model_args.cache_dir)
-    processor = XhTaskProcessor(
-        tokenizer,
-        max_node_length=data_args.max_seq_length,
-        max_query_length=data_args.max_query_length,
-        entity_mask_id=LUKE_MASK_ENTITY_ID,
-        task="fever",
-        pages=pages,
-    )
-    model = reranker_model(model_args, tokenizer, SENTENCE_RANKER, bool(claims),
-                           "--fever_retrieval bm25_rerank needs a trained sentence re-ranker")  # fmt: skip
-    reranker = SentenceReranker(model, processor, pages, batch_size=args.per_device_eval_batch_size)
-    if claims:
-        kept, candidates = training_sentences(claims, pages, data_args.ranker_negatives)
-        if not kept:
+            raise ScriptArgumentError(f"--wiki_pages: {error}") from None
+        evidence = ((e[2], e[3]) for claim in examples.get("train", []) for group in claim.get("evidence") or []
+                    for e in group if e[2])  # fmt: skip
+        if "train" in examples and not any(page in pages and line in pages[page] for page, line in evidence):
             raise ScriptArgumentError(
                 "--train_file has no claim with evidence in --wiki_pages: the sentence re-ranker has nothing to learn"
             )
-        features = reranker.features(kept, candidates)
-        reranker.model = train_component(model, features, processor.get_data_collator(), args, SENTENCE_RANKER)
-    reranker.model.to(args.device)
-    return reranker
+
+    def has_components(self, data_args: Any) -> bool:
+        return True
+
+    def load(
+        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
+    ) -> LoadedModel:
+        loaded = super().load(model_args, data_args, examples, explicit)
+        model, self.ranker_trained = reranker_model(model_args, loaded.tokenizer, SENTENCE_RANKER,
+                                                    "train" in examples,
+                                                    "--fever_retrieval bm25_rerank needs a trained sentence re-ranker")  # fmt: skip
+        processor = XhTaskProcessor(loaded.tokenizer, max_node_length=data_args.max_seq_length,
+                                    max_query_length=data_args.max_query_length, entity_mask_id=LUKE_MASK_ENTITY_ID,
+                                    task="fever", pages=self.pages(data_args))  # fmt: skip
+        self.ranker = SentenceReranker(model, processor, processor.pages)
+        loaded.components[SENTENCE_RANKER] = model
+        return loaded
+
+    def train_components(self, loaded: LoadedModel, examples: Mapping[str, Any], data_args: Any, args: Any,
+                         train: Any) -> None:  # fmt: skip
+        """The re-ranker trained on the training claims' evidence (unless loaded trained); then the claims'
+        sentences are ranked by it (``sentence_score``)."""
+        ranker = self.ranker
+        ranker.batch_size = args.per_device_eval_batch_size
+        if "train" in examples and not self.ranker_trained:
+            kept, candidates = training_sentences(examples["train"], ranker.pages, data_args.ranker_negatives)
+            features = Dataset.from_list(ranker.features(kept, candidates))
+            ranker.model = train(SENTENCE_RANKER, ranker.model, features, ranker.processor.get_data_collator())
+        ranker.model.to(args.device)
+        self.sentence_score = ranker
 
 
-__all__ = ["SENTENCE_RANKER", "SentenceReranker", "build_sentence_ranker", "training_sentences"]
+__all__ = ["SENTENCE_RANKER", "RerankedFeverTask", "SentenceReranker", "training_sentences"]

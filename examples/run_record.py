@@ -55,23 +55,37 @@ first). An evaluation-only run (no ``--do_train``) writes only ``eval_prediction
 
 from __future__ import annotations
 
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import HfArgumentParser, TrainerCallback, TrainingArguments
+from transformers import TrainerCallback, TrainingArguments
 
 try:
     from gesa import ABLATION_PRESETS
     from gesa.registry_gesa import VARIANTS
-    from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP, NER_MODEL_HELP
+    from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP, KB_WHY, NER_MODEL_HELP, NER_WHY
     from gesa.tasks_record import RECORD
     from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
-    from gesa.training_gesa import explicit_flags, one_error_line, parse_script_args
+    from gesa.training_gesa import (
+        demo_data_folder,
+        explicit_flags,
+        needs,
+        one_error_line,
+        parse_script_args,
+        read_by,
+        script_parser,
+    )
 except ImportError as error:  # pragma: no cover - depends on the installation
-    raise SystemExit(f"run_record.py needs the gesa package installed (pip install <gesa repo>): {error}") from None
+    raise SystemExit(
+        f'run_record.py: error: {error}; the scripts need gesa with its train extra: pip install -e ".[train]" in '
+        "the gesa clone"
+    ) from None
 
 ROOT = Path(__file__).resolve().parents[1]
+# the variants read as GESA windows (candidates, strides); xh reads one sentence graph per query
+WINDOW_VARIANTS = " ".join(name for name in RECORD.heads if VARIANTS[name].uses_gesa_features)
 SAMPLE_FILES = {
     "train": ROOT / "examples" / "data" / "record_sample_train.jsonl",
     "validation": ROOT / "examples" / "data" / "record_sample_dev.jsonl",
@@ -116,16 +130,22 @@ PAPER_DEFAULT_ARGS = {
 }
 
 
-# --help: the module docstring up to its first literal block (what no argument at all does comes first).
-DESCRIPTION = (__doc__ or "").split("::")[0].rsplit("\n\n", 1)[0].strip() + (
+# --help: the module docstring as written (what no argument at all does comes first), then the flags.
+DESCRIPTION = (__doc__ or "").strip() + (
     "\n\n--do_predict --test_file F writes the top --predict_top_k answers and scores of every query of F (no gold "
-    "answers needed) to predict_predictions.json. See the README for real runs."
+    "answers\nneeded) to predict_predictions.json. See the README for the paper's settings."
 )
 
 
 @dataclass
 class ModelArguments(BaseModelArguments):
     """Which model to fine-tune, and how to build it."""
+
+    # the runs that read a flag (the others refuse it) and the optional library a flag needs (training_gesa.read_by)
+    flags_read_by = {"kb_alias_table": read_by(variant="kar ernie", why=KB_WHY),
+                     "kb_entity_vectors": read_by(variant="kar ernie", why=KB_WHY),
+                     "ner_model": read_by(variant="ernie", why=NER_WHY)}  # fmt: skip
+    flags_need = {"ner_model": needs("spacy")}
 
     model_name_or_path: str | None = field(
         default=None,
@@ -170,6 +190,10 @@ class ModelArguments(BaseModelArguments):
 class DataTrainingArguments(BaseDataArguments):
     """Which data to train and evaluate on, and how to cut it into model inputs."""
 
+    flags_read_by = {name: read_by(variant=WINDOW_VARIANTS)  # xh reads sentence graphs, not windows of candidates
+                     for name in ("doc_stride", "max_entities", "candidate_source", "spacy_model")}  # fmt: skip
+    flags_need = {"candidate_source": needs("spacy", "ner"), "spacy_model": needs("spacy")}
+
     dataset_name: str | None = field(
         default=None, metadata={"help": "Hub dataset, e.g. super_glue (with --dataset_config_name record)."}
     )
@@ -184,7 +208,9 @@ class DataTrainingArguments(BaseDataArguments):
         metadata={"help": "Data to predict with --do_predict (same shapes; gold answers not needed): writes "
                   "predict_predictions.json with the top --predict_top_k answers and scores per query."},
     )  # fmt: skip
-    max_seq_length: int = field(default=512, metadata={"help": "Word tokens per window, special tokens included."})
+    max_seq_length: int = field(
+        default=512, metadata={"help": "Word tokens per window (xh: per sentence node), special tokens included."}
+    )
     doc_stride: int = field(default=128, metadata={"help": "Passage tokens between the starts of two windows."})
     max_query_length: int = field(default=90, metadata={"help": "Query tokens kept (around @placeholder)."})
     max_entities: int = field(default=128, metadata={"help": "Entities per window, placeholder included."})
@@ -213,9 +239,31 @@ def apply_paper_defaults(argv: list[str]) -> list[str]:
     return extra + argv
 
 
+# flags the embedded demo takes besides its own (a variant and its knowledge inputs); others name a real run
+DEMO_FLAGS = ("output_dir", "variant", "kb_alias_table", "kb_entity_vectors", "ner_model")
+
+
+def wants_demo(argv: list[str]) -> bool:
+    """No argument, or only ``DEMO_FLAGS`` (e.g. ``--variant kar``): the embedded demo."""
+    flags = {f"--{name}" for name in DEMO_FLAGS}
+    return not argv or (explicit_flags(argv) <= set(DEMO_FLAGS) and all(
+        arg.startswith("--") or argv[i - 1] in flags for i, arg in enumerate(argv)))  # fmt: skip
+
+
+def demo_argv(argv: list[str]) -> list[str]:
+    """The demo's command line: ``EMBEDDED_DEFAULT_ARGS`` then the demo flags given (which win), the output folder
+    ``outputs/<variant>-tiny-record``."""
+    variant = next((v for flag, v in zip(argv, argv[1:], strict=False) if flag == "--variant"), None)
+    if variant is None:
+        variant = next((arg.split("=", 1)[1] for arg in argv if arg.startswith("--variant=")), "gesa")
+    defaults = [f"outputs/{variant}-tiny-record" if arg == "outputs/gesa-tiny-record" else arg
+                for arg in EMBEDDED_DEFAULT_ARGS]  # fmt: skip
+    return defaults + list(argv)
+
+
 def parse_args(argv: list[str]) -> tuple[ModelArguments, DataTrainingArguments, TrainingArguments]:
     """HfArgumentParser over the three dataclasses; no argument at all selects the embedded demo."""
-    parser = HfArgumentParser(
+    parser = script_parser(
         (ModelArguments, DataTrainingArguments, TrainingArguments),
         description=DESCRIPTION,
         # a short usage line, so that --help opens with the description (the flags, every TrainingArguments one
@@ -223,12 +271,14 @@ def parse_args(argv: list[str]) -> tuple[ModelArguments, DataTrainingArguments, 
         usage="%(prog)s [--model_name_or_path DIR] [--train_file F] [--validation_file F] [--test_file F] "
         "[--do_train] [--do_eval] [--do_predict] [--output_dir DIR] [FLAG VALUE ...]",
     )
-    if not argv:
-        argv = list(EMBEDDED_DEFAULT_ARGS)
-        print("run_record.py: no arguments: embedded demo, i.e. python examples/run_record.py " + " ".join(argv))
+    if wants_demo(argv):
+        argv = demo_argv(argv)
+        print("run_record.py: no data or model given: embedded demo, i.e. python examples/run_record.py "
+              + " ".join(argv))  # fmt: skip
+    given = explicit_flags(argv)  # the user's flags (the paper's defaults are not theirs)
     if not (len(argv) == 1 and argv[0].endswith(".json")):
         argv = apply_paper_defaults(argv)
-    return parse_script_args(parser, argv, "run_record.py")
+    return parse_script_args(parser, argv, "run_record.py", task=RECORD, given=given)
 
 
 def main(argv: list[str] | None = None, callbacks: list[TrainerCallback] | None = None) -> dict[str, float]:
@@ -239,12 +289,17 @@ def main(argv: list[str] | None = None, callbacks: list[TrainerCallback] | None 
     argv = sys.argv[1:] if argv is None else argv
     with one_error_line("run_record.py"):
         model_args, data_args, training_args = parse_args(argv)
-        given = argv or list(EMBEDDED_DEFAULT_ARGS)  # the demo's flags count as given (its --output_dir included)
+        demo = wants_demo(argv)
+        given = demo_argv(argv) if demo else argv  # the demo's flags count as given (its --output_dir too)
         explicit = explicit_flags(
             given if len(given) == 1 and given[0].endswith(".json") else apply_paper_defaults(given)
         )
+        files, demo_data = SAMPLE_FILES, None
+        if demo:  # the demo: its sample beside the model it trains (the model card names these files)
+            demo_data = demo_data_folder(training_args.output_dir)
+            files = {split: Path(shutil.copyfile(path, demo_data / path.name)) for split, path in SAMPLE_FILES.items()}
         return run_task(RECORD, model_args, data_args, training_args, "run_record.py", callbacks, explicit,
-                        default_files=SAMPLE_FILES)  # fmt: skip
+                        default_files=files, demo_data=demo_data)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -22,6 +22,12 @@ KG you have as triples::
 titles to reuse LUKE's candidates). ``--dim`` must be the model's ``entity_emb_size`` (256 for LUKE). The output holds a
 ``count dim`` header and one ``name v1 ... vD`` line per entity (tab after the name, so names may hold spaces).
 Prints the training loss of the first and last epoch.
+
+Run with no argument, it trains on the demo KB's triples (``examples/data/kb_triples.tsv``, the facts of the
+entity-task demos) at the demo LUKE's width: the command that made ``examples/data/kb_entity_vectors.txt``::
+
+    python examples/train_transe.py --triples examples/data/kb_triples.tsv \
+        --output outputs/transe-demo/kb_entity_vectors.txt --dim 16 --epochs 200
 """
 
 from __future__ import annotations
@@ -33,11 +39,16 @@ from pathlib import Path
 import torch
 
 try:
+    from gesa.extras_gesa import missing, missing_message
     from gesa.inputs_gesa import InputError, read_text_lines
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise SystemExit(f"train_transe.py needs the gesa package installed (pip install <gesa repo>): {error}") from None
 
 SCRIPT = "train_transe.py"
+DEMO_TRIPLES = Path(__file__).resolve().parent / "data" / "kb_triples.tsv"
+# the flags of a run with no argument (the demo KB's vectors, examples/data/kb_entity_vectors.txt)
+DEMO_ARGS = ["--triples", str(DEMO_TRIPLES), "--output", "outputs/transe-demo/kb_entity_vectors.txt", "--dim", "16",
+             "--epochs", "200"]  # fmt: skip
 TRIPLES_FIX = "give one 'head<TAB>relation<TAB>tail' line per triple"
 
 
@@ -91,21 +102,25 @@ def write_vectors(path: str | Path, names: list[str], vectors: torch.Tensor) -> 
 
 
 def main(argv: list[str] | None = None) -> list[float]:
-    parser = argparse.ArgumentParser(prog=SCRIPT, description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = argparse.ArgumentParser(
+        prog=SCRIPT, description=__doc__, formatter_class=argparse.RawTextHelpFormatter, allow_abbrev=False
+    )
     parser.add_argument("--triples", required=True, help="TSV of head<TAB>relation<TAB>tail lines.")
     parser.add_argument("--output", required=True, help="The vectors file to write (--kb_entity_vectors).")
     parser.add_argument("--dim", type=int, default=256, help="Vector size: the model's entity_emb_size (LUKE: 256).")
-    parser.add_argument("--epochs", type=int, default=100)
-    parser.add_argument("--batch_size", type=int, default=256)
-    parser.add_argument("--learning_rate", type=float, default=1e-2)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epochs", type=int, default=100, help="Passes over the triples (default 100).")
+    parser.add_argument("--batch_size", type=int, default=256, help="Triples per training step (default 256).")
+    parser.add_argument("--learning_rate", type=float, default=1e-2, help="Adam's learning rate (default 0.01).")
+    parser.add_argument("--seed", type=int, default=0, help="Seed of the initial vectors and the negative samples.")
+    if not argv:
+        argv = list(DEMO_ARGS)
+        print(f"{SCRIPT}: no arguments: the demo KB's vectors, i.e. python examples/{SCRIPT} {' '.join(argv)}")
     args = parser.parse_args(argv)
     if args.dim < 1 or args.epochs < 1 or args.batch_size < 1:
         parser.error("--dim, --epochs and --batch_size must be at least 1")
-    try:
-        import pykeen  # noqa: F401
-    except ImportError:
-        parser.error("needs PyKEEN: pip install 'gesa[kge]' (or pip install pykeen)")
+    if missing("pykeen"):  # before any triple is read
+        parser.error(missing_message("pykeen", "TransE training"))
     try:
         triples = read_triples(args.triples)
     except InputError as error:
@@ -120,4 +135,4 @@ def main(argv: list[str] | None = None) -> list[float]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

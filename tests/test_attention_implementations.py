@@ -65,6 +65,22 @@ def test_windowed_implementations_equal_eager(small_score_blocks, implementation
     assert_same(outputs_and_grads(model, batch, implementation), expected, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    ("implementation", "window"),
+    [("sdpa", None), ("gesa_fused", None), ("gesa_bias", None), ("sdpa", 4), ("gesa_windowed", 4), ("gesa_bias", 4)],
+)
+def test_cpu_kernels_train_under_bfloat16_autocast_like_eager(implementation, window):
+    # --bf16 on a CPU: autocast runs the projections in bfloat16 while the label table stays a float32 parameter
+    model = model_with_labels(attention_window=window)
+    batch = long_batch([37, 30])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = outputs_and_grads(model, batch, "eager")
+        result = outputs_and_grads(model, batch, implementation)
+    table = model.encoder.layer[0].attention.self.label_embeddings.weight
+    assert table.dtype == torch.float32 and table.grad is not None and table.grad.dtype == torch.float32
+    assert_same(result, expected, atol=0.1)
+
+
 @pytest.mark.parametrize("window", [None, 4])
 @pytest.mark.parametrize("ablation", sorted(ABLATION_PRESETS))
 def test_flex_attention_forward_equals_eager(ablation, window):

@@ -201,3 +201,19 @@ def test_rule_3_can_be_switched_off():
     g = graph(co_mention=False)
     assert pairs_of(g, "co_mention") == set()
     assert pairs_of(g, "entity_candidate") == pairs_of(graph(), "entity_candidate")
+
+
+def test_a_medhop_query_drug_is_found_in_the_supports_without_its_question_mark():
+    """MedHop asks ``interacts_with DB01171?``: the drug's mentions (``( DB01171 )``) are entity nodes, as a WikiHop
+    subject's are; the query text keeps its question mark."""
+    from gesa.graph_context import ENTITY, GraphRules
+    from gesa.records_wikihop import to_wikihop_examples
+
+    record = {"id": "MH_dev_x", "query": "interacts_with DB01171?", "candidates": ["DB00786", "DB04844"],
+              "supports": ["[ Moclobemide ( DB01171 ) , the first P21397 -inhibitor : really something new ? ] .",
+                           "DB04844 binds P21397 in vitro ."], "answer": "DB04844"}  # fmt: skip
+    example = to_wikihop_examples([record])[0]
+    assert example.subject == "DB01171?" and example.subject_mention == "DB01171"
+    graph = build_context_graph(example.supports, example.candidates, example.subject_mention, GraphRules())
+    drug = [node for node in graph.nodes if node.kind == ENTITY and node.string == "db01171"]
+    assert len(drug) == 1 and record["supports"][0][drug[0].start : drug[0].end] == "DB01171"

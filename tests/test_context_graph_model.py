@@ -58,48 +58,70 @@ def random_graph(num_nodes: int = 7, num_edges: int = 16, seed: int = 0):
 
 
 def loop_core(core: GnnCore, states, senders, receivers, kinds) -> torch.Tensor:
-    """Thesis 3.3.1 node by node: A_i = sum over the in-edges j -> i of omega(phi(h_i, h_j, E_ij))."""
+    """Thesis 3.3.1 node by node: A_i = sum over the in-edges j -> i of omega(phi(h_i, h_j, E_ij)); the GAT-Core as
+    PyTorch Geometric's GATConv computes it (self-loops, full-width heads, edge features in the logits) and W_m."""
     out = torch.zeros_like(states)
     heads, d = core.num_heads, core.head_size
     for i in range(states.size(0)):
         edges = [(int(j), int(k)) for j, r, k in zip(senders, receivers, kinds, strict=True) if int(r) == i]
+        if core.core == "gat":  # eqs. 2.27-2.29, 2.33, 3.16/3.17; i in N(i) (2.5.2.2)
+            features = [core.edge_embeddings.weight[k] for _, k in edges]
+            self_feature = torch.stack(features).mean(0) if features else torch.zeros(states.size(1))
+            neighbours = [(j, core.edge_embeddings.weight[k]) for j, k in edges] + [(i, self_feature)]
+            joined = []
+            for h in range(heads):
+                block = slice(h * d, (h + 1) * d)  # head h's f-wide block of W_v and W_e
+                w_i = core.value.weight[block] @ states[i]
+                scores, messages = [], []
+                for j, feature in neighbours:
+                    w_j = core.value.weight[block] @ states[j]
+                    w_e = core.edge_projection.weight[block] @ feature
+                    logit = core.attention[0, h] @ w_i + core.attention[1, h] @ w_j + core.attention[2, h] @ w_e
+                    scores.append(F.leaky_relu(logit, 0.2))
+                    messages.append(w_j)  # GATConv: the edge feature is not part of the message
+                weights = torch.stack(scores).softmax(dim=0)
+                joined.append(sum(w * m for w, m in zip(weights, messages, strict=True)))
+            out[i] = core.output.weight @ torch.cat(joined) + core.output.bias  # eq. 2.33: [heads] W_m
+            continue
         if not edges:
             continue
         if core.core == "switch":  # eqs. 2.40/2.41
             for j, k in edges:
                 same_kind = sum(1 for _, other in edges if other == k)
                 out[i] += states[j] @ core.relation_weights[k] / same_kind / len(edges)
-        elif core.core in ("edge", "sage"):  # eqs. 3.12/3.13 and 3.14/3.15 (mean)
+        elif core.core in ("edge", "sage"):  # eqs. 3.12/3.13 (mean) and 3.14/3.15 (sum, or the mean)
+            divide = len(edges) if core.core == "edge" or core.sage_mean else 1
             for j, k in edges:
                 sent = core.value(states[j]) if core.core == "edge" else states[j]
-                out[i] += (sent + core.edge_embeddings.weight[k]) / len(edges)
+                out[i] += (sent + core.edge_embeddings.weight[k]) / divide
         else:
+            joined = []
             for h in range(heads):
                 part = slice(h * d, (h + 1) * d)
                 scores, messages = [], []
                 for j, k in edges:
-                    v_i, v_j = core.value(states[i])[part], core.value(states[j])[part]
+                    v_j = core.value(states[j])[part]
                     edge = core.edge_embeddings.weight[k][part] if core.value_edges else 0.0  # V_ij
-                    if core.core == "gat":  # eqs. 2.27/2.28, 3.16/3.17
-                        score = core.attention[0, h] @ v_i + core.attention[1, h] @ v_j
-                        scores.append(F.leaky_relu(score, 0.2))
-                    else:  # eqs. 2.15/2.16 (K_ij), 3.19/3.20; 2.17 (V_ij) where asked
-                        q_i, k_j = core.query(states[i])[part], core.key(states[j])[part]
-                        key_edge = core.key_edge_embeddings.weight[k][part] if core.key_edges else 0.0
-                        scores.append(q_i @ (k_j + key_edge) / math.sqrt(d))
+                    # eqs. 2.15/2.16 (K_ij), 3.19/3.20; 2.17 (V_ij) where asked
+                    q_i, k_j = core.query(states[i])[part], core.key(states[j])[part]
+                    key_edge = core.key_edge_embeddings.weight[k][part] if core.key_edges else 0.0
+                    scores.append(q_i @ (k_j + key_edge) / math.sqrt(d))
                     messages.append(v_j + edge)
                 weights = torch.stack(scores).softmax(dim=0)
-                out[i, part] = sum(w * m for w, m in zip(weights, messages, strict=True))
+                joined.append(sum(w * m for w, m in zip(weights, messages, strict=True)))
+            out[i] = core.output(torch.cat(joined))  # PyTorch's multi-head attention: the output projection
     return out
 
 
-CORE_CASES = [(name, "k") for name in GNN_CORES] + [("sdp", "v"), ("sdp", "kv")]
+CORE_CASES = [(name, "k", "sum") for name in GNN_CORES] + [("sdp", "v", "sum"), ("sdp", "kv", "sum"),
+                                                             ("sage", "k", "mean")]  # fmt: skip
 
 
-@pytest.mark.parametrize(("core_name", "sdp_edges"), CORE_CASES)
-def test_each_core_matches_a_plain_loop_over_its_equations_sparse_and_dense(core_name, sdp_edges):
+@pytest.mark.parametrize(("core_name", "sdp_edges", "sage_aggregation"), CORE_CASES)
+def test_each_core_matches_a_plain_loop_over_its_equations_sparse_and_dense(core_name, sdp_edges, sage_aggregation):
     torch.manual_seed(0)
-    core = GnnCore(tiny_config(gnn_core=core_name, gnn_sdp_edge_embeddings=sdp_edges))
+    core = GnnCore(tiny_config(gnn_core=core_name, gnn_sdp_edge_embeddings=sdp_edges,
+                               gnn_sage_aggregation=sage_aggregation))  # fmt: skip
     assert core.key_edges == (core_name == "sdp" and "k" in sdp_edges)
     if core_name == "switch":
         torch.nn.init.normal_(core.relation_weights, std=0.3)
@@ -112,7 +134,28 @@ def test_each_core_matches_a_plain_loop_over_its_equations_sparse_and_dense(core
     torch.testing.assert_close(sparse, expected, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(dense, expected, rtol=1e-5, atol=1e-5)
     isolated = sorted(set(range(states.size(0))) - set(receivers.tolist()))
-    assert all(sparse[i].abs().sum() == 0 for i in isolated)
+    assert isolated  # a node without in-edges: A = 0, except under GAT, where it reads itself (its self-loop)
+    assert all((sparse[i].abs().sum() > 0) == (core_name == "gat") for i in isolated)
+
+
+def test_gat_core_is_pyg_gatconv_with_self_loops_full_width_heads_and_w_m():
+    """The thesis's GAT-Core as it ran it: H heads of width f each (W_v: f -> H f) joined by W_m (eq. 2.33), a node
+    attends to itself, and an edge type enters the attention logits, not the messages (GATConv's edge_dim form)."""
+    config = tiny_config(gnn_core="gat")
+    core = GnnCore(config)
+    assert core.value.weight.shape == (HEADS * SIZE, SIZE) and core.output.weight.shape == (SIZE, HEADS * SIZE)
+    states = torch.randn(3, SIZE)
+    one = torch.tensor([1])
+    with torch.no_grad():  # a node with one neighbour j: alpha over {j, i}; its state matters through the self-loop
+        base = core(states, torch.tensor([0]), one, torch.tensor([2]))
+        moved = core(torch.cat([states[:1], states[1:2] + 1.0, states[2:]]), torch.tensor([0]), one,
+                     torch.tensor([2]))  # fmt: skip
+        assert not torch.allclose(base[1], moved[1])
+        two = (torch.tensor([0, 2]), torch.tensor([1, 1]))
+        typed = core(states, *two, torch.tensor([2, 5]))
+        assert not torch.allclose(typed[1], core(states, *two, torch.tensor([2, 2]))[1])
+        core.attention[2] = 0.0  # no edge part in the logits: the edge types no longer matter (not in the messages)
+        torch.testing.assert_close(core(states, *two, torch.tensor([2, 5])), core(states, *two, torch.tensor([7, 7])))
 
 
 def test_sparse_message_passing_memory_follows_the_edges_not_the_node_pairs():
@@ -297,7 +340,9 @@ def test_config_refuses_heads_that_do_not_divide_the_model_dimension():
 @pytest.mark.parametrize("message_passing", ["sparse", "dense"])
 def test_without_edge_types_the_model_reads_the_structure_only(message_passing):
     torch.manual_seed(0)
-    model = ContextGraphForMultipleChoice(tiny_config(gnn_edge_types=False, gnn_message_passing=message_passing))
+    model = ContextGraphForMultipleChoice(
+        tiny_config(gnn_edge_types=False, gnn_message_passing=message_passing, initializer_range=0.3)
+    )  # GAT: edge types move the logits
     model.eval()
     batch = {k: v for k, v in hand_batch().items() if k != "labels"}
     with torch.no_grad():
@@ -314,7 +359,7 @@ def test_without_edge_types_the_model_reads_the_structure_only(message_passing):
 @pytest.mark.parametrize("core_name", GNN_CORES)
 def test_directed_edge_types_read_each_direction_with_its_own_embedding(core_name):
     torch.manual_seed(0)
-    config = tiny_config(gnn_core=core_name, gnn_directed_edge_types=True, gnn_num_layers=1)
+    config = tiny_config(gnn_core=core_name, gnn_directed_edge_types=True, gnn_num_layers=1, initializer_range=0.3)
     sparse = ContextGraphForMultipleChoice(config).eval()
     assert sparse.encoder.layers[0].core.num_kinds == 2 * NUM_EDGE_KINDS
     dense = ContextGraphForMultipleChoice(config.__class__(**{**config.to_dict(), "gnn_message_passing": "dense"}))
@@ -370,3 +415,16 @@ def test_single_components_share_one_weight_set_across_layers(tmp_path, sharing)
     reloaded = ContextGraphForMultipleChoice.from_pretrained(tmp_path).eval()
     with torch.no_grad():
         torch.testing.assert_close(reloaded(**inputs).logits, model(**inputs).logits)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_without_gnn_layers_the_summarised_nodes_are_scored_as_they_are(shared):
+    """``gnn_num_layers=0``: the thesis's model without its GNN (the mechanism check's baseline): no GNN weight, the
+    encoder passes the node states through, the model still trains."""
+    model = ContextGraphForMultipleChoice(tiny_config(gnn_num_layers=0, gnn_share_weights=shared))
+    assert not list(model.encoder.parameters())
+    states = torch.randn(5, SIZE)
+    assert torch.equal(model.encoder(states, torch.tensor([[0, 1], [1, 0]]), torch.tensor([0, 0])), states)
+    loss = model(**hand_batch()).loss
+    loss.backward()
+    assert torch.isfinite(loss) and model.candidate_scorer.out.weight.grad is not None

@@ -28,6 +28,7 @@ from gesa.modeling_gesa_entity import GesaForEntityPairClassification
 from gesa.processing_entity_markers import MarkedEntityTaskProcessor, input_format_of, mark_text
 from gesa.records_entity import read_task_file
 from gesa.tasks_entity import ENTITY_TASKS, entity_task_processor
+from gesa.training_gesa import ScriptArgumentError
 
 
 @pytest.mark.parametrize(
@@ -86,8 +87,8 @@ def test_ernie_format_trains_and_its_pipeline_marks_the_input(tiny_luke_dir, tmp
     assert typing({"text": text, "entity_span": [16, 21]}, threshold=0.0)
     with pytest.raises(SystemExit):
         run_entity_task(tiny_luke_dir, tmp_path / "ner", "ner", extra=["--input_format", "ernie"])
-    assert (
-        "--input_format ernie marks the mentions of entity_typing, relation_classification" in capsys.readouterr().err
+    assert "--task ner does not read --input_format (only --task entity_typing|relation_classification" in (
+        capsys.readouterr().err
     )
 
 
@@ -117,3 +118,18 @@ def test_a_checkpoint_without_markers_keeps_lukes_format_when_the_flag_is_left_o
     data_args = SimpleNamespace(input_format=None, max_seq_length=64, max_span_length=4, max_entities=16)
     processor = entity_task_processor(tokenizer, "entity_typing", ["a"], data_args, "ernie", converted=False)
     assert not hasattr(processor, "input_format") and input_format_of(tokenizer, "entity_typing") == "luke"
+
+
+@pytest.mark.parametrize(("trained", "asked"), [("ernie", "knowbert"), ("knowbert", "ernie"), ("luke", "ernie")])
+def test_another_input_format_on_a_checkpoint_is_one_error_naming_its_format(tiny_luke_dir, trained, asked):
+    """A checkpoint's word table has rows for its own markers only: another format is refused before any batch."""
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_luke_dir)
+    if trained != "luke":  # what a run converted with those markers saves
+        settings = SimpleNamespace(input_format=trained, max_seq_length=64, max_span_length=4, max_entities=16)
+        entity_task_processor(tokenizer, "relation_classification", ["a"], settings, "ernie", converted=True)
+    data_args = SimpleNamespace(input_format=asked, max_seq_length=64, max_span_length=4, max_entities=16)
+    with pytest.raises(ScriptArgumentError, match=rf"--input_format {asked}: the checkpoint was trained with "
+                       rf"--input_format {trained} .*drop --input_format"):  # fmt: skip
+        entity_task_processor(tokenizer, "relation_classification", ["a"], data_args, "ernie", converted=False)
+    data_args.input_format = trained  # its own format, given explicitly, is fine
+    entity_task_processor(tokenizer, "relation_classification", ["a"], data_args, "ernie", converted=False)

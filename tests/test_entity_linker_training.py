@@ -25,7 +25,7 @@ import pytest
 import torch
 import transformers
 from kb_helpers import ENTITIES, write_kb
-from script_helpers import run_entity_task
+from script_helpers import ENTITY_SCRIPT, ENTITY_TASK_FILES, run_entity_task, script_error_lines
 from tiny_luke import build_tiny_luke
 from variant_inputs import kar_batch, kar_config
 
@@ -147,9 +147,24 @@ def test_a_kar_run_with_gold_links_logs_the_linking_loss(luke_dir, tmp_path, cap
     with pytest.raises(SystemExit):
         run_entity_task(luke_dir, tmp_path / "ernie", "relation_classification",
                         extra=["--variant", "ernie", "--entity_links", str(links)])  # fmt: skip
-    assert "--entity_links trains KnowBERT-KAR's entity linker; --variant ernie has none" in capsys.readouterr().err
+    assert "--task relation_classification --variant ernie does not read --entity_links" in capsys.readouterr().err
     links.write_text('{"id": "t1", "links": [[0, 40, "Alice Smith"]]}\n', encoding="utf-8")
     with pytest.raises(SystemExit):
         run_entity_task(luke_dir, tmp_path / "bad", "relation_classification", extra=flags)
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith(f"run_entity_tasks.py: error: --entity_links {links}, line 1: entity links 't1': the span")
+
+
+def test_links_naming_no_training_example_are_refused_before_any_weight_loads(luke_dir, tmp_path):
+    """Ids of another dataset (or a typo) used to train the linker on nothing (linking_loss 0) without a word."""
+    alias_path, vectors_path, _ = write_kb(tmp_path)
+    links = tmp_path / "links.jsonl"
+    links.write_text('{"id": "other-1", "links": []}\n{"id": "other-2", "links": []}\n', encoding="utf-8")
+    argv = ["--task", "relation_classification", "--variant", "kar", "--model_name_or_path", str(luke_dir),
+            "--train_file", str(ENTITY_TASK_FILES["relation_classification"]), "--do_train",
+            "--kb_alias_table", str(alias_path), "--kb_entity_vectors", str(vectors_path), "--entity_links", str(links),
+            "--output_dir", str(tmp_path / "out")]  # fmt: skip
+    (line,) = script_error_lines(ENTITY_SCRIPT, [argv], tmp_path)
+    assert f"--entity_links {links}: none of its 2 ids ('other-1', 'other-2', ...) names a training example" in line
+    assert "(their ids: 't1', 't2', ...)" in line and "give each record the 'id' of its example" in line
+    assert not (tmp_path / "out" / "model.safetensors").exists()

@@ -77,6 +77,13 @@ def test_kb_files_resolve_aliases_to_the_rows_of_the_vectors_file(tmp_path):
         (ALIASES, "2 3\nA 0.1 0.2 0.3\nB 0.1 x 0.3\n", r"entities\.txt, line 3: entity 'B' has a value that is not a"),
         (ALIASES, "A 0.1 0.2\nB 0.1\n", r"entities\.txt, line 2: entity 'B' has 1 values, expected 2"),
         (ALIASES, "A 0.1 0.2\nA_ 0.3 0.4\n", r"line 2: entity 'A_' is listed twice \(first at line 1\)"),
+        (
+            ALIASES,
+            "3 2\nA 0.1 0.2\nB 0.3 0.4\n",
+            r"entities\.txt, line 1: the header promises 3 vectors of 2 values, "
+            r"the file has 2 after it.*cut short",
+        ),
+        (ALIASES, "1 2\nA 0.1 0.2\nB 0.3 0.4\n", r"line 1: the header promises 1 vectors .* has 2 after it"),
     ],
 )
 def test_bad_kb_files_name_the_file_the_line_and_the_fix(tmp_path, aliases, vectors, message):
@@ -183,7 +190,9 @@ def test_record_script_takes_the_kb_files_by_path(luke_dir, tmp_path, capsys):
     with pytest.raises(SystemExit):
         run_record.main([*argv, "--output_dir", str(tmp_path / "gesa"), "--variant", "gesa"])
     error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "--kb_alias_table / --kb_entity_vectors feed KnowBERT-KAR and ERNIE only, not --variant gesa" in error
+    assert (
+        "ReCoRD --variant gesa does not read --kb_alias_table (the knowledge base of KnowBERT-KAR and ERNIE" in error
+    )
     assert vectors.shape == (len(ENTITIES), ENTITY_WIDTH)
 
 

@@ -110,3 +110,25 @@ def test_fever_malformed_evidence_names_the_claim(fever):
     with pytest.raises(ValueError, match="claim 'c7'"):
         fever.compute(predictions=[{"id": "c7", "predicted_label": "SUPPORTS", "predicted_evidence": []}],
                       references=references)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "predicted, gold",
+    [
+        ([["Lyon", "zero"]], [[[1, 2, "Lyon", 0]]]),  # a line that is no number
+        ([["Lyon"]], [[[1, 2, "Lyon", 0]]]),  # a pair cut short
+        ([["Lyon", 0, 1]], [[[1, 2, "Lyon", 0]]]),  # a pair too long
+        ([], [[[None, 0]]]),  # a gold item of two fields, not four
+        ([], [[[1, 2, "Lyon", "x"]]]),  # a gold line that is no number
+        ([], [[1, 2, "Lyon", 0]]),  # gold evidence one level too shallow
+        (["Lyon"], [[[1, 2, "Lyon", 0]]]),  # a predicted item that is a string
+    ],
+)
+def test_fever_every_malformed_evidence_shape_names_its_claim(fever, predicted, gold):
+    """Whatever the shape, the error names the claim (among others that are well formed) and is a ValueError."""
+    predictions = [{"id": "c1", "predicted_label": "SUPPORTS", "predicted_evidence": [["Lyon", 0]]},
+                   {"id": "c7", "predicted_label": "SUPPORTS", "predicted_evidence": predicted}]  # fmt: skip
+    references = [{"id": "c1", "label": "SUPPORTS", "evidence": [[[1, 2, "Lyon", 0]]]},
+                  {"id": "c7", "label": "SUPPORTS", "evidence": gold}]  # fmt: skip
+    with pytest.raises(ValueError, match="claim 'c7'"):
+        fever.compute(predictions=predictions, references=references)

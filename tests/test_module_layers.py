@@ -40,6 +40,7 @@ FLOORS = [
     (("pipeline_",), 8),
     (("metrics_",), 7),  # scores computed from predictions (the standard library only)
     (("resources_",), 0),  # the data files shipped beside the modules (metrics, card template): no sibling import
+    (("extras_gesa",), 0),  # the optional libraries and the extra that installs each: the standard library only
     (("cards_",), 9),  # the model card a script writes after training
     # a script's task interface (readers, processors, heads, pipelines of one task family) and the machinery the
     # scripts share sit side by side on the top floor: a task may build its demo tokenizer with training_tokenizer

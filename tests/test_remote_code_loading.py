@@ -76,3 +76,29 @@ def test_a_checkpoints_tokenizer_loads_without_asking_to_run_its_code(two_heads,
     tokenizer = load_tokenizer(typing)
     assert type(tokenizer).__name__ == "LukeTokenizer"
     assert len(tokenizer) == GesaForEntityClassification.from_pretrained(typing).config.vocab_size
+
+
+def test_a_remote_code_checkpoint_saves_back_into_its_own_folder(tiny_luke_dir, tmp_path):
+    """Load with ``trust_remote_code``, change, save into the folder it came from: the model, its code and its
+    pipeline's code are there, and the change is what reloads (the pipeline files are the folder's own already)."""
+    import torch
+    from transformers import AutoModelForQuestionAnswering, AutoProcessor
+
+    from gesa import GesaForEntitySpanQA, GesaProcessor
+
+    folder = tmp_path / "qa"
+    GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir).save_pretrained(folder)
+    GesaProcessor(transformers.AutoTokenizer.from_pretrained(tiny_luke_dir)).save_pretrained(folder)
+    code_files = sorted(path.name for path in folder.glob("*.py"))
+    assert "pipeline_gesa.py" in code_files
+    model = AutoModelForQuestionAnswering.from_pretrained(folder, trust_remote_code=True)
+    with torch.no_grad():
+        next(model.parameters()).fill_(0.25)  # the change a user saves
+    model.save_pretrained(folder)  # raised shutil.SameFileError copying pipeline_gesa.py onto itself
+    AutoProcessor.from_pretrained(folder, trust_remote_code=True).save_pretrained(folder)
+    assert sorted(path.name for path in folder.glob("*.py")) == code_files
+    reloaded = AutoModelForQuestionAnswering.from_pretrained(folder, trust_remote_code=True)
+    changed = dict(model.named_parameters())
+    assert all(torch.equal(changed[name], parameter) for name, parameter in reloaded.named_parameters())
+    reader = transformers.pipeline(model=str(folder), trust_remote_code=True)
+    assert type(reader).__name__ == "EntityClozeQAPipeline"

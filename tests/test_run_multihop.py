@@ -132,12 +132,16 @@ def test_a_model_off_the_context_graph_refuses_its_rules(tiny_luke_dir, tmp_path
                                                "--validation_file", str(evaluation), "--do_eval", "--report_to",
                                                "none", "--use_cpu", "true", "--output_dir", str(tmp_path / "out"),
                                                "--graph_config", '{"sentence_nodes": "all"}', *extra])  # fmt: skip
-        assert "this model's e2e labels do not read them. Drop --graph_config" in refused
+        # --variant luke: refused with the flags (it reads no context graph); GESA off that graph: when it loads
+        assert (
+            "does not read --graph_config" in refused or "e2e labels do not read them. Drop --graph_config" in refused
+        )
 
 
 def test_the_context_graph_variant_refuses_a_choice_head(capsys):
     refused = multihop_error_line(capsys, ["--task", "wikihop", "--variant", "context_graph", "--choice_head", "hde",
                                            "--do_eval", "--output_dir", "x", "--model_name_or_path", "y"])  # fmt: skip
+    assert "--task wikihop --variant context_graph does not read --choice_head" in refused
     assert "--variant context_graph always scores with eq. 2.62" in refused
 
 

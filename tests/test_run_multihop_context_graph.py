@@ -30,7 +30,7 @@ from gesa.graph_context import CANDIDATE, DOCUMENT, ENTITY
 from gesa.loading_gesa import load_tokenizer
 from gesa.processing_context_graph import MODEL_COLUMNS, ContextGraphProcessor
 from gesa.records_wikihop import to_wikihop_examples
-from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
+from gesa.tasks_multihop import make_medhop_sample, make_wikihop_sample, write_wikihop_file
 
 TINY_GRAPH = '{"gnn_num_layers": 2}'
 
@@ -44,7 +44,8 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def run_script(luke_dir, tmp_path, train, evaluation, test=None, task="wikihop", extra=(), name="out"):
+def run_script(luke_dir, tmp_path, train, evaluation, test=None, task="wikihop", extra=(), name="out",
+               learning_rate="3e-3"):  # fmt: skip
     files = {"--validation_file": write_wikihop_file(tmp_path / f"{name}-dev.jsonl", evaluation, json_lines=True)}
     if train is not None:
         files["--train_file"] = write_wikihop_file(tmp_path / f"{name}-train.json", train)
@@ -53,8 +54,8 @@ def run_script(luke_dir, tmp_path, train, evaluation, test=None, task="wikihop",
     output_dir = tmp_path / name
     argv = ["--task", task, "--model_name_or_path", str(luke_dir), "--variant", "context_graph",
             "--output_dir", str(output_dir), *(["--do_train"] if train else []), "--do_eval",
-            *(["--do_predict"] if test else []), "--per_device_train_batch_size", "4", "--learning_rate", "3e-3",
-            "--logging_steps", "2", "--save_strategy", "no", "--report_to", "none", "--seed", "0",
+            *(["--do_predict"] if test else []), "--per_device_train_batch_size", "4",
+            *(["--learning_rate", learning_rate] if learning_rate else []), "--logging_steps", "2", "--save_strategy", "no", "--report_to", "none", "--seed", "0",
             "--use_cpu", "true", "--dataloader_pin_memory", "false", "--max_seq_length", "128", *extra]  # fmt: skip
     for flag, path in files.items():
         argv += [flag, str(path)]
@@ -93,6 +94,64 @@ def test_each_table_5_1_preset_trains_evaluates_and_predicts(tiny_luke_dir, tmp_
     assert config["architectures"] == ["ContextGraphForMultipleChoice"] and config["gnn_num_layers"] == 2
 
 
+def epoch_learning_rates(output_dir):
+    state = json.loads((output_dir / "trainer_state.json").read_text())
+    return [entry["learning_rate"] for entry in state["log_history"] if "learning_rate" in entry]
+
+
+@pytest.mark.parametrize(("preset", "rate"), [("hde_base", 1e-3), ("att_base", 1e-2)])
+def test_a_preset_trains_with_the_thesis_schedule(tiny_luke_dir, tmp_path, one_thread, preset, rate):
+    """Table 4.1: SGD at 0.001 with shared layer weights (HDE-Base), 0.01 without (Att-Base), the rate x0.9 per epoch
+    (``trainer_state.json``: one log per epoch of 3 updates, each the rate of that epoch's updates: LR x 0.9^n)."""
+    train, evaluation = make_wikihop_sample(12, seed=1), make_wikihop_sample(2, seed=2)
+    output_dir, _ = run_script(tiny_luke_dir, tmp_path, train, evaluation, learning_rate=None,
+                               extra=["--num_train_epochs", "4", "--graph_preset", preset, "--graph_config",
+                                      TINY_GRAPH, "--logging_strategy", "epoch"])  # fmt: skip
+    rates = epoch_learning_rates(output_dir)
+    assert rates == pytest.approx([rate * 0.9**epoch for epoch in (0, 1, 2, 3)], rel=1e-6)
+    assert torch.load(output_dir / "training_args.bin", weights_only=False).optim == "sgd"
+
+
+def test_flags_given_replace_their_part_of_the_thesis_schedule(tiny_luke_dir, tmp_path, one_thread):
+    train, evaluation = make_wikihop_sample(12, seed=1), make_wikihop_sample(2, seed=2)
+    base = ["--num_train_epochs", "4", "--graph_preset", "att_base", "--graph_config", TINY_GRAPH,
+            "--logging_strategy", "epoch"]  # fmt: skip
+    output_dir, _ = run_script(tiny_luke_dir, tmp_path, train, evaluation, learning_rate="0.004", name="rate",
+                               extra=[*base, "--optim", "adamw_torch"])  # fmt: skip
+    assert epoch_learning_rates(output_dir) == pytest.approx([0.004 * 0.9**epoch for epoch in (0, 1, 2, 3)])
+    assert torch.load(output_dir / "training_args.bin", weights_only=False).optim == "adamw_torch"
+    output_dir, _ = run_script(tiny_luke_dir, tmp_path, train, evaluation, learning_rate=None, name="linear",
+                               extra=[*base, "--lr_scheduler_type", "linear"])  # fmt: skip
+    # Trainer's linear decay over 12 updates, each epoch's log the rate of its last update (2, 5, 8, 11)
+    assert epoch_learning_rates(output_dir) == pytest.approx([0.01 * (1 - step / 12) for step in (2, 5, 8, 11)])
+    output_dir, _ = run_script(tiny_luke_dir, tmp_path, train, evaluation, learning_rate=None, name="off",
+                               extra=[*base, "--graph_schedule", "none"])  # fmt: skip
+    assert torch.load(output_dir / "training_args.bin", weights_only=False).optim != "sgd"
+    assert epoch_learning_rates(output_dir)[0] == pytest.approx(5e-5 * (1 - 2 / 12))  # Trainer's defaults
+
+
+@pytest.mark.slow
+def test_a_fine_tuned_embedder_is_frozen_for_its_first_epochs_then_trained(tiny_luke_dir, tmp_path, one_thread):
+    """4.2: "freeze the BERT parameters for the first 5 epochs": the thesis's schedule sets it for a fine-tuned
+    embedder; the embedder's weights are those of LUKE after epoch 5 and differ after epoch 6."""
+    from transformers import LukeModel
+
+    from gesa.modeling_context_graph import ContextGraphForMultipleChoice
+
+    train, evaluation = make_wikihop_sample(8, seed=1), make_wikihop_sample(2, seed=2)
+    luke = LukeModel.from_pretrained(tiny_luke_dir).embeddings.word_embeddings.weight.detach()
+    trained = {}
+    for epochs in (5, 6):
+        output_dir, _ = run_script(tiny_luke_dir, tmp_path, train, evaluation, name=f"tuned-{epochs}",
+                                   extra=["--num_train_epochs", str(epochs), "--graph_preset", "bert_base",
+                                          "--graph_config", '{"gnn_num_layers": 2, "freeze_word_encoder": false}'])  # fmt: skip
+        model = ContextGraphForMultipleChoice.from_pretrained(output_dir)
+        assert model.config.freeze_word_encoder_epochs == 5 and not model.config.freeze_word_encoder
+        trained[epochs] = model.gesa.embeddings.word_embeddings.weight.detach()
+    torch.testing.assert_close(trained[5], luke)
+    assert not torch.allclose(trained[6], luke)
+
+
 @pytest.mark.slow
 def test_the_checkpoint_evaluates_again_and_answers_through_its_pipeline_elsewhere(
     tiny_luke_dir, tmp_path, one_thread
@@ -129,8 +188,8 @@ def test_the_checkpoint_evaluates_again_and_answers_through_its_pipeline_elsewhe
 
 
 def test_medhop_reads_the_same_layout(tiny_luke_dir, tmp_path, one_thread):
-    train, evaluation = make_wikihop_sample(4, seed=1), make_wikihop_sample(3, seed=2)
-    test = make_wikihop_sample(2, seed=3, labelled=False)
+    train, evaluation = make_medhop_sample(4, seed=1), make_medhop_sample(3, seed=2)
+    test = make_medhop_sample(2, seed=3, labelled=False)
     output_dir, _ = run_script(tiny_luke_dir, tmp_path, train, evaluation, test, task="medhop",
                                extra=["--num_train_epochs", "1", "--graph_preset", "hde_base",
                                       "--graph_config", TINY_GRAPH])  # fmt: skip
@@ -173,6 +232,11 @@ def test_bad_graph_flags_are_one_error_line(capsys, tiny_luke_dir, tmp_path):
     )
     assert "graph_preset='hde_base' sets gnn_core='edge'" in multihop_error_line(
         capsys, [*base, "--graph_preset", "hde_base", "--graph_config", '{"gnn_core": "sdp"}']
+    )
+    # a GESA preset is for GESA's embedder: LUKE's (the default) is LUKE as pre-trained
+    assert "set token_embedder='gesa'" in multihop_error_line(capsys, [*base, "--ablation", "no_plc_edges"])
+    assert "--variant gesa does not read --graph_schedule (the thesis's training schedule" in multihop_error_line(
+        capsys, [*[a if a != "context_graph" else "gesa" for a in base], "--graph_schedule", "thesis"]
     )
 
 

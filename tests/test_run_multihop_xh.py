@@ -25,7 +25,7 @@ from script_helpers import load_multihop_script, multihop_error_line
 COMMON = ["--variant", "xh", "--do_train", "--do_eval", "--per_device_train_batch_size", "4",
           "--learning_rate", "3e-3", "--logging_steps", "2", "--save_strategy", "no", "--report_to", "none",
           "--seed", "0", "--use_cpu", "true", "--dataloader_pin_memory", "false", "--max_seq_length", "64",
-          "--max_query_length", "24", "--attention_window", "32", "--num_train_epochs", "12"]  # fmt: skip
+          "--max_query_length", "24", "--num_train_epochs", "12"]  # fmt: skip
 
 
 def _losses(output_dir) -> list[float]:

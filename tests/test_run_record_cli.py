@@ -52,7 +52,7 @@ def test_help_describes_the_script(capsys):
     assert "Fine-tune, evaluate and publish GESA" in text
     assert "Run with no arguments, the script trains a tiny randomly initialised GESA" in text
     assert "--do_predict --test_file F writes the top --predict_top_k answers" in text
-    assert "--test_file TEST_FILE" in text and "--predict_top_k PREDICT_TOP_K" in text
+    assert "--test_file PATH" in text and "--predict_top_k N" in text
 
 
 def test_push_to_hub_preflight_fails_in_one_line_before_any_work(tmp_path):

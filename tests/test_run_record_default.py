@@ -73,6 +73,15 @@ def test_embedded_default_runs_offline_with_no_arguments(tmp_path):
     print(f"\n[run_record] embedded default: {elapsed:.1f} s wall")
     assert "ReCoRD 16 queries: exact match" in proc.stdout and "; before training: exact match" in proc.stdout
     output_dir = tmp_path / "outputs" / "gesa-tiny-record"
+    # what the user asked for and no more: Trainer's ignored-columns notice (printed at each of its three
+    # dataloaders) is dropped; the sample the demo read is kept beside the model, and the summary says where
+    printed = proc.stdout + proc.stderr
+    assert "have been ignored" not in printed and "pin_memory" not in printed
+    assert proc.stdout.strip().splitlines()[-1].endswith("; demo data: outputs/gesa-tiny-record/demo-data)")
+    assert sorted(path.name for path in (output_dir / "demo-data").iterdir()) == [
+        "record_sample_dev.jsonl",
+        "record_sample_train.jsonl",
+    ]
     results = json.loads((output_dir / "all_results.json").read_text())
     assert {"eval_exact_match", "eval_f1", "train_loss"} <= set(results)
     history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]

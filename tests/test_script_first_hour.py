@@ -58,12 +58,22 @@ def test_run_entity_tasks_help_opens_with_a_description_of_every_task():
 
 
 def _demo(capsys, script, task: str, output_dir) -> list[str]:
+    import re
+    from pathlib import Path
+
     capsys.readouterr()
     script.main(["--task", task, "--output_dir", str(output_dir)])
-    out = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
     assert out[0].startswith(f"{script.SCRIPT}: no data or model given: the "), out[0]
     assert str(output_dir) in out[-1] and "; before training: " in out[-1], out[-1]
     assert not [line for line in out if "Model config" in line]  # no config dump (the WikiHop demo printed four)
+    # the demo's data stays in its folder: every path the run names (the converted tiny LUKE) still exists
+    assert out[-1].endswith(f"; demo data: {output_dir / 'demo-data'})") and (output_dir / "demo-data").is_dir()
+    for named in re.findall(r"Converted LUKE checkpoint (\S+):", captured.out + captured.err):
+        assert Path(named).is_dir() and Path(named).is_relative_to(output_dir), named
+    noise = ("have been ignored", "seem corrupted", "LOAD REPORT", "pin_memory", " - DEBUG - ")
+    assert not [line for line in (captured.out + captured.err).splitlines() if any(n in line for n in noise)]
     return out
 
 
@@ -88,16 +98,18 @@ def test_hotpotqa_demo_trains_offline_and_its_folder_answers_through_its_own_pip
 def test_fever_demo_trains_offline_and_its_folder_answers_through_its_own_pipeline(tmp_path, capsys):
     import transformers
 
+    from gesa.records_xh import read_wiki_pages
     from gesa.tasks_xh import make_fever_sample
 
     output_dir = tmp_path / "fever"
     out = _demo(capsys, load_multihop_script(), "fever", output_dir)
     assert out[-1].startswith("FEVER 9 claims: FEVER score ")
     assert (output_dir / "eval_predictions.jsonl").is_file()
-    claims, pages = make_fever_sample(3, seed=2)
-    lines = {page["id"]: dict(enumerate(page["lines"].split("\n"))) for page in pages}
-    lines = {title: {n: text.split("\t", 1)[1] for n, text in page.items()} for title, page in lines.items()}
-    verify = transformers.pipeline(model=str(output_dir), trust_remote_code=True, pages=lines)
+    claims, _ = make_fever_sample(3, seed=2)
+    # the pages the demo trained on stay in its folder: the README's call, as written
+    assert out[-1].endswith(f"; demo data: {output_dir / 'demo-data'})")
+    pages = read_wiki_pages([f"{output_dir}/demo-data/wiki-001.jsonl"])
+    verify = transformers.pipeline(model=str(output_dir), trust_remote_code=True, pages=pages)
     assert type(verify).__name__ == "XhFactVerificationPipeline"
     assert verify({"claim": claims[0]["claim"]})["label"] in {"SUPPORTS", "REFUTES", "NOT ENOUGH INFO"}
 

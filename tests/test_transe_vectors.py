@@ -60,3 +60,38 @@ def test_a_bad_triples_line_is_one_error_naming_file_and_line(tmp_path, capsys):
     with pytest.raises(SystemExit):
         load_script(SCRIPT, "train_transe_bad").main(["--triples", str(path), "--output", str(tmp_path / "o.txt")])
     assert f"--triples {path}, line 2: has 2 non-empty tab-separated field(s), expected 3" in capsys.readouterr().err
+
+
+def test_every_flag_has_help_abbreviations_are_refused_and_the_docstring_keeps_its_layout(capsys):
+    script = load_script(SCRIPT, "train_transe_help")
+    with pytest.raises(SystemExit):
+        script.main(["--help"])
+    text = capsys.readouterr().out
+    entries: dict[str, str] = {}  # flag -> what --help prints after "--flag METAVAR"
+    for line in text.split("options:")[1].splitlines():
+        if line.lstrip().startswith("--"):
+            flag, _, rest = line.strip().partition(" ")
+            entries[flag] = rest.split(maxsplit=1)[1] if len(rest.split(maxsplit=1)) > 1 else ""
+        elif entries and line.strip():
+            entries[flag] += " " + line.strip()
+    flags = ("--triples", "--output", "--dim", "--epochs", "--batch_size", "--learning_rate", "--seed")
+    assert set(flags) <= set(entries) and all(entries[flag].strip() for flag in flags), entries
+    assert "    pip install 'gesa[kge]'   # PyKEEN\n" in text  # the docstring's own lines, not reflowed
+    with pytest.raises(SystemExit):
+        script.main(["--triple", "t.tsv", "--output", "o.txt"])  # a prefix is not taken for --triples
+    assert "the following arguments are required: --triples" in capsys.readouterr().err
+
+
+def test_with_no_argument_it_trains_the_shipped_demo_triples(tmp_path, monkeypatch, capsys):
+    """No argument: the demo KB's triples at the demo LUKE's width; the shipped vectors hold the same entities."""
+    script = load_script(SCRIPT, "train_transe_demo")
+    assert Path(script.DEMO_TRIPLES).is_file()
+    monkeypatch.chdir(tmp_path)
+    epochs = script.DEMO_ARGS.index("--epochs") + 1
+    short = [*script.DEMO_ARGS[:epochs], "2", *script.DEMO_ARGS[epochs + 1 :]]
+    monkeypatch.setattr(script, "DEMO_ARGS", short)
+    script.main([])
+    assert "no arguments: the demo KB's vectors" in capsys.readouterr().out
+    names, vectors = read_entity_vectors(tmp_path / "outputs" / "transe-demo" / "kb_entity_vectors.txt")
+    shipped, shipped_vectors = read_entity_vectors(Path(script.DEMO_TRIPLES).with_name("kb_entity_vectors.txt"))
+    assert names == shipped and vectors.shape == shipped_vectors.shape == (len(names), 16)

@@ -316,6 +316,7 @@ def test_bad_knowledge_inputs_raise_clear_errors(changes, message):
 
 
 BAD_ERNIE_FIELDS = [
+    ("backbone", "bert", "'bert' is unknown; choose one of \\['luke', 'gesa'\\]"),
     ("ernie_num_fusion_layers", -1, "non-negative integer"),
     ("ernie_entity_num_attention_heads", 0, "positive integer"),
     ("ernie_fusion_output", "tanh", "'tanh' is unknown"),

@@ -45,11 +45,12 @@ from gesa.processing_xh import record_sentences
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("hop_attention", ["paper", "released_gat"])
 @pytest.mark.parametrize("with_edges", [False, True])
-def test_no_edges_and_identity_combine_equal_backbone_per_node(with_edges):
+def test_no_edges_and_identity_combine_equal_backbone_per_node(with_edges, hop_attention):
     torch.manual_seed(0)
     backbone = GesaModel(xh_config()).eval()
-    model = XhModel(xh_config()).eval()
+    model = XhModel(xh_config(xh_hop_attention=hop_attention)).eval()
     missing = same_backbone(model, backbone)
     assert missing and all(key.startswith("hop_layers.") for key in missing)
     batch = collate([graph_feature(3, [9, 7, 11], seed=1), graph_feature(2, [8, 10], seed=2)])
@@ -157,6 +158,66 @@ def test_hop_layer_matches_eqs_7_and_8(heads):
     assert (probs[0, :, 2] == 0).all() and not torch.isnan(new_hubs).any()
     # several neighbours with distinct weights per head (the heads really are separate)
     assert (probs[0, 0, 0, 1:] - probs[0, 1, 0, 1:]).abs().max() > 1e-3
+
+
+def plain_released_gat(layer, hubs: torch.Tensor, adjacency: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """DGL's graph attention as the released Transformer-XH code runs it (`GraphAttention.forward`), one message at a
+    time: every edge `eta -> tau` (tau reads eta) sends `z_eta = W h_eta` per head slice with score
+    `LeakyReLU_0.2(a_l . z_eta + a_r . z_tau)`; tau's mailbox is softmaxed and summed (an empty mailbox: 0); then
+    `ReLU(sum + W_res h_tau)`, heads concatenated, and Eq. 8's combine `W_c [h_tau ; h^_tau] + b_c`."""
+    gat = layer.gat
+    graphs, nodes, hidden = hubs.shape
+    heads, size = gat.num_heads, gat.head_size
+    new_hubs = torch.zeros_like(hubs)
+    probs = torch.zeros(graphs, heads, nodes, nodes)
+    for g in range(graphs):
+        for tau in range(nodes):
+            mailbox = [eta for eta in range(nodes) if adjacency[g, tau, eta]]
+            hop = torch.zeros(hidden)
+            for h in range(heads):
+                part = slice(h * size, (h + 1) * size)
+                z_tau = gat.fc.weight @ hubs[g, tau, part]
+                messages = [gat.fc.weight @ hubs[g, eta, part] for eta in mailbox]
+                scores = [
+                    torch.nn.functional.leaky_relu(gat.attn_l[0, h] @ z + gat.attn_r[0, h] @ z_tau, 0.2)
+                    for z in messages
+                ]
+                total = torch.zeros(size)
+                if scores:
+                    weights = torch.softmax(torch.stack(scores), dim=0)
+                    for eta, weight, z in zip(mailbox, weights, messages, strict=True):
+                        probs[g, h, tau, eta] = weight
+                        total += weight * z
+                hop[part] = torch.relu(total + gat.res_fc.weight @ hubs[g, tau, part])
+            new_hubs[g, tau] = layer.combine.weight @ torch.cat([hubs[g, tau], hop]) + layer.combine.bias
+    return new_hubs, probs
+
+
+def test_released_gat_hop_layer_matches_dgls_graph_attention_as_the_released_code_runs_it():
+    torch.manual_seed(0)
+    model = XhModel(xh_config(xh_hop_attention="released_gat")).eval()
+    layer = model.hop_layers[0]
+    assert not hasattr(layer, "hop_query") and model.config.xh_hop_dropout == 0.0  # the released forward: none
+    with torch.no_grad():
+        layer.combine.weight.normal_(std=0.3)  # a trained (non-identity) combine
+        layer.combine.bias.normal_(std=0.3)
+    hubs = torch.randn(2, 4, 32, generator=torch.Generator().manual_seed(1))
+    adjacency = torch.zeros(2, 4, 4, dtype=torch.bool)
+    for g, tau, eta in [(0, 0, 1), (0, 0, 2), (0, 0, 3), (0, 1, 0), (0, 3, 1), (0, 3, 2), (1, 0, 2), (1, 1, 1)]:
+        adjacency[g, tau, eta] = True  # directed; node 2 of graph 0 and nodes 2-3 of graph 1 have empty mailboxes
+    with torch.no_grad():
+        expected_hubs, expected_probs = plain_released_gat(layer, hubs, adjacency)
+        new_hubs, probs = layer(hubs, adjacency, output_attentions=True)
+        same_hubs, no_probs = layer(hubs, adjacency)
+    torch.testing.assert_close(probs, expected_probs, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(new_hubs, expected_hubs, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(same_hubs, expected_hubs, atol=1e-5, rtol=1e-5)
+    assert no_probs is None and not torch.isnan(new_hubs).any()
+    assert (probs[0, 0, 0, 1:] - probs[0, 1, 0, 1:]).abs().max() > 1e-3  # separate heads
+    # xavier-normal (gain 1.414) as released, its fans from the released shapes: fc (d, d), attn (1, H, d)
+    fresh = XhModel(xh_config(xh_hop_attention="released_gat", xh_num_hop_layers=HOPS)).hop_layers[0].gat
+    assert fresh.attn_l.shape == (1, 4, 8)
+    assert float(fresh.attn_l.detach().std()) == pytest.approx(1.414 * math.sqrt(2 / (4 * 8 + 8)), rel=0.3)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,11 +423,12 @@ def test_hotpot_graphs_and_multihop_head(tmp_path):
         elif record["answer"] in ("yes", "no"):
             assert feature["end_positions"] == -100
     assert spans >= 20, spans  # all but yes/no and answers cut by the node length
-    # title_mention edges are directed: "Kiss and Tell (1945 film)" mentions Shirley Temple, not the other way round
+    # title_mention edges are directed: "Kiss and Tell (1945 film)" mentions Shirley Temple, not the other way round,
+    # so Shirley Temple (the linked paragraph) reads Kiss and Tell (the linking one), as in the released code
     kiss = features[1]
     titles = kiss["titles"]
     a, b = titles.index("Kiss and Tell (1945 film)"), titles.index("Shirley Temple")
-    assert kiss["node_adjacency"][a][b] == 1 and kiss["node_adjacency"][b][a] == 0
+    assert kiss["node_adjacency"][b][a] == 1 and kiss["node_adjacency"][a][b] == 0
 
     torch.manual_seed(0)
     config = xh_config(vocab_size=len(tokenizer), classifier_dropout=0.0, max_relative_position=16)
@@ -463,6 +525,7 @@ BAD_XH_FIELDS = [
     ("xh_num_hop_attention_heads", 0, "positive integer"),
     ("xh_hop_dropout", 1.0, "dropout probability in \\[0, 1\\)"),
     ("backbone", "bert", "choose one of \\['luke', 'gesa'\\]"),
+    ("xh_hop_attention", "gat", "choose one of \\['paper', 'released_gat'\\]"),
 ]
 
 
@@ -559,8 +622,9 @@ def test_hotpot_graphs_and_multihop_head_on_project_questions():
             assert text.lower() == record["answer"].lower(), (text, record["answer"])
     titles = features[0]["titles"]
     bridge, architect = titles.index("Halvard Bridge"), titles.index("Marta Lind")
+    # the bridge's paragraph names its architect: the architect's paragraph reads the bridge's (released direction)
     assert (
-        features[0]["node_adjacency"][bridge][architect] == 1 and features[0]["node_adjacency"][architect][bridge] == 0
+        features[0]["node_adjacency"][architect][bridge] == 1 and features[0]["node_adjacency"][bridge][architect] == 0
     )
 
     torch.manual_seed(0)

@@ -44,9 +44,10 @@ MIN = torch.finfo(torch.float32).min
 
 
 def test_bridge_facts_come_from_the_answer_document_and_its_most_relevant_parent():
-    # 0 -> 2 and 1 -> 2 link to the answer document 2; 3 is the most relevant overall but not a parent
+    # 0 -> 2 and 1 -> 2 link to the answer document 2, which reads them; 3 is the most relevant overall but not a
+    # parent (2 links to 3: 3 reads 2)
     adjacency = torch.zeros(4, 4, dtype=torch.long)
-    adjacency[0, 2] = adjacency[1, 2] = adjacency[2, 3] = 1
+    adjacency[2, 0] = adjacency[2, 1] = adjacency[3, 2] = 1
     relevance = torch.tensor([0.5, 2.0, 0.0, 9.0])
     sentences = torch.tensor([[3.0, -3.0], [-1.0, -2.0], [-3.0, 4.0], [5.0, MIN]])
     # answer document: its sentence above 0.5; parent 1: no sentence above 0.5, so its best one
@@ -55,7 +56,7 @@ def test_bridge_facts_come_from_the_answer_document_and_its_most_relevant_parent
 
 def test_bridge_without_parent_chooses_from_every_other_document():
     adjacency = torch.zeros(3, 3, dtype=torch.long)
-    adjacency[0, 1] = 1  # the answer document 0 links out, nothing links to it
+    adjacency[1, 0] = 1  # the answer document 0 links out (1 reads it), nothing links to it
     relevance = torch.tensor([0.0, 1.0, 3.0])
     sentences = torch.tensor([[2.0], [2.0], [2.0]])
     assert bridge_supporting_facts(0, adjacency, relevance, sentences) == [(0, 0), (2, 0)]
@@ -193,7 +194,7 @@ def test_paper_system_refuses_training_questions_without_a_type(tiny_luke_dir, t
 def test_paper_system_is_for_hotpotqa_only(tiny_luke_dir, tmp_path, capsys):
     argv = ["--task", "fever", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(tmp_path / "o"),
             "--do_eval", *ARGS]  # fmt: skip
-    assert "--system paper is for --task hotpotqa" in multihop_error_line(capsys, argv)
+    assert "--task fever does not read --system" in multihop_error_line(capsys, argv)
 
 
 @pytest.mark.slow

@@ -155,12 +155,16 @@ def test_run_multihop_fever_from_blind_claims_with_backbone_reranked_sentences(t
             "--output_dir", str(output_dir), "--train_file", str(tmp_path / "train.jsonl"),
             "--validation_file", str(tmp_path / "dev.jsonl"), "--wiki_pages", str(tmp_path / "wiki-001.jsonl"),
             "--fever_retrieval", "bm25_rerank", "--do_train", "--do_eval", "--num_train_epochs", "4",
-            "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "16", "--save_strategy", "no",
+            "--eval_strategy", "steps", "--eval_steps", "4", "--save_steps", "2",  # the re-ranker evaluates nothing
+            "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "16",
             "--report_to", "none", "--seed", "0", "--use_cpu", "true", "--dataloader_pin_memory", "false",
             "--max_seq_length", "64", "--max_query_length", "24", "--max_nodes", "2"]  # fmt: skip
     results = load_multihop_script().main(argv)
     ranker = json.loads((output_dir / SENTENCE_RANKER / "config.json").read_text())
     assert ranker["xh_num_hop_layers"] == 0 and ranker["architectures"] == ["XhForSupportingFacts"]
+    # the component folder keeps its model only: its checkpoints and Trainer files are removed once it is saved
+    assert not list((output_dir / SENTENCE_RANKER).glob("checkpoint-*"))
+    assert not (output_dir / SENTENCE_RANKER / "training_args.bin").exists()
     submitted = [json.loads(line) for line in (output_dir / "eval_predictions.jsonl").read_text().splitlines()]
     assert [s["id"] for s in submitted] == [c["id"] for c in claims]
     allowed = {(page, line) for page, lines in FEVER_PAGES.items() for line in lines}

@@ -32,6 +32,7 @@ from hotpot_fever_fixtures import FEVER_PAGES, fever_fixture_claims, hotpot_fixt
 from model_helpers import TINY
 from tiny_luke import HOTPOT_DIR, build_luke_tokenizer
 from transformers import Trainer, TrainingArguments
+from variant_inputs import randomise_hops
 
 from gesa.modeling_xh_tasks import XhForHotpotQA, decode_fever
 from gesa.pipeline_xh_tasks import XhHotpotQAPipeline  # (importing it registers the xh pipelines)
@@ -116,6 +117,71 @@ def test_hotpot_sentence_features_cover_each_sentence_and_the_answer(tmp_path, x
             assert feature["answer_type"] == 0 and tokenizer.decode(span).strip() == row["answer"]
 
 
+def _two_paragraphs(a_tail: str = " She worked as a tailor.", b_tail: str = " It has a harbour.") -> dict:
+    """A question over paragraph A, which names B's title in its first sentence (A links to B), and paragraph B."""
+    return {"id": "q", "question": "Where was Anna Keller born?", "answer": "Lagos", "type": "bridge",
+            "supporting_facts": {"title": ["Anna Keller", "Lagos"], "sent_id": [0, 0]},
+            "context": {"title": ["Anna Keller", "Lagos"],
+                        "sentences": [["Anna Keller was born in Lagos.", a_tail], ["Lagos is a city.", b_tail]]}}  # fmt: skip
+
+
+def _final_hubs(model, processor, row) -> torch.Tensor:
+    with torch.no_grad():
+        batch = processor.get_data_collator()(processor.encode_hotpot_rows([row]))
+        return model.gesa(**{k: batch[k] for k in ("input_ids", "attention_mask", "node_adjacency")}).hub_states[0]
+
+
+@pytest.mark.parametrize("edges", ["title_mention", "title_mention_eq7"])
+def test_a_linked_paragraph_reads_the_one_linking_to_it_and_the_literal_eq7_option_the_reverse(edges):
+    """A links to B (A names B's title). By default (the released code's direction) B's hub changes with A's text
+    after one hop layer and A's hub ignores B's text; `hotpot_edges="title_mention_eq7"` (Eq. 7 read literally) is
+    the reverse. A's changed sentence is not the one naming B, so only the hop carries it to B."""
+    processor = XhTaskProcessor(build_luke_tokenizer(), max_node_length=64, max_query_length=40, hotpot_edges=edges)
+    row = _two_paragraphs()
+    feature = processor.encode_hotpot_rows([row])[0]
+    reads = [[0, 0], [1, 0]] if edges == "title_mention" else [[0, 1], [0, 0]]
+    assert feature["node_adjacency"] == reads
+    changed_a = _two_paragraphs(a_tail=" She worked as a sailor in Paris.")
+    changed_b = _two_paragraphs(b_tail=" It has two bridges and a port.")
+    for hops in (1, 0):  # the hop layer is what carries it: without one, neither hub moves
+        torch.manual_seed(0)
+        config = xh_task_config(HOTPOTQA, **{**TINY, "vocab_size": len(processor.tokenizer),
+                                             "max_relative_position": 8, "xh_num_hop_layers": hops})  # fmt: skip
+        model = XhForHotpotQA(config).eval()
+        randomise_hops(model.gesa)
+        hubs = _final_hubs(model, processor, row)
+        b_moves = (hubs[1] - _final_hubs(model, processor, changed_a)[1]).abs().max()
+        a_moves = (hubs[0] - _final_hubs(model, processor, changed_b)[0]).abs().max()
+        if hops == 0:
+            assert b_moves < 1e-6 and a_moves < 1e-6
+        elif edges == "title_mention":
+            assert b_moves > 1e-3 and a_moves < 1e-6
+        else:
+            assert a_moves > 1e-3 and b_moves < 1e-6
+
+
+def test_a_distractor_paragraph_carries_the_sentences_that_name_its_title(xh_task_processor):
+    """The node of a linked paragraph reads `question </s> anchor sentences </s> </s> title: paragraph` (paper sec. 3's
+    anchor, the released code's edge sentence); a paragraph nothing names has no anchor."""
+    processor = XhTaskProcessor(build_luke_tokenizer(), max_node_length=64, max_query_length=40)
+    feature = processor.encode_hotpot_rows([_two_paragraphs()])[0]
+    question = processor._tokens("Where was Anna Keller born?", leading_space=False)
+    anchor = processor._tokens("Anna Keller was born in Lagos.", leading_space=False)
+    paragraph = processor._tokens("Lagos: Lagos is a city. It has a harbour.", False)
+    expected, _, _ = processor._node(question + [processor.tokenizer.sep_token_id] + anchor, paragraph)
+    assert feature["input_ids"][1] == expected
+    plain, _, _ = processor._node(question, processor._tokens("Anna Keller: Anna Keller was born in Lagos. She "
+                                                              "worked as a tailor.", False))  # fmt: skip
+    assert feature["input_ids"][0] == plain
+    # the answer span and sentence boundaries point into the paragraphs, never into an anchor
+    node = feature["relevant_node"]
+    span = feature["input_ids"][node][feature["start_positions"] : feature["end_positions"] + 1]
+    assert processor.tokenizer.decode(span).strip() == "Lagos"
+    assert feature["start_positions"] > len(question) + 3 + (len(anchor) + 1 if node == 1 else 0)
+    first = feature["input_ids"][1][feature["sentence_starts"][1][0] : feature["sentence_ends"][1][0] + 1]
+    assert processor.tokenizer.decode(first).strip() == "Lagos is a city."
+
+
 def test_fever_graph_is_claim_title_sentence_fully_connected(xh_task_processor):
     claim = fever_fixture_claims()[0]
     train = xh_task_processor.encode_fever_claim(claim, FEVER_PAGES, include_gold=True)
@@ -164,6 +230,28 @@ def test_supporting_fact_and_answer_type_heads_follow_appendix_a3(xh_task_proces
     torch.testing.assert_close(out.loss, expected)
     decoded = XhForHotpotQA.decode_hotpot(out, batch["node_mask"])
     assert all(d["supporting"] and d["answer_type"] in ("span", "yes", "no") for d in decoded)
+
+
+@pytest.mark.parametrize(
+    "label, value, message",
+    [
+        ("answer_type", 3, r"answer_type\[1\] = 3 is not a class id: the head has 3 classes \(0..2\)"),
+        ("answer_type", -2, r"answer_type\[1\] = -2 is not a class id"),
+        ("start_positions", 999, r"start_positions\[1\] = 999 is not a token of its node: the nodes hold \d+ tokens"),
+        ("end_positions", 999, r"end_positions\[1\] = 999 is not a token of its node"),
+    ],
+)
+def test_out_of_range_hotpot_labels_are_one_value_error_naming_the_label_and_its_range(
+    xh_task_processor, label, value, message
+):
+    model = _tiny(HOTPOTQA, xh_task_processor).eval()
+    rows = [{**r, "id": r["_id"]} for r in hotpot_fixture_rows()[:2]]
+    batch = xh_task_processor.get_data_collator()(xh_task_processor.encode_hotpot_rows(rows))
+    batch["answer_type"] = torch.zeros(2, dtype=torch.long)  # both span answers, so the span labels are read
+    batch["start_positions"], batch["end_positions"] = torch.tensor([3, 3]), torch.tensor([4, 4])
+    batch[label] = torch.tensor([0 if label == "answer_type" else 3, value])
+    with pytest.raises(ValueError, match=message):
+        model(**batch)
 
 
 def test_hotpot_decoding_takes_the_answer_node_and_the_next_most_relevant_one():
@@ -354,3 +442,30 @@ def test_a_saved_hotpot_model_reloads_from_its_own_code_in_a_fresh_process(tmp_p
     reloaded = reload_each_in_fresh_process([case], tmp_path)["hotpot"]
     torch.testing.assert_close(reloaded["relevance_logits"], expected.relevance_logits)
     torch.testing.assert_close(reloaded["supporting_logits"], expected.supporting_logits)
+
+
+def test_a_processor_saved_before_the_edge_direction_changed_keeps_the_graph_it_was_trained_on(
+    tmp_path, xh_task_processor
+):
+    # processor_config.json of version 1 (no settings_version key): "title_mention" meant Eq. 7's literal direction
+    from gesa.processing_base_gesa import PROCESSOR_CONFIG
+
+    xh_task_processor.save_pretrained(tmp_path / "new")
+    saved = json.loads((tmp_path / "new" / PROCESSOR_CONFIG).read_text())
+    assert saved["settings_version"] == 2 and saved["hotpot_edges"] == "title_mention"
+    assert XhTaskProcessor.from_pretrained(tmp_path / "new").hotpot_edges == "title_mention"
+    old = tmp_path / "old"
+    xh_task_processor.save_pretrained(old)
+    del saved["settings_version"]
+    (old / PROCESSOR_CONFIG).write_text(json.dumps(saved))
+    tokenizer = xh_task_processor.tokenizer
+    for processor in (XhTaskProcessor.from_pretrained(old), XhTaskProcessor.from_checkpoint(tokenizer, old)):
+        assert processor.hotpot_edges == "title_mention_eq7"
+    row = _two_paragraphs()
+    graph = XhTaskProcessor.from_pretrained(old).encode_hotpot_rows([row])[0]["node_adjacency"]
+    literal = XhTaskProcessor(tokenizer, max_node_length=64, max_query_length=24, hotpot_edges="title_mention_eq7")
+    assert graph == literal.encode_hotpot_rows([row])[0]["node_adjacency"]
+    assert graph != xh_task_processor.encode_hotpot_rows([row])[0]["node_adjacency"]  # the directions differ here
+    # the script's path: a trained checkpoint's processor reads the saved edges, and saves them in today's terms
+    assert HOTPOTQA.saved_graph(xh_task_processor, str(old), {}).hotpot_edges == "title_mention_eq7"
+    assert HOTPOTQA.saved_graph(xh_task_processor, str(tmp_path / "new"), {}) is xh_task_processor

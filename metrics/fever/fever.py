@@ -263,24 +263,40 @@ class Fever(evaluate.Metric):
     def _compute(
         self, predictions: list[dict], references: list[dict], max_evidence: int = MAX_EVIDENCE
     ) -> dict[str, float]:
-        # the features store every evidence field as a string (or None); lines come back as ints here
-        def line(value: str | None) -> int | None:
-            return None if value is None else int(value)
+        # the features store every evidence field as a string (or None); lines come back as ints here, and a
+        # malformed item is an error naming its claim (compute_fever_scores checks the shapes the same way)
+        def line(value: str | None, where: str, item: Any) -> int | None:
+            if value is None:
+                return None
+            try:
+                return int(value)
+            except ValueError:
+                raise ValueError(f"{where}: the line of {item!r} must be an integer, got {value!r}.") from None
 
         gold: dict[str, tuple[str, list]] = {}
         for reference in references:
             if reference["id"] in gold:
                 raise ValueError(f"Claim id {reference['id']!r} appears twice in the references.")
-            groups = [[[a, e, page, line(number)] for a, e, page, number in group] for group in reference["evidence"]]
+            where = f"evidence of claim {reference['id']!r}"
+            groups = []
+            for group in reference["evidence"]:
+                _groups([group], where)  # [annotation_id, evidence_id, page, line] each
+                groups.append([[a, e, page, line(number, where, item)] for item in group for a, e, page, number in
+                               [item]])  # fmt: skip
             gold[reference["id"]] = (reference["label"], groups)
         predicted: dict[str, tuple[str, list]] = {}
         for p in predictions:
             if p["id"] in predicted:
                 raise ValueError(f"Claim id {p['id']!r} appears twice in the predictions; give one per claim.")
-            predicted[p["id"]] = (
-                p["predicted_label"],
-                [[page, int(number)] for page, number in p["predicted_evidence"]],
-            )
+            where = f"predicted_evidence of claim {p['id']!r}"
+            pairs = []
+            for item in p["predicted_evidence"]:
+                if len(item) != 2:
+                    raise ValueError(
+                        f"{where}: every predicted evidence item must be a [page, line] pair, got {item!r}."
+                    )
+                pairs.append([item[0], line(item[1], where, item)])
+            predicted[p["id"]] = (p["predicted_label"], pairs)
         return compute_fever_scores(predicted, gold, max_evidence=max_evidence)
 
 

@@ -1,0 +1,240 @@
+# Copyright 2026 The gesa authors. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Seeded synthetic entity-linking corpora: does KnowBERT-KAR's linker read the context, beyond the alias prior?
+
+A corpus is TACRED JSON (``run_entity_tasks.py --task relation_classification``) plus the KB files the knowledge
+flags read, all invented for the project:
+
+- every sentence has a person (the subject, one alias, prior 1) and a place-or-firm name (the object). Each such name
+  is an **ambiguous alias** of two KB entities, ``Name (city)`` and ``Name (company)``, one of them the alias table's
+  favourite (``prior_high``, default 0.75) and the other the underdog; a third sense, the river ``Name``, is in no KB
+  (its gold link is NULL);
+- the **context names the right entity**: the sentence says which sense it is (``the city of``, ``the firm``, ``the
+  river``, ...), and the relation follows the sense (``per:cities_of_residence``, ``per:employee_of``,
+  ``no_relation``);
+- the gold sense is drawn per sentence: the underdog for ``prior_wrong_share`` of them (the prior is wrong), NULL for
+  ``null_share`` (the prior, which never picks NULL, is wrong too), the favourite otherwise;
+- the entity vectors are TransE-like: each entity is its kind's direction plus its own noise (``dim`` wide; a
+  person, a city and a company differ by kind), so the linker can tell the senses apart from the context's kind;
+- the links file (``--entity_links``) holds the gold of both mentions of every sentence.
+
+``write_linking_corpus`` writes ``train.json``, ``dev.json``, ``aliases.tsv``, ``entities.txt``, ``triples.tsv`` (the
+same KB as ``head<TAB>relation<TAB>tail`` facts, for ``examples/train_transe.py``) and ``links.jsonl`` into a folder.
+
+Flat module: imports the standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+NAMES = [
+    "Ostrel", "Velkas", "Brenmor", "Tholam", "Quildun", "Nesabo", "Rinsar", "Kasvel", "Dunlake", "Marlow",
+    "Acmora", "Ostware", "Pellin", "Saravo", "Tamsin", "Ulvar", "Wendra", "Yorvik", "Zanther", "Corvale",
+]  # fmt: skip
+PEOPLE = [
+    "Ana Velmor", "Bram Kastrel", "Cleo Dunabo", "Dario Rinost", "Edda Lambre", "Femi Sartho", "Goran Quilnes",
+    "Hana Morvel", "Ivo Pelter", "Jana Holm", "Kofi Brandt", "Lena Orsk",
+]  # fmt: skip
+# sense -> (KB suffix or None for the NULL sense, relation, context templates: {p} person, {n} name)
+SENSES: dict[str, tuple[str | None, str, list[str]]] = {
+    "city": (" (city)", "per:cities_of_residence", [
+        "{p} moved to the city of {n} last spring .",
+        "{p} lives in {n} , a city on the coast .",
+        "{p} was born in {n} , the old harbour town .",
+    ]),
+    "company": (" (company)", "per:employee_of", [
+        "{p} works for the firm {n} in sales .",
+        "{p} joined {n} , the software company .",
+        "{p} was hired by {n} , a company that makes tools .",
+    ]),
+    "river": (None, "no_relation", [
+        "{p} swam in the river {n} at dawn .",
+        "{p} fished in {n} , the cold mountain river .",
+    ]),
+}  # fmt: skip
+KINDS = ("person", "city", "company")
+
+
+def kb_entity(name: str, sense: str) -> str | None:
+    """The KB entity a sense of ``name`` links to (``None``: the river, in no KB: NULL)."""
+    suffix = SENSES[sense][0]
+    return None if suffix is None else name + suffix
+
+
+def favourite_senses(names: list[str], seed: int) -> dict[str, str]:
+    """Which KB sense (``city`` / ``company``) the alias table favours, per name (half each, seeded)."""
+    rng = random.Random(f"favourite-{seed}")
+    return {name: ("city", "company")[rng.random() < 0.5] for name in names}
+
+
+def make_sentence(rng: random.Random, index: int, sense: str, name: str, prefix: str) -> dict[str, Any]:
+    """One TACRED row: the person (subject) and ``name`` in the context of ``sense`` (object)."""
+    person = rng.choice(PEOPLE)
+    template = rng.choice(SENSES[sense][2])
+    tokens: list[str] = []
+    spans = {}
+    for word in template.split():
+        if word in ("{p}", "{n}"):
+            text = person if word == "{p}" else name
+            spans[word] = (len(tokens), len(tokens) + len(text.split()) - 1)  # inclusive, as TACRED
+            tokens += text.split()
+        else:
+            tokens.append(word)
+    return {
+        "id": f"{prefix}-{index}",
+        "relation": SENSES[sense][1],
+        "token": tokens,
+        "subj_start": spans["{p}"][0],
+        "subj_end": spans["{p}"][1],
+        "obj_start": spans["{n}"][0],
+        "obj_end": spans["{n}"][1],
+        "subj_type": "PERSON",
+        "obj_type": {"city": "CITY", "company": "ORGANIZATION", "river": "LOCATION"}[sense],
+    }
+
+
+def generate_sentences(
+    count: int,
+    seed: int = 0,
+    names: int = 12,
+    prior_wrong_share: float = 0.3,
+    null_share: float = 0.15,
+    prefix: str = "link",
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``count`` TACRED rows and their gold links (``{"id", "links": [[start, end, entity or None], ...]}``, end
+    exclusive). Each row's object is the underdog sense with probability ``prior_wrong_share``, the river (NULL) with
+    ``null_share``, the favourite otherwise; the same ``seed`` gives the same rows."""
+    if not 0 < names <= len(NAMES):
+        raise ValueError(f"names={names}: give 1..{len(NAMES)} ambiguous names")
+    if not (0 <= prior_wrong_share and 0 <= null_share and prior_wrong_share + null_share <= 1):
+        raise ValueError(f"prior_wrong_share={prior_wrong_share}, null_share={null_share}: shares in [0, 1], sum <= 1")
+    chosen = NAMES[:names]
+    favourite = favourite_senses(chosen, seed)
+    rng = random.Random(f"sentences-{seed}-{prefix}")
+    rows, links = [], []
+    for index in range(count):
+        name = rng.choice(chosen)
+        draw = rng.random()
+        if draw < null_share:
+            sense = "river"
+        elif draw < null_share + prior_wrong_share:
+            sense = "company" if favourite[name] == "city" else "city"
+        else:
+            sense = favourite[name]
+        row = make_sentence(rng, index, sense, name, prefix)
+        rows.append(row)
+        person = " ".join(row["token"][row["subj_start"] : row["subj_end"] + 1])
+        links.append({"id": row["id"], "links": [
+            [row["subj_start"], row["subj_end"] + 1, person],
+            [row["obj_start"], row["obj_end"] + 1, kb_entity(name, sense)],
+        ]})  # fmt: skip
+    return rows, links
+
+
+def alias_table(names: list[str], seed: int = 0, prior_high: float = 0.75) -> list[tuple[str, str, float]]:
+    """``(alias, entity, prior)`` lines: each name -> its two KB senses (the favourite at ``prior_high``), the
+    underdog first, then the same two lines for the name in lower case (as an alias table gathered from anchor texts
+    lists case variants; ``processing_kb.MERGE_RULE`` makes them one alias again); each person -> itself at prior 1."""
+    favourite = favourite_senses(names, seed)
+    lines = []
+    for name in names:
+        for alias in (name, name.lower()):
+            for sense in sorted(("city", "company"), key=lambda sense: sense == favourite[name]):
+                prior = prior_high if sense == favourite[name] else round(1 - prior_high, 6)
+                lines.append((alias, kb_entity(name, sense), prior))
+    return lines + [(person, person, 1.0) for person in PEOPLE]
+
+
+def entity_vectors(names: list[str], dim: int = 16, seed: int = 0, noise: float = 0.5) -> dict[str, list[float]]:
+    """TransE-like vectors: each entity its kind's direction (unit length times ``sqrt(dim)``) plus Gaussian noise
+    of std ``noise`` per value."""
+    rng = random.Random(f"vectors-{seed}")
+    directions = {}
+    for kind in KINDS:
+        raw = [rng.gauss(0, 1) for _ in range(dim)]
+        norm = math.sqrt(sum(v * v for v in raw))
+        directions[kind] = [v / norm * math.sqrt(dim) for v in raw]
+    entities = [(person, "person") for person in PEOPLE]
+    entities += [(kb_entity(name, sense), sense) for name in names for sense in ("city", "company")]
+    return {entity: [d + rng.gauss(0, noise) for d in directions[kind]] for entity, kind in entities}
+
+
+def kb_triples(names: list[str]) -> list[tuple[str, str, str]]:
+    """The KB as facts (``examples/train_transe.py`` trains TransE vectors from them): every entity's kind, the cities
+    and companies of each name, the people's home city and employer."""
+    triples = [(person, "instance of", "human") for person in PEOPLE]
+    for name in names:
+        triples.append((kb_entity(name, "city"), "instance of", "city"))
+        triples.append((kb_entity(name, "company"), "instance of", "business"))
+        triples.append((kb_entity(name, "company"), "headquarters location", kb_entity(name, "city")))
+    for index, person in enumerate(PEOPLE):
+        triples.append((person, "residence", kb_entity(names[index % len(names)], "city")))
+        triples.append((person, "employer", kb_entity(names[(index + 1) % len(names)], "company")))
+    return triples
+
+
+def write_linking_corpus(
+    directory: str | Path,
+    seed: int = 0,
+    train_size: int = 400,
+    eval_size: int = 200,
+    names: int = 12,
+    dim: int = 16,
+    prior_wrong_share: float = 0.3,
+    null_share: float = 0.15,
+    prior_high: float = 0.75,
+) -> dict[str, Path]:
+    """The corpus and its KB files under ``directory`` (module docstring); returns their paths by role (``train``,
+    ``dev``, ``aliases``, ``vectors``, ``triples``, ``links``)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    chosen = NAMES[:names]
+    paths = {role: directory / name for role, name in (
+        ("train", "train.json"), ("dev", "dev.json"), ("aliases", "aliases.tsv"), ("vectors", "entities.txt"),
+        ("triples", "triples.tsv"), ("links", "links.jsonl"))}  # fmt: skip
+    all_links = []
+    for split, count in (("train", train_size), ("dev", eval_size)):
+        rows, links = generate_sentences(count, seed, names, prior_wrong_share, null_share, prefix=f"{split}{seed}")
+        paths[split].write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        all_links += links
+    paths["links"].write_text("".join(json.dumps(row) + "\n" for row in all_links), encoding="utf-8")
+    lines = alias_table(chosen, seed, prior_high)
+    paths["aliases"].write_text(
+        "alias\tentity\tprior\n" + "".join(f"{a}\t{e}\t{p}\n" for a, e, p in lines), encoding="utf-8"
+    )
+    vectors = entity_vectors(chosen, dim, seed)
+    text = f"{len(vectors)} {dim}\n" + "".join(
+        f"{name}\t" + " ".join(f"{v:.5f}" for v in values) + "\n" for name, values in vectors.items()
+    )
+    paths["vectors"].write_text(text, encoding="utf-8")
+    paths["triples"].write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in kb_triples(chosen)), encoding="utf-8")
+    return paths
+
+
+__all__ = [
+    "NAMES",
+    "PEOPLE",
+    "SENSES",
+    "alias_table",
+    "entity_vectors",
+    "generate_sentences",
+    "kb_entity",
+    "kb_triples",
+    "write_linking_corpus",
+]
