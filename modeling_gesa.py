@@ -489,11 +489,16 @@ class GesaPreTrainedModel(PreTrainedModel):
     # that their label logits `q_i . r_ij / sqrt(d)` have this std. All [MASK] candidates start alike: at
     # `initializer_range` they attend alike and score alike for hundreds of steps (docs/diagnostic.md); with logits
     # of std 3 each entity sees its own mentions and edges from step 0, and the mention row is turned so that every
-    # head pulls a [MASK] candidate towards its mentions (`align_mention_label_rows`). The word rows (w2w distances,
+    # head pulls a [MASK] candidate towards its mentions (`align_entity_label_rows`). The word rows (w2w distances,
     # CLS, question) keep `initializer_range`, so a converted LUKE's words compute exactly what they did; so do
     # e2e_local's entity-index distances, which are an order, not structure (scaled, they slow that preset's start).
     # `None`: every row at `initializer_range`, no turn (the init before this).
     entity_label_logit_std: float | None = ENTITY_LABEL_LOGIT_STD
+    # The graph's edge rows (PLC, SENT-BASED, MATCH, the shared edge label) turned like the mention row, so that every
+    # head of a candidate starts attending to its graph neighbours; without it (False: mention rows only, the init
+    # before) the query reaches a candidate through few heads and most small runs wait on the city level
+    # (docs/diagnostic.md).
+    turn_edge_label_rows: bool = True
     # the pipeline a saved checkpoint of this head answers through, named as data (`save_pretrained` writes it to
     # `custom_pipelines` and copies its code, `loading_gesa.checkpoint_pipeline`); None: the base models, pre-training
     pipeline: PipelineSpec | None = None
@@ -504,10 +509,10 @@ class GesaPreTrainedModel(PreTrainedModel):
             self._init_entity_label_rows(module.weight)
 
     def initialize_weights(self) -> None:
-        """`PreTrainedModel.initialize_weights`, then the mention rows drawn now are turned towards the `[MASK]`
-        entity's queries, which are drawn by then (`align_mention_label_rows`)."""
+        """`PreTrainedModel.initialize_weights`, then the mention and edge rows drawn now are turned towards the
+        `[MASK]` entity's queries, which are drawn by then (`align_entity_label_rows`)."""
         super().initialize_weights()
-        self.align_mention_label_rows()
+        self.align_entity_label_rows()
 
     def entity_label_std(self, query_norm: float | None = None) -> float:
         """Std of the entity label rows giving label logits of std `entity_label_logit_std` for inputs of unit
@@ -545,7 +550,7 @@ class GesaPreTrainedModel(PreTrainedModel):
     def fit_entity_label_rows_to_queries(self, entity_rows: list[int] | None = None) -> None:
         """After LUKE's weights were loaded into a fresh model (`from_luke_pretrained`): rescale each layer's entity
         label rows from the fresh-query std to `entity_label_std` of that layer's entity-aware queries, and turn the
-        mention rows towards the loaded `[MASK]` entity's queries (`align_mention_label_rows`; `entity_rows`: the LUKE
+        mention and edge rows towards the loaded `[MASK]` entity's queries (`align_entity_label_rows`; `entity_rows`: the LUKE
         rows kept, in order, when the entity table was cut)."""
         if self.entity_label_logit_std is None:
             return
@@ -564,16 +569,19 @@ class GesaPreTrainedModel(PreTrainedModel):
         mask_row = LUKE_MASK_ENTITY_ID
         if entity_rows is not None:
             mask_row = list(entity_rows).index(mask_row) if mask_row in entity_rows else -1
-        self.align_mention_label_rows(mask_row, fresh_only=False)
+        self.align_entity_label_rows(mask_row, fresh_only=False)
 
     @torch.no_grad()
-    def align_mention_label_rows(self, mask_entity_id: int = LUKE_MASK_ENTITY_ID, fresh_only: bool = True) -> None:
-        """Turn each layer's mention row `r_m` (norm kept) so that a `[MASK]` candidate's e2w query gives it the same
-        positive logit in every head: `r_m = |r_m| u`, `u` the unit minimum-norm solution of `Q u = 1`, `Q` `(H, d)`
-        the heads' queries `W_e2w LayerNorm([MASK] + type 0)` (exact while `H <= d` and the queries are independent).
-        A random row gives about half of the heads a negative logit `q_h . r_m / sqrt(d)`, pushing each candidate away
-        from its own mention words so that the candidates stay alike (docs/diagnostic.md).
-        Leaves a checkpoint's own tables alone (`fresh_only`: only tables drawn at init); uses no RNG."""
+    def align_entity_label_rows(self, mask_entity_id: int = LUKE_MASK_ENTITY_ID, fresh_only: bool = True) -> None:
+        """Turn each layer's mention row and (`turn_edge_label_rows`) its graph-edge rows (norms kept) so that a
+        `[MASK]` candidate gives each of them the same positive logit in every head: `r = |r| u`, `u` the unit
+        minimum-norm solution of `Q u = 1`, `Q` `(H, d)` the heads' queries `W LayerNorm([MASK] + type 0)` with the
+        e2w query for the mention row and the e2e query for the edge rows (PLC, SENT-BASED, MATCH, the shared edge
+        label); exact while `H <= d` and the queries are independent. A random row gives about half of the heads a
+        negative logit `q_h . r / sqrt(d)`: in those heads each candidate looks away from its own mention words, or
+        from its graph neighbours, so the candidates stay alike and the query hardly reaches them
+        (docs/diagnostic.md). Leaves a checkpoint's own tables alone (`fresh_only`: only tables drawn at init); uses
+        no RNG."""
         embeddings = getattr(self.base_model, "entity_embeddings", None)
         if self.entity_label_logit_std is None or embeddings is None:
             return
@@ -587,7 +595,7 @@ class GesaPreTrainedModel(PreTrainedModel):
             and not module.label_embeddings.weight.is_meta  # no values yet: the loaded or drawn ones come later
             and not (fresh_only and getattr(module.label_embeddings.weight, "_is_hf_initialized", False))
             # turned once: a head's init runs after its base model's, and a second turn is not bit-exact
-            and not (fresh_only and getattr(module.label_embeddings.weight, "_gesa_mention_turned", False))
+            and not (fresh_only and getattr(module.label_embeddings.weight, "_gesa_rows_turned", False))
         ]
         if not attentions:
             return
@@ -598,17 +606,22 @@ class GesaPreTrainedModel(PreTrainedModel):
             entity = embeddings(ids, torch.zeros_like(ids), None)[0, 0]
         finally:
             embeddings.train(training)
-        mention = RelativeLabels(self.config.max_relative_position).mention
+        labels = RelativeLabels(self.config.max_relative_position)
+        rows = {"e2w_query": [labels.mention]}
+        if self.turn_edge_label_rows:
+            rows["e2e_query"] = [labels.plc_edge, labels.sent_edge, labels.match_edge, labels.any_edge]
         for module in attentions:
-            query = module.e2w_query if module.entity_aware else module.w2w_query
-            per_head = query(entity.to(query.weight.dtype)).view(module.num_heads, module.head_size).float()
-            direction = torch.linalg.pinv(per_head) @ torch.ones(module.num_heads, device=per_head.device)
             weight = module.label_embeddings.weight
-            row = weight[mention].float().norm() * direction / direction.norm().clamp(min=1e-12)
             turned = weight.detach().clone()
-            turned[mention] = row.to(weight.dtype)
+            for name, turned_rows in rows.items():
+                query = getattr(module, name) if module.entity_aware else module.w2w_query
+                per_head = query(entity.to(query.weight.dtype)).view(module.num_heads, module.head_size).float()
+                direction = torch.linalg.pinv(per_head) @ torch.ones(module.num_heads, device=per_head.device)
+                direction = direction / direction.norm().clamp(min=1e-12)
+                for row in turned_rows:
+                    turned[row] = (weight[row].float().norm() * direction).to(weight.dtype)
             init.copy_(weight, turned)
-            weight._gesa_mention_turned = True
+            weight._gesa_rows_turned = True
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *args, **kwargs):

@@ -42,9 +42,9 @@ passage's sentences (the predictions should move with the passage) and the answe
 inputs and the predictions must not change).
 
 --inits: `old` = every label row at initializer_range (the init before the entity rows were scaled); `new` = the
-default: entity label rows at ENTITY_LABEL_LOGIT_STD, mention rows turned towards the [MASK] entity's queries
-(GesaPreTrainedModel.align_mention_label_rows); a number = that label-logit std, mention rows turned. `luke` has no
-label tables: it runs once per seed. The plot needs matplotlib (the `dev` extra: pip install -e ".[dev]"), or
+default: entity label rows at ENTITY_LABEL_LOGIT_STD, mention and graph-edge rows turned towards the [MASK] entity's
+queries (GesaPreTrainedModel.align_entity_label_rows); `mention` = the same with the mention rows turned only (the
+default before); a number = that label-logit std, rows turned. `luke` has no label tables: it runs once per seed. The plot needs matplotlib (the `dev` extra: pip install -e ".[dev]"), or
 --no_plot.
 """
 
@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib.util
 import json
 import logging
 import math
@@ -75,6 +74,7 @@ from transformers.utils import logging as hf_logging
 
 from gesa.configuration_gesa import ABLATION_PRESETS
 from gesa.conversion_gesa import convert_luke_checkpoint
+from gesa.extras_gesa import missing, missing_message, require
 from gesa.inputs_gesa import InputError
 from gesa.modeling_gesa import ENTITY_LABEL_LOGIT_STD, GesaForEntitySpanQA, GesaPreTrainedModel
 from gesa.processing_gesa import GesaProcessor
@@ -98,8 +98,9 @@ class DiagnosticArguments:
     )
     inits: str = field(
         default="new",
-        metadata={"help": "Entity label row init per GESA run: 'old' (initializer_range), 'new', or a logit std."},
-    )
+        metadata={"help": "Entity label row init per GESA run: 'old' (initializer_range), 'new', 'mention' (new, the "
+                  "edge rows not turned), or a logit std."},
+    )  # fmt: skip
     seeds: str = field(
         default="0,1,2",
         metadata={"help": "Seeds of every preset but --headline (tiny LUKE, model init, data order): '0,1,2' or a "
@@ -293,17 +294,19 @@ def parse_seeds(value: str, flag: str) -> list[int]:
 
 
 def parse_init(value: str) -> tuple[str, float | None]:
-    """'old' -> ('old', None); 'new' -> ('new', ENTITY_LABEL_LOGIT_STD); '0.5' -> ('0.5', 0.5)."""
+    """'old' -> ('old', None); 'new' and 'mention' -> (value, ENTITY_LABEL_LOGIT_STD); '0.5' -> ('0.5', 0.5)."""
     if value == "old":
         return value, None
-    if value == "new":
+    if value in ("new", "mention"):
         return value, ENTITY_LABEL_LOGIT_STD
     try:
         number = float(value)
     except ValueError:
         number = math.nan
     if not (math.isfinite(number) and number > 0):
-        raise ScriptArgumentError(f"--inits: {value!r} is not 'old', 'new' or a positive number (e.g. --inits new)")
+        raise ScriptArgumentError(
+            f"--inits: {value!r} is not 'old', 'new', 'mention' or a positive number (e.g. --inits new)"
+        )
     return value, number
 
 
@@ -341,13 +344,11 @@ def parse_arguments(argv: Sequence[str] | None) -> DiagnosticArguments:
 
 
 def check_plot_available(args: DiagnosticArguments) -> None:
-    """The plot's matplotlib, checked before any training (it is in the `dev` extra only)."""
-    if args.no_plot or importlib.util.find_spec("matplotlib") is not None:
+    """The plot's matplotlib (the `dev` extra, ``extras_gesa.EXTRAS``), checked before any training: one line naming
+    the extra, or --no_plot."""
+    if args.no_plot or not missing("matplotlib"):
         return
-    raise ScriptArgumentError(
-        'curves.png needs matplotlib, which is not installed: pip install -e ".[dev]" (or pip install matplotlib), '
-        "or pass --no_plot"
-    )
+    raise ScriptArgumentError(missing_message("matplotlib", "curves.png", then=", or pass --no_plot"))
 
 
 # ----------------------------------------------------------------------------------------------- the tasks
@@ -563,14 +564,18 @@ def city_level_loss(features: dict[str, list], answerable: set[str]) -> float:
     return total / max(candidates, 1)
 
 
-def convert(luke_dir: Path, preset: str, std: float | None, processor: GesaProcessor, seed: int) -> Any:
-    previous = GesaPreTrainedModel.entity_label_logit_std
-    GesaPreTrainedModel.entity_label_logit_std = std
+def convert(
+    luke_dir: Path, preset: str, std: float | None, processor: GesaProcessor, seed: int, turn_edges: bool = True
+) -> Any:
+    """GESA `preset` from the tiny LUKE, its entity label rows at `std` (None: `initializer_range`, no turn), the
+    graph-edge rows turned with the mention rows unless `turn_edges` is False (``--inits mention``)."""
+    previous = GesaPreTrainedModel.entity_label_logit_std, GesaPreTrainedModel.turn_edge_label_rows
+    GesaPreTrainedModel.entity_label_logit_std, GesaPreTrainedModel.turn_edge_label_rows = std, turn_edges
     try:
         torch.manual_seed(seed)
         model = GesaForEntitySpanQA.from_luke_pretrained(luke_dir, ablation=preset)
     finally:
-        GesaPreTrainedModel.entity_label_logit_std = previous
+        GesaPreTrainedModel.entity_label_logit_std, GesaPreTrainedModel.turn_edge_label_rows = previous
     model.init_added_word_embeddings(processor.added_token_sources())
     return model
 
@@ -656,12 +661,12 @@ def prepare(args: DiagnosticArguments, tasks: Tasks, workdir: Path) -> Prepared:
 
 def run_one(
     args: DiagnosticArguments, luke_dir: Path, prepared: Prepared, preset: str, std: float | None, seed: int,
-    workdir: Path,
+    workdir: Path, turn_edges: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
     """Train one model; with `--curriculum_steps`, first that many steps on one-hop queries, then the rest on all
     (a second `Trainer` on the same model: the learning rate schedule starts again). Returns the logged curve, the
     dev EM per hop count, the seconds, the conversion summary and (`--leakage_checks`) the checks."""
-    model = convert(luke_dir, preset, std, prepared.processor, seed)
+    model = convert(luke_dir, preset, std, prepared.processor, seed, turn_edges)
     phases = [(prepared.train, args.max_steps)]
     if args.curriculum_steps:
         phases = [
@@ -1132,8 +1137,7 @@ def plot(
     args: DiagnosticArguments, rows: list[dict[str, Any]], level: float, path: Path, city_level: float | None = None
 ) -> Any:
     """Save the mean training curves (one colour per preset, LUKE black) as `path`; returns the figure."""
-    import matplotlib
-
+    matplotlib = require("matplotlib", "curves.png", then=", or pass --no_plot")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -1171,8 +1175,7 @@ def plot(
 
 def preset_colours(presets: list[str]) -> dict[str, Any]:
     """One distinct colour per preset (LUKE black; the others from tab10, then tab20 past ten presets)."""
-    import matplotlib
-
+    matplotlib = require("matplotlib", "curves.png", then=", or pass --no_plot")
     others = [name for name in dict.fromkeys(presets) if name != "luke"]
     palette = matplotlib.colormaps["tab10" if len(others) <= 10 else "tab20"]
     colours: dict[str, Any] = {name: palette(index % palette.N) for index, name in enumerate(others)}
@@ -1297,7 +1300,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         for seed, preset, init, std in plan:
             if seed not in luke_dirs:
                 luke_dirs[seed] = build_tiny_luke(args, prepared.tokenizer, seed, workdir / f"luke-{seed}")
-            result = run_one(args, luke_dirs[seed], prepared, preset, std, seed, workdir)
+            result = run_one(args, luke_dirs[seed], prepared, preset, std, seed, workdir, init != "mention")
             conversion = result.pop("conversion")
             first = not any(run["preset"] == preset for run in runs)  # one conversion line per preset
             runs.append({"preset": preset, "init": init, "seed": seed, **result})

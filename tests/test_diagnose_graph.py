@@ -454,12 +454,15 @@ def test_every_bad_value_is_one_error_line_before_any_training(diagnose, tmp_pat
 
 
 def test_a_missing_matplotlib_is_named_before_training_unless_no_plot(diagnose, tmp_path, capsys, monkeypatch):
-    real = diagnose.importlib.util.find_spec
+    import gesa.extras_gesa as extras
+
+    real = extras.importlib.util.find_spec
     monkeypatch.setattr(
-        diagnose.importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a)
+        extras.importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a)
     )
     line = error_line(diagnose, ["--output_dir", str(tmp_path)], capsys)
-    assert 'pip install -e ".[dev]"' in line and "--no_plot" in line
+    # one line naming the extra that installs it (extras_gesa), and the way around it
+    assert 'pip install "gesa[dev]"' in line and "--no_plot" in line
     diagnose.check_plot_available(diagnose.DiagnosticArguments(no_plot=True))  # no plot, no matplotlib needed
 
 
@@ -554,3 +557,37 @@ def test_the_tiny_luke_is_drawn_for_its_width(diagnose, tmp_path):
         assert luke.config.initializer_range == pytest.approx(expected)
         assert attention.value.weight.std().item() == pytest.approx(expected, rel=0.05)
         assert torch.equal(attention.e2e_query.weight, attention.query.weight)
+
+
+def test_inits_mention_leaves_the_edge_rows_unturned_and_new_turns_them(diagnose, tmp_path):
+    """`--inits new` (the default) turns the graph's edge rows with the mention row; `--inits mention` turns the
+    mention row only: the two conversions differ in the edge rows alone, and only `new` gives every head of a [MASK]
+    candidate's e2e query the same positive logit on each edge row."""
+    from gesa.structure_gesa import RelativeLabels
+    from gesa.synthetic_gesa import generate_records
+
+    args = diagnose.DiagnosticArguments(inits="new,mention", hidden_size=32, num_hidden_layers=2)
+    assert [name for name, _ in args.init_list] == ["new", "mention"]
+    records = generate_records(20, (1, 2), 0)
+    tokenizer = diagnose.train_tokenizer([r["passage"]["text"] for r in records], tmp_path)
+    processor = diagnose.GesaProcessor(tokenizer, **diagnose.WINDOW, candidate_source="annotations")
+    luke = diagnose.build_tiny_luke(args, tokenizer, 0, tmp_path / "luke")
+    models = {
+        name: diagnose.convert(luke, "full", std, processor, 0, turn_edges=name != "mention")
+        for name, std in args.init_list
+    }
+    labels = RelativeLabels(models["new"].config.max_relative_position)
+    edges = [labels.plc_edge, labels.sent_edge, labels.match_edge]
+    embeddings = models["new"].gesa.entity_embeddings
+    with torch.no_grad():
+        entity = embeddings(torch.full((1, 1), 2), torch.zeros(1, 1, dtype=torch.long), None)[0, 0]
+        for new, mention in zip(models["new"].gesa.encoder.layer, models["mention"].gesa.encoder.layer, strict=True):
+            a, b = new.attention.self, mention.attention.self
+            others = [row for row in range(a.label_embeddings.weight.shape[0]) if row not in edges + [labels.any_edge]]
+            assert torch.equal(a.label_embeddings.weight[others], b.label_embeddings.weight[others])
+            queries = a.e2e_query(entity).view(a.num_heads, a.head_size)  # the plain q_h . r / sqrt(d) per head
+            turned = queries @ a.label_embeddings.weight[edges].T / a.head_size**0.5
+            torch.testing.assert_close(turned, turned[:1].expand_as(turned))  # one logit per edge row in every head
+            assert (turned > 0).all()
+            drawn = b.e2e_query(entity).view(b.num_heads, b.head_size) @ b.label_embeddings.weight[edges].T
+            assert not torch.allclose(drawn, drawn[:1].expand_as(drawn))

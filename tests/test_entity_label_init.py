@@ -23,6 +23,8 @@ from gesa.modeling_gesa import GesaForEntitySpanQA, GesaModel, GesaPreTrainedMod
 from gesa.structure_gesa import RelativeLabels
 
 K = 8  # max_relative_position of the tiny models
+# the graph-edge rows turned like the mention row (GesaPreTrainedModel.turn_edge_label_rows)
+EDGE_ROWS = ("plc_edge", "sent_edge", "match_edge", "any_edge")
 
 
 @pytest.fixture(scope="module")
@@ -68,13 +70,14 @@ def test_word_rows_keep_the_old_init_and_entity_graph_rows_are_rescaled(luke_dir
         torch.testing.assert_close(new_table[:first], old_table[:first], rtol=0, atol=0)
         torch.testing.assert_close(new_table[distances:], old_table[distances:], rtol=0, atol=0)
         assert new_table.shape[0] - distances >= 2 * K + 1  # the entity-index distance rows are compared too
-        graph_rows = [row for row in range(first, distances) if row != labels.mention]
+        turned = [labels.mention, *(getattr(labels, name) for name in EDGE_ROWS)]
+        graph_rows = [row for row in range(first, distances) if row not in turned]
         ratio = new_table[graph_rows] / old_table[graph_rows]
         torch.testing.assert_close(ratio, torch.full_like(ratio, ratio.mean().item()), rtol=1e-4, atol=0)
         assert ratio.mean().item() > 10  # one factor per table: the rows' draw is kept, only rescaled
-        # the mention row is rescaled by the same factor, then turned (test below)
-        norms = new_table[labels.mention].norm() / old_table[labels.mention].norm()
-        assert norms.item() == pytest.approx(ratio.mean().item(), rel=1e-4)
+        # the mention and edge rows are rescaled by the same factor, then turned (tests below)
+        norms = new_table[turned].norm(dim=-1) / old_table[turned].norm(dim=-1)
+        torch.testing.assert_close(norms, torch.full_like(norms, ratio.mean().item()), rtol=1e-4, atol=0)
 
 
 def test_converted_luke_words_compute_the_same_without_entities(luke_dir, monkeypatch):
@@ -137,16 +140,17 @@ def test_fresh_heads_get_the_new_init_too(monkeypatch):
     assert table[first:distances].std().item() == pytest.approx(model.entity_label_std(), rel=0.25)
 
 
-def mask_entity_logits(model, layer) -> torch.Tensor:
-    """`(H,)` label logits `q_h . r_mention / sqrt(d)` of a `[MASK]` candidate's e2w query, computed from the weights."""
+def mask_entity_logits(model, layer, row: str = "mention", query: str = "e2w_query") -> torch.Tensor:
+    """`(H,)` label logits `q_h . r_row / sqrt(d)` of a `[MASK]` candidate's `query`, computed from the weights."""
     embeddings = model.entity_embeddings
     entity = embeddings.entity_embeddings.weight[2]
     if embeddings.entity_embedding_dense is not None:
         entity = embeddings.entity_embedding_dense(entity)
     entity = embeddings.LayerNorm(entity + embeddings.token_type_embeddings.weight[0])
     attention = layer.attention.self
-    queries = attention.e2w_query(entity).view(attention.num_heads, attention.head_size)
-    return queries @ attention.label_embeddings.weight[RelativeLabels(K).mention] / attention.head_size**0.5
+    queries = getattr(attention, query)(entity).view(attention.num_heads, attention.head_size)
+    label = getattr(RelativeLabels(K), row)
+    return queries @ attention.label_embeddings.weight[label] / attention.head_size**0.5
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -157,17 +161,39 @@ def test_every_head_starts_with_a_candidate_pulled_towards_its_own_mentions(luke
     with torch.no_grad():
         for layer in model.encoder.layer:
             assert (mask_entity_logits(model, layer) > 0).all()
-    monkeypatch.setattr(GesaPreTrainedModel, "align_mention_label_rows", lambda self, *args, **kwargs: None)
+    monkeypatch.setattr(GesaPreTrainedModel, "align_entity_label_rows", lambda self, *args, **kwargs: None)
     unturned = convert(luke_dir, 3.0, monkeypatch, seed=seed)
     with torch.no_grad():
         signs = torch.cat([mask_entity_logits(unturned, layer) > 0 for layer in unturned.encoder.layer])
-    # only the mention row differs from a conversion without the turn
-    mention = RelativeLabels(K).mention
+    # only the mention and edge rows differ from a conversion without the turn, each keeping its norm
+    labels = RelativeLabels(K)
+    turned = [labels.mention, *(getattr(labels, name) for name in EDGE_ROWS)]
     for turned_layer, layer in zip(model.encoder.layer, unturned.encoder.layer, strict=True):
         a, b = turned_layer.attention.self.label_embeddings.weight, layer.attention.self.label_embeddings.weight
-        rows = [row for row in range(a.shape[0]) if row != mention]
+        rows = [row for row in range(a.shape[0]) if row not in turned]
         torch.testing.assert_close(a[rows], b[rows], rtol=0, atol=0)
+        torch.testing.assert_close(a[turned].norm(dim=-1), b[turned].norm(dim=-1))
     assert signs.numel() == 8 and not signs.all()  # the random draw alone has a negative head (seeds 0-2)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_every_head_starts_with_a_candidate_attending_along_the_graph(luke_dir, monkeypatch, seed):
+    """The edge rows (PLC, SENT-BASED, MATCH, the shared edge label) are turned towards the [MASK] entity's e2e
+    queries: each gives the same positive logit in every head of every layer; drawn at random they would not."""
+    model = convert(luke_dir, 3.0, monkeypatch, seed=seed)
+    monkeypatch.setattr(GesaPreTrainedModel, "turn_edge_label_rows", False)
+    mention_only = convert(luke_dir, 3.0, monkeypatch, seed=seed)
+    signs = []
+    with torch.no_grad():
+        for layer, unturned in zip(model.encoder.layer, mention_only.encoder.layer, strict=True):
+            for row in EDGE_ROWS:
+                logits = mask_entity_logits(model, layer, row, "e2e_query")
+                assert (logits > 0).all()
+                torch.testing.assert_close(logits, logits.mean().expand_as(logits))  # one logit in every head
+                signs.append(mask_entity_logits(mention_only, unturned, row, "e2e_query") > 0)
+            # the mention row is turned either way
+            torch.testing.assert_close(mask_entity_logits(model, layer), mask_entity_logits(mention_only, unturned))
+    assert not torch.cat(signs).all()
 
 
 def test_a_cut_entity_table_turns_towards_its_mask_row(luke_dir, monkeypatch):
