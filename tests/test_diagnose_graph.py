@@ -433,7 +433,7 @@ def test_answers_removed_or_changed_leave_the_model_inputs_alone(diagnose, tmp_p
         (["--batch_size", "x"], "--batch-size: invalid int value: 'x'"),
         (["--presets", "fulll"], "--presets: unknown preset(s) ['fulll']"),
         (["--headline", "fulll"], "--headline: 'fulll' is no preset"),
-        (["--inits", "huge"], "--inits: 'huge' is not 'old', 'new' or a positive number"),
+        (["--inits", "huge"], "--inits: 'huge' is not 'old', 'new', 'mention' or a positive number"),
         (["--learning_rate", "-1"], "--learning_rate must be a finite number > 0"),
         (["--control_em", "0"], "--control_em must be in (0, 100]"),
         (["--pairs", "17"], "--pairs 17: the cities generator has 16 places"),
