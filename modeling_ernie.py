@@ -44,7 +44,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
@@ -57,14 +56,14 @@ from .modeling_gesa import (
     ENTITY_CLOZE_TASK,
     AttentionStructure,
     GesaForEntitySpanQA,
+    GesaHeadBase,
     GesaInputs,
     GesaLayer,
     GesaModel,
-    GesaPreTrainedModel,
     LayerBlocks,
     with_inputs_of,
 )
-from .modeling_variants import EntityAttention, KnowledgeBase, knowledge_table, set_knowledge_base
+from .modeling_variants import EntityAttention, KnowledgeBase, KnowledgePreTrainedModel, knowledge_table
 
 
 class ErnieEntityAttention(EntityAttention):
@@ -166,24 +165,13 @@ class ErnieModelOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-class ErniePreTrainedModel(GesaPreTrainedModel):
-    """GESA's pre-trained base (LUKE conversion, added tokens, `save_pretrained` with `AutoModel`) with ERNIE fusion."""
+class ErniePreTrainedModel(KnowledgePreTrainedModel):
+    """GESA's pre-trained base with the frozen KB (`KnowledgePreTrainedModel`; `W~_e`, `W_e` initialised as GESA's
+    linear layers, normal(0, initializer_range)) and ERNIE fusion."""
 
     config_class = ErnieConfig
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings", "ErnieFusionLayer"]
-    # the knowledge inputs its forward reads (`processing_kb.KnowledgeInputBuilder`), for the knowledge pipelines
     knowledge_inputs = "ernie"
-
-    @torch.no_grad()
-    def _init_weights(self, module: nn.Module) -> None:
-        """Linear/LayerNorm/Embedding as GESA (normal(0, initializer_range) for `W~_e`, `W_e`); an unset KB is 0."""
-        super()._init_weights(module)
-        if isinstance(module, KnowledgeBase):
-            init.zeros_(module.embeddings)
-
-    def set_knowledge_base(self, embeddings: torch.Tensor) -> None:
-        """Use `embeddings` `(kb_size, entity_emb_size)` as the (frozen) KB instead of the backbone's entity table."""
-        set_knowledge_base(self.base_model, embeddings)
 
 
 class ErnieModel(ErniePreTrainedModel, GesaModel):
@@ -457,6 +445,23 @@ def dea_accuracy_counts(
     return float((predicted == gold).sum()), float((same / valid).sum()), int(rows.numel())
 
 
+class DenoisingEntityHead:
+    """dEA's entity prediction head on an ERNIE encoder (`gesa`): `linear` = dense + act + LayerNorm into the entity
+    dimension (ERNIE's), then `p(e_j | w_i) = softmax_j(linear(w_i) . e_j)` over the sequence's candidate entities."""
+
+    def build_denoising_entity_head(self, config: ErnieConfig) -> None:
+        self.transform = nn.Linear(config.hidden_size, config.entity_emb_size)
+        self.transform_act = ACT2FN[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
+
+    def denoising_entities(
+        self, words: torch.Tensor, candidates: torch.Tensor, dea_labels: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Word states `(B, L, D)` -> `denoising_entity_logits` over `candidates` `(B, N)`: logits `(B, L, N)`, loss."""
+        projected = self.LayerNorm(self.transform_act(self.transform(words)))  # (B, L, E_kb)
+        return denoising_entity_logits(knowledge_table(self.gesa), projected, candidates, dea_labels)
+
+
 @dataclass
 class ErnieDeaOutput(ModelOutput):
     """
@@ -471,17 +476,15 @@ class ErnieDeaOutput(ModelOutput):
     last_hidden_state: torch.FloatTensor | None = None
 
 
-class ErnieForDenoisingEntityAutoencoder(ErniePreTrainedModel):
-    """ERNIE's dEA objective (alone; MLM/NSP are the backbone's own pre-training):
-    `p(e_j | w_i) = softmax_j(linear(w_i^o) . e_j)` over the sequence's entities, `linear` = dense + gelu + LayerNorm
-    into the entity dimension (ERNIE's entity prediction head). Corrupt inputs with `corrupt_entity_alignments`."""
+class ErnieForDenoisingEntityAutoencoder(DenoisingEntityHead, ErniePreTrainedModel, GesaHeadBase):
+    """ERNIE's dEA objective (alone; MLM/NSP are the backbone's own pre-training): `DenoisingEntityHead` on
+    `ErnieModel`'s final word states `w_i^o`. Corrupt inputs with `corrupt_entity_alignments`."""
+
+    base_model_class = ErnieModel
 
     def __init__(self, config: ErnieConfig) -> None:
         super().__init__(config)
-        self.gesa = ErnieModel(config, add_pooling_layer=False)
-        self.transform = nn.Linear(config.hidden_size, config.entity_emb_size)
-        self.transform_act = ACT2FN[config.hidden_act]
-        self.LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
+        self.build_denoising_entity_head(config)
         self.post_init()
 
     @can_return_tuple
@@ -508,8 +511,7 @@ class ErnieForDenoisingEntityAutoencoder(ErniePreTrainedModel):
         candidates = dea_candidate_ids if dea_candidate_ids is not None else ernie_entity_ids
         if candidates is None:
             raise ValueError("ErnieForDenoisingEntityAutoencoder needs dea_candidate_ids (or ernie_entity_ids).")
-        projected = self.LayerNorm(self.transform_act(self.transform(outputs.last_hidden_state)))  # (B, L, E_kb)
-        logits, loss = denoising_entity_logits(knowledge_table(self.gesa), projected, candidates, dea_labels)
+        logits, loss = self.denoising_entities(outputs.last_hidden_state, candidates, dea_labels)
         return ErnieDeaOutput(loss=loss, logits=logits, last_hidden_state=outputs.last_hidden_state)
 
 
@@ -520,6 +522,7 @@ ErnieForDenoisingEntityAutoencoder.register_for_auto_class("AutoModelForPreTrain
 
 __all__ = [
     "LUKE_SPECIAL_ENTITY_IDS",
+    "DenoisingEntityHead",
     "ErnieDeaOutput",
     "ErnieEntityAttention",
     "ErnieForDenoisingEntityAutoencoder",

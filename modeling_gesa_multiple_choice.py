@@ -40,7 +40,6 @@ imports only its siblings.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +54,14 @@ from .checks_gesa import ignored_loss
 from .configuration_gesa import GesaConfig
 from .loading_gesa import PipelineSpec
 from .modeling_candidate_output import Scorer, entity_choice_logits
-from .modeling_gesa import GesaForEntitySpanQA, GesaInputs, GesaModel, refuse_span_positions, with_inputs_of
+from .modeling_gesa import (
+    GesaEntitySpanQAOutput,
+    GesaForEntitySpanQA,
+    GesaInputs,
+    GesaModel,
+    refuse_span_positions,
+    with_inputs_of,
+)
 
 IGNORE_INDEX = -100
 # the pipeline task of every WikiHop checkpoint: `pipeline(model=dir, trust_remote_code=True)` builds WikihopPipeline
@@ -63,19 +69,14 @@ WIKIHOP_TASK = "wikihop-multiple-choice"
 
 
 @dataclass
-class EntityMultipleChoiceOutput(ModelOutput):
-    """
+class EntityMultipleChoiceOutput(GesaEntitySpanQAOutput):
+    """The ReCoRD head's fields, read as multiple choice.
+
     Args:
         loss: softmax cross-entropy over each example's candidates, mean over labelled examples.
         logits: `(B, E)` candidate scores; non-candidate and padded entities hold `finfo.min`.
         hidden_states, entity_hidden_states, attentions: the base model's, on request.
     """
-
-    loss: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    entity_hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
 def multiple_choice_logits(
@@ -191,18 +192,6 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
             check_choice_head(named, info.get("unexpected_keys", ()), str(pretrained_model_name_or_path))
         return (model, info) if wants_info else model
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        own_forward = "forward" in cls.__dict__
-        super().__init_subclass__(**kwargs)
-        if not own_forward:
-
-            def forward(self: GesaForEntityMultipleChoice, *args: object, **kwargs: object) -> ModelOutput:
-                return GesaForEntityMultipleChoice.forward(self, *args, **kwargs)
-
-            forward.__doc__ = GesaForEntityMultipleChoice.forward.__doc__
-            forward.__signature__ = inspect.signature(GesaForEntityMultipleChoice.forward)
-            cls.forward = with_inputs_of(cls.base_model_class.forward)(forward)
-
     @can_return_tuple
     @with_inputs_of(GesaModel.forward)
     def forward(
@@ -246,11 +235,7 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
                 loss = F.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX)
             else:
                 loss = ignored_loss(logits)  # no labelled example: 0 (the masked logits are -inf: sum * 0 is NaN)
-        extra = self.auxiliary_loss(outputs)
-        if extra is not None:
-            loss = extra if loss is None else loss + extra
-        passed = self._passed_output_fields
-        return self.output_class(loss=loss, logits=logits, **{name: outputs.get(name) for name in passed})
+        return self.head_output(loss, logits, outputs)
 
 
 def extend_position_embeddings(model: nn.Module, max_position_embeddings: int) -> bool:
