@@ -45,15 +45,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
-from .checks_gesa import ignored_loss
+from .checks_gesa import IGNORE_INDEX
 from .configuration_gesa import GesaConfig
 from .loading_gesa import PipelineSpec
-from .modeling_candidate_output import Scorer, entity_choice_logits
+from .modeling_candidate_output import Scorer, candidate_choice_loss, entity_choice_logits
 from .modeling_gesa import (
     GesaEntitySpanQAOutput,
     GesaForEntitySpanQA,
@@ -63,7 +62,6 @@ from .modeling_gesa import (
     with_inputs_of,
 )
 
-IGNORE_INDEX = -100
 # the pipeline task of every WikiHop checkpoint: `pipeline(model=dir, trust_remote_code=True)` builds WikihopPipeline
 WIKIHOP_TASK = "wikihop-multiple-choice"
 
@@ -229,13 +227,7 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
             logits = multiple_choice_logits(
                 self.classifier, self.dropout, outputs.entity_last_hidden_state, placeholder, candidate_entity_mask
             )
-        loss = None
-        if labels is not None:
-            if (labels != IGNORE_INDEX).any():
-                loss = F.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX)
-            else:
-                loss = ignored_loss(logits)  # no labelled example: 0 (the masked logits are -inf: sum * 0 is NaN)
-        return self.head_output(loss, logits, outputs)
+        return self.head_output(candidate_choice_loss(logits, labels), logits, outputs)
 
 
 def extend_position_embeddings(model: nn.Module, max_position_embeddings: int) -> bool:
