@@ -461,6 +461,23 @@ class DenoisingEntityHead:
         projected = self.LayerNorm(self.transform_act(self.transform(words)))  # (B, L, E_kb)
         return denoising_entity_logits(knowledge_table(self.gesa), projected, candidates, dea_labels)
 
+    def ernie_word_states(
+        self,
+        input_ids: torch.Tensor | None,
+        ernie_entity_ids: torch.Tensor | None,
+        ernie_entity_positions: torch.Tensor | None,
+        kwargs: dict,
+    ) -> torch.Tensor:
+        """`ErnieModel`'s final word states `w_i^o` `(B, L, D)` on the inputs, the knowledge entities among them."""
+        outputs = self.gesa(
+            input_ids,
+            ernie_entity_ids=ernie_entity_ids,
+            ernie_entity_positions=ernie_entity_positions,
+            return_dict=True,
+            **kwargs,
+        )
+        return outputs.last_hidden_state
+
 
 @dataclass
 class ErnieDeaOutput(ModelOutput):
@@ -501,18 +518,12 @@ class ErnieForDenoisingEntityAutoencoder(DenoisingEntityHead, ErniePreTrainedMod
     ) -> ErnieDeaOutput:
         """`dea_candidate_ids` `(B, N)` (default: `ernie_entity_ids`) and `dea_labels` `(B, L)` as returned by
         `corrupt_entity_alignments`. Other inputs: `ErnieModel`'s."""
-        outputs = self.gesa(
-            input_ids,
-            ernie_entity_ids=ernie_entity_ids,
-            ernie_entity_positions=ernie_entity_positions,
-            return_dict=True,
-            **kwargs,
-        )
+        words = self.ernie_word_states(input_ids, ernie_entity_ids, ernie_entity_positions, kwargs)
         candidates = dea_candidate_ids if dea_candidate_ids is not None else ernie_entity_ids
         if candidates is None:
             raise ValueError("ErnieForDenoisingEntityAutoencoder needs dea_candidate_ids (or ernie_entity_ids).")
-        logits, loss = self.denoising_entities(outputs.last_hidden_state, candidates, dea_labels)
-        return ErnieDeaOutput(loss=loss, logits=logits, last_hidden_state=outputs.last_hidden_state)
+        logits, loss = self.denoising_entities(words, candidates, dea_labels)
+        return ErnieDeaOutput(loss=loss, logits=logits, last_hidden_state=words)
 
 
 ErnieConfig.register_for_auto_class()

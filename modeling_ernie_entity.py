@@ -122,14 +122,7 @@ class ErnieForPreTraining(MaskedLmNspHeads, DenoisingEntityHead, ErniePreTrained
         `ernie_entity_ids`) and `dea_labels` `(B, L)` as `modeling_ernie.corrupt_entity_alignments` returns them;
         `next_sentence_label` `(B,)`: 0 when the pair's second sentence follows the first, 1 when it is a random one
         (BERT's convention; -100 ignored)."""
-        outputs = self.gesa(
-            input_ids,
-            ernie_entity_ids=ernie_entity_ids,
-            ernie_entity_positions=ernie_entity_positions,
-            return_dict=True,
-            **kwargs,
-        )
-        words = outputs.last_hidden_state
+        words = self.ernie_word_states(input_ids, ernie_entity_ids, ernie_entity_positions, kwargs)
         logits, mlm_loss, nsp_logits, nsp_loss = self.masked_lm_and_nsp(words, labels, next_sentence_label)
         dea_loss = dea_logits = None
         candidates = dea_candidate_ids if dea_candidate_ids is not None else ernie_entity_ids

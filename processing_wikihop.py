@@ -66,7 +66,7 @@ from tokenizers import Tokenizer
 from transformers import BatchFeature, PreTrainedTokenizerBase
 
 from .answers_gesa import ranked_answers
-from .collator_gesa import GesaDataCollator
+from .collator_gesa import MODEL_INPUT_NAMES, GesaDataCollator
 from .graph_context import CANDIDATE, DOCUMENT, ENTITY, SENTENCE, SENTENCE_MODES, GraphRules, build_context_graph
 from .inputs_gesa import InputError
 from .processing_base_gesa import ProcessorBase
@@ -325,8 +325,6 @@ class WikihopProcessor(QangarooProcessorBase):
 
     @property
     def model_input_names(self) -> list[str]:
-        from .collator_gesa import MODEL_INPUT_NAMES
-
         graph = [GRAPH_EDGES] if self.entity_graph == "context" else []
         return [*MODEL_INPUT_NAMES, *graph, CANDIDATE_ENTITY_MASK]
 
@@ -336,22 +334,7 @@ class WikihopProcessor(QangarooProcessorBase):
         return WikihopDataCollator(pad_token_id=self.tokenizer.pad_token_id, **kwargs)
 
     def feature_columns(self) -> list[str]:
-        names = [
-            "input_ids",
-            "attention_mask",
-            "token_type_ids",
-            "global_attention_mask",
-            "question_string_ids",
-            "entity_ids",
-            "entity_attention_mask",
-            "entity_token_type_ids",
-            "entity_position_ids",
-            "placeholder_entity_mask",
-            "entity_string_ids",
-            "entity_sentence_ids",
-            CANDIDATE_ENTITY_MASK,
-            *WIKIHOP_EVAL_COLUMNS,
-        ]
+        names = [*MODEL_INPUT_NAMES, CANDIDATE_ENTITY_MASK, *WIKIHOP_EVAL_COLUMNS]
         if self.entity_graph == "context":
             names.append(GRAPH_EDGES)
         return names
