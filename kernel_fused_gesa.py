@@ -216,6 +216,7 @@ class FusedAttention(torch.autograd.Function):
                     scores.index_fill_(2, plan.padded_keys[b], torch.finfo(scores.dtype).min)
                 _, used = softmax_dropout_(scores, dropout_p, saved if save else None)
                 torch.bmm(used, value[b, heads], out=context[b, heads])
+                del used  # with dropout a block-sized product: freed for the next block's scores
         if dropout_p > 0:
             context.mul_(1.0 / (1.0 - dropout_p))  # scale the small output rather than the P x P probabilities
         if save:
