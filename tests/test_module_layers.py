@@ -163,7 +163,10 @@ def test_kernels_and_label_terms_take_tensors_not_the_calling_module(module):
 
 
 def test_the_attention_functions_hand_the_kernels_tensors():
-    """`attention_gesa` reads the module's label tables itself: no call into a lower floor gets `module`."""
+    """`attention_gesa` reads the module's label tables itself: no call gets `module`, neither one into a lower floor
+    by name nor one through a kernel family's row (`family.kernel(...)`, `family.labels(...)`)."""
+    from gesa import attention_gesa, kernel_bias_gesa, kernel_flex_gesa, kernel_fused_gesa, kernel_windowed_gesa
+
     tree = ast.parse((ROOT / "attention_gesa.py").read_text())
     lower = {
         alias.asname or alias.name
@@ -172,11 +175,21 @@ def test_the_attention_functions_hand_the_kernels_tensors():
         for alias in node.names
     }
     assert {"reference_attention", "fused_attention", "bias_attention", "windowed_attention"} <= lower
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", None) in lower]
-    assert calls
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    by_name = [call for call in calls if getattr(call.func, "id", None) in lower]
+    by_family = [call for call in calls if ast.unparse(call.func) in ("family.kernel", "family.labels")]
+    assert by_name and len(by_family) == 2
     for call in calls:
         arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
         assert not any(isinstance(a, ast.Name) and a.id == "module" for a in arguments), ast.unparse(call)
+    # the rows' kernels are the kernel modules' tensor functions
+    kernels = {family.kernel for family in attention_gesa.KERNEL_FAMILIES.values()}
+    assert kernels == {
+        kernel_bias_gesa.bias_attention,
+        kernel_fused_gesa.fused_attention,
+        kernel_windowed_gesa.windowed_attention,
+        kernel_flex_gesa.flex_label_attention,
+    }
 
 
 def test_entity_task_modules_sit_between_the_heads_and_the_scripts():
