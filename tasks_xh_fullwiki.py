@@ -48,21 +48,20 @@ from datasets import Dataset
 from transformers import PreTrainedModel
 
 from .inputs_gesa import InputError
-from .pipeline_xh_tasks import model_outputs
 from .processing_fullwiki_xh import FullWikiRetriever
 from .processing_xh_tasks import SUPPORTING_ONLY, XhTaskProcessor
 from .records_abstracts import AbstractsCorpus, abstracts_line, read_abstracts_corpus
-from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_base import LoadedModel, file_error
+from .tasks_retrieval import TextReranker
 from .tasks_xh import HotpotQATask
-from .tasks_xh_paper import PaperHotpotQATask, reranker_model
+from .tasks_xh_paper import PaperHotpotQATask
 from .training_gesa import ScriptArgumentError
 
 HOTPOT_SETTINGS = ("distractor", "fullwiki")
 RANKER = "ranker"  # the re-ranker's subfolder of a run
 
 
-class Reranker:
+class Reranker(TextReranker):
     """The BERT-IR re-ranker: ``reranker(questions, titles)`` -> per question the relevance logit of each of its
     articles, each read alone.
 
@@ -77,8 +76,8 @@ class Reranker:
         batch_size: int = 8,
         chunk: int = 8,
     ) -> None:
-        self.model, self.processor, self.corpus = model, processor, corpus
-        self.batch_size, self.chunk = batch_size, chunk
+        super().__init__(model, processor, batch_size, chunk)
+        self.corpus = corpus
 
     def features(
         self, rows: Sequence[Mapping[str, Any]], candidates: Sequence[Sequence[str]], labelled: bool
@@ -104,10 +103,7 @@ class Reranker:
 
     def __call__(self, questions: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[list[float]]:
         """Per question the relevance logit of each of its candidate articles (one encode call for all)."""
-        features = self.features([{"question": q} for q in questions], candidates, labelled=False)
-        outputs = model_outputs(self.model, features, self.processor.get_data_collator(), self.batch_size)
-        logits = iter([float(x) for f, out in zip(features, outputs, strict=True)
-                       for x in out["relevance_logits"][0, : len(f["input_ids"])]])  # fmt: skip
+        logits = iter(self.logits(self.features([{"question": q} for q in questions], candidates, labelled=False)))
         return [[next(logits) for _ in titles] for titles in candidates]
 
 
@@ -157,7 +153,6 @@ class FullWikiRetrieval:
     def __init__(self) -> None:
         self.retriever: FullWikiRetriever | None = None
         self.reranker: Reranker | None = None
-        self.trained = False
 
     def check(self, examples: Mapping[str, Any], data_args: Any) -> None:
         """The corpus read and its BM25 index built (a corpus with no word to index is named with the fix), and every
@@ -191,23 +186,21 @@ class FullWikiRetrieval:
     def load_ranker(self, model_args: Any, data_args: Any, tokenizer: Any, trains: bool, batch_size: int) -> Any:
         """The re-ranker from ``<model_name_or_path>/ranker`` or converted from LUKE (to train); its processor reads
         ``--max_seq_length`` words per article."""
-        model, self.trained = reranker_model(model_args, tokenizer, RANKER, trains,
-                                             "--hotpot_setting fullwiki needs a trained re-ranker")  # fmt: skip
-        processor = XhTaskProcessor(tokenizer, max_node_length=data_args.max_seq_length,
-                                    max_query_length=data_args.max_query_length, entity_mask_id=LUKE_MASK_ENTITY_ID)  # fmt: skip
-        self.reranker = Reranker(model, processor, self.retriever.corpus, batch_size=batch_size)
-        return model
+        self.reranker = Reranker.load(model_args, data_args, tokenizer, RANKER, trains,
+                                      "--hotpot_setting fullwiki needs a trained re-ranker", self.retriever.corpus)  # fmt: skip
+        self.reranker.batch_size = batch_size
+        return self.reranker.model
 
     def train_ranker(self, examples: Mapping[str, Any], data_args: Any, args: Any, train: Any) -> None:
         """The re-ranker trained on the training questions (``--do_train``, unless loaded trained), then the
         retriever's scorer."""
-        if "train" in examples and not self.trained:
-            rows = list(examples["train"])
+        rows = list(examples.get("train", []))
+
+        def features() -> list[dict[str, Any]]:
             candidates = training_candidates(self.retriever, rows, data_args.ranker_negatives)
-            features = Dataset.from_list(self.reranker.features(rows, candidates, labelled=True))
-            self.reranker.model = train(RANKER, self.reranker.model, features,
-                                        self.reranker.processor.get_data_collator())  # fmt: skip
-        self.reranker.model.to(args.device)
+            return self.reranker.features(rows, candidates, labelled=True)
+
+        self.reranker.train(RANKER, features if "train" in examples else None, args, train)
         self.retriever.score = self.reranker
 
     def retrieve(self, rows: Sequence[Mapping[str, Any]], expand: bool | Sequence[bool], split: str) -> list[dict]:
