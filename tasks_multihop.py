@@ -53,7 +53,6 @@ from .modeling_gesa_multiple_choice import (
     check_choice_head,
 )
 from .modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
-from .processing_base_gesa import load_processor_settings
 from .processing_wikihop import WikihopProcessor
 from .records_wikihop import WikihopExample, examples_to_rows, load_wikihop_file, to_wikihop_examples
 from .resources_gesa import load_metric
@@ -62,7 +61,7 @@ from .tasks_base import LoadedModel, Task, first_output
 from .tasks_context_graph import VARIANT as CONTEXT_GRAPH
 from .tasks_context_graph import load_context_graph
 from .training_gesa import ScriptArgumentError, disk_full, disk_full_error, featurise_rows, write_json_atomically
-from .training_models import ModelRecipe, hub_kwargs, load_for_task
+from .training_models import ModelRecipe, load_for_task
 from .training_tokenizer import special_entity_rows, train_sample_tokenizer
 
 
@@ -125,30 +124,18 @@ class WikihopTask(Task):
         if model_args.variant == CONTEXT_GRAPH:
             return load_context_graph(self, model_args, data_args, explicit)
         settings = {name: getattr(data_args, name) for name in self.processor_settings}
-        rules: dict[str, Any] = {}  # the context graph's rules, read once from the flags or the checkpoint
-
-        def processor(tokenizer: Any, config: dict[str, Any], entity_graph: str = "merged") -> WikihopProcessor:
-            if not rules:
-                rules.update(graph_rules(model_args, model_args.model_name_or_path, config, hub_kwargs(model_args)))
-            try:
-                return WikihopProcessor(tokenizer, **settings, **rules, entity_mask_id=LUKE_MASK_ENTITY_ID,
-                                        entity_graph=entity_graph)  # fmt: skip
-            except ValueError as error:
-                raise ScriptArgumentError(str(error)) from None
-
         window = {"attention_window": model_args.attention_window}
         recipe = ModelRecipe(
             self.variant_spec(model_args.variant),
             f"--task {self.name} --variant {model_args.variant}",
-            processor,
+            WikihopProcessor,
+            processor_settings={**settings, **graph_config(model_args), "entity_mask_id": LUKE_MASK_ENTITY_ID},
+            checkpoint_settings=GRAPH_RULES,  # a trained checkpoint's graph rules are fixed
+            model_settings=("entity_graph",),  # the features carry the graph the model's e2e labels read
             overrides={**window, **({} if model_args.ablation is None else {"ablation": model_args.ablation})},
             checkpoint_overrides=window,
             configure=functools.partial(choice_head_overrides, model_args),
             extend_positions=True,  # absolute positions must reach the longest sequence
-            # the features carry the graph the model's e2e labels read
-            processor_for_model=lambda model, tokenizer, config: processor(
-                tokenizer, config, getattr(model.config, "entity_graph", "merged")
-            ),
         )
         return LoadedModel(*load_for_task(recipe, model_args, data_args, explicit))
 
@@ -227,6 +214,11 @@ def choice_head_overrides(model_args: Any, config: dict[str, Any]) -> dict[str, 
     then ``--graph_config``."""
     path = model_args.model_name_or_path
     overrides: dict[str, Any] = {}
+    if config.get("model_type") != "luke" and getattr(model_args, "graph_config", None):
+        raise ScriptArgumentError(
+            f"--graph_config: {path} is a trained checkpoint; its graph rules are fixed (processor_config.json). "
+            "Drop --graph_config, or start from a LUKE checkpoint"
+        )
     if config.get("model_type") != "luke":  # the weights must hold the head the config names
         names = checkpoint_weight_names(Path(path))
         try:
@@ -256,18 +248,10 @@ def choice_head_overrides(model_args: Any, config: dict[str, Any]) -> dict[str, 
     return overrides
 
 
-def graph_rules(model_args: Any, path: str, config: Mapping[str, Any], hub: Mapping[str, Any]) -> dict[str, Any]:
-    """The context graph's rules of GESA's features: ``--graph_config`` for a model converted from LUKE, the saved
-    ``processor_config.json``'s for a trained checkpoint (its graph is fixed)."""
+def graph_config(model_args: Any) -> dict[str, Any]:
+    """The context graph's rules of GESA's features from ``--graph_config`` (a model converted from LUKE; a trained
+    checkpoint's are fixed, ``choice_head_overrides`` refuses the flag)."""
     text = getattr(model_args, "graph_config", None)
-    if config.get("model_type") != "luke":
-        if text:
-            raise ScriptArgumentError(
-                f"--graph_config: {path} is a trained checkpoint; its graph rules are fixed (processor_config.json). "
-                "Drop --graph_config, or start from a LUKE checkpoint"
-            )
-        saved, _ = load_processor_settings(path, **hub)
-        return {name: saved[name] for name in GRAPH_RULES if name in saved}
     if not text:
         return {}
     try:

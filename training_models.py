@@ -272,8 +272,14 @@ class ModelRecipe:
     Args:
         spec: the variant (``registry_gesa.VARIANTS``; its head is the task's).
         run: the run in error messages (``--task wikihop --variant gesa``).
-        processor: ``(tokenizer, checkpoint config) -> processor``, built (so its settings checked) before any weight
-            loads; e.g. ``functools.partial(WikihopProcessor, **settings)``.
+        processor: the processor class, built as ``processor(tokenizer, **processor_settings)`` (a ``ValueError`` is
+            the run's error) before any weight loads, so that its settings are checked; or a function ``(tokenizer,
+            checkpoint config) -> processor`` with ``processor_settings`` left ``None``.
+        processor_settings: the class's settings from the run's flags.
+        checkpoint_settings: the processor settings a trained checkpoint's ``processor_config.json`` fixes (they
+            replace the flags': WikiHop's graph rules).
+        model_settings: the processor settings the built model's config decides (``entity_graph``): the processor
+            is built again with them once the model is built.
         needs_path: the error when ``--model_name_or_path`` is missing.
         overrides: config values of the model (ablation, attention window, ...): all of them for a LUKE conversion,
             the ablation for a trained checkpoint (``build_variant_model``).
@@ -299,7 +305,10 @@ class ModelRecipe:
 
     spec: VariantSpec
     run: str
-    processor: Callable[[Any, dict[str, Any]], Any] | None
+    processor: type | Callable[[Any, dict[str, Any]], Any] | None
+    processor_settings: dict[str, Any] | None = None
+    checkpoint_settings: tuple[str, ...] = ()
+    model_settings: tuple[str, ...] = ()
     needs_path: str = "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this task"
     overrides: dict[str, Any] = field(default_factory=dict)
     checkpoint_overrides: dict[str, Any] | None = None
@@ -346,7 +355,11 @@ def load_for_task(recipe: ModelRecipe, model_args: Any, data_args: Any, explicit
             rows = shrink_entity_vocab(tokenizer, tokenizer_source)
         else:
             rows = special_entity_rows(tokenizer, "the LUKE checkpoint", count=recipe.entity_rows)
-    processor = recipe.processor(tokenizer, config) if recipe.processor is not None else None
+    settings = dict(recipe.processor_settings or {})
+    if not luke and recipe.checkpoint_settings:  # a trained checkpoint's own (its graph is fixed)
+        saved, _ = load_processor_settings(path, **hub)
+        settings.update({name: saved[name] for name in recipe.checkpoint_settings if name in saved})
+    processor = build_processor(recipe, tokenizer, config, settings)
     if recipe.check_vocab and not fresh:
         check_vocab_size(tokenizer, config, path, tokenizer_source, added=" (with [HL] [PLC] [ENT])")
     try:
@@ -357,11 +370,27 @@ def load_for_task(recipe: ModelRecipe, model_args: Any, data_args: Any, explicit
         model.init_added_word_embeddings(processor.added_token_sources())
     if recipe.extend_positions:  # absolute positions (LUKE, LUKE-Graph, entity-position presets) reach the longest
         extend_position_embeddings(model, data_args.max_seq_length + (model.config.pad_token_id or 0) + 1)
+    if recipe.model_settings:  # the features carry what the model reads (the graph of its e2e labels)
+        own = {name: getattr(model.config, name) for name in recipe.model_settings if hasattr(model.config, name)}
+        processor = build_processor(recipe, tokenizer, config, {**settings, **own})
     if recipe.processor_for_model is not None:
         processor = recipe.processor_for_model(model, tokenizer, config)
     if recipe.knowledge_files:
         attach_knowledge_files(model_args, model, tokenizer, processor)
     return TaskModel(model, processor, tokenizer)
+
+
+def build_processor(recipe: ModelRecipe, tokenizer: Any, config: dict[str, Any], settings: dict[str, Any]) -> Any:
+    """``recipe``'s processor for ``tokenizer``: its class with ``settings`` (a refused setting is the run's error),
+    or its function of the tokenizer and the checkpoint's config; ``None`` when the model decides it."""
+    if recipe.processor is None:
+        return None
+    if recipe.processor_settings is None:
+        return recipe.processor(tokenizer, config)
+    try:
+        return recipe.processor(tokenizer, **settings)
+    except ValueError as error:
+        raise ScriptArgumentError(str(error)) from None
 
 
 def check_vocab_size(tokenizer: Any, config: dict[str, Any], path: str, source: str, added: str) -> None:
@@ -466,6 +495,7 @@ __all__ = [
     "TaskModel",
     "attach_checkpoint_knowledge",
     "attach_knowledge_files",
+    "build_processor",
     "build_variant_model",
     "check_vocab_size",
     "check_config_fields",
