@@ -36,8 +36,7 @@ from transformers import PreTrainedModel
 from .inputs_gesa import InputError
 from .processing_retrieval_xh import retrieve_fever_evidence
 from .processing_xh_tasks import XhTaskProcessor
-from .tasks_base import LoadedModel
-from .tasks_retrieval import TextReranker
+from .tasks_retrieval import RerankedTask, TextReranker
 from .tasks_xh import FeverTask
 from .training_gesa import ScriptArgumentError
 
@@ -103,7 +102,7 @@ def training_sentences(
 
 
 @dataclass
-class RerankedFeverTask(FeverTask):
+class RerankedFeverTask(RerankedTask, FeverTask):
     """``FEVER`` with ``--fever_retrieval bm25_rerank``: the sentence re-ranker is the run's ``sentence_ranker``
     component (the driver's ``ComponentTrainer``), loaded from ``<model_name_or_path>/sentence_ranker`` or converted
     from LUKE and trained on the training claims' evidence before the claims are featurised. The wiki pages are read
@@ -111,6 +110,7 @@ class RerankedFeverTask(FeverTask):
 
     pages_read: dict[str, dict[int, str]] | None = field(default=None, repr=False)
     ranker: SentenceReranker | None = field(default=None, repr=False)
+    ranker_folder: str = SENTENCE_RANKER
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
         if data_args.task != "fever":
@@ -141,32 +141,18 @@ class RerankedFeverTask(FeverTask):
                 "--train_file has no claim with evidence in --wiki_pages: the sentence re-ranker has nothing to learn"
             )
 
-    def has_components(self, data_args: Any) -> bool:
-        return True
-
-    def load(
-        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
-    ) -> LoadedModel:
-        loaded = super().load(model_args, data_args, examples, explicit)
-        self.ranker = SentenceReranker.load(model_args, data_args, loaded.tokenizer, SENTENCE_RANKER,
-                                            "train" in examples,
+    def load_ranker(self, model_args: Any, data_args: Any, tokenizer: Any, trains: bool) -> SentenceReranker:
+        self.ranker = SentenceReranker.load(model_args, data_args, tokenizer, SENTENCE_RANKER, trains,
                                             "--fever_retrieval bm25_rerank needs a trained sentence re-ranker",
                                             self.pages(data_args), {"task": "fever", "pages": self.pages(data_args)})  # fmt: skip
-        loaded.components[SENTENCE_RANKER] = self.ranker.model
-        return loaded
+        return self.ranker
 
-    def train_components(self, loaded: LoadedModel, examples: Mapping[str, Any], data_args: Any, args: Any,
-                         train: Any) -> None:  # fmt: skip
-        """The re-ranker trained on the training claims' evidence (unless loaded trained); then the claims'
-        sentences are ranked by it (``sentence_score``)."""
-        ranker = self.ranker
-        ranker.batch_size = args.per_device_eval_batch_size
+    def ranker_features(self, ranker: Any, rows: Sequence[Any], data_args: Any) -> list[dict[str, Any]]:
+        """The training claims' evidence sentences (1) and other sentences of their pages (0)."""
+        return ranker.features(*training_sentences(rows, ranker.pages, data_args.ranker_negatives))
 
-        def features() -> list[dict[str, Any]]:
-            return ranker.features(*training_sentences(examples["train"], ranker.pages, data_args.ranker_negatives))
-
-        ranker.train(SENTENCE_RANKER, features if "train" in examples else None, args, train)
-        self.sentence_score = ranker
+    def use_ranker(self, ranker: Any) -> None:
+        self.sentence_score = ranker  # the claims' sentences are ranked by it
 
 
 __all__ = ["SENTENCE_RANKER", "RerankedFeverTask", "SentenceReranker", "training_sentences"]

@@ -18,14 +18,16 @@
 ``batch_size`` graphs a step) and its processor: ``load`` gives the one saved in ``<model_name_or_path>/<folder>`` or
 one converted from LUKE (``tasks_xh_paper.reranker_model``), ``train`` trains it on the training data's features as
 the run's component unless it was loaded trained, ``logits`` scores features. A task's subclass only turns its rows
-into features.
+into features. ``RerankedTask`` is what such a task adds to the driver's steps: the re-ranker loaded beside the
+task's model as the run's component, trained first, then put to use; the task says how to load it, which features
+train it and where it is used.
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from datasets import Dataset
@@ -34,6 +36,7 @@ from transformers import PreTrainedModel
 from .pipeline_xh_tasks import model_outputs
 from .processing_xh_tasks import XhTaskProcessor
 from .structure_gesa import LUKE_MASK_ENTITY_ID
+from .tasks_base import LoadedModel
 from .tasks_xh_paper import reranker_model
 
 
@@ -86,4 +89,46 @@ class TextReranker:
                 for logit in out["relevance_logits"][0, : len(feature["input_ids"])]]  # fmt: skip
 
 
-__all__ = ["TextReranker"]
+class RerankedTask:
+    """What a task whose inputs a re-ranker chooses adds to it (a base listed before the task): the re-ranker
+    (``load_ranker``) loaded beside the task's model as the run's ``ranker_folder`` component, trained first on
+    ``ranker_features`` of the training rows (unless loaded trained), then put to use (``use_ranker``)."""
+
+    ranker_folder: str = "ranker"
+
+    def has_components(self, data_args: Any) -> bool:
+        return True
+
+    def load(
+        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
+    ) -> LoadedModel:
+        loaded = super().load(model_args, data_args, examples, explicit)
+        self.reranker = self.load_ranker(model_args, data_args, loaded.tokenizer, "train" in examples)
+        loaded.components[self.ranker_folder] = self.reranker.model
+        return loaded
+
+    def train_components(self, loaded: LoadedModel, examples: Mapping[str, Any], data_args: Any, args: Any,
+                         train: Any) -> None:  # fmt: skip
+        """The re-ranker first (trained unless loaded trained), put to use; then the task's own components."""
+        ranker = self.reranker
+        ranker.batch_size = args.per_device_eval_batch_size
+        rows = list(examples.get("train", []))
+        features = (lambda: self.ranker_features(ranker, rows, data_args)) if "train" in examples else None
+        ranker.train(self.ranker_folder, features, args, train)
+        self.use_ranker(ranker)
+        super().train_components(loaded, examples, data_args, args, train)
+
+    def load_ranker(self, model_args: Any, data_args: Any, tokenizer: Any, trains: bool) -> TextReranker:
+        """The task's re-ranker (``TextReranker.load``)."""
+        raise NotImplementedError
+
+    def ranker_features(self, ranker: Any, rows: Sequence[Any], data_args: Any) -> list[dict[str, Any]]:
+        """The re-ranker's training features from the training rows."""
+        raise NotImplementedError
+
+    def use_ranker(self, ranker: Any) -> None:
+        """Where the trained re-ranker scores the task's candidates."""
+        raise NotImplementedError
+
+
+__all__ = ["RerankedTask", "TextReranker"]

@@ -51,8 +51,8 @@ from .inputs_gesa import InputError
 from .processing_fullwiki_xh import FullWikiRetriever
 from .processing_xh_tasks import SUPPORTING_ONLY, XhTaskProcessor
 from .records_abstracts import AbstractsCorpus, abstracts_line, read_abstracts_corpus
-from .tasks_base import LoadedModel, file_error
-from .tasks_retrieval import TextReranker
+from .tasks_base import file_error
+from .tasks_retrieval import RerankedTask, TextReranker
 from .tasks_xh import HotpotQATask
 from .tasks_xh_paper import PaperHotpotQATask
 from .training_gesa import ScriptArgumentError
@@ -146,9 +146,8 @@ def check_fullwiki_flags(model_args: Any, data_args: Any) -> None:
 
 class FullWikiRetrieval:
     """What both FullWiki systems share, in the driver's order: the corpus read and indexed and the training
-    questions' paragraphs found in it (``check``, before any model loads), the BERT-IR re-ranker loaded or converted
-    (``load_ranker``), trained as the run's ``ranker`` component (``train_ranker``), and the questions' graphs
-    retrieved (``retrieve``)."""
+    questions' paragraphs found in it (``check``, before any model loads), the BERT-IR re-ranker (``reranker``:
+    loaded, trained and put to use by ``FullWikiSetting``), and the questions' graphs retrieved (``retrieve``)."""
 
     def __init__(self) -> None:
         self.retriever: FullWikiRetriever | None = None
@@ -181,27 +180,7 @@ class FullWikiRetrieval:
 
     @staticmethod
     def _unranked(questions: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[list[float]]:
-        raise RuntimeError("the FullWiki re-ranker is used before it is loaded (FullWikiRetrieval.load_ranker)")
-
-    def load_ranker(self, model_args: Any, data_args: Any, tokenizer: Any, trains: bool, batch_size: int) -> Any:
-        """The re-ranker from ``<model_name_or_path>/ranker`` or converted from LUKE (to train); its processor reads
-        ``--max_seq_length`` words per article."""
-        self.reranker = Reranker.load(model_args, data_args, tokenizer, RANKER, trains,
-                                      "--hotpot_setting fullwiki needs a trained re-ranker", self.retriever.corpus)  # fmt: skip
-        self.reranker.batch_size = batch_size
-        return self.reranker.model
-
-    def train_ranker(self, examples: Mapping[str, Any], data_args: Any, args: Any, train: Any) -> None:
-        """The re-ranker trained on the training questions (``--do_train``, unless loaded trained), then the
-        retriever's scorer."""
-        rows = list(examples.get("train", []))
-
-        def features() -> list[dict[str, Any]]:
-            candidates = training_candidates(self.retriever, rows, data_args.ranker_negatives)
-            return self.reranker.features(rows, candidates, labelled=True)
-
-        self.reranker.train(RANKER, features if "train" in examples else None, args, train)
-        self.retriever.score = self.reranker
+        raise RuntimeError("the FullWiki re-ranker is used before it is loaded (FullWikiSetting.load_ranker)")
 
     def retrieve(self, rows: Sequence[Mapping[str, Any]], expand: bool | Sequence[bool], split: str) -> list[dict]:
         """``rows`` with their retrieved graphs (training rows: with their supporting paragraphs)."""
@@ -220,13 +199,14 @@ def retrieve_split(
         raise ScriptArgumentError(f"{where}: {error}") from None
 
 
-class FullWikiSetting:
+class FullWikiSetting(RerankedTask):
     """What both FullWiki systems add to their distractor task (a base listed before it): the FullWiki flags, the
-    corpus checked with the data, the re-ranker loaded beside the task's model (the run's ``ranker`` component),
-    ``context`` not read. The task holds its ``fullwiki`` (``FullWikiRetrieval``)."""
+    corpus checked with the data, the re-ranker loaded beside the task's model (the run's ``ranker`` component,
+    ``RerankedTask``), ``context`` not read. The task holds its ``fullwiki`` (``FullWikiRetrieval``)."""
 
     fullwiki: FullWikiRetrieval
     reads_context: bool = False
+    ranker_folder: str = RANKER
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
         check_fullwiki_flags(model_args, data_args)
@@ -236,23 +216,21 @@ class FullWikiSetting:
         super().check_examples(examples, data_args)
         self.fullwiki.check(examples, data_args)
 
-    def has_components(self, data_args: Any) -> bool:
-        return True
+    def load_ranker(self, model_args: Any, data_args: Any, tokenizer: Any, trains: bool) -> Reranker:
+        """The re-ranker from ``<model_name_or_path>/ranker`` or converted from LUKE (to train); its processor reads
+        ``--max_seq_length`` words per article."""
+        self.fullwiki.reranker = Reranker.load(model_args, data_args, tokenizer, RANKER, trains,
+                                               "--hotpot_setting fullwiki needs a trained re-ranker",
+                                               self.fullwiki.retriever.corpus)  # fmt: skip
+        return self.fullwiki.reranker
 
-    def load(
-        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
-    ) -> LoadedModel:
-        loaded = super().load(model_args, data_args, examples, explicit)
-        loaded.components[RANKER] = self.fullwiki.load_ranker(model_args, data_args, loaded.tokenizer,
-                                                              "train" in examples, 8)  # fmt: skip
-        return loaded
+    def ranker_features(self, ranker: Any, rows: Sequence[Any], data_args: Any) -> list[dict[str, Any]]:
+        """Each training question's supporting paragraphs (1) and BM25 hits that are not (0)."""
+        candidates = training_candidates(self.fullwiki.retriever, rows, data_args.ranker_negatives)
+        return ranker.features(rows, candidates, labelled=True)
 
-    def train_components(self, loaded: LoadedModel, examples: Mapping[str, Any], data_args: Any, args: Any,
-                         train: Any) -> None:  # fmt: skip
-        """The re-ranker first (trained unless loaded trained); then the task's own components, if any."""
-        self.fullwiki.reranker.batch_size = args.per_device_eval_batch_size
-        self.fullwiki.train_ranker(examples, data_args, args, train)
-        super().train_components(loaded, examples, data_args, args, train)
+    def use_ranker(self, ranker: Any) -> None:
+        self.fullwiki.retriever.score = ranker  # the retriever's scorer
 
 
 @dataclass
