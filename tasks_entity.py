@@ -153,15 +153,7 @@ class EntityTask(Task):
                 f"--input_format {input_format} marks the mentions of {', '.join(MARKED_TASKS)}; --task {self.name} "
                 "takes --input_format luke"
             )
-        if getattr(data_args, "entity_links", None) is not None and model_args.variant != "kar":
-            raise ScriptArgumentError(
-                f"--entity_links trains KnowBERT-KAR's entity linker; --variant {model_args.variant} has none: drop "
-                "it, or pass --variant kar"
-            )
-        if args.label_names is None:
-            # every batch has masked words; Trainer's default (each forward argument named *label*) would also wait
-            # for next_sentence_label, which data without documents never gives: no evaluation loss at all
-            args.label_names = ["labels"]
+        check_links_and_label_names(model_args, data_args, args)
 
     def example_id(self, example: Any) -> str:
         return str(example.id)
@@ -421,6 +413,19 @@ def build_task_model(
             **overrides,
         )
     return spec.from_checkpoint(name_or_path, hub=hub)
+
+
+def check_links_and_label_names(model_args: Any, data_args: Any, args: Any) -> None:
+    """``--entity_links`` only with KAR (its linker learns from them); the Trainer's ``label_names`` set to the
+    heads' ``labels`` (Trainer's default, each forward argument named *label*, would also wait for
+    ``next_sentence_label``, which data without documents never gives: no evaluation loss at all)."""
+    if getattr(data_args, "entity_links", None) is not None and model_args.variant != "kar":
+        raise ScriptArgumentError(
+            f"--entity_links trains KnowBERT-KAR's entity linker; --variant {model_args.variant} has none: drop "
+            "it, or pass --variant kar"
+        )
+    if args.label_names is None:
+        args.label_names = ["labels"]
 
 
 def checked_entity_model(
@@ -999,15 +1004,7 @@ class PretrainTask(Task):
                 raise ScriptArgumentError(f"--{name} must lie in (0, 1], got {getattr(data_args, name)}")
         if data_args.max_seq_length < 1:
             raise ScriptArgumentError(f"--max_seq_length must be at least 1, got {data_args.max_seq_length}")
-        if getattr(data_args, "entity_links", None) is not None and model_args.variant != "kar":
-            raise ScriptArgumentError(
-                f"--entity_links trains KnowBERT-KAR's entity linker; --variant {model_args.variant} has none: drop "
-                "it, or pass --variant kar"
-            )
-        if args.label_names is None:
-            # every batch has masked words; Trainer's default (each forward argument named *label*) would also wait
-            # for next_sentence_label, which data without documents never gives: no evaluation loss at all
-            args.label_names = ["labels"]
+        check_links_and_label_names(model_args, data_args, args)
 
     def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[Any]:
         return ENTITY_TASKS[data_args.pretrain_format].read_file(path, where, split, data_args, model_args)
@@ -1126,6 +1123,7 @@ __all__ = [
     "build_pretraining_model",
     "build_task_model",
     "check_entity_checkpoint",
+    "check_links_and_label_names",
     "checked_entity_model",
     "check_id2label",
     "check_luke_tokenizer",
