@@ -741,9 +741,7 @@ class ExampleScript:
             return argv
         return self.argv_defaults(argv)
 
-    def main(
-        self, argv: list[str] | None = None, callbacks: list[TrainerCallback] | None = None
-    ) -> dict[str, float]:
+    def main(self, argv: list[str] | None = None, callbacks: list[TrainerCallback] | None = None) -> dict[str, float]:
         """Command-line entry point; argument and input errors end the run with one ``error:`` line (exit status 2).
         ``callbacks``: extra ``TrainerCallback``s when called from Python."""
         argv = sys.argv[1:] if argv is None else list(argv)
