@@ -150,6 +150,27 @@ def multihop_error_line(capsys, argv: list[str]) -> str:
     return lines[0]
 
 
+def multihop_pipeline_elsewhere(model_dir: Path, records: list[dict], workdir: Path, body: str):
+    """Run a saved checkpoint's pipeline in a fresh process from `workdir` (outside the checkout, no PYTHONPATH):
+    `body` runs after ``answer = pipeline(model=model_dir, trust_remote_code=True)`` and ``records`` (the WikiHop
+    records' query, supports and candidates) and prints one JSON line, returned parsed."""
+    workdir.mkdir()
+    code = (
+        "import json, sys\n"
+        "from transformers import pipeline\n"
+        f"answer = pipeline(model={str(model_dir)!r}, trust_remote_code=True)\n"
+        "records = json.load(open(sys.argv[1]))\n" + body
+    )
+    inputs = workdir / "inputs.json"
+    inputs.write_text(json.dumps([{k: r[k] for k in ("query", "supports", "candidates")} for r in records]))
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", code, str(inputs)], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 # ---------------------------------------------------------------------------------------------
 # run_entity_tasks.py
 # ---------------------------------------------------------------------------------------------

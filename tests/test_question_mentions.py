@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from model_helpers import randomize_label_tables
 from record_fixtures import features_of, project_records, read_jsonl
 from tiny_luke import RECORD_DIR
 from transformers import AutoTokenizer
@@ -139,13 +140,7 @@ def test_mention_labels_link_the_words_a_plain_loop_finds(tiny_luke_dir, ablatio
 def converted(tiny_luke_dir, processor, ablation: str) -> GesaForEntitySpanQA:
     model = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir, ablation=ablation)
     model.init_added_word_embeddings(processor.added_token_sources())
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for layer in model.gesa.encoder.layer:
-            table = layer.attention.self.label_embeddings
-            if table is not None:
-                table.weight.copy_(torch.randn(table.weight.shape, generator=generator) * LABEL_STD)
-                table.weight[0] = 0.0  # the NULL label
+    randomize_label_tables(model, LABEL_STD)
     return model.eval()
 
 
@@ -327,13 +322,7 @@ def xh_with_random_labels(tiny_luke_dir, processor, ablation: str):
         tiny_luke_dir, ablation=ablation, backbone=backbone, xh_num_hop_layers=2, classifier_dropout=0.0
     )
     model.init_added_word_embeddings(processor.added_token_sources())
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for layer in model.gesa.encoder.layer:
-            table = layer.attention.self.label_embeddings
-            if table is not None:
-                table.weight.copy_(torch.randn(table.weight.shape, generator=generator) * LABEL_STD)
-                table.weight[0] = 0.0  # the NULL label
+    randomize_label_tables(model, LABEL_STD)
     return model.eval()
 
 

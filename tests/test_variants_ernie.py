@@ -16,18 +16,17 @@ unaligned tokens, both output forms), dEA, bad input, and conversion + training 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
-from model_helpers import config_error, record_like_batch
+from model_helpers import record_like_batch
 from variant_helpers import gesa_features, hashed_alias_table, reload_in_fresh_process, same_backbone, train_steps
 from variant_inputs import ENTITY_IDS, POSITIONS, ernie_batch, ernie_config
 
-from gesa import GesaConfig, GesaModel
+from gesa import GesaModel
 from gesa.configuration_variants import ErnieConfig
 from gesa.modeling_ernie import (
     ErnieForDenoisingEntityAutoencoder,
@@ -313,38 +312,6 @@ def test_bad_knowledge_inputs_raise_clear_errors(changes, message):
             batch[key] = value
     with pytest.raises(ValueError, match=message):
         model(**batch)
-
-
-BAD_ERNIE_FIELDS = [
-    ("backbone", "bert", "'bert' is unknown; choose one of \\['luke', 'gesa'\\]"),
-    ("ernie_num_fusion_layers", -1, "non-negative integer"),
-    ("ernie_entity_num_attention_heads", 0, "positive integer"),
-    ("ernie_fusion_output", "tanh", "'tanh' is unknown"),
-    ("kb_size", 1.5, "doesn't match any type"),
-]
-
-
-def test_every_ernie_config_field_is_checked():
-    own = {f.name for f in dataclasses.fields(ErnieConfig)} - {f.name for f in dataclasses.fields(GesaConfig)}
-    assert own == {name for name, _, _ in BAD_ERNIE_FIELDS}
-
-
-@pytest.mark.parametrize("field, value, message", BAD_ERNIE_FIELDS, ids=[f[0] for f in BAD_ERNIE_FIELDS])
-def test_bad_ernie_config_field_raises_an_error_naming_it(field, value, message):
-    with config_error(field, message):
-        ernie_config(**{field: value})
-
-
-@pytest.mark.parametrize(
-    "kwargs, field, message",
-    [
-        ({"ernie_num_fusion_layers": 3}, "ernie_num_fusion_layers=3", "must be in \\[0, num_hidden_layers=2\\]"),
-        ({"ernie_entity_num_attention_heads": 3}, "entity_emb_size=16", "must be a multiple of"),
-    ],
-)
-def test_bad_ernie_config_values_raise_clear_errors(kwargs, field, message):
-    with config_error(field, message):
-        ernie_config(**kwargs)
 
 
 # ---------------------------------------------------------------------------------------------

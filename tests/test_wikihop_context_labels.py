@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from long_helpers import structure_of
 from transformers import AutoModelForMultipleChoice, LukeTokenizer
 
 from gesa.configuration_gesa import ABLATION_PRESETS, NUM_CONTEXT_EDGE_KINDS, GesaConfig
@@ -57,18 +58,7 @@ def tiny_config(**overrides):
 def e2e_labels(model, batch):
     """The e2e label ids `(B, E, E)` the model's layers read for `batch`."""
     entity_length = batch["entity_ids"].size(1)
-    mask = torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1)
-    structure = model.gesa.build_attention_structure(
-        mask,
-        batch["input_ids"].size(1),
-        batch["global_attention_mask"],
-        batch["entity_position_ids"],
-        batch["placeholder_entity_mask"],
-        batch["entity_string_ids"],
-        batch["entity_sentence_ids"],
-        batch["question_string_ids"],
-        batch.get(GRAPH_EDGES),
-    )
+    structure = structure_of(model.gesa, batch)
     return structure.tokens.entity_entity_labels, structure.tokens.entity_word_labels, entity_length
 
 

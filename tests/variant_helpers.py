@@ -101,14 +101,18 @@ def reload_in_fresh_process(
         base = AutoModel.from_pretrained({str(out_dir)!r}, trust_remote_code=True)
         assert type(base).__name__ == {base_class!r}, type(base).__name__
     """)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["HF_HUB_OFFLINE"] = "1"
-    env["HF_MODULES_CACHE"] = str(tmp_path / "modules")
-    result = subprocess.run(
-        [sys.executable, "-I", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_isolated(script, tmp_path)
     return torch.load(tmp_path / "reloaded_logits.pt")
+
+
+def run_isolated(script: str, tmp_path: Path, cwd: Path | None = None) -> None:
+    """Run `script` in a clean ``python -I`` process from `cwd` (default `tmp_path`): no PYTHONPATH, offline, the
+    remote code's module cache under `tmp_path`; a failure shows the end of its stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"))
+    result = subprocess.run([sys.executable, "-I", "-c", script], cwd=cwd or tmp_path, env=env, capture_output=True,
+                            text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
 
 
 def same_backbone(variant_model, gesa_model) -> None:
@@ -148,13 +152,7 @@ def reload_each_in_fresh_process(cases: list[dict], tmp_path: Path) -> dict[str,
             results[case['name']] = {{key: getattr(out, key) for key in case['outputs']}}
         torch.save(results, {str(results_file)!r})
     """)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["HF_HUB_OFFLINE"] = "1"
-    env["HF_MODULES_CACHE"] = str(tmp_path / "modules")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(exist_ok=True)
-    result = subprocess.run(
-        [sys.executable, "-I", "-c", script], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_isolated(script, tmp_path, cwd=elsewhere)
     return torch.load(results_file)
