@@ -39,8 +39,8 @@ HOTPOT_DEV = HOTPOT_DIR / "hotpot_dev_distractor_first100.json"
 OFFICIAL = os.environ.get("GESA_OFFICIAL_SCORERS")
 
 
-hotpot = load_script("gesa_hotpot_metric_under_test", ROOT / "metrics" / "hotpotqa" / "hotpotqa.py")
-fever = load_script("gesa_fever_metric_under_test", ROOT / "metrics" / "fever" / "fever.py")
+hotpot = load_script(ROOT / "metrics" / "hotpotqa" / "hotpotqa.py", "gesa_hotpot_metric_under_test")
+fever = load_script(ROOT / "metrics" / "fever" / "fever.py", "gesa_fever_metric_under_test")
 
 
 def _official(relative: str) -> Path:
@@ -291,7 +291,7 @@ def _fever_cases() -> list[tuple[dict, dict]]:
 
 
 def test_fever_metric_equals_the_official_scorer():
-    scorer = load_script("official_fever_scorer", _official("fever/src/fever/scorer.py"))
+    scorer = load_script(_official("fever/src/fever/scorer.py"), "official_fever_scorer")
     cases = _fever_cases()
     subsets = {"all": cases, "supports_only": [c for c in cases if c[0]["label"] == "SUPPORTS"]}
     subsets["nei_and_refutes"] = [c for c in cases if c[0]["label"] != "SUPPORTS"]

@@ -28,8 +28,8 @@ from script_helpers import load_script
 ROOT = Path(__file__).resolve().parents[1]
 
 
-hotpot_functions = load_script("gesa_hotpot_metric_reliability", ROOT / "metrics" / "hotpotqa" / "hotpotqa.py")
-wikihop_functions = load_script("gesa_wikihop_metric_reliability", ROOT / "metrics" / "wikihop" / "wikihop.py")
+hotpot_functions = load_script(ROOT / "metrics" / "hotpotqa" / "hotpotqa.py", "gesa_hotpot_metric_reliability")
+wikihop_functions = load_script(ROOT / "metrics" / "wikihop" / "wikihop.py", "gesa_wikihop_metric_reliability")
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,7 @@ from model_helpers import randomize_label_tables
 from record_fixtures import features_of, project_records, read_jsonl
 from tiny_luke import RECORD_DIR
 from transformers import AutoTokenizer
+from wikihop_fixtures import velmor_record
 
 from gesa import GesaConfig, GesaForEntitySpanQA
 from gesa.candidates_gesa import normalize_entity_string, string_occurrences
@@ -224,13 +225,9 @@ WIKIHOP_NAMING_A_CANDIDATE = {
     "candidates": ["velmor", "kastrel", "capital"],
     "answer": "velmor",
 }
-WIKIHOP_NAMING_NONE = {
-    "id": "WH_question_1",
-    "query": "country velmor",
-    "supports": ["Velmor is a small town in Abo Province.", "Abo Province is a region of France."],
-    "candidates": ["france", "spain", "norway"],
-    "answer": "france",
-}
+WIKIHOP_NAMING_NONE = velmor_record(
+    "WH_question_1", supports=["Velmor is a small town in Abo Province.", "Abo Province is a region of France."]
+)
 
 
 def test_wikihop_query_words_that_name_a_candidate_are_its_mentions(tiny_luke_dir):

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from script_helpers import (
     RECORD_SAMPLE_TRAIN,
+    check_multihop_eval_predictions,
     load_multihop_script,
     logged_losses,
     multihop_error_line,
@@ -64,13 +65,7 @@ def test_each_variant_trains_and_evaluates_on_its_own_candidates(tiny_luke_dir, 
                                             "--attention_window", "32"])  # fmt: skip
     losses = logged_losses(output_dir)
     assert len(losses) >= 4 and sum(losses[-2:]) / 2 < sum(losses[:2]) / 2, losses
-    predictions = json.loads((output_dir / "eval_predictions.json").read_text())
-    by_id = {record["id"]: record for record in evaluation}
-    assert set(predictions) == set(by_id)
-    assert all(answer in by_id[example_id]["candidates"] for example_id, answer in predictions.items())
-    correct = sum(answer == by_id[example_id]["answer"] for example_id, answer in predictions.items())
-    all_results = json.loads((output_dir / "all_results.json").read_text())
-    assert all_results["eval_accuracy"] == pytest.approx(100.0 * correct / len(by_id))
+    all_results = check_multihop_eval_predictions(output_dir, evaluation)
     assert results["eval_accuracy"] == all_results["eval_accuracy"]
     config = json.loads((output_dir / "config.json").read_text())
     assert config["attention_window"] == 32

@@ -21,7 +21,13 @@ import json
 
 import pytest
 import torch
-from script_helpers import load_multihop_script, logged_losses, multihop_error_line, multihop_pipeline_elsewhere
+from script_helpers import (
+    check_multihop_eval_predictions,
+    load_multihop_script,
+    logged_losses,
+    multihop_error_line,
+    multihop_pipeline_elsewhere,
+)
 
 from gesa.graph_context import CANDIDATE, DOCUMENT, ENTITY
 from gesa.loading_gesa import load_tokenizer
@@ -60,13 +66,7 @@ def run_script(luke_dir, tmp_path, train, evaluation, test=None, task="wikihop",
 
 
 def check_predictions(output_dir, evaluation, test):
-    predictions = json.loads((output_dir / "eval_predictions.json").read_text())
-    by_id = {record["id"]: record for record in evaluation}
-    assert set(predictions) == set(by_id)
-    assert all(answer in by_id[key]["candidates"] for key, answer in predictions.items())
-    correct = sum(answer == by_id[key]["answer"] for key, answer in predictions.items())
-    results = json.loads((output_dir / "all_results.json").read_text())
-    assert results["eval_accuracy"] == pytest.approx(100.0 * correct / len(by_id))
+    results = check_multihop_eval_predictions(output_dir, evaluation)
     ranked = json.loads((output_dir / "predict_predictions.json").read_text())
     assert set(ranked) == {record["id"] for record in test}
     for record in test:

@@ -20,7 +20,7 @@ import json
 
 import pytest
 from hotpot_fever_fixtures import fever_fixture_claims, hotpot_fixture_rows, write_fever_pages
-from script_helpers import load_multihop_script, logged_losses, multihop_error_line
+from script_helpers import load_multihop_script, logged_losses, multihop_error_line, run_multihop_on_hotpot_rows
 
 COMMON = ["--variant", "xh", "--do_train", "--do_eval", "--per_device_train_batch_size", "4",
           "--learning_rate", "3e-3", "--logging_steps", "2", "--save_strategy", "no", "--report_to", "none",
@@ -31,12 +31,8 @@ COMMON = ["--variant", "xh", "--do_train", "--do_eval", "--per_device_train_batc
 @pytest.mark.slow
 def test_run_multihop_trains_xh_on_hotpotqa_and_writes_the_official_file(tiny_luke_dir, tmp_path):
     rows = hotpot_fixture_rows()
-    (tmp_path / "train.json").write_text(json.dumps(rows))
     output_dir = tmp_path / "out-hotpot"
-    argv = ["--task", "hotpotqa", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(output_dir),
-            "--train_file", str(tmp_path / "train.json"), "--validation_file", str(tmp_path / "train.json"),
-            *COMMON]  # fmt: skip
-    results = load_multihop_script().main(argv)
+    results = run_multihop_on_hotpot_rows(tiny_luke_dir, tmp_path, output_dir, rows, *COMMON)
     losses = logged_losses(output_dir)
     assert len(losses) >= 4 and sum(losses[-2:]) < sum(losses[:2]), losses
     keys = {"em", "f1", "prec", "recall", "sp_em", "sp_f1", "sp_prec", "sp_recall", "joint_em", "joint_f1"}

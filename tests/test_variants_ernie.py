@@ -16,14 +16,18 @@ unaligned tokens, both output forms), dEA, bad input, and conversion + training 
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 from model_helpers import record_like_batch
-from variant_helpers import gesa_features, hashed_alias_table, reload_in_fresh_process, same_backbone, train_steps
+from variant_helpers import (
+    assert_qa_model_reloads,
+    knowledge_record_batches,
+    same_backbone,
+    train_steps,
+)
 from variant_inputs import ENTITY_IDS, POSITIONS, ernie_batch, ernie_config
 
 from gesa import GesaModel
@@ -34,7 +38,6 @@ from gesa.modeling_ernie import (
     ErnieModel,
     corrupt_entity_alignments,
 )
-from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 
 # ---------------------------------------------------------------------------------------------
 # 1. Identity: fusion disabled -> the backbone
@@ -330,13 +333,7 @@ def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
     assert "gesa.fusion_layers.0.entity_to_intermediate.weight" in missing and "classifier.weight" in missing
     assert model.config.model_type == "gesa_ernie" and model.config.ernie_num_fusion_layers == 1
 
-    features, processor = gesa_features(tokenizer, count=3)
-    model.init_added_word_embeddings(processor.added_token_sources())
-    model.set_knowledge_base(torch.randn(50, model.config.entity_emb_size))
-    alias_table = hashed_alias_table({t for f in features for t in f["candidate_texts"]}, kb_size=50)
-    builder = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator(alias_table=alias_table), "ernie")
-    collate = KnowledgeCollator(processor.get_data_collator(), builder)
-    batches = [collate(features[i : i + 4]) for i in range(0, min(len(features), 8), 4)]
+    batches = knowledge_record_batches(model, tokenizer, "ernie")
     first = batches[0]
     ids, positions = first["ernie_entity_ids"], first["ernie_entity_positions"]
     assert (ids >= 0).sum() > 4
@@ -347,16 +344,5 @@ def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
     print(f"ERNIE ReCoRD loss before {before:.4f} after {after:.4f}")
     assert after < 0.8 * before, (before, after)
 
-    model.eval()
-    with torch.no_grad():
-        expected = model(**first).logits
-    out_dir = tmp_path / "ernie"
-    model.save_pretrained(out_dir)
-    saved = json.loads((out_dir / "config.json").read_text())
-    assert saved["auto_map"]["AutoModelForQuestionAnswering"] == "modeling_ernie.ErnieForEntitySpanQA"
-    assert saved["auto_map"]["AutoModel"] == "modeling_ernie.ErnieModel"
     inputs = {k: v for k, v in first.items() if k != "labels"}
-    reloaded = reload_in_fresh_process(
-        out_dir, inputs, tmp_path, "AutoModelForQuestionAnswering", "ErnieForEntitySpanQA", "ErnieModel"
-    )
-    torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)
+    assert_qa_model_reloads(model, inputs, tmp_path, "modeling_ernie", "ErnieForEntitySpanQA", "ErnieModel")

@@ -16,19 +16,23 @@ conversion + training + fresh-process reload on the project's ReCoRD sample."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
 import torch
 from model_helpers import TINY, record_like_batch
-from variant_helpers import gesa_features, hashed_alias_table, reload_in_fresh_process, same_backbone, train_steps
+from variant_helpers import (
+    assert_qa_model_reloads,
+    knowledge_record_batches,
+    same_backbone,
+    train_steps,
+)
 from variant_inputs import kar_batch, kar_config
 
 from gesa import GesaModel
 from gesa.configuration_variants import KarConfig
 from gesa.modeling_kar import KarForEntitySpanQA, KarModel, threshold_link_weights
-from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
+from gesa.processing_kb import EntityCandidateGenerator
 
 KB_SIZE = 4  # TINY's entity table is the default knowledge base
 
@@ -300,30 +304,13 @@ def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
     identity = torch.eye(kar.bert_to_kg.out_features)
     torch.testing.assert_close(kar.bert_to_kg.weight @ kar.kg_to_bert.weight, identity, atol=1e-4, rtol=0)
 
-    features, processor = gesa_features(tokenizer, count=3)
-    model.init_added_word_embeddings(processor.added_token_sources())
-    model.set_knowledge_base(torch.randn(50, model.config.entity_emb_size))
-    alias_table = hashed_alias_table({t for f in features for t in f["candidate_texts"]}, kb_size=50)
-    builder = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator(alias_table=alias_table), "kar")
-    collate = KnowledgeCollator(processor.get_data_collator(), builder)
-    batches = [collate(features[i : i + 4]) for i in range(0, min(len(features), 8), 4)]
+    batches = knowledge_record_batches(model, tokenizer, "kar")
     first = batches[0]
     assert (first["kar_candidate_ids"] >= 0).any(-1).sum() > 4  # the mentions were read back and linked
     before, after = train_steps(model, batches, steps=12)
     print(f"KAR ReCoRD loss before {before:.4f} after {after:.4f}")
     assert after < 0.8 * before, (before, after)
 
-    model.eval()
-    with torch.no_grad():
-        expected = model(**first).logits
-    out_dir = tmp_path / "kar"
-    model.save_pretrained(out_dir)
-    saved = json.loads((out_dir / "config.json").read_text())
-    assert saved["auto_map"]["AutoModelForQuestionAnswering"] == "modeling_kar.KarForEntitySpanQA"
-    assert saved["auto_map"]["AutoModel"] == "modeling_kar.KarModel"
-    assert saved["kb_size"] == 50 and saved["kar_layer"] == 1
     inputs = {k: v for k, v in first.items() if k != "labels"}
-    reloaded = reload_in_fresh_process(
-        out_dir, inputs, tmp_path, "AutoModelForQuestionAnswering", "KarForEntitySpanQA", "KarModel"
-    )
-    torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)
+    saved = assert_qa_model_reloads(model, inputs, tmp_path, "modeling_kar", "KarForEntitySpanQA", "KarModel")
+    assert saved["kb_size"] == 50 and saved["kar_layer"] == 1

@@ -21,7 +21,12 @@ import math
 
 import pytest
 import torch
-from variant_helpers import record_rows, reload_in_fresh_process, same_backbone, train_steps
+from variant_helpers import (
+    assert_qa_model_reloads,
+    record_rows,
+    same_backbone,
+    train_steps,
+)
 from variant_inputs import (
     GRAPH_KEYS,
     HOPS,
@@ -550,20 +555,8 @@ def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
     print(f"XH ReCoRD loss before {before:.4f} after {after:.4f}")
     assert after < 0.8 * before, (before, after)
 
-    model.eval()
-    first = batches[0]
-    with torch.no_grad():
-        expected = model(**first).logits
-    out_dir = tmp_path / "xh"
-    model.save_pretrained(out_dir)
-    saved = json.loads((out_dir / "config.json").read_text())
-    assert saved["auto_map"]["AutoModelForQuestionAnswering"] == "modeling_xh.XhForEntitySpanQA"
-    assert saved["auto_map"]["AutoModel"] == "modeling_xh.XhModel"
     # labels fix the candidate axis (without them it ends at the last candidate with a mention)
-    reloaded = reload_in_fresh_process(
-        out_dir, first, tmp_path, "AutoModelForQuestionAnswering", "XhForEntitySpanQA", "XhModel"
-    )
-    torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)
+    assert_qa_model_reloads(model, batches[0], tmp_path, "modeling_xh", "XhForEntitySpanQA", "XhModel")
 
 
 def test_hotpot_graphs_and_multihop_head_on_project_questions():

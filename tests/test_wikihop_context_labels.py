@@ -21,6 +21,7 @@ import pytest
 import torch
 from long_helpers import structure_of
 from transformers import AutoModelForMultipleChoice, LukeTokenizer
+from wikihop_fixtures import velmor_record
 
 from gesa.configuration_gesa import ABLATION_PRESETS, NUM_CONTEXT_EDGE_KINDS, GesaConfig
 from gesa.graph_context import DOCUMENT, EDGE_KINDS, ENTITY, GraphRules, build_context_graph
@@ -28,17 +29,7 @@ from gesa.modeling_gesa_multiple_choice import GesaForEntityMultipleChoice
 from gesa.processing_wikihop import GRAPH_EDGES, WikihopProcessor
 from gesa.structure_gesa import CONTEXT_EDGE_KINDS, RelativeLabels
 
-RECORD = {
-    "id": "WH_ctx_0",
-    "query": "country velmor",
-    "supports": [
-        "Velmor is a small town in Abo Province. It lies near France and Spain.",
-        "Abo Province is a region of France. Velmor is old.",
-        "Kastrel Province is a region of Spain. Spain borders France.",
-    ],
-    "candidates": ["france", "spain", "norway"],
-    "answer": "france",
-}
+RECORD = velmor_record("WH_ctx_0")
 RICH = {"entity_graph": "context", "sentence_nodes": "all", "co_document_edges": True}
 
 

@@ -47,17 +47,10 @@ SAMPLE_DIR = ROOT / "examples" / "data"
 ENTITY_VOCAB = {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3}
 SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # RoBERTa's ids 0-3; <mask> follows them here
 OFFLINE_VOCAB_SIZE = 2000
-# The sizes the tests build tiny LUKE and GESA models at (an odd FFN width catches a transposed weight; no dropout, so two
-# runs compare exactly); a test adds its vocabularies and `max_relative_position`.
-TINY_SIZES = dict(
-    hidden_size=32,
-    entity_emb_size=16,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.0,
-)
+# The sizes the tests build tiny LUKE and GESA models at (an odd FFN width catches a transposed weight; no dropout,
+# so two runs compare exactly); a test adds its vocabularies and `max_relative_position`.
+TINY_SIZES = dict(hidden_size=32, entity_emb_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
+TINY_SIZES.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
 def shared_available() -> bool:

@@ -115,6 +115,40 @@ def run_isolated(script: str, tmp_path: Path, cwd: Path | None = None) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+def knowledge_record_batches(model, tokenizer, variant: str) -> list[dict]:
+    """Up to two batches of four features of the project's ReCoRD sample for the knowledge variant `model` ("kar" or
+    "ernie"): its added word rows initialised, a random 50-row knowledge base set, each mention's candidates from a
+    hashed alias table of the features' candidate texts."""
+    from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
+
+    features, processor = gesa_features(tokenizer, count=3)
+    model.init_added_word_embeddings(processor.added_token_sources())
+    model.set_knowledge_base(torch.randn(50, model.config.entity_emb_size))
+    alias_table = hashed_alias_table({t for f in features for t in f["candidate_texts"]}, kb_size=50)
+    builder = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator(alias_table=alias_table), variant)
+    collate = KnowledgeCollator(processor.get_data_collator(), builder)
+    return [collate(features[i : i + 4]) for i in range(0, min(len(features), 8), 4)]
+
+
+def assert_qa_model_reloads(model, inputs: dict, tmp_path: Path, module: str, qa_class: str, base_class: str) -> dict:
+    """Save `model` under `tmp_path / <module minus "modeling_">`: its config maps AutoModelForQuestionAnswering to
+    `module.qa_class` and AutoModel to `module.base_class`, and reloaded in a fresh process with trust_remote_code it
+    gives the logits it gives here on `inputs` (atol 1e-5). Returns the saved config."""
+    model.eval()
+    with torch.no_grad():
+        expected = model(**inputs).logits
+    out_dir = tmp_path / module.removeprefix("modeling_")
+    model.save_pretrained(out_dir)
+    saved = json.loads((out_dir / "config.json").read_text())
+    assert saved["auto_map"]["AutoModelForQuestionAnswering"] == f"{module}.{qa_class}"
+    assert saved["auto_map"]["AutoModel"] == f"{module}.{base_class}"
+    reloaded = reload_in_fresh_process(
+        out_dir, inputs, tmp_path, "AutoModelForQuestionAnswering", qa_class, base_class
+    )
+    torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)
+    return saved
+
+
 def same_backbone(variant_model, gesa_model) -> None:
     """Copy `gesa_model`'s weights into the backbone of `variant_model`; every other key must be the variant's own."""
     missing, unexpected = variant_model.load_state_dict(gesa_model.state_dict(), strict=False)
