@@ -63,20 +63,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def build(args: argparse.Namespace, words: int, windowed: bool):
     gesa = common.import_gesa()
-    dropout = 0.0 if args.no_dropout else 0.1
     torch.manual_seed(0)
     config = gesa.GesaConfig(
-        vocab_size=1000,
-        entity_vocab_size=4,
-        hidden_size=args.hidden,
-        entity_emb_size=256,
-        num_hidden_layers=args.layers,
-        num_attention_heads=args.heads,
-        intermediate_size=args.ffn,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
-        max_relative_position=args.k,
-        attention_window=args.window if windowed else None,
+        **common.encoder_sizes(args), max_relative_position=args.k, attention_window=args.window if windowed else None
     )
     model = gesa.GesaModel(config, add_pooling_layer=False).to(args.device, getattr(torch, args.dtype)).train()
     g = torch.Generator().manual_seed(0)

@@ -87,6 +87,15 @@ def add_model_size_arguments(parser, layers: int, hidden: int, heads: int, ffn: 
     parser.add_argument("--ffn", type=int, default=ffn)
 
 
+def encoder_sizes(args) -> dict:
+    """The GESA config sizes of the encoder benchmarks' model: `--layers`, `--hidden`, `--heads`, `--ffn`, 256-wide
+    entity embeddings, a 1000-word vocabulary, LUKE's dropout 0.1 unless `--no-dropout`."""
+    dropout = 0.0 if args.no_dropout else 0.1
+    sizes = dict(vocab_size=1000, entity_vocab_size=4, hidden_size=args.hidden, entity_emb_size=256)
+    sizes.update(num_hidden_layers=args.layers, num_attention_heads=args.heads, intermediate_size=args.ffn)
+    return dict(sizes, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+
+
 def add_common_arguments(parser) -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument(

@@ -27,6 +27,7 @@ from variant_helpers import (
     knowledge_record_batches,
     same_backbone,
     train_steps,
+    variant_on_its_backbone,
 )
 from variant_inputs import ENTITY_IDS, POSITIONS, ernie_batch, ernie_config
 
@@ -46,11 +47,9 @@ from gesa.modeling_ernie import (
 
 @pytest.mark.parametrize("fusion_layers", [1, 2])
 def test_no_knowledge_entities_equals_backbone(fusion_layers):
-    torch.manual_seed(0)
-    backbone = GesaModel(ernie_config()).eval()
-    model = ErnieModel(ernie_config(ernie_num_fusion_layers=fusion_layers)).eval()
-    missing = same_backbone(model, backbone)
-    assert missing and all(key.startswith("fusion_layers.") for key in missing), missing
+    model, backbone = variant_on_its_backbone(
+        ErnieModel, ernie_config, "fusion_layers.", ernie_num_fusion_layers=fusion_layers
+    )
     batch = record_like_batch()
     with torch.no_grad():
         expected = backbone(**batch, output_hidden_states=True)

@@ -80,10 +80,17 @@ def train_steps(model, batches: list[dict], steps: int = 12, lr: float = 3e-3) -
 
 
 def reload_in_fresh_process(
-    out_dir: Path, inputs: dict, tmp_path: Path, auto_class: str, expected_class: str, base_class: str
+    out_dir: Path,
+    inputs: dict,
+    tmp_path: Path,
+    auto_class: str,
+    expected_class: str,
+    base_class: str,
+    also: str = "",
 ) -> torch.Tensor:
     """Load `out_dir` with `auto_class.from_pretrained(trust_remote_code=True)` in a clean `python -I` process run
-    from elsewhere; returns its `logits` on `inputs`. Also checks `AutoModel` gives `base_class`."""
+    from elsewhere; returns its `logits` on `inputs`. Also checks `AutoModel` gives `base_class`, then runs `also`
+    (more checks, unindented code; `out_dir` is the string `out`, AutoConfig imported)."""
     torch.save(inputs, tmp_path / "inputs.pt")
     script = textwrap.dedent(f"""
         import sys, torch
@@ -100,8 +107,9 @@ def reload_in_fresh_process(
         torch.save(logits, {str(tmp_path / "reloaded_logits.pt")!r})
         base = AutoModel.from_pretrained({str(out_dir)!r}, trust_remote_code=True)
         assert type(base).__name__ == {base_class!r}, type(base).__name__
+        out = {str(out_dir)!r}
     """)
-    run_isolated(script, tmp_path)
+    run_isolated(script + also, tmp_path)
     return torch.load(tmp_path / "reloaded_logits.pt")
 
 
@@ -147,6 +155,19 @@ def assert_qa_model_reloads(model, inputs: dict, tmp_path: Path, module: str, qa
     )
     torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)
     return saved
+
+
+def variant_on_its_backbone(variant_class, config, own_prefix: str, **overrides):
+    """Seed 0, a tiny `GesaModel(config())` and a `variant_class(config(**overrides))` given its weights (eval mode
+    both); only the variant's own keys (under `own_prefix`) stay missing. Returns the variant model and the backbone."""
+    from gesa import GesaModel
+
+    torch.manual_seed(0)
+    backbone = GesaModel(config()).eval()
+    model = variant_class(config(**overrides)).eval()
+    missing = same_backbone(model, backbone)
+    assert missing and all(key.startswith(own_prefix) for key in missing), missing
+    return model, backbone
 
 
 def same_backbone(variant_model, gesa_model) -> None:
