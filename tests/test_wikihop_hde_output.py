@@ -21,6 +21,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from transformers import LukeTokenizer
+from wikihop_fixtures import velmor_record
 
 import gesa.modeling_candidate_output as output_module
 import gesa.modeling_context_graph as context_graph_module
@@ -30,17 +31,7 @@ from gesa.modeling_gesa_multiple_choice import GesaForEntityMultipleChoice
 from gesa.modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
 from gesa.processing_wikihop import WikihopProcessor
 
-RECORD = {
-    "id": "WH_hde_0",
-    "query": "country velmor",
-    "supports": [
-        "Velmor is a small town in Abo Province. It lies near France and Spain.",
-        "Abo Province is a region of France. Velmor is old.",
-        "Kastrel Province is a region of Spain. Spain borders France.",
-    ],
-    "candidates": ["france", "spain", "norway"],
-    "answer": "spain",
-}
+RECORD = velmor_record("WH_hde_0", answer="spain")
 SECOND = {**RECORD, "id": "WH_hde_1", "candidates": ["velmor", "france"], "answer": "france"}
 HEADS = {
     "gesa": (GesaForEntityMultipleChoice, GesaConfig, {}),
