@@ -145,6 +145,19 @@ def label_switch_overrides(value: dict[str, bool] | None) -> None:
 
 
 # Fields an ablation preset may set, and their value when neither the preset nor the caller sets them.
+def apply_preset_value(config: PreTrainedConfig, preset: str, key: str, value: Any, rows: str) -> None:
+    """Set field `key` to a preset's `value` (the preset named by field `preset`, a row of `rows`) unless the caller
+    gave another: a field left at its default (None for the preset-controlled ones) holds no choice, one set to
+    something else contradicts the preset and gets one error naming both."""
+    given = getattr(config, key)
+    if given != type(config).__dataclass_fields__[key].default and given != value:
+        raise ValueError(
+            f"{preset}={getattr(config, preset.rpartition('.')[2])!r} sets {key}={value!r}, but {key}={given!r} was "
+            f"given; drop one of the two (the preset names {rows})."
+        )
+    setattr(config, key, value)
+
+
 PRESET_FIELD_DEFAULTS: dict[str, Any] = {"use_absolute_position_embeddings": False, "use_relative_labels": True}
 
 
@@ -272,7 +285,6 @@ class GesaConfig(PreTrainedConfig):
         explicit_switches = dict(self.label_switches or {})
         switches = {**DEFAULT_LABEL_SWITCHES, **explicit_switches}
         preset = ABLATION_PRESETS[self.ablation] if self.ablation is not None else {}
-        fields = type(self).__dataclass_fields__
         for key, value in preset.items():
             if key == "label_switches":
                 for name, on in value.items():
@@ -283,14 +295,7 @@ class GesaConfig(PreTrainedConfig):
                         )
                     switches[name] = on
                 continue
-            given = getattr(self, key)
-            # an unset field holds its default (None for the preset-controlled ones): only a set one can contradict
-            if given != fields[key].default and given != value:
-                raise ValueError(
-                    f"GesaConfig.ablation={self.ablation!r} sets {key}={value!r}, but {key}={given!r} was given; "
-                    "drop one of the two (the preset names a row of the paper's tables)."
-                )
-            setattr(self, key, value)
+            apply_preset_value(self, "GesaConfig.ablation", key, value, "a row of the paper's tables")
         for key, default in PRESET_FIELD_DEFAULTS.items():
             if getattr(self, key) is None:
                 setattr(self, key, default)

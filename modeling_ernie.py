@@ -480,6 +480,13 @@ class DenoisingEntityHead:
         return outputs.last_hidden_state
 
 
+class ErnieDeaInputs(ErnieInputs, total=False):
+    """The dEA head's own inputs over ERNIE's."""
+
+    dea_candidate_ids: torch.LongTensor | None
+    dea_labels: torch.LongTensor | None
+
+
 @dataclass
 class ErnieDeaOutput(ModelOutput):
     """
@@ -492,13 +499,6 @@ class ErnieDeaOutput(ModelOutput):
     loss: torch.FloatTensor | None = None
     logits: torch.FloatTensor | None = None
     last_hidden_state: torch.FloatTensor | None = None
-
-
-class ErnieDeaInputs(ErnieInputs, total=False):
-    """The dEA head's own inputs over ERNIE's."""
-
-    dea_candidate_ids: torch.LongTensor | None
-    dea_labels: torch.LongTensor | None
 
 
 class ErnieForDenoisingEntityAutoencoder(DenoisingEntityHead, ErniePreTrainedModel, GesaHeadBase):

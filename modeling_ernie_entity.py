@@ -67,6 +67,15 @@ class ErnieForEntitySpanClassification(ErniePreTrainedModel, GesaForEntitySpanCl
     )
 
 
+class ErniePreTrainingInputs(ErnieInputs, total=False):
+    """ERNIE pre-training's own inputs over ERNIE's: MLM, dEA and NSP labels."""
+
+    labels: torch.LongTensor | None
+    dea_candidate_ids: torch.LongTensor | None
+    dea_labels: torch.LongTensor | None
+    next_sentence_label: torch.LongTensor | None
+
+
 @dataclass
 class ErniePreTrainingOutput(ModelOutput):
     """
@@ -86,15 +95,6 @@ class ErniePreTrainingOutput(ModelOutput):
     logits: torch.FloatTensor | None = None
     dea_logits: torch.FloatTensor | None = None
     nsp_logits: torch.FloatTensor | None = None
-
-
-class ErniePreTrainingInputs(ErnieInputs, total=False):
-    """ERNIE pre-training's own inputs over ERNIE's: MLM, dEA and NSP labels."""
-
-    labels: torch.LongTensor | None
-    dea_candidate_ids: torch.LongTensor | None
-    dea_labels: torch.LongTensor | None
-    next_sentence_label: torch.LongTensor | None
 
 
 class ErnieForPreTraining(MaskedLmNspHeads, DenoisingEntityHead, ErniePreTrainedModel, GesaEntityHeadBase):

@@ -114,6 +114,13 @@ def linking_accuracy_counts(
     return {name: float((picked[:, 0] == target).sum()) for name, picked in hits.items()}, int(rows.numel())
 
 
+class KarPreTrainingInputs(GesaInputs, total=False):
+    """KAR pre-training's own inputs: the MLM and NSP labels."""
+
+    labels: torch.LongTensor | None
+    next_sentence_label: torch.LongTensor | None
+
+
 @dataclass
 class KarPreTrainingOutput(ModelOutput):
     """
@@ -133,13 +140,6 @@ class KarPreTrainingOutput(ModelOutput):
     logits: torch.FloatTensor | None = None
     nsp_logits: torch.FloatTensor | None = None
     linking_scores: torch.FloatTensor | None = None
-
-
-class KarPreTrainingInputs(GesaInputs, total=False):
-    """KAR pre-training's own inputs: the MLM and NSP labels."""
-
-    labels: torch.LongTensor | None
-    next_sentence_label: torch.LongTensor | None
 
 
 class KarForPreTraining(MaskedLmNspHeads, KarPreTrainedModel, GesaEntityHeadBase):
