@@ -158,6 +158,21 @@ def apply_preset_value(config: PreTrainedConfig, preset: str, key: str, value: A
     setattr(config, key, value)
 
 
+def check_layer_count(config: PreTrainedConfig, owner: str, name: str, why: str = "") -> None:
+    """Field `name` counts or indexes backbone layers: it must lie in `[0, num_hidden_layers]`."""
+    value, layers = getattr(config, name), config.num_hidden_layers
+    if not 0 <= value <= layers:
+        raise ValueError(f"{owner}.{name}={value} must be in [0, num_hidden_layers={layers}]{why}.")
+
+
+def check_heads_divide(config: PreTrainedConfig, owner: str, size: str, heads: str, why: str = "") -> None:
+    """Field `size` is split over field `heads` attention heads: it must be a multiple of it."""
+    if getattr(config, size) % getattr(config, heads) != 0:
+        raise ValueError(
+            f"{owner}.{size}={getattr(config, size)} must be a multiple of {heads}={getattr(config, heads)}{why}."
+        )
+
+
 PRESET_FIELD_DEFAULTS: dict[str, Any] = {"use_absolute_position_embeddings": False, "use_relative_labels": True}
 
 
@@ -307,11 +322,7 @@ class GesaConfig(PreTrainedConfig):
 
     def validate_gesa(self) -> None:
         """Combinations of fields the model cannot run with (run by `strict` after construction and on save)."""
-        if self.hidden_size % self.num_attention_heads != 0:
-            raise ValueError(
-                f"GesaConfig.hidden_size={self.hidden_size} must be a multiple of "
-                f"num_attention_heads={self.num_attention_heads}."
-            )
+        check_heads_divide(self, "GesaConfig", "hidden_size", "num_attention_heads")
         if self.use_absolute_position_embeddings and self.max_position_embeddings <= (self.pad_token_id or 0) + 1:
             raise ValueError(
                 "GesaConfig.max_position_embeddings must exceed pad_token_id + 1 when "
