@@ -49,7 +49,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
-from .checks_gesa import check_kb_ids, check_shape
+from .checks_gesa import check_kb_ids, check_shape, pop_inputs
 from .configuration_variants import ErnieConfig
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
@@ -174,6 +174,13 @@ class ErniePreTrainedModel(KnowledgePreTrainedModel):
     knowledge_inputs = "ernie"
 
 
+class ErnieInputs(GesaInputs, total=False):
+    """ERNIE's knowledge inputs: the aligned KB entities and the word each aligns to."""
+
+    ernie_entity_ids: torch.LongTensor | None
+    ernie_entity_positions: torch.LongTensor | None
+
+
 class ErnieModel(ErniePreTrainedModel, GesaModel):
     """GESA's encoder whose top `ernie_num_fusion_layers` layers fuse a knowledge-entity stream into the words.
 
@@ -240,16 +247,10 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
                 raise ValueError("ernie_entity_positions: two entities are aligned to the same word; align each once.")
         return ernie_entity_ids, real, ernie_entity_positions.clamp(min=0)
 
-    @with_inputs_of(GesaModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        ernie_entity_ids: torch.LongTensor | None = None,
-        ernie_entity_positions: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> ErnieModelOutput:
+    @with_inputs_of(GesaModel.forward, own=ErnieInputs)
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[ErnieInputs]) -> ErnieModelOutput:
         """Encode words `(B, L)`, LUKE entities `(B, E)` (GESA's inputs, `kwargs`) and knowledge entities `(B, N)`."""
+        ernie_entity_ids, ernie_entity_positions = pop_inputs(kwargs, ErnieInputs)
         knowledge_inputs = {"ernie_entity_ids": ernie_entity_ids, "ernie_entity_positions": ernie_entity_positions}
         return super().forward(input_ids, variant_inputs=knowledge_inputs, **kwargs)
 
@@ -479,6 +480,13 @@ class DenoisingEntityHead:
         return outputs.last_hidden_state
 
 
+class ErnieDeaInputs(ErnieInputs, total=False):
+    """The dEA head's own inputs over ERNIE's."""
+
+    dea_candidate_ids: torch.LongTensor | None
+    dea_labels: torch.LongTensor | None
+
+
 @dataclass
 class ErnieDeaOutput(ModelOutput):
     """
@@ -505,19 +513,11 @@ class ErnieForDenoisingEntityAutoencoder(DenoisingEntityHead, ErniePreTrainedMod
         self.post_init()
 
     @can_return_tuple
-    @with_inputs_of(ErnieModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        ernie_entity_ids: torch.LongTensor | None = None,
-        ernie_entity_positions: torch.LongTensor | None = None,
-        dea_candidate_ids: torch.LongTensor | None = None,
-        dea_labels: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> ErnieDeaOutput:
+    @with_inputs_of(ErnieModel.forward, own=ErnieDeaInputs)
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[ErnieDeaInputs]) -> ErnieDeaOutput:
         """`dea_candidate_ids` `(B, N)` (default: `ernie_entity_ids`) and `dea_labels` `(B, L)` as returned by
         `corrupt_entity_alignments`. Other inputs: `ErnieModel`'s."""
+        ernie_entity_ids, ernie_entity_positions, dea_candidate_ids, dea_labels = pop_inputs(kwargs, ErnieDeaInputs)
         words = self.ernie_word_states(input_ids, ernie_entity_ids, ernie_entity_positions, kwargs)
         candidates = dea_candidate_ids if dea_candidate_ids is not None else ernie_entity_ids
         if candidates is None:

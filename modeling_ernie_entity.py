@@ -31,9 +31,10 @@ import torch
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
+from .checks_gesa import pop_inputs
 from .loading_gesa import PipelineSpec
-from .modeling_ernie import DenoisingEntityHead, ErnieModel, ErniePreTrainedModel, dea_accuracy_counts
-from .modeling_gesa import GesaInputs, with_inputs_of
+from .modeling_ernie import DenoisingEntityHead, ErnieInputs, ErnieModel, ErniePreTrainedModel, dea_accuracy_counts
+from .modeling_gesa import with_inputs_of
 from .modeling_gesa_entity import (
     GesaEntityHeadBase,
     GesaForEntityClassification,
@@ -64,6 +65,15 @@ class ErnieForEntitySpanClassification(ErniePreTrainedModel, GesaForEntitySpanCl
     pipeline = PipelineSpec(
         "entity-span-classification", "pipeline_entity_kb.KnowledgeEntitySpanClassificationPipeline"
     )
+
+
+class ErniePreTrainingInputs(ErnieInputs, total=False):
+    """ERNIE pre-training's own inputs over ERNIE's: MLM, dEA and NSP labels."""
+
+    labels: torch.LongTensor | None
+    dea_candidate_ids: torch.LongTensor | None
+    dea_labels: torch.LongTensor | None
+    next_sentence_label: torch.LongTensor | None
 
 
 @dataclass
@@ -105,23 +115,17 @@ class ErnieForPreTraining(MaskedLmNspHeads, DenoisingEntityHead, ErniePreTrained
         self.post_init()
 
     @can_return_tuple
-    @with_inputs_of(ErnieModel.forward)
+    @with_inputs_of(ErnieModel.forward, own=ErniePreTrainingInputs)
     def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        ernie_entity_ids: torch.LongTensor | None = None,
-        ernie_entity_positions: torch.LongTensor | None = None,
-        labels: torch.LongTensor | None = None,
-        dea_candidate_ids: torch.LongTensor | None = None,
-        dea_labels: torch.LongTensor | None = None,
-        next_sentence_label: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
+        self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[ErniePreTrainingInputs]
     ) -> ErniePreTrainingOutput:
         """`labels` `(B, L)` word ids at masked words (-100 elsewhere); `dea_candidate_ids` `(B, N)` (default:
         `ernie_entity_ids`) and `dea_labels` `(B, L)` as `modeling_ernie.corrupt_entity_alignments` returns them;
         `next_sentence_label` `(B,)`: 0 when the pair's second sentence follows the first, 1 when it is a random one
         (BERT's convention; -100 ignored)."""
+        ernie_entity_ids, ernie_entity_positions, labels, dea_candidate_ids, dea_labels, next_sentence_label = (
+            pop_inputs(kwargs, ErniePreTrainingInputs)
+        )
         words = self.ernie_word_states(input_ids, ernie_entity_ids, ernie_entity_positions, kwargs)
         logits, mlm_loss, nsp_logits, nsp_loss = self.masked_lm_and_nsp(words, labels, next_sentence_label)
         dea_loss = dea_logits = None

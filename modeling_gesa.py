@@ -47,6 +47,7 @@ from .checks_gesa import (
     check_unknown_inputs,
     inputs_already_checked,
     inputs_checked_by_head,
+    pop_inputs,
     refuse_span_positions,
     with_inputs_of,
 )
@@ -836,6 +837,15 @@ class GesaEntitySpanQAOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
+class GesaCandidateInputs(GesaInputs, total=False):
+    """A candidate-scoring head's own inputs: `labels` `(B, E)` in {0, 1}; `start_positions` / `end_positions`,
+    what extractive-QA code sends, only to be refused."""
+
+    labels: torch.Tensor | None
+    start_positions: torch.LongTensor | None
+    end_positions: torch.LongTensor | None
+
+
 class GesaForEntitySpanQA(GesaHeadBase):
     """Cloze-style QA (ReCoRD): `logit_e = w . dropout([y_PLC ; y_e]) + b` for every candidate entity e.
 
@@ -860,22 +870,15 @@ class GesaForEntitySpanQA(GesaHeadBase):
         self.post_init()
 
     @can_return_tuple
-    @with_inputs_of(GesaModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        labels: torch.Tensor | None = None,
-        start_positions: torch.LongTensor | None = None,
-        end_positions: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> ModelOutput:
+    @with_inputs_of(GesaModel.forward, own=GesaCandidateInputs)
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaCandidateInputs]) -> ModelOutput:
         """Score candidates: `logits` `(B, E)`; `labels` `(B, E)` in {0, 1} gives the BCE `loss`.
 
         Takes every input of the base model (`kwargs`; README "Model inputs", a variant's own inputs too).
         `start_positions` / `end_positions` (what extractive-QA code sends) are refused with a pointer to what this
         head takes.
         """
+        labels, start_positions, end_positions = pop_inputs(kwargs, GesaCandidateInputs)
         refuse_span_positions(self, start_positions, end_positions)
         missing = [name for name in self.required_inputs if kwargs.get(name) is None]
         if missing:

@@ -40,7 +40,7 @@ from transformers.models.luke.modeling_luke import (
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple, logging
 
-from .checks_gesa import IGNORE_INDEX, check_binary_targets, check_class_labels, ignored_loss
+from .checks_gesa import IGNORE_INDEX, check_binary_targets, check_class_labels, ignored_loss, pop_inputs
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
     GesaHeadBase,
@@ -247,24 +247,27 @@ class GesaEntityClassifierHead(GesaEntityHeadBase):
         return self.output_class(loss=loss, logits=logits, **_passed(outputs))
 
 
+class GesaMarkedEntityInputs(GesaInputs, total=False):
+    """The typing and pair heads' own inputs: `labels` and the opening markers' `marker_positions`."""
+
+    labels: torch.Tensor | None
+    marker_positions: torch.LongTensor | None
+
+
 class GesaMarkedEntityClassifierHead(GesaEntityClassifierHead):
     """The typing and the pair head: the classifier on the first `min_entities` entities' final states side by side,
     or with `marker_positions` on the word states of their mentions' opening markers."""
 
     @can_return_tuple
-    @with_inputs_of(GesaModel.forward)
+    @with_inputs_of(GesaModel.forward, own=GesaMarkedEntityInputs)
     def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        labels: torch.Tensor | None = None,
-        marker_positions: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
+        self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaMarkedEntityInputs]
     ) -> ModelOutput:
         """`logits` `(B, num_labels)`; `labels` as in the LUKE head (`luke_class_name`): class indices `(B,)` or
         multi-label 0/1 targets `(B, num_labels)`; `marker_positions` `(B, min_entities)`: read the word states of the
         mentions' opening markers instead (ERNIE/KnowBERT inputs, `processing_entity_markers`). Other inputs: the
         encoder's."""
+        labels, marker_positions = pop_inputs(kwargs, GesaMarkedEntityInputs)
         outputs = self.encode(input_ids, kwargs)
         states = marked_states(outputs, marker_positions, self.min_entities)
         return self.classify(states[:, : self.min_entities].flatten(1), labels, outputs, 1)
@@ -292,6 +295,14 @@ class GesaForEntityPairClassification(GesaMarkedEntityClassifierHead):
     output_class = EntityPairClassificationOutput
 
 
+class GesaEntitySpanInputs(GesaInputs, total=False):
+    """The span head's own inputs: each span's first / last word index and `labels`."""
+
+    entity_start_positions: torch.LongTensor | None
+    entity_end_positions: torch.LongTensor | None
+    labels: torch.Tensor | None
+
+
 class GesaForEntitySpanClassification(GesaEntityClassifierHead):
     """NER over candidate spans (CoNLL-2003): for every span entity, `logits = W . dropout([h_start ; h_end ; e])`
     from its first and last word states and its entity state (LUKE's head)."""
@@ -303,18 +314,13 @@ class GesaForEntitySpanClassification(GesaEntityClassifierHead):
     output_class = EntitySpanClassificationOutput
 
     @can_return_tuple
-    @with_inputs_of(GesaModel.forward)
+    @with_inputs_of(GesaModel.forward, own=GesaEntitySpanInputs)
     def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        entity_start_positions: torch.LongTensor | None = None,
-        entity_end_positions: torch.LongTensor | None = None,
-        labels: torch.Tensor | None = None,
-        **kwargs: Unpack[GesaInputs],
+        self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaEntitySpanInputs]
     ) -> EntitySpanClassificationOutput:
         """`entity_start_positions` / `entity_end_positions` `(B, E)`: each span's first and last word index;
         `logits` `(B, E, num_labels)`; `labels` `(B, E)` class indices (-100 ignored) or `(B, E, num_labels)` 0/1."""
+        entity_start_positions, entity_end_positions, labels = pop_inputs(kwargs, GesaEntitySpanInputs)
         outputs = self.encode(input_ids, kwargs)
         words = outputs.last_hidden_state
         entity_shape = tuple(kwargs["entity_ids"].shape)
@@ -337,6 +343,13 @@ class GesaForEntitySpanClassification(GesaEntityClassifierHead):
         start = torch.gather(words, -2, entity_start_positions.to(words.device).unsqueeze(-1).expand(-1, -1, hidden))
         end = torch.gather(words, -2, entity_end_positions.to(words.device).unsqueeze(-1).expand(-1, -1, hidden))
         return self.classify(torch.cat([start, end, outputs.entity_last_hidden_state], dim=2), labels, outputs, 2)
+
+
+class GesaMaskedLMInputs(GesaInputs, total=False):
+    """The masked-LM head's own inputs: masked word and entity ids."""
+
+    labels: torch.LongTensor | None
+    entity_labels: torch.LongTensor | None
 
 
 class GesaForMaskedLM(GesaEntityHeadBase):
@@ -369,17 +382,13 @@ class GesaForMaskedLM(GesaEntityHeadBase):
         return self.gesa(input_ids, **kwargs, return_dict=True)
 
     @can_return_tuple
-    @with_inputs_of(GesaModel.forward)
+    @with_inputs_of(GesaModel.forward, own=GesaMaskedLMInputs)
     def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        labels: torch.LongTensor | None = None,
-        entity_labels: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
+        self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaMaskedLMInputs]
     ) -> LukeMaskedLMOutput:
         """`labels` `(B, L)` word ids at masked words (-100 elsewhere), `entity_labels` `(B, E)` entity ids at masked
         entities (-100 elsewhere). Other inputs: the encoder's."""
+        labels, entity_labels = pop_inputs(kwargs, GesaMaskedLMInputs)
         outputs = self.encode(input_ids, kwargs)
         logits = self.lm_head(outputs.last_hidden_state)
         mep_loss = entity_logits = None

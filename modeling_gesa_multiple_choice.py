@@ -49,7 +49,7 @@ from torch import nn
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
-from .checks_gesa import IGNORE_INDEX
+from .checks_gesa import IGNORE_INDEX, pop_inputs
 from .configuration_gesa import GesaConfig
 from .loading_gesa import PipelineSpec
 from .modeling_candidate_output import Scorer, candidate_choice_loss, entity_choice_logits
@@ -160,6 +160,15 @@ def check_choice_head(named: str, names: Iterable[str], where: str) -> None:
         )
 
 
+class GesaChoiceInputs(GesaInputs, total=False):
+    """The choice head's own inputs: the candidates' `candidate_entity_mask`, the answer index `labels`, and the span positions it refuses."""
+
+    candidate_entity_mask: torch.Tensor | None
+    labels: torch.LongTensor | None
+    start_positions: torch.LongTensor | None
+    end_positions: torch.LongTensor | None
+
+
 class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
     """Multiple choice over candidate entities (WikiHop), on GESA (or LUKE with `ablation="luke"`).
 
@@ -191,21 +200,13 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
         return (model, info) if wants_info else model
 
     @can_return_tuple
-    @with_inputs_of(GesaModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        candidate_entity_mask: torch.Tensor | None = None,
-        labels: torch.LongTensor | None = None,
-        start_positions: torch.LongTensor | None = None,
-        end_positions: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> ModelOutput:
+    @with_inputs_of(GesaModel.forward, own=GesaChoiceInputs)
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaChoiceInputs]) -> ModelOutput:
         """Score the candidate entities: `logits` `(B, E)`; `labels` `(B,)` (answer entity index) gives the loss.
 
         Takes every input of the base model (`kwargs`, README "Model inputs") and `candidate_entity_mask` `(B, E)`.
         """
+        candidate_entity_mask, labels, start_positions, end_positions = pop_inputs(kwargs, GesaChoiceInputs)
         refuse_span_positions(self, start_positions, end_positions)
         check_choice_inputs(labels, candidate_entity_mask, kwargs.get("entity_ids"))
         outputs = self.run_base_model(input_ids, None, kwargs)

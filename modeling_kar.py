@@ -47,7 +47,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput
 
-from .checks_gesa import KAR_NULL_CANDIDATE, check_kar_inputs
+from .checks_gesa import KAR_NULL_CANDIDATE, check_kar_inputs, pop_inputs
 from .configuration_variants import KarConfig
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
@@ -275,6 +275,15 @@ class KarPreTrainedModel(KnowledgePreTrainedModel):
                 init.zeros_(module.kg_to_bert.bias)
 
 
+class KarInputs(GesaInputs, total=False):
+    """KAR's inputs: the mention spans, their KB candidates and priors, and the gold candidate for the linking loss."""
+
+    kar_mention_spans: torch.LongTensor | None
+    kar_candidate_ids: torch.LongTensor | None
+    kar_candidate_priors: torch.Tensor | None
+    kar_gold_candidates: torch.LongTensor | None
+
+
 class KarModel(KarPreTrainedModel, GesaModel):
     """GESA's encoder with the KAR block after layer `kar_layer`.
 
@@ -354,19 +363,11 @@ class KarModel(KarPreTrainedModel, GesaModel):
         spans = torch.stack([start, end], dim=-1)
         return torch.where(real[..., None], spans, torch.full_like(spans, -1))
 
-    @with_inputs_of(GesaModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        kar_mention_spans: torch.LongTensor | None = None,
-        kar_candidate_ids: torch.LongTensor | None = None,
-        kar_candidate_priors: torch.Tensor | None = None,
-        kar_gold_candidates: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> KarModelOutput:
+    @with_inputs_of(GesaModel.forward, own=KarInputs)
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[KarInputs]) -> KarModelOutput:
         """Encode words `(B, L)` and entities `(B, E)` (GESA's inputs, `kwargs`) with the KAR block after layer
         `kar_layer`; the KAR inputs are described in the module docstring and the KAR model card."""
+        kar_mention_spans, kar_candidate_ids, kar_candidate_priors, kar_gold_candidates = pop_inputs(kwargs, KarInputs)
         kar_inputs = {
             "kar_mention_spans": kar_mention_spans,
             "kar_candidate_ids": kar_candidate_ids,
