@@ -31,15 +31,23 @@ They return the context `(B, P, H, d)` and the probabilities `(B, H, P, P)` (`"e
   on the host).
 - `"gesa_windowed"` (`kernel_windowed_gesa`): `attention_window` at a cost linear in length.
 - `"flex_attention"` (`kernel_flex_gesa`): FlexAttention with the label terms in a `score_mod`; no attention dropout.
-The label terms `q . r_label` the bias, windowed and flex kernels read come from `labels_gesa.label_terms` on the
-module's label table; a structure built by hand in dense form (`AttentionStructure(allowed, labels, L)`, no per-token
-form for the kernels) is computed by the reference whatever the implementation.
+
+All six are one path (`attention_function`): the structure and the mask checked, the kernel picked, its refusals,
+the queries scaled once, the module's label table read and handed over as tensors; what differs per kernel family is
+a row of `KERNEL_FAMILIES`. The label terms `q . r_label` the bias, windowed and flex kernels read come from
+`labels_gesa.label_terms` on the module's label table (the fused kernel computes its own from the table); a structure
+built by hand in dense form (`AttentionStructure(allowed, labels, L)`, no per-token form for the kernels) is computed
+by the reference whatever the implementation.
 
 Flat module: copied next to every saved checkpoint with `modeling_gesa`; it imports torch, transformers and its
 siblings `structure_gesa`, `labels_gesa`, `attention_reference_gesa` and the `kernel_*_gesa` modules only.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
 import torch
 from transformers.modeling_utils import AttentionInterface
@@ -50,8 +58,84 @@ from .kernel_common_gesa import is_tracing
 from .kernel_flex_gesa import flex_label_attention
 from .kernel_fused_gesa import fused_attention
 from .kernel_windowed_gesa import windowed_attention
-from .labels_gesa import LabelTerms, label_terms
-from .structure_gesa import AttentionStructure
+from .labels_gesa import label_terms
+from .structure_gesa import AttentionStructure, TokenStructure
+
+AttentionFunction = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
+
+
+def _dense_only(tokens: TokenStructure, dropout: float) -> str | None:
+    if tokens.attention_window is None:
+        return None
+    return (
+        f"computes dense attention but config.attention_window={tokens.attention_window} is set; use "
+        "'gesa_windowed' (or 'sdpa', which picks it)."
+    )
+
+
+def _window_needed(tokens: TokenStructure, dropout: float) -> str | None:
+    if tokens.attention_window is not None:
+        return None
+    return "needs config.attention_window; without one use 'sdpa' or 'gesa_fused'."
+
+
+def _no_dropout(tokens: TokenStructure, dropout: float) -> str | None:
+    if dropout == 0:
+        return None
+    return (
+        "has no attention dropout (FlexAttention applies none): set attention_probs_dropout_prob=0.0, call "
+        "model.eval(), or use 'sdpa' / 'eager' for training with it."
+    )
+
+
+def _accepted(tokens: TokenStructure, dropout: float) -> str | None:
+    return None
+
+
+def _the_table(table: torch.Tensor, *_) -> torch.Tensor:
+    """The label table itself: the fused kernel computes each block's label terms in the block."""
+    return table
+
+
+@dataclass(frozen=True)
+class KernelFamily:
+    """What differs between GESA's kernel-backed attention functions; the rest is `attention_function`'s one path.
+
+    Args:
+        kernel: `(q_to_word, q_to_entity, key, value, labels, tokens, word_length, dropout_p)` -> the context
+            `(B, H, P, d)`, queries scaled; `labels` what `labels` below made of the label table, or None (no label
+            terms).
+        labels: `(table, q_to_word, q_to_entity, tokens, word_length)` -> what the kernel reads of the module's
+            label table `(labels, d)`: the terms `labels_gesa.label_terms` (the bias and flex kernels; the windowed
+            one with the e2w / w2e terms spread by broadcast on CPU) or the table itself (the fused kernel).
+        refusal: `(tokens, dropout)` -> what this kernel cannot compute, said after "attn_implementation='...'",
+            or None.
+        traced_as: the implementation run instead under `torch.compile` / `torch.export` (a kernel whose plan is
+            read on the host), or None.
+    """
+
+    kernel: Callable[..., torch.Tensor]
+    labels: Callable[..., object] = label_terms
+    refusal: Callable[[TokenStructure, float], str | None] = _accepted
+    traced_as: str | None = None
+
+
+KERNEL_FAMILIES = {
+    "gesa_bias": KernelFamily(bias_attention),
+    "gesa_fused": KernelFamily(fused_attention, _the_table, _dense_only, traced_as="gesa_bias"),
+    "gesa_windowed": KernelFamily(
+        windowed_attention, partial(label_terms, spread=True), _window_needed, traced_as="gesa_bias"
+    ),
+    "flex_attention": KernelFamily(flex_label_attention, refusal=_no_dropout),
+}
+
+
+def sdpa_kernel(structure: AttentionStructure, device: torch.device) -> str:
+    """The kernel behind GESA's `"sdpa"`, like SDPA's own choice by device: `"gesa_windowed"` with
+    `attention_window`, `"gesa_fused"` on CPU, `"gesa_bias"` (one `scaled_dot_product_attention` call) elsewhere."""
+    if structure.tokens.attention_window is not None:
+        return "gesa_windowed"
+    return "gesa_fused" if device.type == "cpu" else "gesa_bias"
 
 
 def _checked_structure(
@@ -81,217 +165,86 @@ def _scaled_queries(
     return q_word, q_word if shared else entity_query * scaling
 
 
-def _label_terms(
-    module: torch.nn.Module,
-    q_word: torch.Tensor,
-    q_entity: torch.Tensor,
-    structure: AttentionStructure,
-    spread: bool = False,
-) -> LabelTerms | None:
-    """The label terms from the module's label table, or None without labels (`spread`: `label_terms`'s, for the
-    windowed kernel, whose plan reads the host anyway)."""
-    table = _weight(module.label_embeddings)
-    if not structure.tokens.use_labels or table is None:
-        return None
-    return label_terms(table, q_word, q_entity, structure.tokens, structure.word_length, spread=spread)
+def attention_function(implementation: str, doc: str) -> AttentionFunction:
+    """GESA's transformers attention function `implementation` (`"eager"`, `"sdpa"` or a `KERNEL_FAMILIES` key)."""
+
+    def attention_forward(
+        module: torch.nn.Module,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        scaling: float,
+        dropout: float = 0.0,
+        *,
+        structure: AttentionStructure | None = None,
+        entity_query: torch.Tensor | None = None,
+        **kwargs,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        structure = _checked_structure(attention_mask, structure, implementation)
+        tokens, word_length = structure.tokens, structure.word_length
+        if implementation == "eager" or tokens is None:
+            # Eq. 1 over the dense labels; a structure built by hand in dense form has no per-token form
+            context, probs = reference_attention(
+                query,
+                query if entity_query is None else entity_query,
+                key,
+                value,
+                structure.allowed,
+                structure.labels,
+                word_length,
+                scaling,
+                dropout,
+                table=_weight(module.label_embeddings),
+                value_table=_weight(module.value_label_embeddings),
+            )
+            return context.transpose(1, 2).contiguous(), probs if implementation == "eager" else None
+        chosen = sdpa_kernel(structure, query.device) if implementation == "sdpa" else implementation
+        family = KERNEL_FAMILIES[chosen]
+        refusal = family.refusal(tokens, dropout)
+        if refusal is not None:
+            raise ValueError(f"attn_implementation='{chosen}' {refusal}")
+        if family.traced_as is not None and is_tracing():
+            family = KERNEL_FAMILIES[family.traced_as]
+        q_word, q_entity = _scaled_queries(query, entity_query, scaling)
+        table = _weight(module.label_embeddings) if tokens.use_labels else None
+        labels = None if table is None else family.labels(table, q_word, q_entity, tokens, word_length)
+        context = family.kernel(q_word, q_entity, key, value, labels, tokens, word_length, dropout)
+        return context.transpose(1, 2), None
+
+    name = implementation.removeprefix("gesa_").removesuffix("_attention")
+    attention_forward.__name__ = attention_forward.__qualname__ = f"{name}_attention_forward"
+    attention_forward.__doc__ = doc
+    return attention_forward
 
 
-def eager_attention_forward(
-    module: torch.nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float,
-    dropout: float = 0.0,
-    *,
-    structure: AttentionStructure | None = None,
-    entity_query: torch.Tensor | None = None,
-    **kwargs,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """`"eager"`: Eq. 1 by `reference_attention` over the dense labels, with the probabilities (after dropout)."""
-    structure = _checked_structure(attention_mask, structure, "eager")
-    context, probs = reference_attention(
-        query,
-        query if entity_query is None else entity_query,
-        key,
-        value,
-        structure.allowed,
-        structure.labels,
-        structure.word_length,
-        scaling,
-        dropout,
-        table=_weight(module.label_embeddings),
-        value_table=_weight(module.value_label_embeddings),
-    )
-    return context.transpose(1, 2).contiguous(), probs
-
-
-def _by_hand(
-    module: torch.nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    structure: AttentionStructure,
-    scaling: float,
-    dropout: float,
-    entity_query: torch.Tensor | None,
-) -> tuple[torch.Tensor, None]:
-    """A structure built by hand in dense form has no per-token form for the kernels: the reference computes it."""
-    context, _ = eager_attention_forward(
-        module, query, key, value, None, scaling, dropout, structure=structure, entity_query=entity_query
-    )
-    return context, None
-
-
-def sdpa_kernel(structure: AttentionStructure, device: torch.device) -> str:
-    """The kernel behind GESA's `"sdpa"`, like SDPA's own choice by device: `"gesa_windowed"` with
-    `attention_window`, `"gesa_fused"` on CPU, `"gesa_bias"` (one `scaled_dot_product_attention` call) elsewhere."""
-    if structure.tokens.attention_window is not None:
-        return "gesa_windowed"
-    return "gesa_fused" if device.type == "cpu" else "gesa_bias"
-
-
-def sdpa_attention_forward(
-    module: torch.nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float,
-    dropout: float = 0.0,
-    *,
-    structure: AttentionStructure | None = None,
-    entity_query: torch.Tensor | None = None,
-    **kwargs,
-) -> tuple[torch.Tensor, None]:
-    """GESA's `"sdpa"`: the fastest kernel without probabilities for these tensors (`sdpa_kernel`)."""
-    structure = _checked_structure(attention_mask, structure, "sdpa")
-    if structure.tokens is None:
-        return _by_hand(module, query, key, value, structure, scaling, dropout, entity_query)
-    kernel = ALL_ATTENTION_FUNCTIONS[sdpa_kernel(structure, query.device)]
-    return kernel(
-        module, query, key, value, None, scaling, dropout, structure=structure, entity_query=entity_query, **kwargs
-    )
-
-
-def bias_attention_forward(
-    module: torch.nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float,
-    dropout: float = 0.0,
-    *,
-    structure: AttentionStructure | None = None,
-    entity_query: torch.Tensor | None = None,
-    **kwargs,
-) -> tuple[torch.Tensor, None]:
-    """`"gesa_bias"`: label terms + padding (+ window) as one bias, one `scaled_dot_product_attention` call."""
-    structure = _checked_structure(attention_mask, structure, "gesa_bias")
-    if structure.tokens is None:
-        return _by_hand(module, query, key, value, structure, scaling, dropout, entity_query)
-    q_word, q_entity = _scaled_queries(query, entity_query, scaling)
-    terms = _label_terms(module, q_word, q_entity, structure)
-    context = bias_attention(q_word, q_entity, key, value, terms, structure.tokens, structure.word_length, dropout)
-    return context.transpose(1, 2), None
-
-
-def fused_attention_forward(
-    module: torch.nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float,
-    dropout: float = 0.0,
-    *,
-    structure: AttentionStructure | None = None,
-    entity_query: torch.Tensor | None = None,
-    **kwargs,
-) -> tuple[torch.Tensor, None]:
+eager_attention_forward = attention_function(
+    "eager",
+    """`"eager"`: Eq. 1 by `reference_attention` over the dense labels, with the probabilities (after dropout).""",
+)
+sdpa_attention_forward = attention_function(
+    "sdpa", """GESA's `"sdpa"`: the fastest kernel without probabilities for these tensors (`sdpa_kernel`)."""
+)
+bias_attention_forward = attention_function(
+    "gesa_bias",
+    """`"gesa_bias"`: label terms + padding (+ window) as one bias, one `scaled_dot_product_attention` call.""",
+)
+fused_attention_forward = attention_function(
+    "gesa_fused",
     """`"gesa_fused"`: the CPU kernel (`FusedAttention`). Its plan is read on the host, so under `torch.compile` /
-    `torch.export` it runs `"gesa_bias"` (the same numbers, one traceable graph)."""
-    structure = _checked_structure(attention_mask, structure, "gesa_fused")
-    if structure.tokens is None:
-        return _by_hand(module, query, key, value, structure, scaling, dropout, entity_query)
-    if is_tracing():
-        return bias_attention_forward(
-            module, query, key, value, None, scaling, dropout, structure=structure, entity_query=entity_query
-        )
-    tokens = structure.tokens
-    if tokens.attention_window is not None:
-        raise ValueError(
-            "attn_implementation='gesa_fused' computes dense attention but config.attention_window="
-            f"{tokens.attention_window} is set; use 'gesa_windowed' (or 'sdpa', which picks it)."
-        )
-    q_word, q_entity = _scaled_queries(query, entity_query, scaling)
-    table = _weight(module.label_embeddings) if tokens.use_labels else None
-    context = fused_attention(q_word, q_entity, key, value, table, tokens, structure.word_length, dropout)
-    return context.transpose(1, 2), None
-
-
-def windowed_attention_forward(
-    module: torch.nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float,
-    dropout: float = 0.0,
-    *,
-    structure: AttentionStructure | None = None,
-    entity_query: torch.Tensor | None = None,
-    **kwargs,
-) -> tuple[torch.Tensor, None]:
+    `torch.export` it runs `"gesa_bias"` (the same numbers, one traceable graph).""",
+)
+windowed_attention_forward = attention_function(
+    "gesa_windowed",
     """`"gesa_windowed"`: `attention_window` at a cost linear in length (`WindowedAttention`). Its plan is read on the
-    host, so under `torch.compile` / `torch.export` it runs `"gesa_bias"` with the window as a mask."""
-    structure = _checked_structure(attention_mask, structure, "gesa_windowed")
-    if structure.tokens is None:
-        return _by_hand(module, query, key, value, structure, scaling, dropout, entity_query)
-    if structure.tokens.attention_window is None:
-        raise ValueError(
-            "attn_implementation='gesa_windowed' needs config.attention_window; without one use 'sdpa' or 'gesa_fused'."
-        )
-    if is_tracing():
-        return bias_attention_forward(
-            module, query, key, value, None, scaling, dropout, structure=structure, entity_query=entity_query
-        )
-    q_word, q_entity = _scaled_queries(query, entity_query, scaling)
-    terms = _label_terms(module, q_word, q_entity, structure, spread=True)
-    context = windowed_attention(q_word, q_entity, key, value, terms, structure.tokens, structure.word_length, dropout)
-    return context.transpose(1, 2), None
-
-
-def flex_attention_forward(
-    module: torch.nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float,
-    dropout: float = 0.0,
-    *,
-    structure: AttentionStructure | None = None,
-    entity_query: torch.Tensor | None = None,
-    **kwargs,
-) -> tuple[torch.Tensor, None]:
+    host, so under `torch.compile` / `torch.export` it runs `"gesa_bias"` with the window as a mask.""",
+)
+flex_attention_forward = attention_function(
+    "flex_attention",
     """`"flex_attention"`: `flex_attention(q_to_word, k, v)` with the label terms and the entity-key correction in a
     `score_mod` and the padding / window as a `BlockMask` (`kernel_flex_gesa`): no `(B, H, P, P)` tensor.
-    FlexAttention has no dropout of the probabilities."""
-    structure = _checked_structure(attention_mask, structure, "flex_attention")
-    if structure.tokens is None:
-        return _by_hand(module, query, key, value, structure, scaling, dropout, entity_query)
-    if dropout > 0:
-        raise ValueError(
-            "attn_implementation='flex_attention' has no attention dropout (FlexAttention applies none): set "
-            "attention_probs_dropout_prob=0.0, call model.eval(), or use 'sdpa' / 'eager' for training with it."
-        )
-    q_word, q_entity = _scaled_queries(query, entity_query, scaling)
-    terms = _label_terms(module, q_word, q_entity, structure)
-    context = flex_label_attention(q_word, q_entity, key, value, terms, structure.tokens, structure.word_length)
-    return context.transpose(1, 2), None
+    FlexAttention has no dropout of the probabilities.""",
+)
 
 
 # GESA's own attention functions under their names (valid `attn_implementation` values for every model), and a local
@@ -303,8 +256,8 @@ AttentionInterface.register("gesa_windowed", windowed_attention_forward)
 ALL_ATTENTION_FUNCTIONS = AttentionInterface()
 ALL_ATTENTION_FUNCTIONS["sdpa"] = sdpa_attention_forward
 ALL_ATTENTION_FUNCTIONS["flex_attention"] = flex_attention_forward
-# this module's own kernels behind "sdpa" even when another copy of it (a checkpoint's, an older checkout's) registered
-# the global names since
+# and this module's own functions under GESA's names even when another copy of it (a checkpoint's, an older
+# checkout's) registered the global names since
 ALL_ATTENTION_FUNCTIONS["gesa_bias"] = bias_attention_forward
 ALL_ATTENTION_FUNCTIONS["gesa_fused"] = fused_attention_forward
 ALL_ATTENTION_FUNCTIONS["gesa_windowed"] = windowed_attention_forward

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -58,24 +58,49 @@ class GesaInputs(TransformersKwargs, total=False):
     inputs_embeds: torch.Tensor | None
 
 
-def with_inputs_of(*forwards: Callable) -> Callable[[Callable], Callable]:
+def own_inputs(inputs: type[Mapping[str, Any]]) -> dict[str, Any]:
+    """The inputs a `TypedDict` of a head's inputs adds to `GesaInputs` (its base), in declaration order, with their
+    annotations (as text under postponed evaluation)."""
+    return {
+        name: getattr(hint, "__forward_arg__", hint)
+        for name, hint in inputs.__annotations__.items()
+        if name not in GesaInputs.__annotations__
+    }
+
+
+def with_inputs_of(*forwards: Callable, own: type[Mapping[str, Any]] | None = None) -> Callable[[Callable], Callable]:
     """Decorator: the decorated `forward`'s signature also names the inputs of `forwards`, which reach it through
-    `**kwargs` (Trainer keeps the dataset columns a model's signature names; `help()` shows them)."""
+    `**kwargs` (Trainer keeps the dataset columns a model's signature names; `help()` shows them).
+
+    `own`: a `TypedDict` (over `GesaInputs`) of the inputs this forward adds (labels, a variant's knowledge inputs);
+    they come first after `input_ids`, keyword-only, default None, and the body reads them with `pop_inputs`. A
+    head thus declares only what differs from its base model's forward."""
 
     def decorate(forward: Callable) -> Callable:
         signature = inspect.signature(forward)
-        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        own_parameters = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hint)
+            for name, hint in (own_inputs(own) if own is not None else {}).items()
+        ]
+        parameters = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        own_parameters = parameters + own_parameters
         rest = [p for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
-        names = {p.name for p in own}
+        names = {p.name for p in own_parameters}
         for other in forwards:
             for p in inspect.signature(other).parameters.values():
                 if p.name not in names and p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                    own.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+                    own_parameters.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
                     names.add(p.name)
-        forward.__signature__ = signature.replace(parameters=own + rest)
+        forward.__signature__ = signature.replace(parameters=own_parameters + rest)
         return forward
 
     return decorate
+
+
+def pop_inputs(kwargs: dict[str, Any], own: type[Mapping[str, Any]]) -> list[Any]:
+    """Take a forward's `own` inputs (see `with_inputs_of`) out of its `kwargs`, in declaration order (None when not
+    given), leaving the base model's."""
+    return [kwargs.pop(name, None) for name in own_inputs(own)]
 
 
 def refuse_span_positions(model: nn.Module, start_positions: torch.Tensor | None, end_positions: torch.Tensor | None):

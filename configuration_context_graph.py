@@ -28,7 +28,7 @@ from typing import Any
 
 from huggingface_hub.dataclasses import strict, validated_field
 
-from .configuration_gesa import GesaConfig, activation, positive, probability
+from .configuration_gesa import GesaConfig, activation, apply_preset_value, positive, probability
 
 GNN_CORES = ("switch", "edge", "sage", "gat", "sdp")  # thesis 3.3.1
 GNN_ASYMMETRIES = ("none", "sage", "mlp")  # the innermost in-out asymmetry of 3.3.2 (composed: Gate(TUF(.)))
@@ -213,15 +213,8 @@ class ContextGraphConfig(GesaConfig):
     def _apply_graph_preset(self) -> None:
         if self.graph_preset is None:
             return
-        fields = type(self).__dataclass_fields__
         for key, value in CONTEXT_GRAPH_PRESETS[self.graph_preset].items():
-            given = getattr(self, key)
-            if given != fields[key].default and given != value:
-                raise ValueError(
-                    f"ContextGraphConfig.graph_preset={self.graph_preset!r} sets {key}={value!r}, but {key}={given!r} "
-                    "was given; drop one of the two (the preset names a row of the thesis's table 5.1)."
-                )
-            setattr(self, key, value)
+            apply_preset_value(self, "ContextGraphConfig.graph_preset", key, value, "a row of the thesis's table 5.1")
 
     def validate_context_graph(self) -> None:
         """Combinations the graph modules cannot run with (on construction and on assignment)."""

@@ -145,6 +145,34 @@ def label_switch_overrides(value: dict[str, bool] | None) -> None:
 
 
 # Fields an ablation preset may set, and their value when neither the preset nor the caller sets them.
+def apply_preset_value(config: PreTrainedConfig, preset: str, key: str, value: Any, rows: str) -> None:
+    """Set field `key` to a preset's `value` (the preset named by field `preset`, a row of `rows`) unless the caller
+    gave another: a field left at its default (None for the preset-controlled ones) holds no choice, one set to
+    something else contradicts the preset and gets one error naming both."""
+    given = getattr(config, key)
+    if given != type(config).__dataclass_fields__[key].default and given != value:
+        raise ValueError(
+            f"{preset}={getattr(config, preset.rpartition('.')[2])!r} sets {key}={value!r}, but {key}={given!r} was "
+            f"given; drop one of the two (the preset names {rows})."
+        )
+    setattr(config, key, value)
+
+
+def check_layer_count(config: PreTrainedConfig, owner: str, name: str, why: str = "") -> None:
+    """Field `name` counts or indexes backbone layers: it must lie in `[0, num_hidden_layers]`."""
+    value, layers = getattr(config, name), config.num_hidden_layers
+    if not 0 <= value <= layers:
+        raise ValueError(f"{owner}.{name}={value} must be in [0, num_hidden_layers={layers}]{why}.")
+
+
+def check_heads_divide(config: PreTrainedConfig, owner: str, size: str, heads: str, why: str = "") -> None:
+    """Field `size` is split over field `heads` attention heads: it must be a multiple of it."""
+    if getattr(config, size) % getattr(config, heads) != 0:
+        raise ValueError(
+            f"{owner}.{size}={getattr(config, size)} must be a multiple of {heads}={getattr(config, heads)}{why}."
+        )
+
+
 PRESET_FIELD_DEFAULTS: dict[str, Any] = {"use_absolute_position_embeddings": False, "use_relative_labels": True}
 
 
@@ -272,7 +300,6 @@ class GesaConfig(PreTrainedConfig):
         explicit_switches = dict(self.label_switches or {})
         switches = {**DEFAULT_LABEL_SWITCHES, **explicit_switches}
         preset = ABLATION_PRESETS[self.ablation] if self.ablation is not None else {}
-        fields = type(self).__dataclass_fields__
         for key, value in preset.items():
             if key == "label_switches":
                 for name, on in value.items():
@@ -283,14 +310,7 @@ class GesaConfig(PreTrainedConfig):
                         )
                     switches[name] = on
                 continue
-            given = getattr(self, key)
-            # an unset field holds its default (None for the preset-controlled ones): only a set one can contradict
-            if given != fields[key].default and given != value:
-                raise ValueError(
-                    f"GesaConfig.ablation={self.ablation!r} sets {key}={value!r}, but {key}={given!r} was given; "
-                    "drop one of the two (the preset names a row of the paper's tables)."
-                )
-            setattr(self, key, value)
+            apply_preset_value(self, "GesaConfig.ablation", key, value, "a row of the paper's tables")
         for key, default in PRESET_FIELD_DEFAULTS.items():
             if getattr(self, key) is None:
                 setattr(self, key, default)
@@ -302,11 +322,7 @@ class GesaConfig(PreTrainedConfig):
 
     def validate_gesa(self) -> None:
         """Combinations of fields the model cannot run with (run by `strict` after construction and on save)."""
-        if self.hidden_size % self.num_attention_heads != 0:
-            raise ValueError(
-                f"GesaConfig.hidden_size={self.hidden_size} must be a multiple of "
-                f"num_attention_heads={self.num_attention_heads}."
-            )
+        check_heads_divide(self, "GesaConfig", "hidden_size", "num_attention_heads")
         if self.use_absolute_position_embeddings and self.max_position_embeddings <= (self.pad_token_id or 0) + 1:
             raise ValueError(
                 "GesaConfig.max_position_embeddings must exceed pad_token_id + 1 when "

@@ -28,7 +28,14 @@ from typing import Any
 from huggingface_hub.dataclasses import strict, validated_field
 from transformers import PreTrainedConfig
 
-from .configuration_gesa import GesaConfig, non_negative_finite, positive, probability
+from .configuration_gesa import (
+    GesaConfig,
+    check_heads_divide,
+    check_layer_count,
+    non_negative_finite,
+    positive,
+    probability,
+)
 
 KAR_OUTPUT_INITS = ("pinv", "zero")
 ERNIE_FUSION_OUTPUTS = ("residual_layernorm", "gelu")
@@ -224,16 +231,9 @@ class KarConfig(VariantBackboneConfig):
 
     def validate_kar(self) -> None:
         """Combinations of fields the KAR block cannot run with."""
-        if not 0 <= self.kar_layer <= self.num_hidden_layers:
-            raise ValueError(
-                f"KarConfig.kar_layer={self.kar_layer} must be in [0, num_hidden_layers={self.num_hidden_layers}] "
-                "(the number of backbone layers below the KAR block)."
-            )
-        if self.entity_emb_size % self.kar_num_attention_heads != 0:
-            raise ValueError(
-                f"KarConfig.entity_emb_size={self.entity_emb_size} must be a multiple of "
-                f"kar_num_attention_heads={self.kar_num_attention_heads} (KAR attends in the entity dimension)."
-            )
+        check_layer_count(self, "KarConfig", "kar_layer", " (the number of backbone layers below the KAR block)")
+        why = " (KAR attends in the entity dimension)"
+        check_heads_divide(self, "KarConfig", "entity_emb_size", "kar_num_attention_heads", why)
 
 
 @strict
@@ -290,16 +290,8 @@ class XhConfig(VariantBackboneConfig):
 
     def validate_xh(self) -> None:
         """Combinations of fields the hop attention cannot run with."""
-        if self.xh_num_hop_layers > self.num_hidden_layers:
-            raise ValueError(
-                f"XhConfig.xh_num_hop_layers={self.xh_num_hop_layers} must be in [0, num_hidden_layers="
-                f"{self.num_hidden_layers}]."
-            )
-        if self.hidden_size % self.xh_num_hop_attention_heads != 0:
-            raise ValueError(
-                f"XhConfig.hidden_size={self.hidden_size} must be a multiple of "
-                f"xh_num_hop_attention_heads={self.xh_num_hop_attention_heads}."
-            )
+        check_layer_count(self, "XhConfig", "xh_num_hop_layers")
+        check_heads_divide(self, "XhConfig", "hidden_size", "xh_num_hop_attention_heads")
 
 
 # HotpotQA's question types (its `type` field) and the paper system's models (appendix A.3), each in its own folder
@@ -390,16 +382,8 @@ class ErnieConfig(VariantBackboneConfig):
 
     def validate_ernie(self) -> None:
         """Combinations of fields the fusion layers cannot run with."""
-        if self.ernie_num_fusion_layers > self.num_hidden_layers:
-            raise ValueError(
-                f"ErnieConfig.ernie_num_fusion_layers={self.ernie_num_fusion_layers} must be in "
-                f"[0, num_hidden_layers={self.num_hidden_layers}]."
-            )
-        if self.entity_emb_size % self.ernie_entity_num_attention_heads != 0:
-            raise ValueError(
-                f"ErnieConfig.entity_emb_size={self.entity_emb_size} must be a multiple of "
-                f"ernie_entity_num_attention_heads={self.ernie_entity_num_attention_heads}."
-            )
+        check_layer_count(self, "ErnieConfig", "ernie_num_fusion_layers")
+        check_heads_divide(self, "ErnieConfig", "entity_emb_size", "ernie_entity_num_attention_heads")
 
 
 __all__ = [

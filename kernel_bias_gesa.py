@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .kernel_common_gesa import band_sum_plan, clipped_end_sums
+from .kernel_common_gesa import BandPlan, band_label_sums, band_sum_plan, entity_key_correction
 from .labels_gesa import LabelTerms
 from .structure_gesa import TokenStructure, cached_plan
 
@@ -55,16 +55,13 @@ class BiasPlan:
         pair_kind: `(B, 1, L, L)` uint8: 0 a local word pair (distance label), 1 question-global, 2 CLS-global,
             3 a padded key or a pair outside `attention_window`.
         key_masked: `(B, 1, 1, P)` bool: padded keys (the entity rows' mask).
-        term_index, term_inner, end_index, left_valid: `band_sum_plan` of the word block (None when k = 0).
+        band: the clipped-distance labels along the word block's rows (`band_sum_plan`; None when k = 0).
     """
 
     row_index: torch.Tensor
     pair_kind: torch.Tensor
     key_masked: torch.Tensor
-    term_index: torch.Tensor | None
-    term_inner: torch.Tensor | None
-    end_index: torch.Tensor | None
-    left_valid: torch.Tensor | None
+    band: BandPlan | None
 
 
 def bias_plan(tokens: TokenStructure, word_length: int, entity_terms: bool, dtype: torch.dtype) -> BiasPlan:
@@ -97,15 +94,11 @@ def bias_plan(tokens: TokenStructure, word_length: int, entity_terms: bool, dtyp
     row_index = row_index.masked_fill(blocked, 0)
     row_index = F.pad(row_index, (0, -P % BIAS_ALIGNMENT), value=0)
     pair_kind = pair_kind.masked_fill(masked[:, None, :L], 3)
-    term_index, term_inner, end_index, left_valid = band_sum_plan(positions, L, k, dtype)
     return BiasPlan(
         row_index=row_index[:, None].contiguous(),
         pair_kind=pair_kind[:, None].contiguous(),
         key_masked=masked[:, None, None, :],
-        term_index=term_index,
-        term_inner=term_inner,
-        end_index=end_index,
-        left_valid=left_valid,
+        band=band_sum_plan(positions, L, k, dtype),
     )
 
 
@@ -162,14 +155,13 @@ class LabelBias(torch.autograd.Function):
             for rank in (1, 2):
                 grad_rank[..., rank] = words.masked_fill(plan.pair_kind != rank, 0).sum(-1)
         local = words.masked_fill(plan.pair_kind != 0, 0)
-        if C == 1:
+        if plan.band is None:
             grad_distance = local.sum(-1, keepdim=True)
         else:
-            k = C // 2
-            grad_distance = local.gather(-1, plan.term_index.expand(B, H, L, C)) * plan.term_inner
+            inner = local.gather(-1, plan.band.term_index.expand(B, H, L, C))
             # the clipped ends sum whole row ranges: prefix sums, in float32 at least so half precision adds up
             accumulate = torch.promote_types(local.dtype, torch.float32)
-            clipped_end_sums(local.to(accumulate), k, plan.end_index, plan.left_valid, grad_distance)
+            grad_distance = band_label_sums(local.to(accumulate), plan.band, inner=inner)
         if ctx.has_entities:
             entity_masked = plan.key_masked[..., L:]
             grad_w2e = grad_bias[:, :, :L, L:].masked_fill(entity_masked, 0)
@@ -196,11 +188,8 @@ def bias_attention(
     matrices, one product of head size d). The bias is `(B, H, P, P)` in the queries' dtype (`LabelBias`), and
     SDPA's memory-efficient kernels take its gradient. Returns the context `(B, H, P, d)`.
     """
-    B, H, P, _ = q_to_word.shape
     L = word_length
-    correction = None
-    if q_to_entity is not q_to_word and P > L:
-        correction = torch.matmul(q_to_entity - q_to_word, key[:, :, L:].transpose(-1, -2))
+    correction = entity_key_correction(q_to_word, q_to_entity, key, L)
     if terms is None:
         # padding (and the window) only: a bool mask, or the entity-key correction as the bias
         allowed = cached_plan(tokens, ("allowed", L), lambda: tokens.dense_allowed(L))

@@ -12,9 +12,16 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """What GESA's attention kernels share (paper Eq. 1, `s_ij = q_i . k_j + q_i . r_label(i,j)`, `a_ij = softmax_j(s_ij)`,
-`y_i = sum_j a_ij v_j`): the in-place softmax, the keep mask of the dropout of the probabilities `a`, and the
-per-label sums of score gradients behind the label table's gradient (`dL/dr_l = sum_{(i,j) labelled l} dL/ds_ij q_i`):
-the clipped-distance labels read along a band of each score row, their two clipped ends from row prefix sums.
+`y_i = sum_j a_ij v_j`), each written once:
+
+- the entity-key correction `(q_to_entity - q_to_word) . k_j` that lets one product with `q_to_word` serve the four
+  query matrices (`entity_key_correction`: the bias and flex kernels);
+- a block's softmax in place with the dropout of the probabilities `a` (its keep mask drawn two elements per random
+  word), and their backward: the saved probabilities, `dO` and `rowsum(P * dP) = dO . O` (`softmax_dropout_`,
+  `saved_probabilities`, `softmax_output_grad`: the fused and windowed kernels' hand-written backwards);
+- the per-label sums of score gradients behind the label table's gradient (`dL/dr_l = sum_{(i,j) labelled l}
+  dL/ds_ij q_i`): the clipped-distance labels read along a band of each score row, their two clipped ends from row
+  prefix sums (`BandPlan`, `band_sum_plan`, `band_label_sums`: all three backwards).
 
 `is_tracing` says whether the call is being traced (`torch.compile`, `torch.export`), where the kernels whose plans
 are read on the host cannot run.
@@ -25,6 +32,8 @@ Flat module: copied next to every saved checkpoint with the kernels; it imports 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 
@@ -33,6 +42,17 @@ def is_tracing() -> bool:
     """Inside `torch.compile` or `torch.export` (the host-side plans of the fused and windowed kernels cannot be
     traced: they read tensor values on the host)."""
     return torch.compiler.is_compiling()
+
+
+def entity_key_correction(
+    q_to_word: torch.Tensor, q_to_entity: torch.Tensor, key: torch.Tensor, word_length: int
+) -> torch.Tensor | None:
+    """`(q_to_entity - q_to_word) . k_j` for every query and entity key `j` `(B, H, P, E)`: added to `q_to_word . k_j`
+    it gives the entity columns their own queries' scores. None where the queries are one tensor or there is no
+    entity."""
+    if q_to_entity is q_to_word or key.size(2) == word_length:
+        return None
+    return torch.matmul(q_to_entity - q_to_word, key[:, :, word_length:].transpose(-1, -2))
 
 
 def softmax_(scores: torch.Tensor) -> torch.Tensor:
@@ -58,14 +78,68 @@ def dropout_keep_mask(like: torch.Tensor, p: float) -> torch.Tensor:
     return kept.view(-1)[:count].view(like.shape)
 
 
-def band_sum_plan(
-    diagonal: torch.Tensor, width: int, k: int, dtype: torch.dtype
-) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-    """Where to find each clipped-distance label in score rows of `width` key columns whose column `diagonal[i]` is
-    row i's own key (distance 0): the inner labels' columns `(R, 2k + 1)` (clamped), 1 where they exist and are not
-    a clipped end, the prefix-sum columns `(R, 3)` of the two ends (`clipped_end_sums`), 1 where label 0 has any."""
+def softmax_dropout_(
+    scores: torch.Tensor, p: float, saved: list[torch.Tensor] | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A block's probabilities, in place of its `scores` (`softmax_`), and the dropped-out ones its product with the
+    values uses (not yet scaled by `1 / (1 - p)`: the caller scales the smaller context). `saved`: where the backward's
+    tensors go (`saved_probabilities` reads them back), the bool keep mask (with dropout) then the probabilities."""
+    probs = softmax_(scores)
+    used = probs
+    if p > 0:
+        kept = dropout_keep_mask(probs, p)
+        if saved is not None:
+            saved.append(kept)
+        used = probs * kept
+    if saved is not None:
+        saved.append(probs)
+    return probs, used
+
+
+def saved_probabilities(saved: Iterator[torch.Tensor], p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The next block's probabilities from `softmax_dropout_`'s saved tensors, and the dropped-out ones its product
+    used."""
+    kept = next(saved) if p > 0 else None
+    probs = next(saved)
+    return probs, probs if kept is None else torch.where(kept, probs, 0.0)
+
+
+def softmax_output_grad(
+    grad_context: torch.Tensor, context: torch.Tensor, p: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gradient of the dropped-out probabilities' product, `dO` scaled by the dropout's `1 / (1 - p)`, and the
+    softmax backward's `rowsum(P * dP)`, which is `dO . O` (the flash-attention identity), dropout or not; then a
+    block's score gradient is `dS = P' * (dO' V^T) - P * delta`."""
+    delta = (grad_context * context).sum(-1, keepdim=True)
+    if p > 0:
+        grad_context = grad_context * (1.0 / (1.0 - p))
+    return grad_context, delta
+
+
+@dataclass
+class BandPlan:
+    """Where each clipped-distance label lies in score rows whose key columns hold consecutive words (`band_sum_plan`).
+
+    Args:
+        k: the clip distance: labels `0 .. 2k`, 0 and 2k the clipped ends (every pair at distance <= -k, >= k).
+        term_index: `(R, 2k + 1)` long: the column of each label at its distance (clamped into the row).
+        term_inner: `(R, 2k + 1)`: 1 where that column exists and is not a clipped end.
+        end_index: `(R, 3)` long: the prefix-sum columns of the two ends (`clipped_end_sums`).
+        left_valid: `(R,)`: 1 where label 0 has any pair in row i.
+    """
+
+    k: int
+    term_index: torch.Tensor
+    term_inner: torch.Tensor
+    end_index: torch.Tensor
+    left_valid: torch.Tensor
+
+
+def band_sum_plan(diagonal: torch.Tensor, width: int, k: int, dtype: torch.dtype) -> BandPlan | None:
+    """The `BandPlan` of score rows of `width` key columns whose column `diagonal[i]` is row i's own key (distance 0),
+    or None for k = 0 (one label for every local pair)."""
     if k == 0:
-        return None, None, None, None
+        return None
     labels = torch.arange(2 * k + 1, device=diagonal.device)
     columns = diagonal[:, None] + labels[None, :] - k
     inner = (columns >= 0) & (columns < width) & (labels > 0) & (labels < 2 * k)
@@ -77,7 +151,7 @@ def band_sum_plan(
         ],
         dim=1,
     )
-    return columns.clamp(0, width - 1), inner.to(dtype), end_index, (diagonal >= k).to(dtype)
+    return BandPlan(k, columns.clamp(0, width - 1), inner.to(dtype), end_index, (diagonal >= k).to(dtype))
 
 
 def clipped_end_sums(
@@ -92,10 +166,35 @@ def clipped_end_sums(
     out[..., 2 * k] = ends[..., 1] - ends[..., 2]
 
 
+def band_label_sums(
+    grad: torch.Tensor,
+    band: BandPlan | None,
+    out: torch.Tensor | None = None,
+    inner: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Score gradients `(..., R, width)` of pairs with clipped-distance labels -> their sums per row and label
+    `(..., R, 2k + 1)` (into `out` where given; one column for k = 0, `band` None). `inner`: the gradients at
+    `band.term_index` where the caller has them (a strided view, a copy of other precision), else gathered from
+    `grad`. Overwrites `grad` (its prefix sums find the clipped ends)."""
+    if band is None:
+        return torch.sum(grad, -1, keepdim=True, out=out)
+    if inner is None:
+        inner = torch.gather(grad, -1, band.term_index.expand(*grad.shape[:-1], 2 * band.k + 1), out=out)
+    out = torch.mul(inner, band.term_inner, out=out)
+    clipped_end_sums(grad, band.k, band.end_index, band.left_valid, out)
+    return out
+
+
 __all__ = [
+    "BandPlan",
+    "band_label_sums",
     "band_sum_plan",
     "clipped_end_sums",
     "dropout_keep_mask",
+    "entity_key_correction",
     "is_tracing",
+    "saved_probabilities",
     "softmax_",
+    "softmax_dropout_",
+    "softmax_output_grad",
 ]

@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from .kernel_common_gesa import is_tracing
+from .kernel_common_gesa import entity_key_correction, is_tracing
 from .labels_gesa import LabelTerms
 from .structure_gesa import TokenStructure, cached_plan
 
@@ -119,16 +119,18 @@ def flex_label_attention(
     terms: LabelTerms | None,
     tokens: TokenStructure,
     word_length: int,
+    dropout_p: float = 0.0,
 ) -> torch.Tensor:
     """`flex_attention(q_to_word, k, v)` with the label terms and the entity-key correction in a `score_mod`
     (`_label_score_mod`, reading `(B, H, L, 2k + 1)`-sized tables) and the padding / window as a `BlockMask`: no
-    `(B, H, P, P)` tensor. Queries `(B, H, P, d)` come scaled; returns the context `(B, H, P, d)`."""
+    `(B, H, P, P)` tensor. Queries `(B, H, P, d)` come scaled; returns the context `(B, H, P, d)`. FlexAttention
+    applies no dropout of the probabilities: `dropout_p` (the kernels' common signature) must be 0."""
     from torch.nn.attention.flex_attention import flex_attention
 
+    if dropout_p > 0:
+        raise ValueError(f"flex_label_attention applies no dropout of the probabilities; got dropout_p={dropout_p}.")
     L = word_length
-    correction = None
-    if q_to_entity is not q_to_word and key.size(2) > L:
-        correction = torch.matmul(q_to_entity - q_to_word, key[:, :, L:].transpose(-1, -2))
+    correction = entity_key_correction(q_to_word, q_to_entity, key, L)
     plan = cached_plan(tokens, ("flex", L), lambda: flex_plan(tokens, L))
     score_mod = _label_score_mod(terms, correction, plan, L)
     attend = flex_attention

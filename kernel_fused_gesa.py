@@ -37,7 +37,14 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .kernel_common_gesa import band_sum_plan, clipped_end_sums, dropout_keep_mask, softmax_
+from .kernel_common_gesa import (
+    BandPlan,
+    band_label_sums,
+    band_sum_plan,
+    saved_probabilities,
+    softmax_dropout_,
+    softmax_output_grad,
+)
 from .structure_gesa import TokenStructure, cached_plan
 
 # The fused path computes the scores of one example and a group of heads at a time, at most this many bytes, so that
@@ -57,10 +64,8 @@ class DensePlan:
         word_index: `(B or 1, L, L)` long: column of each word pair's label in its row's word terms (the global
             ranks' columns where a pair has one).
         word_ids: `(C [+ 2],)` long: the label-table rows of the word terms.
-        term_inner: `(L, 2k + 1)`: 1 where the score column of that distance label exists and is not a clipped
-            end (0 and 2k).
-        end_index: `(L, 3)` long: prefix-sum columns `i - k`, `L - 1`, `i + k - 1` (clamped) of row i.
-        left_valid: `(L,)`: 1 where row i has pairs clipped to `-k`.
+        band: the distance labels along the word rows (`band_sum_plan`; its inner columns read as a strided view of
+            the scores, `_band_view`), or None for k = 0.
         global_words: per example, the words whose w2w labels are global ones (rank > 0).
         row_is_cls, column_is_cls: per example, `(G, L)` and `(L, G)`: 1 where a global word's row / column pair
             has the CLS label (else the question label).
@@ -74,9 +79,7 @@ class DensePlan:
     distance_k: int
     word_index: torch.Tensor
     word_ids: torch.Tensor
-    term_inner: torch.Tensor | None
-    end_index: torch.Tensor | None
-    left_valid: torch.Tensor | None
+    band: BandPlan | None
     global_words: list[torch.Tensor]
     row_is_cls: list[torch.Tensor]
     column_is_cls: list[torch.Tensor]
@@ -103,7 +106,6 @@ def dense_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: 
     word_ids = torch.arange(layout.distance_offset, layout.distance_offset + C, device=device) if k else None
     if word_ids is None:
         word_ids = torch.tensor([layout.NULL], device=device)
-    _, term_inner, end_index, left_valid = band_sum_plan(positions, L, k, dtype)
     global_words, row_is_cls, column_is_cls = [], [], []
     ranks = tokens.word_ranks
     if ranks is not None and bool((ranks > 0).any()):
@@ -131,9 +133,7 @@ def dense_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: 
         distance_k=k,
         word_index=word_index.contiguous(),
         word_ids=word_ids,
-        term_inner=term_inner,
-        end_index=end_index,
-        left_valid=left_valid,
+        band=band_sum_plan(positions, L, k, dtype),
         global_words=global_words,
         row_is_cls=row_is_cls,
         column_is_cls=column_is_cls,
@@ -214,16 +214,9 @@ class FusedAttention(torch.autograd.Function):
                     scores[:, :, L:].baddbmm_(q_entity[b, heads], entity_keys[b, heads].transpose(1, 2), beta=beta)
                 if len(plan.padded_keys[b]):
                     scores.index_fill_(2, plan.padded_keys[b], torch.finfo(scores.dtype).min)
-                scores = softmax_(scores)
-                if dropout_p > 0:
-                    kept = dropout_keep_mask(scores, dropout_p)
-                    if save:
-                        saved.append(kept)
-                    torch.bmm(scores * kept, value[b, heads], out=context[b, heads])
-                else:
-                    torch.bmm(scores, value[b, heads], out=context[b, heads])
-                if save:
-                    saved.append(scores)
+                _, used = softmax_dropout_(scores, dropout_p, saved if save else None)
+                torch.bmm(used, value[b, heads], out=context[b, heads])
+                del used  # with dropout a block-sized product: freed for the next block's scores
         if dropout_p > 0:
             context.mul_(1.0 / (1.0 - dropout_p))  # scale the small output rather than the P x P probabilities
         if save:
@@ -238,11 +231,7 @@ class FusedAttention(torch.autograd.Function):
         B, H, P, _ = q_word.shape
         L, K = plan.word_length, word_keys.size(2)
         E = P - L
-        grad_context = grad_context.contiguous()
-        # rowsum(P * dP) of the softmax backward is dO . O (the flash-attention identity), dropout or not
-        delta = (grad_context * context).sum(-1, keepdim=True)
-        if dropout_p > 0:
-            grad_context = grad_context * (1.0 / (1.0 - dropout_p))
+        grad_context, delta = softmax_output_grad(grad_context.contiguous(), context, dropout_p)
         grad_q_word, grad_key, grad_value = (
             torch.empty_like(q_word),
             q_word.new_empty(B, H, P, q_word.size(-1)),
@@ -269,8 +258,7 @@ class FusedAttention(torch.autograd.Function):
             for h0 in range(0, H, plan.heads_per_block):
                 heads = slice(h0, min(h0 + plan.heads_per_block, H))
                 n = heads.stop - heads.start
-                kept = next(blocks) if dropout_p > 0 else None
-                probs = next(blocks)
+                probs, used = saved_probabilities(blocks, dropout_p)  # used: the dropped-out probabilities
                 g = grad_context[b, heads]
                 # dS in a buffer with k zeros either side, so that `_band_view` can read its band as a strided view
                 pad = plan.distance_k if table is not None else 0
@@ -280,7 +268,6 @@ class FusedAttention(torch.autograd.Function):
                 grad_scores = torch.bmm(
                     g, value[b, heads].transpose(1, 2), out=buffer[pad : pad + n * P * P].view(n, P, P)
                 )
-                used = probs if kept is None else torch.where(kept, probs, 0.0)  # the dropped-out probabilities
                 torch.bmm(used.transpose(1, 2), g, out=grad_value[b, heads])
                 grad_scores.mul_(used).addcmul_(probs, delta[b, heads], value=-1)  # dS = P' * dP' - P * delta
                 del used
@@ -317,7 +304,10 @@ class FusedAttention(torch.autograd.Function):
                         rank_sums[..., 1] = column_cls
                         rank_sums.index_add_(1, global_words, torch.stack([rows.sum(-1) - row_cls, row_cls], dim=-1))
                         words.index_fill_(2, global_words, 0)
-                _word_term_sums(words, plan, _band_view(buffer, n, P, L, plan.distance_k), sums[:, :, :C])
+                # per clipped distance: the inner labels read along the band (masked where the column is outside
+                # the word block), the ends from prefix sums of the word block (overwritten)
+                inner = _band_view(buffer, n, P, L, plan.distance_k)
+                band_label_sums(words, plan.band, out=sums[:, :, :C], inner=inner)
                 # every head's rows at once: one product for the queries' gradient, one for the label rows'
                 flat = sums.view(n * L, -1)
                 grad_q_word[b, heads, :L] += torch.mm(flat, word_rows).view(n, L, -1)
@@ -352,18 +342,6 @@ def _band_view(buffer: torch.Tensor, n: int, P: int, L: int, k: int) -> torch.Te
     if k == 0:
         return None
     return buffer.as_strided((n, L, 2 * k + 1), (P * P, P + 1, 1), buffer.storage_offset())
-
-
-def _word_term_sums(grad_words: torch.Tensor, plan: DensePlan, band: torch.Tensor | None, out: torch.Tensor) -> None:
-    """Word-pair score gradients `(n, L, L)` and their `_band_view` -> per row, the sum per clipped distance, into
-    `out` `(n, L, 2k + 1)`. Overwrites the gradients (their prefix sums find the clipped ends)."""
-    k = plan.distance_k
-    if k == 0:
-        torch.sum(grad_words, -1, keepdim=True, out=out)
-        return
-    # the inner distance labels, read along the band: masked where the column is outside the word block
-    torch.mul(band, plan.term_inner, out=out)
-    clipped_end_sums(grad_words, k, plan.end_index, plan.left_valid, out)
 
 
 def fused_attention(

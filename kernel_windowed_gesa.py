@@ -34,7 +34,15 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .kernel_common_gesa import band_sum_plan, clipped_end_sums, dropout_keep_mask, softmax_
+from .kernel_common_gesa import (
+    BandPlan,
+    band_label_sums,
+    band_sum_plan,
+    dropout_keep_mask,
+    saved_probabilities,
+    softmax_dropout_,
+    softmax_output_grad,
+)
 from .labels_gesa import LabelTerms
 from .structure_gesa import TokenStructure, cached_plan
 
@@ -56,8 +64,7 @@ class WindowPlan:
         band_allowed: bool `(B, blocks, block, width)`: in the window, key real and not global (global keys are
             read once, separately).
         band_labels: `(block, width)` long: clipped-distance label of each window pair (the same in every block).
-        term_index, term_inner, end_index, left_valid: `_label_sums` of a block row's window: the window column
-            of each inner distance label, 1 where it exists, the prefix-sum columns of the two clipped ends.
+        band: the distance labels along a block row's window (`band_sum_plan`; None when k = 0).
         global_words: `(B, G)` long: the global words (padded with 0; G the most of any example), or None.
         global_allowed: bool `(B, G)`: the slot holds a real, unpadded global word.
         global_slots: `(N, 2)` long: (example, slot) of every real global word.
@@ -72,10 +79,7 @@ class WindowPlan:
     width: int
     band_allowed: torch.Tensor
     band_labels: torch.Tensor
-    term_index: torch.Tensor | None
-    term_inner: torch.Tensor | None
-    end_index: torch.Tensor | None
-    left_valid: torch.Tensor | None
+    band: BandPlan | None
     global_words: torch.Tensor | None
     global_allowed: torch.Tensor | None
     global_slots: torch.Tensor | None
@@ -107,9 +111,6 @@ def window_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype:
     key_ok = (mask[:, :L] & ~is_global)[:, keys.clamp(0, L - 1)] & ((keys >= 0) & (keys < L))
     band_allowed = (relative.abs() <= w) & key_ok[:, :, None, :]
     band_labels = relative[0].clamp(-k, k) + k
-    term_index, term_inner, end_index, left_valid = band_sum_plan(
-        torch.arange(block, device=device) + w, width, k, dtype
-    )
     ranks = tokens.word_ranks
     if ranks is None:
         ranks = torch.zeros(batch_size, L, dtype=torch.long, device=device)
@@ -143,10 +144,7 @@ def window_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype:
         width=width,
         band_allowed=band_allowed,
         band_labels=band_labels,
-        term_index=term_index,
-        term_inner=term_inner,
-        end_index=end_index,
-        left_valid=left_valid,
+        band=band_sum_plan(torch.arange(block, device=device) + w, width, k, dtype),
         global_words=global_words,
         global_allowed=global_allowed,
         global_slots=global_slots,
@@ -166,17 +164,6 @@ def _dropout_probs(probs: torch.Tensor, p: float) -> torch.Tensor:
     if p == 0.0:
         return probs
     return torch.where(dropout_keep_mask(probs, p), probs * (1.0 / (1.0 - p)), 0.0)
-
-
-def _label_sums(grad: torch.Tensor, k: int, term_index, term_inner, end_index, left_valid, out: torch.Tensor) -> None:
-    """Score gradients `(..., R, width)` of pairs with clipped-distance labels -> their sums per row and label into
-    `out` `(..., R, 2k + 1)` (see `band_sum_plan`). Overwrites `grad`."""
-    if k == 0:
-        torch.sum(grad, -1, keepdim=True, out=out)
-        return
-    torch.gather(grad, -1, term_index.expand(*grad.shape[:-1], 2 * k + 1), out=out)
-    out.mul_(term_inner)
-    clipped_end_sums(grad, k, end_index, left_valid, out)
 
 
 class WindowedAttention(torch.autograd.Function):
@@ -237,13 +224,7 @@ class WindowedAttention(torch.autograd.Function):
                     to_entity.add_(w2e[b, heads, rows])
                 parts.append(to_entity.masked_fill_(~plan.entity_allowed[b], masked))
             scores = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
-            scores = softmax_(scores)
-            used = scores
-            if dropout_p > 0:
-                kept = dropout_keep_mask(scores, dropout_p)
-                if save:
-                    saved.append(kept)
-                used = scores * kept
+            _, used = softmax_dropout_(scores, dropout_p, saved if save else None)
             value_windows = value_pad[b, heads].unfold(1, width, block)[:, chunk].transpose(-1, -2)
             out = torch.matmul(used[..., :width].view(n, m, block, width), value_windows).view(n, m * block, -1)
             if G:
@@ -251,51 +232,27 @@ class WindowedAttention(torch.autograd.Function):
             if P > L:
                 out.baddbmm_(used[..., width + G :], entity_values[b, heads])
             context[b, heads, rows] = out
-            if save:
-                saved.append(scores)
         if dropout_p > 0:
             context.mul_(1.0 / (1.0 - dropout_p))
         if save:
-            ctx.save_for_backward(
-                q_word,
-                q_entity,
-                key_pad,
-                value_pad,
-                global_keys,
-                global_values,
-                entity_keys,
-                entity_values,
-                context,
-                *saved,
-            )
+            # the keys and values as each part of a row reads them: its window, the global words, the entities
+            keys_values = (key_pad, value_pad, global_keys, global_values, entity_keys, entity_values)
+            ctx.save_for_backward(q_word, q_entity, context, *keys_values, *saved)
             ctx.plan, ctx.dropout_p, ctx.sizes = plan, dropout_p, (L, P)
             ctx.has_terms = (distance is not None, rank is not None, w2e is not None)
         return context[:, :, :L]
 
     @staticmethod
     def backward(ctx, grad_context):
-        (
-            q_word,
-            q_entity,
-            key_pad,
-            value_pad,
-            global_keys,
-            global_values,
-            entity_keys,
-            entity_values,
-            context,
-            *saved,
-        ) = ctx.saved_tensors
-        saved = iter(saved)
+        q_word, q_entity, context, *keys_values = ctx.saved_tensors
+        key_pad, value_pad, global_keys, global_values, entity_keys, entity_values = keys_values[:6]
+        saved = iter(keys_values[6:])
         plan, dropout_p, (L, P) = ctx.plan, ctx.dropout_p, ctx.sizes
         B, H, Lp, d = q_word.shape
         block, width = plan.block, plan.width
         w = (width - block) // 2
         G = 0 if global_keys is None else global_keys.size(2)
-        grad_context = F.pad(grad_context, (0, 0, 0, Lp - L))
-        delta = (grad_context * context).sum(-1, keepdim=True)
-        if dropout_p > 0:
-            grad_context = grad_context * (1.0 / (1.0 - dropout_p))
+        grad_context, delta = softmax_output_grad(F.pad(grad_context, (0, 0, 0, Lp - L)), context, dropout_p)
         grad_q_word = torch.empty_like(q_word)
         grad_q_entity = None if q_entity is None else torch.empty_like(q_entity)
         grad_key_pad, grad_value_pad = torch.zeros_like(key_pad), torch.zeros_like(value_pad)
@@ -303,7 +260,7 @@ class WindowedAttention(torch.autograd.Function):
         grad_global_values = None if G == 0 else torch.zeros_like(global_values)
         grad_entity_keys, grad_entity_values = torch.zeros_like(entity_keys), torch.zeros_like(entity_values)
         has_distance, has_rank, has_w2e = ctx.has_terms
-        k = 0 if plan.term_index is None else (plan.term_index.size(1) - 1) // 2
+        k = 0 if plan.band is None else plan.band.k
         grad_distance = q_word.new_empty(B, H, Lp, 2 * k + 1) if has_distance else None
         grad_rank = q_word.new_zeros(B, H, Lp, 3) if has_rank else None
         grad_w2e = q_word.new_empty(B, H, Lp, P - L) if has_w2e else None
@@ -313,8 +270,7 @@ class WindowedAttention(torch.autograd.Function):
 
         for b, heads, chunk, rows in _window_chunks(plan, B, H):
             n, m = heads.stop - heads.start, chunk.stop - chunk.start
-            kept = next(saved) if dropout_p > 0 else None
-            probs = next(saved)
+            probs, used = saved_probabilities(saved, dropout_p)
             g = grad_context[b, heads, rows]
             key_windows = key_pad[b, heads].unfold(1, width, block)[:, chunk]
             value_windows = value_pad[b, heads].unfold(1, width, block)[:, chunk]
@@ -324,7 +280,6 @@ class WindowedAttention(torch.autograd.Function):
             if P > L:
                 parts.append(torch.bmm(g, entity_values[b, heads].transpose(1, 2)))
             grad_scores = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
-            used = probs if kept is None else torch.where(kept, probs, 0.0)
             windows = torch.matmul(
                 used[..., :width].view(n, m, block, width).transpose(-1, -2), g.view(n, m, block, d)
             )
@@ -354,7 +309,7 @@ class WindowedAttention(torch.autograd.Function):
                     grad_w2e[b, heads, rows] = to_entity
             if grad_distance is not None:
                 out = grad_distance[b, heads, rows].view(n, m, block, -1)
-                _label_sums(band, k, plan.term_index, plan.term_inner, plan.end_index, plan.left_valid, out)
+                band_label_sums(band, plan.band, out=out)
                 if G:
                     # global words' terms: rank > 0 reads `rank`, rank 0 the clipped distance
                     to_global = grad_scores[..., width : width + G]

@@ -17,15 +17,19 @@ A candidate's score is `MLP_c(h_c) + max over the entity nodes e of the candidat
 of width f/2 with tanh between (`Scorer`, eq. 2.63). `candidate_scores` computes it on a flat node set (the
 context-graph GNN's, `modeling_context_graph`); `entity_choice_logits` on GESA's, LUKE's and LUKE-Graph's entity
 tokens `(B, E, D)` (`modeling_gesa_multiple_choice`), where an entity node belongs to the candidate whose string it
-has (`entity_string_ids`: the thesis's exact match).
+has (`entity_string_ids`: the thesis's exact match). `candidate_choice_loss`: the softmax cross-entropy over each
+example's candidates that trains either.
 
-Flat module: copied next to every saved checkpoint whose head uses it; it imports torch only.
+Flat module: copied next to every saved checkpoint whose head uses it; it imports torch and `checks_gesa` only.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+from .checks_gesa import IGNORE_INDEX, ignored_loss
 
 
 class Scorer(nn.Module):
@@ -102,4 +106,15 @@ def entity_choice_logits(
     )
 
 
-__all__ = ["Scorer", "candidate_scores", "entity_choice_logits"]
+def candidate_choice_loss(logits: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor | None:
+    """Softmax cross-entropy of `(B, C)` candidate logits (non-candidates at `finfo.min`) against `labels` `(B,)`, the
+    answer's index (-100: unlabelled), mean over the labelled examples; 0 when none is (`checks_gesa.ignored_loss`:
+    never NaN); None without labels."""
+    if labels is None:
+        return None
+    if (labels != IGNORE_INDEX).any():
+        return F.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX)
+    return ignored_loss(logits)
+
+
+__all__ = ["Scorer", "candidate_choice_loss", "candidate_scores", "entity_choice_logits"]

@@ -49,12 +49,12 @@ from torch import nn
 from transformers.activations import ACT2FN
 from transformers.utils import ModelOutput, can_return_tuple
 
+from .checks_gesa import IGNORE_INDEX
 from .configuration_context_graph import NUM_EDGE_KINDS, NUM_NODE_TYPES, ContextGraphConfig
 from .loading_gesa import PipelineSpec
-from .modeling_candidate_output import Scorer, candidate_scores
+from .modeling_candidate_output import Scorer, candidate_choice_loss, candidate_scores
 from .modeling_gesa import GesaModel, GesaPreTrainedModel
 
-IGNORE_INDEX = -100
 # the pipeline task of every context-graph checkpoint: `pipeline(model=dir, trust_remote_code=True)`
 CONTEXT_GRAPH_TASK = "context-graph-multiple-choice"
 
@@ -561,13 +561,7 @@ class ContextGraphForMultipleChoice(GesaPreTrainedModel):
         logits = candidate_scores(
             self.candidate_scorer(states), self.entity_scorer(states), candidate_nodes, node_graph, entity_candidate
         )
-        loss = None
-        if labels is not None:
-            if (labels != IGNORE_INDEX).any():
-                loss = F.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX)
-            else:
-                loss = logits.sum() * 0.0
-        return ContextGraphOutput(loss=loss, logits=logits)
+        return ContextGraphOutput(loss=candidate_choice_loss(logits, labels), logits=logits)
 
 
 def check_graph_inputs(

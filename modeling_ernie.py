@@ -44,27 +44,26 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
-from .checks_gesa import check_kb_ids, check_shape
+from .checks_gesa import check_kb_ids, check_shape, pop_inputs
 from .configuration_variants import ErnieConfig
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
     ENTITY_CLOZE_TASK,
     AttentionStructure,
     GesaForEntitySpanQA,
+    GesaHeadBase,
     GesaInputs,
     GesaLayer,
     GesaModel,
-    GesaPreTrainedModel,
     LayerBlocks,
     with_inputs_of,
 )
-from .modeling_variants import EntityAttention, KnowledgeBase, knowledge_table, set_knowledge_base
+from .modeling_variants import EntityAttention, KnowledgeBase, KnowledgePreTrainedModel, knowledge_table
 
 
 class ErnieEntityAttention(EntityAttention):
@@ -166,24 +165,20 @@ class ErnieModelOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-class ErniePreTrainedModel(GesaPreTrainedModel):
-    """GESA's pre-trained base (LUKE conversion, added tokens, `save_pretrained` with `AutoModel`) with ERNIE fusion."""
+class ErniePreTrainedModel(KnowledgePreTrainedModel):
+    """GESA's pre-trained base with the frozen KB (`KnowledgePreTrainedModel`; `W~_e`, `W_e` initialised as GESA's
+    linear layers, normal(0, initializer_range)) and ERNIE fusion."""
 
     config_class = ErnieConfig
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings", "ErnieFusionLayer"]
-    # the knowledge inputs its forward reads (`processing_kb.KnowledgeInputBuilder`), for the knowledge pipelines
     knowledge_inputs = "ernie"
 
-    @torch.no_grad()
-    def _init_weights(self, module: nn.Module) -> None:
-        """Linear/LayerNorm/Embedding as GESA (normal(0, initializer_range) for `W~_e`, `W_e`); an unset KB is 0."""
-        super()._init_weights(module)
-        if isinstance(module, KnowledgeBase):
-            init.zeros_(module.embeddings)
 
-    def set_knowledge_base(self, embeddings: torch.Tensor) -> None:
-        """Use `embeddings` `(kb_size, entity_emb_size)` as the (frozen) KB instead of the backbone's entity table."""
-        set_knowledge_base(self.base_model, embeddings)
+class ErnieInputs(GesaInputs, total=False):
+    """ERNIE's knowledge inputs: the aligned KB entities and the word each aligns to."""
+
+    ernie_entity_ids: torch.LongTensor | None
+    ernie_entity_positions: torch.LongTensor | None
 
 
 class ErnieModel(ErniePreTrainedModel, GesaModel):
@@ -252,16 +247,10 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
                 raise ValueError("ernie_entity_positions: two entities are aligned to the same word; align each once.")
         return ernie_entity_ids, real, ernie_entity_positions.clamp(min=0)
 
-    @with_inputs_of(GesaModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        ernie_entity_ids: torch.LongTensor | None = None,
-        ernie_entity_positions: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> ErnieModelOutput:
+    @with_inputs_of(GesaModel.forward, own=ErnieInputs)
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[ErnieInputs]) -> ErnieModelOutput:
         """Encode words `(B, L)`, LUKE entities `(B, E)` (GESA's inputs, `kwargs`) and knowledge entities `(B, N)`."""
+        ernie_entity_ids, ernie_entity_positions = pop_inputs(kwargs, ErnieInputs)
         knowledge_inputs = {"ernie_entity_ids": ernie_entity_ids, "ernie_entity_positions": ernie_entity_positions}
         return super().forward(input_ids, variant_inputs=knowledge_inputs, **kwargs)
 
@@ -457,6 +446,47 @@ def dea_accuracy_counts(
     return float((predicted == gold).sum()), float((same / valid).sum()), int(rows.numel())
 
 
+class DenoisingEntityHead:
+    """dEA's entity prediction head on an ERNIE encoder (`gesa`): `linear` = dense + act + LayerNorm into the entity
+    dimension (ERNIE's), then `p(e_j | w_i) = softmax_j(linear(w_i) . e_j)` over the sequence's candidate entities."""
+
+    def build_denoising_entity_head(self, config: ErnieConfig) -> None:
+        self.transform = nn.Linear(config.hidden_size, config.entity_emb_size)
+        self.transform_act = ACT2FN[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
+
+    def denoising_entities(
+        self, words: torch.Tensor, candidates: torch.Tensor, dea_labels: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Word states `(B, L, D)` -> `denoising_entity_logits` over `candidates` `(B, N)`: logits `(B, L, N)`, loss."""
+        projected = self.LayerNorm(self.transform_act(self.transform(words)))  # (B, L, E_kb)
+        return denoising_entity_logits(knowledge_table(self.gesa), projected, candidates, dea_labels)
+
+    def ernie_word_states(
+        self,
+        input_ids: torch.Tensor | None,
+        ernie_entity_ids: torch.Tensor | None,
+        ernie_entity_positions: torch.Tensor | None,
+        kwargs: dict,
+    ) -> torch.Tensor:
+        """`ErnieModel`'s final word states `w_i^o` `(B, L, D)` on the inputs, the knowledge entities among them."""
+        outputs = self.gesa(
+            input_ids,
+            ernie_entity_ids=ernie_entity_ids,
+            ernie_entity_positions=ernie_entity_positions,
+            return_dict=True,
+            **kwargs,
+        )
+        return outputs.last_hidden_state
+
+
+class ErnieDeaInputs(ErnieInputs, total=False):
+    """The dEA head's own inputs over ERNIE's."""
+
+    dea_candidate_ids: torch.LongTensor | None
+    dea_labels: torch.LongTensor | None
+
+
 @dataclass
 class ErnieDeaOutput(ModelOutput):
     """
@@ -471,46 +501,29 @@ class ErnieDeaOutput(ModelOutput):
     last_hidden_state: torch.FloatTensor | None = None
 
 
-class ErnieForDenoisingEntityAutoencoder(ErniePreTrainedModel):
-    """ERNIE's dEA objective (alone; MLM/NSP are the backbone's own pre-training):
-    `p(e_j | w_i) = softmax_j(linear(w_i^o) . e_j)` over the sequence's entities, `linear` = dense + gelu + LayerNorm
-    into the entity dimension (ERNIE's entity prediction head). Corrupt inputs with `corrupt_entity_alignments`."""
+class ErnieForDenoisingEntityAutoencoder(DenoisingEntityHead, ErniePreTrainedModel, GesaHeadBase):
+    """ERNIE's dEA objective (alone; MLM/NSP are the backbone's own pre-training): `DenoisingEntityHead` on
+    `ErnieModel`'s final word states `w_i^o`. Corrupt inputs with `corrupt_entity_alignments`."""
+
+    base_model_class = ErnieModel
 
     def __init__(self, config: ErnieConfig) -> None:
         super().__init__(config)
-        self.gesa = ErnieModel(config, add_pooling_layer=False)
-        self.transform = nn.Linear(config.hidden_size, config.entity_emb_size)
-        self.transform_act = ACT2FN[config.hidden_act]
-        self.LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
+        self.build_denoising_entity_head(config)
         self.post_init()
 
     @can_return_tuple
-    @with_inputs_of(ErnieModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        ernie_entity_ids: torch.LongTensor | None = None,
-        ernie_entity_positions: torch.LongTensor | None = None,
-        dea_candidate_ids: torch.LongTensor | None = None,
-        dea_labels: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> ErnieDeaOutput:
+    @with_inputs_of(ErnieModel.forward, own=ErnieDeaInputs)
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[ErnieDeaInputs]) -> ErnieDeaOutput:
         """`dea_candidate_ids` `(B, N)` (default: `ernie_entity_ids`) and `dea_labels` `(B, L)` as returned by
         `corrupt_entity_alignments`. Other inputs: `ErnieModel`'s."""
-        outputs = self.gesa(
-            input_ids,
-            ernie_entity_ids=ernie_entity_ids,
-            ernie_entity_positions=ernie_entity_positions,
-            return_dict=True,
-            **kwargs,
-        )
+        ernie_entity_ids, ernie_entity_positions, dea_candidate_ids, dea_labels = pop_inputs(kwargs, ErnieDeaInputs)
+        words = self.ernie_word_states(input_ids, ernie_entity_ids, ernie_entity_positions, kwargs)
         candidates = dea_candidate_ids if dea_candidate_ids is not None else ernie_entity_ids
         if candidates is None:
             raise ValueError("ErnieForDenoisingEntityAutoencoder needs dea_candidate_ids (or ernie_entity_ids).")
-        projected = self.LayerNorm(self.transform_act(self.transform(outputs.last_hidden_state)))  # (B, L, E_kb)
-        logits, loss = denoising_entity_logits(knowledge_table(self.gesa), projected, candidates, dea_labels)
-        return ErnieDeaOutput(loss=loss, logits=logits, last_hidden_state=outputs.last_hidden_state)
+        logits, loss = self.denoising_entities(words, candidates, dea_labels)
+        return ErnieDeaOutput(loss=loss, logits=logits, last_hidden_state=words)
 
 
 ErnieConfig.register_for_auto_class()
@@ -520,6 +533,7 @@ ErnieForDenoisingEntityAutoencoder.register_for_auto_class("AutoModelForPreTrain
 
 __all__ = [
     "LUKE_SPECIAL_ENTITY_IDS",
+    "DenoisingEntityHead",
     "ErnieDeaOutput",
     "ErnieEntityAttention",
     "ErnieForDenoisingEntityAutoencoder",

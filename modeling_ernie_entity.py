@@ -28,14 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import nn
-from transformers.activations import ACT2FN
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
+from .checks_gesa import pop_inputs
 from .loading_gesa import PipelineSpec
-from .modeling_ernie import ErnieModel, ErniePreTrainedModel, dea_accuracy_counts, denoising_entity_logits
-from .modeling_gesa import GesaInputs, with_inputs_of
+from .modeling_ernie import DenoisingEntityHead, ErnieInputs, ErnieModel, ErniePreTrainedModel, dea_accuracy_counts
+from .modeling_gesa import with_inputs_of
 from .modeling_gesa_entity import (
     GesaEntityHeadBase,
     GesaForEntityClassification,
@@ -43,7 +42,6 @@ from .modeling_gesa_entity import (
     GesaForEntitySpanClassification,
     MaskedLmNspHeads,
 )
-from .modeling_variants import knowledge_table
 
 
 class ErnieForEntityClassification(ErniePreTrainedModel, GesaForEntityClassification):
@@ -69,6 +67,15 @@ class ErnieForEntitySpanClassification(ErniePreTrainedModel, GesaForEntitySpanCl
     )
 
 
+class ErniePreTrainingInputs(ErnieInputs, total=False):
+    """ERNIE pre-training's own inputs over ERNIE's: MLM, dEA and NSP labels."""
+
+    labels: torch.LongTensor | None
+    dea_candidate_ids: torch.LongTensor | None
+    dea_labels: torch.LongTensor | None
+    next_sentence_label: torch.LongTensor | None
+
+
 @dataclass
 class ErniePreTrainingOutput(ModelOutput):
     """
@@ -90,10 +97,10 @@ class ErniePreTrainingOutput(ModelOutput):
     nsp_logits: torch.FloatTensor | None = None
 
 
-class ErnieForPreTraining(MaskedLmNspHeads, ErniePreTrainedModel, GesaEntityHeadBase):
+class ErnieForPreTraining(MaskedLmNspHeads, DenoisingEntityHead, ErniePreTrainedModel, GesaEntityHeadBase):
     """ERNIE's pre-training on its encoder: masked language modelling and next-sentence prediction (BERT's heads,
     `MaskedLmNspHeads`) and the denoising entity auto-encoder (dEA: `p(e_j | w_i) = softmax_j(linear(w_i) . e_j)` over
-    the sequence's entities, `linear` = dense + act + LayerNorm into the entity dimension); `loss = mlm_loss +
+    the sequence's entities, `DenoisingEntityHead`); `loss = mlm_loss +
     nsp_loss + dea_loss` (those whose labels are given). While training, each loss is kept (`pop_logged_losses`) for
     the driver's log; while evaluating, dEA's accuracy and chance on the same words (`modeling_ernie.dea_accuracy_counts`,
     `pop_evaluation_metrics`: percent).
@@ -104,45 +111,27 @@ class ErnieForPreTraining(MaskedLmNspHeads, ErniePreTrainedModel, GesaEntityHead
     def __init__(self, config: object) -> None:
         super().__init__(config)
         self.build_pretraining_heads(config)
-        self.transform = nn.Linear(config.hidden_size, config.entity_emb_size)
-        self.transform_act = ACT2FN[config.hidden_act]
-        self.LayerNorm = nn.LayerNorm(config.entity_emb_size, eps=config.layer_norm_eps)
+        self.build_denoising_entity_head(config)
         self.post_init()
 
     @can_return_tuple
-    @with_inputs_of(ErnieModel.forward)
+    @with_inputs_of(ErnieModel.forward, own=ErniePreTrainingInputs)
     def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        ernie_entity_ids: torch.LongTensor | None = None,
-        ernie_entity_positions: torch.LongTensor | None = None,
-        labels: torch.LongTensor | None = None,
-        dea_candidate_ids: torch.LongTensor | None = None,
-        dea_labels: torch.LongTensor | None = None,
-        next_sentence_label: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
+        self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[ErniePreTrainingInputs]
     ) -> ErniePreTrainingOutput:
         """`labels` `(B, L)` word ids at masked words (-100 elsewhere); `dea_candidate_ids` `(B, N)` (default:
         `ernie_entity_ids`) and `dea_labels` `(B, L)` as `modeling_ernie.corrupt_entity_alignments` returns them;
         `next_sentence_label` `(B,)`: 0 when the pair's second sentence follows the first, 1 when it is a random one
         (BERT's convention; -100 ignored)."""
-        outputs = self.gesa(
-            input_ids,
-            ernie_entity_ids=ernie_entity_ids,
-            ernie_entity_positions=ernie_entity_positions,
-            return_dict=True,
-            **kwargs,
+        ernie_entity_ids, ernie_entity_positions, labels, dea_candidate_ids, dea_labels, next_sentence_label = (
+            pop_inputs(kwargs, ErniePreTrainingInputs)
         )
-        words = outputs.last_hidden_state
+        words = self.ernie_word_states(input_ids, ernie_entity_ids, ernie_entity_positions, kwargs)
         logits, mlm_loss, nsp_logits, nsp_loss = self.masked_lm_and_nsp(words, labels, next_sentence_label)
         dea_loss = dea_logits = None
         candidates = dea_candidate_ids if dea_candidate_ids is not None else ernie_entity_ids
         if candidates is not None:
-            projected = self.LayerNorm(self.transform_act(self.transform(words)))  # (B, L, E_kb)
-            dea_logits, dea_loss = denoising_entity_logits(
-                knowledge_table(self.gesa), projected, candidates, dea_labels
-            )
+            dea_logits, dea_loss = self.denoising_entities(words, candidates, dea_labels)
         elif dea_labels is not None:
             raise ValueError("dea_labels were given without dea_candidate_ids (or ernie_entity_ids).")
         loss = self.log_losses({"mlm_loss": mlm_loss, "nsp_loss": nsp_loss, "dea_loss": dea_loss})

@@ -47,6 +47,7 @@ from .checks_gesa import (
     check_unknown_inputs,
     inputs_already_checked,
     inputs_checked_by_head,
+    pop_inputs,
     refuse_span_positions,
     with_inputs_of,
 )
@@ -247,10 +248,13 @@ class GesaSelfAttention(nn.Module):
         return context.reshape(tokens.size(0), tokens.size(1), self.all_head_size), probs
 
 
-class GesaSelfOutput(nn.Module):
-    def __init__(self, config: GesaConfig) -> None:
+class GesaOutput(nn.Module):
+    """A sublayer's output, `LayerNorm(dropout(W h + b) + residual)`: the attention's (`input_size` D) and the
+    feed-forward's (`input_size` I)."""
+
+    def __init__(self, config: GesaConfig, input_size: int) -> None:
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = nn.Linear(input_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -262,7 +266,7 @@ class GesaAttention(nn.Module):
     def __init__(self, config: GesaConfig) -> None:
         super().__init__()
         self.self = GesaSelfAttention(config)
-        self.output = GesaSelfOutput(config)
+        self.output = GesaOutput(config, config.hidden_size)
 
     def forward(
         self,
@@ -292,17 +296,6 @@ class GesaIntermediate(nn.Module):
         return self.intermediate_act_fn(self.dense(hidden_states))
 
 
-class GesaOutput(nn.Module):
-    def __init__(self, config: GesaConfig) -> None:
-        super().__init__()
-        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
-
-    def forward(self, hidden_states: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + residual)
-
-
 class GesaLayer(GradientCheckpointingLayer):
     """Attention + feed-forward over the concatenated word and entity sequence, split back afterwards."""
 
@@ -310,7 +303,7 @@ class GesaLayer(GradientCheckpointingLayer):
         super().__init__()
         self.attention = GesaAttention(config)
         self.intermediate = GesaIntermediate(config)
-        self.output = GesaOutput(config)
+        self.output = GesaOutput(config, config.intermediate_size)
 
     def forward(
         self,
@@ -809,8 +802,36 @@ class GesaModel(GesaPreTrainedModel):
 
 
 # ---------------------------------------------------------------------------------------------
-# ReCoRD head (paper 3.5), shared by GESA and every variant
+# Heads: what every head shares, then the ReCoRD head (paper 3.5), shared by GESA and every variant
 # ---------------------------------------------------------------------------------------------
+
+
+class GesaHeadBase(GesaPreTrainedModel):
+    """What every head shares: its encoder `gesa`, a `base_model_class` (GESA's, or a variant's in the variant's head),
+    and the head's forward given to a variant's head that has none of its own, its signature then also naming the
+    variant encoder's own inputs (which reach the forward through `**kwargs`)."""
+
+    base_model_class: type[GesaModel] = GesaModel
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "forward" in cls.__dict__:
+            return
+        head = next((c for c in cls.__mro__[1:] if "forward" in c.__dict__ and issubclass(c, GesaHeadBase)), None)
+        if head is None:
+            return
+        head_forward = head.__dict__["forward"]
+
+        def forward(self: GesaHeadBase, *args: object, **kwargs: object) -> ModelOutput:
+            return head_forward(self, *args, **kwargs)
+
+        forward.__doc__ = head_forward.__doc__
+        forward.__signature__ = inspect.signature(head_forward)
+        cls.forward = with_inputs_of(cls.base_model_class.forward)(forward)
+
+    def __init__(self, config: GesaConfig) -> None:
+        super().__init__(config)
+        self.gesa = self.base_model_class(config, add_pooling_layer=False)
 
 
 @dataclass
@@ -829,7 +850,16 @@ class GesaEntitySpanQAOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-class GesaForEntitySpanQA(GesaPreTrainedModel):
+class GesaCandidateInputs(GesaInputs, total=False):
+    """A candidate-scoring head's own inputs: `labels` `(B, E)` in {0, 1}; `start_positions` / `end_positions`,
+    what extractive-QA code sends, only to be refused."""
+
+    labels: torch.Tensor | None
+    start_positions: torch.LongTensor | None
+    end_positions: torch.LongTensor | None
+
+
+class GesaForEntitySpanQA(GesaHeadBase):
     """Cloze-style QA (ReCoRD): `logit_e = w . dropout([y_PLC ; y_e]) + b` for every candidate entity e.
 
     One head for GESA and every variant: a variant's head sets `base_model_class` (its encoder, which takes the
@@ -837,26 +867,13 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
     `auxiliary_loss`; XH overrides `score_entities` (graphs of nodes).
     """
 
-    base_model_class: type[GesaModel] = GesaModel
     output_class: type[ModelOutput] = GesaEntitySpanQAOutput
     pipeline = PipelineSpec(ENTITY_CLOZE_TASK, "pipeline_gesa.EntityClozeQAPipeline")
     # inputs the head cannot score without (XH adds its own)
     required_inputs: tuple[str, ...] = ("entity_ids",)
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        if "forward" not in cls.__dict__:
-            # a variant's head: the same forward, whose signature also names the base model's own inputs
-            def forward(self: GesaForEntitySpanQA, *args: object, **kwargs: object) -> ModelOutput:
-                return GesaForEntitySpanQA.forward(self, *args, **kwargs)
-
-            forward.__doc__ = GesaForEntitySpanQA.forward.__doc__
-            forward.__signature__ = inspect.signature(GesaForEntitySpanQA.forward)
-            cls.forward = with_inputs_of(cls.base_model_class.forward)(forward)
-
     def __init__(self, config: GesaConfig) -> None:
         super().__init__(config)
-        self.gesa = self.base_model_class(config, add_pooling_layer=False)
         # the base model's outputs the head passes on (read once: dataclass introspection does not trace)
         self._passed_output_fields = tuple(
             f.name for f in fields(self.output_class) if f.name not in ("loss", "logits")
@@ -866,22 +883,15 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
         self.post_init()
 
     @can_return_tuple
-    @with_inputs_of(GesaModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        labels: torch.Tensor | None = None,
-        start_positions: torch.LongTensor | None = None,
-        end_positions: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> ModelOutput:
+    @with_inputs_of(GesaModel.forward, own=GesaCandidateInputs)
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaCandidateInputs]) -> ModelOutput:
         """Score candidates: `logits` `(B, E)`; `labels` `(B, E)` in {0, 1} gives the BCE `loss`.
 
         Takes every input of the base model (`kwargs`; README "Model inputs", a variant's own inputs too).
         `start_positions` / `end_positions` (what extractive-QA code sends) are refused with a pointer to what this
         head takes.
         """
+        labels, start_positions, end_positions = pop_inputs(kwargs, GesaCandidateInputs)
         refuse_span_positions(self, start_positions, end_positions)
         missing = [name for name in self.required_inputs if kwargs.get(name) is None]
         if missing:
@@ -925,6 +935,11 @@ class GesaForEntitySpanQA(GesaPreTrainedModel):
             kwargs.get("placeholder_entity_mask"),
             labels,
         )
+        return self.head_output(loss, logits, outputs)
+
+    def head_output(self, loss: torch.Tensor | None, logits: torch.Tensor, outputs: ModelOutput) -> ModelOutput:
+        """`output_class` of the task's `loss` plus the variant's (`auxiliary_loss`), the `logits` and the base model's
+        outputs the head passes on."""
         extra = self.auxiliary_loss(outputs)
         if extra is not None:
             loss = extra if loss is None else loss + extra
@@ -986,6 +1001,7 @@ GesaForEntitySpanQA.register_for_auto_class("AutoModelForQuestionAnswering")
 __all__ = [
     "GesaEntitySpanQAOutput",
     "GesaForEntitySpanQA",
+    "GesaHeadBase",
     "GesaModel",
     "GesaModelOutput",
     "GesaPreTrainedModel",

@@ -23,7 +23,6 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
-import inspect
 import os
 from typing import Any
 
@@ -41,13 +40,13 @@ from transformers.models.luke.modeling_luke import (
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple, logging
 
-from .checks_gesa import IGNORE_INDEX, check_binary_targets, check_class_labels, ignored_loss
+from .checks_gesa import IGNORE_INDEX, check_binary_targets, check_class_labels, ignored_loss, pop_inputs
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
+    GesaHeadBase,
     GesaInputs,
     GesaModel,
     GesaPooler,
-    GesaPreTrainedModel,
     classifier_dropout,
     with_inputs_of,
 )
@@ -119,11 +118,10 @@ def copy_luke_head(
     return copied
 
 
-class GesaEntityHeadBase(GesaPreTrainedModel):
-    """What the four entity-task heads share: the encoder (`base_model_class`, a variant's own one in its subclass),
-    LUKE conversion that also copies LUKE's head, and a forward whose signature names the encoder's inputs."""
+class GesaEntityHeadBase(GesaHeadBase):
+    """What the four entity-task heads share: the encoder and the forward a variant's head inherits (`GesaHeadBase`),
+    LUKE conversion that also copies LUKE's head, the check of the entities the head reads."""
 
-    base_model_class: type[GesaModel] = GesaModel
     # the transformers LUKE class whose head this one equals with ablation="luke", and its head modules
     luke_class_name: str = ""
     luke_head_modules: tuple[str, ...] = ("classifier",)
@@ -131,24 +129,6 @@ class GesaEntityHeadBase(GesaPreTrainedModel):
     min_entities: int = 1
     # the loss is a mean over labels, not over items counted by Trainer
     accepts_loss_kwargs = False
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        head = next((c for c in cls.__mro__ if "forward" in c.__dict__ and issubclass(c, GesaEntityHeadBase)), None)
-        if "forward" not in cls.__dict__ and head is not None and head.base_model_class is not cls.base_model_class:
-            # a variant's head: the same forward, whose signature also names the variant encoder's inputs
-            head_forward = head.__dict__["forward"]
-
-            def forward(self: GesaEntityHeadBase, *args: object, **kwargs: object) -> ModelOutput:
-                return head_forward(self, *args, **kwargs)
-
-            forward.__doc__ = head_forward.__doc__
-            forward.__signature__ = inspect.signature(head_forward)
-            cls.forward = with_inputs_of(cls.base_model_class.forward)(forward)
-
-    def __init__(self, config: Any) -> None:
-        super().__init__(config)
-        self.gesa = self.base_model_class(config, add_pooling_layer=False)
 
     @classmethod
     def from_luke_pretrained(
@@ -206,6 +186,16 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None, singl
     return F.binary_cross_entropy_with_logits(logits.reshape(-1), labels.reshape(-1).type_as(logits))
 
 
+def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor | None:
+    """Masked language modelling's cross-entropy: word logits `(B, L, V)`, `labels` `(B, L)` word ids at masked words
+    (-100 elsewhere); `None` without labels."""
+    if labels is None:
+        return None
+    if labels.shape != logits.shape[:2]:
+        raise ValueError(f"labels has shape {tuple(labels.shape)}; it must be input_ids' {tuple(logits.shape[:2])}.")
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.to(logits.device).reshape(-1))
+
+
 def marked_states(outputs: ModelOutput, marker_positions: torch.Tensor | None, count: int) -> torch.Tensor:
     """The features a typing / pair head reads: the entity states `(B, E, D)`, or with `marker_positions` `(B, count)`
     the word states of those tokens `(B, count, D)` (ERNIE's and KnowBERT's marked inputs)."""
@@ -227,7 +217,63 @@ def _passed(outputs: ModelOutput) -> dict:
     return {name: outputs.get(name) for name in ("hidden_states", "entity_hidden_states", "attentions")}
 
 
-class GesaForEntityClassification(GesaEntityHeadBase):
+class GesaEntityClassifierHead(GesaEntityHeadBase):
+    """What the typing, pair and span heads share: LUKE's `classifier` over `classifier_inputs` hidden-size states
+    side by side (`logits = W . dropout(features)`, bias per `classifier_bias`), its loss (`classification_loss`, plus a
+    variant's) and the output (`output_class`, with the encoder's per-layer outputs)."""
+
+    classifier_inputs: int = 1
+    classifier_bias: bool = True
+    output_class: type[ModelOutput] = EntityClassificationOutput
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self.dropout = classifier_dropout(config)
+        self.classifier = nn.Linear(
+            self.classifier_inputs * config.hidden_size, config.num_labels, self.classifier_bias
+        )
+        self.post_init()
+
+    def classify(
+        self, features: torch.Tensor, labels: torch.Tensor | None, outputs: ModelOutput, single_label_dims: int
+    ) -> ModelOutput:
+        """`features` `(..., classifier_inputs * D)` -> the output with `logits` `(..., num_labels)` and, given
+        `labels` (class indices of `single_label_dims` dimensions, or 0/1 targets of the logits' shape), the loss."""
+        logits = self.classifier(self.dropout(features))
+        loss = self.add_auxiliary_loss(
+            None if labels is None else classification_loss(logits, labels.to(logits.device), single_label_dims),
+            outputs,
+        )
+        return self.output_class(loss=loss, logits=logits, **_passed(outputs))
+
+
+class GesaMarkedEntityInputs(GesaInputs, total=False):
+    """The typing and pair heads' own inputs: `labels` and the opening markers' `marker_positions`."""
+
+    labels: torch.Tensor | None
+    marker_positions: torch.LongTensor | None
+
+
+class GesaMarkedEntityClassifierHead(GesaEntityClassifierHead):
+    """The typing and the pair head: the classifier on the first `min_entities` entities' final states side by side,
+    or with `marker_positions` on the word states of their mentions' opening markers."""
+
+    @can_return_tuple
+    @with_inputs_of(GesaModel.forward, own=GesaMarkedEntityInputs)
+    def forward(
+        self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaMarkedEntityInputs]
+    ) -> ModelOutput:
+        """`logits` `(B, num_labels)`; `labels` as in the LUKE head (`luke_class_name`): class indices `(B,)` or
+        multi-label 0/1 targets `(B, num_labels)`; `marker_positions` `(B, min_entities)`: read the word states of the
+        mentions' opening markers instead (ERNIE/KnowBERT inputs, `processing_entity_markers`). Other inputs: the
+        encoder's."""
+        labels, marker_positions = pop_inputs(kwargs, GesaMarkedEntityInputs)
+        outputs = self.encode(input_ids, kwargs)
+        states = marked_states(outputs, marker_positions, self.min_entities)
+        return self.classify(states[:, : self.min_entities].flatten(1), labels, outputs, 1)
+
+
+class GesaForEntityClassification(GesaMarkedEntityClassifierHead):
     """Entity typing (Open Entity): `logits = W . dropout(e_1)` on the first entity's final state; multi-label
     0/1 `labels` `(B, num_labels)` give binary cross-entropy, class indices `(B,)` cross-entropy (LUKE's head)."""
 
@@ -235,35 +281,8 @@ class GesaForEntityClassification(GesaEntityHeadBase):
     task_entities = "the entity to type first"
     pipeline = PipelineSpec("entity-typing", "pipeline_entity.EntityTypingPipeline")
 
-    def __init__(self, config: Any) -> None:
-        super().__init__(config)
-        self.dropout = classifier_dropout(config)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
 
-    @can_return_tuple
-    @with_inputs_of(GesaModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        labels: torch.Tensor | None = None,
-        marker_positions: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> EntityClassificationOutput:
-        """`logits` `(B, num_labels)`; `labels` as in `LukeForEntityClassification`; `marker_positions` `(B, 1)`: read
-        the word state of the mention's opening marker instead (ERNIE/KnowBERT inputs, `processing_entity_markers`).
-        Other inputs: the encoder's."""
-        outputs = self.encode(input_ids, kwargs)
-        states = marked_states(outputs, marker_positions, 1)
-        logits = self.classifier(self.dropout(states[:, 0, :]))
-        loss = self.add_auxiliary_loss(
-            None if labels is None else classification_loss(logits, labels.to(logits.device), 1), outputs
-        )
-        return EntityClassificationOutput(loss=loss, logits=logits, **_passed(outputs))
-
-
-class GesaForEntityPairClassification(GesaEntityHeadBase):
+class GesaForEntityPairClassification(GesaMarkedEntityClassifierHead):
     """Relation classification (TACRED): `logits = W . dropout([e_head ; e_tail])` on the first two entities'
     final states (no bias, as LUKE's head)."""
 
@@ -271,62 +290,37 @@ class GesaForEntityPairClassification(GesaEntityHeadBase):
     min_entities = 2
     task_entities = "the head entity first, the tail entity second"
     pipeline = PipelineSpec("relation-classification", "pipeline_entity.RelationClassificationPipeline")
-
-    def __init__(self, config: Any) -> None:
-        super().__init__(config)
-        self.dropout = classifier_dropout(config)
-        self.classifier = nn.Linear(2 * config.hidden_size, config.num_labels, False)
-        self.post_init()
-
-    @can_return_tuple
-    @with_inputs_of(GesaModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        labels: torch.Tensor | None = None,
-        marker_positions: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> EntityPairClassificationOutput:
-        """`logits` `(B, num_labels)`; `labels` as in `LukeForEntityPairClassification`; `marker_positions` `(B, 2)`:
-        read the word states of the head's and the tail's opening markers instead (ERNIE/KnowBERT inputs). Other
-        inputs: the encoder's."""
-        outputs = self.encode(input_ids, kwargs)
-        states = marked_states(outputs, marker_positions, 2)
-        logits = self.classifier(self.dropout(torch.cat([states[:, 0, :], states[:, 1, :]], dim=1)))
-        loss = self.add_auxiliary_loss(
-            None if labels is None else classification_loss(logits, labels.to(logits.device), 1), outputs
-        )
-        return EntityPairClassificationOutput(loss=loss, logits=logits, **_passed(outputs))
+    classifier_inputs = 2
+    classifier_bias = False
+    output_class = EntityPairClassificationOutput
 
 
-class GesaForEntitySpanClassification(GesaEntityHeadBase):
+class GesaEntitySpanInputs(GesaInputs, total=False):
+    """The span head's own inputs: each span's first / last word index and `labels`."""
+
+    entity_start_positions: torch.LongTensor | None
+    entity_end_positions: torch.LongTensor | None
+    labels: torch.Tensor | None
+
+
+class GesaForEntitySpanClassification(GesaEntityClassifierHead):
     """NER over candidate spans (CoNLL-2003): for every span entity, `logits = W . dropout([h_start ; h_end ; e])`
     from its first and last word states and its entity state (LUKE's head)."""
 
     luke_class_name = "LukeForEntitySpanClassification"
     task_entities = "one entity per candidate span"
     pipeline = PipelineSpec("entity-span-classification", "pipeline_entity.EntitySpanClassificationPipeline")
-
-    def __init__(self, config: Any) -> None:
-        super().__init__(config)
-        self.dropout = classifier_dropout(config)
-        self.classifier = nn.Linear(3 * config.hidden_size, config.num_labels)
-        self.post_init()
+    classifier_inputs = 3
+    output_class = EntitySpanClassificationOutput
 
     @can_return_tuple
-    @with_inputs_of(GesaModel.forward)
+    @with_inputs_of(GesaModel.forward, own=GesaEntitySpanInputs)
     def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        entity_start_positions: torch.LongTensor | None = None,
-        entity_end_positions: torch.LongTensor | None = None,
-        labels: torch.Tensor | None = None,
-        **kwargs: Unpack[GesaInputs],
+        self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaEntitySpanInputs]
     ) -> EntitySpanClassificationOutput:
         """`entity_start_positions` / `entity_end_positions` `(B, E)`: each span's first and last word index;
         `logits` `(B, E, num_labels)`; `labels` `(B, E)` class indices (-100 ignored) or `(B, E, num_labels)` 0/1."""
+        entity_start_positions, entity_end_positions, labels = pop_inputs(kwargs, GesaEntitySpanInputs)
         outputs = self.encode(input_ids, kwargs)
         words = outputs.last_hidden_state
         entity_shape = tuple(kwargs["entity_ids"].shape)
@@ -348,11 +342,14 @@ class GesaForEntitySpanClassification(GesaEntityHeadBase):
         hidden = words.size(-1)
         start = torch.gather(words, -2, entity_start_positions.to(words.device).unsqueeze(-1).expand(-1, -1, hidden))
         end = torch.gather(words, -2, entity_end_positions.to(words.device).unsqueeze(-1).expand(-1, -1, hidden))
-        logits = self.classifier(self.dropout(torch.cat([start, end, outputs.entity_last_hidden_state], dim=2)))
-        loss = self.add_auxiliary_loss(
-            None if labels is None else classification_loss(logits, labels.to(logits.device), 2), outputs
-        )
-        return EntitySpanClassificationOutput(loss=loss, logits=logits, **_passed(outputs))
+        return self.classify(torch.cat([start, end, outputs.entity_last_hidden_state], dim=2), labels, outputs, 2)
+
+
+class GesaMaskedLMInputs(GesaInputs, total=False):
+    """The masked-LM head's own inputs: masked word and entity ids."""
+
+    labels: torch.LongTensor | None
+    entity_labels: torch.LongTensor | None
 
 
 class GesaForMaskedLM(GesaEntityHeadBase):
@@ -385,27 +382,17 @@ class GesaForMaskedLM(GesaEntityHeadBase):
         return self.gesa(input_ids, **kwargs, return_dict=True)
 
     @can_return_tuple
-    @with_inputs_of(GesaModel.forward)
+    @with_inputs_of(GesaModel.forward, own=GesaMaskedLMInputs)
     def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        labels: torch.LongTensor | None = None,
-        entity_labels: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
+        self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaMaskedLMInputs]
     ) -> LukeMaskedLMOutput:
         """`labels` `(B, L)` word ids at masked words (-100 elsewhere), `entity_labels` `(B, E)` entity ids at masked
         entities (-100 elsewhere). Other inputs: the encoder's."""
+        labels, entity_labels = pop_inputs(kwargs, GesaMaskedLMInputs)
         outputs = self.encode(input_ids, kwargs)
         logits = self.lm_head(outputs.last_hidden_state)
-        loss = mlm_loss = mep_loss = entity_logits = None
-        if labels is not None:
-            if labels.shape != logits.shape[:2]:
-                raise ValueError(
-                    f"labels has shape {tuple(labels.shape)}; it must be input_ids' {tuple(logits.shape[:2])}."
-                )
-            mlm_loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.to(logits.device).reshape(-1))
-            loss = mlm_loss
+        mep_loss = entity_logits = None
+        loss = mlm_loss = masked_lm_loss(logits, labels)
         if outputs.entity_last_hidden_state is not None:
             entity_logits = self.entity_predictions(outputs.entity_last_hidden_state)
             if entity_labels is not None:
@@ -463,13 +450,7 @@ class MaskedLmNspHeads:
         `(B, L)` word ids at masked words (-100 elsewhere), `next_sentence_label` `(B,)` 0 when the second sentence
         follows the first, 1 when it is a random one (BERT's convention; -100 ignored)."""
         logits = self.lm_head(words)
-        mlm_loss = nsp_loss = None
-        if labels is not None:
-            if labels.shape != logits.shape[:2]:
-                raise ValueError(
-                    f"labels has shape {tuple(labels.shape)}; it must be input_ids' {tuple(logits.shape[:2])}."
-                )
-            mlm_loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.to(logits.device).reshape(-1))
+        mlm_loss, nsp_loss = masked_lm_loss(logits, labels), None
         nsp_logits = self.seq_relationship(self.nsp_pooler(words))
         if next_sentence_label is not None:
             if next_sentence_label.shape != nsp_logits.shape[:1]:
@@ -523,4 +504,5 @@ __all__ = [
     "MaskedLmNspHeads",
     "classification_loss",
     "copy_luke_head",
+    "masked_lm_loss",
 ]

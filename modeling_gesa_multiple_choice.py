@@ -40,42 +40,41 @@ imports only its siblings.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
-from .checks_gesa import ignored_loss
+from .checks_gesa import IGNORE_INDEX, pop_inputs
 from .configuration_gesa import GesaConfig
 from .loading_gesa import PipelineSpec
-from .modeling_candidate_output import Scorer, entity_choice_logits
-from .modeling_gesa import GesaForEntitySpanQA, GesaInputs, GesaModel, refuse_span_positions, with_inputs_of
+from .modeling_candidate_output import Scorer, candidate_choice_loss, entity_choice_logits
+from .modeling_gesa import (
+    GesaEntitySpanQAOutput,
+    GesaForEntitySpanQA,
+    GesaInputs,
+    GesaModel,
+    refuse_span_positions,
+    with_inputs_of,
+)
 
-IGNORE_INDEX = -100
 # the pipeline task of every WikiHop checkpoint: `pipeline(model=dir, trust_remote_code=True)` builds WikihopPipeline
 WIKIHOP_TASK = "wikihop-multiple-choice"
 
 
 @dataclass
-class EntityMultipleChoiceOutput(ModelOutput):
-    """
+class EntityMultipleChoiceOutput(GesaEntitySpanQAOutput):
+    """The ReCoRD head's fields, read as multiple choice.
+
     Args:
         loss: softmax cross-entropy over each example's candidates, mean over labelled examples.
         logits: `(B, E)` candidate scores; non-candidate and padded entities hold `finfo.min`.
         hidden_states, entity_hidden_states, attentions: the base model's, on request.
     """
-
-    loss: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    entity_hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
 def multiple_choice_logits(
@@ -161,6 +160,15 @@ def check_choice_head(named: str, names: Iterable[str], where: str) -> None:
         )
 
 
+class GesaChoiceInputs(GesaInputs, total=False):
+    """The choice head's own inputs: the candidates' `candidate_entity_mask`, the answer index `labels`, and the span positions it refuses."""
+
+    candidate_entity_mask: torch.Tensor | None
+    labels: torch.LongTensor | None
+    start_positions: torch.LongTensor | None
+    end_positions: torch.LongTensor | None
+
+
 class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
     """Multiple choice over candidate entities (WikiHop), on GESA (or LUKE with `ablation="luke"`).
 
@@ -191,34 +199,14 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
             check_choice_head(named, info.get("unexpected_keys", ()), str(pretrained_model_name_or_path))
         return (model, info) if wants_info else model
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        own_forward = "forward" in cls.__dict__
-        super().__init_subclass__(**kwargs)
-        if not own_forward:
-
-            def forward(self: GesaForEntityMultipleChoice, *args: object, **kwargs: object) -> ModelOutput:
-                return GesaForEntityMultipleChoice.forward(self, *args, **kwargs)
-
-            forward.__doc__ = GesaForEntityMultipleChoice.forward.__doc__
-            forward.__signature__ = inspect.signature(GesaForEntityMultipleChoice.forward)
-            cls.forward = with_inputs_of(cls.base_model_class.forward)(forward)
-
     @can_return_tuple
-    @with_inputs_of(GesaModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        candidate_entity_mask: torch.Tensor | None = None,
-        labels: torch.LongTensor | None = None,
-        start_positions: torch.LongTensor | None = None,
-        end_positions: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> ModelOutput:
+    @with_inputs_of(GesaModel.forward, own=GesaChoiceInputs)
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaChoiceInputs]) -> ModelOutput:
         """Score the candidate entities: `logits` `(B, E)`; `labels` `(B,)` (answer entity index) gives the loss.
 
         Takes every input of the base model (`kwargs`, README "Model inputs") and `candidate_entity_mask` `(B, E)`.
         """
+        candidate_entity_mask, labels, start_positions, end_positions = pop_inputs(kwargs, GesaChoiceInputs)
         refuse_span_positions(self, start_positions, end_positions)
         check_choice_inputs(labels, candidate_entity_mask, kwargs.get("entity_ids"))
         outputs = self.run_base_model(input_ids, None, kwargs)
@@ -240,17 +228,7 @@ class GesaForEntityMultipleChoice(GesaForEntitySpanQA):
             logits = multiple_choice_logits(
                 self.classifier, self.dropout, outputs.entity_last_hidden_state, placeholder, candidate_entity_mask
             )
-        loss = None
-        if labels is not None:
-            if (labels != IGNORE_INDEX).any():
-                loss = F.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX)
-            else:
-                loss = ignored_loss(logits)  # no labelled example: 0 (the masked logits are -inf: sum * 0 is NaN)
-        extra = self.auxiliary_loss(outputs)
-        if extra is not None:
-            loss = extra if loss is None else loss + extra
-        passed = self._passed_output_fields
-        return self.output_class(loss=loss, logits=logits, **{name: outputs.get(name) for name in passed})
+        return self.head_output(candidate_choice_loss(logits, labels), logits, outputs)
 
 
 def extend_position_embeddings(model: nn.Module, max_position_embeddings: int) -> bool:

@@ -47,7 +47,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput
 
-from .checks_gesa import KAR_NULL_CANDIDATE, check_kar_inputs
+from .checks_gesa import KAR_NULL_CANDIDATE, check_kar_inputs, pop_inputs
 from .configuration_variants import KarConfig
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
@@ -56,11 +56,11 @@ from .modeling_gesa import (
     GesaForEntitySpanQA,
     GesaInputs,
     GesaModel,
-    GesaPreTrainedModel,
+    GesaModelOutput,
     LayerBlocks,
     with_inputs_of,
 )
-from .modeling_variants import EntityAttention, KnowledgeBase, knowledge_table, set_knowledge_base
+from .modeling_variants import EntityAttention, KnowledgeBase, KnowledgePreTrainedModel, knowledge_table
 
 KAR_INPUTS = ("kar_mention_spans", "kar_candidate_ids", "kar_candidate_priors", "kar_gold_candidates")
 
@@ -223,44 +223,33 @@ class KarLayer(GradientCheckpointingLayer):
 
 
 @dataclass
-class KarModelOutput(ModelOutput):
-    """`GesaModelOutput` plus the KAR block's linking results.
+class KarModelOutput(GesaModelOutput):
+    """`GesaModelOutput` (the state after layer `kar_layer` is recorded after the KAR block) plus the KAR block's
+    linking results.
 
     Args:
-        last_hidden_state: `(B, L, D)` word states of the last layer.
-        entity_last_hidden_state: `(B, E, D)` LUKE entity states of the last layer.
-        pooler_output: `(B, D)`.
-        hidden_states, entity_hidden_states, attentions: per layer, as in `GesaModelOutput` (the state after layer
-            `kar_layer` is recorded after the KAR block).
         linking_scores: `(B, C, K)` linker scores `psi` (`finfo.min` for padded candidates).
         linking_weights: `(B, C, K)` `psi~`.
         null_mask: bool `(B, C)`, True where the mention took the NULL embedding.
         linking_loss: scalar `L_EL` (per-example sum over mentions, batch mean) when `kar_gold_candidates` is given.
     """
 
-    last_hidden_state: torch.FloatTensor | None = None
-    entity_last_hidden_state: torch.FloatTensor | None = None
-    pooler_output: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    entity_hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
     linking_scores: torch.FloatTensor | None = None
     linking_weights: torch.FloatTensor | None = None
     null_mask: torch.BoolTensor | None = None
     linking_loss: torch.FloatTensor | None = None
 
 
-class KarPreTrainedModel(GesaPreTrainedModel):
-    """GESA's pre-trained base (LUKE conversion, added tokens, `save_pretrained` with `AutoModel`) with a KAR block."""
+class KarPreTrainedModel(KnowledgePreTrainedModel):
+    """GESA's pre-trained base with the frozen KB (`KnowledgePreTrainedModel`) and a KAR block."""
 
     config_class = KarConfig
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings", "KarLayer"]
-    # the knowledge inputs its forward reads (`processing_kb.KnowledgeInputBuilder`), for the knowledge pipelines
     knowledge_inputs = "kar"
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        """Linear/LayerNorm/Embedding as GESA. KAR: NULL embedding 0; `W2 = pinv(W1)`, `b2 = -W2 b1` (or 0); the
+        """As `KnowledgePreTrainedModel`. KAR: NULL embedding 0; `W2 = pinv(W1)`, `b2 = -W2 b1` (or 0); the
         linker's output bias `delta + 1`, so that at the start every candidate passes the threshold and the task loss
         reaches the linker even without supervised linking (KnowBERT pre-trained its linkers with `L_EL` first)."""
         super()._init_weights(module)
@@ -284,12 +273,15 @@ class KarPreTrainedModel(GesaPreTrainedModel):
             else:
                 init.zeros_(module.kg_to_bert.weight)
                 init.zeros_(module.kg_to_bert.bias)
-        elif isinstance(module, KnowledgeBase):
-            init.zeros_(module.embeddings)
 
-    def set_knowledge_base(self, embeddings: torch.Tensor) -> None:
-        """Use `embeddings` `(kb_size, entity_emb_size)` as the (frozen) KB instead of the backbone's entity table."""
-        set_knowledge_base(self.base_model, embeddings)
+
+class KarInputs(GesaInputs, total=False):
+    """KAR's inputs: the mention spans, their KB candidates and priors, and the gold candidate for the linking loss."""
+
+    kar_mention_spans: torch.LongTensor | None
+    kar_candidate_ids: torch.LongTensor | None
+    kar_candidate_priors: torch.Tensor | None
+    kar_gold_candidates: torch.LongTensor | None
 
 
 class KarModel(KarPreTrainedModel, GesaModel):
@@ -371,19 +363,11 @@ class KarModel(KarPreTrainedModel, GesaModel):
         spans = torch.stack([start, end], dim=-1)
         return torch.where(real[..., None], spans, torch.full_like(spans, -1))
 
-    @with_inputs_of(GesaModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        kar_mention_spans: torch.LongTensor | None = None,
-        kar_candidate_ids: torch.LongTensor | None = None,
-        kar_candidate_priors: torch.Tensor | None = None,
-        kar_gold_candidates: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> KarModelOutput:
+    @with_inputs_of(GesaModel.forward, own=KarInputs)
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[KarInputs]) -> KarModelOutput:
         """Encode words `(B, L)` and entities `(B, E)` (GESA's inputs, `kwargs`) with the KAR block after layer
         `kar_layer`; the KAR inputs are described in the module docstring and the KAR model card."""
+        kar_mention_spans, kar_candidate_ids, kar_candidate_priors, kar_gold_candidates = pop_inputs(kwargs, KarInputs)
         kar_inputs = {
             "kar_mention_spans": kar_mention_spans,
             "kar_candidate_ids": kar_candidate_ids,

@@ -31,6 +31,7 @@ import torch
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
+from .checks_gesa import pop_inputs
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import GesaInputs, with_inputs_of
 from .modeling_gesa_entity import (
@@ -113,6 +114,13 @@ def linking_accuracy_counts(
     return {name: float((picked[:, 0] == target).sum()) for name, picked in hits.items()}, int(rows.numel())
 
 
+class KarPreTrainingInputs(GesaInputs, total=False):
+    """KAR pre-training's own inputs: the MLM and NSP labels."""
+
+    labels: torch.LongTensor | None
+    next_sentence_label: torch.LongTensor | None
+
+
 @dataclass
 class KarPreTrainingOutput(ModelOutput):
     """
@@ -151,18 +159,14 @@ class KarForPreTraining(MaskedLmNspHeads, KarPreTrainedModel, GesaEntityHeadBase
         self.post_init()
 
     @can_return_tuple
-    @with_inputs_of(KarModel.forward)
+    @with_inputs_of(KarModel.forward, own=KarPreTrainingInputs)
     def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        labels: torch.LongTensor | None = None,
-        next_sentence_label: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
+        self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[KarPreTrainingInputs]
     ) -> KarPreTrainingOutput:
         """`labels` `(B, L)` word ids at masked words (-100 elsewhere); `next_sentence_label` `(B,)` (0: the second
         sentence follows the first, 1: a random one); the encoder's inputs, KAR's included (`KarModel.forward`:
         `kar_gold_candidates` gives `linking_loss`)."""
+        labels, next_sentence_label = pop_inputs(kwargs, KarPreTrainingInputs)
         outputs = self.gesa(input_ids, return_dict=True, **kwargs)
         logits, mlm_loss, nsp_logits, nsp_loss = self.masked_lm_and_nsp(
             outputs.last_hidden_state, labels, next_sentence_label

@@ -18,7 +18,8 @@ run through `GesaModel.forward`, their blocks inside its layer loop (`modeling_g
   attention), dispatched through `ALL_ATTENTION_FUNCTIONS` on `config._attn_implementation`.
 - `KnowledgeBase`: the user-supplied, frozen entity table of KAR and ERNIE (`kb_size` in their configs); without it
   the knowledge base is the backbone's own entity table (LUKE's Wikipedia entities), read detached by
-  `knowledge_table`: the KB is frozen in both cases.
+  `knowledge_table`: the KB is frozen in both cases. `KnowledgePreTrainedModel`: KAR's and ERNIE's pre-trained base
+  around it (the unset KB is 0, `set_knowledge_base`).
 
 Flat module: copied next to every saved checkpoint, so it imports only its siblings.
 """
@@ -27,11 +28,12 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from transformers import initialization as init
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.bert.modeling_bert import eager_attention_forward
 
 from .configuration_gesa import GesaConfig
-from .modeling_gesa import GesaModel
+from .modeling_gesa import GesaModel, GesaPreTrainedModel
 
 # transformers' attention functions that fit a plain (label-free) attention; any other implementation (GESA's own
 # kernels, flash/flex) gives the variants' attention "sdpa"
@@ -165,9 +167,29 @@ def set_knowledge_base(model: GesaModel, embeddings: torch.Tensor) -> None:
     model.config.kb_size = embeddings.size(0)
 
 
+class KnowledgePreTrainedModel(GesaPreTrainedModel):
+    """GESA's pre-trained base (LUKE conversion, added tokens, `save_pretrained` with `AutoModel`) with a frozen KB:
+    KAR's and ERNIE's, each naming the knowledge inputs its forward reads (`processing_kb.KnowledgeInputBuilder`),
+    for the knowledge pipelines."""
+
+    knowledge_inputs: str = ""
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Linear/LayerNorm/Embedding as GESA; an unset KB is 0."""
+        super()._init_weights(module)
+        if isinstance(module, KnowledgeBase):
+            init.zeros_(module.embeddings)
+
+    def set_knowledge_base(self, embeddings: torch.Tensor) -> None:
+        """Use `embeddings` `(kb_size, entity_emb_size)` as the (frozen) KB instead of the backbone's entity table."""
+        set_knowledge_base(self.base_model, embeddings)
+
+
 __all__ = [
     "EntityAttention",
     "KnowledgeBase",
+    "KnowledgePreTrainedModel",
     "knowledge_table",
     "plain_attention",
     "set_knowledge_base",

@@ -27,7 +27,9 @@ with `<s>` (its hub), and a node adjacency `E` with `E[g, tau, eta] = 1` when no
   GAT as that code runs it, `XhGatHop`) in place of Eq. 7.
 - Heads: ReCoRD (GESA's head on each node's placeholder and mentions, max over a candidate's mentions), HotpotQA
   (node relevance, Eq. 11, and answer start/end inside a node, Eq. 12) and FEVER
-  (`p(y | X, E) = sum_tau p(s | tau) p(y | tau)`, Eqs. 14-16).
+  (`p(y | X, E) = sum_tau p(s | tau) p(y | tau)`, Eqs. 14-16). The graph-level heads (these two, `modeling_xh_tasks`'
+  and `modeling_xh_paper`'s) share one forward, `XhGraphHead.forward` (`XhModel` over the graphs), and each writes only
+  its `score_graphs`: its output layer, loss and label checks.
 
 Padded nodes (`node_mask` 0) are dropped before the backbone and never attend or get attended.
 
@@ -36,8 +38,10 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 import torch.nn.functional as F
@@ -494,12 +498,158 @@ class XhForEntitySpanQA(XhPreTrainedModel, GesaForEntitySpanQA):
 
 
 # ---------------------------------------------------------------------------------------------
+# The graph heads: one forward (XhModel over the graphs), then each head's output layer and loss
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class XhEncodedGraphs:
+    """What the one forward of the graph heads hands a head's `score_graphs`: the encoder's outputs over the graphs
+    (`XhModelOutput`: per node `(G, N, ...)`, the hub states, the real nodes) and the inputs it read (GESA's per node,
+    `node_adjacency`, ...)."""
+
+    outputs: XhModelOutput
+    model_inputs: dict[str, Any]
+
+
+@dataclass
+class XhGraphOutput(ModelOutput):
+    """The fields of every graph head's output, in the one order that keeps each head's own: a head fills its fields
+    (its output class, a subclass of this one, says which) and leaves the others None, which `to_tuple()` and
+    `Trainer`'s predictions leave out.
+
+    Args:
+        loss: the sum of the head's loss terms that have labels.
+        logits, probs: the graph's class scores `(G, Y)` (FEVER, question type).
+        node_label_probs, node_importance: FEVER's per-node `p(y | tau)` `(G, N, Y)` and `p(s | tau)` `(G, N)`.
+        relevance_logits: `(G, N)` node relevance (HotpotQA, supporting facts).
+        start_logits, end_logits, answer_type_logits, supporting_logits: the answer span `(G, N, L)`, the answer type
+            `(G, N, 3)` and the sentence scores `(G, N, S)` (HotpotQA, supporting facts).
+        relevance_loss, span_loss, answer_type_loss, supporting_loss: the loss terms.
+        hub_states: the final hubs `h_tau,0` `(G, N, D)`.
+        hop_attentions: the hop attention of each hop layer, `(G, H, N, N)` each, with `output_attentions`.
+    """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    probs: torch.FloatTensor | None = None
+    node_label_probs: torch.FloatTensor | None = None
+    node_importance: torch.FloatTensor | None = None
+    relevance_logits: torch.FloatTensor | None = None
+    start_logits: torch.FloatTensor | None = None
+    end_logits: torch.FloatTensor | None = None
+    answer_type_logits: torch.FloatTensor | None = None
+    supporting_logits: torch.FloatTensor | None = None
+    relevance_loss: torch.FloatTensor | None = None
+    span_loss: torch.FloatTensor | None = None
+    answer_type_loss: torch.FloatTensor | None = None
+    supporting_loss: torch.FloatTensor | None = None
+    hub_states: torch.FloatTensor | None = None
+    hop_attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class XhGraphHead(XhPreTrainedModel):
+    """Every graph-level head (HotpotQA, FEVER, the paper system's question type and supporting facts): the XH encoder
+    (`gesa`), the classifier dropout and one `forward`: `XhModel` over the graphs (the nodes flattened to the real
+    ones, `GesaModel.forward` with the hop blocks, every output regrouped per node, the hub states), then the head's
+    `score_graphs(encoded, inputs)`, which holds only the head's output layer, loss and label checks.
+
+    A head declares its own inputs (labels, sentence boundaries) as a `TypedDict`, `head_inputs`; `score_graphs` gets
+    each of them (None when not given), and the head's `forward` takes them beside `XhModel`'s (so `Trainer` keeps
+    those columns and finds the labels) with `score_graphs`' docstring. `required_inputs` are refused before the
+    encoder runs.
+    """
+
+    head_inputs: type[Mapping[str, Any]]
+    # inputs the head cannot score without
+    required_inputs: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "forward" in cls.__dict__:  # a head that writes its own forward keeps it
+            return
+
+        def forward(self: XhGraphHead, *args: Any, **kwargs: Any) -> ModelOutput:
+            return XhGraphHead.forward(self, *args, **kwargs)
+
+        # XhModel's graph inputs, the head's own, then XhModel's other inputs (README "Model inputs")
+        encoder = [*inspect.signature(XhModel.forward).parameters.values()]
+        graph = [parameter.name for parameter in encoder].index("node_mask") + 1
+        own = [
+            # the annotations are ForwardRefs under postponed evaluation: the signature shows their text
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=getattr(hint, "__forward_arg__", hint)
+            )
+            for name, hint in cls.head_inputs.__annotations__.items()
+        ]
+        score = inspect.signature(cls.score_graphs)
+        forward.__signature__ = score.replace(
+            parameters=[*encoder[:graph], *own, *encoder[graph:]], return_annotation=score.return_annotation
+        )
+        forward.__doc__ = cls.score_graphs.__doc__
+        cls.forward = forward
+
+    def __init__(self, config: XhConfig) -> None:
+        super().__init__(config)
+        self.gesa = XhModel(config, add_pooling_layer=False)
+        self.dropout = classifier_dropout(config)
+
+    @can_return_tuple
+    def forward(self, input_ids: torch.LongTensor | None = None, **kwargs: Unpack[GesaInputs]) -> ModelOutput:
+        """`XhModel` over the graphs (`kwargs`: its inputs and the head's own), then the head's `score_graphs`."""
+        inputs = {name: kwargs.pop(name, None) for name in self.head_inputs.__annotations__}
+        missing = [name for name in self.required_inputs if inputs[name] is None]
+        if missing:
+            raise ValueError(
+                f"{type(self).__name__} needs {' and '.join(missing)} (its forward's docstring says what each holds; "
+                "its processor builds them)."
+            )
+        outputs = self.gesa(input_ids, return_dict=True, **kwargs)
+        return self.score_graphs(XhEncodedGraphs(outputs, kwargs), inputs)
+
+
+def node_logits(scorer: nn.Linear, hubs: torch.Tensor, node_mask: torch.Tensor) -> torch.Tensor:
+    """`scorer(h_tau,0)` of every node, `(G, N)` from `(G, N, D)` hubs; padded nodes get `finfo.min`."""
+    return scorer(hubs).squeeze(-1).masked_fill(~node_mask, torch.finfo(hubs.dtype).min)
+
+
+def check_graph_labels(graphs: int, **labels: torch.Tensor | None) -> None:
+    """One label per graph: each given label has shape `(graphs,)`."""
+    for name, value in labels.items():
+        if value is not None and tuple(value.shape) != (graphs,):
+            raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (graphs,) = ({graphs},).")
+
+
+def class_loss(log_probs: torch.Tensor, labels: torch.LongTensor) -> torch.Tensor:
+    """The negative log-likelihood of one class id per graph (`labels` `(G,)`, -100 ignored) under `log_probs`
+    `(G, Y)`, a mean over the labelled graphs; 0 (still on the graph, never the 0/0 of a mean over none) when none is
+    labelled."""
+    check_graph_labels(log_probs.size(0), labels=labels)
+    check_class_labels(labels, log_probs.size(-1))
+    if torch.compiler.is_compiling() or (labels != IGNORE_INDEX).any():
+        return F.nll_loss(log_probs, labels, ignore_index=IGNORE_INDEX)
+    return ignored_loss(log_probs)
+
+
+def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, max_answer_length: int) -> tuple[int, int]:
+    """The span `start <= end < start + max_answer_length` of one node's `(L,)` start / end logits with the highest
+    `start_logit + end_logit`, as `(start, end)` token indices."""
+    length = start_logits.size(0)
+    offsets = torch.arange(length, device=start_logits.device)
+    offsets = offsets[None, :] - offsets[:, None]  # end - start
+    allowed = (offsets >= 0) & (offsets < max_answer_length)
+    scores = (start_logits[:, None] + end_logits[None, :]).masked_fill(~allowed, float("-inf"))
+    best = int(scores.flatten().argmax())
+    return best // length, best % length
+
+
+# ---------------------------------------------------------------------------------------------
 # HotpotQA: node relevance (Eq. 11) and answer span in a node (Eq. 12)
 # ---------------------------------------------------------------------------------------------
 
 
 @dataclass
-class XhMultiHopQAOutput(ModelOutput):
+class XhMultiHopQAOutput(XhGraphOutput):
     """
     Args:
         loss: `relevance_loss + span_loss`, when `relevant_node` (and spans) are given.
@@ -511,19 +661,19 @@ class XhMultiHopQAOutput(ModelOutput):
         hop_attentions: per hop layer `(G, H, N, N)`, with `output_attentions`.
     """
 
-    loss: torch.FloatTensor | None = None
-    relevance_logits: torch.FloatTensor | None = None
-    start_logits: torch.FloatTensor | None = None
-    end_logits: torch.FloatTensor | None = None
-    relevance_loss: torch.FloatTensor | None = None
-    span_loss: torch.FloatTensor | None = None
-    hub_states: torch.FloatTensor | None = None
-    hop_attentions: tuple[torch.FloatTensor, ...] | None = None
+
+class XhMultiHopQAInputs(TypedDict, total=False):
+    """`XhForMultiHopQA`'s labels: `relevant_node` `(G,)` the gold node (-100: none); `start_positions` /
+    `end_positions` `(G,)` the answer span's first and last token inside it (-100: no span, e.g. yes/no answers)."""
+
+    relevant_node: torch.LongTensor | None
+    start_positions: torch.LongTensor | None
+    end_positions: torch.LongTensor | None
 
 
 @dataclass
 class XhGraphStep:
-    """What `XhForMultiHopQA.graph_step` computes once for every graph head built on it: the encoder's outputs, the
+    """What `XhForMultiHopQA.graph_step` computes once for every head built on it: the encoder's outputs, the
     dropped-out word `(G, N, L, D)` and hub `(G, N, D)` states, the real nodes `(G, N)`, node relevance `(G, N)` and
     span logits `(G, N, L)`."""
 
@@ -536,20 +686,13 @@ class XhGraphStep:
     end_logits: torch.Tensor
 
 
-class XhGraphHead(XhPreTrainedModel):
-    """What the graph-level heads share: the XH encoder (`gesa`) and the classifier dropout."""
-
-    def __init__(self, config: XhConfig) -> None:
-        super().__init__(config)
-        self.gesa = XhModel(config, add_pooling_layer=False)
-        self.dropout = classifier_dropout(config)
-
-
 class XhForMultiHopQA(XhGraphHead):
     """HotpotQA with Transformer-XH: `p(relevance|tau) = softmax(Linear(h_tau,0))` over nodes (Eq. 11) and
     `p(start|tau,i), p(end|tau,j) = softmax(Linear(h_tau,i))` over the node's context tokens (Eq. 12), trained jointly.
     Features: `processing_xh.XhProcessor.encode_hotpot_graphs`. Prediction: `decode_answers`.
     """
+
+    head_inputs = XhMultiHopQAInputs
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__(config)
@@ -557,23 +700,11 @@ class XhForMultiHopQA(XhGraphHead):
         self.span = nn.Linear(config.hidden_size, 2)
         self.post_init()
 
-    @can_return_tuple
-    @with_inputs_of(XhModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        node_adjacency: torch.Tensor | None = None,
-        node_mask: torch.Tensor | None = None,
-        relevant_node: torch.LongTensor | None = None,
-        start_positions: torch.LongTensor | None = None,
-        end_positions: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> XhMultiHopQAOutput:
-        """`relevant_node` `(G,)` (-100: none) and `start_positions`/`end_positions` `(G,)` token indices inside the
-        relevant node (-100: no span, e.g. yes/no answers) give the loss. Other inputs: `XhModel`'s."""
-        step = self.graph_step(input_ids, node_adjacency, node_mask, kwargs)
-        losses = self.relevance_and_span_losses(step, relevant_node, start_positions, end_positions)
+    def score_graphs(self, encoded: XhEncodedGraphs, inputs: XhMultiHopQAInputs) -> XhMultiHopQAOutput:
+        """Node relevance (Eq. 11) and the answer span inside each node (Eq. 12); `relevant_node` and
+        `start_positions` / `end_positions` (`XhMultiHopQAInputs`) give the loss. Other inputs: `XhModel`'s."""
+        step = self.graph_step(encoded)
+        losses = self.relevance_and_span_losses(step, **inputs)
         return XhMultiHopQAOutput(
             loss=sum(losses.values()) if losses else None,
             relevance_logits=step.relevance_logits,
@@ -585,24 +716,22 @@ class XhForMultiHopQA(XhGraphHead):
             hop_attentions=step.outputs.hop_attentions,
         )
 
-    def graph_step(
-        self, input_ids: torch.LongTensor | None, node_adjacency: torch.Tensor | None, node_mask: torch.Tensor | None,
-        kwargs: dict,
-    ) -> XhGraphStep:  # fmt: skip
-        """The encoder over the graphs, then node relevance (Eq. 11) and the span logits inside each node (Eq. 12);
-        padded nodes and non-context tokens (question, padding) get `finfo.min`."""
-        outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
-        attention_mask, global_attention_mask = kwargs.get("attention_mask"), kwargs.get("global_attention_mask")
+    def graph_step(self, encoded: XhEncodedGraphs) -> XhGraphStep:
+        """Node relevance (Eq. 11) and the span logits inside each node (Eq. 12) on the encoder's states; padded nodes
+        and non-context tokens (question, padding) get `finfo.min`."""
+        outputs = encoded.outputs
+        attention_mask = encoded.model_inputs.get("attention_mask")
+        global_attention_mask = encoded.model_inputs.get("global_attention_mask")
         words, hubs = self.dropout(outputs.last_hidden_state), self.dropout(outputs.hub_states)
         graphs, nodes, length = words.shape[:3]
         real = outputs.node_mask
-        minimum = torch.finfo(hubs.dtype).min
-        relevance_logits = self.relevance(hubs).squeeze(-1).masked_fill(~real, minimum)
+        relevance_logits = node_logits(self.relevance, hubs, real)
         context = real[..., None].expand(graphs, nodes, length)
         if attention_mask is not None:
             context = context & attention_mask.bool()
         if global_attention_mask is not None:
             context = context & (global_attention_mask == 0)
+        minimum = torch.finfo(hubs.dtype).min
         start_logits, end_logits = self.span(words).masked_fill(~context[..., None], minimum).unbind(-1)
         return XhGraphStep(outputs, words, hubs, real, relevance_logits, start_logits, end_logits)
 
@@ -619,11 +748,10 @@ class XhForMultiHopQA(XhGraphHead):
         if relevant_node is None:
             return losses
         graphs, nodes = step.relevance_logits.shape
-        for name, value in (("relevant_node", relevant_node), ("start_positions", start_positions),
-                            ("end_positions", end_positions)):  # fmt: skip
-            if value is not None and tuple(value.shape) != (graphs,):
-                raise ValueError(f"{name} has shape {tuple(value.shape)}; expected (graphs,) = ({graphs},).")
-            if value is not None and name != "relevant_node":
+        check_graph_labels(graphs, relevant_node=relevant_node, start_positions=start_positions,
+                           end_positions=end_positions)  # fmt: skip
+        for name, value in (("start_positions", start_positions), ("end_positions", end_positions)):
+            if value is not None:
                 check_token_positions(value, step.start_logits.size(-1), name)
         given = relevant_node != -100
         if not torch.compiler.is_compiling() and given.any():
@@ -664,14 +792,7 @@ class XhForMultiHopQA(XhGraphHead):
         for graph in range(output.relevance_logits.size(0)):
             node = int(output.relevance_logits[graph].argmax())
             start_logits, end_logits = output.start_logits[graph, node], output.end_logits[graph, node]
-            length = start_logits.size(0)
-            positions = torch.arange(length, device=start_logits.device)
-            allowed = (positions[None, :] >= positions[:, None]) & (
-                positions[None, :] < positions[:, None] + max_answer_length
-            )
-            scores = (start_logits[:, None] + end_logits[None, :]).masked_fill(~allowed, float("-inf"))
-            best = int(scores.flatten().argmax())
-            answers.append((node, best // length, best % length))
+            answers.append((node, *best_span(start_logits, end_logits, max_answer_length)))
         return answers
 
 
@@ -681,7 +802,7 @@ class XhForMultiHopQA(XhGraphHead):
 
 
 @dataclass
-class XhFactVerificationOutput(ModelOutput):
+class XhFactVerificationOutput(XhGraphOutput):
     """
     Args:
         loss: `-log p(y* | X, E)` + the node-importance loss `-log sum_{tau in gold} p(s | tau)`, when labels are given.
@@ -692,21 +813,23 @@ class XhFactVerificationOutput(ModelOutput):
         hop_attentions: per hop layer `(G, H, N, N)`, with `output_attentions`.
     """
 
-    loss: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
-    probs: torch.FloatTensor | None = None
-    node_label_probs: torch.FloatTensor | None = None
-    node_importance: torch.FloatTensor | None = None
-    hop_attentions: tuple[torch.FloatTensor, ...] | None = None
+
+class XhFactVerificationInputs(TypedDict, total=False):
+    """`XhForFactVerification`'s labels: `labels` `(G,)` the claim's class id (-100: none); `node_labels` `(G, N)` 1
+    on the gold evidence nodes (optional: the node-importance loss)."""
+
+    labels: torch.LongTensor | None
+    node_labels: torch.Tensor | None
 
 
 class XhForFactVerification(XhGraphHead):
     """FEVER with Transformer-XH: per-node label distribution `p(y|tau) = softmax(Linear(h_tau,0))` (Eq. 14), node
     importance `p(s|tau) = softmax_tau(Linear(h_tau,0))` (Eq. 15), claim label `p(y|X,E) = sum_tau p(s|tau) p(y|tau)`
-    (Eq. 16). Labels: `labels` `(G,)` class ids; `node_labels` `(G, N)` 1 on gold evidence nodes (optional)."""
+    (Eq. 16)."""
 
     # built with the wiki pages: pipeline(model=dir, trust_remote_code=True, pages={page: {line: sentence}})
     pipeline = PipelineSpec("xh-fact-verification", "pipeline_xh_tasks.XhFactVerificationPipeline")
+    head_inputs = XhFactVerificationInputs
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__(config)
@@ -714,20 +837,11 @@ class XhForFactVerification(XhGraphHead):
         self.node_scorer = nn.Linear(config.hidden_size, 1)
         self.post_init()
 
-    @can_return_tuple
-    @with_inputs_of(XhModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        node_adjacency: torch.Tensor | None = None,
-        node_mask: torch.Tensor | None = None,
-        labels: torch.LongTensor | None = None,
-        node_labels: torch.Tensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> XhFactVerificationOutput:
-        """Claim verification over the evidence graph: `probs` `(G, Y)` = Eq. 16. Other inputs: `XhModel`'s."""
-        outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
+    def score_graphs(self, encoded: XhEncodedGraphs, inputs: XhFactVerificationInputs) -> XhFactVerificationOutput:
+        """Claim verification over the evidence graph: `probs` `(G, Y)` = Eq. 16; `labels` and `node_labels`
+        (`XhFactVerificationInputs`) give the loss. Other inputs: `XhModel`'s."""
+        labels, node_labels = inputs["labels"], inputs["node_labels"]
+        outputs = encoded.outputs
         hubs = self.dropout(outputs.hub_states)
         graphs, nodes = hubs.shape[:2]
         node_mask = outputs.node_mask
@@ -739,13 +853,7 @@ class XhForFactVerification(XhGraphHead):
         joint = importance_log_probs[..., None] + node_label_log_probs
         joint = joint.masked_fill(~node_mask[..., None], float("-inf"))
         logits = torch.logsumexp(joint, dim=1)
-        loss = None
-        if labels is not None:
-            check_class_labels(labels, logits.size(-1))
-            if torch.compiler.is_compiling() or (labels != IGNORE_INDEX).any():
-                loss = F.nll_loss(logits, labels)
-            else:
-                loss = ignored_loss(logits)  # no labelled claim: 0, not the 0/0 of a mean over none
+        loss = None if labels is None else class_loss(logits, labels)
         if node_labels is not None:
             if tuple(node_labels.shape) != (graphs, nodes):
                 raise ValueError(

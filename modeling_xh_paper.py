@@ -38,74 +38,58 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 from transformers.dynamic_module_utils import custom_object_save
-from transformers.processing_utils import Unpack
-from transformers.utils import ModelOutput, can_return_tuple
 
-from .checks_gesa import IGNORE_INDEX, check_class_labels, ignored_loss
 from .configuration_variants import HOTPOT_QUESTION_TYPES, XhConfig, XhPaperSystemConfig
 from .loading_gesa import PipelineSpec, refuse_damaged_weights, save_pretrained_with_pipeline
-from .modeling_gesa import GesaInputs, with_inputs_of
-from .modeling_xh import XhGraphHead, XhModel
-from .modeling_xh_tasks import XhForHotpotQA, sentence_logits
+from .modeling_xh import XhEncodedGraphs, XhGraphHead, XhGraphOutput, class_loss, node_logits
+from .modeling_xh_tasks import XhForHotpotQA, sentence_logits, supporting_loss, supporting_sentences
 
 QUESTION_TYPES = HOTPOT_QUESTION_TYPES
 
 
 @dataclass
-class XhQuestionTypeOutput(ModelOutput):
+class XhQuestionTypeOutput(XhGraphOutput):
     """
     Args:
         loss: cross-entropy of `labels`, when given.
         logits: `(G, Y)` class scores from the first node's `[CLS]`.
     """
 
-    loss: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
+
+class XhQuestionTypeInputs(TypedDict, total=False):
+    """`XhForQuestionType`'s label: `labels` `(G,)` the question's type id (-100: none)."""
+
+    labels: torch.LongTensor | None
 
 
 class XhForQuestionType(XhGraphHead):
     """A.3.1's question classifier: `Linear(h_[CLS])` of the question's node (node 0) over `config.id2label`."""
+
+    head_inputs = XhQuestionTypeInputs
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__(config)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
-    @can_return_tuple
-    @with_inputs_of(XhModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        node_adjacency: torch.Tensor | None = None,
-        node_mask: torch.Tensor | None = None,
-        labels: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> XhQuestionTypeOutput:
-        """`labels` `(G,)` class ids (-100: none). Inputs: `XhModel`'s, the question as node 0 of each graph."""
-        outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
-        logits = self.classifier(self.dropout(outputs.hub_states[:, 0]))
-        loss = None
-        if labels is not None:
-            if tuple(labels.shape) != (logits.size(0),):
-                raise ValueError(f"labels has shape {tuple(labels.shape)}; expected (graphs,) = ({logits.size(0)},).")
-            check_class_labels(labels, logits.size(-1))
-            if torch.compiler.is_compiling() or (labels != IGNORE_INDEX).any():
-                loss = F.cross_entropy(logits.float(), labels, ignore_index=IGNORE_INDEX)
-            else:
-                loss = ignored_loss(logits)  # no labelled question: 0, not the 0/0 of a mean over none
+    def score_graphs(self, encoded: XhEncodedGraphs, inputs: XhQuestionTypeInputs) -> XhQuestionTypeOutput:
+        """The question's type from its `[CLS]`; `labels` `(G,)` class ids (-100: none) give the loss. Inputs:
+        `XhModel`'s, the question as node 0 of each graph."""
+        logits = self.classifier(self.dropout(encoded.outputs.hub_states[:, 0]))
+        labels = inputs["labels"]
+        loss = None if labels is None else class_loss(torch.log_softmax(logits.float(), dim=-1), labels)
         return XhQuestionTypeOutput(loss=loss, logits=logits)
 
 
 @dataclass
-class XhSupportingFactsOutput(ModelOutput):
+class XhSupportingFactsOutput(XhGraphOutput):
     """
     Args:
         loss: `relevance_loss + supporting_loss` (the terms that have labels).
@@ -114,16 +98,24 @@ class XhSupportingFactsOutput(ModelOutput):
         relevance_loss, supporting_loss: binary cross-entropies over the labelled documents / sentences.
     """
 
-    loss: torch.FloatTensor | None = None
-    relevance_logits: torch.FloatTensor | None = None
-    supporting_logits: torch.FloatTensor | None = None
-    relevance_loss: torch.FloatTensor | None = None
-    supporting_loss: torch.FloatTensor | None = None
+
+class XhSupportingFactsInputs(TypedDict, total=False):
+    """`XhForSupportingFacts`' inputs: `sentence_starts` / `sentence_ends` `(G, N, S)` each sentence's first and last
+    token (-1: no sentence; required); labels: `node_labels` `(G, N)` 1 on supporting documents (-100 ignored),
+    `sentence_labels` `(G, N, S)` (1, 0, -100 ignored)."""
+
+    sentence_starts: torch.LongTensor
+    sentence_ends: torch.LongTensor
+    node_labels: torch.LongTensor | None
+    sentence_labels: torch.LongTensor | None
 
 
 class XhForSupportingFacts(XhGraphHead):
     """A.3.2's supporting-fact model: document relevance on `[CLS]` and sentence classification on
     `[first ; last]` of each sentence, multi-task. Features: `processing_xh_tasks.XhTaskProcessor.encode_paper_graphs`."""
+
+    head_inputs = XhSupportingFactsInputs
+    required_inputs = ("sentence_starts", "sentence_ends")
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__(config)
@@ -131,37 +123,14 @@ class XhForSupportingFacts(XhGraphHead):
         self.supporting = nn.Linear(2 * config.hidden_size, 1)
         self.post_init()
 
-    @can_return_tuple
-    @with_inputs_of(XhModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        node_adjacency: torch.Tensor | None = None,
-        node_mask: torch.Tensor | None = None,
-        sentence_starts: torch.LongTensor | None = None,
-        sentence_ends: torch.LongTensor | None = None,
-        node_labels: torch.LongTensor | None = None,
-        sentence_labels: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> XhSupportingFactsOutput:
-        """`sentence_starts`/`sentence_ends` `(G, N, S)` (-1: none); labels: `node_labels` `(G, N)` 1 on supporting
-        documents, `sentence_labels` `(G, N, S)` (1, 0, -100 ignored). Other inputs: `XhModel`'s."""
-        if sentence_starts is None or sentence_ends is None or sentence_starts.shape != sentence_ends.shape:
-            raise ValueError("sentence_starts and sentence_ends are required, with the same (G, N, S) shape.")
-        outputs = self.gesa(input_ids, node_adjacency=node_adjacency, node_mask=node_mask, return_dict=True, **kwargs)
-        words, hubs, real = (
-            self.dropout(outputs.last_hidden_state),
-            self.dropout(outputs.hub_states),
-            outputs.node_mask,
-        )
-        if tuple(sentence_starts.shape[:2]) != tuple(real.shape):
-            raise ValueError(
-                f"sentence_starts has shape {tuple(sentence_starts.shape)}; expected (graphs, nodes, sentences) with "
-                f"(graphs, nodes) = {tuple(real.shape)}."
-            )
-        relevance_logits = self.relevance(hubs).squeeze(-1).masked_fill(~real, torch.finfo(hubs.dtype).min)
-        supporting_logits = sentence_logits(self.supporting, words, sentence_starts, sentence_ends)
+    def score_graphs(self, encoded: XhEncodedGraphs, inputs: XhSupportingFactsInputs) -> XhSupportingFactsOutput:
+        """Document relevance and sentence classification; `node_labels` and `sentence_labels`
+        (`XhSupportingFactsInputs`) give the loss. Other inputs: `XhModel`'s."""
+        sentence_starts, node_labels = inputs["sentence_starts"], inputs["node_labels"]
+        outputs, real = encoded.outputs, encoded.outputs.node_mask
+        words, hubs = self.dropout(outputs.last_hidden_state), self.dropout(outputs.hub_states)
+        relevance_logits = node_logits(self.relevance, hubs, real)
+        supporting_logits = sentence_logits(self.supporting, words, sentence_starts, inputs["sentence_ends"])
         losses = {}
         if node_labels is not None:
             if node_labels.shape != real.shape:
@@ -171,17 +140,10 @@ class XhForSupportingFacts(XhGraphHead):
                 losses["relevance"] = F.binary_cross_entropy_with_logits(
                     relevance_logits[keep].float(), node_labels[keep].float()
                 )
-        if sentence_labels is not None:
-            if sentence_labels.shape != supporting_logits.shape:
-                raise ValueError(
-                    f"sentence_labels has shape {tuple(sentence_labels.shape)}; expected {tuple(supporting_logits.shape)}"
-                    " like sentence_starts."
-                )
-            keep = (sentence_labels != -100) & (sentence_starts >= 0) & real[..., None]
-            if keep.any():
-                losses["supporting"] = F.binary_cross_entropy_with_logits(
-                    supporting_logits[keep].float(), sentence_labels[keep].float()
-                )
+        if inputs["sentence_labels"] is not None:
+            loss = supporting_loss(supporting_logits, inputs["sentence_labels"], sentence_starts, real)
+            if loss is not None:
+                losses["supporting"] = loss
         return XhSupportingFactsOutput(
             loss=sum(losses.values()) if losses else None,
             relevance_logits=relevance_logits,
@@ -189,14 +151,6 @@ class XhForSupportingFacts(XhGraphHead):
             relevance_loss=losses.get("relevance"),
             supporting_loss=losses.get("supporting"),
         )
-
-
-def _sentences_of(probs: torch.Tensor, present: torch.Tensor, threshold: float) -> list[int]:
-    """The sentences with `p >= threshold`, at least the best one (none when the document has no sentence)."""
-    if not present.any():
-        return []
-    probs = probs.masked_fill(~present, -1.0)
-    return [int(s) for s in ((probs >= threshold) & present).nonzero().flatten()] or [int(probs.argmax())]
 
 
 def bridge_supporting_facts(
@@ -234,9 +188,7 @@ def comparison_supporting_facts(
 
 
 def _facts(chosen: list[int], supporting_logits: torch.Tensor, threshold: float) -> list[tuple[int, int]]:
-    present = supporting_logits > torch.finfo(supporting_logits.dtype).min / 2
-    probs = supporting_logits.float().sigmoid()
-    return [(node, s) for node in chosen for s in _sentences_of(probs[node], present[node], threshold)]
+    return [(node, s) for node in chosen for s in supporting_sentences(supporting_logits[node], threshold)]
 
 
 COMPONENT_CLASSES = {cls.__name__: cls for cls in (XhForQuestionType, XhForHotpotQA, XhForSupportingFacts)}

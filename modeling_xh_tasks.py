@@ -47,21 +47,26 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers.processing_utils import Unpack
-from transformers.utils import ModelOutput, can_return_tuple
 
 from .checks_gesa import check_class_labels
 from .configuration_variants import XhConfig
 from .loading_gesa import PipelineSpec
-from .modeling_gesa import GesaInputs, with_inputs_of
-from .modeling_xh import XhFactVerificationOutput, XhForMultiHopQA, XhModel
+from .modeling_xh import (
+    XhEncodedGraphs,
+    XhFactVerificationOutput,
+    XhForMultiHopQA,
+    XhMultiHopQAInputs,
+    XhMultiHopQAOutput,
+    best_span,
+    check_graph_labels,
+)
 
 ANSWER_TYPES = ("span", "yes", "no")
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 
 
 def sentence_logits(
-    scorer: nn.Linear, words: torch.Tensor, sentence_starts: torch.Tensor, sentence_ends: torch.Tensor
+    scorer: nn.Linear, words: torch.Tensor, sentence_starts: torch.Tensor, sentence_ends: torch.Tensor | None
 ) -> torch.Tensor:
     """`scorer([h_first ; h_last])` of every sentence (A.3.2's sentence classifier), `(G, N, S)`.
 
@@ -72,6 +77,13 @@ def sentence_logits(
             sentence); absent sentences get `finfo.min`.
     """
     graphs, nodes, length = words.shape[:3]
+    if sentence_ends is None or sentence_ends.shape != sentence_starts.shape:
+        raise ValueError("sentence_ends must be given with sentence_starts, with the same (G, N, S) shape.")
+    if tuple(sentence_starts.shape[:2]) != (graphs, nodes):
+        raise ValueError(
+            f"sentence_starts has shape {tuple(sentence_starts.shape)}; expected (graphs, nodes, sentences) "
+            f"with (graphs, nodes) = {(graphs, nodes)}."
+        )
     if not torch.compiler.is_compiling() and ((sentence_ends >= length) | (sentence_starts >= length)).any():
         raise ValueError(f"sentence_starts/sentence_ends must be token indices below {length} (or -1).")
     index = torch.stack([sentence_starts, sentence_ends], -1).clamp(min=0)  # (G, N, S, 2)
@@ -81,8 +93,37 @@ def sentence_logits(
     return scorer(pairs).squeeze(-1).masked_fill(~present, torch.finfo(words.dtype).min)
 
 
+def supporting_loss(
+    supporting_logits: torch.Tensor,
+    sentence_labels: torch.Tensor,
+    sentence_starts: torch.Tensor,
+    node_mask: torch.Tensor,
+) -> torch.Tensor | None:
+    """Binary cross-entropy of `sentence_labels` `(G, N, S)` (1 supporting, 0 not, -100 ignored) over the real
+    sentences of the real nodes; None when none is labelled."""
+    if sentence_labels.shape != supporting_logits.shape:
+        raise ValueError(
+            f"sentence_labels has shape {tuple(sentence_labels.shape)}; expected {tuple(supporting_logits.shape)}"
+            " like sentence_starts."
+        )
+    keep = (sentence_labels != -100) & (sentence_starts >= 0) & node_mask[..., None]
+    if not keep.any():
+        return None
+    return F.binary_cross_entropy_with_logits(supporting_logits[keep].float(), sentence_labels[keep].float())
+
+
+def supporting_sentences(logits: torch.Tensor, threshold: float = 0.5) -> list[int]:
+    """The sentences of one node (`(S,)` sentence logits, absent sentences `finfo.min`) with `p >= threshold`, at
+    least the most probable one; none when the node has no sentence."""
+    present = logits > torch.finfo(logits.dtype).min / 2
+    if not present.any():
+        return []
+    probs = logits.float().sigmoid().masked_fill(~present, -1.0)
+    return [int(s) for s in ((probs >= threshold) & present).nonzero().flatten()] or [int(probs.argmax())]
+
+
 @dataclass
-class XhHotpotQAOutput(ModelOutput):
+class XhHotpotQAOutput(XhMultiHopQAOutput):
     """
     Args:
         loss: `relevance_loss + span_loss + answer_type_loss + supporting_loss` (the terms that have labels).
@@ -95,18 +136,16 @@ class XhHotpotQAOutput(ModelOutput):
         hop_attentions: per hop layer `(G, H, N, N)`, with `output_attentions`.
     """
 
-    loss: torch.FloatTensor | None = None
-    relevance_logits: torch.FloatTensor | None = None
-    start_logits: torch.FloatTensor | None = None
-    end_logits: torch.FloatTensor | None = None
-    answer_type_logits: torch.FloatTensor | None = None
-    supporting_logits: torch.FloatTensor | None = None
-    relevance_loss: torch.FloatTensor | None = None
-    span_loss: torch.FloatTensor | None = None
-    answer_type_loss: torch.FloatTensor | None = None
-    supporting_loss: torch.FloatTensor | None = None
-    hub_states: torch.FloatTensor | None = None
-    hop_attentions: tuple[torch.FloatTensor, ...] | None = None
+
+class XhHotpotQAInputs(XhMultiHopQAInputs, total=False):
+    """`XhForHotpotQA`'s inputs: `XhForMultiHopQA`'s labels plus `answer_type` `(G,)` (0 span, 1 yes, 2 no, -100
+    none), `sentence_starts` / `sentence_ends` `(G, N, S)` each sentence's first and last token (-1: no sentence) and
+    `sentence_labels` `(G, N, S)` (1 supporting, 0 not, -100 ignored)."""
+
+    answer_type: torch.LongTensor | None
+    sentence_starts: torch.LongTensor | None
+    sentence_ends: torch.LongTensor | None
+    sentence_labels: torch.LongTensor | None
 
 
 class XhForHotpotQA(XhForMultiHopQA):
@@ -116,6 +155,7 @@ class XhForHotpotQA(XhForMultiHopQA):
     """
 
     pipeline = PipelineSpec("xh-hotpot-qa", "pipeline_xh_tasks.XhHotpotQAPipeline")
+    head_inputs = XhHotpotQAInputs
 
     def __init__(self, config: XhConfig) -> None:
         super().__init__(config)
@@ -123,68 +163,35 @@ class XhForHotpotQA(XhForMultiHopQA):
         self.supporting = nn.Linear(2 * config.hidden_size, 1)
         self.post_init()
 
-    @can_return_tuple
-    @with_inputs_of(XhModel.forward)
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        *,
-        node_adjacency: torch.Tensor | None = None,
-        node_mask: torch.Tensor | None = None,
-        relevant_node: torch.LongTensor | None = None,
-        start_positions: torch.LongTensor | None = None,
-        end_positions: torch.LongTensor | None = None,
-        answer_type: torch.LongTensor | None = None,
-        sentence_starts: torch.LongTensor | None = None,
-        sentence_ends: torch.LongTensor | None = None,
-        sentence_labels: torch.LongTensor | None = None,
-        **kwargs: Unpack[GesaInputs],
-    ) -> XhHotpotQAOutput:
-        """`XhForMultiHopQA`'s inputs plus `answer_type` `(G,)` (0 span, 1 yes, 2 no, -100 none),
-        `sentence_starts`/`sentence_ends` `(G, N, S)` token indices (-1: no sentence) and `sentence_labels`
-        `(G, N, S)` (1 supporting, 0 not, -100 ignored)."""
-        step = self.graph_step(input_ids, node_adjacency, node_mask, kwargs)
-        words, hubs, real = step.words, step.hubs, step.node_mask
-        graphs, nodes = words.shape[:2]
-        answer_type_logits = self.answer_type(hubs)
+    def score_graphs(self, encoded: XhEncodedGraphs, inputs: XhHotpotQAInputs) -> XhHotpotQAOutput:
+        """The joint head: node relevance, the span inside the node, the answer type and the supporting facts;
+        `XhHotpotQAInputs` give the loss (`sentence_starts` / `sentence_ends` the supporting facts' logits). Other
+        inputs: `XhModel`'s."""
+        answer_type, sentence_starts = inputs["answer_type"], inputs["sentence_starts"]
+        relevant_node, start_positions = inputs["relevant_node"], inputs["start_positions"]
+        step = self.graph_step(encoded)
+        answer_type_logits = self.answer_type(step.hubs)
         supporting_logits = None
         if sentence_starts is not None:
-            if sentence_ends is None or sentence_ends.shape != sentence_starts.shape:
-                raise ValueError("sentence_ends must be given with sentence_starts, with the same (G, N, S) shape.")
-            if tuple(sentence_starts.shape[:2]) != (graphs, nodes):
-                raise ValueError(
-                    f"sentence_starts has shape {tuple(sentence_starts.shape)}; expected (graphs, nodes, sentences) "
-                    f"with (graphs, nodes) = {(graphs, nodes)}."
-                )
-            supporting_logits = sentence_logits(self.supporting, words, sentence_starts, sentence_ends)
-
-        if answer_type is not None and tuple(answer_type.shape) != (graphs,):
-            raise ValueError(f"answer_type has shape {tuple(answer_type.shape)}; expected (graphs,) = ({graphs},).")
+            supporting_logits = sentence_logits(self.supporting, step.words, sentence_starts, inputs["sentence_ends"])
         if answer_type is not None:  # 0 span, 1 yes, 2 no (ANSWER_TYPES), -100 none
+            check_graph_labels(step.words.size(0), answer_type=answer_type)
             check_class_labels(answer_type, len(ANSWER_TYPES), "answer_type")
-        if answer_type is not None and start_positions is not None:  # a span only for span answers
-            start_positions = start_positions.masked_fill(answer_type != 0, -100)
-        losses = self.relevance_and_span_losses(step, relevant_node, start_positions, end_positions)
+            if start_positions is not None:  # a span only for span answers
+                start_positions = start_positions.masked_fill(answer_type != 0, -100)
+        losses = self.relevance_and_span_losses(step, relevant_node, start_positions, inputs["end_positions"])
         if relevant_node is not None and answer_type is not None:
             rows = (relevant_node != -100).nonzero().squeeze(1)
             typed = answer_type[rows]
             if rows.numel() and (typed != -100).any():
                 logits = answer_type_logits[rows, relevant_node[rows]].float()
                 losses["answer_type"] = F.cross_entropy(logits, typed, ignore_index=-100)
-        if sentence_labels is not None and supporting_logits is not None:
-            if sentence_labels.shape != supporting_logits.shape:
-                raise ValueError(
-                    f"sentence_labels has shape {tuple(sentence_labels.shape)}; expected {tuple(supporting_logits.shape)}"
-                    " like sentence_starts."
-                )
-            keep = (sentence_labels != -100) & (sentence_starts >= 0) & real[..., None]
-            if keep.any():
-                losses["supporting"] = F.binary_cross_entropy_with_logits(
-                    supporting_logits[keep].float(), sentence_labels[keep].float()
-                )
-        loss = sum(losses.values()) if losses else None
+        if inputs["sentence_labels"] is not None and supporting_logits is not None:
+            loss = supporting_loss(supporting_logits, inputs["sentence_labels"], sentence_starts, step.node_mask)
+            if loss is not None:
+                losses["supporting"] = loss
         return XhHotpotQAOutput(
-            loss=loss,
+            loss=sum(losses.values()) if losses else None,
             relevance_logits=step.relevance_logits,
             start_logits=step.start_logits,
             end_logits=step.end_logits,
@@ -220,25 +227,13 @@ class XhForHotpotQA(XhForMultiHopQA):
             if kind == 0:
                 start_logits = output.start_logits[graph, node].float()
                 end_logits = output.end_logits[graph, node].float()
-                length = start_logits.size(0)
-                positions = torch.arange(length, device=start_logits.device)
-                allowed = (positions[None, :] >= positions[:, None]) & (
-                    positions[None, :] < positions[:, None] + max_answer_length
-                )
-                scores = (start_logits[:, None] + end_logits[None, :]).masked_fill(~allowed, float("-inf"))
-                best = int(scores.flatten().argmax())
-                start, end = best // length, best % length
+                start, end = best_span(start_logits, end_logits, max_answer_length)
                 score *= float(start_logits.softmax(-1)[start] * end_logits.softmax(-1)[end])
             supporting: list[tuple[int, int]] = []
             if output.supporting_logits is not None:
                 for chosen in ranked[:2]:
-                    logits = output.supporting_logits[graph, chosen].float()
-                    present = logits > torch.finfo(output.supporting_logits.dtype).min / 2
-                    if not present.any():
-                        continue
-                    probs = logits.sigmoid().masked_fill(~present, 0.0)
-                    picked = [int(s) for s in (probs >= threshold).nonzero().flatten()] or [int(probs.argmax())]
-                    supporting += [(chosen, s) for s in picked]
+                    logits = output.supporting_logits[graph, chosen]
+                    supporting += [(chosen, s) for s in supporting_sentences(logits, threshold)]
             results.append(
                 {"node": node, "answer_type": ANSWER_TYPES[kind], "start": start, "end": end, "score": score,
                  "supporting": supporting}
@@ -271,4 +266,14 @@ def decode_fever(
 
 XhForHotpotQA.register_for_auto_class("AutoModelForQuestionAnswering")
 
-__all__ = ["ANSWER_TYPES", "FEVER_LABELS", "XhForHotpotQA", "XhHotpotQAOutput", "decode_fever", "sentence_logits"]
+__all__ = [
+    "ANSWER_TYPES",
+    "FEVER_LABELS",
+    "XhForHotpotQA",
+    "XhHotpotQAInputs",
+    "XhHotpotQAOutput",
+    "decode_fever",
+    "sentence_logits",
+    "supporting_loss",
+    "supporting_sentences",
+]

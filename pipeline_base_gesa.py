@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from transformers import Pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
 
 
 class TokenizerPipeline(Pipeline):
@@ -65,4 +66,12 @@ class TokenizerPipeline(Pipeline):
         return super().__call__(inputs, *args, **kwargs)
 
 
-__all__ = ["TokenizerPipeline"]
+def register_pipelines(*tasks: tuple[str, type[Pipeline], type]) -> None:
+    """`pipeline(task, model=...)` for each `(task, pipeline class, Auto model class)` once its module is imported;
+    the first import wins (the package's or a checkpoint's copy)."""
+    for task, pipeline_class, auto_class in tasks:
+        if task not in PIPELINE_REGISTRY.supported_tasks:
+            PIPELINE_REGISTRY.register_pipeline(task, pipeline_class, pt_model=auto_class)
+
+
+__all__ = ["TokenizerPipeline", "register_pipelines"]

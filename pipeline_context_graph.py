@@ -28,9 +28,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from transformers import AutoModelForMultipleChoice
-from transformers.pipelines import PIPELINE_REGISTRY
 
 from .modeling_context_graph import CONTEXT_GRAPH_TASK
+from .pipeline_base_gesa import register_pipelines
 from .pipeline_multiple_choice import MultipleChoicePipeline
 from .processing_context_graph import MODEL_COLUMNS, ContextGraphProcessor
 
@@ -48,7 +48,6 @@ class ContextGraphPipeline(MultipleChoicePipeline):
         return list(MODEL_COLUMNS)
 
 
-if TASK not in PIPELINE_REGISTRY.supported_tasks:
-    PIPELINE_REGISTRY.register_pipeline(TASK, ContextGraphPipeline, pt_model=AutoModelForMultipleChoice)
+register_pipelines((TASK, ContextGraphPipeline, AutoModelForMultipleChoice))
 
 __all__ = ["TASK", "ContextGraphPipeline"]

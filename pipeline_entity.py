@@ -44,9 +44,8 @@ from typing import Any
 
 import torch
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
-from transformers.pipelines import PIPELINE_REGISTRY
 
-from .pipeline_base_gesa import TokenizerPipeline
+from .pipeline_base_gesa import TokenizerPipeline, register_pipelines
 from .processing_entity import EntityTaskProcessor, decode_ner, encode_within, graph_inputs
 from .processing_entity_markers import input_format_of, mark_text, marker_positions, markers_of
 
@@ -260,13 +259,11 @@ class EntitySpanClassificationPipeline(TokenizerPipeline):
 
 # `pipeline("entity-typing", model=...)`, `pipeline("relation-classification", model=...)`,
 # `pipeline("entity-span-classification", model=...)` once imported
-for _task, _cls, _auto in (
+register_pipelines(
     (ENTITY_TYPING_TASK, EntityTypingPipeline, AutoModelForSequenceClassification),
     (RELATION_CLASSIFICATION_TASK, RelationClassificationPipeline, AutoModelForSequenceClassification),
     (ENTITY_SPANS_TASK, EntitySpanClassificationPipeline, AutoModelForTokenClassification),
-):
-    if _task not in PIPELINE_REGISTRY.supported_tasks:  # the first import wins (the package's or a checkpoint's copy)
-        PIPELINE_REGISTRY.register_pipeline(_task, _cls, pt_model=_auto)
+)
 
 __all__ = [
     "ENTITY_SPANS_TASK",

@@ -37,11 +37,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from transformers import AutoModelForQuestionAnswering
-from transformers.pipelines import PIPELINE_REGISTRY
 
 from .answers_gesa import answer_score, first_mentions
 from .candidates_gesa import normalize_entity_string
 from .collator_gesa import MODEL_INPUT_NAMES
+from .pipeline_base_gesa import register_pipelines
 from .pipeline_cloze import TASK, ClozeQAPipeline, positive_integer
 from .processing_gesa import GesaProcessor
 from .records_gesa import RecordExample
@@ -113,8 +113,7 @@ class EntityClozeQAPipeline(ClozeQAPipeline):
 
 
 # `pipeline("entity-cloze-qa", model=...)` where this module is imported (with gesa installed, or from a checkpoint).
-if TASK not in PIPELINE_REGISTRY.supported_tasks:  # the first import wins (the package's, or a checkpoint's copy)
-    PIPELINE_REGISTRY.register_pipeline(TASK, EntityClozeQAPipeline, pt_model=AutoModelForQuestionAnswering)
+register_pipelines((TASK, EntityClozeQAPipeline, AutoModelForQuestionAnswering))
 
 
 __all__ = ["TASK", "EntityClozeQAPipeline", "answer_score", "first_mentions", "positive_integer"]

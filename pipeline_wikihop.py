@@ -25,9 +25,9 @@ Flat module: copied next to every saved WikiHop checkpoint with its relative imp
 from __future__ import annotations
 
 from transformers import AutoModelForMultipleChoice
-from transformers.pipelines import PIPELINE_REGISTRY
 
 from .modeling_gesa_multiple_choice import WIKIHOP_TASK
+from .pipeline_base_gesa import register_pipelines
 from .pipeline_multiple_choice import MultipleChoicePipeline
 from .processing_wikihop import WikihopProcessor
 
@@ -41,7 +41,6 @@ class WikihopPipeline(MultipleChoicePipeline):
     processor_class = WikihopProcessor
 
 
-if TASK not in PIPELINE_REGISTRY.supported_tasks:
-    PIPELINE_REGISTRY.register_pipeline(TASK, WikihopPipeline, pt_model=AutoModelForMultipleChoice)
+register_pipelines((TASK, WikihopPipeline, AutoModelForMultipleChoice))
 
 __all__ = ["TASK", "WikihopPipeline"]

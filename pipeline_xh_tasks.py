@@ -33,10 +33,9 @@ from typing import Any
 
 import torch
 from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification
-from transformers.pipelines import PIPELINE_REGISTRY
 
 from .modeling_xh_tasks import FEVER_LABELS, XhForHotpotQA, decode_fever
-from .pipeline_base_gesa import TokenizerPipeline
+from .pipeline_base_gesa import TokenizerPipeline, register_pipelines
 from .processing_xh_tasks import XhTaskProcessor
 from .records_xh import to_fever_claim, to_hotpot_row
 
@@ -169,12 +168,10 @@ def model_outputs(
 
 
 # `pipeline("xh-hotpot-qa", model=...)` / `pipeline("xh-fact-verification", model=..., pages=...)` once imported
-for _task, _cls, _auto in (
+register_pipelines(
     ("xh-hotpot-qa", XhHotpotQAPipeline, AutoModelForQuestionAnswering),
     ("xh-fact-verification", XhFactVerificationPipeline, AutoModelForSequenceClassification),
-):
-    if _task not in PIPELINE_REGISTRY.supported_tasks:  # the first import wins (the package's or a checkpoint's copy)
-        PIPELINE_REGISTRY.register_pipeline(_task, _cls, pt_model=_auto)
+)
 
 __all__ = [
     "XhFactVerificationPipeline",

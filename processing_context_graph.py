@@ -38,11 +38,9 @@ import torch
 from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerBase
 
-from .answers_gesa import ranked_answers
-from .graph_context import CANDIDATE, DOCUMENT, EDGE_KINDS, ENTITY, SENTENCE_MODES, GraphRules, build_context_graph
-from .processing_base_gesa import ProcessorBase
-from .processing_wikihop import QueryRecordsCall, _span_in, normalize_mention
-from .records_wikihop import WikihopExample, check_unique_ids, refuse_repeated_ids, rows_to_examples
+from .graph_context import CANDIDATE, DOCUMENT, EDGE_KINDS, ENTITY, SENTENCE_MODES, build_context_graph
+from .processing_wikihop import QangarooProcessorBase, _span_in, normalize_mention
+from .records_wikihop import WikihopExample
 
 IGNORE_INDEX = -100
 MODEL_COLUMNS = ("input_ids", "query_text", "node_text", "node_start", "node_end", "node_type", "entity_candidate",
@@ -50,7 +48,7 @@ MODEL_COLUMNS = ("input_ids", "query_text", "node_text", "node_start", "node_end
 EVAL_COLUMNS = ("example_id", "candidate_texts", "answers")
 
 
-class ContextGraphProcessor(QueryRecordsCall, ProcessorBase):
+class ContextGraphProcessor(QangarooProcessorBase):
     """Context graphs of WikiHop / MedHop queries (module docstring).
 
     Args:
@@ -64,6 +62,7 @@ class ContextGraphProcessor(QueryRecordsCall, ProcessorBase):
     """
 
     eval_columns = EVAL_COLUMNS
+    first_candidate = 0  # logit column c is candidate c
 
     cap_warnings = {
         "documents_cut": "{documents_cut} documents cut to max_document_length={max_document_length} tokens",
@@ -104,24 +103,11 @@ class ContextGraphProcessor(QueryRecordsCall, ProcessorBase):
         self.max_query_length = max_query_length
         self.max_candidate_length = max_candidate_length
         self.max_entities = max_entities
-        self.co_document_edges = bool(co_document_edges)
-        self.complement_edges = bool(complement_edges)
-        self.unconnected_edges = bool(unconnected_edges)
-        self.sentence_nodes = sentence_nodes
-        self.co_mention_edges = bool(co_mention_edges)
-
-    @property
-    def rules(self) -> GraphRules:
-        return GraphRules(self.co_document_edges, self.complement_edges, self.unconnected_edges, self.sentence_nodes,
-                          self.co_mention_edges)  # fmt: skip
+        self.keep_graph_rules(co_document_edges, complement_edges, unconnected_edges, co_mention_edges, sentence_nodes)
 
     @property
     def model_input_names(self) -> list[str]:
         return [*MODEL_COLUMNS, "attention_mask", "node_graph"]
-
-    def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
-        """Batched ``Dataset.map`` function over rows with ``id, query, supports, candidates, answer``."""
-        return self.encode_examples(rows_to_examples(batch))
 
     def get_data_collator(self, **kwargs: Any) -> ContextGraphCollator:
         return ContextGraphCollator(pad_token_id=self.tokenizer.pad_token_id)
@@ -136,20 +122,9 @@ class ContextGraphProcessor(QueryRecordsCall, ProcessorBase):
         offsets = np.asarray(encoding.offsets[:keep], dtype=np.int64).reshape(-1, 2)
         return ids, offsets, len(encoding.ids) > keep
 
-    def encode_examples(self, examples: Sequence[WikihopExample]) -> dict[str, list]:
-        """Columns (dict of lists, one row per query); see the module docstring. Two queries with one id are refused
-        (``InputError``: their answers would be ranked as one query's)."""
-        check_unique_ids(examples)
-        stats: Counter[str] = Counter()
-        columns: dict[str, list] = {name: [] for name in (*MODEL_COLUMNS, *EVAL_COLUMNS)}
-        with_labels = any(example.answer is not None for example in examples)
-        if with_labels:
-            columns["labels"] = []
-        backend = self._tokenizer_backend()
-        for example in examples:
-            self._encode_one(example, backend, columns, stats, with_labels)
-        self._report(stats)
-        return columns
+    def feature_columns(self) -> list[str]:
+        """The model columns, then the decoding ones (module docstring)."""
+        return [*MODEL_COLUMNS, *EVAL_COLUMNS]
 
     def _encode_one(
         self, example: WikihopExample, backend: Tokenizer, columns: dict[str, list], stats: Counter, with_labels: bool
@@ -214,18 +189,6 @@ class ContextGraphProcessor(QueryRecordsCall, ProcessorBase):
             label = IGNORE_INDEX if example.answer is None else example.candidates.index(example.answer)
             columns["labels"].append(label)
         stats["queries"] += 1
-
-    # ------------------------------------------------------------------ predictions
-
-    @staticmethod
-    def rank_candidates(
-        example_ids: Sequence[str], candidate_texts: Sequence[Sequence[str]], logits: Any
-    ) -> dict[str, list[dict[str, Any]]]:
-        """Per query, every candidate best first with its softmax probability (``answers_gesa.ranked_answers``;
-        logit column ``c`` is candidate ``c``); two features with one query id are refused (``ValueError``)."""
-        refuse_repeated_ids(example_ids, "rank_candidates")
-        return ranked_answers(example_ids, candidate_texts, logits, first_candidate=0, score="softmax",
-                              same_answer=None, caller="rank_candidates")  # fmt: skip
 
 
 class ContextGraphCollator:

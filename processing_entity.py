@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -55,6 +55,27 @@ def graph_inputs(mention_texts: Sequence[str]) -> dict[str, list[int]]:
     }
 
 
+def check_max_length(max_length: int) -> None:
+    """Refuse a ``max_length`` that is not a positive integer (``ValueError``)."""
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
+        raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
+
+
+def most_that_fit(
+    encode: Callable[[int], dict[str, Any]], low: int, high: int, best: dict[str, Any], max_length: int
+) -> tuple[dict[str, Any], int]:
+    """The largest ``n`` in ``[low, high]`` whose ``encode(n)`` fits ``max_length`` word tokens, by bisection (the
+    encoding grows with ``n``; ``best = encode(low)``, which fits), with that encoding: ``(encoding, n)``."""
+    while low < high:
+        middle = (low + high + 1) // 2
+        candidate = encode(middle)
+        if len(candidate["input_ids"]) <= max_length:
+            low, best = middle, candidate
+        else:
+            high = middle - 1
+    return best, low
+
+
 def encode_within(
     tokenizer: PreTrainedTokenizerBase,
     text: str,
@@ -70,8 +91,7 @@ def encode_within(
     Raises:
         ValueError: the mentions themselves, from the first to the last, take more than ``max_length`` tokens.
     """
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
-        raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
+    check_max_length(max_length)
 
     def encode(start: int, end: int) -> dict[str, Any]:
         moved = [(a - start, b - start) for a, b in spans]
@@ -95,15 +115,8 @@ def encode_within(
             f"{where}: the mentions take {len(best['input_ids'])} tokens from the first to the last, more than "
             f"max_length={max_length}; raise max_length (--max_seq_length) or give mentions closer together"
         )
-    low, high = 0, max(first, len(words) - last)
-    while low < high:  # the most context words on each side that still fit
-        middle = (low + high + 1) // 2
-        candidate = window(middle)
-        if len(candidate["input_ids"]) <= max_length:
-            low, best = middle, candidate
-        else:
-            high = middle - 1
-    return best, True
+    # the most context words on each side that still fit
+    return most_that_fit(window, 0, max(first, len(words) - last), best, max_length)[0], True
 
 
 def encode_word_prefix(
@@ -117,8 +130,7 @@ def encode_word_prefix(
     tokens included), with the word ``spans`` (exclusive ends) that lie inside it; and how many words it kept
     (``len(tokens)``: all). What pre-training reads (every mention an entity), where ``encode_within`` centres one
     example's few mentions."""
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
-        raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
+    check_max_length(max_length)
 
     def encode(words: int) -> dict[str, Any]:
         text, offsets = char_spans(tokens[:words])
@@ -134,15 +146,7 @@ def encode_word_prefix(
     best = encode(len(tokens))
     if len(best["input_ids"]) <= max_length:
         return best, len(tokens)
-    low, high, best = 0, len(tokens) - 1, encode(0)
-    while low < high:  # the most words that still fit
-        middle = (low + high + 1) // 2
-        candidate = encode(middle)
-        if len(candidate["input_ids"]) <= max_length:
-            low, best = middle, candidate
-        else:
-            high = middle - 1
-    return best, low
+    return most_that_fit(encode, 0, len(tokens) - 1, encode(0), max_length)  # the most words that still fit
 
 
 def char_spans(tokens: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:

@@ -66,7 +66,7 @@ from tokenizers import Tokenizer
 from transformers import BatchFeature, PreTrainedTokenizerBase
 
 from .answers_gesa import ranked_answers
-from .collator_gesa import GesaDataCollator
+from .collator_gesa import MODEL_INPUT_NAMES, GesaDataCollator
 from .graph_context import CANDIDATE, DOCUMENT, ENTITY, SENTENCE, SENTENCE_MODES, GraphRules, build_context_graph
 from .inputs_gesa import InputError
 from .processing_base_gesa import ProcessorBase
@@ -124,11 +124,15 @@ def fair_cut(lengths: Sequence[int], budget: int) -> int | None:
     return low
 
 
-class QueryRecordsCall:
-    """``processor(...)`` of the QAngaroo processors (``WikihopProcessor``, ``ContextGraphProcessor``): records in,
-    ``encode_examples``' columns out; ``eval_columns``: the columns that are not model inputs."""
+class QangarooProcessorBase(ProcessorBase):
+    """What the QAngaroo processors (``WikihopProcessor``, ``ContextGraphProcessor``) share: ``processor(...)`` (records
+    in, ``encode_examples``' columns out; ``eval_columns``: the columns that are not model inputs), the batched
+    ``map_function``, ``encode_examples`` (one feature per query: ``_encode_one`` fills ``feature_columns``), the
+    context graph's optional rules, and the ranking of each query's candidates (``rank_candidates``)."""
 
     eval_columns: tuple[str, ...] = ()
+    # the logit column of the first candidate (WikiHop's column 0 is the query entity)
+    first_candidate: int = 0
 
     def __call__(
         self,
@@ -150,8 +154,70 @@ class QueryRecordsCall:
         return columns_batch(self.encode_examples(examples), self.get_data_collator(), self.eval_columns,
                              return_tensors)  # fmt: skip
 
+    def keep_graph_rules(
+        self, co_document_edges: bool, complement_edges: bool, unconnected_edges: bool, co_mention_edges: bool,
+        sentence_nodes: str,
+    ) -> None:  # fmt: skip
+        """Keep the context graph's optional rules (settings under their own names; ``rules`` reads them)."""
+        self.co_document_edges = bool(co_document_edges)
+        self.complement_edges = bool(complement_edges)
+        self.unconnected_edges = bool(unconnected_edges)
+        self.co_mention_edges = bool(co_mention_edges)
+        self.sentence_nodes = sentence_nodes
 
-class WikihopProcessor(QueryRecordsCall, ProcessorBase):
+    @property
+    def rules(self) -> GraphRules:
+        """The context graph's optional rules 6, 7, 8, the sentence nodes and rule 3 (``graph_context.GraphRules``)."""
+        return GraphRules(self.co_document_edges, self.complement_edges, self.unconnected_edges, self.sentence_nodes,
+                          self.co_mention_edges)  # fmt: skip
+
+    def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
+        """Batched ``Dataset.map`` function over rows with ``id, query, supports, candidates, answer``."""
+        return self.encode_examples(rows_to_examples(batch))
+
+    def feature_columns(self) -> list[str]:
+        """The columns of a feature, ``labels`` aside (added when the examples have answers)."""
+        raise NotImplementedError
+
+    def encode_examples(self, examples: Sequence[WikihopExample]) -> dict[str, list]:
+        """Columns (dict of lists, one row per query); see the class docstring. Two queries with one id are refused
+        (``InputError``: their answers would be ranked as one query's)."""
+        check_unique_ids(examples)
+        stats: Counter[str] = Counter()
+        columns: dict[str, list] = {name: [] for name in self.feature_columns()}
+        with_labels = any(example.answer is not None for example in examples)
+        if with_labels:
+            columns["labels"] = []
+        backend = self._tokenizer_backend()
+        for example in examples:
+            self._encode_one(example, backend, columns, stats, with_labels)
+        self._report(stats)
+        return columns
+
+    def _encode_one(
+        self, example: WikihopExample, backend: Tokenizer, columns: dict[str, list], stats: Counter, with_labels: bool
+    ) -> None:
+        """Append ``example``'s feature to ``columns``, counting what was cut in ``stats``."""
+        raise NotImplementedError
+
+    @classmethod
+    def rank_candidates(
+        cls, example_ids: Sequence[str], candidate_texts: Sequence[Sequence[str]], logits: Any
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Per query, every candidate best first with its probability (softmax over that query's candidates):
+        ``answers_gesa.ranked_answers`` with each candidate its own answer (no text merging); logit column
+        ``first_candidate + c`` is candidate ``c``.
+
+        Raises:
+            ValueError: lengths disagree, two features share a query id (two queries, one id), or a query's scores
+                are not finite (NaN).
+        """
+        refuse_repeated_ids(example_ids, "rank_candidates")
+        return ranked_answers(example_ids, candidate_texts, logits, first_candidate=cls.first_candidate,
+                              score="softmax", same_answer=None, caller="rank_candidates")  # fmt: skip
+
+
+class WikihopProcessor(QangarooProcessorBase):
     """Turns WikiHop records (three input shapes) into one long GESA feature per query (see the module docstring).
 
     Feature columns (``L`` words, ``E`` entities, ``M`` longest mention): the ``GesaProcessor`` model inputs
@@ -179,6 +245,7 @@ class WikihopProcessor(QueryRecordsCall, ProcessorBase):
     """
 
     eval_columns = WIKIHOP_EVAL_COLUMNS
+    first_candidate = 1
 
     # every cut at WARNING (never silent)
     cap_warnings = {
@@ -254,68 +321,23 @@ class WikihopProcessor(QueryRecordsCall, ProcessorBase):
             entity_mask_id = entity_vocab.get(getattr(tokenizer, "entity_mask_token", "[MASK]"), LUKE_MASK_ENTITY_ID)
         self.entity_mask_id = int(entity_mask_id)
         self.entity_graph = entity_graph
-        self.co_document_edges = bool(co_document_edges)
-        self.complement_edges = bool(complement_edges)
-        self.unconnected_edges = bool(unconnected_edges)
-        self.co_mention_edges = bool(co_mention_edges)
-        self.sentence_nodes = sentence_nodes
-
-    @property
-    def rules(self) -> GraphRules:
-        """The context graph's optional rules (``entity_graph="context"``)."""
-        return GraphRules(self.co_document_edges, self.complement_edges, self.unconnected_edges, self.sentence_nodes,
-                          self.co_mention_edges)  # fmt: skip
+        self.keep_graph_rules(co_document_edges, complement_edges, unconnected_edges, co_mention_edges, sentence_nodes)
 
     @property
     def model_input_names(self) -> list[str]:
-        from .collator_gesa import MODEL_INPUT_NAMES
-
         graph = [GRAPH_EDGES] if self.entity_graph == "context" else []
         return [*MODEL_INPUT_NAMES, *graph, CANDIDATE_ENTITY_MASK]
 
-    # ------------------------------------------------------------------ entry points
-
-    def map_function(self, batch: Mapping[str, list]) -> dict[str, list]:
-        """Batched ``Dataset.map`` function over rows with ``id, query, supports, candidates, answer``."""
-        return self.encode_examples(rows_to_examples(batch))
+    # ------------------------------------------------------------------ encoding
 
     def get_data_collator(self, **kwargs: Any) -> WikihopDataCollator:
         return WikihopDataCollator(pad_token_id=self.tokenizer.pad_token_id, **kwargs)
 
-    # ------------------------------------------------------------------ encoding
-
-    def encode_examples(self, examples: Sequence[WikihopExample]) -> dict[str, list]:
-        """Columns (dict of lists, one row per query); see the class docstring. Two queries with one id are refused
-        (``InputError``: their answers would be ranked as one query's)."""
-        check_unique_ids(examples)
-        stats: Counter[str] = Counter()
-        with_labels = any(example.answer is not None for example in examples)
-        names = [
-            "input_ids",
-            "attention_mask",
-            "token_type_ids",
-            "global_attention_mask",
-            "question_string_ids",
-            "entity_ids",
-            "entity_attention_mask",
-            "entity_token_type_ids",
-            "entity_position_ids",
-            "placeholder_entity_mask",
-            "entity_string_ids",
-            "entity_sentence_ids",
-            CANDIDATE_ENTITY_MASK,
-            *WIKIHOP_EVAL_COLUMNS,
-        ]
+    def feature_columns(self) -> list[str]:
+        names = [*MODEL_INPUT_NAMES, CANDIDATE_ENTITY_MASK, *WIKIHOP_EVAL_COLUMNS]
         if self.entity_graph == "context":
             names.append(GRAPH_EDGES)
-        columns: dict[str, list] = {name: [] for name in names}
-        if with_labels:
-            columns["labels"] = []
-        backend = self._tokenizer_backend()
-        for example in examples:
-            self._encode_one(example, backend, columns, stats, with_labels)
-        self._report(stats)
-        return columns
+        return names
 
     def _encode_one(
         self,
@@ -519,24 +541,6 @@ class WikihopProcessor(QueryRecordsCall, ProcessorBase):
         edges = [[entity_of[i], entity_of[j], kind] for i, j, kind in graph.edges if i in entity_of and j in entity_of]
         return kept_mentions, graph_entities, edges
 
-    # ------------------------------------------------------------------ predictions
-
-    @staticmethod
-    def rank_candidates(
-        example_ids: Sequence[str], candidate_texts: Sequence[Sequence[str]], logits: Any
-    ) -> dict[str, list[dict[str, Any]]]:
-        """Per query, every candidate best first with its probability (softmax over that query's candidates):
-        ``answers_gesa.ranked_answers`` with each candidate its own answer (no text merging).
-
-        Raises:
-            ValueError: lengths disagree, two features share a query id (two queries, one id), or a query's scores
-                are not finite (NaN).
-        """
-        refuse_repeated_ids(example_ids, "rank_candidates")
-        return ranked_answers(
-            example_ids, candidate_texts, logits, score="softmax", same_answer=None, caller="rank_candidates"
-        )
-
 
 def query_examples(
     queries: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
@@ -643,7 +647,7 @@ class WikihopDataCollator(GesaDataCollator):
 WikihopProcessor.register_for_auto_class("AutoProcessor")
 
 __all__ = [
-    "QueryRecordsCall",
+    "QangarooProcessorBase",
     "columns_batch",
     "query_examples",
     "CANDIDATE_ENTITY_MASK",

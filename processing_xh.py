@@ -350,9 +350,13 @@ class XhProcessor(ProcessorBase):
     def _count(self, key: str) -> None:
         self.stats[key] += 1
 
-    def _report_since(self, before: Mapping[str, int]) -> None:
-        """Log every cap that applied since `before` (a copy of `stats`): one encode call's, already counted."""
-        self._report(self.stats - Counter(before), counted=True)
+    def _reported(self, features: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One encode call's features (a generator, run here), then every cap that applied to them logged once (their
+        counts are already in `stats`)."""
+        before = Counter(self.stats)
+        encoded = list(features)
+        self._report(self.stats - before, counted=True)
+        return encoded
 
     # ------------------------------------------------------------------ tokenisation
 
@@ -446,10 +450,7 @@ class XhProcessor(ProcessorBase):
 
     def encode_record_graphs(self, records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """One graph feature per query of ReCoRD records (original/SuperGLUE records or flattened Hub rows)."""
-        before = dict(self.stats)
-        features = [self.encode_record_example(example) for example in to_record_examples(records)]
-        self._report_since(before)
-        return features
+        return self._reported(self.encode_record_example(example) for example in to_record_examples(records))
 
     def encode_record_example(self, example: RecordExample) -> dict[str, Any]:
         """The XH graph of one ReCoRD query (`processing_gesa.RecordExample`, exclusive spans)."""
@@ -522,10 +523,7 @@ class XhProcessor(ProcessorBase):
 
     def encode_hotpot_graphs(self, records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """One graph feature per HotpotQA question (HF layout; the original list-of-pairs `context` works too)."""
-        before = dict(self.stats)
-        features = [self.encode_hotpot_record(record, position) for position, record in enumerate(records)]
-        self._report_since(before)
-        return features
+        return self._reported(self.encode_hotpot_record(record, position) for position, record in enumerate(records))
 
     def encode_hotpot_record(self, record: Mapping[str, Any], position: int = 0) -> dict[str, Any]:
         """The XH graph of one HotpotQA question: paragraphs as nodes, relevance and answer-span labels."""

@@ -172,10 +172,7 @@ class XhTaskProcessor(XhProcessor):
 
     def encode_hotpot_rows(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """One graph feature per HotpotQA row (`records_xh.read_hotpot_file` rows or Hub rows)."""
-        before = dict(self.stats)
-        features = [self.encode_hotpot_sentences(row, position) for position, row in enumerate(rows)]
-        self._report_since(before)
-        return features
+        return self._reported(self.encode_hotpot_sentences(row, position) for position, row in enumerate(rows))
 
     def encode_hotpot_sentences(self, row: Mapping[str, Any], position: int = 0) -> dict[str, Any]:
         """`encode_hotpot_record`'s graph and labels, the nodes re-encoded with sentence boundaries."""
@@ -382,10 +379,7 @@ class XhTaskProcessor(XhProcessor):
         include_gold: bool = False,
     ) -> list[dict[str, Any]]:
         """One fully connected evidence graph per claim (`records_xh.read_fever_claims` rows)."""
-        before = dict(self.stats)
-        features = [self.encode_fever_claim(claim, pages, include_gold) for claim in claims]
-        self._report_since(before)
-        return features
+        return self._reported(self.encode_fever_claim(claim, pages, include_gold) for claim in claims)
 
     def encode_fever_claim(
         self, claim: Mapping[str, Any], pages: Mapping[str, Mapping[int, str]], include_gold: bool = False

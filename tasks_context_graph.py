@@ -38,6 +38,7 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from typing import Any
@@ -48,12 +49,10 @@ from transformers.training_args import OptimizerNames
 
 from .configuration_context_graph import ContextGraphConfig
 from .configuration_gesa import GesaConfig
-from .loading_gesa import load_tokenizer
 from .processing_context_graph import ContextGraphProcessor
 from .tasks_base import LoadedModel, Task
 from .training_gesa import ScriptArgumentError
-from .training_models import build_variant_model, check_model_source, hub_kwargs
-from .training_tokenizer import special_entity_rows
+from .training_models import ModelRecipe, load_for_task
 
 logger = logging.getLogger(__name__)
 
@@ -171,31 +170,47 @@ def graph_overrides(model_args: Any, encoder: dict[str, Any]) -> dict[str, Any]:
 def load_context_graph(task: Task, model_args: Any, data_args: Any, explicit: set[str] | None = None) -> LoadedModel:
     """The context-graph model ``--model_name_or_path`` gives (a LUKE checkpoint to convert or a checkpoint of this
     head), its processor and tokenizer (module docstring)."""
-    path = model_args.model_name_or_path
-    if path is None:
-        raise ScriptArgumentError("--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this task")
-    spec = task.variant_spec(VARIANT)
-    config = check_model_source(path, spec, f"--task {task.name} --variant {VARIANT}", **hub_kwargs(model_args))
-    tokenizer = load_tokenizer(model_args.tokenizer_name or path, cache_dir=model_args.cache_dir)
     window = {"attention_window": model_args.attention_window}
+    recipe = ModelRecipe(
+        task.variant_spec(VARIANT),
+        f"--task {task.name} --variant {VARIANT}",
+        None,  # the processor reads the built model's graph rules and positions
+        overrides=window,
+        checkpoint_overrides=window,
+        configure=functools.partial(checked_graph_overrides, model_args),
+        processor_for_model=functools.partial(context_graph_processor, data_args),
+    )
+    model, processor, tokenizer = load_for_task(recipe, model_args, data_args, explicit)
+    loaded = LoadedModel(model, processor, tokenizer, callbacks=[FrozenEmbedderEpochs()])
+    if schedule_wanted(model_args, model.config):
+        loaded.training_arguments, loaded.lr_scheduler = thesis_schedule(model, explicit)
+    return loaded
+
+
+def checked_graph_overrides(model_args: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """A LUKE checkpoint's conversion takes the graph flags (``graph_overrides``); a trained checkpoint's graph is
+    fixed: the flags are refused."""
     if config.get("model_type") == "luke":
-        overrides = {**graph_overrides(model_args, config), **window}
-        rows = special_entity_rows(tokenizer, "the LUKE checkpoint", count=3)
-        model = build_variant_model(spec, path, config, model_args, entity_rows=rows, overrides=overrides)
-    else:
-        if getattr(model_args, "graph_preset", None) or getattr(model_args, "graph_config", None):
-            raise ScriptArgumentError(
-                f"--model_name_or_path {path} is a trained context-graph checkpoint: its graph is fixed; drop "
-                "--graph_preset/--graph_config, or start from a LUKE checkpoint"
-            )
-        model = build_variant_model(spec, path, config, model_args, checkpoint_overrides=window)
+        return graph_overrides(model_args, config)
+    if getattr(model_args, "graph_preset", None) or getattr(model_args, "graph_config", None):
+        raise ScriptArgumentError(
+            f"--model_name_or_path {model_args.model_name_or_path} is a trained context-graph checkpoint: its graph "
+            "is fixed; drop --graph_preset/--graph_config, or start from a LUKE checkpoint"
+        )
+    return {}
+
+
+def context_graph_processor(
+    data_args: Any, model: Any, tokenizer: Any, config: dict[str, Any]
+) -> ContextGraphProcessor:
+    """The processor of ``model``'s graph: its rules, documents no longer than its absolute positions reach."""
     document_length = data_args.max_seq_length
     if model.config.use_absolute_position_embeddings:  # LUKE's positions end at max_position_embeddings
         document_length = min(
             document_length, model.config.max_position_embeddings - (model.config.pad_token_id or 0) - 1
         )
     try:
-        processor = ContextGraphProcessor(
+        return ContextGraphProcessor(
             tokenizer,
             max_document_length=document_length,
             max_query_length=data_args.max_query_length,
@@ -204,10 +219,6 @@ def load_context_graph(task: Task, model_args: Any, data_args: Any, explicit: se
         )
     except (ValueError, TypeError) as error:
         raise ScriptArgumentError(str(error)) from None
-    loaded = LoadedModel(model, processor, tokenizer, callbacks=[FrozenEmbedderEpochs()])
-    if schedule_wanted(model_args, model.config):
-        loaded.training_arguments, loaded.lr_scheduler = thesis_schedule(model, explicit)
-    return loaded
 
 
 __all__ = [
@@ -215,6 +226,8 @@ __all__ = [
     "SCHEDULES",
     "VARIANT",
     "FrozenEmbedderEpochs",
+    "checked_graph_overrides",
+    "context_graph_processor",
     "exponential_epoch_decay",
     "graph_overrides",
     "load_context_graph",

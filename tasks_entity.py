@@ -153,15 +153,7 @@ class EntityTask(Task):
                 f"--input_format {input_format} marks the mentions of {', '.join(MARKED_TASKS)}; --task {self.name} "
                 "takes --input_format luke"
             )
-        if getattr(data_args, "entity_links", None) is not None and model_args.variant != "kar":
-            raise ScriptArgumentError(
-                f"--entity_links trains KnowBERT-KAR's entity linker; --variant {model_args.variant} has none: drop "
-                "it, or pass --variant kar"
-            )
-        if args.label_names is None:
-            # every batch has masked words; Trainer's default (each forward argument named *label*) would also wait
-            # for next_sentence_label, which data without documents never gives: no evaluation loss at all
-            args.label_names = ["labels"]
+        check_links_and_label_names(model_args, data_args, args)
 
     def example_id(self, example: Any) -> str:
         return str(example.id)
@@ -200,21 +192,7 @@ class EntityTask(Task):
             raise ScriptArgumentError(
                 "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this script"
             )
-        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant), data_args.max_seq_length)
-        # the files and the NER pipeline checked before any weight loads
-        links_file = getattr(data_args, "entity_links", None)
-        links = None if links_file is None else load_entity_links(links_file)
-        if links is not None:
-            check_links_match(links_file, links, examples)
-        ner = load_ner(model_args)
-        overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
-        try:
-            model, tokenizer, labels = load_model_and_tokenizer(
-                self.name, model_args.variant, model_args.model_name_or_path, examples, model_args.tokenizer_name,
-                hub_kwargs(model_args), 0, **overrides,
-            )  # fmt: skip
-        except (OSError, ValueError) as error:  # a checkpoint that does not fit (task, variant, labels, entity table)
-            raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
+        model, tokenizer, labels, links, ner = checked_entity_model(self, model_args, data_args, examples)
         # a new head (converted from LUKE, or on a pre-training checkpoint): the variant's paper's input format
         converted = getattr(model, "luke_conversion_info", None) is not None or hasattr(
             model, "started_from_pretraining"
@@ -435,6 +413,43 @@ def build_task_model(
             **overrides,
         )
     return spec.from_checkpoint(name_or_path, hub=hub)
+
+
+def check_links_and_label_names(model_args: Any, data_args: Any, args: Any) -> None:
+    """``--entity_links`` only with KAR (its linker learns from them); the Trainer's ``label_names`` set to the
+    heads' ``labels`` (Trainer's default, each forward argument named *label*, would also wait for
+    ``next_sentence_label``, which data without documents never gives: no evaluation loss at all)."""
+    if getattr(data_args, "entity_links", None) is not None and model_args.variant != "kar":
+        raise ScriptArgumentError(
+            f"--entity_links trains KnowBERT-KAR's entity linker; --variant {model_args.variant} has none: drop "
+            "it, or pass --variant kar"
+        )
+    if args.label_names is None:
+        args.label_names = ["labels"]
+
+
+def checked_entity_model(
+    task: Task, model_args: Any, data_args: Any, examples: Mapping[str, Any]
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, list[str] | None, dict[str, Any] | None, Any]:
+    """``(model, tokenizer, labels, entity links, NER pipeline)`` of an entity task's run: the checkpoint and tokenizer
+    (``check_entity_checkpoint``), ``--entity_links`` (matched against the examples) and the NER pipeline checked
+    before any weight loads, then ``load_model_and_tokenizer`` (a checkpoint that does not fit the task, variant,
+    labels or entity table: one ``ScriptArgumentError`` naming it)."""
+    check_entity_checkpoint(model_args, task.variant_spec(model_args.variant), data_args.max_seq_length)
+    links_file = getattr(data_args, "entity_links", None)
+    links = None if links_file is None else load_entity_links(links_file)
+    if links is not None:
+        check_links_match(links_file, links, examples)
+    ner = load_ner(model_args)
+    overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
+    try:
+        model, tokenizer, labels = load_model_and_tokenizer(
+            task.name, model_args.variant, model_args.model_name_or_path, examples, model_args.tokenizer_name,
+            hub_kwargs(model_args), 0, **overrides,
+        )  # fmt: skip
+    except (OSError, ValueError) as error:
+        raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
+    return model, tokenizer, labels, links, ner
 
 
 def check_entity_checkpoint(model_args: Any, spec: Any, max_seq_length: int | None = None) -> None:
@@ -989,15 +1004,7 @@ class PretrainTask(Task):
                 raise ScriptArgumentError(f"--{name} must lie in (0, 1], got {getattr(data_args, name)}")
         if data_args.max_seq_length < 1:
             raise ScriptArgumentError(f"--max_seq_length must be at least 1, got {data_args.max_seq_length}")
-        if getattr(data_args, "entity_links", None) is not None and model_args.variant != "kar":
-            raise ScriptArgumentError(
-                f"--entity_links trains KnowBERT-KAR's entity linker; --variant {model_args.variant} has none: drop "
-                "it, or pass --variant kar"
-            )
-        if args.label_names is None:
-            # every batch has masked words; Trainer's default (each forward argument named *label*) would also wait
-            # for next_sentence_label, which data without documents never gives: no evaluation loss at all
-            args.label_names = ["labels"]
+        check_links_and_label_names(model_args, data_args, args)
 
     def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[Any]:
         return ENTITY_TASKS[data_args.pretrain_format].read_file(path, where, split, data_args, model_args)
@@ -1016,20 +1023,7 @@ class PretrainTask(Task):
     ) -> LoadedModel:
         if model_args.model_name_or_path is None:
             raise ScriptArgumentError("--model_name_or_path is needed: the LUKE checkpoint to pre-train further")
-        check_entity_checkpoint(model_args, self.variant_spec(model_args.variant), data_args.max_seq_length)
-        ner = load_ner(model_args)  # before any weight loads
-        links_file = getattr(data_args, "entity_links", None)
-        links = None if links_file is None else load_entity_links(links_file)
-        if links is not None:
-            check_links_match(links_file, links, examples)
-        overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
-        try:
-            model, tokenizer, _ = load_model_and_tokenizer(
-                self.name, model_args.variant, model_args.model_name_or_path, examples, model_args.tokenizer_name,
-                hub_kwargs(model_args), 0, **overrides,
-            )  # fmt: skip
-        except (OSError, ValueError) as error:
-            raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
+        model, tokenizer, _, links, ner = checked_entity_model(self, model_args, data_args, examples)
         processor = PretrainingProcessor(
             tokenizer, model_args.variant, data_args.max_seq_length, model.config.entity_vocab_size,
             data_args.mlm_probability, data_args.entity_mask_probability, seed=0, ner=ner,
@@ -1129,6 +1123,8 @@ __all__ = [
     "build_pretraining_model",
     "build_task_model",
     "check_entity_checkpoint",
+    "check_links_and_label_names",
+    "checked_entity_model",
     "check_id2label",
     "check_luke_tokenizer",
     "checkpoint_labels",

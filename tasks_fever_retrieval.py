@@ -31,23 +31,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from datasets import Dataset
 from transformers import PreTrainedModel
 
 from .inputs_gesa import InputError
-from .pipeline_xh_tasks import model_outputs
 from .processing_retrieval_xh import retrieve_fever_evidence
 from .processing_xh_tasks import XhTaskProcessor
-from .structure_gesa import LUKE_MASK_ENTITY_ID
-from .tasks_base import LoadedModel
+from .tasks_retrieval import RerankedTask, TextReranker
 from .tasks_xh import FeverTask
-from .tasks_xh_paper import reranker_model
 from .training_gesa import ScriptArgumentError
 
 SENTENCE_RANKER = "sentence_ranker"  # the re-ranker's subfolder of a run
 
 
-class SentenceReranker:
+class SentenceReranker(TextReranker):
     """``reranker(claim, [(page, line)])`` -> the relevance logit of each sentence, each read alone (``chunk``
     sentences a graph, ``batch_size`` graphs a step)."""
 
@@ -59,8 +55,8 @@ class SentenceReranker:
         batch_size: int = 8,
         chunk: int = 8,
     ) -> None:
-        self.model, self.processor, self.pages = model, processor, pages
-        self.batch_size, self.chunk = batch_size, chunk
+        super().__init__(model, processor, batch_size, chunk)
+        self.pages = pages
 
     def features(self, claims: Sequence[Mapping[str, Any]], candidates: Sequence[Sequence[tuple[str, int]]]) -> list:
         """Per claim its candidate sentences in graphs of at most ``chunk`` nodes, ``node_labels`` 1 on the claim's
@@ -81,10 +77,7 @@ class SentenceReranker:
         return features
 
     def __call__(self, claim: str, sentences: Sequence[tuple[str, int]]) -> list[float]:
-        features = self.features([{"claim": claim}], [sentences])
-        outputs = model_outputs(self.model, features, self.processor.get_data_collator(), self.batch_size)
-        return [float(logit) for feature, out in zip(features, outputs, strict=True)
-                for logit in out["relevance_logits"][0, : len(feature["input_ids"])]]  # fmt: skip
+        return self.logits(self.features([{"claim": claim}], [sentences]))
 
 
 def training_sentences(
@@ -109,7 +102,7 @@ def training_sentences(
 
 
 @dataclass
-class RerankedFeverTask(FeverTask):
+class RerankedFeverTask(RerankedTask, FeverTask):
     """``FEVER`` with ``--fever_retrieval bm25_rerank``: the sentence re-ranker is the run's ``sentence_ranker``
     component (the driver's ``ComponentTrainer``), loaded from ``<model_name_or_path>/sentence_ranker`` or converted
     from LUKE and trained on the training claims' evidence before the claims are featurised. The wiki pages are read
@@ -117,7 +110,7 @@ class RerankedFeverTask(FeverTask):
 
     pages_read: dict[str, dict[int, str]] | None = field(default=None, repr=False)
     ranker: SentenceReranker | None = field(default=None, repr=False)
-    ranker_trained: bool = False
+    ranker_folder: str = SENTENCE_RANKER
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
         if data_args.task != "fever":
@@ -148,35 +141,18 @@ class RerankedFeverTask(FeverTask):
                 "--train_file has no claim with evidence in --wiki_pages: the sentence re-ranker has nothing to learn"
             )
 
-    def has_components(self, data_args: Any) -> bool:
-        return True
+    def load_ranker(self, model_args: Any, data_args: Any, tokenizer: Any, trains: bool) -> SentenceReranker:
+        self.ranker = SentenceReranker.load(model_args, data_args, tokenizer, SENTENCE_RANKER, trains,
+                                            "--fever_retrieval bm25_rerank needs a trained sentence re-ranker",
+                                            self.pages(data_args), {"task": "fever", "pages": self.pages(data_args)})  # fmt: skip
+        return self.ranker
 
-    def load(
-        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
-    ) -> LoadedModel:
-        loaded = super().load(model_args, data_args, examples, explicit)
-        model, self.ranker_trained = reranker_model(model_args, loaded.tokenizer, SENTENCE_RANKER,
-                                                    "train" in examples,
-                                                    "--fever_retrieval bm25_rerank needs a trained sentence re-ranker")  # fmt: skip
-        processor = XhTaskProcessor(loaded.tokenizer, max_node_length=data_args.max_seq_length,
-                                    max_query_length=data_args.max_query_length, entity_mask_id=LUKE_MASK_ENTITY_ID,
-                                    task="fever", pages=self.pages(data_args))  # fmt: skip
-        self.ranker = SentenceReranker(model, processor, processor.pages)
-        loaded.components[SENTENCE_RANKER] = model
-        return loaded
+    def ranker_features(self, ranker: Any, rows: Sequence[Any], data_args: Any) -> list[dict[str, Any]]:
+        """The training claims' evidence sentences (1) and other sentences of their pages (0)."""
+        return ranker.features(*training_sentences(rows, ranker.pages, data_args.ranker_negatives))
 
-    def train_components(self, loaded: LoadedModel, examples: Mapping[str, Any], data_args: Any, args: Any,
-                         train: Any) -> None:  # fmt: skip
-        """The re-ranker trained on the training claims' evidence (unless loaded trained); then the claims'
-        sentences are ranked by it (``sentence_score``)."""
-        ranker = self.ranker
-        ranker.batch_size = args.per_device_eval_batch_size
-        if "train" in examples and not self.ranker_trained:
-            kept, candidates = training_sentences(examples["train"], ranker.pages, data_args.ranker_negatives)
-            features = Dataset.from_list(ranker.features(kept, candidates))
-            ranker.model = train(SENTENCE_RANKER, ranker.model, features, ranker.processor.get_data_collator())
-        ranker.model.to(args.device)
-        self.sentence_score = ranker
+    def use_ranker(self, ranker: Any) -> None:
+        self.sentence_score = ranker  # the claims' sentences are ranked by it
 
 
 __all__ = ["SENTENCE_RANKER", "RerankedFeverTask", "SentenceReranker", "training_sentences"]

@@ -33,6 +33,7 @@ Flat module: imports its siblings relatively, third-party packages otherwise.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections.abc import Mapping, Sequence
@@ -50,10 +51,8 @@ from .modeling_gesa_multiple_choice import (
     ChoiceHeadMismatch,
     GesaForEntityMultipleChoice,
     check_choice_head,
-    extend_position_embeddings,
 )
 from .modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
-from .processing_base_gesa import load_processor_settings
 from .processing_wikihop import WikihopProcessor
 from .records_wikihop import WikihopExample, examples_to_rows, load_wikihop_file, to_wikihop_examples
 from .resources_gesa import load_metric
@@ -62,7 +61,7 @@ from .tasks_base import LoadedModel, Task, first_output
 from .tasks_context_graph import VARIANT as CONTEXT_GRAPH
 from .tasks_context_graph import load_context_graph
 from .training_gesa import ScriptArgumentError, disk_full, disk_full_error, featurise_rows, write_json_atomically
-from .training_models import build_variant_model, check_model_source, hub_kwargs, load_run_tokenizer
+from .training_models import ModelRecipe, load_for_task
 from .training_tokenizer import special_entity_rows, train_sample_tokenizer
 
 
@@ -124,70 +123,21 @@ class WikihopTask(Task):
     ) -> LoadedModel:
         if model_args.variant == CONTEXT_GRAPH:
             return load_context_graph(self, model_args, data_args, explicit)
-        if model_args.model_name_or_path is None:
-            raise ScriptArgumentError(
-                "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this task"
-            )
-        spec = self.variant_spec(model_args.variant)
-        hub = hub_kwargs(model_args)
-        path = model_args.model_name_or_path
-        config = check_model_source(path, spec, f"--task {self.name} --variant {model_args.variant}", **hub)
-        tokenizer = load_run_tokenizer(model_args, path, config)
         settings = {name: getattr(data_args, name) for name in self.processor_settings}
-        settings.update(graph_rules(model_args, path, config, hub))
-        try:  # the settings checked before any weight loads
-            WikihopProcessor(tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID)
-        except ValueError as error:
-            raise ScriptArgumentError(str(error)) from None
-        overrides: dict[str, Any] = {"attention_window": model_args.attention_window}
-        if model_args.ablation is not None:
-            overrides["ablation"] = model_args.ablation
-        if config.get("model_type") != "luke":  # the weights must hold the head the config names
-            names = checkpoint_weight_names(Path(path))
-            try:
-                # a config without the field was saved with the linear head (GesaConfig.from_dict)
-                named = config.get("choice_head", "query_candidate")
-                check_choice_head(named, names or (), f"--model_name_or_path {path}")
-            except ChoiceHeadMismatch as error:
-                raise ScriptArgumentError(str(error)) from None
-        choice_head = getattr(model_args, "choice_head", None)
-        if choice_head is not None:
-            if config.get("model_type") != "luke" and config.get("choice_head", "hde") != choice_head:
-                raise ScriptArgumentError(
-                    f"--choice_head {choice_head}: {path} is a trained checkpoint whose head is "
-                    f"{config.get('choice_head', 'hde')!r}; it keeps it. Drop --choice_head, or start from a LUKE "
-                    "checkpoint"
-                )
-            overrides["choice_head"] = choice_head
-        preset = ABLATION_PRESETS.get(model_args.ablation or "full", {})
-        if model_args.variant == "gesa" and "entity_graph" not in preset and preset.get("use_relative_labels", True):
-            # GESA reads the thesis's context graph, one label per edge kind (ablation merged_graph: the three labels)
-            overrides["entity_graph"] = "context"
-        if getattr(model_args, "graph_config", None) and overrides.get("entity_graph") != "context":
-            raise ScriptArgumentError(
-                "--graph_config: the context graph's rules are read by GESA on that graph (--variant gesa, no "
-                "--ablation merged_graph / luke); this model's e2e labels do not read them. Drop --graph_config"
-            )
-        try:
-            model = build_variant_model(
-                spec,
-                path,
-                config,
-                model_args,
-                entity_rows=entity_rows(tokenizer) if config.get("model_type") == "luke" else None,
-                overrides=overrides,
-                checkpoint_overrides={"attention_window": model_args.attention_window},
-            )
-        except ChoiceHeadMismatch as error:  # a Hub checkpoint, found while loading
-            raise ScriptArgumentError(str(error)) from None
-        # absolute positions (LUKE, LUKE-Graph, presets with entity positions) must reach the longest sequence
-        extend_position_embeddings(model, data_args.max_seq_length + (model.config.pad_token_id or 0) + 1)
-        # the features carry the graph the model's e2e labels read
-        entity_graph = getattr(model.config, "entity_graph", "merged")
-        processor = WikihopProcessor(
-            tokenizer, **settings, entity_mask_id=LUKE_MASK_ENTITY_ID, entity_graph=entity_graph
+        window = {"attention_window": model_args.attention_window}
+        recipe = ModelRecipe(
+            self.variant_spec(model_args.variant),
+            f"--task {self.name} --variant {model_args.variant}",
+            WikihopProcessor,
+            processor_settings={**settings, **graph_config(model_args), "entity_mask_id": LUKE_MASK_ENTITY_ID},
+            checkpoint_settings=GRAPH_RULES,  # a trained checkpoint's graph rules are fixed
+            model_settings=("entity_graph",),  # the features carry the graph the model's e2e labels read
+            overrides={**window, **({} if model_args.ablation is None else {"ablation": model_args.ablation})},
+            checkpoint_overrides=window,
+            configure=functools.partial(choice_head_overrides, model_args),
+            extend_positions=True,  # absolute positions must reach the longest sequence
         )
-        return LoadedModel(model, processor, tokenizer)
+        return LoadedModel(*load_for_task(recipe, model_args, data_args, explicit))
 
     # ------------------------------------------------------------------------------------------- features
 
@@ -257,18 +207,51 @@ _FILLER = [
 GRAPH_RULES = ("co_document_edges", "complement_edges", "unconnected_edges", "co_mention_edges", "sentence_nodes")
 
 
-def graph_rules(model_args: Any, path: str, config: Mapping[str, Any], hub: Mapping[str, Any]) -> dict[str, Any]:
-    """The context graph's rules of GESA's features: ``--graph_config`` for a model converted from LUKE, the saved
-    ``processor_config.json``'s for a trained checkpoint (its graph is fixed)."""
-    text = getattr(model_args, "graph_config", None)
-    if config.get("model_type") != "luke":
-        if text:
+def choice_head_overrides(model_args: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """The WikiHop head's config values, checked against the checkpoint before any weight loads: a trained
+    checkpoint's weights must hold the candidate score its config names and keeps it (``--choice_head`` refused);
+    GESA reads the thesis's context graph (``entity_graph="context"``) unless the ablation says otherwise, and only
+    then ``--graph_config``."""
+    path = model_args.model_name_or_path
+    overrides: dict[str, Any] = {}
+    if config.get("model_type") != "luke" and getattr(model_args, "graph_config", None):
+        raise ScriptArgumentError(
+            f"--graph_config: {path} is a trained checkpoint; its graph rules are fixed (processor_config.json). "
+            "Drop --graph_config, or start from a LUKE checkpoint"
+        )
+    if config.get("model_type") != "luke":  # the weights must hold the head the config names
+        names = checkpoint_weight_names(Path(path))
+        try:
+            # a config without the field was saved with the linear head (GesaConfig.from_dict)
+            named = config.get("choice_head", "query_candidate")
+            check_choice_head(named, names or (), f"--model_name_or_path {path}")
+        except ChoiceHeadMismatch as error:
+            raise ScriptArgumentError(str(error)) from None
+    choice_head = getattr(model_args, "choice_head", None)
+    if choice_head is not None:
+        if config.get("model_type") != "luke" and config.get("choice_head", "hde") != choice_head:
             raise ScriptArgumentError(
-                f"--graph_config: {path} is a trained checkpoint; its graph rules are fixed (processor_config.json). "
-                "Drop --graph_config, or start from a LUKE checkpoint"
+                f"--choice_head {choice_head}: {path} is a trained checkpoint whose head is "
+                f"{config.get('choice_head', 'hde')!r}; it keeps it. Drop --choice_head, or start from a LUKE "
+                "checkpoint"
             )
-        saved, _ = load_processor_settings(path, **hub)
-        return {name: saved[name] for name in GRAPH_RULES if name in saved}
+        overrides["choice_head"] = choice_head
+    preset = ABLATION_PRESETS.get(model_args.ablation or "full", {})
+    if model_args.variant == "gesa" and "entity_graph" not in preset and preset.get("use_relative_labels", True):
+        # GESA reads the thesis's context graph, one label per edge kind (ablation merged_graph: the three labels)
+        overrides["entity_graph"] = "context"
+    if getattr(model_args, "graph_config", None) and overrides.get("entity_graph") != "context":
+        raise ScriptArgumentError(
+            "--graph_config: the context graph's rules are read by GESA on that graph (--variant gesa, no "
+            "--ablation merged_graph / luke); this model's e2e labels do not read them. Drop --graph_config"
+        )
+    return overrides
+
+
+def graph_config(model_args: Any) -> dict[str, Any]:
+    """The context graph's rules of GESA's features from ``--graph_config`` (a model converted from LUKE; a trained
+    checkpoint's are fixed, ``choice_head_overrides`` refuses the flag)."""
+    text = getattr(model_args, "graph_config", None)
     if not text:
         return {}
     try:

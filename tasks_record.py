@@ -51,24 +51,19 @@ from .modeling_gesa import GesaForEntitySpanQA
 from .modeling_kar import KarForEntitySpanQA
 from .modeling_luke_graph import LukeGraphForEntitySpanQA
 from .modeling_xh import XhForEntitySpanQA
-from .processing_base_gesa import load_processor_settings
 from .processing_gesa import LUKE_MASK_ENTITY_ID, GesaProcessor
 from .records_gesa import INCLUSIVE_END_KEY, SOURCE_KEY, check_record_file, to_record_examples
 from .registry_gesa import VARIANTS
 from .resources_gesa import metric_module
 from .tasks_base import LoadedModel, Task
 from .tasks_kb import attach_knowledge_files, knowledge_candidates, load_ner
-from .training_gesa import ScriptArgumentError, apply_saved_settings, featurise_rows, write_json_atomically
+from .training_gesa import ScriptArgumentError, featurise_rows, write_json_atomically
 from .training_models import (
-    build_variant_model,
-    check_max_seq_length,
-    check_model_source,
-    hub_kwargs,
+    ModelRecipe,
+    load_for_task,
     load_run_tokenizer,
-    position_limit,
-    starts_new_head,
 )
-from .training_tokenizer import shrink_entity_vocab, train_sample_tokenizer
+from .training_tokenizer import train_sample_tokenizer
 
 # The tiny GESA built when no checkpoint is given (the embedded demo; the word vocabulary comes from the tokenizer
 # trained on the data). No dropout (42 training queries, 180 steps); weights drawn at 1/sqrt(width), not BERT's 0.02
@@ -150,6 +145,12 @@ def one_row_per_query(raw: Dataset, sources: list[str] | str, where: str, data_a
 
 
 # ----------------------------------------------------------------------------------------------- the task
+
+
+# a trained checkpoint's saved processor settings that become a run's defaults (saved name -> flag): GESA's windows,
+# XH's nodes (at most --max_seq_length word tokens)
+SAVED_WINDOW_SETTINGS = {name: name for name in ("max_seq_length", "doc_stride", "max_query_length", "max_entities")}
+SAVED_NODE_SETTINGS = {"max_node_length": "max_seq_length", "max_query_length": "max_query_length"}
 
 
 @dataclass
@@ -267,38 +268,25 @@ class RecordTask(Task):
             loaded = self._scratch_model(spec, model_args, data_args, examples, overrides)
             loaded.processor.ner_finder = ner
             return loaded
-        hub = hub_kwargs(model_args)
-        config = check_model_source(path, spec, f"run_record.py --variant {model_args.variant}", **hub)
-        model_type = config.get("model_type")
-        if model_type != "luke":
-            self._use_saved_settings(path, model_args.variant, data_args, explicit)
-        tokenizer_source = model_args.tokenizer_name or path
-        tokenizer = load_run_tokenizer(model_args, path, config)
-        entity_rows = None
-        fresh = starts_new_head(config, spec)  # LUKE converted, or the variant's pre-training checkpoint
-        if fresh and len(tokenizer) != int(config.get("vocab_size", -1)):
-            raise ScriptArgumentError(
-                f"--model_name_or_path {path}: the {'LUKE' if model_type == 'luke' else model_type} checkpoint has "
-                f"vocab_size={config.get('vocab_size')} but the tokenizer of {tokenizer_source} has {len(tokenizer)} "
-                "word tokens: they do not belong together (give --tokenizer_name the checkpoint's own tokenizer)"
-            )
-        if model_type == "luke":
-            # KAR and ERNIE use LUKE's entity table as their knowledge base: it stays whole (model and tokenizer).
-            entity_rows = shrink_entity_vocab(tokenizer, tokenizer_source) if spec.shrink_entity_table else None
-        check_max_seq_length(data_args.max_seq_length, position_limit(spec, config, overrides), path)
-        processor = self.make_processor(tokenizer, data_args, model_args.variant)
-        if not fresh and len(tokenizer) != int(config.get("vocab_size", -1)):
-            raise ScriptArgumentError(
-                f"--model_name_or_path {path}: the {model_type} checkpoint has vocab_size={config.get('vocab_size')} "
-                f"but the tokenizer of {tokenizer_source} has {len(tokenizer)} word tokens (with [HL] [PLC] [ENT]): "
-                "they do not belong together (give --tokenizer_name the checkpoint's own tokenizer)"
-            )
-        model = build_variant_model(spec, path, config, model_args, entity_rows, overrides)
-        if fresh:
-            model.init_added_word_embeddings(processor.added_token_sources())
-        attach_knowledge_files(model_args, model, tokenizer, processor)
-        processor.ner_finder = ner
-        return LoadedModel(model, processor, tokenizer)
+        names = SAVED_WINDOW_SETTINGS if spec.uses_gesa_features else SAVED_NODE_SETTINGS
+        recipe = ModelRecipe(
+            spec,
+            f"run_record.py --variant {model_args.variant}",
+            lambda tokenizer, config: self.make_processor(tokenizer, data_args, model_args.variant),
+            overrides=overrides,
+            saved_settings=names,
+            settings_note="run_record.py: processor settings: ",
+            positions="words per sequence",
+            # KAR and ERNIE use LUKE's entity table as their knowledge base: it stays whole (model and tokenizer)
+            entity_rows=4 if spec.shrink_entity_table else None,
+            shrink_tokenizer=True,
+            check_vocab=True,
+            init_added_words=True,  # [HL] [PLC] [ENT] start from @ # *
+            knowledge_files=True,
+        )
+        loaded = LoadedModel(*load_for_task(recipe, model_args, data_args, explicit))
+        loaded.processor.ner_finder = ner
+        return loaded
 
     def _scratch_model(
         self, spec: Any, model_args: Any, data_args: Any, examples: Mapping[str, Any], overrides: dict[str, Any]
@@ -325,26 +313,6 @@ class RecordTask(Task):
         model.init_added_word_embeddings(processor.added_token_sources())
         attach_knowledge_files(model_args, model, tokenizer, processor)  # --kb_* files: KAR's / ERNIE's KB
         return LoadedModel(model, processor, tokenizer)
-
-    @staticmethod
-    def _use_saved_settings(path: str, variant: str, data_args: Any, explicit: set[str] | None) -> None:
-        """A checkpoint's own window / graph settings (``processor_config.json``) become the defaults of this run, so
-        that re-evaluating it scores what it was trained on; a flag given on the command line wins. Says which won."""
-        if explicit is None:
-            return
-        try:
-            saved, source = load_processor_settings(path)
-        except ValueError as error:
-            raise ScriptArgumentError(f"--model_name_or_path {path}: {error}") from None
-        if source is None:
-            return
-        if VARIANTS[variant].uses_gesa_features:
-            names = {name: name for name in ("max_seq_length", "doc_stride", "max_query_length", "max_entities")}
-        else:  # XH: a node is at most --max_seq_length word tokens
-            names = {"max_node_length": "max_seq_length", "max_query_length": "max_query_length"}
-        lines = apply_saved_settings(data_args, saved, names, explicit, source)
-        if lines:
-            print("run_record.py: processor settings: " + "; ".join(lines))
 
     @staticmethod
     def make_processor(tokenizer: PreTrainedTokenizerBase, data_args: Any, variant: str = "gesa") -> Any:

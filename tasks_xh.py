@@ -62,16 +62,8 @@ from .records_xh import (
 from .resources_gesa import load_metric
 from .structure_gesa import LUKE_MASK_ENTITY_ID
 from .tasks_base import LoadedModel, Task, concat_padded, file_error
-from .tasks_multihop import entity_rows
 from .training_gesa import ScriptArgumentError, write_json_atomically, write_text_atomically
-from .training_models import (
-    build_variant_model,
-    check_max_seq_length,
-    check_model_source,
-    hub_kwargs,
-    load_run_tokenizer,
-    position_limit,
-)
+from .training_models import ModelRecipe, hub_kwargs, load_for_task, resolve_max_seq_length
 
 # the outputs the decoders do not read (per-term losses, states): left out of what Trainer gathers
 XH_IGNORED_OUTPUTS = ("relevance_loss", "span_loss", "answer_type_loss", "supporting_loss", "hub_states",
@@ -154,27 +146,24 @@ class XhTask(Task):
     def load(
         self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
     ) -> LoadedModel:
-        if model_args.model_name_or_path is None:
-            raise ScriptArgumentError(
-                "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this task"
-            )
-        spec = self.variant_spec(model_args.variant)
-        hub = hub_kwargs(model_args)
         path = model_args.model_name_or_path
-        self.check_source(path, model_args)
-        config = check_model_source(path, spec, f"--task {self.name} --variant {model_args.variant}", **hub)
+        if path is not None:
+            self.check_source(path, model_args)  # before its config is matched
         overrides = dict(self.config_overrides())
         if model_args.ablation is not None:
             overrides["ablation"] = model_args.ablation
-        resolve_node_length(data_args, position_limit(spec, config, overrides), path)
-        tokenizer = load_run_tokenizer(model_args, path, config)
-        processor = self.checked_processor(tokenizer, data_args)
-        luke = config.get("model_type") == "luke"
-        if not luke:  # a trained checkpoint reads the graph it was trained on (no flag sets it)
-            processor = self.saved_graph(processor, path, hub)
-        model = build_variant_model(spec, path, config, model_args, entity_rows(tokenizer) if luke else None,
-                                    overrides if luke else {k: v for k, v in overrides.items() if k == "ablation"})  # fmt: skip
-        return LoadedModel(model, processor, tokenizer)
+
+        def processor(tokenizer: Any, config: dict[str, Any]) -> XhTaskProcessor:
+            checked = self.checked_processor(tokenizer, data_args)
+            if config.get("model_type") == "luke":
+                return checked
+            return self.saved_graph(checked, path, hub_kwargs(model_args))  # a trained checkpoint's own graph
+
+        recipe = ModelRecipe(
+            self.variant_spec(model_args.variant), f"--task {self.name} --variant {model_args.variant}", processor,
+            overrides=overrides, positions="XH's words per node", default_length=PAPER_NODE_LENGTH,
+        )  # fmt: skip
+        return LoadedModel(*load_for_task(recipe, model_args, data_args, explicit))
 
     def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[dict]:
         try:
@@ -203,9 +192,7 @@ def resolve_node_length(data_args: Any, limit: int | None, path: str) -> None:
     """XH's words per node: ``--max_seq_length`` checked against the checkpoint's absolute positions (``limit``,
     ``training_models.position_limit``; ``None``: relative positions, no limit), or when left out what the backbone
     holds: the paper's 512, fewer where the checkpoint's positions hold fewer."""
-    check_max_seq_length(data_args.max_seq_length, limit, path, "XH's words per node")
-    if data_args.max_seq_length is None:
-        data_args.max_seq_length = PAPER_NODE_LENGTH if limit is None else min(PAPER_NODE_LENGTH, limit)
+    resolve_max_seq_length(data_args, limit, path, "XH's words per node", PAPER_NODE_LENGTH)
 
 
 @dataclass

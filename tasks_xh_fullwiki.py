@@ -48,21 +48,20 @@ from datasets import Dataset
 from transformers import PreTrainedModel
 
 from .inputs_gesa import InputError
-from .pipeline_xh_tasks import model_outputs
 from .processing_fullwiki_xh import FullWikiRetriever
 from .processing_xh_tasks import SUPPORTING_ONLY, XhTaskProcessor
 from .records_abstracts import AbstractsCorpus, abstracts_line, read_abstracts_corpus
-from .structure_gesa import LUKE_MASK_ENTITY_ID
-from .tasks_base import LoadedModel, file_error
+from .tasks_base import file_error
+from .tasks_retrieval import RerankedTask, TextReranker
 from .tasks_xh import HotpotQATask
-from .tasks_xh_paper import PaperHotpotQATask, reranker_model
+from .tasks_xh_paper import PaperHotpotQATask
 from .training_gesa import ScriptArgumentError
 
 HOTPOT_SETTINGS = ("distractor", "fullwiki")
 RANKER = "ranker"  # the re-ranker's subfolder of a run
 
 
-class Reranker:
+class Reranker(TextReranker):
     """The BERT-IR re-ranker: ``reranker(questions, titles)`` -> per question the relevance logit of each of its
     articles, each read alone.
 
@@ -77,8 +76,8 @@ class Reranker:
         batch_size: int = 8,
         chunk: int = 8,
     ) -> None:
-        self.model, self.processor, self.corpus = model, processor, corpus
-        self.batch_size, self.chunk = batch_size, chunk
+        super().__init__(model, processor, batch_size, chunk)
+        self.corpus = corpus
 
     def features(
         self, rows: Sequence[Mapping[str, Any]], candidates: Sequence[Sequence[str]], labelled: bool
@@ -104,10 +103,7 @@ class Reranker:
 
     def __call__(self, questions: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[list[float]]:
         """Per question the relevance logit of each of its candidate articles (one encode call for all)."""
-        features = self.features([{"question": q} for q in questions], candidates, labelled=False)
-        outputs = model_outputs(self.model, features, self.processor.get_data_collator(), self.batch_size)
-        logits = iter([float(x) for f, out in zip(features, outputs, strict=True)
-                       for x in out["relevance_logits"][0, : len(f["input_ids"])]])  # fmt: skip
+        logits = iter(self.logits(self.features([{"question": q} for q in questions], candidates, labelled=False)))
         return [[next(logits) for _ in titles] for titles in candidates]
 
 
@@ -150,14 +146,12 @@ def check_fullwiki_flags(model_args: Any, data_args: Any) -> None:
 
 class FullWikiRetrieval:
     """What both FullWiki systems share, in the driver's order: the corpus read and indexed and the training
-    questions' paragraphs found in it (``check``, before any model loads), the BERT-IR re-ranker loaded or converted
-    (``load_ranker``), trained as the run's ``ranker`` component (``train_ranker``), and the questions' graphs
-    retrieved (``retrieve``)."""
+    questions' paragraphs found in it (``check``, before any model loads), the BERT-IR re-ranker (``reranker``:
+    loaded, trained and put to use by ``FullWikiSetting``), and the questions' graphs retrieved (``retrieve``)."""
 
     def __init__(self) -> None:
         self.retriever: FullWikiRetriever | None = None
         self.reranker: Reranker | None = None
-        self.trained = False
 
     def check(self, examples: Mapping[str, Any], data_args: Any) -> None:
         """The corpus read and its BM25 index built (a corpus with no word to index is named with the fix), and every
@@ -186,29 +180,7 @@ class FullWikiRetrieval:
 
     @staticmethod
     def _unranked(questions: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[list[float]]:
-        raise RuntimeError("the FullWiki re-ranker is used before it is loaded (FullWikiRetrieval.load_ranker)")
-
-    def load_ranker(self, model_args: Any, data_args: Any, tokenizer: Any, trains: bool, batch_size: int) -> Any:
-        """The re-ranker from ``<model_name_or_path>/ranker`` or converted from LUKE (to train); its processor reads
-        ``--max_seq_length`` words per article."""
-        model, self.trained = reranker_model(model_args, tokenizer, RANKER, trains,
-                                             "--hotpot_setting fullwiki needs a trained re-ranker")  # fmt: skip
-        processor = XhTaskProcessor(tokenizer, max_node_length=data_args.max_seq_length,
-                                    max_query_length=data_args.max_query_length, entity_mask_id=LUKE_MASK_ENTITY_ID)  # fmt: skip
-        self.reranker = Reranker(model, processor, self.retriever.corpus, batch_size=batch_size)
-        return model
-
-    def train_ranker(self, examples: Mapping[str, Any], data_args: Any, args: Any, train: Any) -> None:
-        """The re-ranker trained on the training questions (``--do_train``, unless loaded trained), then the
-        retriever's scorer."""
-        if "train" in examples and not self.trained:
-            rows = list(examples["train"])
-            candidates = training_candidates(self.retriever, rows, data_args.ranker_negatives)
-            features = Dataset.from_list(self.reranker.features(rows, candidates, labelled=True))
-            self.reranker.model = train(RANKER, self.reranker.model, features,
-                                        self.reranker.processor.get_data_collator())  # fmt: skip
-        self.reranker.model.to(args.device)
-        self.retriever.score = self.reranker
+        raise RuntimeError("the FullWiki re-ranker is used before it is loaded (FullWikiSetting.load_ranker)")
 
     def retrieve(self, rows: Sequence[Mapping[str, Any]], expand: bool | Sequence[bool], split: str) -> list[dict]:
         """``rows`` with their retrieved graphs (training rows: with their supporting paragraphs)."""
@@ -227,13 +199,14 @@ def retrieve_split(
         raise ScriptArgumentError(f"{where}: {error}") from None
 
 
-class FullWikiSetting:
+class FullWikiSetting(RerankedTask):
     """What both FullWiki systems add to their distractor task (a base listed before it): the FullWiki flags, the
-    corpus checked with the data, the re-ranker loaded beside the task's model (the run's ``ranker`` component),
-    ``context`` not read. The task holds its ``fullwiki`` (``FullWikiRetrieval``)."""
+    corpus checked with the data, the re-ranker loaded beside the task's model (the run's ``ranker`` component,
+    ``RerankedTask``), ``context`` not read. The task holds its ``fullwiki`` (``FullWikiRetrieval``)."""
 
     fullwiki: FullWikiRetrieval
     reads_context: bool = False
+    ranker_folder: str = RANKER
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
         check_fullwiki_flags(model_args, data_args)
@@ -243,23 +216,21 @@ class FullWikiSetting:
         super().check_examples(examples, data_args)
         self.fullwiki.check(examples, data_args)
 
-    def has_components(self, data_args: Any) -> bool:
-        return True
+    def load_ranker(self, model_args: Any, data_args: Any, tokenizer: Any, trains: bool) -> Reranker:
+        """The re-ranker from ``<model_name_or_path>/ranker`` or converted from LUKE (to train); its processor reads
+        ``--max_seq_length`` words per article."""
+        self.fullwiki.reranker = Reranker.load(model_args, data_args, tokenizer, RANKER, trains,
+                                               "--hotpot_setting fullwiki needs a trained re-ranker",
+                                               self.fullwiki.retriever.corpus)  # fmt: skip
+        return self.fullwiki.reranker
 
-    def load(
-        self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
-    ) -> LoadedModel:
-        loaded = super().load(model_args, data_args, examples, explicit)
-        loaded.components[RANKER] = self.fullwiki.load_ranker(model_args, data_args, loaded.tokenizer,
-                                                              "train" in examples, 8)  # fmt: skip
-        return loaded
+    def ranker_features(self, ranker: Any, rows: Sequence[Any], data_args: Any) -> list[dict[str, Any]]:
+        """Each training question's supporting paragraphs (1) and BM25 hits that are not (0)."""
+        candidates = training_candidates(self.fullwiki.retriever, rows, data_args.ranker_negatives)
+        return ranker.features(rows, candidates, labelled=True)
 
-    def train_components(self, loaded: LoadedModel, examples: Mapping[str, Any], data_args: Any, args: Any,
-                         train: Any) -> None:  # fmt: skip
-        """The re-ranker first (trained unless loaded trained); then the task's own components, if any."""
-        self.fullwiki.reranker.batch_size = args.per_device_eval_batch_size
-        self.fullwiki.train_ranker(examples, data_args, args, train)
-        super().train_components(loaded, examples, data_args, args, train)
+    def use_ranker(self, ranker: Any) -> None:
+        self.fullwiki.retriever.score = ranker  # the retriever's scorer
 
 
 @dataclass

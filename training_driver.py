@@ -11,7 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The one driver of every example script: ``run_task(task, model_args, data_args, training_args, script)``.
+"""The one driver of every example script: ``run_task(task, model_args, data_args, training_args, script)``, and
+the one argument handling of the scripts (``ExampleScript``: its demo, its parsing, its ``main``).
 
 A run either works or ends with ONE ``<script>: error: ...`` line (exit status 2) before any weight is loaded, and it
 never loses or silently corrupts a result. In order:
@@ -40,7 +41,7 @@ import dataclasses
 import json
 import logging
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,14 +61,19 @@ from .training_gesa import (
     check_output_dir_given,
     check_resume_fits,
     check_run_arguments,
+    demo_data_folder,
     disk_full,
     disk_full_error,
+    explicit_flags,
     keeps_checkpoints,
     no_pin_memory_without_accelerator,
+    one_error_line,
+    parse_script_args,
     plan_resume,
     preflight_push_to_hub,
     read_by,
     remove_resume_checkpoints,
+    script_parser,
     setup_logging,
     train_and_save,
     write_text_atomically,
@@ -664,9 +670,110 @@ def summary_line(
     return head + (metrics_of(results) if args.do_eval else "") + "".join(f"; {note}" for note in notes) + tail
 
 
+# ----------------------------------------------------------------------------------------------- the scripts
+
+
+def wants_demo(argv: Sequence[str], demo_flags: Sequence[str]) -> bool:
+    """No argument, or only ``demo_flags`` (each with its value): a script's embedded demo."""
+    flags = {f"--{name}" for name in demo_flags}
+    return not argv or (explicit_flags(argv) <= set(demo_flags) and all(
+        arg.startswith("--") or argv[i - 1] in flags for i, arg in enumerate(argv)))  # fmt: skip
+
+
+@dataclass
+class ExampleScript:
+    """What an example script's command line does, the same for every script: ``wants_demo`` (no argument, or only
+    ``demo_flags``), ``parse_args`` (``HfArgumentParser`` over its dataclasses, or a JSON file of flags; every bad
+    flag one ``ScriptArgumentError``) and ``main`` (the demo's data written and its command line made, then the task
+    the flags name run by ``run_task``, argument and input errors one ``error:`` line). A script declares the rest.
+
+    Args:
+        name: the script's file name (``run_multihop.py``), in every error line.
+        dataclass_types: its argument dataclasses, ``TrainingArguments`` last.
+        description / usage: its ``--help`` text and usage line.
+        tasks: its tasks by ``--task`` name; ``task``: a one-task script's own (``--task`` is not a flag).
+        choose_task: ``(model_args, data_args) -> Task`` when the flags pick among more kinds than ``tasks`` holds.
+        demo_flags: the flags a demo takes (``--variant``, ...); any other names a real run.
+        demo_output: ``(model_args, data_args) -> the demo's --output_dir`` when the command line names none.
+        demo: ``(folder, model_args, data_args, output_dir, argv) -> the demo's command line``, its data written in
+            ``folder`` (``<output_dir>/demo-data``); ``argv``: the demo flags given.
+        demo_defaults: a demo whose command line is flags only (no file to write): ``argv -> the command line``,
+            applied by ``parse_args`` itself and printed (``python <script> ...``).
+        argv_defaults: flags added to a command line before it is parsed (``run_record.py --paper_defaults``).
+        default_files: ``demo folder or None -> {split: path}``, the data used when a run names none.
+        callbacks: the ``TrainerCallback``s every run of the script adds.
+    """
+
+    name: str
+    dataclass_types: tuple[type, ...]
+    description: str | None
+    usage: str | None
+    tasks: Mapping[str, Task]
+    demo_output: Callable[[Any, Any], str]
+    demo: Callable[[Path, Any, Any, str, list[str]], list[str]]
+    demo_flags: tuple[str, ...] = ("task", "output_dir")
+    task: Task | None = None
+    choose_task: Callable[[Any, Any], Task] | None = None
+    demo_defaults: Callable[[list[str]], list[str]] | None = None
+    argv_defaults: Callable[[list[str]], list[str]] | None = None
+    default_files: Callable[[Path | None], Mapping[str, Path]] | None = None
+    callbacks: Callable[[], list[TrainerCallback]] | None = None
+
+    def wants_demo(self, argv: Sequence[str]) -> bool:
+        """No argument, or only ``demo_flags``: the embedded demo."""
+        return wants_demo(argv, self.demo_flags)
+
+    def parse_args(self, argv: list[str]) -> tuple[Any, ...]:
+        """The dataclasses of ``argv`` (a ``demo_defaults`` demo's command line when ``argv`` asks for the demo)."""
+        parser = script_parser(self.dataclass_types, description=self.description, usage=self.usage)
+        if self.demo_defaults is not None and self.wants_demo(argv):
+            argv = self.demo_defaults(argv)
+            print(f"{self.name}: no data or model given: embedded demo, i.e. python examples/{self.name} "
+                  + " ".join(argv))  # fmt: skip
+        if self.argv_defaults is None:
+            return parse_script_args(parser, argv, self.name, task=self.task)
+        given = explicit_flags(argv)  # the user's flags (the added defaults are not theirs)
+        return parse_script_args(parser, self.with_defaults(argv), self.name, task=self.task, given=given)
+
+    def with_defaults(self, argv: list[str]) -> list[str]:
+        """``argv`` with ``argv_defaults`` added (not to a JSON file of flags)."""
+        if self.argv_defaults is None or (len(argv) == 1 and argv[0].endswith(".json")):
+            return argv
+        return self.argv_defaults(argv)
+
+    def main(self, argv: list[str] | None = None, callbacks: list[TrainerCallback] | None = None) -> dict[str, float]:
+        """Command-line entry point; argument and input errors end the run with one ``error:`` line (exit status 2).
+        ``callbacks``: extra ``TrainerCallback``s when called from Python."""
+        argv = sys.argv[1:] if argv is None else list(argv)
+        with one_error_line(self.name):
+            demo_data = None
+            if self.wants_demo(argv):
+                model_args, data_args, args = self.parse_args(argv)  # the demo flags given, checked
+                given = "output_dir" in explicit_flags(argv)
+                output_dir = args.output_dir if given else self.demo_output(model_args, data_args)
+                demo_data = demo_data_folder(output_dir)
+                argv = self.demo(demo_data, model_args, data_args, output_dir, argv)
+                if self.demo_defaults is None:
+                    title = (self.task or self.tasks[data_args.task]).title
+                    print(f"{self.name}: no data or model given: the {title} demo on an embedded sample written to "
+                          f"{demo_data} (a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
+            model_args, data_args, args = self.parse_args(argv)
+            if self.choose_task is not None:
+                task = self.choose_task(model_args, data_args)
+            else:
+                task = self.task or self.tasks[data_args.task]
+            return run_task(
+                task, model_args, data_args, args, self.name,
+                callbacks=[*(self.callbacks() if self.callbacks else []), *(callbacks or [])],
+                explicit=explicit_flags(self.with_defaults(argv)),
+                default_files=self.default_files(demo_data) if self.default_files else None, demo_data=demo_data,
+            )  # fmt: skip
+
+
 __all__ = [
     "BaseDataArguments",
     "BaseModelArguments",
+    "ExampleScript",
     "TaskTrainer",
     "check_arguments",
     "check_split_labels",
@@ -677,5 +784,6 @@ __all__ = [
     "read_splits",
     "run_task",
     "summary_line",
+    "wants_demo",
     "warn_about_arguments",
 ]

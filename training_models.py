@@ -16,6 +16,10 @@ before any weight loads (``check_model_source``), then built (``build_variant_mo
 with ``from_luke_pretrained``, or a checkpoint of the head itself); the checkpoint a run resumes must be of the run's
 model (``check_resume_config``). Every problem is one ``ScriptArgumentError`` naming the flag and the fix.
 
+``load_for_task`` is the one loading sequence of the tasks: a task declares what differs (``ModelRecipe``: the
+variant, its processor and settings, the entity rows kept, the position rule, whether KB files apply) and one call
+returns the checked model, its processor and tokenizer, going down the floors and coming back once.
+
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
 
@@ -23,14 +27,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from transformers import LukeConfig, PreTrainedModel
 
-from .loading_gesa import load_tokenizer
+from .inputs_gesa import InputError
+from .loading_gesa import KB_ENTITIES_FILE, load_tokenizer
+from .modeling_gesa_multiple_choice import ChoiceHeadMismatch, extend_position_embeddings
+from .processing_base_gesa import load_processor_settings
+from .records_kb import KnowledgeBaseFiles, checkpoint_knowledge_files, load_knowledge_files
 from .registry_gesa import VARIANTS, VariantSpec
-from .training_gesa import ScriptArgumentError, checkpoint_config
+from .training_gesa import ScriptArgumentError, apply_saved_settings, checkpoint_config
+from .training_tokenizer import shrink_entity_vocab, special_entity_rows
 
 
 def hub_kwargs(model_args: Any) -> dict[str, Any]:
@@ -201,6 +212,17 @@ def check_max_seq_length(length: int | None, limit: int | None, path: str, what:
     )
 
 
+def resolve_max_seq_length(
+    data_args: Any, limit: int | None, path: str, what: str = "words per sequence", default: int | None = None
+) -> None:
+    """``--max_seq_length`` checked against the checkpoint's absolute positions (``limit``, ``position_limit``;
+    ``None``: relative positions, no limit), or when left out and the run has a ``default`` (XH's node length), that
+    default, fewer where the checkpoint's positions hold fewer."""
+    check_max_seq_length(data_args.max_seq_length, limit, path, what)
+    if data_args.max_seq_length is None and default is not None:
+        data_args.max_seq_length = default if limit is None else min(default, limit)
+
+
 def check_resume_config(checkpoint: str, spec: VariantSpec, variant: str, ablation: str | None) -> None:
     """The checkpoint's config must be of the run's model family and ablation (``ScriptArgumentError`` before anything
     loads); ``check_resume_fits`` compares the weights themselves once the model is built."""
@@ -232,15 +254,260 @@ def check_resume_config(checkpoint: str, spec: VariantSpec, variant: str, ablati
         )
 
 
+# ----------------------------------------------------------------------------------------------- the one loader
+
+
+class TaskModel(NamedTuple):
+    """What ``load_for_task`` returns: the checked model, its processor and its tokenizer."""
+
+    model: PreTrainedModel
+    processor: Any
+    tokenizer: Any
+
+
+@dataclass
+class ModelRecipe:
+    """What one task's model differs in; ``load_for_task`` runs the one sequence with it.
+
+    Args:
+        spec: the variant (``registry_gesa.VARIANTS``; its head is the task's).
+        run: the run in error messages (``--task wikihop --variant gesa``).
+        processor: the processor class, built as ``processor(tokenizer, **processor_settings)`` (a ``ValueError`` is
+            the run's error) before any weight loads, so that its settings are checked; or a function ``(tokenizer,
+            checkpoint config) -> processor`` with ``processor_settings`` left ``None``.
+        processor_settings: the class's settings from the run's flags.
+        checkpoint_settings: the processor settings a trained checkpoint's ``processor_config.json`` fixes (they
+            replace the flags': WikiHop's graph rules).
+        model_settings: the processor settings the built model's config decides (``entity_graph``): the processor
+            is built again with them once the model is built.
+        needs_path: the error when ``--model_name_or_path`` is missing.
+        overrides: config values of the model (ablation, attention window, ...): all of them for a LUKE conversion,
+            the ablation for a trained checkpoint (``build_variant_model``).
+        checkpoint_overrides: values a run may change on a trained checkpoint (``attention_window``).
+        configure: ``checkpoint config -> more overrides``, the head's own checks of the checkpoint (WikiHop's choice
+            head, the context graph's rules), before any weight loads.
+        saved_settings: a trained checkpoint's ``processor_config.json`` settings that become this run's defaults
+            (saved name -> data argument; a flag given wins), said with ``settings_note`` as the line's start.
+        positions: what ``--max_seq_length`` counts, checked against the checkpoint's absolute positions before any
+            weight loads (``None``: not checked here); ``default_length``: its value when left out (XH's node length,
+            fewer where the positions hold fewer).
+        extend_positions: grow the model's absolute positions to ``--max_seq_length`` instead (WikiHop's long
+            sequences).
+        entity_rows: how many of LUKE's special entity rows a converted model keeps (``None``: the whole table, the
+            KB of KAR/ERNIE); ``shrink_tokenizer``: the tokenizer's entity vocabulary shrinks with them (ReCoRD).
+        check_vocab: the tokenizer's words must match the checkpoint's ``vocab_size`` (with the processor's added
+            tokens for a trained checkpoint).
+        init_added_words: a new head's added word tokens start from their source tokens' rows.
+        processor_for_model: ``(model, tokenizer, config) -> processor``, the processor once the model is built (its
+            config decides the features: the entity graph, the positions).
+        knowledge_files: the ``--kb_*`` files (or a KAR/ERNIE checkpoint's own) are attached.
+    """
+
+    spec: VariantSpec
+    run: str
+    processor: type | Callable[[Any, dict[str, Any]], Any] | None
+    processor_settings: dict[str, Any] | None = None
+    checkpoint_settings: tuple[str, ...] = ()
+    model_settings: tuple[str, ...] = ()
+    needs_path: str = "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this task"
+    overrides: dict[str, Any] = field(default_factory=dict)
+    checkpoint_overrides: dict[str, Any] | None = None
+    configure: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    saved_settings: Mapping[str, str] | None = None
+    settings_note: str = "processor settings: "
+    positions: str | None = None
+    default_length: int | None = None
+    extend_positions: bool = False
+    entity_rows: int | None = 3
+    shrink_tokenizer: bool = False
+    check_vocab: bool = False
+    init_added_words: bool = False
+    processor_for_model: Callable[[PreTrainedModel, Any, dict[str, Any]], Any] | None = None
+    knowledge_files: bool = False
+
+
+def load_for_task(recipe: ModelRecipe, model_args: Any, data_args: Any, explicit: set[str] | None = None) -> TaskModel:
+    """The model ``--model_name_or_path`` gives for ``recipe``'s task, its processor and tokenizer, every check done
+    before any weight loads: the source (``check_model_source``, the head's own ``configure``), the checkpoint's saved
+    settings, the positions, the tokenizer and its vocabulary, the processor's settings; then the model converted
+    from LUKE (its special entity rows kept) or reloaded, its added word rows, its positions and KB files."""
+    path = model_args.model_name_or_path
+    if path is None:
+        raise ScriptArgumentError(recipe.needs_path)
+    spec = recipe.spec
+    hub = hub_kwargs(model_args)
+    config = check_model_source(path, spec, recipe.run, **hub)
+    luke = config.get("model_type") == "luke"
+    overrides = {**recipe.overrides, **(recipe.configure(config) if recipe.configure is not None else {})}
+    if not luke and recipe.saved_settings is not None:
+        use_saved_settings(path, recipe.saved_settings, data_args, explicit, recipe.settings_note)
+    if recipe.positions is not None:
+        limit = position_limit(spec, config, overrides)
+        resolve_max_seq_length(data_args, limit, path, recipe.positions, recipe.default_length)
+    tokenizer_source = model_args.tokenizer_name or path
+    tokenizer = load_run_tokenizer(model_args, path, config)
+    fresh = starts_new_head(config, spec)  # LUKE converted, or the variant's pre-training checkpoint
+    if recipe.check_vocab and fresh:
+        check_vocab_size(tokenizer, config, path, tokenizer_source, added="")
+    rows = None
+    if luke and recipe.entity_rows is not None:
+        if recipe.shrink_tokenizer:
+            rows = shrink_entity_vocab(tokenizer, tokenizer_source)
+        else:
+            rows = special_entity_rows(tokenizer, "the LUKE checkpoint", count=recipe.entity_rows)
+    settings = dict(recipe.processor_settings or {})
+    if not luke and recipe.checkpoint_settings:  # a trained checkpoint's own (its graph is fixed)
+        saved, _ = load_processor_settings(path, **hub)
+        settings.update({name: saved[name] for name in recipe.checkpoint_settings if name in saved})
+    processor = build_processor(recipe, tokenizer, config, settings)
+    if recipe.check_vocab and not fresh:
+        check_vocab_size(tokenizer, config, path, tokenizer_source, added=" (with [HL] [PLC] [ENT])")
+    try:
+        model = build_variant_model(spec, path, config, model_args, rows, overrides, recipe.checkpoint_overrides)
+    except ChoiceHeadMismatch as error:  # a Hub checkpoint's WikiHop head, found while loading
+        raise ScriptArgumentError(str(error)) from None
+    if recipe.init_added_words and fresh:
+        model.init_added_word_embeddings(processor.added_token_sources())
+    if recipe.extend_positions:  # absolute positions (LUKE, LUKE-Graph, entity-position presets) reach the longest
+        extend_position_embeddings(model, data_args.max_seq_length + (model.config.pad_token_id or 0) + 1)
+    if recipe.model_settings:  # the features carry what the model reads (the graph of its e2e labels)
+        own = {name: getattr(model.config, name) for name in recipe.model_settings if hasattr(model.config, name)}
+        processor = build_processor(recipe, tokenizer, config, {**settings, **own})
+    if recipe.processor_for_model is not None:
+        processor = recipe.processor_for_model(model, tokenizer, config)
+    if recipe.knowledge_files:
+        attach_knowledge_files(model_args, model, tokenizer, processor)
+    return TaskModel(model, processor, tokenizer)
+
+
+def build_processor(recipe: ModelRecipe, tokenizer: Any, config: dict[str, Any], settings: dict[str, Any]) -> Any:
+    """``recipe``'s processor for ``tokenizer``: its class with ``settings`` (a refused setting is the run's error),
+    or its function of the tokenizer and the checkpoint's config; ``None`` when the model decides it."""
+    if recipe.processor is None:
+        return None
+    if recipe.processor_settings is None:
+        return recipe.processor(tokenizer, config)
+    try:
+        return recipe.processor(tokenizer, **settings)
+    except ValueError as error:
+        raise ScriptArgumentError(str(error)) from None
+
+
+def check_vocab_size(tokenizer: Any, config: dict[str, Any], path: str, source: str, added: str) -> None:
+    """The tokenizer's word tokens must number the checkpoint's ``vocab_size`` (``added``: which tokens the processor
+    added first, said in the error)."""
+    if len(tokenizer) == int(config.get("vocab_size", -1)):
+        return
+    model_type = config.get("model_type")
+    kind = "LUKE" if model_type == "luke" and not added else model_type
+    raise ScriptArgumentError(
+        f"--model_name_or_path {path}: the {kind} checkpoint has vocab_size={config.get('vocab_size')} but the "
+        f"tokenizer of {source} has {len(tokenizer)} word tokens{added}: they do not belong together (give "
+        "--tokenizer_name the checkpoint's own tokenizer)"
+    )
+
+
+def use_saved_settings(
+    path: str, names: Mapping[str, str], data_args: Any, explicit: set[str] | None, note: str
+) -> None:
+    """A trained checkpoint's own processor settings (``processor_config.json``; ``names``: saved name -> data
+    argument) become the defaults of this run, so that re-evaluating it scores what it was trained on; a flag given
+    on the command line wins. Prints which won, after ``note``."""
+    if explicit is None:
+        return
+    try:
+        saved, source = load_processor_settings(path)
+    except ValueError as error:
+        raise ScriptArgumentError(f"--model_name_or_path {path}: {error}") from None
+    if source is None:
+        return
+    lines = apply_saved_settings(data_args, saved, names, explicit, source)
+    if lines:
+        print(note + "; ".join(lines))
+
+
+# ----------------------------------------------------------------------------------------------- KB files
+
+
+def attach_knowledge_files(model_args: Any, model: Any, tokenizer: Any, processor: Any) -> KnowledgeBaseFiles | None:
+    """Read ``--kb_alias_table`` / ``--kb_entity_vectors`` (``None`` without them), install the vectors as the model's
+    KB and keep the files on ``processor`` (``knowledge_files``) for the collator; one ``ScriptArgumentError`` naming
+    the flag, the file and the line of a problem."""
+    alias_table = getattr(model_args, "kb_alias_table", None)
+    entity_vectors = getattr(model_args, "kb_entity_vectors", None)
+    if alias_table is None and entity_vectors is None:
+        return attach_checkpoint_knowledge(model_args, model, tokenizer, processor)
+    if VARIANTS[model_args.variant].knowledge_variant is None:
+        raise ScriptArgumentError(
+            f"--kb_alias_table / --kb_entity_vectors feed KnowBERT-KAR and ERNIE only, not --variant "
+            f"{model_args.variant}: drop them, or pass --variant kar or ernie"
+        )
+    try:
+        files = load_knowledge_files(
+            alias_table,
+            entity_vectors,
+            getattr(tokenizer, "entity_vocab", None),
+            alias_where=f"--kb_alias_table {alias_table}",
+            vectors_where=f"--kb_entity_vectors {entity_vectors}",
+        )
+    except InputError as error:
+        raise ScriptArgumentError(str(error)) from None
+    if files.vectors is not None:
+        width = model.config.entity_emb_size
+        if files.vectors.size(1) != width:
+            raise ScriptArgumentError(
+                f"--kb_entity_vectors {entity_vectors}: its vectors have {files.vectors.size(1)} values, the model's "
+                f"KB width (entity_emb_size) is {width}: give vectors of that size (e.g. train TransE with dim={width})"
+            )
+        model.set_knowledge_base(files.vectors)
+    processor.knowledge_files = files
+    model.knowledge_files = files  # saved with every checkpoint (loading_gesa.save_knowledge_files)
+    return files
+
+
+def attach_checkpoint_knowledge(
+    model_args: Any, model: Any, tokenizer: Any, processor: Any
+) -> KnowledgeBaseFiles | None:
+    """The KB files a KAR/ERNIE checkpoint of a script carries (``records_kb.checkpoint_knowledge_files``), kept on
+    ``processor`` and ``model`` as ``attach_knowledge_files`` keeps a run's; ``None`` when it carries none."""
+    if getattr(model, "knowledge_inputs", None) is None:
+        return None
+    path = model_args.model_name_or_path
+    try:
+        files = checkpoint_knowledge_files(path, getattr(tokenizer, "entity_vocab", None))
+    except InputError as error:
+        raise ScriptArgumentError(f"--model_name_or_path {path}: {error}") from None
+    if files is None:
+        return None
+    kb_size = getattr(model.config, "kb_size", None)
+    if files.entities is not None and kb_size != len(files.entities):
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path}: its {KB_ENTITIES_FILE} lists {len(files.entities)} entities, its KB has "
+            f"kb_size={kb_size} rows: the folder's KB files belong to another model; copy the checkpoint again"
+        )
+    processor.knowledge_files = files
+    model.knowledge_files = files
+    return files
+
+
 __all__ = [
+    "ModelRecipe",
+    "TaskModel",
+    "attach_checkpoint_knowledge",
+    "attach_knowledge_files",
+    "build_processor",
     "build_variant_model",
+    "check_vocab_size",
     "check_config_fields",
     "check_config_values",
     "check_max_seq_length",
     "check_model_source",
     "check_resume_config",
     "hub_kwargs",
+    "load_for_task",
     "load_run_tokenizer",
     "position_limit",
+    "resolve_max_seq_length",
     "starts_new_head",
+    "use_saved_settings",
 ]

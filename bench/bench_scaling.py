@@ -34,9 +34,7 @@ fresh subprocess; CPU: RSS high-water mark of one step over the resident model; 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
 
 import common
 import torch
@@ -50,10 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lengths", type=int, nargs="+", default=[512, 1024, 2048, 4096, 8192])
     parser.add_argument("--window", type=int, default=150, help="attention_window")
     parser.add_argument("--k", type=int, default=150, help="max_relative_position")
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--hidden", type=int, default=1024)
-    parser.add_argument("--heads", type=int, default=16)
-    parser.add_argument("--ffn", type=int, default=4096)
+    common.add_model_size_arguments(parser, layers=2, hidden=1024, heads=16, ffn=4096)
     parser.add_argument("--entities", type=int, default=32)
     parser.add_argument("--question", type=int, default=40, help="question tokens (global, after <s>)")
     parser.add_argument("--batch", type=int, default=1)
@@ -68,20 +63,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def build(args: argparse.Namespace, words: int, windowed: bool):
     gesa = common.import_gesa()
-    dropout = 0.0 if args.no_dropout else 0.1
     torch.manual_seed(0)
     config = gesa.GesaConfig(
-        vocab_size=1000,
-        entity_vocab_size=4,
-        hidden_size=args.hidden,
-        entity_emb_size=256,
-        num_hidden_layers=args.layers,
-        num_attention_heads=args.heads,
-        intermediate_size=args.ffn,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
-        max_relative_position=args.k,
-        attention_window=args.window if windowed else None,
+        **common.encoder_sizes(args), max_relative_position=args.k, attention_window=args.window if windowed else None
     )
     model = gesa.GesaModel(config, add_pooling_layer=False).to(args.device, getattr(torch, args.dtype)).train()
     g = torch.Generator().manual_seed(0)
@@ -141,14 +125,8 @@ def run_probe(args: argparse.Namespace, argv: list[str], kind: str, words: int, 
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    argv = common.fall_back_to_cpu(args, argv)
-    common.set_clock(args.clock, args.device)
-    if args.probe:
-        kind, words, malloc = args.probe
-        print(json.dumps(probe(args, kind, int(words), malloc)))
+    args, argv = common.start(parse_args, argv)
+    if common.answered_probe(args, probe):
         return
     print(
         f"device {args.device} ({args.threads} threads), {args.dtype}, torch {torch.__version__}; GESA {args.layers} "

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import zlib
 
 import common
@@ -55,10 +54,7 @@ MODELS = ("luke", "luke_graph", "luke_graph_published", "gesa", "kar", "xh", "er
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--hidden", type=int, default=1024)
-    parser.add_argument("--heads", type=int, default=16)
-    parser.add_argument("--ffn", type=int, default=4096)
+    common.add_model_size_arguments(parser, layers=4, hidden=1024, heads=16, ffn=4096)
     parser.add_argument("--words", type=int, default=512, help="word tokens per window (--max_seq_length)")
     parser.add_argument("--batch", type=int, default=2, help="windows per batch (XH: graphs)")
     parser.add_argument("--xh-node-length", type=int, default=128, help="XH: word tokens per sentence node")
@@ -255,11 +251,7 @@ def peak_memory(args: argparse.Namespace, which: str, argv: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    argv = common.fall_back_to_cpu(args, argv)
-    common.set_clock(args.clock, args.device)
+    args, argv = common.start(parse_args, argv)
     if not RECORD_FILE.is_file() or not ROBERTA_DIR.is_dir():
         raise SystemExit(f"needs the shared ReCoRD sample ({RECORD_FILE}) and RoBERTa tokenizer ({ROBERTA_DIR})")
     if args.memory_probe:

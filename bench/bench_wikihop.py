@@ -32,9 +32,7 @@ and the ratio per doubling (target <= 2.2x). Every probe runs in a fresh process
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import sys
 import tempfile
 from pathlib import Path
 
@@ -59,10 +57,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="GESA's entity graph: merged (the three ReCoRD labels) or context (the thesis's graph, "
                         "document nodes and one label per edge kind, as run_multihop.py --variant gesa); LUKE keeps "
                         "the merged features (it reads no labels)")  # fmt: skip
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--ffn", type=int, default=1024)
+    common.add_model_size_arguments(parser, layers=2, hidden=256, heads=4, ffn=1024)
     parser.add_argument("--repeats", type=int, default=3, help="timed steps per probe (median)")
     parser.add_argument("--rounds", type=int, default=2, help="alternating GESA/LUKE probe pairs for the time ratio")
     parser.add_argument("--skip-memory", action="store_true")
@@ -152,14 +147,8 @@ def run_probe(args, argv, model_name: str, words: int, what: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    argv = common.fall_back_to_cpu(args, argv)
-    common.set_clock(args.clock, args.device)
-    if args.probe:
-        model_name, words, what = args.probe
-        print(json.dumps(probe(args, model_name, int(words), what)))
+    args, argv = common.start(parse_args, argv)
+    if common.answered_probe(args, probe):
         return
     print(
         f"device {args.device} ({args.threads} threads), {args.dtype}, torch {torch.__version__}; multiple-choice "

@@ -23,6 +23,7 @@ step at 8192 words, dense attention scores at 512). `use_heap_reuse()` keeps fre
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import statistics
 import sys
@@ -78,6 +79,23 @@ def set_clock(clock: str, device: str) -> None:
     now = time.thread_time if clock == "thread" else time.perf_counter
 
 
+def add_model_size_arguments(parser, layers: int, hidden: int, heads: int, ffn: int) -> None:
+    """`--layers`, `--hidden`, `--heads`, `--ffn`: the timed model's size, with this benchmark's defaults."""
+    parser.add_argument("--layers", type=int, default=layers)
+    parser.add_argument("--hidden", type=int, default=hidden)
+    parser.add_argument("--heads", type=int, default=heads)
+    parser.add_argument("--ffn", type=int, default=ffn)
+
+
+def encoder_sizes(args) -> dict:
+    """The GESA config sizes of the encoder benchmarks' model: `--layers`, `--hidden`, `--heads`, `--ffn`, 256-wide
+    entity embeddings, a 1000-word vocabulary, LUKE's dropout 0.1 unless `--no-dropout`."""
+    dropout = 0.0 if args.no_dropout else 0.1
+    sizes = dict(vocab_size=1000, entity_vocab_size=4, hidden_size=args.hidden, entity_emb_size=256)
+    sizes.update(num_hidden_layers=args.layers, num_attention_heads=args.heads, intermediate_size=args.ffn)
+    return dict(sizes, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+
+
 def add_common_arguments(parser) -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument(
@@ -103,6 +121,27 @@ def fall_back_to_cpu(args, argv: list[str]) -> list[str]:
         args.device, args.dtype = "cpu", "float32"
         argv = [*argv, "--device", "cpu", "--dtype", "float32"]
     return argv
+
+
+def start(parse_args: Callable, argv: list[str] | None) -> tuple:
+    """A benchmark's first steps: its flags (`sys.argv` when `argv` is None) parsed, torch's threads set, a CUDA run
+    fallen back to the CPU where there is none, the clock chosen; returns the flags and the argv a probe reruns."""
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    argv = fall_back_to_cpu(args, argv)
+    set_clock(args.clock, args.device)
+    return args, argv
+
+
+def answered_probe(args, probe: Callable) -> bool:
+    """In a probe process (`--probe FIRST WORDS LAST`, see `run_probe`): print `probe(args, FIRST, WORDS, LAST)` as
+    one JSON line and say so; False in the main run."""
+    if not args.probe:
+        return False
+    first, words, last = args.probe
+    print(json.dumps(probe(args, first, int(words), last)))
+    return True
 
 
 def malloc_modes(args) -> list[str]:
@@ -187,7 +226,6 @@ def _proc_status(field: str) -> int:
 def run_probe(script: str, argv: list[str], probe: list[str], threads: int, what: str) -> dict:
     """Run `script` again in a fresh process with `probe` appended (a memory or scaling probe) and return the JSON
     object its last output line holds; a failure raises with the probe's stderr."""
-    import json
     import subprocess
 
     command = [sys.executable, script, *argv, *probe]

@@ -33,9 +33,9 @@ result files, the one error line, the summary line) is ``gesa.training_driver``'
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from transformers import TrainingArguments
 
@@ -49,18 +49,9 @@ from gesa.tasks_kb import (
     NER_WHY,
 )
 from gesa.tasks_multihop import build_demo_luke
-from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
-from gesa.training_gesa import (
-    demo_data_folder,
-    explicit_flags,
-    needs,
-    one_error_line,
-    parse_script_args,
-    read_by,
-    script_parser,
-)
+from gesa.training_driver import BaseDataArguments, BaseModelArguments, ExampleScript
+from gesa.training_gesa import explicit_flags, needs, read_by
 
-SCRIPT = "run_entity_tasks.py"
 TASKS = {**ENTITY_TASKS, PRETRAIN.name: PRETRAIN}
 FINE_TUNING = " ".join(ENTITY_TASKS)  # the tasks with a head to fine-tune (not pretrain)
 KNOWLEDGE_BASE_RUNS = {"task": FINE_TUNING, "variant": "kar ernie"}
@@ -135,12 +126,6 @@ DEMO_ARGS = [
 ]  # fmt: skip
 
 
-def parse_args(argv: list[str]) -> tuple[ModelArguments, DataArguments, TrainingArguments]:
-    """HfArgumentParser over the three dataclasses (or a JSON file of flags); bad flags are one error line."""
-    parser = script_parser((ModelArguments, DataArguments, TrainingArguments), description=__doc__, usage=USAGE)
-    return parse_script_args(parser, argv, SCRIPT)
-
-
 # the flags a demo takes (``wants_demo``); the others name a real run's data and model
 DEMO_FLAGS = ("task", "output_dir", "variant", "kb_alias_table", "kb_entity_vectors", "entity_links", "ner_model",
               "input_format")  # fmt: skip
@@ -148,14 +133,6 @@ DEMO_FLAGS = ("task", "output_dir", "variant", "kb_alias_table", "kb_entity_vect
 DEMO_KB = Path(__file__).resolve().parent / "data"
 DEMO_KB_FLAGS = {"kb_alias_table": DEMO_KB / "kb_aliases.tsv", "kb_entity_vectors": DEMO_KB / "kb_entity_vectors.txt",
                  "entity_links": DEMO_KB / "kb_links.jsonl"}  # fmt: skip
-
-
-def wants_demo(argv: list[str]) -> bool:
-    """No argument, or only ``DEMO_FLAGS`` (``--task``, ``--output_dir``, ``--variant`` and the knowledge flags): the
-    task's demo."""
-    flags = {f"--{name}" for name in DEMO_FLAGS}
-    return not argv or (explicit_flags(argv) <= set(DEMO_FLAGS) and all(
-        arg.startswith("--") or argv[i - 1] in flags for i, arg in enumerate(argv)))  # fmt: skip
 
 
 def knowledge_demo_flags(variant: str, task: str, given: set[str]) -> list[str]:
@@ -190,28 +167,31 @@ def demo_argv(
             "--max_seq_length", "64", *extra, *DEMO_ARGS]  # fmt: skip
 
 
+def write_demo(folder: Path, model_args: Any, data_args: Any, output_dir: str, argv: list[str]) -> list[str]:
+    """The demo of ``--task`` (``demo_argv``) with the demo flags the command line gave besides ``--task`` and
+    ``--output_dir``."""
+    extra = [arg for i, arg in enumerate(argv) if not {arg, argv[i - 1] if i else ""} & {"--task", "--output_dir"}
+             and not arg.startswith(("--task=", "--output_dir="))]  # fmt: skip
+    return demo_argv(folder, data_args.task, output_dir, extra)
+
+
+SCRIPT = ExampleScript(
+    "run_entity_tasks.py",
+    (ModelArguments, DataArguments, TrainingArguments),
+    __doc__,
+    USAGE,
+    tasks=TASKS,
+    demo_output=lambda model_args, data_args: f"outputs/{model_args.variant}-tiny-{data_args.task}",
+    demo=write_demo,
+    demo_flags=DEMO_FLAGS,
+    callbacks=lambda: [LoggedLossesCallback()],
+)
+wants_demo, parse_args = SCRIPT.wants_demo, SCRIPT.parse_args
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     """Command-line entry point; argument and input errors end the run with one ``error:`` line (exit status 2)."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    with one_error_line(SCRIPT):
-        demo_data = None
-        if wants_demo(argv):
-            model_args, data_args, args = parse_args(argv)  # the demo flags given, checked
-            task = data_args.task
-            output_dir = (
-                args.output_dir
-                if "output_dir" in explicit_flags(argv)
-                else f"outputs/{model_args.variant}-tiny-{task}"
-            )
-            extra = [arg for i, arg in enumerate(argv) if not {arg, argv[i - 1] if i else ""} & {"--task", "--output_dir"}
-                     and not arg.startswith(("--task=", "--output_dir="))]  # fmt: skip
-            demo_data = demo_data_folder(output_dir)
-            argv = demo_argv(demo_data, task, output_dir, extra)
-            print(f"{SCRIPT}: no data or model given: the {TASKS[data_args.task].title} demo on an embedded sample "
-                  f"written to {demo_data} (a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
-        model_args, data_args, args = parse_args(argv)
-        return run_task(TASKS[data_args.task], model_args, data_args, args, SCRIPT,
-                        callbacks=[LoggedLossesCallback()], explicit=explicit_flags(argv), demo_data=demo_data)  # fmt: skip
+    return SCRIPT.main(argv)
 
 
 if __name__ == "__main__":

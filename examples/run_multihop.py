@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,19 +69,9 @@ from gesa.tasks_multihop import (
 from gesa.tasks_xh import FEVER, HOTPOTQA, PAPER_NODE_LENGTH, make_fever_sample, make_hotpot_sample, write_json_lines
 from gesa.tasks_xh_fullwiki import FullWikiHotpotQATask, FullWikiPaperHotpotQATask
 from gesa.tasks_xh_paper import SYSTEMS, PaperHotpotQATask
-from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
-from gesa.training_gesa import (
-    check_output_dir_given,
-    demo_data_folder,
-    explicit_flags,
-    needs,
-    one_error_line,
-    parse_script_args,
-    read_by,
-    script_parser,
-)
+from gesa.training_driver import BaseDataArguments, BaseModelArguments, ExampleScript
+from gesa.training_gesa import needs, read_by
 
-SCRIPT = "run_multihop.py"
 TASKS = {task.name: task for task in (WIKIHOP, MEDHOP, HOTPOTQA, FEVER)}
 
 
@@ -259,12 +248,6 @@ USAGE = (
 )
 
 
-def parse_args(argv: list[str]) -> tuple[ModelArguments, DataArguments, TrainingArguments]:
-    """HfArgumentParser over the three dataclasses (or a JSON file of flags); bad flags are one error line."""
-    parser = script_parser((ModelArguments, DataArguments, TrainingArguments), description=__doc__, usage=USAGE)
-    return parse_script_args(parser, argv, SCRIPT)
-
-
 def demo_argv(directory: Path, task: str = "wikihop", output_dir: str | None = None) -> list[str]:
     """Arguments of a task's demo: files of its embedded sample and a tiny LUKE built offline in ``directory`` (the
     output folder's ``demo-data``, where the pipeline's inputs stay: FEVER's wiki pages); ``output_dir`` default
@@ -305,33 +288,6 @@ def demo_argv(directory: Path, task: str = "wikihop", output_dir: str | None = N
     ]  # fmt: skip
 
 
-def wants_demo(argv: list[str]) -> bool:
-    """No argument, or only ``--task`` / ``--output_dir``: the task's demo."""
-    return not argv or (explicit_flags(argv) <= {"task", "output_dir"} and all(
-        arg.startswith("--") or argv[i - 1] in ("--task", "--output_dir") for i, arg in enumerate(argv)))  # fmt: skip
-
-
-def main(argv: list[str] | None = None) -> dict[str, float]:
-    """Command-line entry point; argument and input errors end the run with one ``error:`` line (exit status 2)."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    with one_error_line(SCRIPT):
-        demo_data = None
-        if wants_demo(argv):
-            _, data_args, args = parse_args(argv)  # the --task and --output_dir given, checked
-            output_dir = (
-                args.output_dir if "output_dir" in explicit_flags(argv) else f"outputs/gesa-tiny-{data_args.task}"
-            )
-            demo_data = demo_data_folder(output_dir)
-            argv = demo_argv(demo_data, data_args.task, output_dir)
-            print(f"{SCRIPT}: no data or model given: the {TASKS[data_args.task].title} demo on an embedded sample "
-                  f"written to {demo_data} (a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
-        model_args, data_args, args = parse_args(argv)
-        explicit = explicit_flags(argv)
-        check_output_dir_given(explicit, f"out/{data_args.task}")
-        task = choose_task(model_args, data_args)
-        return run_task(task, model_args, data_args, args, SCRIPT, explicit=explicit, demo_data=demo_data)
-
-
 def choose_task(model_args: ModelArguments, data_args: DataArguments) -> Any:
     """The task the flags name: ``--task``, for HotpotQA with ``--system`` and ``--hotpot_setting``, for FEVER with
     ``--fever_retrieval bm25_rerank`` (its sentence re-ranker trained by the driver as a component of the run)."""
@@ -343,6 +299,24 @@ def choose_task(model_args: ModelArguments, data_args: DataArguments) -> Any:
     if data_args.task == "fever" and data_args.fever_retrieval == "bm25_rerank":
         return RerankedFeverTask()
     return TASKS[data_args.task]
+
+
+SCRIPT = ExampleScript(
+    "run_multihop.py",
+    (ModelArguments, DataArguments, TrainingArguments),
+    __doc__,
+    USAGE,
+    tasks=TASKS,
+    choose_task=choose_task,
+    demo_output=lambda model_args, data_args: f"outputs/gesa-tiny-{data_args.task}",
+    demo=lambda folder, model_args, data_args, output_dir, argv: demo_argv(folder, data_args.task, output_dir),
+)
+wants_demo, parse_args = SCRIPT.wants_demo, SCRIPT.parse_args
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    """Command-line entry point; argument and input errors end the run with one ``error:`` line (exit status 2)."""
+    return SCRIPT.main(argv)
 
 
 if __name__ == "__main__":

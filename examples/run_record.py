@@ -56,9 +56,9 @@ first). An evaluation-only run (no ``--do_train``) writes only ``eval_prediction
 from __future__ import annotations
 
 import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from transformers import TrainerCallback, TrainingArguments
 
@@ -67,16 +67,8 @@ try:
     from gesa.registry_gesa import VARIANTS
     from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP, KB_WHY, NER_MODEL_HELP, NER_WHY
     from gesa.tasks_record import RECORD
-    from gesa.training_driver import BaseDataArguments, BaseModelArguments, run_task
-    from gesa.training_gesa import (
-        demo_data_folder,
-        explicit_flags,
-        needs,
-        one_error_line,
-        parse_script_args,
-        read_by,
-        script_parser,
-    )
+    from gesa.training_driver import BaseDataArguments, BaseModelArguments, ExampleScript
+    from gesa.training_gesa import needs, read_by
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise SystemExit(
         f'run_record.py: error: {error}; the scripts need gesa with its train extra: pip install -e ".[train]" in '
@@ -243,13 +235,6 @@ def apply_paper_defaults(argv: list[str]) -> list[str]:
 DEMO_FLAGS = ("output_dir", "variant", "kb_alias_table", "kb_entity_vectors", "ner_model")
 
 
-def wants_demo(argv: list[str]) -> bool:
-    """No argument, or only ``DEMO_FLAGS`` (e.g. ``--variant kar``): the embedded demo."""
-    flags = {f"--{name}" for name in DEMO_FLAGS}
-    return not argv or (explicit_flags(argv) <= set(DEMO_FLAGS) and all(
-        arg.startswith("--") or argv[i - 1] in flags for i, arg in enumerate(argv)))  # fmt: skip
-
-
 def demo_argv(argv: list[str]) -> list[str]:
     """The demo's command line: ``EMBEDDED_DEFAULT_ARGS`` then the demo flags given (which win), the output folder
     ``outputs/<variant>-tiny-record``."""
@@ -261,24 +246,32 @@ def demo_argv(argv: list[str]) -> list[str]:
     return defaults + list(argv)
 
 
-def parse_args(argv: list[str]) -> tuple[ModelArguments, DataTrainingArguments, TrainingArguments]:
-    """HfArgumentParser over the three dataclasses; no argument at all selects the embedded demo."""
-    parser = script_parser(
-        (ModelArguments, DataTrainingArguments, TrainingArguments),
-        description=DESCRIPTION,
-        # a short usage line, so that --help opens with the description (the flags, every TrainingArguments one
-        # included, are listed after it)
-        usage="%(prog)s [--model_name_or_path DIR] [--train_file F] [--validation_file F] [--test_file F] "
-        "[--do_train] [--do_eval] [--do_predict] [--output_dir DIR] [FLAG VALUE ...]",
-    )
-    if wants_demo(argv):
-        argv = demo_argv(argv)
-        print("run_record.py: no data or model given: embedded demo, i.e. python examples/run_record.py "
-              + " ".join(argv))  # fmt: skip
-    given = explicit_flags(argv)  # the user's flags (the paper's defaults are not theirs)
-    if not (len(argv) == 1 and argv[0].endswith(".json")):
-        argv = apply_paper_defaults(argv)
-    return parse_script_args(parser, argv, "run_record.py", task=RECORD, given=given)
+def write_demo(folder: Path, model_args: Any, data_args: Any, output_dir: str, argv: list[str]) -> list[str]:
+    """The demo's sample copied beside the model it trains (the model card names these files); its command line."""
+    for path in SAMPLE_FILES.values():
+        shutil.copyfile(path, folder / path.name)
+    return demo_argv(argv)
+
+
+SCRIPT = ExampleScript(
+    "run_record.py",
+    (ModelArguments, DataTrainingArguments, TrainingArguments),
+    DESCRIPTION,
+    # a short usage line, so that --help opens with the description (the flags, every TrainingArguments one
+    # included, are listed after it)
+    "%(prog)s [--model_name_or_path DIR] [--train_file F] [--validation_file F] [--test_file F] "
+    "[--do_train] [--do_eval] [--do_predict] [--output_dir DIR] [FLAG VALUE ...]",
+    tasks={RECORD.name: RECORD},
+    task=RECORD,
+    demo_output=lambda model_args, data_args: f"outputs/{model_args.variant}-tiny-record",
+    demo=write_demo,
+    demo_flags=DEMO_FLAGS,
+    demo_defaults=demo_argv,
+    argv_defaults=apply_paper_defaults,
+    default_files=lambda folder: SAMPLE_FILES if folder is None else {
+        split: folder / path.name for split, path in SAMPLE_FILES.items()},
+)  # fmt: skip
+wants_demo, parse_args = SCRIPT.wants_demo, SCRIPT.parse_args
 
 
 def main(argv: list[str] | None = None, callbacks: list[TrainerCallback] | None = None) -> dict[str, float]:
@@ -286,20 +279,7 @@ def main(argv: list[str] | None = None, callbacks: list[TrainerCallback] | None 
 
     ``callbacks``: extra ``TrainerCallback``s when called from Python (``main(argv, callbacks=[...])``).
     """
-    argv = sys.argv[1:] if argv is None else argv
-    with one_error_line("run_record.py"):
-        model_args, data_args, training_args = parse_args(argv)
-        demo = wants_demo(argv)
-        given = demo_argv(argv) if demo else argv  # the demo's flags count as given (its --output_dir too)
-        explicit = explicit_flags(
-            given if len(given) == 1 and given[0].endswith(".json") else apply_paper_defaults(given)
-        )
-        files, demo_data = SAMPLE_FILES, None
-        if demo:  # the demo: its sample beside the model it trains (the model card names these files)
-            demo_data = demo_data_folder(training_args.output_dir)
-            files = {split: Path(shutil.copyfile(path, demo_data / path.name)) for split, path in SAMPLE_FILES.items()}
-        return run_task(RECORD, model_args, data_args, training_args, "run_record.py", callbacks, explicit,
-                        default_files=files, demo_data=demo_data)  # fmt: skip
+    return SCRIPT.main(argv, callbacks)
 
 
 if __name__ == "__main__":

@@ -16,22 +16,14 @@ ReCoRD-shaped batches of different lengths."""
 
 from __future__ import annotations
 
+import model_helpers
 import torch
 
 from gesa import GesaConfig, GesaModel
 
-TINY = dict(
-    vocab_size=64,
-    entity_vocab_size=4,
-    hidden_size=16,
-    entity_emb_size=8,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    intermediate_size=24,
-    hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.0,
-    max_relative_position=5,
-)
+# model_helpers.TINY narrower: the long-input tests run thousands of words through it.
+TINY = dict(model_helpers.TINY, max_relative_position=5)
+TINY.update(hidden_size=16, entity_emb_size=8, num_attention_heads=2, intermediate_size=24)
 
 
 def long_batch(word_lengths: list[int], entities: int = 6, question: int = 4, seed: int = 0) -> dict:
@@ -104,6 +96,8 @@ def assert_same(fast, dense, atol: float) -> None:
 
 
 def structure_of(model: GesaModel, batch: dict):
+    """The attention structure (masks and labels) `model`'s layers read for `batch`; the question's string ids and
+    the context graph's edges where the batch has them."""
     return model.build_attention_structure(
         torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1),
         batch["input_ids"].size(1),
@@ -112,4 +106,6 @@ def structure_of(model: GesaModel, batch: dict):
         batch["placeholder_entity_mask"],
         batch["entity_string_ids"],
         batch["entity_sentence_ids"],
+        batch.get("question_string_ids"),
+        batch.get("entity_graph_edges"),
     )

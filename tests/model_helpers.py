@@ -16,24 +16,16 @@ rejected config value raises."""
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 import torch
 from huggingface_hub.errors import StrictDataclassError
+from tiny_luke import TINY_SIZES
 
 from gesa import GesaConfig
 
-TINY = dict(
-    vocab_size=64,
-    entity_vocab_size=4,
-    hidden_size=32,
-    entity_emb_size=16,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.0,
-    max_relative_position=3,
-)
+TINY = dict(TINY_SIZES, vocab_size=64, entity_vocab_size=4, max_relative_position=3)
 
 
 def tiny_config(**overrides) -> GesaConfig:
@@ -75,6 +67,55 @@ def record_like_batch(vocab_size: int = 64, seed: int = 0) -> dict[str, torch.Te
 
 # The LUKE-Graph tests' tiny model: the same, with max_relative_position left at its default
 LUKE_GRAPH_TINY = {key: value for key, value in TINY.items() if key != "max_relative_position"}
+
+
+# Code run first in a fresh process that loads a saved checkpoint: `gesa` cannot be imported there, so the checkpoint
+# must carry all its code (the way a user without the package loads it from the Hub).
+WITHOUT_GESA = textwrap.dedent("""
+    import importlib.abc, sys
+
+    class NoGesa(importlib.abc.MetaPathFinder):  # the checkpoint must carry all its code
+        def find_spec(self, name, path=None, target=None):
+            if name == "gesa" or name.startswith("gesa."):
+                raise ModuleNotFoundError(f"No module named {name!r}")
+
+    sys.meta_path.insert(0, NoGesa())
+    try:
+        import gesa
+    except ModuleNotFoundError:
+        pass
+    else:
+        raise SystemExit("gesa is importable")
+""")
+
+
+def randomize_label_tables(model: torch.nn.Module, std: float, seed: int = 0) -> None:
+    """Draw every layer's relative-label embeddings from N(0, std^2) (one generator seeded `seed`, layer by layer),
+    the NULL label's row kept at zero: a freshly converted model's label terms are zero until trained."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for layer in model.gesa.encoder.layer:
+            table = layer.attention.self.label_embeddings
+            if table is not None:
+                table.weight.copy_(torch.randn(table.weight.shape, generator=generator) * std)
+                table.weight[0] = 0.0  # the NULL label
+
+
+def assert_answers_as_luke(model: torch.nn.Module, luke: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> None:
+    """`model` gives the reference `luke`'s outputs on `inputs` and on their words alone: word states at the real
+    positions, the pooled output, and the entity states where entities are given (atol 1e-5)."""
+    with torch.no_grad():
+        for given in (inputs, {key: inputs[key] for key in ("input_ids", "attention_mask")}):
+            expected, actual = luke(**given), model(**given)
+            real = given["attention_mask"].bool()
+            torch.testing.assert_close(
+                actual.last_hidden_state[real], expected.last_hidden_state[real], atol=1e-5, rtol=0
+            )
+            torch.testing.assert_close(actual.pooler_output, expected.pooler_output, atol=1e-5, rtol=0)
+            if "entity_ids" in given:
+                torch.testing.assert_close(
+                    actual.entity_last_hidden_state, expected.entity_last_hidden_state, atol=1e-5, rtol=0
+                )
 
 
 def config_error(field: str, message: str = ""):

@@ -150,6 +150,51 @@ def multihop_error_line(capsys, argv: list[str]) -> str:
     return lines[0]
 
 
+def check_multihop_eval_predictions(output_dir: Path, evaluation: list[dict]) -> dict:
+    """A run's ``eval_predictions.json`` answers every evaluation record with one of its own candidates, and
+    ``all_results.json``'s accuracy is the share of gold answers among them; returns ``all_results.json``."""
+    predictions = json.loads((output_dir / "eval_predictions.json").read_text())
+    by_id = {record["id"]: record for record in evaluation}
+    assert set(predictions) == set(by_id)
+    assert all(answer in by_id[key]["candidates"] for key, answer in predictions.items())
+    correct = sum(answer == by_id[key]["answer"] for key, answer in predictions.items())
+    all_results = json.loads((output_dir / "all_results.json").read_text())
+    assert all_results["eval_accuracy"] == pytest.approx(100.0 * correct / len(by_id))
+    return all_results
+
+
+def run_multihop_on_hotpot_rows(luke_dir: Path, tmp_path: Path, output_dir: Path, rows: list[dict], *flags: str):
+    """``run_multihop.py --task hotpotqa`` from `luke_dir` into `output_dir`, `rows` (HotpotQA questions) written to
+    ``tmp_path / "train.json"`` and read as both the train and the validation file, then `flags`; returns its
+    results."""
+    data = tmp_path / "train.json"
+    data.write_text(json.dumps(rows))
+    argv = ["--task", "hotpotqa", "--model_name_or_path", str(luke_dir), "--output_dir", str(output_dir),
+            "--train_file", str(data), "--validation_file", str(data), *flags]  # fmt: skip
+    return load_multihop_script().main(argv)
+
+
+def multihop_pipeline_elsewhere(model_dir: Path, records: list[dict], workdir: Path, body: str):
+    """Run a saved checkpoint's pipeline in a fresh process from `workdir` (outside the checkout, no PYTHONPATH):
+    `body` runs after ``answer = pipeline(model=model_dir, trust_remote_code=True)`` and ``records`` (the WikiHop
+    records' query, supports and candidates) and prints one JSON line, returned parsed."""
+    workdir.mkdir()
+    code = (
+        "import json, sys\n"
+        "from transformers import pipeline\n"
+        f"answer = pipeline(model={str(model_dir)!r}, trust_remote_code=True)\n"
+        "records = json.load(open(sys.argv[1]))\n" + body
+    )
+    inputs = workdir / "inputs.json"
+    inputs.write_text(json.dumps([{k: r[k] for k in ("query", "supports", "candidates")} for r in records]))
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", code, str(inputs)], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 # ---------------------------------------------------------------------------------------------
 # run_entity_tasks.py
 # ---------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ import math
 
 import pytest
 import torch
+from model_helpers import randomize_label_tables
 from transformers import AutoTokenizer
 from variant_helpers import gesa_features, train_steps
 
@@ -61,13 +62,7 @@ def converted(tiny_luke_dir, processor, **config) -> GesaForEntitySpanQA:
 
 
 def set_trained_size_labels(model: GesaForEntitySpanQA) -> None:
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for layer in model.gesa.encoder.layer:
-            table = layer.attention.self.label_embeddings
-            if table is not None:
-                table.weight.copy_(torch.randn(table.weight.shape, generator=generator) * TRAINED_LABEL_STD)
-                table.weight[0] = 0.0  # the NULL label
+    randomize_label_tables(model, TRAINED_LABEL_STD)
 
 
 def candidate_spread(model: GesaForEntitySpanQA, batch: dict) -> tuple[float, float]:

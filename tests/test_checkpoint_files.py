@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from model_helpers import WITHOUT_GESA
+from tiny_luke import TINY_SIZES
 from transformers import AutoModelForQuestionAnswering, LukeTokenizer, pipeline
 
 from gesa.configuration_context_graph import ContextGraphConfig
@@ -61,16 +63,7 @@ from gesa.processing_xh import XhProcessor
 from gesa.processing_xh_tasks import XhTaskProcessor
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = dict(
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    entity_emb_size=16,
-    max_relative_position=16,
-    hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.0,
-)
+TINY = dict(TINY_SIZES, max_relative_position=16)
 PASSAGE = (
     "Anna Keller met Tobias Wren in Berlin on Sunday. Tobias Wren later joined FC Aurora.\n"
     "@highlight\nAnna Keller praised FC Aurora"
@@ -299,21 +292,9 @@ def test_a_gesa_record_checkpoint_holds_exactly_gesas_own_chain(saved):
     )
 
 
-FRESH = textwrap.dedent("""
-    import importlib.abc, json, sys
+FRESH = WITHOUT_GESA + textwrap.dedent("""
+    import json, sys
 
-    class NoGesa(importlib.abc.MetaPathFinder):  # the checkpoint must carry all its code
-        def find_spec(self, name, path=None, target=None):
-            if name == "gesa" or name.startswith("gesa."):
-                raise ModuleNotFoundError(f"No module named {name!r}")
-
-    sys.meta_path.insert(0, NoGesa())
-    try:
-        import gesa
-    except ModuleNotFoundError:
-        pass
-    else:
-        raise SystemExit("gesa is importable")
     from transformers import pipeline
 
     out = {}

@@ -308,6 +308,16 @@ def test_padded_candidates_are_never_chosen_and_bad_labels_are_named():
         model(**{**batch, "edge_type": batch["edge_type"] + NUM_EDGE_KINDS})
 
 
+def test_a_batch_without_labelled_graphs_has_loss_zero_with_padded_candidate_slots():
+    model = ContextGraphForMultipleChoice(tiny_config())
+    batch = hand_batch()
+    batch["candidate_nodes"] = torch.tensor([[3, 4, -1, -1], [7, -1, -1, -1]])  # five padded slots: finfo.min each
+    output = model(**{**batch, "labels": torch.tensor([-100, -100])})
+    assert output.loss.item() == 0.0
+    output.loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
 @pytest.mark.parametrize("preset", sorted(CONTEXT_GRAPH_PRESETS))
 def test_table_5_1_presets_set_their_rows(preset):
     config = tiny_config(graph_preset=preset)

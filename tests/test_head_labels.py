@@ -21,6 +21,7 @@ import pytest
 import torch
 from transformers import LukeTokenizer
 from variant_inputs import collate, graph_feature, xh_config
+from wikihop_fixtures import velmor_record
 
 from gesa.configuration_gesa import GesaConfig
 from gesa.configuration_luke_graph import LukeGraphConfig
@@ -30,13 +31,7 @@ from gesa.modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleC
 from gesa.modeling_xh import XhForFactVerification
 from gesa.processing_wikihop import WikihopProcessor
 
-RECORD = {
-    "id": "WH_0",
-    "query": "country velmor",
-    "supports": ["Velmor is a town in Abo Province.", "Abo Province is a region of France."],
-    "candidates": ["france", "spain", "norway"],
-    "answer": "france",
-}
+RECORD = velmor_record("WH_0", supports=["Velmor is a town in Abo Province.", "Abo Province is a region of France."])
 TINY = dict(vocab_size=2100, entity_vocab_size=4, hidden_size=32, entity_emb_size=16, num_hidden_layers=2,
             num_attention_heads=4, intermediate_size=37, max_position_embeddings=600, max_relative_position=8,
             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attention_window=16)  # fmt: skip

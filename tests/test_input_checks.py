@@ -20,6 +20,7 @@ import threading
 
 import pytest
 import torch
+from model_helpers import TINY
 
 from gesa import (
     GesaConfig,
@@ -29,19 +30,6 @@ from gesa import (
     KarForEntitySpanQA,
     LukeGraphConfig,
     LukeGraphForEntitySpanQA,
-)
-
-TINY = dict(
-    vocab_size=64,
-    entity_vocab_size=4,
-    hidden_size=32,
-    entity_emb_size=16,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.0,
-    max_relative_position=3,
 )
 
 

@@ -156,6 +156,15 @@ def test_flex_kernel_equals_the_reference(ablation, window, shared_query):
     torch.testing.assert_close(actual[0], expected[0], atol=1e-10, rtol=1e-10)
 
 
+def test_flex_kernel_refuses_dropout():
+    """The kernels share one calling convention, dropout included; FlexAttention applies none, so it refuses one."""
+    model = model_with_labels(num_hidden_layers=1)
+    tokens = structure_of(model, long_batch([9, 7], entities=3, question=2)).tokens
+    q_word, q_entity, key, value = (torch.randn(2, 2, 12, 8) for _ in range(4))
+    with pytest.raises(ValueError, match="applies no dropout of the probabilities; got dropout_p=0.1"):
+        flex_label_attention(q_word, q_entity, key, value, None, tokens, 9, 0.1)
+
+
 def test_fused_attention_backward_with_dropout_is_the_gradient():
     """gradcheck in float64 with the dropout masks fixed by reseeding: the hand-written backward is exact."""
     model = model_with_labels(num_hidden_layers=1)

@@ -96,6 +96,34 @@ def test_explicit_kernels_refuse_the_wrong_window_setting():
         model(**batch)
 
 
+@pytest.mark.parametrize("tracing", [False, True])
+def test_host_plan_kernels_answer_alike_compiled_or_not(monkeypatch, tracing):
+    """Under torch.compile / torch.export the fused and windowed kernels (plans read on the host) run the bias
+    kernel in their place: the same numbers as eager for a setting they accept, the same error for one they refuse."""
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: tracing)
+    batch = long_batch([9, 7], entities=3, question=2)
+    g = torch.Generator().manual_seed(0)
+    query, entity_query, key, value = (torch.randn(2, 2, 12, 8, generator=g) for _ in range(4))
+    refused = {"gesa_fused": (2, "computes dense attention but config.attention_window=2")}
+    refused["gesa_windowed"] = (None, "needs config.attention_window")
+    for name, (wrong_window, message) in refused.items():
+        for window in (wrong_window, 2 if wrong_window is None else None):
+            model = model_with_labels(num_hidden_layers=1, attention_window=window)
+            module, structure = model.encoder.layer[0].attention.self, structure_of(model, batch)
+
+            def attend(implementation, module=module, structure=structure):
+                function = attention_gesa.ALL_ATTENTION_FUNCTIONS.get_interface(
+                    implementation, attention_gesa.eager_attention_forward
+                )
+                return function(module, query, key, value, None, 0.5, structure=structure, entity_query=entity_query)
+
+            if window == wrong_window:
+                with pytest.raises(ValueError, match=f"'{name}' {message}"):
+                    attend(name)
+            else:
+                torch.testing.assert_close(attend(name)[0], attend("eager")[0], atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("kernel", ["gesa_fused", "gesa_bias"])
 @pytest.mark.parametrize("entity_aware", [True, False])
 def test_dense_paths_equal_eager_without_entities_or_entity_aware_queries(kernel, entity_aware):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import importlib.util
 import json
 import os
 import random
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import evaluate
 import pytest
+from script_helpers import load_script
 from tiny_luke import HOTPOT_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,15 +39,8 @@ HOTPOT_DEV = HOTPOT_DIR / "hotpot_dev_distractor_first100.json"
 OFFICIAL = os.environ.get("GESA_OFFICIAL_SCORERS")
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-hotpot = _load("gesa_hotpot_metric_under_test", ROOT / "metrics" / "hotpotqa" / "hotpotqa.py")
-fever = _load("gesa_fever_metric_under_test", ROOT / "metrics" / "fever" / "fever.py")
+hotpot = load_script(ROOT / "metrics" / "hotpotqa" / "hotpotqa.py", "gesa_hotpot_metric_under_test")
+fever = load_script(ROOT / "metrics" / "fever" / "fever.py", "gesa_fever_metric_under_test")
 
 
 def _official(relative: str) -> Path:
@@ -298,7 +291,7 @@ def _fever_cases() -> list[tuple[dict, dict]]:
 
 
 def test_fever_metric_equals_the_official_scorer():
-    scorer = _load("official_fever_scorer", _official("fever/src/fever/scorer.py"))
+    scorer = load_script(_official("fever/src/fever/scorer.py"), "official_fever_scorer")
     cases = _fever_cases()
     subsets = {"all": cases, "supports_only": [c for c in cases if c[0]["label"] == "SUPPORTS"]}
     subsets["nei_and_refutes"] = [c for c in cases if c[0]["label"] != "SUPPORTS"]

@@ -19,24 +19,17 @@ question or claim."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import evaluate
 import pytest
+from script_helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-hotpot_functions = _load("gesa_hotpot_metric_reliability", ROOT / "metrics" / "hotpotqa" / "hotpotqa.py")
-wikihop_functions = _load("gesa_wikihop_metric_reliability", ROOT / "metrics" / "wikihop" / "wikihop.py")
+hotpot_functions = load_script(ROOT / "metrics" / "hotpotqa" / "hotpotqa.py", "gesa_hotpot_metric_reliability")
+wikihop_functions = load_script(ROOT / "metrics" / "wikihop" / "wikihop.py", "gesa_wikihop_metric_reliability")
 
 
 @pytest.fixture(scope="module")

@@ -18,15 +18,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 import torch
-from model_helpers import TINY, config_error, record_like_batch, tiny_config
+from model_helpers import TINY, assert_answers_as_luke, config_error, record_like_batch, tiny_config
 from transformers import LukeModel, PreTrainedConfig
+from variant_helpers import reload_in_fresh_process
 
 from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel
 from gesa.structure_gesa import (
@@ -55,19 +52,7 @@ def test_luke_preset_reproduces_luke_model(tiny_luke_dir):
         k: batch[k]
         for k in ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask", "entity_position_ids")
     }
-    with torch.no_grad():
-        for inputs in (luke_inputs, {k: luke_inputs[k] for k in ("input_ids", "attention_mask")}):
-            expected = luke(**inputs)
-            actual = gesa(**inputs)
-            real = inputs["attention_mask"].bool()
-            torch.testing.assert_close(
-                actual.last_hidden_state[real], expected.last_hidden_state[real], atol=1e-5, rtol=0
-            )
-            torch.testing.assert_close(actual.pooler_output, expected.pooler_output, atol=1e-5, rtol=0)
-            if "entity_ids" in inputs:
-                torch.testing.assert_close(
-                    actual.entity_last_hidden_state, expected.entity_last_hidden_state, atol=1e-5, rtol=0
-                )
+    assert_answers_as_luke(gesa, luke, luke_inputs)
     # the named ablation preset is the same model
     assert GesaConfig(ablation="luke").use_absolute_position_embeddings
     assert not GesaConfig(ablation="luke").use_relative_labels
@@ -395,34 +380,18 @@ def test_save_and_load_with_remote_code_in_fresh_process(tmp_path):
         expected = model(**batch).logits
     out_dir = tmp_path / "ckpt"
     model.save_pretrained(out_dir)
-    torch.save(batch, tmp_path / "batch.pt")
     saved = json.loads((out_dir / "config.json").read_text())
     assert saved["auto_map"]["AutoModelForQuestionAnswering"] == "modeling_gesa.GesaForEntitySpanQA"
     assert saved["auto_map"]["AutoModel"] == "modeling_gesa.GesaModel"
     assert (out_dir / "modeling_gesa.py").exists() and (out_dir / "configuration_gesa.py").exists()
-    script = textwrap.dedent(f"""
-        import sys, torch
-        assert not any('gesa' in p for p in sys.path if p), sys.path
-        from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering
-        config = AutoConfig.from_pretrained({str(out_dir)!r}, trust_remote_code=True)
-        assert type(config).__name__ == 'GesaConfig' and config.label_switches['match_edges'] is False
-        model = AutoModelForQuestionAnswering.from_pretrained({str(out_dir)!r}, trust_remote_code=True).eval()
-        assert 'transformers_modules' in type(model).__module__, type(model).__module__
-        batch = torch.load({str(tmp_path / "batch.pt")!r})
-        with torch.no_grad():
-            logits = model(**batch).logits
-        torch.save(logits, {str(tmp_path / "logits.pt")!r})
-        base = AutoModel.from_pretrained({str(out_dir)!r}, trust_remote_code=True)
-        assert type(base).__name__ == 'GesaModel'
-    """)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["HF_HUB_OFFLINE"] = "1"
-    env["HF_MODULES_CACHE"] = str(tmp_path / "modules")
-    result = subprocess.run(
-        [sys.executable, "-I", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    also = (
+        "config = AutoConfig.from_pretrained(out, trust_remote_code=True)\n"
+        "assert type(config).__name__ == 'GesaConfig' and config.label_switches['match_edges'] is False\n"
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    torch.testing.assert_close(torch.load(tmp_path / "logits.pt"), expected, atol=1e-6, rtol=0)
+    logits = reload_in_fresh_process(
+        out_dir, batch, tmp_path, "AutoModelForQuestionAnswering", "GesaForEntitySpanQA", "GesaModel", also
+    )
+    torch.testing.assert_close(logits, expected, atol=1e-6, rtol=0)
 
 
 def test_gradients_reach_every_parameter():

@@ -85,13 +85,37 @@ def test_the_scripts_machinery_sits_on_the_top_floor_and_imports_no_script():
     import each other relatively and never the scripts, the tests or the metric files."""
     graph = import_graph()
     assert graph["training_tokenizer"] == {"training_gesa"}
-    assert graph["training_models"] <= {"loading_gesa", "registry_gesa", "training_gesa"}
+    # the one loader calls down only: the registry, the loading and KB readers, the processors' saved settings
+    assert graph["training_models"] <= {"inputs_gesa", "loading_gesa", "modeling_gesa_multiple_choice",
+                                        "processing_base_gesa", "records_kb", "registry_gesa", "training_gesa",
+                                        "training_tokenizer"}  # fmt: skip
+    assert not {name for name in graph["training_models"] if name.startswith("tasks_")}
     for name in ("training_gesa", "training_tokenizer", "training_driver", "training_models", "tasks_base", "tasks_record",
                  "tasks_multihop", "tasks_xh", "tasks_entity"):  # fmt: skip
         source = (ROOT / f"{name}.py").read_text(encoding="utf-8")
         assert "examples" not in {node.module.split(".")[0] for node in ast.walk(ast.parse(source))
                                   if isinstance(node, ast.ImportFrom) and node.module}, name  # fmt: skip
         assert "from gesa" not in source and "import gesa" not in source, name
+
+
+def called_names(path: Path) -> set[str]:
+    """The plain names `path` calls (`f(...)`, not `x.f(...)`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+
+
+def test_the_tasks_load_their_models_through_the_one_loader():
+    """A task declares what its model differs in (`training_models.ModelRecipe`) and `load_for_task` runs the
+    sequence once: no task module checks a checkpoint or builds a variant's model itself. The entity tasks (their
+    labels and pre-training vocabulary decide the head: `load_model_and_tokenizer`) and the paper system (five
+    components) load their own way."""
+    steps = {"build_variant_model", "check_model_source"}
+    own_way = {"tasks_entity", "tasks_xh_paper"}
+    for path in sorted(ROOT.glob("tasks_*.py")):
+        if path.stem not in own_way:
+            assert not called_names(path) & steps, path.stem
+    for name in ("tasks_record", "tasks_multihop", "tasks_xh", "tasks_context_graph"):
+        assert "load_for_task" in called_names(ROOT / f"{name}.py"), name
 
 
 def test_flat_modules_import_without_a_cycle():
@@ -163,7 +187,10 @@ def test_kernels_and_label_terms_take_tensors_not_the_calling_module(module):
 
 
 def test_the_attention_functions_hand_the_kernels_tensors():
-    """`attention_gesa` reads the module's label tables itself: no call into a lower floor gets `module`."""
+    """`attention_gesa` reads the module's label tables itself: no call gets `module`, neither one into a lower floor
+    by name nor one through a kernel family's row (`family.kernel(...)`, `family.labels(...)`)."""
+    from gesa import attention_gesa, kernel_bias_gesa, kernel_flex_gesa, kernel_fused_gesa, kernel_windowed_gesa
+
     tree = ast.parse((ROOT / "attention_gesa.py").read_text())
     lower = {
         alias.asname or alias.name
@@ -172,11 +199,21 @@ def test_the_attention_functions_hand_the_kernels_tensors():
         for alias in node.names
     }
     assert {"reference_attention", "fused_attention", "bias_attention", "windowed_attention"} <= lower
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", None) in lower]
-    assert calls
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    by_name = [call for call in calls if getattr(call.func, "id", None) in lower]
+    by_family = [call for call in calls if ast.unparse(call.func) in ("family.kernel", "family.labels")]
+    assert by_name and len(by_family) == 2
     for call in calls:
         arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
         assert not any(isinstance(a, ast.Name) and a.id == "module" for a in arguments), ast.unparse(call)
+    # the rows' kernels are the kernel modules' tensor functions
+    kernels = {family.kernel for family in attention_gesa.KERNEL_FAMILIES.values()}
+    assert kernels == {
+        kernel_bias_gesa.bias_attention,
+        kernel_fused_gesa.fused_attention,
+        kernel_windowed_gesa.windowed_attention,
+        kernel_flex_gesa.flex_label_attention,
+    }
 
 
 def test_entity_task_modules_sit_between_the_heads_and_the_scripts():

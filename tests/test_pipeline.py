@@ -33,6 +33,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from model_helpers import WITHOUT_GESA
 from record_fixtures import project_records
 from script_helpers import RECORD_SCRIPT, ROOT, load_script
 from tiny_luke import SAMPLE_DIR
@@ -135,21 +136,9 @@ def check_answers(outputs: list, records: list[dict], output_dir: Path, top_k: i
             assert tied and tied[0] >= answers[0]["score"] - TIE, (example.example_id, expected, answers)
 
 
-FRESH = textwrap.dedent("""
-    import importlib.abc, json, sys
+FRESH = WITHOUT_GESA + textwrap.dedent("""
+    import json, sys
 
-    class NoGesa(importlib.abc.MetaPathFinder):  # the checkpoint must carry all its code
-        def find_spec(self, name, path=None, target=None):
-            if name == "gesa" or name.startswith("gesa."):
-                raise ModuleNotFoundError(f"No module named {name!r}")
-
-    sys.meta_path.insert(0, NoGesa())
-    try:
-        import gesa
-    except ModuleNotFoundError:
-        pass
-    else:
-        raise SystemExit("gesa is importable")
     from transformers import pipeline
 
     reader = pipeline(model=sys.argv[1], trust_remote_code=True)

@@ -44,6 +44,7 @@ from record_fixtures import (
     project_records,
     shared_records,
 )
+from tiny_luke import TINY_SIZES
 from transformers import AutoTokenizer
 
 from gesa.processing_gesa import (
@@ -376,19 +377,26 @@ def graph_spot_check_on_a_real_record(processor, record):
 # ---------------------------------------------------------------- 3. three input shapes, identical features
 
 
+def raw_call_features(processor, examples, **extra) -> dict:
+    """The features of one raw processor call on `examples` (passages, queries, answers, ids, then `extra`), less
+    the overflow mapping the record paths do not return."""
+    from_raw = processor(
+        [example.passage for example in examples],
+        [example.query for example in examples],
+        answers=[example.answers for example in examples],
+        example_ids=[example.example_id for example in examples],
+        **extra,
+    ).data
+    del from_raw["overflow_to_sample_mapping"]
+    return from_raw
+
+
 def test_three_input_shapes_give_identical_features(default_processor, records):
     from_records = default_processor.encode_records(records)
     rows = [row for record in records for row in hub_rows(record)]
     from_hub_rows = default_processor.encode_records(rows)
     examples = to_record_examples(records)
-    from_raw = default_processor(
-        [example.passage for example in examples],
-        [example.query for example in examples],
-        entity_spans=[example.entity_spans for example in examples],
-        answers=[example.answers for example in examples],
-        example_ids=[example.example_id for example in examples],
-    ).data
-    del from_raw["overflow_to_sample_mapping"]
+    from_raw = raw_call_features(default_processor, examples, entity_spans=[e.entity_spans for e in examples])
     assert from_raw == from_records
     # Hub rows have no query "id": their ids come from idx, like FewGLUE's (which have no "id" either)
     hub_ids = from_hub_rows.pop("example_id")
@@ -409,14 +417,7 @@ def test_three_input_shapes_give_identical_features_with_ner_candidates(default_
     from_hub_rows = default_processor.encode_records(
         [row for r in subset for row in hub_rows(r)], candidate_source="ner"
     )
-    examples = to_record_examples(subset)
-    from_raw = default_processor(
-        [example.passage for example in examples],
-        [example.query for example in examples],
-        answers=[example.answers for example in examples],
-        example_ids=[example.example_id for example in examples],
-    ).data
-    del from_raw["overflow_to_sample_mapping"]
+    from_raw = raw_call_features(default_processor, to_record_examples(subset))
     assert from_raw == from_records
     from_hub_rows.pop("example_id")
     from_records.pop("example_id")
@@ -443,15 +444,7 @@ def test_raw_text_gives_ner_candidates_and_runs_the_model(default_processor, tok
     assert batch["labels"][0].tolist() == [0.0] + [float(text == "Angela Merkel") for text in expected]
 
     torch.manual_seed(0)
-    config = GesaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        entity_vocab_size=4,
-        entity_emb_size=16,
-    )
+    config = GesaConfig(vocab_size=len(tokenizer), entity_vocab_size=4, **TINY_SIZES)
     model = modeling.GesaForEntitySpanQA(config).eval()
     model.init_added_word_embeddings(default_processor.added_token_sources())
     with torch.no_grad():

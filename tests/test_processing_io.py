@@ -30,22 +30,13 @@ import pytest
 import torch
 from datasets import Dataset, load_dataset
 from record_fixtures import NER_MODEL, RAW_PASSAGE, RAW_QUERY, features_of, hub_rows, project_records
-from tiny_luke import offline_bpe_dir
+from tiny_luke import TINY_SIZES, offline_bpe_dir
 from transformers import RobertaTokenizer, Trainer, TrainingArguments
 
 from gesa import GesaConfig, GesaForEntitySpanQA
 from gesa.processing_gesa import MODEL_INPUT_NAMES, GesaDataCollator, GesaProcessor
 
-TINY_GESA = dict(
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    entity_vocab_size=4,
-    entity_emb_size=16,
-    hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.0,
-)
+TINY_GESA = dict(TINY_SIZES, entity_vocab_size=4)
 
 
 @pytest.fixture(scope="module")

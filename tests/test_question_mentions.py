@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from model_helpers import randomize_label_tables
 from record_fixtures import features_of, project_records, read_jsonl
 from tiny_luke import RECORD_DIR
 from transformers import AutoTokenizer
+from wikihop_fixtures import velmor_record
 
 from gesa import GesaConfig, GesaForEntitySpanQA
 from gesa.candidates_gesa import normalize_entity_string, string_occurrences
@@ -139,13 +141,7 @@ def test_mention_labels_link_the_words_a_plain_loop_finds(tiny_luke_dir, ablatio
 def converted(tiny_luke_dir, processor, ablation: str) -> GesaForEntitySpanQA:
     model = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir, ablation=ablation)
     model.init_added_word_embeddings(processor.added_token_sources())
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for layer in model.gesa.encoder.layer:
-            table = layer.attention.self.label_embeddings
-            if table is not None:
-                table.weight.copy_(torch.randn(table.weight.shape, generator=generator) * LABEL_STD)
-                table.weight[0] = 0.0  # the NULL label
+    randomize_label_tables(model, LABEL_STD)
     return model.eval()
 
 
@@ -229,13 +225,9 @@ WIKIHOP_NAMING_A_CANDIDATE = {
     "candidates": ["velmor", "kastrel", "capital"],
     "answer": "velmor",
 }
-WIKIHOP_NAMING_NONE = {
-    "id": "WH_question_1",
-    "query": "country velmor",
-    "supports": ["Velmor is a small town in Abo Province.", "Abo Province is a region of France."],
-    "candidates": ["france", "spain", "norway"],
-    "answer": "france",
-}
+WIKIHOP_NAMING_NONE = velmor_record(
+    "WH_question_1", supports=["Velmor is a small town in Abo Province.", "Abo Province is a region of France."]
+)
 
 
 def test_wikihop_query_words_that_name_a_candidate_are_its_mentions(tiny_luke_dir):
@@ -327,13 +319,7 @@ def xh_with_random_labels(tiny_luke_dir, processor, ablation: str):
         tiny_luke_dir, ablation=ablation, backbone=backbone, xh_num_hop_layers=2, classifier_dropout=0.0
     )
     model.init_added_word_embeddings(processor.added_token_sources())
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for layer in model.gesa.encoder.layer:
-            table = layer.attention.self.label_embeddings
-            if table is not None:
-                table.weight.copy_(torch.randn(table.weight.shape, generator=generator) * LABEL_STD)
-                table.weight[0] = 0.0  # the NULL label
+    randomize_label_tables(model, LABEL_STD)
     return model.eval()
 
 

@@ -19,12 +19,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from script_helpers import RECORD_SAMPLE_TRAIN, load_multihop_script, multihop_error_line, record_script
+from script_helpers import (
+    RECORD_SAMPLE_TRAIN,
+    check_multihop_eval_predictions,
+    load_multihop_script,
+    logged_losses,
+    multihop_error_line,
+    multihop_pipeline_elsewhere,
+    record_script,
+)
 
 from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
 from gesa.training_gesa import OutputDirLock
@@ -57,16 +63,9 @@ def test_each_variant_trains_and_evaluates_on_its_own_candidates(tiny_luke_dir, 
     output_dir, results = run_script(tiny_luke_dir, tmp_path, variant, train, evaluation,
                                      extra=["--num_train_epochs", "8", "--max_seq_length", "512",
                                             "--attention_window", "32"])  # fmt: skip
-    state = json.loads((output_dir / "trainer_state.json").read_text())
-    losses = [entry["loss"] for entry in state["log_history"] if "loss" in entry]
+    losses = logged_losses(output_dir)
     assert len(losses) >= 4 and sum(losses[-2:]) / 2 < sum(losses[:2]) / 2, losses
-    predictions = json.loads((output_dir / "eval_predictions.json").read_text())
-    by_id = {record["id"]: record for record in evaluation}
-    assert set(predictions) == set(by_id)
-    assert all(answer in by_id[example_id]["candidates"] for example_id, answer in predictions.items())
-    correct = sum(answer == by_id[example_id]["answer"] for example_id, answer in predictions.items())
-    all_results = json.loads((output_dir / "all_results.json").read_text())
-    assert all_results["eval_accuracy"] == pytest.approx(100.0 * correct / len(by_id))
+    all_results = check_multihop_eval_predictions(output_dir, evaluation)
     assert results["eval_accuracy"] == all_results["eval_accuracy"]
     config = json.loads((output_dir / "config.json").read_text())
     assert config["attention_window"] == 32
@@ -169,26 +168,15 @@ def test_pipeline_from_a_fresh_process_elsewhere_agrees_with_do_eval(tiny_luke_d
     train, evaluation = make_wikihop_sample(8, seed=1), make_wikihop_sample(4, seed=2)
     output_dir, _ = run_script(tiny_luke_dir, tmp_path, "gesa", train, evaluation,
                                extra=["--num_train_epochs", "3", "--max_seq_length", "512"])  # fmt: skip
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    code = (
-        "import json, sys\n"
-        "from transformers import pipeline\n"
-        f"answer = pipeline(model={str(output_dir)!r}, trust_remote_code=True)\n"
-        "records = json.load(open(sys.argv[1]))\n"
+    outputs = multihop_pipeline_elsewhere(
+        output_dir,
+        evaluation,
+        tmp_path / "elsewhere",
         "from transformers import AutoProcessor\n"
         f"processor = AutoProcessor.from_pretrained({str(output_dir)!r}, trust_remote_code=True)\n"
         "assert type(processor).__name__ == 'WikihopProcessor' and processor.max_seq_length == 512\n"
-        "print(json.dumps([answer(r) for r in records] + [answer(records)]))\n"
+        "print(json.dumps([answer(r) for r in records] + [answer(records)]))\n",
     )
-    inputs = elsewhere / "inputs.json"
-    inputs.write_text(json.dumps([{k: r[k] for k in ("query", "supports", "candidates")} for r in evaluation]))
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-c", code, str(inputs)], cwd=elsewhere, env=env, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    outputs = json.loads(done.stdout.strip().splitlines()[-1])
     singles, batched = outputs[:-1], outputs[-1]
     assert batched == singles
     predictions = json.loads((output_dir / "eval_predictions.json").read_text())

@@ -18,13 +18,16 @@ again and answers through its pipeline in a fresh process; the processor's node 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
-from script_helpers import load_multihop_script, multihop_error_line
+from script_helpers import (
+    check_multihop_eval_predictions,
+    load_multihop_script,
+    logged_losses,
+    multihop_error_line,
+    multihop_pipeline_elsewhere,
+)
 
 from gesa.graph_context import CANDIDATE, DOCUMENT, ENTITY
 from gesa.loading_gesa import load_tokenizer
@@ -63,13 +66,7 @@ def run_script(luke_dir, tmp_path, train, evaluation, test=None, task="wikihop",
 
 
 def check_predictions(output_dir, evaluation, test):
-    predictions = json.loads((output_dir / "eval_predictions.json").read_text())
-    by_id = {record["id"]: record for record in evaluation}
-    assert set(predictions) == set(by_id)
-    assert all(answer in by_id[key]["candidates"] for key, answer in predictions.items())
-    correct = sum(answer == by_id[key]["answer"] for key, answer in predictions.items())
-    results = json.loads((output_dir / "all_results.json").read_text())
-    assert results["eval_accuracy"] == pytest.approx(100.0 * correct / len(by_id))
+    results = check_multihop_eval_predictions(output_dir, evaluation)
     ranked = json.loads((output_dir / "predict_predictions.json").read_text())
     assert set(ranked) == {record["id"] for record in test}
     for record in test:
@@ -85,8 +82,7 @@ def test_each_table_5_1_preset_trains_evaluates_and_predicts(tiny_luke_dir, tmp_
     output_dir, results = run_script(tiny_luke_dir, tmp_path, train, evaluation, test,
                                      extra=["--num_train_epochs", "6", "--graph_preset", preset,
                                             "--graph_config", TINY_GRAPH])  # fmt: skip
-    state = json.loads((output_dir / "trainer_state.json").read_text())
-    losses = [entry["loss"] for entry in state["log_history"] if "loss" in entry]
+    losses = logged_losses(output_dir)
     assert len(losses) >= 4 and sum(losses[-2:]) / 2 < sum(losses[:2]) / 2, losses
     assert check_predictions(output_dir, evaluation, test)["eval_accuracy"] == results["eval_accuracy"]
     config = json.loads((output_dir / "config.json").read_text())
@@ -167,22 +163,8 @@ def test_the_checkpoint_evaluates_again_and_answers_through_its_pipeline_elsewhe
         (output_dir / "eval_predictions.json").read_text()
     )
     assert json.loads((output_dir / "processor_config.json").read_text())["sentence_nodes"] == "all"
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    code = (
-        "import json, sys\n"
-        "from transformers import pipeline\n"
-        f"answer = pipeline(model={str(output_dir)!r}, trust_remote_code=True)\n"
-        "print(json.dumps(answer(json.load(open(sys.argv[1])))))\n"
-    )
-    inputs = elsewhere / "inputs.json"
-    inputs.write_text(json.dumps([{k: r[k] for k in ("query", "supports", "candidates")} for r in evaluation]))
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-c", code, str(inputs)], cwd=elsewhere, env=env, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    ranked = json.loads(done.stdout.strip().splitlines()[-1])
+    ranked = multihop_pipeline_elsewhere(output_dir, evaluation, tmp_path / "elsewhere",
+                                         "print(json.dumps(answer(records)))\n")  # fmt: skip
     predictions = json.loads((output_dir / "eval_predictions.json").read_text())
     assert [entry[0]["answer"] for entry in ranked] == [predictions[record["id"]] for record in evaluation]
 

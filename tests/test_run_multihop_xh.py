@@ -20,7 +20,7 @@ import json
 
 import pytest
 from hotpot_fever_fixtures import fever_fixture_claims, hotpot_fixture_rows, write_fever_pages
-from script_helpers import load_multihop_script, multihop_error_line
+from script_helpers import load_multihop_script, logged_losses, multihop_error_line, run_multihop_on_hotpot_rows
 
 COMMON = ["--variant", "xh", "--do_train", "--do_eval", "--per_device_train_batch_size", "4",
           "--learning_rate", "3e-3", "--logging_steps", "2", "--save_strategy", "no", "--report_to", "none",
@@ -28,21 +28,12 @@ COMMON = ["--variant", "xh", "--do_train", "--do_eval", "--per_device_train_batc
           "--max_query_length", "24", "--num_train_epochs", "12"]  # fmt: skip
 
 
-def _losses(output_dir) -> list[float]:
-    state = json.loads((output_dir / "trainer_state.json").read_text())
-    return [entry["loss"] for entry in state["log_history"] if "loss" in entry]
-
-
 @pytest.mark.slow
 def test_run_multihop_trains_xh_on_hotpotqa_and_writes_the_official_file(tiny_luke_dir, tmp_path):
     rows = hotpot_fixture_rows()
-    (tmp_path / "train.json").write_text(json.dumps(rows))
     output_dir = tmp_path / "out-hotpot"
-    argv = ["--task", "hotpotqa", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(output_dir),
-            "--train_file", str(tmp_path / "train.json"), "--validation_file", str(tmp_path / "train.json"),
-            *COMMON]  # fmt: skip
-    results = load_multihop_script().main(argv)
-    losses = _losses(output_dir)
+    results = run_multihop_on_hotpot_rows(tiny_luke_dir, tmp_path, output_dir, rows, *COMMON)
+    losses = logged_losses(output_dir)
     assert len(losses) >= 4 and sum(losses[-2:]) < sum(losses[:2]), losses
     keys = {"em", "f1", "prec", "recall", "sp_em", "sp_f1", "sp_prec", "sp_recall", "joint_em", "joint_f1"}
     all_results = json.loads((output_dir / "all_results.json").read_text())
@@ -74,7 +65,7 @@ def test_run_multihop_trains_xh_on_fever_and_writes_the_shared_task_file(tiny_lu
     load_multihop_script().main(argv)
     submitted = [json.loads(line) for line in (output_dir / "predict_predictions.jsonl").read_text().splitlines()]
     assert [s["id"] for s in submitted] == [c["id"] for c in blind]
-    losses = _losses(output_dir)
+    losses = logged_losses(output_dir)
     assert len(losses) >= 4 and sum(losses[-2:]) < sum(losses[:2]), losses
     all_results = json.loads((output_dir / "all_results.json").read_text())
     assert {"eval_label_accuracy", "eval_fever_score", "eval_evidence_f1"} <= set(all_results)

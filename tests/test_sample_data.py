@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tiny_luke import RECORD_DIR
+from tiny_luke import RECORD_DIR, record_texts
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 SPLITS = {"train": DATA / "record_sample_train.jsonl", "dev": DATA / "record_sample_dev.jsonl"}
@@ -101,12 +101,7 @@ def test_files_match_builder():
 @pytest.mark.needs_shared
 def test_sample_shares_no_sentence_with_shared_record_data():
     """Written for the project: no sentence of the sample occurs in the shared (real) ReCoRD files."""
-    real_texts = []
-    for path in sorted(RECORD_DIR.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            real_texts.append(row["passage"]["text"])
-            real_texts.extend(qa["query"] for qa in row["qas"])
+    real_texts = record_texts(sorted(RECORD_DIR.glob("*.jsonl")))
     assert real_texts
     real = "\n".join(real_texts)
     for split in SPLITS:

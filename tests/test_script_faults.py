@@ -60,6 +60,25 @@ def _folders(tmp_path: Path) -> tuple[Path, Path]:
     return dangling, locked
 
 
+def _shared_refusals(base: list[str], tmp_path: Path) -> list[tuple[list[str], str]]:
+    """The refusals every script shares (one argument path): `base` with --output_dir and one bad flag or output
+    folder, each with the line it must print."""
+    dangling, locked = _folders(tmp_path)
+    out, missing = str(tmp_path / "out"), str(tmp_path / "no-tokenizer")
+    return [
+        ([*base, "--output_dir", out, "--seed", "-1"], "--seed must lie in 0 .. 4294967295 (2**32 - 1), got -1"),
+        ([*base, "--output_dir", out, "--num_train_epochs", "inf"], "--num_train_epochs must be a finite number"),
+        ([*base, "--output_dir", out, "--ablation", "nope"], "--ablation 'nope' is unknown; choose one of"),
+        ([*base, "--output_dir", out, "--max_train_samples", "-1"], "--max_train_samples must be at least 1"),
+        (
+            [*base, "--output_dir", out, "--tokenizer_name", missing],
+            f"--tokenizer_name {missing}: cannot load a token",
+        ),
+        ([*base, "--output_dir", str(dangling)], f"--output_dir {dangling} is a symbolic link to"),
+        ([*base, "--output_dir", str(locked)], f"{locked / LOCK_NAME} is a folder, not the run's lock file"),
+    ]
+
+
 def _arguments_file(tmp_path: Path, name: str, **flags) -> str:
     path = tmp_path / name
     path.write_text(json.dumps(flags), encoding="utf-8")
@@ -80,94 +99,44 @@ def test_every_bad_flag_of_run_multihop_is_one_error_line(tiny_luke_dir, tmp_pat
     wikihop = str(write_wikihop_file(tmp_path / "train.json", make_wikihop_sample(4, seed=1)))
     (tmp_path / "hotpot.json").write_text(json.dumps(hotpot_fixture_rows()), encoding="utf-8")
     fever, wiki = _fever_files(tmp_path, fever_fixture_claims())
-    dangling, locked = _folders(tmp_path)
     out = str(tmp_path / "out")
     wh = ["--task", "wikihop", "--model_name_or_path", str(tiny_luke_dir), "--train_file", wikihop, "--do_train"]
     hp = ["--task", "hotpotqa", "--variant", "xh", "--model_name_or_path", str(tiny_luke_dir), "--train_file",
           str(tmp_path / "hotpot.json"), "--do_train", "--output_dir", out]  # fmt: skip
     fv = ["--task", "fever", "--variant", "xh", "--model_name_or_path", str(tiny_luke_dir), "--train_file", fever,
           "--wiki_pages", wiki, "--do_train", "--output_dir", out]  # fmt: skip
-    missing = str(tmp_path / "no-tokenizer")
+    no_dataset = ["--task", "hotpotqa", "--variant", "xh", "--do_train", "--output_dir", out, "--dataset_name",
+                  "nobody/no-such-dataset", "--model_name_or_path", str(tiny_luke_dir)]  # fmt: skip
+    arguments = _arguments_file(tmp_path, "args.json", task="wikihop", train_file=wikihop, do_train=True,
+                                output_dir=out, num_train_epochs="many")  # fmt: skip
     cases = [
-        ([*wh, "--output_dir", out, "--seed", "-1"], "--seed must lie in 0 .. 4294967295 (2**32 - 1), got -1"),
-        ([*wh, "--output_dir", out, "--num_train_epochs", "inf"], "--num_train_epochs must be a finite number"),
-        ([*wh, "--output_dir", out, "--ablation", "nope"], "--ablation 'nope' is unknown; choose one of"),
+        *_shared_refusals(wh, tmp_path),
         ([*wh, "--output_dir", out, "--attention_window", "-1"], "--attention_window must be at least 1"),
-        ([*wh, "--output_dir", out, "--max_train_samples", "-1"], "--max_train_samples must be at least 1"),
         ([*wh, "--output_dir", out, "--max_eval_samples", "0"], "--max_eval_samples must be at least 1"),
-        ([*wh, "--output_dir", out, "--tokenizer_name", missing], f"--tokenizer_name {missing}: cannot load a token"),
         ([*wh, "--output_dir", out, "--max_seq_length", "200000000"], "--max_seq_length must be at most 65536"),
         ([*hp, "--max_query_length", "0"], "--max_query_length must be at least 1 token, got 0"),
         ([*hp, "--max_seq_length", "8"], "--max_seq_length 8 (the processor's max_node_length, tokens per node)"),
         ([*fv, "--max_nodes", "0"], "--max_nodes must be at least 1"),
         ([*fv, "--max_nodes", "-2"], "--max_nodes must be at least 1"),
-        (
-            [
-                "--task",
-                "hotpotqa",
-                "--variant",
-                "xh",
-                "--do_train",
-                "--output_dir",
-                out,
-                "--dataset_name",
-                "nobody/no-such-dataset",
-                "--model_name_or_path",
-                str(tiny_luke_dir),
-            ],
-            "--dataset_name nobody/no-such-dataset: cannot load its train split",
-        ),  # fmt: skip
-        ([*wh, "--output_dir", str(dangling)], f"--output_dir {dangling} is a symbolic link to"),
-        ([*wh, "--output_dir", str(locked)], f"{locked / LOCK_NAME} is a folder, not the run's lock file"),
-        (
-            [
-                _arguments_file(
-                    tmp_path,
-                    "args.json",
-                    task="wikihop",
-                    train_file=wikihop,
-                    do_train=True,
-                    output_dir=out,
-                    num_train_epochs="many",
-                )
-            ],
-            "'num_train_epochs' must be float, got 'many'",
-        ),  # fmt: skip
+        (no_dataset, "--dataset_name nobody/no-such-dataset: cannot load its train split"),
+        ([arguments], "'num_train_epochs' must be float, got 'many'"),
     ]
     _check(MULTIHOP_SCRIPT, cases, tmp_path)
-    assert not (tmp_path / "out").exists() and (locked / LOCK_NAME).is_dir()
+    assert not (tmp_path / "out").exists() and (tmp_path / "locked" / LOCK_NAME).is_dir()
 
 
 def test_every_bad_flag_of_run_entity_tasks_is_one_error_line(tiny_luke_dir, tmp_path):
-    dangling, locked = _folders(tmp_path)
     out = str(tmp_path / "out")
     typing = ["--task", "entity_typing", "--model_name_or_path", str(tiny_luke_dir), "--train_file",
               str(ENTITY_TASK_FILES["entity_typing"]), "--do_train"]  # fmt: skip
-    missing = str(tmp_path / "no-tokenizer")
+    arguments = _arguments_file(tmp_path, "args.json", task="entity_typing", do_train=True, output_dir=out,
+                                train_file=str(ENTITY_TASK_FILES["entity_typing"]), max_seq_length="long")  # fmt: skip
     cases = [
-        ([*typing, "--output_dir", out, "--seed", "-1"], "--seed must lie in 0 .. 4294967295"),
-        ([*typing, "--output_dir", out, "--num_train_epochs", "inf"], "--num_train_epochs must be a finite number"),
+        *_shared_refusals(typing, tmp_path),
         ([*typing, "--output_dir", out, "--num_train_epochs", "0"], "--num_train_epochs must be positive to train"),
         ([*typing, "--output_dir", out, "--max_steps", "0"], "--max_steps must be a positive number of steps"),
-        ([*typing, "--output_dir", out, "--ablation", "nope"], "--ablation 'nope' is unknown"),
         ([*typing, "--output_dir", out, "--max_train_samples", "-2"], "--max_train_samples must be at least 1"),
-        ([*typing, "--output_dir", out, "--tokenizer_name", missing], f"--tokenizer_name {missing}: cannot load"),
-        ([*typing, "--output_dir", str(dangling)], "is a symbolic link to"),
-        ([*typing, "--output_dir", str(locked)], "is a folder, not the run's lock file"),
-        (
-            [
-                _arguments_file(
-                    tmp_path,
-                    "args.json",
-                    task="entity_typing",
-                    do_train=True,
-                    output_dir=out,
-                    train_file=str(ENTITY_TASK_FILES["entity_typing"]),
-                    max_seq_length="long",
-                )
-            ],
-            "'max_seq_length' must be int, got 'long'",
-        ),  # fmt: skip
+        ([arguments], "'max_seq_length' must be int, got 'long'"),
     ]
     _check(ENTITY_SCRIPT, cases, tmp_path)
     assert not (tmp_path / "out").exists()

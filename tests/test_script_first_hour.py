@@ -65,7 +65,7 @@ def _demo(capsys, script, task: str, output_dir) -> list[str]:
     script.main(["--task", task, "--output_dir", str(output_dir)])
     captured = capsys.readouterr()
     out = captured.out.splitlines()
-    assert out[0].startswith(f"{script.SCRIPT}: no data or model given: the "), out[0]
+    assert out[0].startswith(f"{script.SCRIPT.name}: no data or model given: the "), out[0]
     assert str(output_dir) in out[-1] and "; before training: " in out[-1], out[-1]
     assert not [line for line in out if "Model config" in line]  # no config dump (the WikiHop demo printed four)
     # the demo's data stays in its folder: every path the run names (the converted tiny LUKE) still exists

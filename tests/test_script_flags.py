@@ -26,7 +26,7 @@ import pytest
 from script_helpers import ENTITY_SCRIPT, MULTIHOP_SCRIPT, RECORD_SCRIPT, load_script
 from transformers import TrainingArguments
 
-from gesa.training_gesa import GIVEN, ScriptArgumentError, flag_table
+from gesa.training_gesa import GIVEN, ScriptArgumentError, flag_table, script_parser
 
 SCRIPTS = {"run_record.py": RECORD_SCRIPT, "run_multihop.py": MULTIHOP_SCRIPT, "run_entity_tasks.py": ENTITY_SCRIPT}
 
@@ -77,7 +77,7 @@ def _argv(module, run: dict, flag: str | None = None) -> list[str]:
 
 def _value(module, flag: str) -> str:
     """A value the flag parses (its first choice, a number, ``true``, a name)."""
-    parser = module.script_parser((*_dataclasses(module), TrainingArguments), description=None)
+    parser = script_parser((*_dataclasses(module), TrainingArguments), description=None)
     action = next(action for action in parser._actions if action.dest == flag)
     if action.choices:
         return str(list(action.choices)[0])
@@ -227,7 +227,7 @@ def test_help_keeps_the_docstring_and_lists_every_flag_once_with_its_help(script
     description = [line for line in (module.__doc__ or "").strip().splitlines() if line.strip()]
     for line in description:  # the docstring's own lines, unwrapped and unbroken (studio-ousia/luke-... included)
         assert line.rstrip() in lines, line
-    parser = module.script_parser((*_dataclasses(module), TrainingArguments), description=None)
+    parser = script_parser((*_dataclasses(module), TrainingArguments), description=None)
     options = [action.option_strings[0] for action in parser._actions if action.option_strings]
     flags = [line.split()[0].rstrip(",") for line in lines if line.startswith("  -")]
     assert sorted(flags) == sorted(options), set(flags) ^ set(options)  # every flag, once

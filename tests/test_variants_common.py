@@ -16,13 +16,14 @@ gradient checkpointing where blocks repeat."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from pathlib import Path
 
 import pytest
 import torch
-from model_helpers import TINY, record_like_batch
+from model_helpers import TINY, config_error, record_like_batch
 from transformers.dynamic_module_utils import get_relative_imports
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from variant_helpers import reload_each_in_fresh_process
@@ -40,8 +41,9 @@ from variant_inputs import (
     xh_config,
 )
 
-from gesa import GesaForEntitySpanQA, registry_gesa
+from gesa import GesaConfig, GesaForEntitySpanQA, registry_gesa
 from gesa.checks_gesa import KAR_NULL_CANDIDATE
+from gesa.configuration_variants import ErnieConfig, KarConfig, XhConfig
 from gesa.modeling_ernie import (
     ErnieForDenoisingEntityAutoencoder,
     ErnieForEntitySpanQA,
@@ -418,3 +420,80 @@ def test_each_task_names_its_head_per_variant_and_refuses_a_variant_without_one(
     assert registry_gesa.knowledge_variant_of("gesa_kar") == "kar"
     assert registry_gesa.knowledge_variant_of("gesa") is None
     assert registry_gesa.reads_sentence_graphs("gesa_xh") and not registry_gesa.reads_sentence_graphs("gesa")
+
+
+# ---------------------------------------------------------------------------------------------
+# Config checks
+# ---------------------------------------------------------------------------------------------
+
+
+# every field a variant's config adds to GesaConfig, with a value it must refuse and what the error says
+BAD_VARIANT_FIELDS = {
+    "kar": [
+        ("backbone", "bert", "'bert' is unknown; choose one of \\['luke', 'gesa'\\]"),
+        ("kar_num_layers", 2, "must be 0 \\(knowledge off\\) or 1"),
+        ("kar_layer", -1, "non-negative integer"),
+        ("kar_entity_threshold", float("inf"), "finite number"),
+        ("kar_num_attention_heads", 0, "positive integer"),
+        ("kar_intermediate_size", "64", "doesn't match any type"),
+        ("kar_linker_hidden_size", 0, "positive integer"),
+        ("kar_output_init", "eye", "'eye' is unknown"),
+        ("kar_linking_loss_weight", -1.0, "finite number >= 0"),
+        ("kb_size", 0, "positive integer"),
+    ],
+    "ernie": [
+        ("backbone", "bert", "'bert' is unknown; choose one of \\['luke', 'gesa'\\]"),
+        ("ernie_num_fusion_layers", -1, "non-negative integer"),
+        ("ernie_entity_num_attention_heads", 0, "positive integer"),
+        ("ernie_fusion_output", "tanh", "'tanh' is unknown"),
+        ("kb_size", 1.5, "doesn't match any type"),
+    ],
+    "xh": [
+        ("xh_num_hop_layers", -1, "non-negative integer"),
+        ("xh_num_hop_attention_heads", 0, "positive integer"),
+        ("xh_hop_dropout", 1.0, "dropout probability in \\[0, 1\\)"),
+        ("backbone", "bert", "choose one of \\['luke', 'gesa'\\]"),
+        ("xh_hop_attention", "gat", "choose one of \\['paper', 'released_gat'\\]"),
+    ],
+}
+# values valid alone that the rest of the (tiny) config refuses, with the field and fix the error names
+BAD_VARIANT_VALUES = {
+    "kar": [
+        ({"kar_layer": 3}, "kar_layer=3", "must be in \\[0, num_hidden_layers=2\\]"),
+        ({"kar_num_attention_heads": 5}, "entity_emb_size=16", "must be a multiple of kar_num_attention_heads=5"),
+    ],
+    "ernie": [
+        ({"ernie_num_fusion_layers": 3}, "ernie_num_fusion_layers=3", "must be in \\[0, num_hidden_layers=2\\]"),
+        ({"ernie_entity_num_attention_heads": 3}, "entity_emb_size=16", "must be a multiple of"),
+    ],
+    "xh": [
+        ({"xh_num_hop_layers": 4}, "xh_num_hop_layers=4", "must be in \\[0, num_hidden_layers=3\\]"),
+        ({"xh_num_hop_attention_heads": 5}, "hidden_size=32", "must be a multiple of xh_num_hop_attention_heads=5"),
+    ],
+}
+VARIANT_CONFIGS = {"kar": (KarConfig, kar_config), "ernie": (ErnieConfig, ernie_config), "xh": (XhConfig, xh_config)}
+
+
+@pytest.mark.parametrize("name", VARIANT_CONFIGS)
+def test_every_variant_config_field_is_checked(name):
+    config_class = VARIANT_CONFIGS[name][0]
+    own = {f.name for f in dataclasses.fields(config_class)} - {f.name for f in dataclasses.fields(GesaConfig)}
+    assert own == {field for field, _, _ in BAD_VARIANT_FIELDS[name]}
+
+
+@pytest.mark.parametrize(
+    "name, field, value, message",
+    [(name, *case) for name, cases in BAD_VARIANT_FIELDS.items() for case in cases],
+    ids=[f"{name}-{case[0]}" for name, cases in BAD_VARIANT_FIELDS.items() for case in cases],
+)
+def test_bad_variant_config_field_raises_an_error_naming_it(name, field, value, message):
+    with config_error(field, message):
+        VARIANT_CONFIGS[name][1](**{field: value})
+
+
+@pytest.mark.parametrize(
+    "name, kwargs, field, message", [(name, *case) for name, cases in BAD_VARIANT_VALUES.items() for case in cases]
+)
+def test_bad_variant_config_values_raise_clear_errors(name, kwargs, field, message):
+    with config_error(field, message):
+        VARIANT_CONFIGS[name][1](**kwargs)

@@ -16,18 +16,22 @@ unaligned tokens, both output forms), dEA, bad input, and conversion + training 
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
-from model_helpers import config_error, record_like_batch
-from variant_helpers import gesa_features, hashed_alias_table, reload_in_fresh_process, same_backbone, train_steps
+from model_helpers import record_like_batch
+from variant_helpers import (
+    assert_qa_model_reloads,
+    knowledge_record_batches,
+    same_backbone,
+    train_steps,
+    variant_on_its_backbone,
+)
 from variant_inputs import ENTITY_IDS, POSITIONS, ernie_batch, ernie_config
 
-from gesa import GesaConfig, GesaModel
+from gesa import GesaModel
 from gesa.configuration_variants import ErnieConfig
 from gesa.modeling_ernie import (
     ErnieForDenoisingEntityAutoencoder,
@@ -35,7 +39,6 @@ from gesa.modeling_ernie import (
     ErnieModel,
     corrupt_entity_alignments,
 )
-from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
 
 # ---------------------------------------------------------------------------------------------
 # 1. Identity: fusion disabled -> the backbone
@@ -44,11 +47,9 @@ from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, Know
 
 @pytest.mark.parametrize("fusion_layers", [1, 2])
 def test_no_knowledge_entities_equals_backbone(fusion_layers):
-    torch.manual_seed(0)
-    backbone = GesaModel(ernie_config()).eval()
-    model = ErnieModel(ernie_config(ernie_num_fusion_layers=fusion_layers)).eval()
-    missing = same_backbone(model, backbone)
-    assert missing and all(key.startswith("fusion_layers.") for key in missing), missing
+    model, backbone = variant_on_its_backbone(
+        ErnieModel, ernie_config, "fusion_layers.", ernie_num_fusion_layers=fusion_layers
+    )
     batch = record_like_batch()
     with torch.no_grad():
         expected = backbone(**batch, output_hidden_states=True)
@@ -315,38 +316,6 @@ def test_bad_knowledge_inputs_raise_clear_errors(changes, message):
         model(**batch)
 
 
-BAD_ERNIE_FIELDS = [
-    ("backbone", "bert", "'bert' is unknown; choose one of \\['luke', 'gesa'\\]"),
-    ("ernie_num_fusion_layers", -1, "non-negative integer"),
-    ("ernie_entity_num_attention_heads", 0, "positive integer"),
-    ("ernie_fusion_output", "tanh", "'tanh' is unknown"),
-    ("kb_size", 1.5, "doesn't match any type"),
-]
-
-
-def test_every_ernie_config_field_is_checked():
-    own = {f.name for f in dataclasses.fields(ErnieConfig)} - {f.name for f in dataclasses.fields(GesaConfig)}
-    assert own == {name for name, _, _ in BAD_ERNIE_FIELDS}
-
-
-@pytest.mark.parametrize("field, value, message", BAD_ERNIE_FIELDS, ids=[f[0] for f in BAD_ERNIE_FIELDS])
-def test_bad_ernie_config_field_raises_an_error_naming_it(field, value, message):
-    with config_error(field, message):
-        ernie_config(**{field: value})
-
-
-@pytest.mark.parametrize(
-    "kwargs, field, message",
-    [
-        ({"ernie_num_fusion_layers": 3}, "ernie_num_fusion_layers=3", "must be in \\[0, num_hidden_layers=2\\]"),
-        ({"ernie_entity_num_attention_heads": 3}, "entity_emb_size=16", "must be a multiple of"),
-    ],
-)
-def test_bad_ernie_config_values_raise_clear_errors(kwargs, field, message):
-    with config_error(field, message):
-        ernie_config(**kwargs)
-
-
 # ---------------------------------------------------------------------------------------------
 # 5. LUKE conversion, training on the project's ReCoRD sample, save / reload with trust_remote_code
 # ---------------------------------------------------------------------------------------------
@@ -363,13 +332,7 @@ def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
     assert "gesa.fusion_layers.0.entity_to_intermediate.weight" in missing and "classifier.weight" in missing
     assert model.config.model_type == "gesa_ernie" and model.config.ernie_num_fusion_layers == 1
 
-    features, processor = gesa_features(tokenizer, count=3)
-    model.init_added_word_embeddings(processor.added_token_sources())
-    model.set_knowledge_base(torch.randn(50, model.config.entity_emb_size))
-    alias_table = hashed_alias_table({t for f in features for t in f["candidate_texts"]}, kb_size=50)
-    builder = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator(alias_table=alias_table), "ernie")
-    collate = KnowledgeCollator(processor.get_data_collator(), builder)
-    batches = [collate(features[i : i + 4]) for i in range(0, min(len(features), 8), 4)]
+    batches = knowledge_record_batches(model, tokenizer, "ernie")
     first = batches[0]
     ids, positions = first["ernie_entity_ids"], first["ernie_entity_positions"]
     assert (ids >= 0).sum() > 4
@@ -380,16 +343,5 @@ def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
     print(f"ERNIE ReCoRD loss before {before:.4f} after {after:.4f}")
     assert after < 0.8 * before, (before, after)
 
-    model.eval()
-    with torch.no_grad():
-        expected = model(**first).logits
-    out_dir = tmp_path / "ernie"
-    model.save_pretrained(out_dir)
-    saved = json.loads((out_dir / "config.json").read_text())
-    assert saved["auto_map"]["AutoModelForQuestionAnswering"] == "modeling_ernie.ErnieForEntitySpanQA"
-    assert saved["auto_map"]["AutoModel"] == "modeling_ernie.ErnieModel"
     inputs = {k: v for k, v in first.items() if k != "labels"}
-    reloaded = reload_in_fresh_process(
-        out_dir, inputs, tmp_path, "AutoModelForQuestionAnswering", "ErnieForEntitySpanQA", "ErnieModel"
-    )
-    torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)
+    assert_qa_model_reloads(model, inputs, tmp_path, "modeling_ernie", "ErnieForEntitySpanQA", "ErnieModel")

@@ -16,20 +16,24 @@ conversion + training + fresh-process reload on the project's ReCoRD sample."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 
 import pytest
 import torch
-from model_helpers import TINY, config_error, record_like_batch
-from variant_helpers import gesa_features, hashed_alias_table, reload_in_fresh_process, same_backbone, train_steps
+from model_helpers import TINY, record_like_batch
+from variant_helpers import (
+    assert_qa_model_reloads,
+    knowledge_record_batches,
+    same_backbone,
+    train_steps,
+    variant_on_its_backbone,
+)
 from variant_inputs import kar_batch, kar_config
 
-from gesa import GesaConfig, GesaModel
+from gesa import GesaModel
 from gesa.configuration_variants import KarConfig
 from gesa.modeling_kar import KarForEntitySpanQA, KarModel, threshold_link_weights
-from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
+from gesa.processing_kb import EntityCandidateGenerator
 
 KB_SIZE = 4  # TINY's entity table is the default knowledge base
 
@@ -41,11 +45,7 @@ KB_SIZE = 4  # TINY's entity table is the default knowledge base
 
 @pytest.mark.parametrize("kar_layer", [0, 1, 2])
 def test_zeroed_recontextualisation_equals_backbone(kar_layer):
-    torch.manual_seed(0)
-    backbone = GesaModel(kar_config()).eval()
-    model = KarModel(kar_config(kar_layer=kar_layer)).eval()
-    missing = same_backbone(model, backbone)
-    assert missing and all(key.startswith("kar.") for key in missing), missing
+    model, backbone = variant_on_its_backbone(KarModel, kar_config, "kar.", kar_layer=kar_layer)
     batch = kar_batch()
     gesa_inputs = {k: v for k, v in batch.items() if not k.startswith("kar_")}
     with torch.no_grad():
@@ -256,43 +256,6 @@ def test_candidates_without_spans_are_refused():
         model(**batch)
 
 
-BAD_KAR_FIELDS = [
-    ("backbone", "bert", "'bert' is unknown; choose one of \\['luke', 'gesa'\\]"),
-    ("kar_num_layers", 2, "must be 0 \\(knowledge off\\) or 1"),
-    ("kar_layer", -1, "non-negative integer"),
-    ("kar_entity_threshold", float("inf"), "finite number"),
-    ("kar_num_attention_heads", 0, "positive integer"),
-    ("kar_intermediate_size", "64", "doesn't match any type"),
-    ("kar_linker_hidden_size", 0, "positive integer"),
-    ("kar_output_init", "eye", "'eye' is unknown"),
-    ("kar_linking_loss_weight", -1.0, "finite number >= 0"),
-    ("kb_size", 0, "positive integer"),
-]
-
-
-def test_every_kar_config_field_is_checked():
-    own = {f.name for f in dataclasses.fields(KarConfig)} - {f.name for f in dataclasses.fields(GesaConfig)}
-    assert own == {name for name, _, _ in BAD_KAR_FIELDS}
-
-
-@pytest.mark.parametrize("field, value, message", BAD_KAR_FIELDS, ids=[f[0] for f in BAD_KAR_FIELDS])
-def test_bad_kar_config_field_raises_an_error_naming_it(field, value, message):
-    with config_error(field, message):
-        kar_config(**{field: value})
-
-
-@pytest.mark.parametrize(
-    "kwargs, field, message",
-    [
-        ({"kar_layer": 3}, "kar_layer=3", "must be in \\[0, num_hidden_layers=2\\]"),
-        ({"kar_num_attention_heads": 5}, "entity_emb_size=16", "must be a multiple of kar_num_attention_heads=5"),
-    ],
-)
-def test_bad_kar_config_values_raise_clear_errors(kwargs, field, message):
-    with config_error(field, message):
-        kar_config(**kwargs)
-
-
 def test_default_kar_layer_mirrors_knowbert():
     assert KarConfig().kar_layer == 20  # 24 layers: after layer 20
     assert KarConfig(num_hidden_layers=12).kar_layer == 10  # KnowBERT-Wiki: between layers 10 and 11 of 12
@@ -338,30 +301,13 @@ def test_converts_trains_and_reloads(tiny_luke_dir, tmp_path):
     identity = torch.eye(kar.bert_to_kg.out_features)
     torch.testing.assert_close(kar.bert_to_kg.weight @ kar.kg_to_bert.weight, identity, atol=1e-4, rtol=0)
 
-    features, processor = gesa_features(tokenizer, count=3)
-    model.init_added_word_embeddings(processor.added_token_sources())
-    model.set_knowledge_base(torch.randn(50, model.config.entity_emb_size))
-    alias_table = hashed_alias_table({t for f in features for t in f["candidate_texts"]}, kb_size=50)
-    builder = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator(alias_table=alias_table), "kar")
-    collate = KnowledgeCollator(processor.get_data_collator(), builder)
-    batches = [collate(features[i : i + 4]) for i in range(0, min(len(features), 8), 4)]
+    batches = knowledge_record_batches(model, tokenizer, "kar")
     first = batches[0]
     assert (first["kar_candidate_ids"] >= 0).any(-1).sum() > 4  # the mentions were read back and linked
     before, after = train_steps(model, batches, steps=12)
     print(f"KAR ReCoRD loss before {before:.4f} after {after:.4f}")
     assert after < 0.8 * before, (before, after)
 
-    model.eval()
-    with torch.no_grad():
-        expected = model(**first).logits
-    out_dir = tmp_path / "kar"
-    model.save_pretrained(out_dir)
-    saved = json.loads((out_dir / "config.json").read_text())
-    assert saved["auto_map"]["AutoModelForQuestionAnswering"] == "modeling_kar.KarForEntitySpanQA"
-    assert saved["auto_map"]["AutoModel"] == "modeling_kar.KarModel"
-    assert saved["kb_size"] == 50 and saved["kar_layer"] == 1
     inputs = {k: v for k, v in first.items() if k != "labels"}
-    reloaded = reload_in_fresh_process(
-        out_dir, inputs, tmp_path, "AutoModelForQuestionAnswering", "KarForEntitySpanQA", "KarModel"
-    )
-    torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)
+    saved = assert_qa_model_reloads(model, inputs, tmp_path, "modeling_kar", "KarForEntitySpanQA", "KarModel")
+    assert saved["kb_size"] == 50 and saved["kar_layer"] == 1

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from long_helpers import structure_of
 from transformers import AutoModelForMultipleChoice, LukeTokenizer
+from wikihop_fixtures import velmor_record
 
 from gesa.configuration_gesa import ABLATION_PRESETS, NUM_CONTEXT_EDGE_KINDS, GesaConfig
 from gesa.graph_context import DOCUMENT, EDGE_KINDS, ENTITY, GraphRules, build_context_graph
@@ -27,17 +29,7 @@ from gesa.modeling_gesa_multiple_choice import GesaForEntityMultipleChoice
 from gesa.processing_wikihop import GRAPH_EDGES, WikihopProcessor
 from gesa.structure_gesa import CONTEXT_EDGE_KINDS, RelativeLabels
 
-RECORD = {
-    "id": "WH_ctx_0",
-    "query": "country velmor",
-    "supports": [
-        "Velmor is a small town in Abo Province. It lies near France and Spain.",
-        "Abo Province is a region of France. Velmor is old.",
-        "Kastrel Province is a region of Spain. Spain borders France.",
-    ],
-    "candidates": ["france", "spain", "norway"],
-    "answer": "france",
-}
+RECORD = velmor_record("WH_ctx_0")
 RICH = {"entity_graph": "context", "sentence_nodes": "all", "co_document_edges": True}
 
 
@@ -57,18 +49,7 @@ def tiny_config(**overrides):
 def e2e_labels(model, batch):
     """The e2e label ids `(B, E, E)` the model's layers read for `batch`."""
     entity_length = batch["entity_ids"].size(1)
-    mask = torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], dim=1)
-    structure = model.gesa.build_attention_structure(
-        mask,
-        batch["input_ids"].size(1),
-        batch["global_attention_mask"],
-        batch["entity_position_ids"],
-        batch["placeholder_entity_mask"],
-        batch["entity_string_ids"],
-        batch["entity_sentence_ids"],
-        batch["question_string_ids"],
-        batch.get(GRAPH_EDGES),
-    )
+    structure = structure_of(model.gesa, batch)
     return structure.tokens.entity_entity_labels, structure.tokens.entity_word_labels, entity_length
 
 

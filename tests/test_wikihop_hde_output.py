@@ -21,6 +21,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from transformers import LukeTokenizer
+from wikihop_fixtures import velmor_record
 
 import gesa.modeling_candidate_output as output_module
 import gesa.modeling_context_graph as context_graph_module
@@ -30,17 +31,7 @@ from gesa.modeling_gesa_multiple_choice import GesaForEntityMultipleChoice
 from gesa.modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
 from gesa.processing_wikihop import WikihopProcessor
 
-RECORD = {
-    "id": "WH_hde_0",
-    "query": "country velmor",
-    "supports": [
-        "Velmor is a small town in Abo Province. It lies near France and Spain.",
-        "Abo Province is a region of France. Velmor is old.",
-        "Kastrel Province is a region of Spain. Spain borders France.",
-    ],
-    "candidates": ["france", "spain", "norway"],
-    "answer": "spain",
-}
+RECORD = velmor_record("WH_hde_0", answer="spain")
 SECOND = {**RECORD, "id": "WH_hde_1", "candidates": ["velmor", "france"], "answer": "france"}
 HEADS = {
     "gesa": (GesaForEntityMultipleChoice, GesaConfig, {}),
@@ -119,6 +110,24 @@ def test_the_context_graph_gnn_and_the_wikihop_heads_share_one_eq_2_62():
     assert context_graph_module.candidate_scores is output_module.candidate_scores
     scorer = output_module.Scorer(8)
     assert (scorer.hidden.in_features, scorer.hidden.out_features, scorer.out.out_features) == (8, 4, 1)
+
+
+def test_the_candidate_loss_is_the_mean_cross_entropy_over_labelled_examples_and_zero_without_any():
+    import gesa.modeling_gesa_multiple_choice as choice_module
+
+    assert context_graph_module.candidate_choice_loss is output_module.candidate_choice_loss
+    assert choice_module.candidate_choice_loss is output_module.candidate_choice_loss
+    minimum = torch.finfo(torch.float32).min
+    logits = torch.tensor([[0.5, -1.0, minimum, minimum], [2.0, minimum, minimum, minimum], [0.1, 0.3, 0.2, minimum]])
+    labels = torch.tensor([1, -100, 2])
+    plain = [-torch.log_softmax(logits[row], -1)[label] for row, label in enumerate(labels.tolist()) if label != -100]
+    torch.testing.assert_close(output_module.candidate_choice_loss(logits, labels), sum(plain) / len(plain))
+    assert output_module.candidate_choice_loss(logits, None) is None
+    # no labelled example: 0 and a zero gradient, never NaN (the padded slots sum past the float range)
+    leaf = logits.clone().requires_grad_()
+    loss = output_module.candidate_choice_loss(leaf, torch.full((3,), -100))
+    loss.backward()
+    assert loss.item() == 0.0 and torch.equal(leaf.grad, torch.zeros_like(logits))
 
 
 @pytest.mark.parametrize("head", sorted(HEADS))

@@ -22,7 +22,7 @@ import json
 import pytest
 import torch
 from hotpot_fever_fixtures import hotpot_fixture_rows
-from script_helpers import load_multihop_script, multihop_error_line
+from script_helpers import load_multihop_script, multihop_error_line, run_multihop_on_hotpot_rows
 from tiny_luke import SHARED
 from variant_inputs import xh_config
 
@@ -150,13 +150,9 @@ def _official_scores(prediction_file, data_file) -> dict[str, float]:
 
 @pytest.mark.slow
 def test_paper_system_trains_each_component_and_writes_the_official_file(tiny_luke_dir, tmp_path):
-    rows = hotpot_fixture_rows()
-    (tmp_path / "train.json").write_text(json.dumps(rows))
     output_dir = tmp_path / "out"
-    argv = ["--task", "hotpotqa", "--model_name_or_path", str(tiny_luke_dir), "--output_dir", str(output_dir),
-            "--train_file", str(tmp_path / "train.json"), "--validation_file", str(tmp_path / "train.json"),
-            "--do_train", "--do_eval", "--num_train_epochs", "12", *ARGS]  # fmt: skip
-    results = load_multihop_script().main(argv)
+    results = run_multihop_on_hotpot_rows(tiny_luke_dir, tmp_path, output_dir, hotpot_fixture_rows(), "--do_train",
+                                          "--do_eval", "--num_train_epochs", "12", *ARGS)  # fmt: skip
     assert {f"eval_{k}" for k in KEYS} | {"eval_question_type_accuracy"} <= set(results)
     assert json.loads((output_dir / "all_results.json").read_text()) == results
     assert all((output_dir / name / "config.json").is_file() for name in COMPONENTS)

@@ -81,22 +81,30 @@ def test_claims_without_candidates_get_retrieved_pages_and_sentences():
     assert "predicted_pages" not in claims[0]  # the input is not modified
 
 
+def run_fever_xh(luke_dir, tmp_path, files: dict[str, list[dict]], *flags: str) -> tuple:
+    """``run_multihop.py --task fever --variant xh`` from `luke_dir` training on the ``--train_file`` of `files`
+    (each flag's claims written as JSON lines under `tmp_path`), the fixture's wiki pages beside them, small CPU
+    settings, then `flags`; returns the output folder and the run's results."""
+    output_dir = tmp_path / "out"
+    argv = ["--task", "fever", "--variant", "xh", "--model_name_or_path", str(luke_dir),
+            "--output_dir", str(output_dir), "--wiki_pages", str(write_fever_pages(tmp_path)), "--do_train",
+            "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "16",
+            "--report_to", "none", "--seed", "0", "--use_cpu", "true", "--dataloader_pin_memory", "false",
+            "--max_seq_length", "64", "--max_query_length", "24", *flags]  # fmt: skip
+    for flag, claims in files.items():
+        path = tmp_path / f"{flag.removeprefix('--').removesuffix('_file')}.jsonl"
+        path.write_text("\n".join(json.dumps(c) for c in claims))
+        argv += [flag, str(path)]
+    return output_dir, load_multihop_script().main(argv)
+
+
 @pytest.mark.slow
 def test_run_multihop_fever_from_blind_claims_with_bm25_retrieval(tiny_luke_dir, tmp_path):
     claims = fever_fixture_claims()
-    (tmp_path / "train.jsonl").write_text("\n".join(json.dumps(c) for c in claims))
     blind = [{"id": c["id"], "claim": c["claim"]} for c in claims]  # no label, evidence or candidates
-    (tmp_path / "test.jsonl").write_text("\n".join(json.dumps(c) for c in blind))
-    write_fever_pages(tmp_path)
-    output_dir = tmp_path / "out"
-    argv = ["--task", "fever", "--variant", "xh", "--model_name_or_path", str(tiny_luke_dir),
-            "--output_dir", str(output_dir), "--train_file", str(tmp_path / "train.jsonl"),
-            "--test_file", str(tmp_path / "test.jsonl"), "--wiki_pages", str(tmp_path / "wiki-001.jsonl"),
-            "--fever_retrieval", "bm25", "--do_train", "--do_predict", "--num_train_epochs", "2",
-            "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "16", "--save_strategy", "no",
-            "--report_to", "none", "--seed", "0", "--use_cpu", "true", "--dataloader_pin_memory", "false",
-            "--max_seq_length", "64", "--max_query_length", "24"]  # fmt: skip
-    load_multihop_script().main(argv)
+    output_dir, _ = run_fever_xh(tiny_luke_dir, tmp_path, {"--train_file": claims, "--test_file": blind},
+                                 "--fever_retrieval", "bm25", "--do_predict", "--num_train_epochs", "2",
+                                 "--save_strategy", "no")  # fmt: skip
     submitted = [json.loads(line) for line in (output_dir / "predict_predictions.jsonl").read_text().splitlines()]
     assert [s["id"] for s in submitted] == [c["id"] for c in claims]
     # every predicted evidence sentence is one BM25 retrieved from the wiki pages (the claims name none)
@@ -146,20 +154,12 @@ def test_sentence_reranker_reads_each_sentence_alone_with_its_claim(tiny_luke_di
 
 @pytest.mark.slow
 def test_run_multihop_fever_from_blind_claims_with_backbone_reranked_sentences(tiny_luke_dir, tmp_path):
-    claims = fever_fixture_claims()
-    (tmp_path / "train.jsonl").write_text("\n".join(json.dumps(c) for c in claims))
-    (tmp_path / "dev.jsonl").write_text("\n".join(json.dumps(c) for c in claims))  # no predicted pages/sentences
-    write_fever_pages(tmp_path)
-    output_dir = tmp_path / "out"
-    argv = ["--task", "fever", "--variant", "xh", "--model_name_or_path", str(tiny_luke_dir),
-            "--output_dir", str(output_dir), "--train_file", str(tmp_path / "train.jsonl"),
-            "--validation_file", str(tmp_path / "dev.jsonl"), "--wiki_pages", str(tmp_path / "wiki-001.jsonl"),
-            "--fever_retrieval", "bm25_rerank", "--do_train", "--do_eval", "--num_train_epochs", "4",
-            "--eval_strategy", "steps", "--eval_steps", "4", "--save_steps", "2",  # the re-ranker evaluates nothing
-            "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "16",
-            "--report_to", "none", "--seed", "0", "--use_cpu", "true", "--dataloader_pin_memory", "false",
-            "--max_seq_length", "64", "--max_query_length", "24", "--max_nodes", "2"]  # fmt: skip
-    results = load_multihop_script().main(argv)
+    claims = fever_fixture_claims()  # the dev claims too: no predicted pages/sentences
+    output_dir, results = run_fever_xh(tiny_luke_dir, tmp_path, {"--train_file": claims, "--validation_file": claims},
+                                       "--fever_retrieval", "bm25_rerank", "--do_eval", "--num_train_epochs", "4",
+                                       "--eval_strategy", "steps", "--eval_steps", "4",
+                                       "--save_steps", "2",  # the re-ranker evaluates nothing
+                                       "--max_nodes", "2")  # fmt: skip
     ranker = json.loads((output_dir / SENTENCE_RANKER / "config.json").read_text())
     assert ranker["xh_num_hop_layers"] == 0 and ranker["architectures"] == ["XhForSupportingFacts"]
     # the component folder keeps its model only: its checkpoints and Trainer files are removed once it is saved

@@ -47,6 +47,10 @@ SAMPLE_DIR = ROOT / "examples" / "data"
 ENTITY_VOCAB = {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3}
 SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # RoBERTa's ids 0-3; <mask> follows them here
 OFFLINE_VOCAB_SIZE = 2000
+# The sizes the tests build tiny LUKE and GESA models at (an odd FFN width catches a transposed weight; no dropout,
+# so two runs compare exactly); a test adds its vocabularies and `max_relative_position`.
+TINY_SIZES = dict(hidden_size=32, entity_emb_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
+TINY_SIZES.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
 def shared_available() -> bool:
@@ -90,8 +94,13 @@ def synthetic_sentences(count: int = 400, seed: int = 0) -> list[str]:
 
 def project_sample_texts() -> list[str]:
     """Passages and queries of the project's own ReCoRD sample (examples/data, written for the project)."""
+    return record_texts(sorted(SAMPLE_DIR.glob("record_sample_*.jsonl")))
+
+
+def record_texts(paths: list[Path]) -> list[str]:
+    """Each record's passage, then its queries, of the ReCoRD JSON-lines files at `paths` in order."""
     texts = []
-    for path in sorted(SAMPLE_DIR.glob("record_sample_*.jsonl")):
+    for path in paths:
         for line in path.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             texts.append(record["passage"]["text"])
@@ -141,20 +150,8 @@ def build_luke_tokenizer(tokenizer: str = "offline") -> LukeTokenizer:
 
 
 def tiny_luke_config(vocab_size: int, **overrides) -> LukeConfig:
-    kwargs = dict(
-        vocab_size=vocab_size,
-        entity_vocab_size=len(ENTITY_VOCAB),
-        hidden_size=32,
-        entity_emb_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=600,
-        type_vocab_size=1,
-        layer_norm_eps=1e-5,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
+    kwargs = dict(TINY_SIZES, vocab_size=vocab_size, entity_vocab_size=len(ENTITY_VOCAB), max_position_embeddings=600)
+    kwargs.update(type_vocab_size=1, layer_norm_eps=1e-5)
     kwargs.update(overrides)
     return LukeConfig(**kwargs)
 
@@ -178,12 +175,10 @@ def build_tiny_luke(
     _initialise(model, seed)
     torch.manual_seed(seed)  # callers may draw from the global RNG next: same state on every release
     if tie_entity_queries:
-        with torch.no_grad():
-            for layer in model.encoder.layer:
-                attn = layer.attention.self
-                for name in ("w2e_query", "e2w_query", "e2e_query"):
-                    getattr(attn, name).weight.copy_(attn.query.weight)
-                    getattr(attn, name).bias.copy_(attn.query.bias)
+        for layer in model.encoder.layer:
+            attn = layer.attention.self
+            for name in ("w2e_query", "e2w_query", "e2e_query"):
+                getattr(attn, name).load_state_dict(attn.query.state_dict())  # weight and bias
     model.save_pretrained(path)
     word_tokenizer.save_pretrained(path)
     return path

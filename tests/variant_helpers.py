@@ -80,10 +80,17 @@ def train_steps(model, batches: list[dict], steps: int = 12, lr: float = 3e-3) -
 
 
 def reload_in_fresh_process(
-    out_dir: Path, inputs: dict, tmp_path: Path, auto_class: str, expected_class: str, base_class: str
+    out_dir: Path,
+    inputs: dict,
+    tmp_path: Path,
+    auto_class: str,
+    expected_class: str,
+    base_class: str,
+    also: str = "",
 ) -> torch.Tensor:
     """Load `out_dir` with `auto_class.from_pretrained(trust_remote_code=True)` in a clean `python -I` process run
-    from elsewhere; returns its `logits` on `inputs`. Also checks `AutoModel` gives `base_class`."""
+    from elsewhere; returns its `logits` on `inputs`. Also checks `AutoModel` gives `base_class`, then runs `also`
+    (more checks, unindented code; `out_dir` is the string `out`, AutoConfig imported)."""
     torch.save(inputs, tmp_path / "inputs.pt")
     script = textwrap.dedent(f"""
         import sys, torch
@@ -100,15 +107,67 @@ def reload_in_fresh_process(
         torch.save(logits, {str(tmp_path / "reloaded_logits.pt")!r})
         base = AutoModel.from_pretrained({str(out_dir)!r}, trust_remote_code=True)
         assert type(base).__name__ == {base_class!r}, type(base).__name__
+        out = {str(out_dir)!r}
     """)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["HF_HUB_OFFLINE"] = "1"
-    env["HF_MODULES_CACHE"] = str(tmp_path / "modules")
-    result = subprocess.run(
-        [sys.executable, "-I", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_isolated(script + also, tmp_path)
     return torch.load(tmp_path / "reloaded_logits.pt")
+
+
+def run_isolated(script: str, tmp_path: Path, cwd: Path | None = None) -> None:
+    """Run `script` in a clean ``python -I`` process from `cwd` (default `tmp_path`): no PYTHONPATH, offline, the
+    remote code's module cache under `tmp_path`; a failure shows the end of its stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"))
+    result = subprocess.run([sys.executable, "-I", "-c", script], cwd=cwd or tmp_path, env=env, capture_output=True,
+                            text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def knowledge_record_batches(model, tokenizer, variant: str) -> list[dict]:
+    """Up to two batches of four features of the project's ReCoRD sample for the knowledge variant `model` ("kar" or
+    "ernie"): its added word rows initialised, a random 50-row knowledge base set, each mention's candidates from a
+    hashed alias table of the features' candidate texts."""
+    from gesa.processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
+
+    features, processor = gesa_features(tokenizer, count=3)
+    model.init_added_word_embeddings(processor.added_token_sources())
+    model.set_knowledge_base(torch.randn(50, model.config.entity_emb_size))
+    alias_table = hashed_alias_table({t for f in features for t in f["candidate_texts"]}, kb_size=50)
+    builder = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator(alias_table=alias_table), variant)
+    collate = KnowledgeCollator(processor.get_data_collator(), builder)
+    return [collate(features[i : i + 4]) for i in range(0, min(len(features), 8), 4)]
+
+
+def assert_qa_model_reloads(model, inputs: dict, tmp_path: Path, module: str, qa_class: str, base_class: str) -> dict:
+    """Save `model` under `tmp_path / <module minus "modeling_">`: its config maps AutoModelForQuestionAnswering to
+    `module.qa_class` and AutoModel to `module.base_class`, and reloaded in a fresh process with trust_remote_code it
+    gives the logits it gives here on `inputs` (atol 1e-5). Returns the saved config."""
+    model.eval()
+    with torch.no_grad():
+        expected = model(**inputs).logits
+    out_dir = tmp_path / module.removeprefix("modeling_")
+    model.save_pretrained(out_dir)
+    saved = json.loads((out_dir / "config.json").read_text())
+    assert saved["auto_map"]["AutoModelForQuestionAnswering"] == f"{module}.{qa_class}"
+    assert saved["auto_map"]["AutoModel"] == f"{module}.{base_class}"
+    reloaded = reload_in_fresh_process(
+        out_dir, inputs, tmp_path, "AutoModelForQuestionAnswering", qa_class, base_class
+    )
+    torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)
+    return saved
+
+
+def variant_on_its_backbone(variant_class, config, own_prefix: str, **overrides):
+    """Seed 0, a tiny `GesaModel(config())` and a `variant_class(config(**overrides))` given its weights (eval mode
+    both); only the variant's own keys (under `own_prefix`) stay missing. Returns the variant model and the backbone."""
+    from gesa import GesaModel
+
+    torch.manual_seed(0)
+    backbone = GesaModel(config()).eval()
+    model = variant_class(config(**overrides)).eval()
+    missing = same_backbone(model, backbone)
+    assert missing and all(key.startswith(own_prefix) for key in missing), missing
+    return model, backbone
 
 
 def same_backbone(variant_model, gesa_model) -> None:
@@ -148,13 +207,7 @@ def reload_each_in_fresh_process(cases: list[dict], tmp_path: Path) -> dict[str,
             results[case['name']] = {{key: getattr(out, key) for key in case['outputs']}}
         torch.save(results, {str(results_file)!r})
     """)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["HF_HUB_OFFLINE"] = "1"
-    env["HF_MODULES_CACHE"] = str(tmp_path / "modules")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(exist_ok=True)
-    result = subprocess.run(
-        [sys.executable, "-I", "-c", script], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_isolated(script, tmp_path, cwd=elsewhere)
     return torch.load(results_file)
