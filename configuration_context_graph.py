@@ -108,7 +108,7 @@ class ContextGraphConfig(GesaConfig):
         freeze_word_encoder_epochs (`int`, defaults to 0):
             With `freeze_word_encoder=False`: the embedder stays fixed for this many epochs, then is fine-tuned (4.2:
             "freeze the BERT parameters for the first 5 epochs"; the thesis's schedule sets 5). Applied by
-            `tasks_context_graph.FrozenEmbedderEpochs`, a `TrainerCallback`.
+            `training.context_graph.FrozenEmbedderEpochs`, a `TrainerCallback`.
         coattention_layers (`int`, defaults to 1), summariser_layers (`int`, defaults to 1):
             Layers of the co-attention Transformer `Trans_c` (3.2.2, algorithm 2) and of the summariser `Trans_s`.
         summariser_num_heads (`int`, *optional*):

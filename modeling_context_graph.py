@@ -505,7 +505,7 @@ class ContextGraphForMultipleChoice(GesaPreTrainedModel):
         self.entity_scorer = Scorer(config.hidden_size)  # MLP_e
         self.post_init()
         self.freeze_word_encoder(config.freeze_word_encoder)
-        # set by `tasks_context_graph.FrozenEmbedderEpochs` for the first `freeze_word_encoder_epochs` epochs
+        # set by `training.context_graph.FrozenEmbedderEpochs` for the first `freeze_word_encoder_epochs` epochs
         self.word_encoder_held = False
 
     def _init_weights(self, module: nn.Module) -> None:

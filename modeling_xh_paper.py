@@ -25,7 +25,7 @@
   comparison question the top-2
   documents by relevance. In each chosen document the sentences with `p >= 0.5`, at least the best one.
 
-The answers come from `modeling_xh_tasks.XhForHotpotQA` trained once per question type (`tasks_xh_paper`).
+The answers come from `modeling_xh_tasks.XhForHotpotQA` trained once per question type (`training.xh_paper`).
 `XhPaperSystemForHotpotQA` is the five models as one checkpoint: a folder of their folders named by a top-level
 `XhPaperSystemConfig`, which `AutoModelForQuestionAnswering` and `pipeline(model=dir, trust_remote_code=True)` open
 (`pipeline_xh_paper.XhPaperSystemPipeline`).

@@ -27,7 +27,7 @@ inside the node, Eq. 12; same weights, same names) plus two heads trained with i
 relevant node, its answer type, its best span for span answers; supporting facts are the sentences with
 `p >= 0.5` in the answer node and in the most relevant other node, at least the best sentence of each. The paper's
 own system (question classifier, XH per type, separate supporting-fact model) is `modeling_xh_paper` /
-`tasks_xh_paper`.
+`training.xh_paper`.
 
 FEVER: `modeling_xh.XhForFactVerification` (Eqs. 14-16) as is; `decode_fever` ranks the nodes by node importance
 `p(s | tau)` (Eq. 15) and predicts as evidence the candidates whose importance is at least uniform (`1 / nodes`),

@@ -143,7 +143,7 @@ class KnowledgeInputBuilder:
     ERNIE (`variant="ernie"`): every mention with a candidate is linked to its best one (ERNIE links with TAGME: one
     entity per mention; here the top prior), aligned to the mention's first word, the task's mentions first, then
     the longest non-overlapping alias spans: `ernie_entity_ids` and `ernie_entity_positions` `(B, N)`, -1 padded.
-    With `ner` (a spaCy pipeline, `ner_spacy.SpacyMentionFinder`), the named entities over words no mention covers
+    With `ner` (a spaCy pipeline, `training.ner_spacy.SpacyMentionFinder`), the named entities over words no mention covers
     are ERNIE's mentions with a NULL entity: they feed the model nothing (an unaligned word) and are listed in
     `alignments` (the last batch's `(first, last, entity or None, "task" | "alias" | "ner")` per example).
 
@@ -307,7 +307,7 @@ class KnowledgeInputBuilder:
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         """A new batch dict: `batch` plus the variant's inputs. A batch's `kar_gold_entities` `(B, E)` (the gold KB
-        row of each LUKE entity's mention, `KAR_NULL_CANDIDATE` for a gold NULL, -1 for none: `tasks_kb.gold_links`)
+        row of each LUKE entity's mention, `KAR_NULL_CANDIDATE` for a gold NULL, -1 for none: `training.knowledge_base.gold_links`)
         becomes KAR's `kar_gold_candidates` `(B, C)`: the gold's index among its mention's candidates, -1 where the
         mention has no gold or its gold entity is not a candidate (KnowBERT's `L_EL`)."""
         out = dict(batch)

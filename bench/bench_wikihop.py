@@ -98,7 +98,7 @@ def build(args: argparse.Namespace, model_name: str, words: int):
 
     from gesa.modeling_gesa_multiple_choice import GesaForEntityMultipleChoice
     from gesa.processing_wikihop import WikihopProcessor
-    from gesa.tasks_multihop import build_demo_luke
+    from gesa.training.wikihop import build_demo_luke
 
     record = wikihop_record(args.candidates, words)
     with tempfile.TemporaryDirectory() as scratch:

@@ -11,14 +11,14 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""What each FullWiki retrieval stage finds (paper A.1, `processing_fullwiki_xh`), on a corpus written from HotpotQA
+"""What each FullWiki retrieval stage finds (paper A.1, `training.fullwiki_graphs`), on a corpus written from HotpotQA
 questions' own paragraphs: the share of the questions' supporting paragraphs in the graph, the share of questions with
 both, the share whose graph holds the answer text, and the mean graph size, stage by stage, side by side.
 
     python bench/bench_xh_fullwiki.py        # ../shared's 100 distractor dev questions: their 991 paragraphs
 
 Run with this checkout importable as `gesa`. The re-ranker here is BM25's own score (no model), so the figures show
-what the sparse stages and the hyperlink expansion reach; a trained backbone re-ranker (`tasks_xh_fullwiki`) reorders
+what the sparse stages and the hyperlink expansion reach; a trained backbone re-ranker (`training.xh_fullwiki`) reorders
 the same candidates. A small corpus: every article is some question's gold or distractor paragraph, so the figures
 say nothing about the full Wikipedia.
 """
@@ -30,10 +30,10 @@ import json
 import tempfile
 from pathlib import Path
 
-from gesa.processing_fullwiki_xh import FullWikiRetriever
-from gesa.records_abstracts import read_abstracts_corpus
 from gesa.records_xh import read_hotpot_file
-from gesa.tasks_xh_fullwiki import abstracts_from_paragraphs, hotpot_paragraphs, write_abstracts_corpus
+from gesa.training.abstracts import read_abstracts_corpus
+from gesa.training.fullwiki_graphs import FullWikiRetriever
+from gesa.training.xh_fullwiki import abstracts_from_paragraphs, hotpot_paragraphs, write_abstracts_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

@@ -33,8 +33,8 @@ import torch
 from transformers import LukeTokenizer, Trainer, TrainingArguments
 
 from gesa.processing_xh_tasks import XhTaskProcessor
-from gesa.tasks_xh import HOTPOTQA, xh_task_config
-from gesa.training_driver import predict_task
+from gesa.training.driver import predict_task
+from gesa.training.xh import HOTPOTQA, xh_task_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

@@ -13,7 +13,7 @@
 # limitations under the License.
 """Does the graph help? Train ablation presets on multi-hop cloze tasks and compare them, seed by seed.
 
-Everything is built here, offline: the tasks (``synthetic_gesa``'s generators, or ReCoRD files you give), a
+Everything is built here, offline: the tasks (``training.synthetic_cloze``'s generators, or ReCoRD files you give), a
 byte-level BPE trained on the training text, a random tiny LUKE (width 64, 4 layers, 4 heads by default) saved like
 a Hub checkpoint, and from it one GESA per preset (``from_luke_pretrained``), trained with ``Trainer`` on
 ``GesaProcessor`` features. Per preset it prints the share of seeds that learned the one-hop control (dev EM at or
@@ -79,8 +79,8 @@ from gesa.inputs_gesa import InputError
 from gesa.modeling_gesa import ENTITY_LABEL_LOGIT_STD, GesaForEntitySpanQA, GesaPreTrainedModel
 from gesa.processing_gesa import GesaProcessor
 from gesa.records_gesa import check_record_file, item_shape, item_to_examples, read_record_file
-from gesa.synthetic_gesa import WORLDS, generate_records, hop_count
-from gesa.training_gesa import ScriptArgumentError, one_error_line
+from gesa.training.machinery import ScriptArgumentError, one_error_line
+from gesa.training.synthetic_cloze import WORLDS, generate_records, hop_count
 
 SCRIPT = "diagnose_graph.py"
 ENTITY_VOCAB = {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3}
@@ -127,7 +127,7 @@ class DiagnosticArguments:
     )
     generator: str = field(
         default="cities",
-        metadata={"help": "The generated tasks (synthetic_gesa.WORLDS): 'cities' (the project's) or 'harbours' "
+        metadata={"help": "The generated tasks (training.synthetic_cloze.WORLDS): 'cities' (the project's) or 'harbours' "
                   "(other names, places and sentence templates). Not used with --train_file.",
                   "choices": sorted(WORLDS)},
     )  # fmt: skip
@@ -389,7 +389,7 @@ def read_records(path: str, flag: str) -> list[dict[str, Any]]:
             if item_shape(item) != "record" or not entities:
                 raise ScriptArgumentError(
                     f"{where}, {place}: the diagnostic needs ReCoRD records with annotated entities "
-                    "(passage{text, entities} + qas), as the generators write them (synthetic_gesa.write_jsonl)"
+                    "(passage{text, entities} + qas), as the generators write them (training.synthetic_cloze.write_jsonl)"
                 )
             records.append(item)
     except InputError as error:
@@ -1111,7 +1111,7 @@ def run_record_command(args: DiagnosticArguments, folder: Path, preset: str, see
 
 def export_run_record(args: DiagnosticArguments, tasks: Tasks, prepared: Prepared, folder: Path) -> list[str]:
     """Write the data, the tiny LUKE of every seed and run_record.sh into `folder`; returns the commands."""
-    from gesa.synthetic_gesa import write_jsonl
+    from gesa.training.synthetic_cloze import write_jsonl
 
     folder.mkdir(parents=True, exist_ok=True)
     write_jsonl(tasks.train, folder / "train.jsonl")

@@ -68,10 +68,10 @@ from gesa.modeling_xh_tasks import XhForHotpotQA
 from gesa.processing_xh_tasks import XhTaskProcessor
 from gesa.records_xh import to_hotpot_row
 from gesa.structure_gesa import LUKE_MASK_ENTITY_ID
-from gesa.tasks_multihop import entity_rows
-from gesa.tasks_xh import HOTPOTQA
-from gesa.training_driver import predict_task
-from gesa.training_tokenizer import train_sample_tokenizer
+from gesa.training.driver import predict_task
+from gesa.training.tokenizer import train_sample_tokenizer
+from gesa.training.wikihop import entity_rows
+from gesa.training.xh import HOTPOTQA
 
 SYSTEMS = {  # name -> (hop layers on, hotpot_edges, xh_hop_attention)
     "hops": (True, "title_mention", "paper"),

@@ -14,7 +14,7 @@
 """Do the knowledge parts learn what they are for? KnowBERT-KAR's linker against the alias prior, ERNIE's dEA against
 chance, on a synthetic corpus whose alias prior is wrong for a known share of the mentions.
 
-Everything is built here, offline, per seed: the corpus (``gesa.synthetic_kb``: TACRED sentences whose place-or-firm
+Everything is built here, offline, per seed: the corpus (``gesa.training.synthetic_kb``: TACRED sentences whose place-or-firm
 name is an ambiguous alias of a city and a company, the context naming the sense; a river sense in no KB, gold NULL),
 its KB files (alias table with priors and case variants, entity vectors, gold links) and a tiny random LUKE with a
 byte-level BPE trained on the corpus. The vectors come from one of two generators (``--vectors``): ``synthetic`` (each
@@ -51,10 +51,10 @@ from typing import Any
 from torch.utils.data import DataLoader
 from transformers import HfArgumentParser
 
-from gesa.synthetic_kb import write_linking_corpus
-from gesa.tasks_entity import ENTITY_TASKS
-from gesa.tasks_kb import linking_decisions, linking_report
-from gesa.tasks_multihop import build_demo_luke
+from gesa.training.entity import ENTITY_TASKS
+from gesa.training.knowledge_base import linking_decisions, linking_report
+from gesa.training.synthetic_kb import write_linking_corpus
+from gesa.training.wikihop import build_demo_luke
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "knowledge_checks.py"
@@ -86,7 +86,7 @@ class CheckArguments:
     logging_steps: int = field(default=10, metadata={"help": "Logging interval (linking_loss per interval)."})
     vectors: str = field(
         default="synthetic",
-        metadata={"help": "The KB's entity vectors: synthetic (each kind's direction plus noise, gesa.synthetic_kb) or "
+        metadata={"help": "The KB's entity vectors: synthetic (each kind's direction plus noise, gesa.training.synthetic_kb) or "
                   "transe (examples/train_transe.py on the corpus's triples: needs PyKEEN, 'gesa[kge]')."},
     )  # fmt: skip
     hidden_size: int = field(default=32, metadata={"help": "Width of the tiny LUKE (entity width: 16)."})
@@ -166,7 +166,7 @@ def pretrain_ernie(args: CheckArguments, seed: int, paths: dict[str, Path], luke
 
 
 def evaluate_linking(checkpoint: Path, paths: dict[str, Path], batch_size: int = 32) -> dict[str, Any]:
-    """``tasks_kb.linking_report`` of a KAR checkpoint on the dev sentences (the checkpoint's KB files, gold links)."""
+    """``training.knowledge_base.linking_report`` of a KAR checkpoint on the dev sentences (the checkpoint's KB files, gold links)."""
     task = ENTITY_TASKS[TASK]
     model_args = SimpleNamespace(
         model_name_or_path=str(checkpoint), tokenizer_name=None, variant="kar", ablation=None, kb_alias_table=None,

@@ -66,7 +66,7 @@ from typing import Any
 
 from transformers import HfArgumentParser
 
-from gesa.tasks_multihop import build_demo_luke, sample_texts, write_wikihop_file
+from gesa.training.wikihop import build_demo_luke, sample_texts, write_wikihop_file
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = ("hde_base", "att_base", "bert_base", "no_gnn", "luke")

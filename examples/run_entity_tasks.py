@@ -27,8 +27,8 @@ Data: Open Entity crowd JSON lines (``entity_typing``), TACRED JSON (``relation_
 files (``ner``), or a Hub dataset in those fields (``--dataset_name``). ``--task pretrain`` reads any of them
 (``--pretrain_format``) for its mentions. Writes the model, ``all_results.json`` (micro P/R/F1 in percent) and
 ``eval_predictions.json`` / ``predict_predictions.json`` (``[{"id", "prediction", "reference"}, ...]``). The tasks are
-``gesa.tasks_entity``'s; the run (argument checks, the output-folder lock, resuming, the divergence guard, atomic
-result files, the one error line, the summary line) is ``gesa.training_driver``'s.
+``gesa.training.entity``'s; the run (argument checks, the output-folder lock, resuming, the divergence guard, atomic
+result files, the one error line, the summary line) is ``gesa.training.driver``'s.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ from typing import Any
 
 from transformers import TrainingArguments
 
-from gesa.tasks_entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback, make_entity_sample
-from gesa.tasks_kb import (
+from gesa.training.driver import BaseDataArguments, BaseModelArguments, ExampleScript
+from gesa.training.entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback, make_entity_sample
+from gesa.training.knowledge_base import (
     ENTITY_LINKS_HELP,
     KB_ALIAS_TABLE_HELP,
     KB_ENTITY_VECTORS_HELP,
@@ -48,9 +49,8 @@ from gesa.tasks_kb import (
     NER_MODEL_HELP,
     NER_WHY,
 )
-from gesa.tasks_multihop import build_demo_luke
-from gesa.training_driver import BaseDataArguments, BaseModelArguments, ExampleScript
-from gesa.training_gesa import explicit_flags, needs, read_by
+from gesa.training.machinery import explicit_flags, needs, read_by
+from gesa.training.wikihop import build_demo_luke
 
 TASKS = {**ENTITY_TASKS, PRETRAIN.name: PRETRAIN}
 FINE_TUNING = " ".join(ENTITY_TASKS)  # the tasks with a head to fine-tune (not pretrain)
@@ -60,7 +60,7 @@ PRETRAIN_KAR = {"task": "pretrain", "variant": "kar"}  # KnowBERT's pre-training
 
 @dataclass
 class ModelArguments(BaseModelArguments):
-    # the runs that read a flag (the others refuse it: training_gesa.read_by) and the library a flag needs
+    # the runs that read a flag (the others refuse it: training.machinery.read_by) and the library a flag needs
     flags_read_by = {
         "kb_alias_table": read_by(KNOWLEDGE_BASE_RUNS, PRETRAIN_KAR, why=KB_WHY),
         "kb_entity_vectors": read_by(KNOWLEDGE_BASE_RUNS, PRETRAIN_KAR, why=KB_WHY),

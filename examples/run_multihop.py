@@ -39,11 +39,11 @@ Writes the model with its processor and pipeline code, ``all_results.json`` and 
 ``eval_predictions.json`` (``{id: candidate}``) and with ``--do_predict --test_file``
 ``predict_predictions.json`` (``{id: [{"answer", "score"}, ...]}`` best first); HotpotQA and FEVER the official
 prediction files (``<split>_predictions.json`` / ``.jsonl``) and every official metric; every metric in percent.
-The tasks are ``gesa.tasks_multihop.WIKIHOP`` and ``gesa.tasks_xh.HOTPOTQA`` / ``FEVER``; the run is
-``gesa.training_driver``'s.
+The tasks are ``gesa.training.wikihop.WIKIHOP`` and ``gesa.training.xh.HOTPOTQA`` / ``FEVER``; the run is
+``gesa.training.driver``'s.
 HotpotQA with ``--system paper`` runs the paper's system instead (question-type classifier, XH per type,
-supporting-fact model per type: ``gesa.tasks_xh_paper``); ``--hotpot_setting fullwiki --corpus_dir DIR`` (either
-system) retrieves every question's graph from HotpotQA's Wikipedia abstracts (``gesa.tasks_xh_fullwiki``).
+supporting-fact model per type: ``gesa.training.xh_paper``); ``--hotpot_setting fullwiki --corpus_dir DIR`` (either
+system) retrieves every question's graph from HotpotQA's Wikipedia abstracts (``gesa.training.xh_fullwiki``).
 """
 
 from __future__ import annotations
@@ -56,8 +56,10 @@ from typing import Any
 
 from transformers import TrainingArguments
 
-from gesa.tasks_fever_retrieval import RerankedFeverTask
-from gesa.tasks_multihop import (
+from gesa.training.driver import BaseDataArguments, BaseModelArguments, ExampleScript
+from gesa.training.fever_retrieval import RerankedFeverTask
+from gesa.training.machinery import needs, read_by
+from gesa.training.wikihop import (
     MEDHOP,
     WIKIHOP,
     build_demo_luke,
@@ -66,11 +68,16 @@ from gesa.tasks_multihop import (
     sample_texts,
     write_wikihop_file,
 )
-from gesa.tasks_xh import FEVER, HOTPOTQA, PAPER_NODE_LENGTH, make_fever_sample, make_hotpot_sample, write_json_lines
-from gesa.tasks_xh_fullwiki import FullWikiHotpotQATask, FullWikiPaperHotpotQATask
-from gesa.tasks_xh_paper import SYSTEMS, PaperHotpotQATask
-from gesa.training_driver import BaseDataArguments, BaseModelArguments, ExampleScript
-from gesa.training_gesa import needs, read_by
+from gesa.training.xh import (
+    FEVER,
+    HOTPOTQA,
+    PAPER_NODE_LENGTH,
+    make_fever_sample,
+    make_hotpot_sample,
+    write_json_lines,
+)
+from gesa.training.xh_fullwiki import FullWikiHotpotQATask, FullWikiPaperHotpotQATask
+from gesa.training.xh_paper import SYSTEMS, PaperHotpotQATask
 
 TASKS = {task.name: task for task in (WIKIHOP, MEDHOP, HOTPOTQA, FEVER)}
 
@@ -81,7 +88,7 @@ WIKIHOP_WINDOW_VARIANTS = "gesa luke luke_graph"
 
 @dataclass
 class ModelArguments(BaseModelArguments):
-    # the runs that read a flag (the others refuse it: training_gesa.read_by)
+    # the runs that read a flag (the others refuse it: training.machinery.read_by)
     flags_read_by = {
         "attention_window": read_by(task="wikihop medhop"),
         "system": read_by(task="hotpotqa", why="which HotpotQA system: the paper's or the joint model"),
@@ -117,7 +124,7 @@ class ModelArguments(BaseModelArguments):
         default="joint",
         metadata={"help": "HotpotQA with --variant xh: 'joint' (this project's one model: answer, answer type and "
                   "supporting facts) or 'paper' (the paper's A.3 system: question-type classifier, XH per type, "
-                  "supporting-fact model per type; gesa.tasks_xh_paper)", "choices": list(SYSTEMS)},
+                  "supporting-fact model per type; gesa.training.xh_paper)", "choices": list(SYSTEMS)},
     )  # fmt: skip
     graph_preset: str | None = field(
         default=None,
@@ -198,7 +205,7 @@ class DataArguments(BaseDataArguments):
         default="distractor",
         metadata={"help": "HotpotQA: 'distractor' (the file's paragraphs) or 'fullwiki' (every question's graph "
                   "retrieved from --corpus_dir: BM25 + title-named articles, re-ranked by the backbone, expanded "
-                  "along hyperlinks; gesa.tasks_xh_fullwiki)", "choices": ["distractor", "fullwiki"]},
+                  "along hyperlinks; gesa.training.xh_fullwiki)", "choices": ["distractor", "fullwiki"]},
     )  # fmt: skip
     corpus_dir: str | None = field(
         default=None,
@@ -226,13 +233,13 @@ class DataArguments(BaseDataArguments):
         metadata={"help": "FEVER claims without predicted_pages/predicted_sentences: 'title' (pages whose title the "
                   "claim names), 'bm25' (BM25 document retrieval then sentence selection; pip install "
                   "'gesa[retrieval]') or 'bm25_rerank' (BM25 documents, sentences re-ranked by the backbone trained "
-                  "on --train_file's evidence; gesa.tasks_fever_retrieval)",
+                  "on --train_file's evidence; gesa.training.fever_retrieval)",
                   "choices": ["title", "bm25", "bm25_rerank"]},
     )  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.max_seq_length is None and self.task in ("wikihop", "medhop"):
-            self.max_seq_length = 4096  # the paper's WikiHop sequences; XH's default is the checkpoint's (tasks_xh)
+            self.max_seq_length = 4096  # the paper's WikiHop sequences; XH's default is the checkpoint's (training.xh)
 
 
 # the flags every demo runs with (the tasks' own follow in demo_argv)

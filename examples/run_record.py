@@ -37,7 +37,7 @@ tokens ``[HL] [PLC] [ENT]`` start from ``@ # *``) or a GESA checkpoint (loaded a
 flag works (``--bf16``, ``--gradient_checkpointing``, ``--deepspeed``, ``--fsdp``, ``--push_to_hub``,
 ``--hub_model_id``, ``--resume_from_checkpoint``, ...), and so does ``accelerate launch`` / ``torchrun``.
 
-``--variant`` picks the model family from ``registry_gesa.py``: ``gesa`` (default), ``luke`` (LUKE exactly),
+``--variant`` picks the model family from ``training/registry.py``: ``gesa`` (default), ``luke`` (LUKE exactly),
 ``luke_graph`` (LUKE-Graph: LUKE + a gated relational graph network over the entities, the paper's Table 2 rival),
 ``kar`` (KnowBERT-KAR) and ``ernie`` (ERNIE) on GESA's windows with their knowledge inputs added by the collator (they
 keep the LUKE checkpoint's entity table, their knowledge base), and ``xh`` (Transformer-XH: one sentence graph per
@@ -46,8 +46,9 @@ from its own checkpoint and for the embedded demo; the output folder reloads wit
 
 Outputs in ``--output_dir``: ``config.json`` (with ``auto_map``), the flat code files, ``model.safetensors``, the
 processor and tokenizer files, ``eval_predictions.json`` (``{query_id: answer_text}``), ``all_results.json``
-(``eval_exact_match``, ``eval_f1``, ...) and a model card ``README.md`` rendered from ``model_cards/template.md``;
-``--do_predict --test_file F``: ``predict_predictions.json`` (``{query_id: [{answer, score, start, end}, ...]}``, best
+(``eval_exact_match``, ``eval_f1``, ...) and a model card ``README.md`` rendered from
+``training/model_cards/template.md``; ``--do_predict --test_file F``: ``predict_predictions.json`` (``{query_id:
+[{answer, score, start, end}, ...]}``, best
 first). An evaluation-only run (no ``--do_train``) writes only ``eval_predictions.json``, ``eval_results.json`` and
 ``all_results.json`` (no model, no card). The saved folder also answers through
 ``pipeline(model=output_dir, trust_remote_code=True)`` (``pipeline_gesa.py``).
@@ -64,11 +65,17 @@ from transformers import TrainerCallback, TrainingArguments
 
 try:
     from gesa import ABLATION_PRESETS
-    from gesa.registry_gesa import VARIANTS
-    from gesa.tasks_kb import KB_ALIAS_TABLE_HELP, KB_ENTITY_VECTORS_HELP, KB_WHY, NER_MODEL_HELP, NER_WHY
-    from gesa.tasks_record import RECORD
-    from gesa.training_driver import BaseDataArguments, BaseModelArguments, ExampleScript
-    from gesa.training_gesa import needs, read_by
+    from gesa.training.driver import BaseDataArguments, BaseModelArguments, ExampleScript
+    from gesa.training.knowledge_base import (
+        KB_ALIAS_TABLE_HELP,
+        KB_ENTITY_VECTORS_HELP,
+        KB_WHY,
+        NER_MODEL_HELP,
+        NER_WHY,
+    )
+    from gesa.training.machinery import needs, read_by
+    from gesa.training.record import RECORD
+    from gesa.training.registry import VARIANTS
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise SystemExit(
         f'run_record.py: error: {error}; the scripts need gesa with its train extra: pip install -e ".[train]" in '
@@ -133,7 +140,8 @@ DESCRIPTION = (__doc__ or "").strip() + (
 class ModelArguments(BaseModelArguments):
     """Which model to fine-tune, and how to build it."""
 
-    # the runs that read a flag (the others refuse it) and the optional library a flag needs (training_gesa.read_by)
+    # the runs that read a flag (the others refuse it) and the optional library a flag needs
+    # (training.machinery.read_by)
     flags_read_by = {"kb_alias_table": read_by(variant="kar ernie", why=KB_WHY),
                      "kb_entity_vectors": read_by(variant="kar ernie", why=KB_WHY),
                      "ner_model": read_by(variant="ernie", why=NER_WHY)}  # fmt: skip
@@ -149,7 +157,7 @@ class ModelArguments(BaseModelArguments):
     )
     variant: str = field(
         default="gesa",
-        metadata={"help": "The model family (gesa.registry_gesa). "
+        metadata={"help": "The model family (gesa.training.registry). "
                   + "; ".join(f"{name}: {spec.description}" for name, spec in VARIANTS.items() if name in RECORD.heads)
                   + ". kar and ernie keep the LUKE checkpoint's entity table (their knowledge base).",
                   "choices": list(RECORD.heads)},

@@ -13,7 +13,7 @@
 # limitations under the License.
 """A plain re-implementation of the official ReCoRD v1.0 evaluation script's formulas (normalisation, EM, F1 and the
 ``evaluate(dataset, predictions)`` loop), written out from its definitions; it imports nothing from the metric module
-it checks (metrics/record/record.py) nor from the package."""
+it checks (training/metrics/record/record.py) nor from the package."""
 
 from __future__ import annotations
 

@@ -313,7 +313,7 @@ def test_the_table_prints_the_share_of_seeds_the_threshold_and_every_seed(diagno
 
 
 def write_split(tmp_path, name, records, hops=None):
-    from gesa.synthetic_gesa import write_jsonl
+    from gesa.training.synthetic_cloze import write_jsonl
 
     records = json.loads(json.dumps(records))
     for record in records:
@@ -325,7 +325,7 @@ def write_split(tmp_path, name, records, hops=None):
 
 
 def test_files_give_their_hop_counts_by_field_or_by_file(diagnose, tmp_path):
-    from gesa.synthetic_gesa import generate_records
+    from gesa.training.synthetic_cloze import generate_records
 
     train = write_split(tmp_path, "train", generate_records(6, (1, 2), 0), hops=lambda r: 1 + r["idx"] % 2)
     one = write_split(tmp_path, "one", generate_records(3, (1,), 1))
@@ -349,7 +349,7 @@ def test_files_give_their_hop_counts_by_field_or_by_file(diagnose, tmp_path):
     ],
 )
 def test_a_file_without_what_the_diagnostic_needs_is_one_error_line(diagnose, tmp_path, capsys, validation, message):
-    from gesa.synthetic_gesa import generate_records
+    from gesa.training.synthetic_cloze import generate_records
 
     train = write_split(tmp_path, "train", generate_records(4, (1, 2), 0))
     write_split(tmp_path, "plain", generate_records(2, (1,), 1))
@@ -373,7 +373,7 @@ def test_a_record_without_entity_annotations_is_refused(diagnose, tmp_path, caps
 
 
 def test_rotated_cities_move_the_answer_with_the_passage(diagnose):
-    from gesa.synthetic_gesa import CITIES, generate_records
+    from gesa.training.synthetic_cloze import CITIES, generate_records
 
     for record in generate_records(10, (1, 2), 4):
         ((rotated, mapping),) = diagnose.rotated_records([record], set(CITIES))
@@ -390,7 +390,7 @@ def test_rotated_cities_move_the_answer_with_the_passage(diagnose):
 
 
 def test_an_unknown_query_name_is_one_the_passage_never_mentions(diagnose):
-    from gesa.synthetic_gesa import PEOPLE, generate_records
+    from gesa.training.synthetic_cloze import PEOPLE, generate_records
 
     records = generate_records(10, (1, 2), 5)
     changed = diagnose.unknown_name_records(records, list(PEOPLE), seed=0)
@@ -403,7 +403,7 @@ def test_an_unknown_query_name_is_one_the_passage_never_mentions(diagnose):
 
 def test_answers_removed_or_changed_leave_the_model_inputs_alone(diagnose, tmp_path):
     from gesa.processing_gesa import GesaProcessor
-    from gesa.synthetic_gesa import generate_records
+    from gesa.training.synthetic_cloze import generate_records
 
     records = generate_records(6, (1, 2), 6)
     tokenizer = diagnose.train_tokenizer([r["passage"]["text"] for r in records], tmp_path)
@@ -481,7 +481,7 @@ def test_help_says_what_the_script_does_and_explains_every_flag(diagnose, capsys
 
 @pytest.mark.slow
 def test_a_run_on_given_files_with_the_leakage_checks(diagnose, tmp_path, capsys):
-    from gesa.synthetic_gesa import generate_records
+    from gesa.training.synthetic_cloze import generate_records
 
     train = write_split(tmp_path, "train", generate_records(32, (1, 2), 0, world="harbours"))
     one = write_split(tmp_path, "one", generate_records(6, (1,), 1, world="harbours"))
@@ -546,7 +546,7 @@ def test_the_tiny_luke_is_drawn_for_its_width(diagnose, tmp_path):
     """Weights at 1/sqrt(width) by default (0.125 at 64), LukeConfig's 0.02 when asked; the entity-aware queries tied."""
     from transformers import LukeModel
 
-    from gesa.synthetic_gesa import generate_records
+    from gesa.training.synthetic_cloze import generate_records
 
     texts = [r["passage"]["text"] for r in generate_records(20, (1, 2), 0)]
     tokenizer = diagnose.train_tokenizer(texts, tmp_path)
@@ -564,7 +564,7 @@ def test_inits_mention_leaves_the_edge_rows_unturned_and_new_turns_them(diagnose
     mention row only: the two conversions differ in the edge rows alone, and only `new` gives every head of a [MASK]
     candidate's e2e query the same positive logit on each edge row."""
     from gesa.structure_gesa import RelativeLabels
-    from gesa.synthetic_gesa import generate_records
+    from gesa.training.synthetic_cloze import generate_records
 
     args = diagnose.DiagnosticArguments(inits="new,mention", hidden_size=32, num_hidden_layers=2)
     assert [name for name, _ in args.init_list] == ["new", "mention"]

@@ -122,7 +122,7 @@ def plan(command: str) -> str:
         return "parse"
     if len(parts) > 1 and parts[1] in SCRIPTS and script_module(parts[1]).wants_demo(parts[2:]):
         return "demo"
-    if parts[:3] == ["python", "-m", "gesa.cards_gesa"] or (len(parts) > 1 and parts[1] in SCRIPTS):
+    if parts[:3] == ["python", "-m", "gesa.training.cards"] or (len(parts) > 1 and parts[1] in SCRIPTS):
         return "run"
     return "parse"  # the benches, the diagnostic and the docs' picture: minutes at their documented size
 
@@ -239,10 +239,10 @@ def _toy_data(folder: Path, luke: Path) -> dict[str, str]:
     from kb_helpers import write_kb
     from record_fixtures import hub_rows, project_records
 
-    from gesa.tasks_entity import make_entity_sample
-    from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
-    from gesa.tasks_xh import make_fever_sample, make_hotpot_sample, write_json_lines
-    from gesa.tasks_xh_fullwiki import abstracts_from_paragraphs, hotpot_paragraphs, write_abstracts_corpus
+    from gesa.training.entity import make_entity_sample
+    from gesa.training.wikihop import make_wikihop_sample, write_wikihop_file
+    from gesa.training.xh import make_fever_sample, make_hotpot_sample, write_json_lines
+    from gesa.training.xh_fullwiki import abstracts_from_paragraphs, hotpot_paragraphs, write_abstracts_corpus
 
     folder.mkdir(parents=True, exist_ok=True)
     data = {"studio-ousia/luke-large": str(luke), "studio-ousia/luke-base": str(luke)}
@@ -340,13 +340,13 @@ def test_documented_script_commands_run_at_toy_size(tiny_luke_dir, tmp_path, cap
             except Exception as error:  # noqa: BLE001 (any failure of the documented code is the finding)
                 failures.append(f"{document}: {command} -> {type(error).__name__}: {error}")
             continue
-        if script == "gesa.cards_gesa":
+        if script == "gesa.training.cards":
             saved, sys.argv = (
                 sys.argv,
-                ["cards_gesa", *(str(trained) if word == "OUTPUT_DIR" else word for word in argv)],
+                ["training.cards", *(str(trained) if word == "OUTPUT_DIR" else word for word in argv)],
             )
             try:
-                runpy.run_module("gesa.cards_gesa", run_name="__main__")
+                runpy.run_module("gesa.training.cards", run_name="__main__")
             except SystemExit as stop:
                 failures += [] if stop.code in (0, None) else [f"{document}: {command} -> exit {stop.code}"]
             finally:

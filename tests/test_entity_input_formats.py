@@ -27,8 +27,8 @@ from script_helpers import ENTITY_TASK_FILES, run_entity_task
 from gesa.modeling_gesa_entity import GesaForEntityPairClassification
 from gesa.processing_entity_markers import MarkedEntityTaskProcessor, input_format_of, mark_text
 from gesa.records_entity import read_task_file
-from gesa.tasks_entity import ENTITY_TASKS, entity_task_processor
-from gesa.training_gesa import ScriptArgumentError
+from gesa.training.entity import ENTITY_TASKS, entity_task_processor
+from gesa.training.machinery import ScriptArgumentError
 
 
 @pytest.mark.parametrize(

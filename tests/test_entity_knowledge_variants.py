@@ -27,7 +27,7 @@ from script_helpers import ENTITY_TASK_FILES, logged_losses, run_entity_task
 from gesa.processing_entity import EntityTaskProcessor
 from gesa.processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from gesa.records_entity import read_task_file
-from gesa.tasks_entity import ENTITY_TASKS
+from gesa.training.entity import ENTITY_TASKS
 
 TITLES = ["[PAD]", "[UNK]", "[MASK]", "[MASK2]", "Paris", "Siemens", "Munich", "London", "Alice Smith", "Berlin"]
 

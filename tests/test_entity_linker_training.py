@@ -34,7 +34,7 @@ from gesa.modeling_kar import KarModel
 from gesa.modeling_kar_entity import KarForEntityClassification
 from gesa.processing_kb import KnowledgeCollator, KnowledgeInputBuilder
 from gesa.records_kb import load_knowledge_files
-from gesa.records_links import read_entity_links
+from gesa.training.entity_links import read_entity_links
 
 
 def plain_linking_loss(scores: torch.Tensor, candidate_ids: torch.Tensor, gold: torch.Tensor) -> float:

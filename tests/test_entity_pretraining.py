@@ -28,7 +28,7 @@ from script_helpers import ENTITY_SCRIPT, load_script
 
 from gesa.modeling_ernie_entity import ErnieForPreTraining
 from gesa.records_entity import read_task_file
-from gesa.tasks_entity import (
+from gesa.training.entity import (
     DeaCollator,
     ErniePretrainingCollator,
     MaskedEntityCollator,

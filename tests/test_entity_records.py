@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from gesa.inputs_gesa import InputError
-from gesa.metrics_entity import relation_micro_prf, span_f1, typing_micro_prf
 from gesa.records_entity import (
     bio_spans,
     read_conll_file,
@@ -28,6 +27,7 @@ from gesa.records_entity import (
     read_open_entity_file,
     read_tacred_file,
 )
+from gesa.training.entity_metrics import relation_micro_prf, span_f1, typing_micro_prf
 
 FIXTURES = Path(__file__).parent / "fixtures" / "entity"
 

@@ -25,10 +25,10 @@ from kb_helpers import sentence_batch, write_kb
 from script_helpers import ENTITY_TASK_FILES, run_entity_task
 from tiny_luke import build_tiny_luke
 
-from gesa.ner_spacy import SpacyMentionFinder
 from gesa.processing_kb import KnowledgeInputBuilder
 from gesa.records_kb import load_knowledge_files
-from gesa.tasks_entity import ErniePretrainingCollator
+from gesa.training.entity import ErniePretrainingCollator
+from gesa.training.ner_spacy import SpacyMentionFinder
 
 
 @pytest.fixture(scope="module")

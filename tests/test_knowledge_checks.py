@@ -13,7 +13,7 @@
 # limitations under the License.
 """KnowBERT-KAR's linker learns what it is for: an alias table's lines become one candidate per (alias, entity), best
 first (a repeated pair used to be two candidates, which split the gold's probability and held ``L_EL`` at ln 2 per
-mention: the flat ``linking_loss``); on the synthetic corpus (``gesa.synthetic_kb``) the trained linker beats the prior
+mention: the flat ``linking_loss``); on the synthetic corpus (``gesa.training.synthetic_kb``) the trained linker beats the prior
 on the mentions whose prior is wrong, ``linking_loss`` falls, and ERNIE's dEA beats chance after pre-training
 (``bench/knowledge_checks.py`` at toy size)."""
 
@@ -34,8 +34,8 @@ from gesa.configuration_variants import KarConfig
 from gesa.modeling_kar import KarModel
 from gesa.processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from gesa.records_kb import load_knowledge_files
-from gesa.synthetic_kb import NAMES, alias_table, generate_sentences, kb_entity
-from gesa.tasks_kb import linking_report
+from gesa.training.knowledge_base import linking_report
+from gesa.training.synthetic_kb import NAMES, alias_table, generate_sentences, kb_entity
 
 BENCH = ROOT / "bench" / "knowledge_checks.py"
 

@@ -25,7 +25,7 @@ import transformers
 from script_helpers import RECORD_SCRIPT, load_entity_script, load_script
 
 from gesa.records_kb import read_alias_table, read_entity_vectors
-from gesa.records_links import read_entity_links
+from gesa.training.entity_links import read_entity_links
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 

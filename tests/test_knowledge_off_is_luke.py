@@ -28,7 +28,7 @@ from gesa.modeling_ernie import ErnieForEntitySpanQA, ErnieModel
 from gesa.modeling_ernie_entity import ErnieForEntityPairClassification
 from gesa.modeling_kar import KarForEntitySpanQA, KarModel
 from gesa.modeling_kar_entity import KarForEntityClassification
-from gesa.registry_gesa import VARIANTS
+from gesa.training.registry import VARIANTS
 
 LUKE_INPUTS = ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask", "entity_position_ids")
 

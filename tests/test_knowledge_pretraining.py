@@ -28,9 +28,9 @@ from script_helpers import RECORD_SAMPLE_DEV, RECORD_SAMPLE_TRAIN, load_entity_s
 from gesa.modeling_ernie import dea_accuracy_counts
 from gesa.modeling_kar import KarForEntitySpanQA
 from gesa.modeling_kar_entity import KarForEntityPairClassification, linking_accuracy_counts
-from gesa.registry_gesa import VARIANTS
-from gesa.tasks_entity import make_entity_sample
-from gesa.tasks_multihop import build_demo_luke
+from gesa.training.entity import make_entity_sample
+from gesa.training.registry import VARIANTS
+from gesa.training.wikihop import build_demo_luke
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 KB_FLAGS = [

@@ -21,8 +21,8 @@ SOURCE_DIRS = [
     ROOT / "examples",
     ROOT / "bench",
     ROOT / "tests",
-    ROOT / "metrics" / "record",
-    ROOT / "model_cards",
+    ROOT / "training" / "metrics" / "record",
+    ROOT / "training" / "model_cards",
     ROOT / "docs",
 ]
 

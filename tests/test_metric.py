@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The ReCoRD metric module (metrics/record/record.py) against a plain re-implementation of the official script.
+"""The ReCoRD metric module (training/metrics/record/record.py) against a plain re-implementation of the official script.
 
 The reference functions (``record_metric_reference``) are written out from the official ReCoRD v1.0 evaluation
 script's definitions; they deliberately import nothing from the module under test.
@@ -31,7 +31,7 @@ import pytest
 from record_metric_reference import ref_em, ref_evaluate, ref_f1, ref_normalize
 
 ROOT = Path(__file__).resolve().parents[1]
-METRIC_DIR = ROOT / "metrics" / "record"
+METRIC_DIR = ROOT / "training" / "metrics" / "record"
 SAMPLE_DEV = ROOT / "examples" / "data" / "record_sample_dev.jsonl"
 
 

@@ -39,8 +39,8 @@ HOTPOT_DEV = HOTPOT_DIR / "hotpot_dev_distractor_first100.json"
 OFFICIAL = os.environ.get("GESA_OFFICIAL_SCORERS")
 
 
-hotpot = load_script(ROOT / "metrics" / "hotpotqa" / "hotpotqa.py", "gesa_hotpot_metric_under_test")
-fever = load_script(ROOT / "metrics" / "fever" / "fever.py", "gesa_fever_metric_under_test")
+hotpot = load_script(ROOT / "training" / "metrics" / "hotpotqa" / "hotpotqa.py", "gesa_hotpot_metric_under_test")
+fever = load_script(ROOT / "training" / "metrics" / "fever" / "fever.py", "gesa_fever_metric_under_test")
 
 
 def _official(relative: str) -> Path:
@@ -97,7 +97,7 @@ def test_hotpot_yes_no_only_match_themselves():
 
 
 def test_hotpot_evaluate_module_and_prediction_file_round_trip(tmp_path):
-    metric = evaluate.load(str(ROOT / "metrics" / "hotpotqa"))
+    metric = evaluate.load(str(ROOT / "training" / "metrics" / "hotpotqa"))
     predictions = [{"id": "a", "answer": "Eiffel Tower", "sp": [["Paris", 0]]}, {"id": "b", "answer": "yes", "sp": []}]
     references = [{"id": k, "answer": v[0], "supporting_facts": v[1]} for k, v in GOLD.items() if k in "ab"]
     scores = metric.compute(predictions=predictions, references=references)
@@ -175,7 +175,7 @@ def test_hotpot_metric_equals_the_official_script_on_shared_dev(tmp_path):
     gold_path = tmp_path / "hotpot_gold.json"
     gold_path.write_text(json.dumps(gold))
     references = {g["_id"]: (g["answer"], g["supporting_facts"]) for g in gold}
-    metric = evaluate.load(str(ROOT / "metrics" / "hotpotqa"))
+    metric = evaluate.load(str(ROOT / "training" / "metrics" / "hotpotqa"))
     for name, prediction in _prediction_files(gold).items():
         path = hotpot.write_prediction_file(tmp_path / f"pred_{name}.json", prediction["answer"], prediction["sp"])
         run = subprocess.run([sys.executable, str(script), str(path), str(gold_path)], capture_output=True, text=True)
@@ -245,7 +245,7 @@ def test_fever_edge_cases():
 
 
 def test_fever_evaluate_module():
-    metric = evaluate.load(str(ROOT / "metrics" / "fever"))
+    metric = evaluate.load(str(ROOT / "training" / "metrics" / "fever"))
     predictions = [
         {"id": k, "predicted_label": v[0], "predicted_evidence": v[1]} for k, v in FEVER_PREDICTIONS.items()
     ]

@@ -28,23 +28,27 @@ from script_helpers import load_script
 ROOT = Path(__file__).resolve().parents[1]
 
 
-hotpot_functions = load_script(ROOT / "metrics" / "hotpotqa" / "hotpotqa.py", "gesa_hotpot_metric_reliability")
-wikihop_functions = load_script(ROOT / "metrics" / "wikihop" / "wikihop.py", "gesa_wikihop_metric_reliability")
+hotpot_functions = load_script(
+    ROOT / "training" / "metrics" / "hotpotqa" / "hotpotqa.py", "gesa_hotpot_metric_reliability"
+)
+wikihop_functions = load_script(
+    ROOT / "training" / "metrics" / "wikihop" / "wikihop.py", "gesa_wikihop_metric_reliability"
+)
 
 
 @pytest.fixture(scope="module")
 def hotpot():
-    return evaluate.load(str(ROOT / "metrics" / "hotpotqa"))
+    return evaluate.load(str(ROOT / "training" / "metrics" / "hotpotqa"))
 
 
 @pytest.fixture(scope="module")
 def wikihop():
-    return evaluate.load(str(ROOT / "metrics" / "wikihop"))
+    return evaluate.load(str(ROOT / "training" / "metrics" / "wikihop"))
 
 
 @pytest.fixture(scope="module")
 def fever():
-    return evaluate.load(str(ROOT / "metrics" / "fever"))
+    return evaluate.load(str(ROOT / "training" / "metrics" / "fever"))
 
 
 GOLD = [{"id": "q1", "answer": "Paris", "supporting_facts": [["None", 0]]},

@@ -12,8 +12,9 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """The flat modules' imports point down the floors (structure -> labels -> kernels and the Eq. 1 reference ->
-attention -> modeling -> variants -> processors -> pipelines) with no cycle, and no kernel reads the module that calls
-it."""
+attention -> modeling -> variants -> processors -> pipelines) with no cycle, no kernel reads the module that calls
+it, and the training side (the subpackage `training/`) sits above them all: it imports the root, the root never
+imports it."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAT_MODULES = sorted(p for p in ROOT.glob("*.py") if p.stem not in ("__init__", "setup", "conftest"))
+# the training side, named "training.<module>" in the import graph
+TRAINING_MODULES = sorted(p for p in (ROOT / "training").glob("*.py") if p.stem != "__init__")
+TRAINING_FLOOR = 9
 
 # floor of each flat module by name (lower floors never import higher ones); a module whose name matches none is
 # held to the no-cycle rule only
@@ -35,16 +39,12 @@ FLOORS = [
     (("modeling_gesa",), 4),
     (("modeling_variants",), 5),
     (("modeling_",), 6),
-    (("registry_", "records_", "candidates_", "collator_", "windows_", "answers_", "processing_", "render_"), 7),
+    (("records_", "candidates_", "collator_", "windows_", "answers_", "processing_", "render_"), 7),
     (("graph_context",), 7),  # the thesis's context graph, built from records like the processors' features
     (("pipeline_",), 8),
-    (("metrics_",), 7),  # scores computed from predictions (the standard library only)
-    (("resources_",), 0),  # the data files shipped beside the modules (metrics, card template): no sibling import
     (("extras_gesa",), 0),  # the optional libraries and the extra that installs each: the standard library only
-    (("cards_",), 9),  # the model card a script writes after training
-    # a script's task interface (readers, processors, heads, pipelines of one task family) and the machinery the
-    # scripts share sit side by side on the top floor: a task may build its demo tokenizer with training_tokenizer
-    (("tasks_", "training_"), 9),
+    # the training side: the tasks, the driver and its machinery, the registry, metrics, cards; above every root floor
+    (("training.",), TRAINING_FLOOR),
 ]
 KERNELS = ["kernel_fused_gesa", "kernel_bias_gesa", "kernel_windowed_gesa", "kernel_flex_gesa"]
 # below the attention functions: tensors in, tensors out
@@ -53,23 +53,37 @@ TENSOR_MODULES = ["structure_gesa", "labels_gesa", "attention_reference_gesa", "
 
 def floor_of(name: str) -> int | None:
     for prefixes, floor in FLOORS:
-        if any(name == prefix or (prefix.endswith("_") and name.startswith(prefix)) for prefix in prefixes):
+        if any(name == prefix or (prefix.endswith(("_", ".")) and name.startswith(prefix)) for prefix in prefixes):
             return floor
     return None
 
 
+def module_path(name: str) -> Path:
+    return ROOT / f"{name.replace('.', '/')}.py"
+
+
 def relative_imports(path: Path) -> set[str]:
-    """Sibling modules `path` imports (`from .x import ...`, at any depth of the file)."""
+    """Package modules `path` imports (`from .x import ...`, `from ..x import ...`, at any depth of the file), named
+    as in `import_graph`."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    in_training = path.parent.name == "training"
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-            found.add(node.module.split(".")[0])
+        if isinstance(node, ast.ImportFrom) and node.level and node.module:
+            parts = node.module.split(".")
+            if in_training and node.level == 1:
+                found.add(f"training.{parts[0]}")
+            elif parts[0] == "training" and len(parts) > 1:
+                found.add(f"training.{parts[1]}")
+            else:
+                found.add(parts[0])
     return found
 
 
 def import_graph() -> dict[str, set[str]]:
-    return {path.stem: relative_imports(path) for path in FLAT_MODULES}
+    graph = {path.stem: relative_imports(path) for path in FLAT_MODULES}
+    graph.update({f"training.{path.stem}": relative_imports(path) for path in TRAINING_MODULES})
+    return graph
 
 
 def test_floor_of_names_the_layer_order():
@@ -77,25 +91,36 @@ def test_floor_of_names_the_layer_order():
     assert [floor_of(n) for n in core] == [0, 1, 2, 3, 4]
     assert {floor_of(n) for n in ("kernel_common_gesa", *KERNELS, "attention_reference_gesa")} == {2}
     assert floor_of("modeling_kar") == 6 and floor_of("pipeline_gesa") == 8 and floor_of("somewhere_else") is None
-    assert {floor_of(n) for n in ("training_gesa", "training_tokenizer", "training_driver", "training_models")} == {9}
+    assert {
+        floor_of(n) for n in ("training.machinery", "training.tokenizer", "training.driver", "training.models")
+    } == {9}
+
+
+def test_no_root_module_imports_the_training_side():
+    """The root is what checkpoints carry: a root module importing `training/` would put it in a checkpoint."""
+    wrong = {name: sorted(i for i in imports if i.startswith("training"))
+             for name, imports in import_graph().items() if not name.startswith("training.")}  # fmt: skip
+    assert not {name: found for name, found in wrong.items() if found}
 
 
 def test_the_scripts_machinery_sits_on_the_top_floor_and_imports_no_script():
-    """What the example scripts share lives in flat modules (importable by tests, copied next to checkpoints); they
-    import each other relatively and never the scripts, the tests or the metric files."""
+    """What the example scripts share lives in the training subpackage (importable by tests, never copied next to
+    checkpoints); its modules import each other and the root relatively, never the scripts, the tests or the metric
+    files."""
     graph = import_graph()
-    assert graph["training_tokenizer"] == {"training_gesa"}
+    assert graph["training.tokenizer"] == {"training.machinery"}
     # the one loader calls down only: the registry, the loading and KB readers, the processors' saved settings
-    assert graph["training_models"] <= {"inputs_gesa", "loading_gesa", "modeling_gesa_multiple_choice",
-                                        "processing_base_gesa", "records_kb", "registry_gesa", "training_gesa",
-                                        "training_tokenizer"}  # fmt: skip
-    assert not {name for name in graph["training_models"] if name.startswith("tasks_")}
-    for name in ("training_gesa", "training_tokenizer", "training_driver", "training_models", "tasks_base", "tasks_record",
-                 "tasks_multihop", "tasks_xh", "tasks_entity"):  # fmt: skip
-        source = (ROOT / f"{name}.py").read_text(encoding="utf-8")
-        assert "examples" not in {node.module.split(".")[0] for node in ast.walk(ast.parse(source))
-                                  if isinstance(node, ast.ImportFrom) and node.module}, name  # fmt: skip
-        assert "from gesa" not in source and "import gesa" not in source, name
+    assert graph["training.models"] <= {"inputs_gesa", "loading_gesa", "modeling_gesa_multiple_choice",
+                                        "processing_base_gesa", "records_kb", "training.registry",
+                                        "training.machinery", "training.tokenizer"}  # fmt: skip
+    for path in TRAINING_MODULES:
+        name = f"training.{path.stem}"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        absolute = {node.module.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and not node.level and node.module}  # fmt: skip
+        absolute |= {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                     for alias in node.names}  # fmt: skip
+        assert not absolute & {"examples", "tests", "bench", "gesa", "metrics"}, name
 
 
 def called_names(path: Path) -> set[str]:
@@ -105,17 +130,17 @@ def called_names(path: Path) -> set[str]:
 
 
 def test_the_tasks_load_their_models_through_the_one_loader():
-    """A task declares what its model differs in (`training_models.ModelRecipe`) and `load_for_task` runs the
+    """A task declares what its model differs in (`training.models.ModelRecipe`) and `load_for_task` runs the
     sequence once: no task module checks a checkpoint or builds a variant's model itself. The entity tasks (their
     labels and pre-training vocabulary decide the head: `load_model_and_tokenizer`) and the paper system (five
     components) load their own way."""
     steps = {"build_variant_model", "check_model_source"}
-    own_way = {"tasks_entity", "tasks_xh_paper"}
-    for path in sorted(ROOT.glob("tasks_*.py")):
+    own_way = {"models", "entity", "xh_paper"}  # the loader itself, and the two that load their own way
+    for path in TRAINING_MODULES:
         if path.stem not in own_way:
             assert not called_names(path) & steps, path.stem
-    for name in ("tasks_record", "tasks_multihop", "tasks_xh", "tasks_context_graph"):
-        assert "load_for_task" in called_names(ROOT / f"{name}.py"), name
+    for name in ("training.record", "training.wikihop", "training.xh", "training.context_graph"):
+        assert "load_for_task" in called_names(module_path(name)), name
 
 
 def test_flat_modules_import_without_a_cycle():
@@ -217,11 +242,15 @@ def test_the_attention_functions_hand_the_kernels_tensors():
 
 
 def test_entity_task_modules_sit_between_the_heads_and_the_scripts():
-    assert floor_of("metrics_entity") == 7 and floor_of("records_entity") == 7 and floor_of("tasks_entity") == 9
+    assert (
+        floor_of("training.entity_metrics") == 9
+        and floor_of("records_entity") == 7
+        and floor_of("training.entity") == 9
+    )
     assert floor_of("modeling_kar_entity") == 6 and floor_of("modeling_ernie_entity") == 6
     graph = import_graph()
-    assert "metrics_entity" in graph["tasks_entity"] and "registry_gesa" in graph["tasks_entity"]
-    assert "tasks_entity" not in graph["pipeline_entity"]  # the features' inputs come from the processors
+    assert "training.entity_metrics" in graph["training.entity"] and "training.registry" in graph["training.entity"]
+    assert "training.entity" not in graph["pipeline_entity"]  # the features' inputs come from the processors
 
 
 def test_every_records_module_reads_through_the_one_input_layer():
@@ -236,12 +265,12 @@ def test_every_records_module_reads_through_the_one_input_layer():
         if isinstance(node, ast.Import | ast.ImportFrom)
     }
     assert imported <= {"__future__", "bz2", "collections", "dataclasses", "json", "pathlib", "typing"}, imported
-    for name in ("records_gesa", "records_wikihop", "records_xh", "records_entity", "records_abstracts"):
+    for name in ("records_gesa", "records_wikihop", "records_xh", "records_entity", "training.abstracts"):
         assert "inputs_gesa" in graph[name], name
-        module = ast.parse((ROOT / f"{name}.py").read_text(encoding="utf-8"))
+        module = ast.parse(module_path(name).read_text(encoding="utf-8"))
         errors = [node.name for node in ast.walk(module) if isinstance(node, ast.ClassDef) and "Error" in node.name]
         assert not errors, f"{name} defines {errors}: raise inputs_gesa.InputError"
-        source = (ROOT / f"{name}.py").read_text(encoding="utf-8")
+        source = module_path(name).read_text(encoding="utf-8")
         assert "json.load" not in source and ".decode(" not in source and "read_text(" not in source, name
 
 
@@ -263,7 +292,7 @@ def test_pipelines_and_processors_import_no_registry_script_or_other_variant():
     shipped = [name for name in graph if name.startswith(("pipeline_", "processing_", "modeling_"))]
     for name in shipped:
         reached = closure(name)
-        assert not {other for other in reached if other.startswith(("registry_", "tasks_", "training_"))}, name
+        assert not {other for other in reached if other.startswith("training.")}, name
     others = {
         "pipeline_gesa": {"modeling_kar", "modeling_ernie", "modeling_xh", "modeling_luke_graph", "processing_kb",
                           "processing_xh", "configuration_variants", "configuration_luke_graph"},

@@ -26,7 +26,7 @@ import pytest
 from script_helpers import load_multihop_script
 
 from gesa.records_wikihop import to_wikihop_examples
-from gesa.tasks_multihop import make_medhop_sample
+from gesa.training.wikihop import make_medhop_sample
 
 SUMMARY = re.compile(r"(\d+) queries: accuracy ([\d.]+); before training: accuracy ([\d.]+); chance ([\d.]+)")
 

@@ -155,7 +155,7 @@ def test_run_record_checkpoint_loads_in_fresh_process_and_matches_eval(run_varia
     assert config["custom_pipelines"]["entity-cloze-qa"]["impl"] == "pipeline_gesa.EntityClozeQAPipeline"
     for name in ("pipeline_gesa.py", "render_gesa.py", "processing_gesa.py", "answers_gesa.py"):
         assert (output_dir / name).is_file(), name
-    for name in ("registry_gesa.py", "processing_kb.py", "processing_xh.py", "modeling_kar.py", "modeling_xh.py"):
+    for name in ("training/registry.py", "processing_kb.py", "processing_xh.py", "modeling_kar.py", "modeling_xh.py"):
         assert not (output_dir / name).exists(), name  # GESA's own chain only
     records = _records(EVAL_RECORDS)
     cwd = tmp_path / "elsewhere"

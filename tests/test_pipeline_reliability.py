@@ -209,7 +209,7 @@ def test_entity_processor_refuses_a_bad_length(tokenizer, name, value):
 
 
 def test_pretraining_sentences_longer_than_max_length_keep_their_longest_prefix(tokenizer, caplog):
-    from gesa.tasks_entity import encode_pretraining
+    from gesa.training.entity import encode_pretraining
 
     tokens = ["Alice", "met", "Bob", *(["filler"] * 200), "Carol"]
     tags = ["B-PER", "O", "B-PER", *(["O"] * 200), "B-PER"]

@@ -35,7 +35,7 @@ from gesa import GesaConfig, GesaForEntitySpanQA
 from gesa.candidates_gesa import normalize_entity_string, string_occurrences
 from gesa.processing_gesa import GesaProcessor
 from gesa.structure_gesa import RelativeLabels, build_entity_word_labels, entity_defaults
-from gesa.synthetic_gesa import generate_records
+from gesa.training.synthetic_cloze import generate_records
 
 HELD_OUT_FILES = ("fewglue_dev32.jsonl", "explorer_dev60.jsonl")
 LABEL_STD = 30.0  # as test_ablation_ranking: label terms q . r / sqrt(d) of a few units, like trained logits

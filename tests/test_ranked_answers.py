@@ -116,7 +116,7 @@ def test_first_mentions_give_each_candidate_its_earliest_span():
 
 def calls(module: str, function: str) -> set[str]:
     """The names ``function`` of ``module`` calls."""
-    tree = ast.parse((ROOT / f"{module}.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / f"{module.replace('.', '/')}.py").read_text(encoding="utf-8"))
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == function:
@@ -128,7 +128,7 @@ def calls(module: str, function: str) -> set[str]:
 
 @pytest.mark.parametrize(
     ("module", "function"),
-    [("pipeline_cloze", "postprocess"), ("tasks_record", "decode"), ("processing_wikihop", "rank_candidates")],
+    [("pipeline_cloze", "postprocess"), ("training.record", "decode"), ("processing_wikihop", "rank_candidates")],
 )
 def test_the_pipelines_do_predict_and_wikihop_rank_through_the_one_function(module, function):
     assert "ranked_answers" in calls(module, function)

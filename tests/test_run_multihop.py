@@ -32,8 +32,8 @@ from script_helpers import (
     record_script,
 )
 
-from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
-from gesa.training_gesa import OutputDirLock
+from gesa.training.machinery import OutputDirLock
+from gesa.training.wikihop import make_wikihop_sample, write_wikihop_file
 
 
 def run_script(luke_dir, tmp_path, variant, train, evaluation, test=None, extra=()):
@@ -247,7 +247,7 @@ def test_training_resumed_from_a_checkpoint_ends_where_an_uninterrupted_run_ends
 
 # ----------------------------------------------------------------------------------------------- shared machinery
 # run_multihop.py and run_record.py refuse an unsafe output folder or checkpoint with the same check
-# (gesa.training_gesa) and the same message, before any weight is loaded.
+# (gesa.training.machinery) and the same message, before any weight is loaded.
 
 
 def _refused_by_both(capsys, tmp_path, output_dir: Path, extra: list[str]) -> str:

@@ -33,7 +33,7 @@ from gesa.graph_context import CANDIDATE, DOCUMENT, ENTITY
 from gesa.loading_gesa import load_tokenizer
 from gesa.processing_context_graph import MODEL_COLUMNS, ContextGraphProcessor
 from gesa.records_wikihop import to_wikihop_examples
-from gesa.tasks_multihop import make_medhop_sample, make_wikihop_sample, write_wikihop_file
+from gesa.training.wikihop import make_medhop_sample, make_wikihop_sample, write_wikihop_file
 
 TINY_GRAPH = '{"gnn_num_layers": 2}'
 

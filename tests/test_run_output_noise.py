@@ -24,11 +24,11 @@ import logging
 import pytest
 from script_helpers import ENTITY_TASK_FILES, load_entity_script
 
-from gesa.training_gesa import CHECKPOINT_FLAGS, keeps_checkpoints, remove_resume_checkpoints, setup_logging
+from gesa.training.machinery import CHECKPOINT_FLAGS, keeps_checkpoints, remove_resume_checkpoints, setup_logging
 
 
 def test_bm25s_debug_level_is_not_left_on_the_run(caplog):
-    from gesa.processing_retrieval_xh import Bm25Index
+    from gesa.training.fever_bm25 import Bm25Index
 
     logging.getLogger("bm25s").setLevel(logging.DEBUG)  # what `import bm25s` does
     with caplog.at_level(logging.DEBUG):

@@ -41,8 +41,8 @@ from script_helpers import RECORD_SCRIPT, ROOT, record_error_lines, record_scrip
 from tiny_luke import RECORD_DIR, SAMPLE_DIR, build_luke_tokenizer, offline_bpe_dir, tiny_luke_config
 from transformers import LukeModel, TrainerCallback
 
-from gesa.tasks_record import RECORD
-from gesa.training_tokenizer import train_sample_tokenizer
+from gesa.training.record import RECORD
+from gesa.training.tokenizer import train_sample_tokenizer
 
 TRAIN32 = RECORD_DIR / "fewglue_train32.jsonl"
 SAMPLE_TRAIN = (

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from script_helpers import RECORD_SCRIPT, load_script
 
-from gesa import training_driver
-from gesa.tasks_record import RECORD
+from gesa.training import driver
+from gesa.training.record import RECORD
 
 run_record = load_script(RECORD_SCRIPT, "run_record_cli_under_test")
 
@@ -92,7 +92,7 @@ def test_push_to_hub_preflight_tries_the_hub_once_with_its_timeout_before_readin
     monkeypatch.setattr(socket, "create_connection", refused)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
-    monkeypatch.setattr(training_driver, "read_splits", must_not_run)
+    monkeypatch.setattr(driver, "read_splits", must_not_run)
     monkeypatch.setattr(RECORD, "load", must_not_run)
     with pytest.raises(SystemExit) as stopped:
         run_record.main(["--do_train", "--push_to_hub", "--hub_token", "hf_test", "--output_dir", str(tmp_path / "out"),

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from script_helpers import RECORD_SCRIPT, ROOT
 
-from gesa.training_tokenizer import train_sample_tokenizer
+from gesa.training.tokenizer import train_sample_tokenizer
 
 CODE_FILES = ("configuration_gesa.py", "modeling_gesa.py", "processing_gesa.py")
 

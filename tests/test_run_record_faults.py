@@ -40,10 +40,10 @@ from transformers import TrainerCallback
 
 from gesa.processing_gesa import GesaProcessor
 from gesa.records_gesa import check_record_file
-from gesa.tasks_record import RECORD, flatten_records
-from gesa.training_gesa import ScriptArgumentError, check_resume_fits
-from gesa.training_models import check_resume_config
-from gesa.training_tokenizer import train_sample_tokenizer
+from gesa.training.machinery import ScriptArgumentError, check_resume_fits
+from gesa.training.models import check_resume_config
+from gesa.training.record import RECORD, flatten_records
+from gesa.training.tokenizer import train_sample_tokenizer
 
 run_record = record_script()
 

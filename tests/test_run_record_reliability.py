@@ -38,7 +38,7 @@ from script_helpers import (
     record_script,
 )
 
-from gesa import training_gesa
+from gesa.training import machinery
 
 run_record = record_script()
 
@@ -92,12 +92,12 @@ def test_non_finite_weights_stop_training_naming_the_step(tmp_path, capsys):
 
 
 def test_finite_guard_reads_logged_losses():
-    guard = training_gesa.FiniteTrainingGuard()
+    guard = machinery.FiniteTrainingGuard()
 
     class State:
         global_step = 7
 
-    with pytest.raises(training_gesa.ScriptArgumentError, match="logged loss is nan at step 7"):
+    with pytest.raises(machinery.ScriptArgumentError, match="logged loss is nan at step 7"):
         guard.on_log(None, State(), None, logs={"loss": float("nan")})
     guard.on_log(None, State(), None, logs={"loss": 0.5})
 
@@ -106,18 +106,18 @@ def test_a_live_run_holds_its_output_folder(tmp_path):
     """A second process on the folder of a live run is refused; once that process is dead, the folder is free."""
     folder = tmp_path / "busy"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from gesa.training_gesa import OutputDirLock\n"
+        [sys.executable, "-c", "import sys, time; from gesa.training.machinery import OutputDirLock\n"
          "with OutputDirLock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)", str(folder)],
         stdout=subprocess.PIPE, text=True, env=dict(os.environ),
     )  # fmt: skip
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(training_gesa.ScriptArgumentError, match=r"is in use by a live run \(pid"):
-            training_gesa.OutputDirLock(folder).__enter__()
+        with pytest.raises(machinery.ScriptArgumentError, match=r"is in use by a live run \(pid"):
+            machinery.OutputDirLock(folder).__enter__()
     finally:
         holder.kill()
         holder.wait()
-    with training_gesa.OutputDirLock(folder):  # a killed run's lock is gone with its process
+    with machinery.OutputDirLock(folder):  # a killed run's lock is gone with its process
         pass
 
 
@@ -128,14 +128,14 @@ def test_auto_resume_skips_checkpoints_whose_state_files_do_not_parse(trained, t
         shutil.copytree(trained / name, output_dir / name)
     args = run_record.parse_args(record_sample_argv(output_dir, "--do_train", "--max_steps", "3"))[2]
     (output_dir / "checkpoint-2" / "trainer_state.json").write_text('{"global_step": 2, "log_hi')
-    plan = training_gesa.plan_resume(args)
+    plan = machinery.plan_resume(args)
     assert (
         plan.checkpoint == str(output_dir / "checkpoint-1") and "trainer_state.json cannot be read" in plan.skipped[0]
     )
     shutil.copy(trained / "checkpoint-2" / "trainer_state.json", output_dir / "checkpoint-2" / "trainer_state.json")
     optimizer = output_dir / "checkpoint-2" / "optimizer.pt"
     optimizer.write_bytes(optimizer.read_bytes()[: optimizer.stat().st_size // 2])
-    plan = training_gesa.plan_resume(args)
+    plan = machinery.plan_resume(args)
     assert plan.checkpoint == str(output_dir / "checkpoint-1") and "optimizer.pt is truncated" in plan.skipped[0]
 
 
@@ -144,29 +144,29 @@ def test_resuming_a_checkpoint_past_max_steps_is_refused(trained, tmp_path):
     output_dir = tmp_path / "past"
     shutil.copytree(trained / "checkpoint-2", output_dir / "checkpoint-2")
     args = run_record.parse_args(record_sample_argv(output_dir, "--do_train", "--max_steps", "1"))[2]
-    with pytest.raises(training_gesa.ScriptArgumentError, match="has trained 2 steps, more than --max_steps 1"):
-        training_gesa.plan_resume(args)
+    with pytest.raises(machinery.ScriptArgumentError, match="has trained 2 steps, more than --max_steps 1"):
+        machinery.plan_resume(args)
     args = run_record.parse_args(record_sample_argv(output_dir, "--do_train", "--max_steps", "2"))[2]
-    assert training_gesa.plan_resume(args).checkpoint == str(output_dir / "checkpoint-2")
+    assert machinery.plan_resume(args).checkpoint == str(output_dir / "checkpoint-2")
 
 
 def test_result_files_are_whole_or_absent(tmp_path, monkeypatch):
     target = tmp_path / "predict_predictions.json"
-    training_gesa.write_json_atomically(target, {"q": [{"answer": "A", "score": 0.5}]})
+    machinery.write_json_atomically(target, {"q": [{"answer": "A", "score": 0.5}]})
     before = target.read_text()
 
     def full_disk(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(training_gesa.os, "fsync", full_disk)  # the disk fills while the file is flushed
-    with pytest.raises(training_gesa.ScriptArgumentError, match="no space left on the device"):
-        training_gesa.write_json_atomically(target, {"q": []})
+    monkeypatch.setattr(machinery.os, "fsync", full_disk)  # the disk fills while the file is flushed
+    with pytest.raises(machinery.ScriptArgumentError, match="no space left on the device"):
+        machinery.write_json_atomically(target, {"q": []})
     assert target.read_text() == before  # the old file is untouched, no half-written one
     assert [path.name for path in tmp_path.iterdir()] == ["predict_predictions.json"]
     monkeypatch.undo()
     assert oct(target.stat().st_mode & 0o777) == oct(0o666 & ~_umask())  # a plain file's mode, not 0600
     with pytest.raises(ValueError):  # NaN is no JSON: never written
-        training_gesa.write_json_atomically(tmp_path / "nan.json", {"score": float("nan")})
+        machinery.write_json_atomically(tmp_path / "nan.json", {"score": float("nan")})
     assert not (tmp_path / "nan.json").exists()
 
 
@@ -177,9 +177,9 @@ def _umask() -> int:
 
 
 def test_disk_full_is_recognised_by_its_errors(tmp_path):
-    assert training_gesa.disk_full(OSError(errno.ENOSPC, "No space left on device"), tmp_path)
-    assert not training_gesa.disk_full(OSError(errno.EACCES, "Permission denied"), tmp_path)
-    assert not training_gesa.disk_full(RuntimeError("unexpected pos 861184 vs 861072"), tmp_path)  # plenty free here
+    assert machinery.disk_full(OSError(errno.ENOSPC, "No space left on device"), tmp_path)
+    assert not machinery.disk_full(OSError(errno.EACCES, "Permission denied"), tmp_path)
+    assert not machinery.disk_full(RuntimeError("unexpected pos 861184 vs 861072"), tmp_path)  # plenty free here
 
 
 @pytest.mark.slow
@@ -237,8 +237,8 @@ def test_one_error_line_for_each_unusable_flag_or_file(trained, tmp_path):
 def test_summary_line_of_an_evaluation_only_run_names_its_files_and_no_score_before_training(tmp_path):
     from transformers import TrainingArguments
 
-    from gesa.tasks_record import RECORD
-    from gesa.training_driver import summary_line
+    from gesa.training.driver import summary_line
+    from gesa.training.record import RECORD
 
     (tmp_path / "eval_predictions.json").write_text("{}")
     (tmp_path / "all_results.json").write_text("{}")

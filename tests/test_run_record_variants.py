@@ -32,7 +32,7 @@ from transformers import HfArgumentParser, TrainingArguments
 from variant_helpers import record_rows, reload_in_fresh_process
 
 from gesa.processing_gesa import to_record_examples
-from gesa.tasks_record import RECORD
+from gesa.training.record import RECORD
 
 TRAIN32 = SAMPLE_DIR / "record_sample_train.jsonl"
 TRAIN_QUERIES, EVAL_QUERIES = 2, 3

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 from script_helpers import ENTITY_TASK_FILES, load_entity_script
 
-from gesa.training_gesa import LOCK_NAME
+from gesa.training.machinery import LOCK_NAME
 
 
 class _FullFile:

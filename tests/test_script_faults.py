@@ -41,8 +41,8 @@ from script_helpers import (
     script_error_lines,
 )
 
-from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
-from gesa.training_gesa import LOCK_NAME
+from gesa.training.machinery import LOCK_NAME
+from gesa.training.wikihop import make_wikihop_sample, write_wikihop_file
 
 
 def _check(script: Path, cases: list[tuple[list[str], str]], cwd: Path) -> None:

@@ -81,7 +81,7 @@ def _demo(capsys, script, task: str, output_dir) -> list[str]:
 def test_hotpotqa_demo_trains_offline_and_its_folder_answers_through_its_own_pipeline(tmp_path, capsys):
     import transformers
 
-    from gesa.tasks_xh import make_hotpot_sample
+    from gesa.training.xh import make_hotpot_sample
 
     output_dir = tmp_path / "hotpot"
     out = _demo(capsys, load_multihop_script(), "hotpotqa", output_dir)
@@ -99,7 +99,7 @@ def test_fever_demo_trains_offline_and_its_folder_answers_through_its_own_pipeli
     import transformers
 
     from gesa.records_xh import read_wiki_pages
-    from gesa.tasks_xh import make_fever_sample
+    from gesa.training.xh import make_fever_sample
 
     output_dir = tmp_path / "fever"
     out = _demo(capsys, load_multihop_script(), "fever", output_dir)
@@ -130,7 +130,7 @@ def test_entity_task_demos_train_offline_and_say_how_they_did(tmp_path, capsys, 
     assert out[-1].startswith(title), out[-1]
     assert "{}" not in out  # nothing prints an empty dict
     if pipeline_class is not None:  # percent, like every script: 100 x the official fraction of its predictions
-        from gesa.tasks_entity import ENTITY_TASKS
+        from gesa.training.entity import ENTITY_TASKS
 
         rows = json.loads((output_dir / "eval_predictions.json").read_text())
         official = ENTITY_TASKS[task].metric([r["prediction"] for r in rows], [r["reference"] for r in rows])["f1"]

@@ -26,7 +26,7 @@ import pytest
 from script_helpers import ENTITY_SCRIPT, MULTIHOP_SCRIPT, RECORD_SCRIPT, load_script
 from transformers import TrainingArguments
 
-from gesa.training_gesa import GIVEN, ScriptArgumentError, flag_table, script_parser
+from gesa.training.machinery import GIVEN, ScriptArgumentError, flag_table, script_parser
 
 SCRIPTS = {"run_record.py": RECORD_SCRIPT, "run_multihop.py": MULTIHOP_SCRIPT, "run_entity_tasks.py": ENTITY_SCRIPT}
 
@@ -202,7 +202,7 @@ def test_a_missing_optional_library_is_one_line_naming_its_extra_before_anything
 def test_bm25_retrieval_without_bm25s_names_the_extra_not_fever(monkeypatch):
     """The one message of every BM25 user (FullWiki's retriever, FEVER's retrieval, their pipelines)."""
     from gesa.extras_gesa import MissingExtraError
-    from gesa.processing_retrieval_xh import Bm25Index
+    from gesa.training.fever_bm25 import Bm25Index
 
     monkeypatch.setitem(sys.modules, "bm25s", None)
     with pytest.raises(MissingExtraError) as refusal:

@@ -41,9 +41,9 @@ from script_helpers import (
 
 from gesa.records_entity import read_task_file
 from gesa.records_xh import hotpot_supporting_facts, to_hotpot_row
-from gesa.tasks_entity import ENTITY_TASKS
-from gesa.tasks_xh import FEVER, HOTPOTQA
-from gesa.training_gesa import ScriptArgumentError, checkpoint_config, explicit_flags
+from gesa.training.entity import ENTITY_TASKS
+from gesa.training.machinery import ScriptArgumentError, checkpoint_config, explicit_flags
+from gesa.training.xh import FEVER, HOTPOTQA
 
 HUB_LOGGER = "huggingface_hub.utils._http"  # where huggingface_hub logs its retries
 RETRY = "Retrying in 1s [Retry 1/5]."
@@ -146,7 +146,7 @@ def test_hub_lines_print_once_after_the_scripts_logging_set_up(tmp_path):
     code = (
         "import logging\n"
         "from transformers import TrainingArguments\n"
-        "from gesa.training_gesa import setup_logging\n"
+        "from gesa.training.machinery import setup_logging\n"
         f"setup_logging(TrainingArguments(output_dir={str(tmp_path)!r}, report_to=[]), logging.getLogger('run'))\n"
         f"logging.getLogger({HUB_LOGGER!r}).warning({RETRY!r})\n"
     )

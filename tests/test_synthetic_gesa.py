@@ -20,7 +20,15 @@ import re
 import pytest
 
 from gesa.records_gesa import check_example, check_record_file, to_record_examples
-from gesa.synthetic_gesa import CITIES, HOP_TEMPLATES, PEOPLE, WORLDS, generate_records, hop_count, write_jsonl
+from gesa.training.synthetic_cloze import (
+    CITIES,
+    HOP_TEMPLATES,
+    PEOPLE,
+    WORLDS,
+    generate_records,
+    hop_count,
+    write_jsonl,
+)
 
 
 def sentences_of(text: str) -> list[str]:

@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""What the three variants share: the `registry_gesa.py` registry, gradients reaching the new parameters, and
+"""What the three variants share: the `training/registry.py` registry, gradients reaching the new parameters, and
 gradient checkpointing where blocks repeat."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from variant_inputs import (
     xh_config,
 )
 
-from gesa import GesaConfig, GesaForEntitySpanQA, registry_gesa
+from gesa import GesaConfig, GesaForEntitySpanQA
 from gesa.checks_gesa import KAR_NULL_CANDIDATE
 from gesa.configuration_variants import ErnieConfig, KarConfig, XhConfig
 from gesa.modeling_ernie import (
@@ -52,13 +52,14 @@ from gesa.modeling_ernie import (
 )
 from gesa.modeling_kar import KarForEntitySpanQA, KarModel
 from gesa.modeling_xh import XhForEntitySpanQA, XhForFactVerification, XhForMultiHopQA, XhModel
+from gesa.training import registry
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def load_registry():
-    """The package's variant registry (``gesa.registry_gesa``), the one the scripts and pipelines read."""
-    return registry_gesa
+    """The package's variant registry (``gesa.training.registry``), the one the scripts and pipelines read."""
+    return registry
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,7 +100,7 @@ def test_gradient_checkpointing_matches_plain_backward(name):
 
 
 # ---------------------------------------------------------------------------------------------
-# registry_gesa.py: the one variant registry
+# training/registry.py: the one variant registry
 # ---------------------------------------------------------------------------------------------
 
 
@@ -310,7 +311,7 @@ def test_registry_refuses_a_user_knowledge_base(name, tmp_path):
     model.save_pretrained(user_kb_dir)
     with pytest.raises(ValueError, match=r"kb_size=8 \(a user-supplied knowledge base") as error:
         spec.from_checkpoint(str(user_kb_dir))
-    assert "processing_kb" in str(error.value) and f"model_cards/{name}.md" in str(error.value)
+    assert "processing_kb" in str(error.value) and f"training/model_cards/{name}.md" in str(error.value)
     # a checkpoint whose KB is the entity table loads, with its weights
     reloaded = spec.from_checkpoint(str(plain_dir)).eval()
     assert type(reloaded) is spec.model_class and reloaded.config.kb_size is None
@@ -409,17 +410,17 @@ def test_variant_attention_dispatches_through_transformers_functions(name, monke
 
 
 def test_each_task_names_its_head_per_variant_and_refuses_a_variant_without_one():
-    from gesa.tasks_multihop import WIKIHOP
-    from gesa.tasks_record import RECORD
+    from gesa.training.record import RECORD
+    from gesa.training.wikihop import WIKIHOP
 
-    assert RECORD.head_for("gesa") is registry_gesa.VARIANTS["gesa"].model_class
-    assert RECORD.variant_spec("kar").model_class is registry_gesa.VARIANTS["kar"].model_class
+    assert RECORD.head_for("gesa") is registry.VARIANTS["gesa"].model_class
+    assert RECORD.variant_spec("kar").model_class is registry.VARIANTS["kar"].model_class
     assert WIKIHOP.variant_spec("luke").config_overrides == {"ablation": "luke"}
     with pytest.raises(ValueError, match="--task wikihop has no head for --variant xh"):
         WIKIHOP.head_for("xh")
-    assert registry_gesa.knowledge_variant_of("gesa_kar") == "kar"
-    assert registry_gesa.knowledge_variant_of("gesa") is None
-    assert registry_gesa.reads_sentence_graphs("gesa_xh") and not registry_gesa.reads_sentence_graphs("gesa")
+    assert registry.knowledge_variant_of("gesa_kar") == "kar"
+    assert registry.knowledge_variant_of("gesa") is None
+    assert registry.reads_sentence_graphs("gesa_xh") and not registry.reads_sentence_graphs("gesa")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from gesa.modeling_gesa_multiple_choice import GesaForEntityMultipleChoice, exte
 from gesa.modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
 from gesa.processing_wikihop import WikihopProcessor, find_mentions
 from gesa.records_wikihop import load_wikihop_file, to_wikihop_examples
-from gesa.tasks_multihop import make_wikihop_sample, write_wikihop_file
+from gesa.training.wikihop import make_wikihop_sample, write_wikihop_file
 
 RECORD = {
     "id": "WH_test_0",

@@ -33,7 +33,7 @@ from gesa.modeling_gesa_multiple_choice import ChoiceHeadMismatch, GesaForEntity
 from gesa.processing_context_graph import ContextGraphProcessor
 from gesa.processing_wikihop import WikihopProcessor, find_mentions, normalize_mention
 from gesa.records_wikihop import InputError, to_wikihop_examples
-from gesa.tasks_multihop import WIKIHOP, make_wikihop_sample, write_wikihop_file
+from gesa.training.wikihop import WIKIHOP, make_wikihop_sample, write_wikihop_file
 
 RECORD = {
     "query": "country velmor",

@@ -23,7 +23,7 @@ from transformers import LukeModel
 
 from gesa.configuration_variants import XhConfig
 from gesa.modeling_xh import XhModel
-from gesa.registry_gesa import VARIANTS
+from gesa.training.registry import VARIANTS
 
 LUKE_INPUTS = ("input_ids", "attention_mask", "entity_ids", "entity_attention_mask", "entity_position_ids")
 

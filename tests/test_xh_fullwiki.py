@@ -34,19 +34,19 @@ from tiny_luke import SHARED
 from transformers import AutoTokenizer
 
 from gesa.inputs_gesa import InputError
-from gesa.processing_fullwiki_xh import FullWikiRetriever
 from gesa.processing_xh_tasks import XhTaskProcessor
-from gesa.records_abstracts import abstracts_line, read_abstracts_corpus
 from gesa.records_xh import hotpot_supporting_facts, read_hotpot_file, to_hotpot_row
-from gesa.resources_gesa import load_metric
-from gesa.tasks_xh_fullwiki import (
+from gesa.training.abstracts import abstracts_line, read_abstracts_corpus
+from gesa.training.fullwiki_graphs import FullWikiRetriever
+from gesa.training.resources import load_metric
+from gesa.training.xh_fullwiki import (
     RANKER,
     Reranker,
     abstracts_from_paragraphs,
     hotpot_paragraphs,
     write_abstracts_corpus,
 )
-from gesa.tasks_xh_paper import COMPONENTS
+from gesa.training.xh_paper import COMPONENTS
 
 # ---------------------------------------------------------------------------------------------
 # The corpus

@@ -33,8 +33,8 @@ from gesa.modeling_xh_paper import (
     comparison_supporting_facts,
 )
 from gesa.records_xh import hotpot_supporting_facts, read_hotpot_file
-from gesa.resources_gesa import load_metric
-from gesa.tasks_xh_paper import COMPONENTS
+from gesa.training.resources import load_metric
+from gesa.training.xh_paper import COMPONENTS
 
 # ---------------------------------------------------------------------------------------------
 # Supporting-fact inference (A.3.2)
@@ -140,7 +140,7 @@ KEYS = {"em", "f1", "prec", "recall", "sp_em", "sp_f1", "sp_prec", "sp_recall", 
 
 
 def _official_scores(prediction_file, data_file) -> dict[str, float]:
-    """The official file, scored again by `metrics/hotpotqa` from the file alone against the data file's gold."""
+    """The official file, scored again by `training/metrics/hotpotqa` from the file alone against the data file's gold."""
     payload = json.loads(prediction_file.read_text())
     rows = read_hotpot_file(data_file)
     predictions = [{"id": r["id"], "answer": payload["answer"][r["id"]], "sp": payload["sp"][r["id"]]} for r in rows]

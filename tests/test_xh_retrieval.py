@@ -30,10 +30,10 @@ from hotpot_fever_fixtures import FEVER_PAGES, fever_fixture_claims, write_fever
 from script_helpers import load_multihop_script
 from transformers import AutoTokenizer
 
-from gesa.processing_retrieval_xh import Bm25Index, retrieve_fever_evidence
 from gesa.processing_xh_tasks import XhTaskProcessor
-from gesa.resources_gesa import load_metric
-from gesa.tasks_fever_retrieval import SENTENCE_RANKER, SentenceReranker, training_sentences
+from gesa.training.fever_bm25 import Bm25Index, retrieve_fever_evidence
+from gesa.training.fever_retrieval import SENTENCE_RANKER, SentenceReranker, training_sentences
+from gesa.training.resources import load_metric
 
 STOP = set(STOPWORDS_EN)  # the English stop words the index drops
 

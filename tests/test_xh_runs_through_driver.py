@@ -41,7 +41,7 @@ from variant_inputs import xh_config
 from gesa.configuration_variants import PAPER_SYSTEM_COMPONENTS, XhPaperSystemConfig
 from gesa.modeling_xh_paper import COMPONENT_CLASSES, XhPaperSystemForHotpotQA
 from gesa.records_xh import read_hotpot_file
-from gesa.tasks_xh_fullwiki import abstracts_from_paragraphs, hotpot_paragraphs, write_abstracts_corpus
+from gesa.training.xh_fullwiki import abstracts_from_paragraphs, hotpot_paragraphs, write_abstracts_corpus
 
 ARGS = ["--variant", "xh", "--per_device_train_batch_size", "4", "--learning_rate", "3e-3", "--report_to", "none",
         "--seed", "0", "--use_cpu", "true", "--max_query_length", "24", "--disable_tqdm", "true"]  # fmt: skip

@@ -38,8 +38,8 @@ from gesa.modeling_xh_tasks import XhForHotpotQA, decode_fever
 from gesa.pipeline_xh_tasks import XhHotpotQAPipeline  # (importing it registers the xh pipelines)
 from gesa.processing_xh_tasks import XhTaskProcessor
 from gesa.records_xh import read_hotpot_file, read_wiki_pages
-from gesa.tasks_xh import FEVER, HOTPOTQA, xh_task_config
-from gesa.training_driver import predict_task
+from gesa.training.driver import predict_task
+from gesa.training.xh import FEVER, HOTPOTQA, xh_task_config
 
 OFFICIAL = os.environ.get("GESA_OFFICIAL_SCORERS")
 

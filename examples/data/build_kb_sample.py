@@ -15,7 +15,7 @@
 ``kb_links.jsonl``; ``kb_entity_vectors.txt`` is made from the triples by ``examples/train_transe.py``).
 
 The KB covers the invented people, towns and firms of ``run_entity_tasks.py``'s embedded samples (the demo's
-``train`` and ``dev`` files of every task, ``gesa.tasks_entity.make_entity_sample``), nothing else:
+``train`` and ``dev`` files of every task, ``gesa.training.entity.make_entity_sample``), nothing else:
 
 - ``kb_triples.tsv``: ``head<TAB>relation<TAB>tail`` facts: each person is a human, each town a city with a football
   club (``<town> FC``, located in it), each firm a business; the samples' own ``org:founded_by`` facts.
@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 
 from gesa.records_entity import read_task_file
-from gesa.tasks_entity import make_entity_sample
+from gesa.training.entity import make_entity_sample
 
 HERE = Path(__file__).resolve().parent
 # the demo's files (run_entity_tasks.demo_argv): (split, examples, seed), named <split>.json / <split>.txt
