@@ -131,15 +131,15 @@ def called_names(path: Path) -> set[str]:
 
 def test_the_tasks_load_their_models_through_the_one_loader():
     """A task declares what its model differs in (`training.models.ModelRecipe`) and `load_for_task` runs the
-    sequence once: no task module checks a checkpoint or builds a variant's model itself. The entity tasks (their
-    labels and pre-training vocabulary decide the head: `load_model_and_tokenizer`) and the paper system (five
-    components) load their own way."""
+    sequence once: no task module checks a checkpoint or builds a variant's model itself. The entity tasks give it
+    their own source check and build as hooks (their labels and pre-training vocabulary decide the head:
+    `ModelRecipe.check_source` / `build_model`); the paper system (five components) loads its own way."""
     steps = {"build_variant_model", "check_model_source"}
-    own_way = {"models", "entity", "xh_paper"}  # the loader itself, and the two that load their own way
+    own_way = {"models", "xh_paper"}  # the loader itself, and the one that loads its own way
     for path in TRAINING_MODULES:
         if path.stem not in own_way:
             assert not called_names(path) & steps, path.stem
-    for name in ("training.record", "training.wikihop", "training.xh", "training.context_graph"):
+    for name in ("training.record", "training.wikihop", "training.xh", "training.context_graph", "training.entity"):
         assert "load_for_task" in called_names(module_path(name)), name
 
 

@@ -32,6 +32,10 @@ model carries the same entity vocabulary. Its evaluation is the loss, with dEA a
 linker's and the prior's linking accuracy (KAR); it predicts nothing. A pre-training checkpoint of KAR or ERNIE starts
 the entity tasks' heads with its encoder (``load_model_and_tokenizer``).
 
+Every task here loads through the one loader (``training.models.load_for_task``): ``EntityLoading`` gives it the
+entity checks of ``--model_name_or_path`` (``check_entity_checkpoint``) and the build the data decides
+(``load_model_and_tokenizer``) as the recipe's hooks, the task its processor once the model is built.
+
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
 
@@ -80,7 +84,6 @@ from ..records_entity import read_hub_rows, read_task_file
 from .entity_metrics import relation_micro_prf, span_f1, typing_micro_prf
 from .knowledge_base import (
     GoldLinker,
-    attach_knowledge_files,
     gold_links,
     knowledge_candidates,
     load_entity_links,
@@ -88,11 +91,12 @@ from .knowledge_base import (
 )
 from .machinery import ScriptArgumentError, checkpoint_config, write_json_atomically
 from .models import (
+    ModelRecipe,
     check_config_fields,
     check_config_values,
     check_max_seq_length,
     hub_kwargs,
-    load_run_tokenizer,
+    load_for_task,
     position_limit,
 )
 from .registry import VARIANTS
@@ -188,21 +192,28 @@ class EntityTask(Task):
     def load(
         self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
     ) -> LoadedModel:
-        if model_args.model_name_or_path is None:
-            raise ScriptArgumentError(
-                "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this script"
+        loading = EntityLoading(self, model_args, data_args, examples)
+
+        def processor_for_model(model: PreTrainedModel, tokenizer: Any, config: dict[str, Any]) -> Any:
+            # a new head (converted from LUKE, or on a pre-training checkpoint): the variant's paper's input format
+            converted = getattr(model, "luke_conversion_info", None) is not None or hasattr(
+                model, "started_from_pretraining"
             )
-        model, tokenizer, labels, links, ner = checked_entity_model(self, model_args, data_args, examples)
-        # a new head (converted from LUKE, or on a pre-training checkpoint): the variant's paper's input format
-        converted = getattr(model, "luke_conversion_info", None) is not None or hasattr(
-            model, "started_from_pretraining"
+            processor = entity_task_processor(
+                tokenizer, self.name, loading.labels, data_args, model_args.variant, converted
+            )
+            if converted and hasattr(processor, "added_token_sources"):
+                model.init_added_word_embeddings(processor.added_token_sources())  # the markers, from LUKE's @ and #
+            return processor
+
+        recipe = loading.recipe(
+            "--model_name_or_path is needed: a LUKE checkpoint, or a checkpoint of this script",
+            processor_for_model,
+            knowledge_files=True,
         )
-        processor = entity_task_processor(tokenizer, self.name, labels, data_args, model_args.variant, converted)
-        if converted and hasattr(processor, "added_token_sources"):
-            model.init_added_word_embeddings(processor.added_token_sources())  # the markers, from LUKE's @ and #
-        attach_knowledge_files(model_args, model, tokenizer, processor)
-        processor.entity_links, processor.ner_finder = links, ner
-        return LoadedModel(model, processor, tokenizer, labels)
+        model, processor, tokenizer = load_for_task(recipe, model_args, data_args, explicit)
+        processor.entity_links, processor.ner_finder = loading.links, loading.ner
+        return LoadedModel(model, processor, tokenizer, loading.labels)
 
     def collator(self, processor: EntityTaskProcessor, variant: str) -> Any:
         """The processor's batches, plus the knowledge inputs of KAR/ERNIE (``VariantSpec.wrap_collator``: mentions
@@ -428,35 +439,71 @@ def check_links_and_label_names(model_args: Any, data_args: Any, args: Any) -> N
         args.label_names = ["labels"]
 
 
-def checked_entity_model(
-    task: Task, model_args: Any, data_args: Any, examples: Mapping[str, Any]
-) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, list[str] | None, dict[str, Any] | None, Any]:
-    """``(model, tokenizer, labels, entity links, NER pipeline)`` of an entity task's run: the checkpoint and tokenizer
-    (``check_entity_checkpoint``), ``--entity_links`` (matched against the examples) and the NER pipeline checked
-    before any weight loads, then ``load_model_and_tokenizer`` (a checkpoint that does not fit the task, variant,
-    labels or entity table: one ``ScriptArgumentError`` naming it)."""
-    check_entity_checkpoint(model_args, task.variant_spec(model_args.variant), data_args.max_seq_length)
-    links_file = getattr(data_args, "entity_links", None)
-    links = None if links_file is None else load_entity_links(links_file)
-    if links is not None:
-        check_links_match(links_file, links, examples)
-    ner = load_ner(model_args)
-    overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
-    try:
-        model, tokenizer, labels = load_model_and_tokenizer(
-            task.name, model_args.variant, model_args.model_name_or_path, examples, model_args.tokenizer_name,
-            hub_kwargs(model_args), 0, **overrides,
-        )  # fmt: skip
-    except (OSError, ValueError) as error:
-        raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
-    return model, tokenizer, labels, links, ner
+class EntityLoading:
+    """What one entity task's run gives the one loader (``training.models.load_for_task``): its checks of
+    ``--model_name_or_path`` (``check_entity_checkpoint``) and its build of the head the data decides
+    (``load_model_and_tokenizer``: the training split's labels, the pre-training entity vocabulary, a pre-training
+    checkpoint's encoder under a new task head), with ``--entity_links`` (matched against the examples) and the NER
+    pipeline checked before any weight loads. After the load it holds the head's ``labels`` (``None`` for
+    pre-training), the ``links`` and the ``ner`` pipeline."""
+
+    def __init__(self, task: Task, model_args: Any, data_args: Any, examples: Mapping[str, Any]) -> None:
+        self.task, self.model_args, self.data_args, self.examples = task, model_args, data_args, examples
+        self.labels: list[str] | None = None
+        self.links: dict[str, Any] | None = None
+        self.ner: Any = None
+
+    def recipe(
+        self,
+        needs_path: str,
+        processor_for_model: Callable[[PreTrainedModel, Any, dict[str, Any]], Any],
+        knowledge_files: bool,
+    ) -> ModelRecipe:
+        """The task's ``ModelRecipe``: its own source check and build, its processor once the model is built
+        (``processor_for_model``), the KB files where they apply (``knowledge_files``)."""
+        variant = self.model_args.variant
+        return ModelRecipe(
+            self.task.variant_spec(variant),
+            f"--task {self.task.name} --variant {variant}",
+            None,
+            needs_path=needs_path,
+            entity_rows=None,  # the build keeps its own rows (the special entities, or the data's vocabulary)
+            processor_for_model=processor_for_model,
+            knowledge_files=knowledge_files,
+            check_source=self.check_source,
+            build_model=self.build_model,
+        )
+
+    def check_source(self, path: str, hub: dict[str, Any]) -> dict[str, Any]:
+        """``check_entity_checkpoint`` for the task's variant and ``--max_seq_length``."""
+        spec = self.task.variant_spec(self.model_args.variant)
+        return check_entity_checkpoint(self.model_args, spec, self.data_args.max_seq_length)
+
+    def build_model(self, config: dict[str, Any], tokenizer: Any) -> tuple[PreTrainedModel, Any]:
+        """``--entity_links`` and the NER pipeline checked, then ``load_model_and_tokenizer`` (a checkpoint that does
+        not fit the task, variant, labels or entity table: one ``ScriptArgumentError`` naming it)."""
+        model_args = self.model_args
+        links_file = getattr(self.data_args, "entity_links", None)
+        self.links = None if links_file is None else load_entity_links(links_file)
+        if self.links is not None:
+            check_links_match(links_file, self.links, self.examples)
+        self.ner = load_ner(model_args)
+        overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
+        try:
+            model, tokenizer, self.labels = load_model_and_tokenizer(
+                self.task.name, model_args.variant, model_args.model_name_or_path, self.examples,
+                model_args.tokenizer_name, hub_kwargs(model_args), 0, **overrides,
+            )  # fmt: skip
+        except (OSError, ValueError) as error:
+            raise ScriptArgumentError(f"--model_name_or_path {model_args.model_name_or_path}: {error}") from None
+        return model, tokenizer
 
 
-def check_entity_checkpoint(model_args: Any, spec: Any, max_seq_length: int | None = None) -> None:
-    """``--model_name_or_path`` and the tokenizer checked before any weight loads: the config's fields and values
-    (``check_config_fields`` / ``check_config_values``), ``--max_seq_length`` against its absolute positions, a trained
-    head's classes (``id2label``: ids 0 .. n-1, none missing) and the tokenizer (``load_run_tokenizer``, naming
-    ``--tokenizer_name`` when it is the one at fault)."""
+def check_entity_checkpoint(model_args: Any, spec: Any, max_seq_length: int | None = None) -> dict[str, Any]:
+    """``--model_name_or_path``'s config (returned) checked before any weight loads: its fields and values
+    (``check_config_fields`` / ``check_config_values``), ``--max_seq_length`` against its absolute positions and a
+    trained head's classes (``id2label``: ids 0 .. n-1, none missing). The loader then reads the tokenizer
+    (``load_run_tokenizer``, naming ``--tokenizer_name`` when it is the one at fault)."""
     path = model_args.model_name_or_path
     config = checkpoint_config(path, "a LUKE or a run_entity_tasks.py", **hub_kwargs(model_args))
     check_config_fields(path, config)
@@ -466,7 +513,7 @@ def check_entity_checkpoint(model_args: Any, spec: Any, max_seq_length: int | No
         check_config_values(path, config, spec.config_class)
         if (config.get("architectures") or [None])[0] != getattr(PRETRAIN.heads.get(spec.name), "__name__", None):
             check_id2label(path, config.get("id2label"))  # a pre-training checkpoint has no task classes yet
-    load_run_tokenizer(model_args, path, config)
+    return config
 
 
 def check_id2label(path: str, id2label: Any) -> None:
@@ -1021,16 +1068,23 @@ class PretrainTask(Task):
     def load(
         self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
     ) -> LoadedModel:
-        if model_args.model_name_or_path is None:
-            raise ScriptArgumentError("--model_name_or_path is needed: the LUKE checkpoint to pre-train further")
-        model, tokenizer, _, links, ner = checked_entity_model(self, model_args, data_args, examples)
-        processor = PretrainingProcessor(
-            tokenizer, model_args.variant, data_args.max_seq_length, model.config.entity_vocab_size,
-            data_args.mlm_probability, data_args.entity_mask_probability, seed=0, ner=ner,
-        )  # fmt: skip
-        if model_args.variant == "kar":  # KnowBERT's KB (--kb_* files, else LUKE's table) and gold links
-            attach_knowledge_files(model_args, model, tokenizer, processor)
-            processor.entity_links = links
+        loading = EntityLoading(self, model_args, data_args, examples)
+
+        def processor_for_model(model: PreTrainedModel, tokenizer: Any, config: dict[str, Any]) -> Any:
+            return PretrainingProcessor(
+                tokenizer, model_args.variant, data_args.max_seq_length, model.config.entity_vocab_size,
+                data_args.mlm_probability, data_args.entity_mask_probability, seed=0, ner=loading.ner,
+            )  # fmt: skip
+
+        kar = model_args.variant == "kar"  # KnowBERT's KB (--kb_* files, else LUKE's table) and gold links
+        recipe = loading.recipe(
+            "--model_name_or_path is needed: the LUKE checkpoint to pre-train further",
+            processor_for_model,
+            knowledge_files=kar,
+        )
+        model, processor, tokenizer = load_for_task(recipe, model_args, data_args, explicit)
+        if kar:
+            processor.entity_links = loading.links
         return LoadedModel(model, processor, tokenizer)
 
     def featurise(self, processor: PretrainingProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
@@ -1113,6 +1167,7 @@ __all__ = [
     "PRETRAIN",
     "SPECIAL_ENTITIES",
     "DeaCollator",
+    "EntityLoading",
     "EntityTask",
     "ErniePretrainingCollator",
     "KarPretrainingCollator",
@@ -1124,7 +1179,6 @@ __all__ = [
     "build_task_model",
     "check_entity_checkpoint",
     "check_links_and_label_names",
-    "checked_entity_model",
     "check_id2label",
     "check_luke_tokenizer",
     "checkpoint_labels",

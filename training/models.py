@@ -17,8 +17,9 @@ with ``from_luke_pretrained``, or a checkpoint of the head itself); the checkpoi
 model (``check_resume_config``). Every problem is one ``ScriptArgumentError`` naming the flag and the fix.
 
 ``load_for_task`` is the one loading sequence of the tasks: a task declares what differs (``ModelRecipe``: the
-variant, its processor and settings, the entity rows kept, the position rule, whether KB files apply) and one call
-returns the checked model, its processor and tokenizer, going down the floors and coming back once.
+variant, its processor and settings, the entity rows kept, the position rule, whether KB files apply; where the data
+decides the head, its own source check and build as hooks) and one call returns the checked model, its processor and
+tokenizer, going down the floors and coming back once.
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
@@ -301,6 +302,12 @@ class ModelRecipe:
         processor_for_model: ``(model, tokenizer, config) -> processor``, the processor once the model is built (its
             config decides the features: the entity graph, the positions).
         knowledge_files: the ``--kb_*`` files (or a KAR/ERNIE checkpoint's own) are attached.
+        check_source: ``(path, hub) -> checkpoint config``, the task's own check of ``--model_name_or_path`` in place
+            of ``check_model_source`` (the entity tasks: a LUKE checkpoint, a fine-tuned head or a pre-training one).
+        build_model: ``(checkpoint config, tokenizer) -> (model, tokenizer)``, the task's head built in place of
+            ``build_variant_model`` when the data decides it (the entity tasks: the training split's labels, the
+            pre-training entity vocabulary, a pre-training checkpoint's encoder under a new task head); it may check
+            the run's data files first, before any weight loads.
     """
 
     spec: VariantSpec
@@ -324,6 +331,8 @@ class ModelRecipe:
     init_added_words: bool = False
     processor_for_model: Callable[[PreTrainedModel, Any, dict[str, Any]], Any] | None = None
     knowledge_files: bool = False
+    check_source: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    build_model: Callable[[dict[str, Any], Any], tuple[PreTrainedModel, Any]] | None = None
 
 
 def load_for_task(recipe: ModelRecipe, model_args: Any, data_args: Any, explicit: set[str] | None = None) -> TaskModel:
@@ -336,7 +345,10 @@ def load_for_task(recipe: ModelRecipe, model_args: Any, data_args: Any, explicit
         raise ScriptArgumentError(recipe.needs_path)
     spec = recipe.spec
     hub = hub_kwargs(model_args)
-    config = check_model_source(path, spec, recipe.run, **hub)
+    if recipe.check_source is not None:
+        config = recipe.check_source(path, hub)
+    else:
+        config = check_model_source(path, spec, recipe.run, **hub)
     luke = config.get("model_type") == "luke"
     overrides = {**recipe.overrides, **(recipe.configure(config) if recipe.configure is not None else {})}
     if not luke and recipe.saved_settings is not None:
@@ -362,10 +374,13 @@ def load_for_task(recipe: ModelRecipe, model_args: Any, data_args: Any, explicit
     processor = build_processor(recipe, tokenizer, config, settings)
     if recipe.check_vocab and not fresh:
         check_vocab_size(tokenizer, config, path, tokenizer_source, added=" (with [HL] [PLC] [ENT])")
-    try:
-        model = build_variant_model(spec, path, config, model_args, rows, overrides, recipe.checkpoint_overrides)
-    except ChoiceHeadMismatch as error:  # a Hub checkpoint's WikiHop head, found while loading
-        raise ScriptArgumentError(str(error)) from None
+    if recipe.build_model is not None:  # the head the task's data decides, with the tokenizer it reads
+        model, tokenizer = recipe.build_model(config, tokenizer)
+    else:
+        try:
+            model = build_variant_model(spec, path, config, model_args, rows, overrides, recipe.checkpoint_overrides)
+        except ChoiceHeadMismatch as error:  # a Hub checkpoint's WikiHop head, found while loading
+            raise ScriptArgumentError(str(error)) from None
     if recipe.init_added_words and fresh:
         model.init_added_word_embeddings(processor.added_token_sources())
     if recipe.extend_positions:  # absolute positions (LUKE, LUKE-Graph, entity-position presets) reach the longest
