@@ -303,11 +303,14 @@ class ModelRecipe:
             config decides the features: the entity graph, the positions).
         knowledge_files: the ``--kb_*`` files (or a KAR/ERNIE checkpoint's own) are attached.
         check_source: ``(path, hub) -> checkpoint config``, the task's own check of ``--model_name_or_path`` in place
-            of ``check_model_source`` (the entity tasks: a LUKE checkpoint, a fine-tuned head or a pre-training one).
+            of ``check_model_source`` (the entity tasks: a LUKE checkpoint, a fine-tuned head or a pre-training one);
+            ``None`` leaves the source to ``check_model_source`` after the hook's own checks (the paper system: its
+            run folders are its own, a LUKE checkpoint the common check's).
         build_model: ``(checkpoint config, tokenizer) -> (model, tokenizer)``, the task's head built in place of
             ``build_variant_model`` when the data decides it (the entity tasks: the training split's labels, the
-            pre-training entity vocabulary, a pre-training checkpoint's encoder under a new task head); it may check
-            the run's data files first, before any weight loads.
+            pre-training entity vocabulary, a pre-training checkpoint's encoder under a new task head) or the model
+            is not one head (the paper system's five components); it may check the run's data files first, before
+            any weight loads.
     """
 
     spec: VariantSpec
@@ -331,7 +334,7 @@ class ModelRecipe:
     init_added_words: bool = False
     processor_for_model: Callable[[PreTrainedModel, Any, dict[str, Any]], Any] | None = None
     knowledge_files: bool = False
-    check_source: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    check_source: Callable[[str, dict[str, Any]], dict[str, Any] | None] | None = None
     build_model: Callable[[dict[str, Any], Any], tuple[PreTrainedModel, Any]] | None = None
 
 
@@ -345,9 +348,8 @@ def load_for_task(recipe: ModelRecipe, model_args: Any, data_args: Any, explicit
         raise ScriptArgumentError(recipe.needs_path)
     spec = recipe.spec
     hub = hub_kwargs(model_args)
-    if recipe.check_source is not None:
-        config = recipe.check_source(path, hub)
-    else:
+    config = recipe.check_source(path, hub) if recipe.check_source is not None else None
+    if config is None:  # no hook, or the hook leaves a LUKE checkpoint or a head's own to the common check
         config = check_model_source(path, spec, recipe.run, **hub)
     luke = config.get("model_type") == "luke"
     overrides = {**recipe.overrides, **(recipe.configure(config) if recipe.configure is not None else {})}

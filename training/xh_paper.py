@@ -58,10 +58,10 @@ from ..modeling_xh_paper import COMPONENT_CLASSES, QUESTION_TYPES, XhForSupporti
 from ..pipeline_xh_paper import paper_system_predictions
 from ..processing_xh_tasks import XhTaskProcessor
 from .machinery import ScriptArgumentError, checkpoint_config
-from .models import check_model_source, hub_kwargs, load_run_tokenizer, position_limit
+from .models import ModelRecipe, load_for_task
 from .task import LoadedModel, file_error
 from .wikihop import entity_rows
-from .xh import HotpotQATask, is_paper_system_folder, resolve_node_length
+from .xh import PAPER_NODE_LENGTH, HotpotQATask, is_paper_system_folder
 
 SYSTEMS = ("joint", "paper")
 COMPONENTS = tuple(PAPER_SYSTEM_COMPONENTS)
@@ -176,16 +176,30 @@ class PaperHotpotQATask(HotpotQATask):
         self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
     ) -> LoadedModel:
         """The system from an earlier paper-system folder (every component loaded) or converted from LUKE; the
-        processor of its graphs (bridge edges; each type's edges derived, ``TYPE_EDGES``)."""
+        processor of its graphs (bridge edges; each type's edges derived, ``TYPE_EDGES``). One ``load_for_task``
+        call: the source (``_source``, a LUKE checkpoint checked by the loader), XH's words per node against the
+        positions its XH models read, the tokenizer and the processor, all before any weight loads (``_build``)."""
+        recipe = ModelRecipe(
+            self.variant_spec(model_args.variant),  # XhConfig's: the positions its XH models read
+            "--task hotpotqa --variant xh --system paper",
+            # the processor of the graphs: bridge edges; each type's derived
+            lambda tokenizer, config: self.checked_processor(tokenizer, data_args),
+            needs_path="--system paper needs --model_name_or_path: a LUKE checkpoint or a --system paper output folder",
+            overrides={} if model_args.ablation is None else {"ablation": model_args.ablation},
+            positions="XH's words per node",
+            default_length=PAPER_NODE_LENGTH,
+            entity_rows=None,  # each component keeps LUKE's special entity rows itself (converted_component)
+            check_source=self._source,
+            build_model=lambda config, tokenizer: (self._build(model_args, config, tokenizer), tokenizer),
+        )
+        return LoadedModel(*load_for_task(recipe, model_args, data_args, explicit))
+
+    def _build(self, model_args: Any, config: dict[str, Any], tokenizer: Any) -> XhPaperSystemForHotpotQA:
+        """The system: an earlier run's (``config``: its ``xh_bridge`` model's) loaded, else its five components
+        converted from the LUKE checkpoint."""
         path = model_args.model_name_or_path
-        spec = self.variant_spec(model_args.variant)  # XhConfig's: the positions its XH models read
-        from_run, config = self._source(path, spec, model_args)
-        overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
-        resolve_node_length(data_args, position_limit(spec, config, overrides), path)
-        tokenizer = load_run_tokenizer(model_args, path, config)
-        processor = self.checked_processor(tokenizer, data_args)  # bridge edges; each type's derived
-        if from_run:
-            return LoadedModel(self._load_run(path, model_args), processor, tokenizer)
+        if config.get("model_type") != "luke":  # a paper-system run (``_source``)
+            return self._load_run(path, model_args)
         layers = int(config.get("num_hidden_layers") or 1)
         components = {}
         for name, head_name in PAPER_SYSTEM_COMPONENTS.items():
@@ -199,18 +213,17 @@ class PaperHotpotQATask(HotpotQATask):
                 overrides_of["xh_num_hop_layers"] = min(3, layers)
             components[name] = converted_component(COMPONENT_CLASSES[head_name], path, tokenizer,
                                                    model_args.ablation, **overrides_of)  # fmt: skip
-        return LoadedModel(XhPaperSystemForHotpotQA(XhPaperSystemConfig(), components), processor, tokenizer)
+        return XhPaperSystemForHotpotQA(XhPaperSystemConfig(), components)
 
-    def _source(self, path: str, spec: Any, model_args: Any) -> tuple[bool, dict[str, Any]]:
-        """Whether ``--model_name_or_path`` is a paper-system run (a folder, or a Hub repo of one) and the config the
-        run's XH models read (a run's ``xh_bridge``, or the LUKE checkpoint's); anything else is refused, naming the
-        system that reads it."""
-        hub = hub_kwargs(model_args)
+    def _source(self, path: str, hub: dict[str, Any]) -> dict[str, Any] | None:
+        """The config the run's XH models read when ``--model_name_or_path`` is a paper-system run (a folder, or a Hub
+        repo of one: its ``xh_bridge``'s); ``None`` for a LUKE checkpoint (the loader's ``check_model_source`` checks
+        it next); anything else is refused, naming the system that reads it."""
         if is_paper_system_folder(path):  # a local folder (also one written before the system's config)
-            return True, self._run_component_config(path, model_args)
+            return self._run_component_config(path, hub)
         source = checkpoint_config(path, "a LUKE checkpoint or a --system paper output folder", **hub)
         if source.get("model_type") == XhPaperSystemConfig.model_type:  # a Hub repo of the system
-            return True, checkpoint_config(path, "a --system paper", subfolder="xh_bridge", **hub)
+            return checkpoint_config(path, "a --system paper", subfolder="xh_bridge", **hub)
         if source.get("model_type") != "luke":
             raise ScriptArgumentError(
                 f"--model_name_or_path {path} holds a {source.get('model_type')!r} model "
@@ -218,10 +231,10 @@ class PaperHotpotQATask(HotpotQATask):
                 "convert or a --system paper output folder (question_type/, xh_bridge/, ...); evaluate a --system "
                 "joint folder with --system joint"
             )
-        return False, check_model_source(path, spec, "--task hotpotqa --variant xh --system paper", **hub)
+        return None
 
     @staticmethod
-    def _run_component_config(path: str, model_args: Any) -> dict[str, Any]:
+    def _run_component_config(path: str, hub: dict[str, Any]) -> dict[str, Any]:
         """The per-type XH model's config of a paper-system folder (its positions), every weights file checked
         first: a damaged one is named with its component and the fix."""
         folder = Path(path)
@@ -235,7 +248,7 @@ class PaperHotpotQATask(HotpotQATask):
                 f"--model_name_or_path {path}: {problem}; copy the folder again, or train the system again with "
                 "--do_train (from a LUKE checkpoint) into a new --output_dir"
             )
-        return checkpoint_config(str(folder / "xh_bridge"), "an XhForHotpotQA", **hub_kwargs(model_args))
+        return checkpoint_config(str(folder / "xh_bridge"), "an XhForHotpotQA", **hub)
 
     @staticmethod
     def _load_run(path: str, model_args: Any) -> XhPaperSystemForHotpotQA:
