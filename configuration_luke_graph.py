@@ -15,7 +15,7 @@
 
 LUKE-Graph is LUKE (absolute positions, entity-aware queries, no relative-position labels: GESA's `ablation="luke"`)
 followed by a two-layer gated relational graph network over the entity tokens. Every field of `GesaConfig` keeps its
-meaning; the graph adds `graph_num_layers`. Documented field by field in `training/model_cards/luke_graph.md`.
+meaning; the graph adds `graph_num_layers`. Documented field by field in `model_cards/luke_graph.md`.
 
 Flat module: copied next to every saved checkpoint, so it imports only its sibling `configuration_gesa`.
 """

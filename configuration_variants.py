@@ -17,7 +17,7 @@ Each is a `GesaConfig` subclass: the backbone fields (LUKE's, plus GESA's label 
 variant with its extra effect switched off is exactly the backbone it was built on. Each defaults to LUKE's own
 backbone (`backbone="luke"`, the `ablation="luke"` preset: the papers' BERT stand-in), GESA's a named option
 (`backbone="gesa"`, or any GESA `ablation`).
-Every field and default is documented in `training/model_cards/{kar,xh,ernie}.md`.
+Every field and default is documented in `model_cards/{kar,xh,ernie}.md`.
 
 Flat module: copied next to every saved checkpoint, so it imports only its sibling `configuration_gesa`.
 """

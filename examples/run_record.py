@@ -47,7 +47,7 @@ from its own checkpoint and for the embedded demo; the output folder reloads wit
 Outputs in ``--output_dir``: ``config.json`` (with ``auto_map``), the flat code files, ``model.safetensors``, the
 processor and tokenizer files, ``eval_predictions.json`` (``{query_id: answer_text}``), ``all_results.json``
 (``eval_exact_match``, ``eval_f1``, ...) and a model card ``README.md`` rendered from
-``training/model_cards/template.md``; ``--do_predict --test_file F``: ``predict_predictions.json`` (``{query_id:
+``model_cards/template.md``; ``--do_predict --test_file F``: ``predict_predictions.json`` (``{query_id:
 [{answer, score, start, end}, ...]}``, best
 first). An evaluation-only run (no ``--do_train``) writes only ``eval_predictions.json``, ``eval_results.json`` and
 ``all_results.json`` (no model, no card). The saved folder also answers through

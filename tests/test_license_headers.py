@@ -22,7 +22,7 @@ SOURCE_DIRS = [
     ROOT / "bench",
     ROOT / "tests",
     ROOT / "training" / "metrics" / "record",
-    ROOT / "training" / "model_cards",
+    ROOT / "model_cards",
     ROOT / "docs",
 ]
 

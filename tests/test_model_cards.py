@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Model cards: the generated card (training/model_cards/template.md + training/cards.py) and the per-variant Hub cards."""
+"""Model cards: the generated card (model_cards/template.md + training/cards.py) and the per-variant Hub cards."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from huggingface_hub import ModelCard
 from gesa import ABLATION_PRESETS, DEFAULT_LABEL_SWITCHES, GesaConfig
 from gesa.training import cards as render
 
-CARDS = Path(__file__).resolve().parents[1] / "training" / "model_cards"
+CARDS = Path(__file__).resolve().parents[1] / "model_cards"
 REQUIRED_TAGS = {"gesa", "luke", "record", "reading-comprehension", "custom_code"}
 
 

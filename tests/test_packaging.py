@@ -29,8 +29,8 @@ import pytest
 from gesa.training.resources import METRICS, load_metric, metric_module, shipped_file
 
 ROOT = Path(__file__).resolve().parents[1]
-# the training side's data files, relative to gesa/training (where setup.cfg's package_data installs them)
-DATA_FILES = [*(f"metrics/{name}/{name}.py" for name in METRICS), "model_cards/template.md"]
+# the data files read at run time, relative to the package root gesa/ (where setup.cfg's package_data installs them)
+DATA_FILES = [*(f"training/metrics/{name}/{name}.py" for name in METRICS), "model_cards/template.md"]
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,8 @@ def wheel(tmp_path_factory) -> Path:
     for path in ROOT.iterdir():
         if path.is_file():
             shutil.copy2(path, source / path.name)
-    shutil.copytree(ROOT / "training", source / "training", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("training", "model_cards"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     command = [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q"]
     result = subprocess.run([*command, "-w", str(work / "dist")], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -56,7 +57,7 @@ def test_the_wheel_holds_every_flat_module_and_the_runtime_data_files(wheel):
     modules = {f"gesa/{path.name}" for path in ROOT.glob("*.py") if path.name not in ("setup.py", "conftest.py")}
     modules |= {f"gesa/training/{path.name}" for path in (ROOT / "training").glob("*.py")}
     assert modules - names == set()
-    assert {f"gesa/training/{relative}" for relative in DATA_FILES} - names == set()
+    assert {f"gesa/{relative}" for relative in DATA_FILES} - names == set()
     assert not [name for name in names if name.startswith(("gesa/tests/", "gesa/bench/", "gesa/examples/"))]
 
 
@@ -93,7 +94,7 @@ print(json.dumps({
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert Path(out["package"]).parent == site / "gesa"  # the installed copy, not the checkout
-    assert Path(out["template"]) == site / "gesa" / "training" / "model_cards" / "template.md"
+    assert Path(out["template"]) == site / "gesa" / "model_cards" / "template.md"
     assert out["record"] == {"exact_match": 100.0, "f1": 100.0}
     assert out["record_function"] == {"exact_match": 100.0, "f1": 100.0}
     assert out["wikihop"] == {"accuracy": 50.0}
@@ -103,7 +104,7 @@ print(json.dumps({
 def test_a_checkout_loads_its_metrics_by_path_and_through_the_package():
     import evaluate
 
-    assert shipped_file("metrics/record") == ROOT / "training" / "metrics" / "record"
+    assert shipped_file("training/metrics/record") == ROOT / "training" / "metrics" / "record"
     by_path = evaluate.load(str(ROOT / "training" / "metrics" / "fever"))
     assert type(by_path).__name__ == type(load_metric("fever")).__name__
     assert metric_module("wikihop") is metric_module("wikihop")

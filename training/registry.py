@@ -147,7 +147,7 @@ class VariantSpec:
             "the tokenizer's entity-vocabulary ids, which do not index the rows of a user KB. Save the model with its "
             "KB (the scripts' --kb_entity_vectors runs do), train a user-KB model "
             "from Python with gesa.processing_kb (EntityCandidateGenerator(alias_table=...) giving KB rows, "
-            f"KnowledgeCollator; see training/model_cards/{self.knowledge_variant}.md), or use a checkpoint with kb_size=None."
+            f"KnowledgeCollator; see model_cards/{self.knowledge_variant}.md), or use a checkpoint with kb_size=None."
         )
 
     def from_luke(

@@ -13,15 +13,16 @@
 # limitations under the License.
 """The data files gesa ships beside its modules: the official metrics and the model-card template.
 
-``setup.cfg`` (``[options.package_data]``) installs ``metrics/<name>/`` and ``model_cards/template.md`` next to the
-flat modules, so the same relative path works in a checkout, an editable install and ``pip install .``::
+``setup.cfg`` (``[options.package_data]``) installs ``training/metrics/<name>/`` and the top-level
+``model_cards/template.md`` beside the flat modules, so the same path relative to the package root works in a
+checkout, an editable install and ``pip install .``::
 
     from gesa.training.resources import load_metric, shipped_file
 
     load_metric("record").compute(predictions=..., references=...)  # evaluate.load of the shipped folder
     shipped_file("model_cards/template.md")
 
-From a checkout the metrics also load by path: ``evaluate.load("path/to/gesa/metrics/record")``.
+From a checkout the metrics also load by path: ``evaluate.load("path/to/gesa/training/metrics/record")``.
 """
 
 from __future__ import annotations
@@ -36,13 +37,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import evaluate
 
-# the folder of this module: the checkout root, or site-packages/gesa after a non-editable install
-PACKAGE_DIR = Path(__file__).resolve().parent
+# the package root: the checkout, or site-packages/gesa after a non-editable install (this module sits in training/)
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
 METRICS = ("record", "hotpotqa", "fever", "wikihop")
 
 
 def shipped_file(relative: str | os.PathLike) -> Path:
-    """The path of a file or folder shipped with gesa, ``relative`` to the package (e.g. ``metrics/record``).
+    """The path of a file or folder shipped with gesa, ``relative`` to the package root (e.g. ``training/metrics/record``,
+    ``model_cards/template.md``).
 
     Raises:
         FileNotFoundError: naming where it looked, when the installation lacks it.
@@ -60,7 +62,7 @@ def shipped_file(relative: str | os.PathLike) -> Path:
 def _metric_folder(name: str) -> Path:
     if name not in METRICS:
         raise ValueError(f"unknown gesa metric {name!r}; gesa ships {', '.join(METRICS)}")
-    return shipped_file(f"metrics/{name}")
+    return shipped_file(f"training/metrics/{name}")
 
 
 def load_metric(name: str, **kwargs) -> evaluate.EvaluationModule:
