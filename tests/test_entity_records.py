@@ -88,6 +88,16 @@ def test_bad_tacred_span_names_record_id_and_fix(tmp_path):
         read_tacred_file(path)
 
 
+def test_a_tacred_record_whose_subject_and_object_are_one_span_is_refused(tmp_path):
+    path = tmp_path / "tacred.json"
+    row = json.loads((FIXTURES / "tacred.json").read_text())[1]
+    row.update(obj_start=row["subj_start"], obj_end=row["subj_end"])
+    path.write_text(json.dumps([row]))
+    with pytest.raises(InputError, match=rf"{path}, item 1: TACRED record 't2': has its subject and object on the same "
+                       r"span.*give the object its own obj_start/obj_end, or remove the record"):  # fmt: skip
+        read_tacred_file(path)
+
+
 def test_bad_conll_line_names_line_and_columns(tmp_path):
     path = tmp_path / "conll.txt"
     path.write_text("EU NNP B-NP B-ORG\nrejects VBZ O\n")
