@@ -34,7 +34,6 @@ Flat module: copied next to every saved checkpoint with the kernels; it imports 
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -110,7 +109,6 @@ def without_autocast(backward: Callable) -> Callable:
     """A hand-written backward run with autocast off (a `.backward()` called inside `torch.autocast` would otherwise
     mix dtypes in its products): it picks its own dtype (`backward_dtype`)."""
 
-    @functools.wraps(backward)
     def run(ctx, grad: torch.Tensor):
         with torch.autocast(grad.device.type, enabled=False):
             return backward(ctx, grad)
