@@ -22,14 +22,20 @@ never loses or silently corrupts a result. In order:
 2. the output folder is locked for this run (``OutputDirLock``, process 0);
 3. every split's data is read and checked in full (``Task.read_file`` / ``read_hub``; ``--max_*_samples``), training
    data must be labelled, evaluation data labelled with unique ids;
-4. the checkpoint to resume is chosen (``plan_resume``) and must be of this run's model;
+4. the checkpoint to resume is chosen (``plan_resume``; ``--resume_from_checkpoint false``: none) and must be of this
+   run's model;
 5. the model, its processor and tokenizer are loaded (``Task.load``: the checkpoint's config and tokenizer are
    checked before any weight loads);
-6. logging starts; the features are made (``Task.featurise``); ``Trainer`` trains (``FiniteTrainingGuard`` stops a
+6. logging starts; the features are made (``Task.featurise``); a training run removes the folder's discarded
+   checkpoints and an earlier run's results (``remove_earlier_results``); ``Trainer`` trains (``FiniteTrainingGuard`` stops a
    diverged run before it saves), saves the model with its processor (a full disk is one error line), evaluates
    (``TaskEvaluator``: the task's decoding and official metric) and predicts;
 7. every result file is written atomically; the run ends with one summary line (task, metric before and after
    training, chance level where the task has one, output folder).
+
+A script given no data runs its demo (``ExampleScript``): into a new, empty or earlier demo's folder only
+(``check_demo_folder``), named ``outputs/<variant>-tiny-<task>`` after the variant it trains, saying how long it takes
+(``demo_seconds``, measured).
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
@@ -724,7 +730,7 @@ class ExampleScript:
         demo_output: ``(model_args, data_args) -> the demo's --output_dir`` when the command line names none;
             default ``outputs/<variant>-tiny-<task>``, named after the variant the demo trains.
         demo_seconds: ``{task name: seconds}``, how long each task's demo takes on one idle core (measured; printed
-            when the demo starts).
+            when the demo starts); ``"<task>:<variant>"`` for a variant whose demo takes another time.
         demo_defaults: ``argv -> the demo's flags``, applied by ``parse_args`` itself (so that ``parse_args([])`` gives
             the demo's arguments); ``demo`` adds its files, and the whole command line is printed (``python <script>
             ...``).
@@ -764,9 +770,10 @@ class ExampleScript:
             return model_args.variant
         return next(iter(task.heads))
 
-    def demo_time(self, task: Task) -> str:
-        """``about N s (or min) on one idle core``, the measured time of ``task``'s demo (``""`` when unmeasured)."""
-        seconds = self.demo_seconds.get(task.name)
+    def demo_time(self, task: Task, variant: str | None = None) -> str:
+        """``about N s (or min) on one idle core``, the measured time of ``task``'s demo (``demo_seconds``: its
+        ``"<task>:<variant>"`` entry for a variant measured apart, else its task's; ``""`` when unmeasured)."""
+        seconds = self.demo_seconds.get(f"{task.name}:{variant}", self.demo_seconds.get(task.name))
         if seconds is None:
             return ""
         shown = f"{seconds} s" if seconds < 90 else f"{round(seconds / 60)} min"
@@ -807,7 +814,7 @@ class ExampleScript:
                 check_demo_folder(output_dir)  # a demo replaces only its own folder's content
                 demo_data = demo_data_folder(output_dir)
                 argv = self.demo(demo_data, model_args, data_args, output_dir, argv)
-                time = self.demo_time(task)
+                time = self.demo_time(task, model_args.variant)
                 if self.demo_defaults is not None:  # its whole command line, to copy
                     print(f"{self.name}: no data or model given: embedded demo{f' ({time})' if time else ''}, i.e. "
                           f"python examples/{self.name} " + " ".join(argv))  # fmt: skip

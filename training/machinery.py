@@ -21,7 +21,11 @@ line (exit status 2) before any weight is loaded, and never loses or silently co
 - ``OutputDirLock``: one live run per ``--output_dir`` (an advisory ``flock``, released by the kernel when its process
   dies, so a killed run never blocks the next one);
 - ``plan_resume``: the newest checkpoint whose every file parses (weights, ``trainer_state.json``, optimizer,
-  scheduler and RNG states), never one that has trained past ``--max_steps``;
+  scheduler and RNG states), never one that has trained past ``--max_steps``; ``--resume_from_checkpoint false`` a
+  fresh start whose folder's checkpoints are discarded (``discard_checkpoints``) with ``--overwrite_output_dir``;
+- ``remove_earlier_results``: a training run removes what an earlier run wrote about the model it replaces (results,
+  predictions, card, an earlier demo's ``demo-data``), never one of its own inputs; ``check_demo_folder``: a demo
+  writes only into a new or empty folder, or an earlier demo's;
 - ``FiniteTrainingGuard``: a diverged run (non-finite loss or weights) stops with an error naming the step, before
   the broken weights are saved;
 - ``write_json_atomically``: result files are complete or absent (temporary file + rename), ``ENOSPC`` is named;
