@@ -37,6 +37,8 @@ from script_helpers import (
     load_multihop_script,
     record_sample_argv,
     record_script,
+    short_window_argv,
+    train_two_steps,
 )
 
 from gesa.training import driver, machinery
@@ -51,11 +53,7 @@ run_record = record_script()
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
     """A tiny GESA trained 2 steps from scratch, its checkpoints kept (``--save_steps 1``)."""
-    output_dir = tmp_path_factory.mktemp("second-runs") / "run"
-    argv = record_sample_argv(output_dir, "--do_train", "--max_steps", "2", "--save_steps", "1")
-    argv[argv.index("--max_seq_length") + 1] = "96"
-    argv[argv.index("--doc_stride") + 1] = "40"
-    run_record.main(argv)
+    output_dir = train_two_steps(tmp_path_factory.mktemp("second-runs") / "run")
     assert (output_dir / "checkpoint-2").is_dir() and (output_dir / "model.safetensors").is_file()
     return output_dir
 
@@ -70,13 +68,6 @@ def _error_line(capsys, main, argv: list[str]) -> str:
     return lines[-1]
 
 
-def _short(folder: Path, *extra: str) -> list[str]:
-    argv = record_sample_argv(folder, *extra)
-    argv[argv.index("--max_seq_length") + 1] = "96"
-    argv[argv.index("--doc_stride") + 1] = "40"
-    return argv
-
-
 # ----------------------------------------------------------------------------------------------- resuming
 
 
@@ -87,11 +78,11 @@ def test_resume_from_checkpoint_false_starts_afresh_and_discards_the_old_checkpo
     naming what the folder holds."""
     folder = tmp_path / "again"
     shutil.copytree(trained, folder)
-    line = _error_line(capsys, run_record.main, _short(folder, "--do_train", "--max_steps", "1",
+    line = _error_line(capsys, run_record.main, short_window_argv(folder, "--do_train", "--max_steps", "1",
                                                        "--resume_from_checkpoint", "false"))  # fmt: skip
     assert "--resume_from_checkpoint false starts afresh" in line and "checkpoint-1" in line
     assert "--overwrite_output_dir" in line
-    run_record.main(_short(folder, "--do_train", "--max_steps", "1", "--resume_from_checkpoint", "false",
+    run_record.main(short_window_argv(folder, "--do_train", "--max_steps", "1", "--resume_from_checkpoint", "false",
                            "--overwrite_output_dir", "true", "--save_strategy", "no"))  # fmt: skip
     state = json.loads((folder / "trainer_state.json").read_text())
     assert state["global_step"] == 1 and not list(folder.glob("checkpoint-*"))
@@ -125,7 +116,9 @@ def test_an_overwriting_train_only_run_keeps_no_result_of_the_model_it_replaces(
     (folder / "eval_predictions.json").write_text(json.dumps({"q1": "Exeter"}))
     (folder / "demo-data").mkdir()
     train_file = shutil.copy(run_record.SAMPLE_FILES["train"], folder / "demo-data" / "train.jsonl")
-    argv = _short(folder, "--do_train", "--max_steps", "1", "--overwrite_output_dir", "true", "--save_strategy", "no")
+    argv = short_window_argv(
+        folder, "--do_train", "--max_steps", "1", "--overwrite_output_dir", "true", "--save_strategy", "no"
+    )
     argv[argv.index("--train_file") + 1] = str(train_file)
     run_record.main(argv)
     results = json.loads((folder / "all_results.json").read_text())
