@@ -310,3 +310,14 @@ def test_chance_of_a_record_split_is_a_uniform_guess_among_its_candidates():
 
 class _NoHub:
     cache_dir = None
+
+
+def test_the_xh_tasks_chance_levels():
+    """HotpotQA: a coin for the yes/no questions, a span answer guessed right too rarely to count; FEVER: one label in
+    three."""
+    from gesa.training.xh import FEVER, HOTPOTQA
+
+    questions = [{"answer": "yes"}, {"answer": "no"}, {"answer": "Paris"}, {"answer": "France"}, {"answer": None}]
+    assert HOTPOTQA.chance(questions) == pytest.approx(100 * (0.5 + 0.5) / 4)
+    assert FEVER.chance([{"label": "SUPPORTS"}, {"label": None}]) == pytest.approx(100 / 3)
+    assert FEVER.chance([{"label": None}]) is None and HOTPOTQA.chance([]) is None
