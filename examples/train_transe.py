@@ -51,7 +51,7 @@ DEMO_TRIPLES = Path(__file__).resolve().parent / "data" / "kb_triples.tsv"
 DEMO_ARGS = ["--triples", str(DEMO_TRIPLES), "--output", "outputs/transe-demo/kb_entity_vectors.txt", "--dim", "16",
              "--epochs", "200"]  # fmt: skip
 TRIPLES_FIX = "give one 'head<TAB>relation<TAB>tail' line per triple"
-DEMO_TIME = "about 10 s on one idle core"  # measured: README "Tasks"
+DEMO_TIME = "about 1 min on one idle core"  # its CPU time with OMP_NUM_THREADS=1, measured: README "Tasks"
 
 
 def read_triples(path: str) -> list[tuple[str, str, str]]:
@@ -117,9 +117,9 @@ def rank_summary(ranks: dict[str, torch.Tensor], entities: int) -> str:
     ``(N + 1) / 2`` among ``entities``."""
     hits = {name: 100.0 * float((value <= 10).float().mean()) for name, value in ranks.items()}
     mean = {name: float(value.mean()) for name, value in ranks.items()}
-    return (f"tail prediction on the training triples: hits@10 {hits['after']:.1f} (before training {hits['before']:.1f};"
-            f" chance {100.0 * min(10, entities) / entities:.1f}), mean rank {mean['after']:.1f} (before training "
-            f"{mean['before']:.1f}; chance {(entities + 1) / 2:.1f}) among {entities} entities")  # fmt: skip
+    return (f"tail prediction on the training triples: hits@10 {hits['after']:.1f} (before training "
+            f"{hits['before']:.1f}; chance {100.0 * min(10, entities) / entities:.1f}), mean rank {mean['after']:.1f} "
+            f"(before training {mean['before']:.1f}; chance {(entities + 1) / 2:.1f}) among {entities} entities")  # fmt: skip
 
 
 def write_vectors(path: str | Path, names: list[str], vectors: torch.Tensor) -> None:

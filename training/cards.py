@@ -485,8 +485,8 @@ def main(argv: list[str] | None = None) -> Path:
     path = write_model_card(folder, **kwargs)
     results = folder / "all_results.json"
     scores = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else {}
-    shown = [f"{name} {float(scores[key]):.2f}" for key, name in (("eval_exact_match", "exact match"), ("eval_f1", "F1"))
-             if scores.get(key) is not None]  # fmt: skip
+    names = (("eval_exact_match", "exact match"), ("eval_f1", "F1"))
+    shown = [f"{name} {float(scores[key]):.2f}" for key, name in names if scores.get(key) is not None]
     if shown:
         where = f"scores from {results.name}: {', '.join(shown)}"
     else:

@@ -27,8 +27,8 @@ never loses or silently corrupts a result. In order:
 5. the model, its processor and tokenizer are loaded (``Task.load``: the checkpoint's config and tokenizer are
    checked before any weight loads);
 6. logging starts; the features are made (``Task.featurise``); a training run removes the folder's discarded
-   checkpoints and an earlier run's results (``remove_earlier_results``); ``Trainer`` trains (``FiniteTrainingGuard`` stops a
-   diverged run before it saves), saves the model with its processor (a full disk is one error line), evaluates
+   checkpoints and an earlier run's results (``remove_earlier_results``); ``Trainer`` trains (``FiniteTrainingGuard``
+   stops a diverged run before it saves), saves the model with its processor (a full disk is one error line), evaluates
    (``TaskEvaluator``: the task's decoding and official metric) and predicts;
 7. every result file is written atomically; the run ends with one summary line (task, metric before and after
    training, chance level where the task has one, output folder).
