@@ -64,6 +64,7 @@ from .structure_gesa import (
     CONTEXT_NO_EDGE_KINDS,
     LUKE_MASK_ENTITY_ID,
     AttentionStructure,
+    LayerPattern,
     RelativeLabels,
     build_attention_structure,
 )
@@ -180,8 +181,10 @@ class GesaSelfAttention(nn.Module):
     the dense labels), the only one that has the probabilities.
     """
 
-    def __init__(self, config: GesaConfig) -> None:
+    def __init__(self, config: GesaConfig, layer_idx: int | None = None) -> None:
         super().__init__()
+        # which layer this is: the long variant's layers each read their own window (`AttentionStructure.layer`)
+        self.layer_idx = layer_idx
         self.num_heads = config.num_attention_heads
         self.head_size = config.hidden_size // config.num_attention_heads
         self.all_head_size = self.num_heads * self.head_size
@@ -270,9 +273,9 @@ class GesaOutput(nn.Module):
 
 
 class GesaAttention(nn.Module):
-    def __init__(self, config: GesaConfig) -> None:
+    def __init__(self, config: GesaConfig, layer_idx: int | None = None) -> None:
         super().__init__()
-        self.self = GesaSelfAttention(config)
+        self.self = GesaSelfAttention(config, layer_idx)
         self.output = GesaOutput(config, config.hidden_size)
 
     def forward(
@@ -306,9 +309,9 @@ class GesaIntermediate(nn.Module):
 class GesaLayer(GradientCheckpointingLayer):
     """Attention + feed-forward over the concatenated word and entity sequence, split back afterwards."""
 
-    def __init__(self, config: GesaConfig) -> None:
+    def __init__(self, config: GesaConfig, layer_idx: int | None = None) -> None:
         super().__init__()
-        self.attention = GesaAttention(config)
+        self.attention = GesaAttention(config, layer_idx)
         self.intermediate = GesaIntermediate(config)
         self.output = GesaOutput(config, config.intermediate_size)
 
@@ -397,7 +400,7 @@ class GesaEncoder(nn.Module):
     def __init__(self, config: GesaConfig) -> None:
         super().__init__()
         self.config = config
-        self.layer = nn.ModuleList([GesaLayer(config) for _ in range(config.num_hidden_layers)])
+        self.layer = nn.ModuleList([GesaLayer(config, index) for index in range(config.num_hidden_layers)])
         self.states = GesaLayerStates()
         self.gradient_checkpointing = False
 
@@ -649,6 +652,11 @@ class GesaPreTrainedModel(PreTrainedModel):
         self.config.auto_map = auto_map
         save_pretrained_with_pipeline(self, super().save_pretrained, save_directory, *args, **kwargs)
 
+    def adapt_luke_weight(self, key: str, tensor: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """LUKE's weight `key` as this model takes it in a conversion (`from_luke_pretrained`), `target` the fresh
+        weight it replaces: unchanged here (the long variant grows its position tables)."""
+        return tensor
+
     # grow the word table for added tokens, each copied from its source token (`conversion_gesa`)
     init_added_word_embeddings = init_added_word_embeddings
 
@@ -795,8 +803,16 @@ class GesaModel(GesaPreTrainedModel):
     def build_attention_structure(self, attention_mask: torch.Tensor, word_length: int, *args) -> AttentionStructure:
         """`structure_gesa.build_attention_structure` with this model's config: masks and labels shared by every
         layer from the compact inputs (`attention_mask` `(B, P)`, then global mask, mention positions, placeholder,
-        string and sentence ids, the question's string ids, the context graph's edges)."""
-        return build_attention_structure(self.config, attention_mask, word_length, *args)
+        string and sentence ids, the question's string ids, the context graph's edges); each layer's own window,
+        dilation and random keys where the model has them (`layer_patterns`)."""
+        return build_attention_structure(
+            self.config, attention_mask, word_length, *args, layer_patterns=self.layer_patterns()
+        )
+
+    def layer_patterns(self) -> tuple[LayerPattern, ...] | None:
+        """One attention pattern per layer (`structure_gesa.LayerPattern`), or None: every layer reads
+        `config.attention_window` (GESA and its variants); the long variant's differ per layer."""
+        return None
 
     def _check_inputs(
         self, batch_size: int | None = None, word_length: int | None = None, **inputs: torch.Tensor | None
