@@ -24,7 +24,8 @@ pipeline check, not a benchmark (about a minute on one core). Typical use::
         --output_dir out/scirex-luke
 
 ``--variant luke`` reads each document in 512-token pieces (``--max_seq_length``), each alone, as the baselines seed
-002 cites do. Writes the model with its processor and pipeline code, ``all_results.json`` (every official metric in
+002 cites do; ``--variant long_luke`` (LUKE with Longformer/BigBird attention, ``gesa.modeling_long_luke``) reads it
+whole, in one pass (up to 16,384 tokens). Writes the model with its processor and pipeline code, ``all_results.json`` (every official metric in
 percent) and ``eval_predictions/{ner,clusters,relations}.jsonl`` (``predict_predictions/`` with ``--do_predict``): the
 three files SciREX's ``scirex_relation_evaluate.py`` reads; the three metric groups are printed. The task is
 ``gesa.training.document_ie.SCIREX``; the run is ``gesa.training.driver``'s.
@@ -46,7 +47,11 @@ from gesa.training.wikihop import build_demo_luke
 
 @dataclass
 class ModelArguments(BaseModelArguments):
-    variant: str = field(default="luke", metadata={"help": f"The backbone: {', '.join(SCIREX.heads)}."})
+    variant: str = field(
+        default="luke",
+        metadata={"help": "The backbone: luke (512-token pieces, each alone) or long_luke (LUKE with Longformer/BigBird "
+                  "attention: the whole document in one pass).", "choices": list(SCIREX.heads)},
+    )  # fmt: skip
     mention_representation: str = field(
         default="entities",
         metadata={"help": "entities: LUKE's span representation (a [MASK] entity per mention, a second pass); "
@@ -58,8 +63,8 @@ class ModelArguments(BaseModelArguments):
 class DataArguments(BaseDataArguments):
     max_seq_length: int | None = field(
         default=None,
-        metadata={"help": "Tokens per piece the backbone reads at once, <s> and </s> included (default 512, LUKE's "
-                  "positions)."},
+        metadata={"help": "Tokens per piece the backbone reads at once, <s> and </s> included (default: 512 for "
+                  "--variant luke, LUKE's positions; 16384 for long_luke, the whole document)."},
     )  # fmt: skip
     max_document_words: int | None = field(
         default=20000, metadata={"help": "Longest document accepted, in words (a longer one is an error naming it)."}
@@ -74,8 +79,11 @@ DEMO_ARGS = [
     "--do_train", "--do_eval", "--num_train_epochs", "20", "--per_device_train_batch_size", "1",
     "--per_device_eval_batch_size", "1", "--learning_rate", "5e-3", "--logging_steps", "16", "--eval_on_start",
     "true", "--save_strategy", "no", "--overwrite_output_dir", "true", "--report_to", "none", "--seed", "0",
-    "--disable_tqdm", "true", "--max_seq_length", "128",
+    "--disable_tqdm", "true",
 ]  # fmt: skip
+# --variant luke's demo pieces (the invented papers are ~250 tokens: pieces of 128 make it read them in pieces, as a
+# real paper is read in 512-token pieces); --variant long_luke reads each paper whole
+DEMO_PIECES = ["--max_seq_length", "128"]
 
 
 # the demo's papers: (count, seed) per split, and their method and experiments sentences
@@ -94,7 +102,7 @@ def demo_argv(directory: Path, output_dir: str | None = None, extra: list[str] |
     luke = build_demo_luke(directory / "tiny-luke", texts)
     return ["--model_name_or_path", str(luke), "--train_file", str(files["train"]), "--validation_file",
             str(files["dev"]), "--output_dir", output_dir or "outputs/luke-tiny-scirex", *(extra or []),
-            *DEMO_ARGS]  # fmt: skip
+            *DEMO_ARGS, *([] if "long_luke" in (extra or []) else DEMO_PIECES)]  # fmt: skip
 
 
 def write_demo(folder: Path, model_args: Any, data_args: Any, output_dir: str, argv: list[str]) -> list[str]:

@@ -47,6 +47,7 @@ from gesa.modeling_gesa_multiple_choice import GesaForEntityMultipleChoice
 from gesa.modeling_kar import KarForEntitySpanQA
 from gesa.modeling_kar_entity import KarForEntityClassification
 from gesa.modeling_long_luke import LongLukeForEntitySpanQA
+from gesa.modeling_long_luke_document_ie import LongLukeForDocumentIE
 from gesa.modeling_luke_graph import LukeGraphForEntitySpanQA
 from gesa.modeling_luke_graph_multiple_choice import LukeGraphForEntityMultipleChoice
 from gesa.modeling_xh import XhForEntitySpanQA, XhForFactVerification
@@ -215,6 +216,14 @@ def _document_ie(luke):
     return GesaForDocumentIE(config), processor
 
 
+def _document_ie_long(luke):
+    processor = DocumentIEProcessor(tokenizer_of(luke), max_seq_length=1024)  # the whole paper in one pass
+    tokens = processor.tokenizer
+    config = LongLukeConfig(vocab_size=len(tokens), entity_vocab_size=4, attention_window=8, num_random_blocks=0,
+                            max_position_embeddings=1026, **TINY_SIZES)  # fmt: skip
+    return LongLukeForDocumentIE(config), processor
+
+
 def _xh_task(model_class, task):
     def build(luke):
         processor = XhTaskProcessor(tokenizer_of(luke), max_node_length=48, max_query_length=16, task=task)
@@ -253,6 +262,8 @@ CASES = [
          inputs=HOTPOT, call={}, task="xh-hotpot-qa"),
     dict(name="scirex-luke", variant="gesa", build=_document_ie, pipeline=DocumentIEPipeline, inputs=PAPER,
          call={"threshold": 0.0}, task="document-information-extraction"),
+    dict(name="scirex-long-luke", variant="long_luke", build=_document_ie_long, pipeline=DocumentIEPipeline,
+         inputs=PAPER, call={"threshold": 0.0}, task="document-information-extraction"),
     dict(name="fever-xh", variant="xh", build=_xh_task(XhForFactVerification, "fever"),
          pipeline=XhFactVerificationPipeline, inputs=CLAIM, call={}, task="xh-fact-verification",
          init={"pages": PAGES}),

@@ -24,6 +24,7 @@ from scirex_fixtures import SCIREX_DEV, small_document
 from transformers import AutoTokenizer
 
 from gesa.modeling_document_ie import DocumentIESettings, GesaForDocumentIE, bio_spans, complete_linkage
+from gesa.modeling_long_luke_document_ie import LongLukeForDocumentIE
 from gesa.processing_document_ie import BIO_LABELS, DocumentIEProcessor, bio_tags, training_clusters
 from gesa.records_scirex import read_scirex_file, scirex_document
 from gesa.training.tokenizer import special_entity_rows
@@ -183,6 +184,36 @@ def test_the_words_representation_reads_one_pass(tiny_luke_dir, tokenizer):
     document = scirex_document(small_document())
     loss = model(**processor([processor.encode(document)])).loss
     assert torch.isfinite(loss) and len(calls) == 1
+
+
+def test_the_long_variant_reads_the_document_in_one_pass_through_the_same_heads(model, tiny_luke_dir, tokenizer):
+    """With a window covering the document (no random keys) the long backbone is LUKE: the same heads on it give the
+    same loss and predictions as on LUKE; with a narrow window they differ (the pattern is read)."""
+    document = scirex_document(small_document())
+    processor = DocumentIEProcessor(tokenizer, max_seq_length=512)
+    batch = processor([processor.encode(document)])
+    assert batch["input_ids"].size(0) == 1  # one piece: the whole document
+
+    def long_model(window):
+        long = LongLukeForDocumentIE.from_luke_pretrained(str(tiny_luke_dir), entity_rows=[0, 1, 2],
+                                                          attention_window=window, num_random_blocks=0)  # fmt: skip
+        # the same heads and backbone; the long position tables hold more rows: their first ones are the model's
+        same = dict(model.state_dict())
+        for key, table in long.state_dict().items():
+            if "position_embeddings" in key:
+                same[key] = torch.cat([same[key], table[same[key].size(0) :]])
+        long.load_state_dict(same)
+        return long.eval()
+
+    model.eval()
+    with torch.no_grad():
+        expected = model(**batch)
+        covering = long_model(2 * batch["input_ids"].size(1))(**batch)
+        narrow = long_model(4)(**batch)
+    assert torch.allclose(covering.loss, expected.loss, atol=1e-5)
+    assert torch.allclose(covering.ner_logits, expected.ner_logits, atol=1e-5)
+    assert torch.equal(covering.mentions, expected.mentions)
+    assert not torch.allclose(narrow.ner_logits, expected.ner_logits, atol=1e-3)
 
 
 @pytest.mark.needs_shared

@@ -35,6 +35,7 @@ from datasets import Dataset
 
 from ..inputs_gesa import InputError
 from ..modeling_document_ie import DocumentIESettings, GesaForDocumentIE
+from ..modeling_long_luke_document_ie import LongLukeForDocumentIE
 from ..processing_document_ie import DocumentIEProcessor
 from ..records_scirex import ENTITY_TYPES, ScirexDocument, read_scirex_file
 from .machinery import ScriptArgumentError, write_text_atomically
@@ -44,6 +45,8 @@ from .task import LoadedModel, Task, file_error
 
 # the tokens per piece of --variant luke (LUKE's 512 positions; the cited baselines' BERT pieces)
 PIECE_LENGTH = 512
+# the tokens the long variant reads in one pass (its positions: LongLukeConfig's 16,386 rows, 16,384 words)
+LONG_LENGTH = 16384
 # the head's outputs decode reads, in DocumentIEOutput's order (ner_logits left out: one row per word)
 OUTPUT_FIELDS = ("mentions", "mention_saliency", "mention_clusters", "cluster_salient", "cluster_types", "relations",
                  "relation_scores", "relation_predicted")  # fmt: skip
@@ -85,7 +88,9 @@ class DocumentIETask(Task):
     title: str = "SciREX"
     description: str = "SciREX end to end: mentions (4 types), salient clusters, 4-ary relations (official metric)"
     file_format: str = "SciREX release jsonl"
-    heads: Mapping[str, type] = field(default_factory=lambda: {"luke": GesaForDocumentIE})
+    heads: Mapping[str, type] = field(
+        default_factory=lambda: {"luke": GesaForDocumentIE, "long_luke": LongLukeForDocumentIE}
+    )
     metric_for_best_model: str = "mention_f1"
     metric_names: Mapping[str, str] = field(
         default_factory=lambda: {"mention_f1": "mention F1", "cluster_f1": "salient-cluster F1",
@@ -111,8 +116,8 @@ class DocumentIETask(Task):
             DocumentIESettings(mention_representation=model_args.mention_representation)
         except ValueError as error:
             raise ScriptArgumentError(f"--mention_representation: {error}") from None
-        if data_args.max_seq_length is None:
-            data_args.max_seq_length = PIECE_LENGTH
+        if data_args.max_seq_length is None:  # LUKE's pieces, or the long variant's whole document
+            data_args.max_seq_length = LONG_LENGTH if model_args.variant == "long_luke" else PIECE_LENGTH
         if args.label_names is None:
             args.label_names = ["ner_labels"]  # Trainer's default would wait for every *label* column
 
