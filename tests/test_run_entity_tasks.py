@@ -106,7 +106,9 @@ def test_luke_variant_trains_and_evaluates_a_trained_checkpoint(tiny_luke_dir, t
                                    "--variant", "luke", "--validation_file", str(ENTITY_TASK_FILES["entity_typing"]),
                                    "--do_eval", "--output_dir", str(tmp_path / "wrong"),
                                    "--report_to", "none"])  # fmt: skip
-    assert "needs a 'gesa' GesaForEntityClassification" in capsys.readouterr().err
+    refused = capsys.readouterr().err
+    assert "needs a LUKE checkpoint to convert or a 'gesa' GesaForEntityClassification" in refused
+    assert "the task differs (its head)" in refused
     again = tmp_path / "again"
     data = str(ENTITY_TASK_FILES["relation_classification"])
     argv = ["--task", "relation_classification", "--model_name_or_path", str(output_dir), "--variant", "luke",

@@ -50,7 +50,7 @@ def test_help_describes_the_script(capsys):
         assert exit_.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "Fine-tune, evaluate and publish GESA" in text
-    assert "Run with no arguments, the script trains a tiny randomly initialised GESA" in text
+    assert "Run with no arguments, the script converts a tiny random LUKE it builds offline" in text
     assert "--do_predict --test_file F writes the top --predict_top_k answers" in text
     assert "--test_file PATH" in text and "--predict_top_k N" in text
 
