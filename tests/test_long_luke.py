@@ -231,11 +231,19 @@ def test_random_key_blocks_are_distinct_other_blocks_drawn_by_seed_and_length():
         dict(attention_window=[2, 4], num_random_blocks=2, random_block_size=8),
     ],
 )
-def test_the_windowed_path_equals_the_dense_path_with_gradients(monkeypatch, patterns):
+def test_the_windowed_and_bias_paths_equal_the_dense_path_with_gradients(monkeypatch, patterns):
+    """The windowed kernel (CPU `"sdpa"`) and the bias path (what `torch.compile` and accelerators run) against the
+    eager path over the dense mask, outputs and gradients."""
     monkeypatch.setattr(kernel_windowed_gesa, "WINDOW_BLOCK", 8)
     model = tiny_long(**patterns).train()
     batch = {k: v for k, v in long_batch([53, 37]).items() if k in (*LUKE_INPUTS, "global_attention_mask")}
-    assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-4)
+    dense = outputs_and_grads(model, batch, "eager")
+    assert_same(outputs_and_grads(model, batch, "sdpa"), dense, atol=1e-4)
+    assert_same(outputs_and_grads(model, batch, "gesa_bias"), dense, atol=1e-4)
+    model.config._attn_implementation = "flex_attention"
+    if any(p.dilation > 1 or p.random_blocks for p in model.layer_patterns()):
+        with pytest.raises(ValueError, match="dilation or random keys"):
+            model.eval()(**batch)
 
 
 def test_a_long_document_allocates_nothing_quadratic():
