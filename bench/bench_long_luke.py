@@ -23,7 +23,8 @@ One document of `--words` words with `--entities` entity mentions, forward + bac
   (window 512 in every layer, no random keys).
 Each model's step is timed round by round in one process (the ratios are measured side by side); its peak memory is
 one step's in a fresh process (`common.peak_step_memory`: RSS high-water mark over the resident model). Then the
-default long variant's memory and time at `--scaling` lengths (each doubling's ratio).
+default long variant's memory (with `--scaling-time` also its step time) at `--scaling` lengths (each doubling's
+ratio).
 
     python bench/bench_long_luke.py                                   # 6,000 words, 2 layers at luke-large's width
     python bench/bench_long_luke.py --layers 4 --scaling 2000 4000 8000 16000
@@ -53,6 +54,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--scaling", type=int, nargs="*", default=[2000, 4000, 8000, 16000],
                         help="the default long variant's lengths for memory per doubling (none: skip)")  # fmt: skip
     common.add_model_size_arguments(parser, layers=2, hidden=1024, heads=16, ffn=4096)
+    parser.add_argument("--scaling-time", action="store_true", help="also time a step at each --scaling length")
     parser.add_argument("--repeats", type=int, default=3)
     common.add_common_arguments(parser)
     parser.set_defaults(malloc="glibc")
@@ -192,19 +194,21 @@ def main(argv: list[str] | None = None) -> None:
                 row += f" {peak / memory['pieces']['peak_bytes']:>9.3f}"
         print(row, flush=True)
     if args.scaling and not args.skip_memory:
-        print(
-            f"long (defaults) by length: peak memory of one step and its ratio per doubling; step time ({args.clock})"
-        )
+        timed = f"; step time ({args.clock})" if args.scaling_time else ""
+        print(f"long (defaults) by length: peak memory of one step and its ratio per doubling{timed}")
         previous = None
         ratios = []
         for words in args.scaling:
             peak = run_probe(args, argv, "long", words)["peak_bytes"]
-            seconds = median(run_probe(args, argv, "time:long", words)["times"]["long"])
+            seconds = median(run_probe(args, argv, "time:long", words)["times"]["long"]) if args.scaling_time else None
             row = f"  {words:>6} words: {peak / 2**20:>8.0f} MiB"
             if previous:
                 ratios.append(peak / previous[0])
                 row += f" x{ratios[-1]:.2f} ({words / previous[2]:.1f}x the words)"
-            row += f", step {seconds:.2f} s" + (f" x{seconds / previous[1]:.2f}" if previous else "")
+            if seconds is not None:
+                row += f", step {seconds:.2f} s" + (
+                    f" x{seconds / previous[1]:.2f}" if previous and previous[1] else ""
+                )
             print(row, flush=True)
             previous = (peak, seconds, words)
         if ratios:

@@ -15,12 +15,13 @@
 
 The task (generated here): a document names its main entity first, and states every entity's attribute far away::
 
-    <s> N_x . filler ... (4,000+ words) ... N_1 is C_1 . N_2 is C_2 . N_3 is C_3 . N_4 is C_4 . filler </s>
+    <s> N_x . filler ... (4,000+ words) ... N_x is C_x . filler ... N_x is C_x . filler </s>
 
 The answer is the attribute of the title's entity N_x (one of `--attributes` values, chance 1 / that), classified by a
-linear head from the title word's last state. The statements lie more than `--distance` words after the title; each
-names another entity, and their attributes are drawn independently, so the title's word must reach the statement
-that names it. Rows, each from one tiny random LUKE built here per seed (`LukeModel.save_pretrained`, then the
+linear head from the title word's last state. The statement lies more than `--distance` words after the title,
+written `--mentions` times at different places there (a stronger signal for a tiny model's first steps); with
+`--entities` above 1 each place also states other entities' attributes, drawn independently, so the title's word
+must reach the statement that names it. Rows, each from one tiny random LUKE built here per seed (`LukeModel.save_pretrained`, then the
 conversion users run, `from_luke_pretrained`):
 
 - `long`: `LongLukeModel`, windows `--window`, the title word (a task token, `global_attention_mask` 2) and `<s>`,
@@ -80,6 +81,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="statements per document, far from the title: one names the title's entity, the others "
                         "other entities (>1: the title must also match its name)")  # fmt: skip
     parser.add_argument("--attributes", type=int, default=4, help="attribute values (chance = 1 / this)")
+    parser.add_argument("--mentions", type=int, default=4,
+                        help="how many times the statements are written, each time at another place beyond the "
+                        "distance (a stronger signal for the tiny model's first steps)")  # fmt: skip
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--batch_size", type=int, default=8)
     parser.add_argument("--learning_rate", type=float, default=3e-3)
@@ -90,6 +94,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--window", type=int, default=64, help="the long rows' attention_window (w / 2 each side)")
     parser.add_argument("--random_blocks", type=int, default=3)
     parser.add_argument("--dilation", type=int, default=128, help="the top layer's dilation of long_dilation")
+    parser.add_argument("--log_every", type=int, default=0, help="print the mean loss every N steps (0: never)")
     parser.add_argument("--from_results", default="", help="print a results.json written before, no training")
     args = parser.parse_args(argv)
     args.row_list = [row for row in args.rows.split(",") if row]
@@ -121,11 +126,14 @@ def make_documents(count: int, seed: int, args: argparse.Namespace, near: bool =
         words[0], words[1], words[2], words[-1] = BOS, names[0], STOP, EOS
         span = 4 * args.entities
         low, high = (10, 300 - span) if near else (args.distance + 2, args.length - span - 2)
-        start = rng.randint(low, high)
-        order = list(range(args.entities))
-        rng.shuffle(order)
-        for slot, e in enumerate(order):
-            words[start + 4 * slot : start + 4 * slot + 4] = [names[e], IS, attributes[values[e]], STOP]
+        # the statements' places: `mentions` slots of `span` words, apart, between low and high
+        slots = sorted(rng.sample(range((high - low) // span), args.mentions))
+        for slot in slots:
+            start = low + slot * span
+            order = list(range(args.entities))
+            rng.shuffle(order)
+            for place, e in enumerate(order):
+                words[start + 4 * place : start + 4 * place + 4] = [names[e], IS, attributes[values[e]], STOP]
         documents[n] = torch.tensor(words)
         answers[n] = values[0]
     return documents, answers
@@ -135,7 +143,8 @@ def make_documents(count: int, seed: int, args: argparse.Namespace, near: bool =
 
 
 def build_luke(folder: Path, args: argparse.Namespace, seed: int) -> Path:
-    """A tiny random LUKE saved as a Hub checkpoint (luke-large's layout: 514 positions), initialised by `seed`."""
+    """A tiny random LUKE saved as a Hub checkpoint (luke-large's layout: 514 positions, LUKE's own init),
+    initialised by `seed`."""
     from transformers import LukeConfig, LukeModel
 
     torch.manual_seed(seed)
@@ -211,6 +220,9 @@ def run_one(row: str, seed: int, args: argparse.Namespace, scratch: Path) -> dic
         schedule.step()
         optimizer.zero_grad()
         losses.append(float(loss.detach()))
+        if args.log_every and (step + 1) % args.log_every == 0:
+            recent = losses[-args.log_every :]
+            print(f"  {row} seed {seed} step {step + 1}: loss {sum(recent) / len(recent):.3f}", flush=True)
     model.eval()
     correct = 0
     with torch.no_grad():

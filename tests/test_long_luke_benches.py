@@ -28,19 +28,20 @@ with pytest.MonkeyPatch.context() as _patch:
 
 
 def test_the_answer_is_stated_beyond_the_distance_and_the_easy_case_inside_the_title_piece():
-    args = MECHANISM.parse_args(["--output_dir", "x", "--distance", "400", "--length", "520", "--entities", "3"])
+    args = MECHANISM.parse_args(["--output_dir", "x", "--distance", "400", "--length", "560", "--entities", "3"])
     for near in (False, True):
         documents, answers = MECHANISM.make_documents(50, 3, args, near=near)
-        assert documents.shape == (50, 520) and (documents[:, 0] == MECHANISM.BOS).all()
+        assert documents.shape == (50, 560) and (documents[:, 0] == MECHANISM.BOS).all()
         for words, answer in zip(documents.tolist(), answers.tolist(), strict=True):
             title = words[1]
             where = [i for i in range(3, len(words)) if words[i] == title]
-            assert len(where) == 1  # the title's entity is stated once, nowhere else
-            statement = where[0]
-            assert words[statement + 1] == MECHANISM.IS
-            assert words[statement + 2] == list(MECHANISM.ATTRIBUTES)[answer]
-            assert (statement < 300) if near else (statement > 400)
-            assert sum(w in MECHANISM.ATTRIBUTES for w in words) == 3  # one attribute per stated entity
+            assert len(where) == args.mentions  # the title's entity is stated that often, nowhere else
+            for statement in where:
+                assert words[statement + 1] == MECHANISM.IS
+                assert words[statement + 2] == list(MECHANISM.ATTRIBUTES)[answer]
+                assert (statement < 300) if near else (statement > 400)
+            # one attribute per stated entity and mention
+            assert sum(w in MECHANISM.ATTRIBUTES for w in words) == 3 * args.mentions
         assert len(set(answers.tolist())) == args.attributes  # every attribute is an answer somewhere
 
 
