@@ -92,10 +92,7 @@ def weights_problem(folder: Path) -> str | None:
     keeps its weights in the components' sub-folders: the first damaged one is named."""
     components = _components_of(folder)
     if components:
-        for name in components:
-            if (problem := weights_problem(folder / name)) is not None:
-                return f"its {name} model: {problem}"
-        return None
+        return next((problem for name in components if (problem := component_problem(folder, name))), None)
     present = [name for name in WEIGHTS_NAMES if (folder / name).is_file()]
     if not present:
         return f"{folder} has no weights file ({', '.join(WEIGHTS_NAMES[::2])})"
@@ -113,6 +110,16 @@ def weights_problem(folder: Path) -> str | None:
             if shard.endswith(".safetensors") and (problem := safetensors_problem(folder / shard)):
                 return problem
     return None
+
+
+def component_problem(folder: Path, name: str) -> str | None:
+    """What makes the component ``name`` of a system checkpoint ``folder`` unloadable (``its <name> model: ...``: no
+    ``config.json``, or its weights' ``weights_problem``), or ``None``."""
+    component = Path(folder) / name
+    if not (component / "config.json").is_file():
+        return f"its {name} model has no config.json ({component}/config.json is missing)"
+    problem = weights_problem(component)
+    return None if problem is None else f"its {name} model: {problem}"
 
 
 def checkpoint_weight_names(folder: Path) -> set[str] | None:

@@ -42,6 +42,7 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -515,6 +516,15 @@ class ContextGraphForMultipleChoice(GesaPreTrainedModel):
             for name in ("relation_weights", "attention"):
                 if hasattr(module, name):
                     nn.init.normal_(getattr(module, name), std=std)
+
+    @classmethod
+    def from_pretrained(cls, *args: Any, **kwargs: Any) -> Any:
+        """``PreTrainedModel.from_pretrained``, the word encoder frozen again as the config says (loading puts new
+        parameters in place, all trainable: parameter counts and optimisers would see a frozen encoder as trained)."""
+        loaded = super().from_pretrained(*args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded  # (model, loading_info) with output_loading_info
+        model.freeze_word_encoder(model.config.freeze_word_encoder)
+        return loaded
 
     def freeze_word_encoder(self, frozen: bool = True) -> None:
         """Fix the token embedder (the thesis's GloVe) or let it be fine-tuned."""

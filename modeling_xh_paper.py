@@ -47,7 +47,7 @@ from transformers import PreTrainedModel
 from transformers.dynamic_module_utils import custom_object_save
 
 from .configuration_variants import HOTPOT_QUESTION_TYPES, XhConfig, XhPaperSystemConfig
-from .loading_gesa import PipelineSpec, refuse_damaged_weights, save_pretrained_with_pipeline
+from .loading_gesa import PipelineSpec, component_problem, refuse_damaged_weights, save_pretrained_with_pipeline
 from .modeling_xh import XhEncodedGraphs, XhGraphHead, XhGraphOutput, class_loss, node_logits
 from .modeling_xh_tasks import XhForHotpotQA, sentence_logits, supporting_loss, supporting_sentences
 
@@ -236,8 +236,11 @@ class XhPaperSystemForHotpotQA(PreTrainedModel):
             config = XhPaperSystemConfig.from_pretrained(pretrained_model_name_or_path, **hub)
         kwargs.pop("subfolder", None)
         components = {}
+        local = Path(pretrained_model_name_or_path)
         for name, head in config.components.items():
             try:
+                if local.is_dir() and (problem := component_problem(local, name)) is not None:
+                    raise OSError(problem)  # a component without its config would load another's
                 refuse_damaged_weights(pretrained_model_name_or_path, subfolder=name)
             except OSError as error:
                 raise OSError(

@@ -26,7 +26,8 @@
 - ``_report``: what an encode call skipped or cut, counted in ``stats`` / ``invalid_examples`` and logged (every cap
   at WARNING, so none is silent, also from worker processes whose counts stay in the worker).
 
-Flat module: copied next to every saved processor, so it imports only third-party packages.
+Flat module: copied next to every saved processor; it imports third-party packages and ``loading_gesa`` (the
+tokenizer read without remote code).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerBase
 from transformers.processing_utils import ProcessorMixin
 from transformers.utils import cached_file, logging
+
+from .loading_gesa import load_tokenizer
 
 PROCESSOR_CONFIG = "processor_config.json"
 HUB_KWARGS = ("cache_dir", "revision", "token", "subfolder", "local_files_only")
@@ -193,6 +196,22 @@ class ProcessorBase(ProcessorMixin):
             return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
         except (TypeError, ValueError) as error:
             raise cls._named(error, path, [name for name in saved if name not in kwargs]) from error
+
+    @classmethod
+    def _load_tokenizer_from_pretrained(
+        cls,
+        sub_processor_type: str,
+        pretrained_model_name_or_path: str | os.PathLike,
+        subfolder: str = "",
+        **kwargs: Any,
+    ) -> PreTrainedTokenizerBase:
+        """The checkpoint's tokenizer without its remote code (``loading_gesa.load_tokenizer``): ``AutoTokenizer``
+        alone would read ``config.json``, whose ``auto_map`` names this package's code, and ask whether to run it."""
+        if sub_processor_type != "tokenizer" or subfolder:
+            return super()._load_tokenizer_from_pretrained(
+                sub_processor_type, pretrained_model_name_or_path, subfolder=subfolder, **kwargs
+            )
+        return load_tokenizer(pretrained_model_name_or_path, **kwargs)
 
     @classmethod
     def from_checkpoint(

@@ -180,6 +180,16 @@ def tacred_example(row: Any, position: int, source: str | None = None) -> Relati
                 "ends are inclusive: a one-token mention has start == end"
             )
         spans.append((start, end + 1))
+    if spans[0] == spans[1]:  # the markers and entities of both arguments would sit on one mention
+        start, end = spans[0]
+        raise InputError(
+            f"has its subject and object on the same span, tokens {start}..{end - 1} ({' '.join(tokens[start:end])!r}):"
+            " a relation holds between two mentions",
+            source or f"row {position}",
+            record="TACRED record",
+            record_id=record_id,
+            fix="give the object its own obj_start/obj_end, or remove the record",
+        )
     relation = row.get("relation")
     if not isinstance(relation, str) or not relation:
         raise fail(f"field 'relation' must be a relation name such as 'per:title' or 'no_relation' (got {relation!r})")

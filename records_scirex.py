@@ -129,6 +129,25 @@ class ScirexDocument:
         named = {name for relation in self.relations for name in relation.names}
         return {name: sorted(set(clusters[name])) for name in clusters if name in named}
 
+    def as_release_record(self) -> dict[str, Any]:
+        """The document in the release format (what the official evaluation reads as its gold file)."""
+        record: dict[str, Any] = {
+            "doc_id": self.doc_id,
+            "words": list(self.words),
+            "sentences": [list(span) for span in self.sentences],
+            "sections": [list(span) for span in self.sections],
+        }
+        if self.labelled:
+            record.update(
+                ner=[[m.start, m.end, m.type] for m in self.mentions],
+                coref={c.name: [list(span) for span in c.spans] for c in self.clusters if c.salient},
+                coref_non_salient={c.name: [list(span) for span in c.spans] for c in self.clusters if not c.salient},
+                n_ary_relations=[{**r.as_dict(), "score": r.score} for r in self.relations],
+                method_subrelations={m: [[list(span), name] for span, name in subs]
+                                     for m, subs in self.method_subrelations.items()},
+            )  # fmt: skip
+        return record
+
     def cluster_type(self, name: str) -> str | None:
         """The type a relation gives the entity ``name`` (the first relation naming it), ``None`` if none does."""
         for relation in self.relations:

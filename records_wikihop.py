@@ -32,14 +32,18 @@ candidate that is not a string, a missing or mistyped field.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from transformers.utils import logging
 
 from .inputs_gesa import InputError, read_json_file
+
+logger = logging.get_logger(__name__)
 
 WIKIHOP_FIELDS = ("id", "query", "supports", "candidates", "answer")
 DATA_FILE_FIX = (
@@ -215,14 +219,32 @@ def to_wikihop_examples(
         where: the input's name for errors when ``sources`` is not given (e.g. ``"--train_file f.json"``).
     """
     examples: list[WikihopExample] = []
+    repeats: list[tuple[WikihopExample, list[str]]] = []
     for position, item in enumerate(items):
         if sources is not None:
             source = sources[position]
         else:
             source = f"{where}, item {position + 1}" if where else f"item {position + 1}"
         examples.append(to_example(item, position, source))
+        counts = Counter(text.strip() for text in _as_list(item.get("candidates")) or ())
+        if any(count > 1 for count in counts.values()):
+            repeats.append((examples[-1], [text for text, count in counts.items() if count > 1]))
     check_unique_ids(examples)
+    if repeats:
+        warn_repeated_candidates(repeats)
     return examples
+
+
+def warn_repeated_candidates(repeats: Sequence[tuple[WikihopExample, list[str]]]) -> None:
+    """One warning for the records that list a candidate more than once (each is kept once, at its first place),
+    naming the first record, its repeated candidates and the fix."""
+    example, texts = repeats[0]
+    first = record_error(example.example_id, f"lists {', '.join(map(repr, texts[:3]))} more than once", example.source)
+    others = f" (and {len(repeats) - 1} more records)" if len(repeats) > 1 else ""
+    logger.warning(
+        f"{first}{others}: each candidate is kept once, at its first place, so the accuracy and the chance level count "
+        "it once; remove the repeats from 'candidates' to silence this"
+    )
 
 
 def check_unique_ids(examples: Sequence[WikihopExample]) -> None:
@@ -304,4 +326,5 @@ __all__ = [
     "check_unique_ids",
     "refuse_repeated_ids",
     "to_wikihop_examples",
+    "warn_repeated_candidates",
 ]

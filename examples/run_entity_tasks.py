@@ -17,8 +17,9 @@ classification or NER, or pre-train it with masked words + masked entities (``--
 
 Run with no arguments (or with only ``--task`` and ``--output_dir``), the script trains a tiny model converted from a
 tiny random LUKE (byte-level BPE trained offline) on an embedded sample the project writes (invented people, towns
-and firms in the task's public format) and evaluates it before and after training: a pipeline check, not a benchmark
-(under a minute on one core). Typical use::
+and firms in the task's public format) and evaluates it before and after training, printing the metric after and
+before training and chance: a pipeline check, not a benchmark (about 10 s on one idle core: ``DEMO_SECONDS``). Typical
+use::
 
     python examples/run_entity_tasks.py --task relation_classification --model_name_or_path studio-ousia/luke-base \\
         --train_file tacred/train.json --validation_file tacred/dev.json --do_train --do_eval --output_dir out/tacred
@@ -127,6 +128,8 @@ DEMO_ARGS = [
 
 
 # the flags a demo takes (``wants_demo``); the others name a real run's data and model
+# how long each demo takes on one idle core: its CPU time with OMP_NUM_THREADS=1, measured (README "Tasks")
+DEMO_SECONDS = {"entity_typing": 10, "relation_classification": 10, "ner": 10, "pretrain": 10}
 DEMO_FLAGS = ("task", "output_dir", "variant", "kb_alias_table", "kb_entity_vectors", "entity_links", "ner_model",
               "input_format")  # fmt: skip
 # the demo KB (examples/data/build_kb_sample.py) a --variant kar / ernie demo reads unless given its own files
@@ -181,8 +184,8 @@ SCRIPT = ExampleScript(
     __doc__,
     USAGE,
     tasks=TASKS,
-    demo_output=lambda model_args, data_args: f"outputs/{model_args.variant}-tiny-{data_args.task}",
     demo=write_demo,
+    demo_seconds=DEMO_SECONDS,
     demo_flags=DEMO_FLAGS,
     callbacks=lambda: [LoggedLossesCallback()],
 )

@@ -16,11 +16,13 @@ WikiHop and MedHop with GESA, LUKE, LUKE-Graph or the context-graph GNN of Acton
 --variant gesa|luke|luke_graph|context_graph``; docs/wikihop.md), HotpotQA distractor and FEVER with Transformer-XH
 (``--task hotpotqa|fever --variant xh``).
 
-Run with no arguments (or with only ``--task`` and ``--output_dir``), the script trains a tiny model converted from
-a tiny random LUKE (byte-level BPE trained offline on the sample) on an embedded sample the project writes (invented
-WikiHop records (town -> region -> country), MedHop records of DrugBank and UniProt ids, HotpotQA bridge/comparison
-questions, FEVER claims with their wiki pages) and evaluates it before and after training: a pipeline check, not a
-benchmark (about a minute on one core). Data files per task:
+Run with no arguments (or with only ``--task``, ``--variant`` and ``--output_dir``), the script trains a tiny model
+converted from a tiny random LUKE (byte-level BPE trained offline on the sample) on an embedded sample the project
+writes (invented WikiHop records (town -> region -> country), MedHop records of DrugBank and UniProt ids, HotpotQA
+bridge/comparison questions, FEVER claims with their wiki pages) and evaluates it before and after training,
+printing the metric after and before training and chance: a pipeline check, not a benchmark (HotpotQA and FEVER
+about 10 s on one idle core, WikiHop 80 s, MedHop 2 minutes: ``DEMO_SECONDS``). ``--variant`` picks the demo's model
+(``--task wikihop --variant luke``); its folder is ``outputs/<variant>-tiny-<task>``. Data files per task:
 
 - ``--task wikihop`` (``--variant gesa|luke|luke_graph``): QAngaroo JSON (a list of ``{id, query, supports,
   candidates, answer}``), or JSON lines;
@@ -248,6 +250,8 @@ DEMO_ARGS = [
     "--logging_steps", "10", "--eval_on_start", "true", "--save_strategy", "no", "--overwrite_output_dir", "true",
     "--report_to", "none", "--seed", "0", "--disable_tqdm", "true",
 ]  # fmt: skip
+# how long each demo takes on one idle core: its CPU time with OMP_NUM_THREADS=1, measured (README "Tasks")
+DEMO_SECONDS = {"wikihop": 80, "wikihop:context_graph": 75, "medhop": 105, "hotpotqa": 10, "fever": 10}
 USAGE = (
     "%(prog)s [--task wikihop|medhop|hotpotqa|fever] [--variant V] [--model_name_or_path DIR] [--train_file F] "
     "[--validation_file F] [--test_file F] [--wiki_pages F] [--do_train] [--do_eval] [--do_predict] [--output_dir DIR] "
@@ -255,25 +259,30 @@ USAGE = (
 )
 
 
-def demo_argv(directory: Path, task: str = "wikihop", output_dir: str | None = None) -> list[str]:
+def demo_argv(
+    directory: Path, task: str = "wikihop", output_dir: str | None = None, variant: str | None = None
+) -> list[str]:
     """Arguments of a task's demo: files of its embedded sample and a tiny LUKE built offline in ``directory`` (the
-    output folder's ``demo-data``, where the pipeline's inputs stay: FEVER's wiki pages); ``output_dir`` default
-    ``outputs/gesa-tiny-<task>``."""
-    output = ["--task", task, "--output_dir", output_dir or f"outputs/gesa-tiny-{task}", *DEMO_ARGS]
+    output folder's ``demo-data``, where the pipeline's inputs stay: FEVER's wiki pages); ``variant``: the model it
+    trains (default: ``xh`` for HotpotQA and FEVER, ``gesa`` for WikiHop and MedHop); ``output_dir`` default
+    ``outputs/<variant>-tiny-<task>``."""
+    variant = variant or ("xh" if task in ("hotpotqa", "fever") else "gesa")
+    output = ["--task", task, "--variant", variant, "--output_dir", output_dir or f"outputs/{variant}-tiny-{task}",
+              *DEMO_ARGS]  # fmt: skip
     if task == "hotpotqa":
         train, evaluation = make_hotpot_sample(24, seed=1), make_hotpot_sample(8, seed=2)
         texts = [text for row in train + evaluation for text in (row["question"], *(
             " ".join(sentences) for _, sentences in row["context"]))]  # fmt: skip
         (directory / "train.json").write_text(json.dumps(train), encoding="utf-8")
         (directory / "dev.json").write_text(json.dumps(evaluation), encoding="utf-8")
-        return ["--variant", "xh", "--model_name_or_path", str(build_demo_luke(directory / "tiny-luke", texts)),
+        return ["--model_name_or_path", str(build_demo_luke(directory / "tiny-luke", texts)),
                 "--train_file", str(directory / "train.json"), "--validation_file", str(directory / "dev.json"),
                 "--max_seq_length", "64", "--max_query_length", "24", "--num_train_epochs", "15", *output]  # fmt: skip
     if task == "fever":
         train, pages = make_fever_sample(24, seed=1)
         evaluation, more_pages = make_fever_sample(9, seed=2)
         texts = [claim["claim"] for claim in train + evaluation] + [page["text"] for page in pages + more_pages]
-        return ["--variant", "xh", "--model_name_or_path", str(build_demo_luke(directory / "tiny-luke", texts)),
+        return ["--model_name_or_path", str(build_demo_luke(directory / "tiny-luke", texts)),
                 "--train_file", str(write_json_lines(directory / "train.jsonl", train)),
                 "--validation_file", str(write_json_lines(directory / "dev.jsonl", evaluation)),
                 "--wiki_pages", str(write_json_lines(directory / "wiki-001.jsonl", pages + more_pages)),
@@ -315,8 +324,11 @@ SCRIPT = ExampleScript(
     USAGE,
     tasks=TASKS,
     choose_task=choose_task,
-    demo_output=lambda model_args, data_args: f"outputs/gesa-tiny-{data_args.task}",
-    demo=lambda folder, model_args, data_args, output_dir, argv: demo_argv(folder, data_args.task, output_dir),
+    demo=lambda folder, model_args, data_args, output_dir, argv: demo_argv(
+        folder, data_args.task, output_dir, model_args.variant
+    ),
+    demo_flags=("task", "output_dir", "variant"),
+    demo_seconds=DEMO_SECONDS,
 )
 wants_demo, parse_args = SCRIPT.wants_demo, SCRIPT.parse_args
 

@@ -75,6 +75,21 @@ def record_sample_argv(output_dir: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
+def short_window_argv(output_dir: Path, *extra: str) -> list[str]:
+    """``record_sample_argv`` with 96-token windows and a stride of 40 (not the script's default 512/128/90)."""
+    argv = record_sample_argv(output_dir, *extra)
+    argv[argv.index("--max_seq_length") + 1] = "96"
+    argv[argv.index("--doc_stride") + 1] = "40"
+    return argv
+
+
+def train_two_steps(output_dir: Path) -> Path:
+    """A tiny GESA trained 2 steps from scratch on the project's ReCoRD sample with 96-token windows, a checkpoint at
+    each step (kept: ``--save_steps`` asks for them)."""
+    record_script().main(short_window_argv(output_dir, "--do_train", "--max_steps", "2", "--save_steps", "1"))
+    return output_dir
+
+
 # Runs each argv through a script's main in ONE fresh process (one import for all cases), with file descriptors 1
 # and 2 sent to a file per case: everything the run prints (print, logging handlers, progress bars) is captured.
 _ERROR_RUNNER = r"""

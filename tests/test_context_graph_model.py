@@ -438,3 +438,15 @@ def test_without_gnn_layers_the_summarised_nodes_are_scored_as_they_are(shared):
     loss = model(**hand_batch()).loss
     loss.backward()
     assert torch.isfinite(loss) and model.candidate_scorer.out.weight.grad is not None
+
+
+def test_a_reloaded_model_keeps_its_word_encoder_frozen(tmp_path):
+    """Loading puts new (trainable) parameters in place: the frozen word encoder is frozen again, saved and reloaded,
+    and a fine-tuned one stays trainable."""
+    for frozen in (True, False):
+        ContextGraphForMultipleChoice(tiny_config(freeze_word_encoder=frozen)).save_pretrained(tmp_path / str(frozen))
+        model = ContextGraphForMultipleChoice.from_pretrained(tmp_path / str(frozen))
+        assert {parameter.requires_grad for parameter in model.gesa.parameters()} == {not frozen}
+        assert all(
+            parameter.requires_grad for name, parameter in model.named_parameters() if not name.startswith("gesa.")
+        )

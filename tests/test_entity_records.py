@@ -14,6 +14,7 @@
 """Entity-task readers (Open Entity, TACRED, CoNLL-2003, Hub rows): canonical examples, one clear error per bad
 record; the metrics against hand counts."""
 
+import itertools
 import json
 from pathlib import Path
 
@@ -27,7 +28,14 @@ from gesa.records_entity import (
     read_open_entity_file,
     read_tacred_file,
 )
-from gesa.training.entity_metrics import relation_micro_prf, span_f1, typing_micro_prf
+from gesa.training.entity_metrics import (
+    relation_chance,
+    relation_micro_prf,
+    span_chance,
+    span_f1,
+    typing_chance,
+    typing_micro_prf,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "entity"
 
@@ -88,6 +96,16 @@ def test_bad_tacred_span_names_record_id_and_fix(tmp_path):
         read_tacred_file(path)
 
 
+def test_a_tacred_record_whose_subject_and_object_are_one_span_is_refused(tmp_path):
+    path = tmp_path / "tacred.json"
+    row = json.loads((FIXTURES / "tacred.json").read_text())[1]
+    row.update(obj_start=row["subj_start"], obj_end=row["subj_end"])
+    path.write_text(json.dumps([row]))
+    with pytest.raises(InputError, match=rf"{path}, item 1: TACRED record 't2': has its subject and object on the same "
+                       r"span.*give the object its own obj_start/obj_end, or remove the record"):  # fmt: skip
+        read_tacred_file(path)
+
+
 def test_bad_conll_line_names_line_and_columns(tmp_path):
     path = tmp_path / "conll.txt"
     path.write_text("EU NNP B-NP B-ORG\nrejects VBZ O\n")
@@ -117,3 +135,53 @@ def test_span_f1_hand_count():
     references = [[(0, 1, "ORG"), (2, 3, "MISC")], [(0, 2, "PER"), (3, 4, "LOC")]]
     # correct 2 of 3 predicted, of 4 gold: P = 2/3, R = 1/2, F1 = 2 * (1/3) / (7/6) = 4/7
     assert span_f1(predictions, references) == pytest.approx({"precision": 2 / 3, "recall": 1 / 2, "f1": 4 / 7})
+
+
+def _f1_of_expected_counts(guesses, score):
+    """F1 of the mean (correct, predicted, gold) counts over every equally likely guess (a plain loop)."""
+    totals = [0.0, 0.0, 0.0]
+    guesses = list(guesses)
+    for guess in guesses:
+        for i, count in enumerate(score(guess)):
+            totals[i] += count / len(guesses)
+    correct, predicted, gold = totals
+    precision, recall = correct / predicted, correct / gold
+    return 2 * precision * recall / (precision + recall)
+
+
+def test_chance_levels_are_the_f1_of_a_guessing_models_expected_counts():
+    """Each chance level against every guess enumerated: a coin per (example, type), a uniform relation, a uniform
+    label (a type or none) per span of the sentence."""
+    typing = [["a"], ["a", "b"], ["b", "c"]]
+    types = sorted({t for labels in typing for t in labels})
+    pairs = [(i, t) for i in range(len(typing)) for t in types]
+
+    def typing_counts(coins):
+        chosen = {pair for pair, on in zip(pairs, coins, strict=True) if on}
+        gold = {(i, t) for i, labels in enumerate(typing) for t in labels}
+        return len(chosen & gold), len(chosen), len(gold)
+
+    expected = _f1_of_expected_counts(itertools.product((0, 1), repeat=len(pairs)), typing_counts)
+    assert typing_chance(typing) == pytest.approx(expected)
+    relations = ["per:title", "no_relation", "org:founded_by", "per:title"]
+    names = sorted(set(relations))
+
+    def relation_counts(guess):
+        return (sum(g == r != "no_relation" for g, r in zip(guess, relations, strict=True)),
+                sum(g != "no_relation" for g in guess), sum(r != "no_relation" for r in relations))  # fmt: skip
+
+    expected = _f1_of_expected_counts(itertools.product(names, repeat=len(relations)), relation_counts)
+    assert relation_chance(relations) == pytest.approx(expected)
+    gold = [[(0, 1, "PER")], [(1, 3, "LOC"), (0, 1, "PER")]]
+    lengths = [2, 3]
+    spans = [(n, s, e) for n, length in enumerate(lengths) for s in range(length) for e in range(s + 1, length + 1)
+             if e - s <= 2]  # fmt: skip
+    labels = ["PER", "LOC", None]
+
+    def span_counts(guess):
+        chosen = {(n, s, e, label) for (n, s, e), label in zip(spans, guess, strict=True) if label}
+        truth = {(n, *span) for n, sentence in enumerate(gold) for span in sentence}
+        return len(chosen & truth), len(chosen), len(truth)
+
+    expected = _f1_of_expected_counts(itertools.product(labels, repeat=len(spans)), span_counts)
+    assert span_chance(gold, lengths, max_span_length=2) == pytest.approx(expected)

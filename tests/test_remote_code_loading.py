@@ -78,6 +78,30 @@ def test_a_checkpoints_tokenizer_loads_without_asking_to_run_its_code(two_heads,
     assert len(tokenizer) == GesaForEntityClassification.from_pretrained(typing).config.vocab_size
 
 
+def test_a_checkpoints_processor_loads_without_asking_to_run_its_code(tiny_luke_dir, tmp_path, monkeypatch, caplog):
+    """``GesaProcessor.from_pretrained(folder)`` (a trained folder: its config names the folder's code) reads the
+    tokenizer and the saved settings without asking whether to run that code and without transformers' "model of
+    type `gesa` to instantiate a model of type ``" warning."""
+    from gesa import GesaForEntitySpanQA, GesaProcessor
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("asked whether to run the checkpoint's code")
+
+    folder = tmp_path / "trained"
+    GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir).save_pretrained(folder)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_luke_dir)
+    GesaProcessor(tokenizer, max_seq_length=96, max_query_length=32).save_pretrained(folder)
+    monkeypatch.setattr(builtins, "input", refuse)
+    transformers.utils.logging.enable_propagation()
+    try:
+        with caplog.at_level("WARNING"):
+            processor = GesaProcessor.from_pretrained(folder)
+    finally:
+        transformers.utils.logging.disable_propagation()
+    assert processor.max_seq_length == 96 and type(processor.tokenizer).__name__ == "LukeTokenizer"
+    assert not [record for record in caplog.records if "to instantiate a model of type" in record.getMessage()]
+
+
 def test_a_remote_code_checkpoint_saves_back_into_its_own_folder(tiny_luke_dir, tmp_path):
     """Load with ``trust_remote_code``, change, save into the folder it came from: the model, its code and its
     pipeline's code are there, and the change is what reloads (the pipeline files are the folder's own already)."""

@@ -36,6 +36,7 @@ from script_helpers import (
     record_error_lines,
     record_sample_argv,
     record_script,
+    train_two_steps,
 )
 
 from gesa.training import machinery
@@ -55,11 +56,7 @@ def _write_jsonl(path: Path, records: list[dict]) -> Path:
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
     """A tiny GESA trained 2 steps from scratch with 96-token windows (not the script's default 512/128/90)."""
-    output_dir = tmp_path_factory.mktemp("reliability") / "run"
-    argv = record_sample_argv(output_dir, "--do_train", "--max_steps", "2", "--save_steps", "1")
-    argv[argv.index("--max_seq_length") + 1] = "96"
-    argv[argv.index("--doc_stride") + 1] = "40"
-    run_record.main(argv)
+    output_dir = train_two_steps(tmp_path_factory.mktemp("reliability") / "run")
     assert json.loads((output_dir / "processor_config.json").read_text())["max_seq_length"] == 96
     return output_dir
 

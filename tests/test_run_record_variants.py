@@ -54,8 +54,18 @@ run_record = load_script(RECORD_SCRIPT, "run_record_variants_under_test")
 def test_help_lists_the_six_variants():
     parser = HfArgumentParser((run_record.ModelArguments, run_record.DataTrainingArguments, TrainingArguments))
     assert "--variant {gesa,luke,luke_graph,kar,ernie,xh}" in parser.format_help()
-    assert set(run_record.VARIANTS) == {"gesa", "luke", "luke_graph", "kar", "ernie", "xh", "context_graph"}
+    assert set(run_record.VARIANTS) == {
+        "gesa",
+        "luke",
+        "luke_graph",
+        "kar",
+        "ernie",
+        "xh",
+        "context_graph",
+        "long_luke",
+    }
     assert "context_graph" not in parser.format_help()  # a WikiHop/MedHop model: run_multihop.py
+    assert "long_luke" not in parser.format_help()  # a whole-document model: run_document_ie.py
 
 
 @pytest.mark.slow

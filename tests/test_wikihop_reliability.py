@@ -55,6 +55,23 @@ def test_a_candidate_with_dotted_capital_i_matches_its_lower_case_mention():
     assert [(s, e) for s, e, _ in find_mentions("From istanbul to İstanbul", ["İstanbul"])] == [(5, 13), (17, 25)]
 
 
+def test_repeated_candidates_are_kept_once_with_a_warning_naming_the_record(caplog):
+    records = make_wikihop_sample(3, seed=0)
+    records[1]["candidates"] = [*records[1]["candidates"], records[1]["candidates"][0]]
+    records[2]["candidates"] = [records[2]["candidates"][1], *records[2]["candidates"]]
+    with caplog.at_level("WARNING"):
+        examples = to_wikihop_examples(records, where="--train_file t.json")
+    assert examples[1].candidates == list(dict.fromkeys(records[1]["candidates"]))
+    warned = [record.getMessage() for record in caplog.records if "more than once" in record.getMessage()]
+    assert len(warned) == 1, warned
+    assert warned[0].startswith(f"--train_file t.json, item 2: WikiHop record {records[1]['id']!r}: lists ")
+    assert "(and 1 more records)" in warned[0] and "remove the repeats from 'candidates'" in warned[0]
+    with caplog.at_level("WARNING"):
+        caplog.clear()
+        to_wikihop_examples(make_wikihop_sample(3, seed=0))
+    assert not caplog.records
+
+
 def test_two_identical_queries_without_id_stay_two_queries(tiny_luke_dir):
     processor = WikihopProcessor(LukeTokenizer.from_pretrained(tiny_luke_dir), max_seq_length=256, max_query_length=16)
     batch = processor([dict(RECORD), dict(RECORD)])

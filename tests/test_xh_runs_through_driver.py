@@ -151,6 +151,17 @@ def test_a_truncated_component_is_named_with_the_fix(tiny_luke_dir, tmp_path, ca
         XhPaperSystemForHotpotQA.from_pretrained(folder)
 
 
+def test_a_component_without_its_config_is_named_with_the_fix(tiny_luke_dir, tmp_path, capsys):
+    folder = _paper_folder(tmp_path / "paper", tiny_luke_dir)
+    (folder / "xh_comparison" / "config.json").unlink()
+    argv = ["--task", "hotpotqa", "--system", "paper", "--model_name_or_path", str(folder), "--output_dir",
+            str(tmp_path / "o"), "--validation_file", str(_hotpot(tmp_path)), "--do_eval", *ARGS]  # fmt: skip
+    line = multihop_error_line(capsys, argv)
+    assert "its xh_comparison model has no config.json" in line and "train the system again" in line
+    with pytest.raises(OSError, match="the paper system's xh_comparison model .* has no config.json"):
+        XhPaperSystemForHotpotQA.from_pretrained(folder)
+
+
 def test_paper_and_joint_folders_given_to_the_other_system_name_the_system_that_reads_them(
     tiny_luke_dir, tmp_path, capsys
 ):

@@ -453,19 +453,46 @@ def write_model_card(output_dir: str | os.PathLike, **kwargs: Any) -> Path:
     return path
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Command line: re-render the card of an existing output folder."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> Path:
+    """Command line: re-render the card of an existing output folder and say what was written (the card, its variant:
+    ``--variant``, else the one the folder's ``config.json`` names, and the scores it shows)."""
+    parser = argparse.ArgumentParser(prog="python -m gesa.training.cards", description=__doc__.split("\n")[0])
     parser.add_argument("output_dir")
     parser.add_argument("--model_name")
     parser.add_argument("--repo_id")
     parser.add_argument("--base_model")
     parser.add_argument("--dataset_name")
     parser.add_argument("--dataset_config_name")
-    parser.add_argument("--variant", default="gesa", choices=sorted(VARIANTS))
+    parser.add_argument("--variant", choices=sorted(VARIANTS),
+                        help="the model family (default: the one the folder's config.json names)")  # fmt: skip
     args = parser.parse_args(argv)
+    folder = Path(args.output_dir)
+    if not (folder / "config.json").is_file():
+        parser.error(f"{folder} holds no config.json: give the output folder of a run_record.py training run")
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        parser.error(f"{folder / 'config.json'} cannot be read ({error}); save the model again")
     kwargs = {k: v for k, v in vars(args).items() if k != "output_dir" and v is not None}
-    print(write_model_card(args.output_dir, **kwargs))
+    if "variant" not in kwargs:
+        from .registry import variant_of
+
+        variant = variant_of(config.get("model_type"), config.get("ablation")) if isinstance(config, dict) else None
+        if variant not in VARIANTS:
+            parser.error(f"{folder / 'config.json'} names model_type {config.get('model_type')!r}, which has no card: "
+                         f"give --variant (one of {', '.join(sorted(VARIANTS))})")  # fmt: skip
+        kwargs["variant"] = variant
+    path = write_model_card(folder, **kwargs)
+    results = folder / "all_results.json"
+    scores = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else {}
+    names = (("eval_exact_match", "exact match"), ("eval_f1", "F1"))
+    shown = [f"{name} {float(scores[key]):.2f}" for key, name in names if scores.get(key) is not None]
+    if shown:
+        where = f"scores from {results.name}: {', '.join(shown)}"
+    else:
+        where = f"no evaluation scores in {results.name}" if results.is_file() else "no all_results.json: no scores"
+    print(f"cards: wrote {path}, the {VARIANTS[kwargs['variant']]['title']} card ({where})")
+    return path
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from .machinery import (
     FiniteTrainingGuard,
     PlainFileModes,
     check_resume_fits,
+    discard_checkpoints,
     disk_full,
     disk_full_error,
     no_pin_memory_without_accelerator,
@@ -63,8 +64,10 @@ class ComponentTrainer:
     (``--overwrite_output_dir`` trains it again). Once saved, its folder keeps the model only: the ``checkpoint-N``
     folders and ``training_args.bin`` are removed. ``history`` holds each component's logged losses."""
 
-    def __init__(self, args: TrainingArguments, overwrite: bool, callbacks: Sequence[TrainerCallback] = ()) -> None:
+    def __init__(self, args: TrainingArguments, overwrite: bool, callbacks: Sequence[TrainerCallback] = (),
+                 fresh: bool = False) -> None:  # fmt: skip
         self.args, self.overwrite, self.callbacks = args, overwrite, list(callbacks)
+        self.fresh = fresh  # the run starts afresh (--resume_from_checkpoint false): no component resumes
         self.history: dict[str, list[dict[str, Any]]] = {}
 
     def component_args(self, name: str) -> TrainingArguments:
@@ -72,13 +75,14 @@ class ComponentTrainer:
         return dataclasses.replace(
             self.args, output_dir=str(Path(self.args.output_dir) / name), do_eval=False, do_predict=False,
             eval_strategy="no", eval_on_start=False, load_best_model_at_end=False, metric_for_best_model=None,
-            save_strategy=save, push_to_hub=False, resume_from_checkpoint=None, remove_unused_columns=False,
+            save_strategy=save, push_to_hub=False, resume_from_checkpoint="false" if self.fresh else None,
+            remove_unused_columns=False,
         )  # fmt: skip
 
     def finished(self, name: str, model: Any) -> Any | None:
         """The component this folder already holds whole (a stopped run's), loaded; ``None`` to train it."""
         folder = Path(self.args.output_dir) / name
-        if self.overwrite or not (folder / "config.json").is_file() or any(folder.glob("checkpoint-*")):
+        if self.overwrite or self.fresh or not (folder / "config.json").is_file() or any(folder.glob("checkpoint-*")):
             return None
         try:
             config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -96,6 +100,7 @@ class ComponentTrainer:
             return done
         args = self.component_args(name)
         resume = plan_resume(args, overwrite_output_dir=True)
+        discard_checkpoints(resume)
         for problem in resume.skipped:
             logger.warning(f"{name}: not resuming from an incomplete checkpoint: {problem}")
         if resume.checkpoint is not None:

@@ -22,14 +22,20 @@ never loses or silently corrupts a result. In order:
 2. the output folder is locked for this run (``OutputDirLock``, process 0);
 3. every split's data is read and checked in full (``Task.read_file`` / ``read_hub``; ``--max_*_samples``), training
    data must be labelled, evaluation data labelled with unique ids;
-4. the checkpoint to resume is chosen (``plan_resume``) and must be of this run's model;
+4. the checkpoint to resume is chosen (``plan_resume``; ``--resume_from_checkpoint false``: none) and must be of this
+   run's model;
 5. the model, its processor and tokenizer are loaded (``Task.load``: the checkpoint's config and tokenizer are
    checked before any weight loads);
-6. logging starts; the features are made (``Task.featurise``); ``Trainer`` trains (``FiniteTrainingGuard`` stops a
-   diverged run before it saves), saves the model with its processor (a full disk is one error line), evaluates
+6. logging starts; the features are made (``Task.featurise``); a training run removes the folder's discarded
+   checkpoints and an earlier run's results (``remove_earlier_results``); ``Trainer`` trains (``FiniteTrainingGuard``
+   stops a diverged run before it saves), saves the model with its processor (a full disk is one error line), evaluates
    (``TaskEvaluator``: the task's decoding and official metric) and predicts;
 7. every result file is written atomically; the run ends with one summary line (task, metric before and after
    training, chance level where the task has one, output folder).
+
+A script given no data runs its demo (``ExampleScript``): into a new, empty or earlier demo's folder only
+(``check_demo_folder``), named ``outputs/<variant>-tiny-<task>`` after the variant it trains, saying how long it takes
+(``demo_seconds``, measured).
 
 Flat module: imports its siblings relatively, third-party packages otherwise.
 """
@@ -57,10 +63,12 @@ from .machinery import (
     OutputDirLock,
     PlainFileModes,
     ScriptArgumentError,
+    check_demo_folder,
     check_output_dir_given,
     check_resume_fits,
     check_run_arguments,
     demo_data_folder,
+    discard_checkpoints,
     disk_full,
     disk_full_error,
     explicit_flags,
@@ -71,9 +79,11 @@ from .machinery import (
     plan_resume,
     preflight_push_to_hub,
     read_by,
+    remove_earlier_results,
     remove_resume_checkpoints,
     script_parser,
     setup_logging,
+    starts_fresh,
     train_and_save,
     write_text_atomically,
 )
@@ -275,6 +285,19 @@ def check_split_labels(task: Task, split: str, examples: Any, where: str) -> Non
         )
 
 
+def input_paths(*arguments: Any) -> list[str]:
+    """Every path a run reads, from its arguments dataclasses' string values (``--train_file``, comma-separated
+    ``--wiki_pages``, ``--model_name_or_path``, ``--resume_from_checkpoint``, ...): what an earlier run's files in
+    ``--output_dir`` may hold and a training run must not remove (``remove_earlier_results``)."""
+    paths = []
+    for item in arguments:
+        values = vars(item).values() if dataclasses.is_dataclass(item) else ()
+        for value in values:
+            if isinstance(value, str) and value:
+                paths += [part for part in value.split(",") if part and Path(part).exists()]
+    return paths
+
+
 def first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
@@ -442,16 +465,22 @@ def _run(
     for problem in resume.skipped:
         logger.warning(f"Not resuming from an incomplete checkpoint: {problem}")
     if resume.checkpoint is not None and args.resume_from_checkpoint is None:
-        logger.info(f"Resuming from {resume.checkpoint} (found in --output_dir; pass a new --output_dir to restart)")
+        logger.info(f"Resuming from {resume.checkpoint} (found in --output_dir; --resume_from_checkpoint false "
+                    "--overwrite_output_dir restarts)")  # fmt: skip
+    if args.do_train and args.process_index == 0:  # every check passed: the earlier run's files give way
+        discard_checkpoints(resume)
+        remove_earlier_results(args.output_dir, input_paths(model_args, data_args, args), demo=demo_data is not None)
     if components:  # a re-ranker the features are retrieved with, the paper system's models: trained first
-        trainer = ComponentTrainer(args, data_args.overwrite_output_dir, callbacks)
+        trainer = ComponentTrainer(args, data_args.overwrite_output_dir, callbacks,
+                                   fresh=starts_fresh(args.resume_from_checkpoint))  # fmt: skip
         task.train_components(loaded, examples, data_args, args, trainer)
         if task.composite:  # the system answers itself: no Trainer of its own
             results = run_composite(task, loaded, examples, data_args, args, script)
             if args.process_index == 0 and (args.do_train or args.do_eval):
                 split = "validation" if args.do_eval else "train"
                 notes = trainer.loss_notes() + task.summary_notes(loaded.processor)
-                print(summary_line(task, len(examples[split]), results, [], args, None, notes))
+                chance = task.chance(examples["validation"]) if args.do_eval else None
+                print(summary_line(task, len(examples[split]), results, [], args, chance, notes))
             return results
         with HeldLogs() as held, quiet_progress_bars():
             features = featurise_splits(task, loaded.processor, examples, data_args, args)
@@ -654,7 +683,8 @@ def summary_line(
     if args.do_train and start is not None:
         notes.append(f"before training: {metrics_of(start)}")
     if chance is not None:
-        notes.append(f"chance {chance:.2f}")
+        named = f" ({task.metric_names.get(task.chance_metric, task.chance_metric)})" if task.chance_metric else ""
+        notes.append(f"chance{named} {chance:.2f}")
     losses = [entry for entry in log_history if "loss" in entry]
     if len(losses) >= 2:
         notes.append(
@@ -694,11 +724,16 @@ class ExampleScript:
         tasks: its tasks by ``--task`` name; ``task``: a one-task script's own (``--task`` is not a flag).
         choose_task: ``(model_args, data_args) -> Task`` when the flags pick among more kinds than ``tasks`` holds.
         demo_flags: the flags a demo takes (``--variant``, ...); any other names a real run.
-        demo_output: ``(model_args, data_args) -> the demo's --output_dir`` when the command line names none.
         demo: ``(folder, model_args, data_args, output_dir, argv) -> the demo's command line``, its data written in
-            ``folder`` (``<output_dir>/demo-data``); ``argv``: the demo flags given.
-        demo_defaults: a demo whose command line is flags only (no file to write): ``argv -> the command line``,
-            applied by ``parse_args`` itself and printed (``python <script> ...``).
+            ``folder`` (``<output_dir>/demo-data``); ``argv``: the demo flags given; ``model_args.variant``: the
+            variant the demo trains (``demo_variant``).
+        demo_output: ``(model_args, data_args) -> the demo's --output_dir`` when the command line names none;
+            default ``outputs/<variant>-tiny-<task>``, named after the variant the demo trains.
+        demo_seconds: ``{task name: seconds}``, how long each task's demo takes on one idle core (measured; printed
+            when the demo starts); ``"<task>:<variant>"`` for a variant whose demo takes another time.
+        demo_defaults: ``argv -> the demo's flags``, applied by ``parse_args`` itself (so that ``parse_args([])`` gives
+            the demo's arguments); ``demo`` adds its files, and the whole command line is printed (``python <script>
+            ...``).
         argv_defaults: flags added to a command line before it is parsed (``run_record.py --paper_defaults``).
         default_files: ``demo folder or None -> {split: path}``, the data used when a run names none.
         callbacks: the ``TrainerCallback``s every run of the script adds.
@@ -709,8 +744,9 @@ class ExampleScript:
     description: str | None
     usage: str | None
     tasks: Mapping[str, Task]
-    demo_output: Callable[[Any, Any], str]
     demo: Callable[[Path, Any, Any, str, list[str]], list[str]]
+    demo_output: Callable[[Any, Any], str] | None = None
+    demo_seconds: Mapping[str, int] = field(default_factory=dict)
     demo_flags: tuple[str, ...] = ("task", "output_dir")
     task: Task | None = None
     choose_task: Callable[[Any, Any], Task] | None = None
@@ -723,13 +759,31 @@ class ExampleScript:
         """No argument, or only ``demo_flags``: the embedded demo."""
         return wants_demo(argv, self.demo_flags)
 
+    def demo_task(self, data_args: Any) -> Task:
+        """The task a demo runs: the script's own, or ``--task``'s."""
+        return self.task or self.tasks[data_args.task]
+
+    def demo_variant(self, model_args: Any, task: Task, argv: Sequence[str]) -> str:
+        """The variant a demo trains: ``--variant`` when given, else the script's default where the task has a head
+        for it, else the task's first (HotpotQA and FEVER: ``xh``)."""
+        if "variant" in explicit_flags(argv) or model_args.variant in task.heads:
+            return model_args.variant
+        return next(iter(task.heads))
+
+    def demo_time(self, task: Task, variant: str | None = None) -> str:
+        """``about N s (or min) on one idle core``, the measured time of ``task``'s demo (``demo_seconds``: its
+        ``"<task>:<variant>"`` entry for a variant measured apart, else its task's; ``""`` when unmeasured)."""
+        seconds = self.demo_seconds.get(f"{task.name}:{variant}", self.demo_seconds.get(task.name))
+        if seconds is None:
+            return ""
+        shown = f"{seconds} s" if seconds < 90 else f"{round(seconds / 60)} min"
+        return f"about {shown} on one idle core"
+
     def parse_args(self, argv: list[str]) -> tuple[Any, ...]:
         """The dataclasses of ``argv`` (a ``demo_defaults`` demo's command line when ``argv`` asks for the demo)."""
         parser = script_parser(self.dataclass_types, description=self.description, usage=self.usage)
         if self.demo_defaults is not None and self.wants_demo(argv):
             argv = self.demo_defaults(argv)
-            print(f"{self.name}: no data or model given: embedded demo, i.e. python examples/{self.name} "
-                  + " ".join(argv))  # fmt: skip
         if self.argv_defaults is None:
             return parse_script_args(parser, argv, self.name, task=self.task)
         given = explicit_flags(argv)  # the user's flags (the added defaults are not theirs)
@@ -749,14 +803,25 @@ class ExampleScript:
             demo_data = None
             if self.wants_demo(argv):
                 model_args, data_args, args = self.parse_args(argv)  # the demo flags given, checked
-                given = "output_dir" in explicit_flags(argv)
-                output_dir = args.output_dir if given else self.demo_output(model_args, data_args)
+                task = self.demo_task(data_args)
+                model_args.variant = self.demo_variant(model_args, task, argv)
+                if "output_dir" in explicit_flags(argv):
+                    output_dir = args.output_dir
+                elif self.demo_output is not None:
+                    output_dir = self.demo_output(model_args, data_args)
+                else:
+                    output_dir = f"outputs/{model_args.variant}-tiny-{task.name}"
+                check_demo_folder(output_dir)  # a demo replaces only its own folder's content
                 demo_data = demo_data_folder(output_dir)
                 argv = self.demo(demo_data, model_args, data_args, output_dir, argv)
-                if self.demo_defaults is None:
-                    title = (self.task or self.tasks[data_args.task]).title
-                    print(f"{self.name}: no data or model given: the {title} demo on an embedded sample written to "
-                          f"{demo_data} (a pipeline check, not a benchmark); see --help for real runs")  # fmt: skip
+                time = self.demo_time(task, model_args.variant)
+                if self.demo_defaults is not None:  # its whole command line, to copy
+                    print(f"{self.name}: no data or model given: embedded demo{f' ({time})' if time else ''}, i.e. "
+                          f"python examples/{self.name} " + " ".join(argv))  # fmt: skip
+                else:
+                    print(f"{self.name}: no data or model given: the {task.title} demo (--variant {model_args.variant}"
+                          f") on an embedded sample written to {demo_data} ({f'{time}; ' if time else ''}a pipeline "
+                          "check, not a benchmark); see --help for real runs")  # fmt: skip
             model_args, data_args, args = self.parse_args(argv)
             if self.choose_task is not None:
                 task = self.choose_task(model_args, data_args)

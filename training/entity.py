@@ -44,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,7 +82,14 @@ from ..processing_entity import NO_ENTITY, EntityTaskProcessor, decode_ner, enco
 from ..processing_entity_markers import INPUT_FORMATS, MARKED_TASKS, MarkedEntityTaskProcessor, input_format_of
 from ..processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from ..records_entity import read_hub_rows, read_task_file
-from .entity_metrics import relation_micro_prf, span_f1, typing_micro_prf
+from .entity_metrics import (
+    relation_chance,
+    relation_micro_prf,
+    span_chance,
+    span_f1,
+    typing_chance,
+    typing_micro_prf,
+)
 from .knowledge_base import (
     GoldLinker,
     gold_links,
@@ -92,6 +100,7 @@ from .knowledge_base import (
 from .machinery import ScriptArgumentError, checkpoint_config, write_json_atomically
 from .models import (
     ModelRecipe,
+    check_checkpoint_head,
     check_config_fields,
     check_config_values,
     check_max_seq_length,
@@ -129,12 +138,15 @@ class EntityTask(Task):
         decode_logits: ``(examples, features, logits, label_names) -> predictions`` (one per example).
         reference_of: an example's gold answer, in the shape of a prediction.
         metric: ``(predictions, references) -> {"precision", "recall", "f1"}`` (fractions).
+        chance_of: ``labelled examples -> micro F1`` (a fraction) of a model that guesses (``entity_metrics``'
+            chance levels), printed beside the scores.
         auto_class: the ``transformers`` auto class a saved checkpoint reloads with (``trust_remote_code=True``).
     """
 
     decode_logits: Callable[..., list[Any]] | None = None
     reference_of: Callable[[Any], Any] | None = None
     metric: Callable[[Sequence[Any], Sequence[Any]], dict[str, float]] | None = None
+    chance_of: Callable[[Sequence[Any]], float] | None = None
     auto_class: str = "AutoModelForSequenceClassification"
     metric_for_best_model: str = "f1"
     metric_names: dict = field(
@@ -164,6 +176,11 @@ class EntityTask(Task):
 
     def reference(self, example: Any) -> Any:
         return self.reference_of(example)
+
+    def chance(self, examples: Sequence[Any]) -> float | None:
+        """The micro F1 of a guessing model (``chance_of``) on the labelled examples, in percent."""
+        labelled = [example for example in examples if self.reference(example) is not None]
+        return None if self.chance_of is None or not labelled else 100.0 * self.chance_of(labelled)
 
     def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[Any]:
         """The examples of ``path`` (one ``ValueError`` naming the flag, the file, the record and the field)."""
@@ -337,6 +354,7 @@ ENTITY_TASKS: dict[str, EntityTask] = {
             decode_logits=decode_types,
             reference_of=lambda example: sorted(example.labels),
             metric=typing_micro_prf,
+            chance_of=lambda examples: typing_chance([example.labels for example in examples]),
             unit="mentions",
             item="mention",
         ),
@@ -354,6 +372,7 @@ ENTITY_TASKS: dict[str, EntityTask] = {
             decode_logits=decode_relations,
             reference_of=lambda example: example.relation,
             metric=relation_micro_prf,
+            chance_of=lambda examples: relation_chance([example.relation for example in examples]),
             unit="sentences",
             item="sentence",
         ),
@@ -371,6 +390,8 @@ ENTITY_TASKS: dict[str, EntityTask] = {
             decode_logits=decode_spans,
             reference_of=lambda example: [tuple(span) for span in example.spans],
             metric=span_f1,
+            # every span of at most 16 words (the script's default --max_span_length) guessed
+            chance_of=lambda examples: span_chance([e.spans for e in examples], [len(e.tokens) for e in examples]),
             auto_class="AutoModelForTokenClassification",
             metric_names={"f1": "span F1", "precision": "precision", "recall": "recall"},
             unit="sentences",
@@ -477,7 +498,8 @@ class EntityLoading:
     def check_source(self, path: str, hub: dict[str, Any]) -> dict[str, Any]:
         """``check_entity_checkpoint`` for the task's variant and ``--max_seq_length``."""
         spec = self.task.variant_spec(self.model_args.variant)
-        return check_entity_checkpoint(self.model_args, spec, self.data_args.max_seq_length)
+        run = f"--task {self.task.name} --variant {self.model_args.variant}"
+        return check_entity_checkpoint(self.model_args, spec, self.data_args.max_seq_length, run)
 
     def build_model(self, config: dict[str, Any], tokenizer: Any) -> tuple[PreTrainedModel, Any]:
         """``--entity_links`` and the NER pipeline checked, then ``load_model_and_tokenizer`` (a checkpoint that does
@@ -499,20 +521,28 @@ class EntityLoading:
         return model, tokenizer
 
 
-def check_entity_checkpoint(model_args: Any, spec: Any, max_seq_length: int | None = None) -> dict[str, Any]:
+def check_entity_checkpoint(
+    model_args: Any, spec: Any, max_seq_length: int | None = None, run: str | None = None
+) -> dict[str, Any]:
     """``--model_name_or_path``'s config (returned) checked before any weight loads: its fields and values
-    (``check_config_fields`` / ``check_config_values``), ``--max_seq_length`` against its absolute positions and a
-    trained head's classes (``id2label``: ids 0 .. n-1, none missing). The loader then reads the tokenizer
+    (``check_config_fields`` / ``check_config_values``), ``--max_seq_length`` against its absolute positions, a
+    trained checkpoint's head (the task's, or the variant's pre-training one: ``check_checkpoint_head``, naming the
+    task or variant that differs; ``run``: this run's flags) and its classes (``id2label``: ids 0 .. n-1, none
+    missing). The loader then reads the tokenizer
     (``load_run_tokenizer``, naming ``--tokenizer_name`` when it is the one at fault)."""
     path = model_args.model_name_or_path
     config = checkpoint_config(path, "a LUKE or a run_entity_tasks.py", **hub_kwargs(model_args))
     check_config_fields(path, config)
     overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
     check_max_seq_length(max_seq_length, position_limit(spec, config, overrides), path)
-    if config.get("model_type") == spec.config_class.model_type:
-        check_config_values(path, config, spec.config_class)
-        if (config.get("architectures") or [None])[0] != getattr(PRETRAIN.heads.get(spec.name), "__name__", None):
-            check_id2label(path, config.get("id2label"))  # a pre-training checkpoint has no task classes yet
+    if config.get("model_type") == "luke":
+        return config
+    pretraining = getattr(PRETRAIN.heads.get(spec.name), "__name__", None)  # its encoder starts a new task head
+    also = (pretraining,) if pretraining else ()
+    check_checkpoint_head(path, config, spec, run or f"--variant {spec.name}", also=also)
+    check_config_values(path, config, spec.config_class)
+    if (config.get("architectures") or [None])[0] != pretraining:
+        check_id2label(path, config.get("id2label"))  # a pre-training checkpoint has no task classes yet
     return config
 
 
@@ -1089,6 +1119,15 @@ class PretrainTask(Task):
 
     def featurise(self, processor: PretrainingProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
         return Dataset.from_list(processor.encode_all(examples))
+
+    def summary_notes(self, processor: Any) -> list[str]:
+        """LUKE's objective (``gesa``, ``luke``): the loss of a uniform guess, ``ln(words) + ln(entities)`` (the masked
+        word's and the masked entity's cross-entropy), as the chance level of the evaluation loss; ERNIE and KAR
+        report their own (``dEA chance``, the prior's linking accuracy)."""
+        if PRETRAIN.head_for(processor.variant) is not GesaForMaskedLM:
+            return []
+        uniform = math.log(len(processor.tokenizer)) + math.log(processor.kb_size)
+        return [f"chance (a uniform guess of each masked word and entity) loss {uniform:.2f}"]
 
     def decode(self, examples: Any, features: Dataset, outputs: Any, processor: Any) -> dict[str, Any]:
         return {}

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 NO_RELATION = "no_relation"
 
 
-def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
+def _prf(correct: float, predicted: float, gold: float) -> dict[str, float]:
     precision = correct / predicted if predicted else 0.0
     recall = correct / gold if gold else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
@@ -72,4 +72,52 @@ def span_f1(
     return _prf(correct, predicted, gold)
 
 
-__all__ = ["NO_RELATION", "relation_micro_prf", "span_f1", "typing_micro_prf"]
+# ----------------------------------------------------------------------------------------------- chance levels
+# The micro F1 (a fraction) a model that guesses would score, in expectation, on the references alone: what the
+# scripts' summary lines print as "chance" beside the scores before and after training.
+
+
+def _expected_f1(correct: float, predicted: float, gold: float) -> float:
+    return _prf(correct, predicted, gold)["f1"] if predicted and gold else 0.0
+
+
+def typing_chance(references: Sequence[Iterable[str]]) -> float:
+    """A coin per type: every type of the references' inventory predicted for each example with probability 1/2 (an
+    untrained sigmoid head's logits sit around 0). Precision is the share of (example, type) pairs that are gold,
+    recall 1/2."""
+    references = [set(reference) for reference in references]
+    types = set().union(*references) if references else set()
+    gold = sum(map(len, references))
+    return _expected_f1(gold / 2, len(references) * len(types) / 2, gold)
+
+
+def relation_chance(references: Sequence[str], negative: str = NO_RELATION) -> float:
+    """A uniform guess among the relations the references use (``negative`` included), scored as TACRED's scorer
+    scores (a guess of ``negative`` is no prediction)."""
+    relations = set(references) | {negative}
+    count, gold = len(references), sum(reference != negative for reference in references)
+    return _expected_f1(gold / len(relations), count * (len(relations) - 1) / len(relations), gold)
+
+
+def span_chance(
+    references: Sequence[Iterable[tuple[int, int, str]]], lengths: Sequence[int], max_span_length: int = 16
+) -> float:
+    """A uniform label per candidate span: every span of at most ``max_span_length`` words of each sentence
+    (``lengths``: its word count) labelled one of the references' entity types or "no entity" with equal
+    probability (overlapping guesses kept)."""
+    references = [set(map(tuple, reference)) for reference in references]
+    types = {span[2] for reference in references for span in reference}
+    spans = sum(sum(length - width + 1 for width in range(1, min(max_span_length, length) + 1)) for length in lengths)
+    gold, options = sum(map(len, references)), len(types) + 1
+    return _expected_f1(gold / options, spans * len(types) / options, gold)
+
+
+__all__ = [
+    "NO_RELATION",
+    "relation_chance",
+    "relation_micro_prf",
+    "span_chance",
+    "span_f1",
+    "typing_chance",
+    "typing_micro_prf",
+]

@@ -21,7 +21,11 @@ line (exit status 2) before any weight is loaded, and never loses or silently co
 - ``OutputDirLock``: one live run per ``--output_dir`` (an advisory ``flock``, released by the kernel when its process
   dies, so a killed run never blocks the next one);
 - ``plan_resume``: the newest checkpoint whose every file parses (weights, ``trainer_state.json``, optimizer,
-  scheduler and RNG states), never one that has trained past ``--max_steps``;
+  scheduler and RNG states), never one that has trained past ``--max_steps``; ``--resume_from_checkpoint false`` a
+  fresh start whose folder's checkpoints are discarded (``discard_checkpoints``) with ``--overwrite_output_dir``;
+- ``remove_earlier_results``: a training run removes what an earlier run wrote about the model it replaces (results,
+  predictions, card, an earlier demo's ``demo-data``), never one of its own inputs; ``check_demo_folder``: a demo
+  writes only into a new or empty folder, or an earlier demo's;
 - ``FiniteTrainingGuard``: a diverged run (non-finite loss or weights) stops with an error naming the step, before
   the broken weights are saved;
 - ``write_json_atomically``: result files are complete or absent (temporary file + rename), ``ENOSPC`` is named;
@@ -175,6 +179,24 @@ def check_output_dir(output_dir: str | None) -> None:
 
 
 DEMO_DATA = "demo-data"
+
+
+def check_demo_folder(output_dir: str) -> None:
+    """A demo (a script given no data) replaces what its ``--output_dir`` holds, so it writes only into a new or
+    empty folder, or the folder of an earlier demo (one holding ``demo-data``): a folder holding anything else (a
+    trained model, someone's files) is one ``ScriptArgumentError`` naming what it holds, before anything is written."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return
+    held = sorted(path.name for path in folder.iterdir() if not path.name.startswith("."))
+    if not held or DEMO_DATA in held:
+        return
+    what = "a trained model" if finished_model_files(folder) else "files"
+    raise ScriptArgumentError(
+        f"--output_dir {output_dir} holds {what} that no demo wrote ({', '.join(held[:4])}{' ...' if len(held) > 4 else ''})"
+        ": the demo (no data given) would replace them; give the demo a new or empty --output_dir, or name your data "
+        "(--train_file, --validation_file) for a real run into that folder"
+    )
 
 
 def demo_data_folder(output_dir: str) -> Path:
@@ -378,16 +400,42 @@ def checkpoint_step(folder: str | os.PathLike) -> int:
 
 @dataclass
 class ResumePlan:
-    """The checkpoint a training run resumes from (``None``: a fresh start) and the incomplete ones it skipped."""
+    """The checkpoint a training run resumes from (``None``: a fresh start), the incomplete ones it skipped, and the
+    ``checkpoint-N`` folders of an earlier run that a fresh start replaces (``discard``: removed before training, so
+    that a later run never resumes one of them)."""
 
     checkpoint: str | None = None
     skipped: list[str] = field(default_factory=list)
+    discard: list[str] = field(default_factory=list)
+
+
+def numbered_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
+    """The ``checkpoint-N`` folders of ``output_dir``, newest (highest ``N``) first."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return []
+    return sorted((path for path in folder.glob("checkpoint-*") if path.is_dir() and path.name[11:].isdigit()),
+                  key=lambda path: int(path.name[11:]), reverse=True)  # fmt: skip
+
+
+def finished_model_files(output_dir: str | os.PathLike) -> list[str]:
+    """The files of a saved model in ``output_dir`` (``config.json`` and the weights), by name."""
+    folder = Path(output_dir)
+    return [name for name in ("config.json", *WEIGHTS_NAMES) if (folder / name).is_file()]
+
+
+def starts_fresh(value: Any) -> bool:
+    """``--resume_from_checkpoint false``: the run starts from ``--model_name_or_path`` whatever ``--output_dir``
+    holds (``None``, the flag left out, resumes the folder's newest checkpoint)."""
+    return isinstance(value, str) and value.strip().lower() == "false" or value is False
 
 
 def plan_resume(args: TrainingArguments, overwrite_output_dir: bool = False) -> ResumePlan:
     """Where training starts, decided before anything is loaded (``ScriptArgumentError`` when it cannot be safe).
 
-    An explicit ``--resume_from_checkpoint`` must be a complete checkpoint. Otherwise the newest COMPLETE
+    An explicit ``--resume_from_checkpoint DIR`` (or ``true``: the folder's newest) must be a complete checkpoint;
+    ``--resume_from_checkpoint false`` starts afresh: an ``--output_dir`` holding checkpoints or a model then needs
+    ``overwrite_output_dir``, and its checkpoints are discarded (``ResumePlan.discard``). Left out, the newest COMPLETE
     ``checkpoint-N`` of ``--output_dir`` is resumed (incomplete newer ones are skipped and logged). A finished model in
     ``--output_dir`` with no checkpoint to resume is not overwritten unless ``overwrite_output_dir``. A checkpoint that
     trained past ``--max_steps`` is refused (resuming it would train on and overwrite the model).
@@ -396,7 +444,18 @@ def plan_resume(args: TrainingArguments, overwrite_output_dir: bool = False) -> 
     if not args.do_train:
         return plan
     explicit = args.resume_from_checkpoint
-    if explicit not in (None, "", "False", "false"):
+    if starts_fresh(explicit):
+        checkpoints = [path.name for path in numbered_checkpoints(args.output_dir)]
+        held = checkpoints + finished_model_files(args.output_dir)
+        if held and not overwrite_output_dir:
+            raise ScriptArgumentError(
+                f"--resume_from_checkpoint false starts afresh, but --output_dir {args.output_dir} holds an earlier "
+                f"run ({', '.join(sorted(held)[:4])}{' ...' if len(held) > 4 else ''}); pass --overwrite_output_dir to "
+                "replace it, or give another --output_dir"
+            )
+        plan.discard = [str(Path(args.output_dir) / name) for name in checkpoints]
+        return plan
+    if explicit not in (None, ""):
         if explicit in ("True", "true"):
             explicit = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
             if explicit is None:
@@ -414,11 +473,7 @@ def plan_resume(args: TrainingArguments, overwrite_output_dir: bool = False) -> 
         output_dir = Path(args.output_dir)
         if not output_dir.is_dir():
             return plan
-        numbered = sorted(
-            (path for path in output_dir.glob("checkpoint-*") if path.is_dir() and path.name[11:].isdigit()),
-            key=lambda path: int(path.name[11:]),
-            reverse=True,
-        )
+        numbered = numbered_checkpoints(output_dir)
         for candidate in numbered:
             problem = checkpoint_problem(candidate)
             if problem is None:
@@ -431,7 +486,7 @@ def plan_resume(args: TrainingArguments, overwrite_output_dir: bool = False) -> 
                 "or give a new --output_dir"
             )
         if plan.checkpoint is None and not overwrite_output_dir:
-            finished = [name for name in ("config.json", *WEIGHTS_NAMES) if (output_dir / name).is_file()]
+            finished = finished_model_files(output_dir)
             if finished and (problem := weights_problem(output_dir)) is not None:
                 raise ScriptArgumentError(
                     f"--output_dir {output_dir} holds an incomplete model save ({problem}); pass --overwrite_output_dir "
@@ -606,6 +661,69 @@ def remove_resume_checkpoints(output_dir: str | os.PathLike) -> list[str]:
         logging.getLogger(__name__).info(
             f"Removed {', '.join(removed)}: the resume points of this finished run (its model is saved in {folder}; "
             "--save_strategy / --save_total_limit keep checkpoints)"
+        )
+    return removed
+
+
+def discard_checkpoints(plan: ResumePlan) -> list[str]:
+    """Remove the ``checkpoint-N`` folders a fresh start replaces (``ResumePlan.discard``), before training: a later
+    run must never resume one of them. Returns their names, logged once."""
+    removed = []
+    for name in plan.discard:
+        path = Path(name)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+    if removed:
+        logging.getLogger(__name__).info(
+            f"Removed {', '.join(removed)}: the checkpoints of an earlier run (--resume_from_checkpoint false)"
+        )
+    return removed
+
+
+# what a run writes beside its model about that model: a training run replaces the model, so an earlier run's copies
+# would describe another model (its scores merged into all_results.json, its predictions, its card)
+RUN_RESULT_FILES = ("all_results.json", "train_results.json", "eval_results.json", "predict_results.json",
+                    "trainer_state.json")  # fmt: skip
+RUN_RESULT_PATTERNS = ("*_predictions.json", "*_predictions.jsonl")
+
+
+def remove_earlier_results(
+    output_dir: str | os.PathLike, inputs: Iterable[str | os.PathLike] = (), demo: bool = False
+) -> list[str]:
+    """Before a training run: remove what an earlier run wrote into ``output_dir`` about ITS model, which this run
+    replaces: the result files (``RUN_RESULT_FILES``: ``eval_*`` would otherwise be merged into this run's
+    ``all_results.json``), the prediction files, the model card of a model saved there (``README.md``, rendered from
+    those results) and, unless this run is a demo, an earlier demo's ``demo-data``. A file or folder holding one of the
+    run's ``inputs`` (its data, its checkpoint) is kept. Returns the names removed, logged once."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return []
+    resolved = []
+    for item in inputs:
+        with contextlib.suppress(OSError, ValueError):
+            resolved.append(Path(item).resolve())
+
+    def holds_input(path: Path) -> bool:
+        target = path.resolve()
+        return any(item == target or item.is_relative_to(target) for item in resolved)
+
+    stale = [folder / name for name in RUN_RESULT_FILES]
+    stale += sorted(path for pattern in RUN_RESULT_PATTERNS for path in folder.glob(pattern))
+    if finished_model_files(folder):
+        stale.append(folder / "README.md")
+    removed = []
+    for path in stale:
+        if path.is_file() and not holds_input(path):
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
+    demo_data = folder / DEMO_DATA
+    if not demo and demo_data.is_dir() and not demo_data.is_symlink() and not holds_input(demo_data):
+        shutil.rmtree(demo_data, ignore_errors=True)
+        removed.append(f"{DEMO_DATA}/")
+    if removed:
+        logging.getLogger(__name__).info(
+            f"Removed {', '.join(removed)} from {folder}: an earlier run's results, which this training run replaces"
         )
     return removed
 
@@ -1164,6 +1282,12 @@ def one_error_line(script: str) -> Iterator[None]:
 
 
 __all__ = [
+    "starts_fresh",
+    "remove_earlier_results",
+    "numbered_checkpoints",
+    "finished_model_files",
+    "discard_checkpoints",
+    "check_demo_folder",
     "DEMO_DATA",
     "FiniteTrainingGuard",
     "FlagReaders",

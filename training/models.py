@@ -41,7 +41,7 @@ from ..modeling_gesa_multiple_choice import ChoiceHeadMismatch, extend_position_
 from ..processing_base_gesa import load_processor_settings
 from ..records_kb import KnowledgeBaseFiles, checkpoint_knowledge_files, load_knowledge_files
 from .machinery import ScriptArgumentError, apply_saved_settings, checkpoint_config
-from .registry import VARIANTS, VariantSpec
+from .registry import VARIANTS, VariantSpec, head_run, variant_of
 from .tokenizer import shrink_entity_vocab, special_entity_rows
 
 
@@ -59,30 +59,58 @@ def check_model_source(path: str, spec: VariantSpec, task_flags: str, **hub: Any
     ``spec``'s head (same ``model_type`` and architecture) or of the variant's pre-training head (its encoder under a
     new head: ``starts_new_head``); ``task_flags`` (``--task wikihop --variant gesa``) names the run in the error. A
     user-KB KAR/ERNIE checkpoint without its KB files is refused (``VariantSpec.check_knowledge_base``)."""
-    head = spec.model_class
     own_type = spec.config_class.model_type
     config = checkpoint_config(path, f"a LUKE or {own_type!r}", **hub)
     check_config_fields(path, config)
-    model_type = config.get("model_type")
-    if model_type == "luke":
+    if config.get("model_type") == "luke":
         check_config_values(path, config, LukeConfig)
         return config
-    architectures = config.get("architectures") or [head.__name__]
-    fits = architectures[0] == head.__name__ or spec.is_pretraining_checkpoint(config)  # a head, or its pre-training
-    if model_type != own_type or not isinstance(architectures, list) or not fits:
-        known = sorted({"luke", *(other.config_class.model_type for other in VARIANTS.values())})
-        hint = " (a checkpoint of another variant or task: pass the --variant/--task it was trained with)"
-        pretrained = f" (or {spec.pretraining_head})" if spec.pretraining_head else ""
-        raise ScriptArgumentError(
-            f"--model_name_or_path {path} holds a {model_type!r} model ({architectures}), but {task_flags} needs a LUKE "
-            f"checkpoint to convert or a {own_type!r} {head.__name__}{pretrained}{hint if model_type in known else ''}"
-        )
+    check_checkpoint_head(path, config, spec, task_flags)  # a head of the run's task and variant, or its pre-training
     check_config_values(path, config, spec.config_class)
     try:
         spec.check_knowledge_base(config, source=f"--model_name_or_path {path}", folder=path)
     except ValueError as error:
         raise ScriptArgumentError(str(error)) from None
     return config
+
+
+def check_checkpoint_head(
+    path: str, config: Mapping[str, Any], spec: VariantSpec, run: str, also: tuple[str, ...] = ()
+) -> None:
+    """A trained checkpoint (not LUKE) must hold the run's head: ``spec``'s ``model_type`` and head class, or the
+    variant's pre-training head (``VariantSpec.is_pretraining_checkpoint``), or one of ``also`` (class names). Another
+    one is one ``ScriptArgumentError`` saying what differs, the task (the head: ``registry.HEAD_RUNS`` names the run
+    that trained it) and/or the variant (``model_type``), and the fix; ``run`` names this run (``--task ner --variant
+    gesa``)."""
+    head, own_type = spec.model_class.__name__, spec.config_class.model_type
+    model_type = config.get("model_type")
+    architectures = config.get("architectures") or [head]
+    architecture = architectures[0] if isinstance(architectures, list) and architectures else None
+    fits = architecture == head or architecture in also or spec.is_pretraining_checkpoint(config)
+    if model_type == own_type and fits:
+        return
+    pretrained = f" (or {spec.pretraining_head})" if spec.pretraining_head else ""
+    needs = f"{run} needs a LUKE checkpoint to convert or a {own_type!r} {head}{pretrained}"
+    their_variant = variant_of(model_type, config.get("ablation"))
+    if their_variant is None:  # not a model of this project
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path} holds a {model_type!r} model ({architectures}), but {needs}"
+        )
+    theirs, ours = head_run(architecture), head_run(head)
+    other_task = theirs != ours and architecture not in also and not spec.is_pretraining_checkpoint(config)
+    other_variant = model_type != own_type
+    trained = f", trained for {theirs}" if theirs else ""
+    title = (ours or "this task").split(" (")[0]
+    if other_task:
+        where = theirs.split(" (")[-1].rstrip(")") if theirs else "the run that trained it"
+        variant = f" --variant {their_variant}" if other_variant else ""
+        what = "the task and the variant differ" if other_variant else "the task differs (its head)"
+        fix = f"{what}: use it with {where}{variant}, or give {run} a LUKE checkpoint to train a new {title} head"
+    else:
+        fix = f"the variant differs: pass --variant {their_variant}, or give a LUKE checkpoint to convert"
+    raise ScriptArgumentError(
+        f"--model_name_or_path {path} holds a {architecture} (--variant {their_variant}{trained}), but {needs}; {fix}"
+    )
 
 
 def starts_new_head(config: dict[str, Any], spec: VariantSpec) -> bool:
@@ -518,6 +546,7 @@ __all__ = [
     "build_processor",
     "build_variant_model",
     "check_vocab_size",
+    "check_checkpoint_head",
     "check_config_fields",
     "check_config_values",
     "check_max_seq_length",

@@ -43,6 +43,7 @@ from datasets import Dataset, load_dataset
 from transformers import PreTrainedTokenizerBase
 
 from ..answers_gesa import first_mentions, ranked_answers
+from ..candidates_gesa import normalize_entity_string
 from ..configuration_gesa import ABLATION_PRESETS
 from ..inputs_gesa import InputError
 from ..modeling_ernie import ErnieForEntitySpanQA
@@ -253,6 +254,21 @@ class RecordTask(Task):
 
     def reference(self, example: Mapping[str, Any]) -> list[str] | None:
         return list(example["answers"]) if example.get("answers") else None
+
+    def chance(self, examples: Dataset) -> float | None:
+        """Exact match of a uniform guess among each query's candidates, in percent: the share of a query's distinct
+        candidate texts (the official normalisation, as predictions are merged) that are gold answers, averaged over
+        the queries. ``None`` when a query's candidates come from spaCy NER (unknown before featurising)."""
+        shares = []
+        for spans, passage, answers in zip(examples["entity_spans"], examples["passage"], examples["answers"],
+                                           strict=True):  # fmt: skip
+            if spans is None:
+                return None
+            candidates = {normalize_entity_string(passage[span["start"] : span["end"]]) for span in spans}
+            gold = {normalize_entity_string(answer) for answer in answers or ()}
+            if candidates:
+                shares.append(len(candidates & gold) / len(candidates))
+        return 100.0 * sum(shares) / len(shares) if shares else None
 
     # ------------------------------------------------------------------------------------------- the model
 

@@ -311,4 +311,45 @@ def reads_sentence_graphs(model_type: str) -> bool:
     )
 
 
-__all__ = ["VARIANTS", "VariantSpec", "knowledge_variant_of", "reads_sentence_graphs"]
+def variant_of(model_type: Any, ablation: Any = None) -> str | None:
+    """The ``--variant`` that builds a config's ``model_type`` (``gesa`` with ``ablation="luke"``: ``luke``); ``None``
+    for a model type no variant builds."""
+    if model_type == GesaConfig.model_type and ablation == "luke":
+        return "luke"
+    return next((name for name, spec in VARIANTS.items() if spec.config_class.model_type == model_type), None)
+
+
+# what a head class is trained for, by the end of its name (the longest that fits): the run that trains a checkpoint
+# of that head, named when a checkpoint is given to another task (``training.models.check_checkpoint_head``)
+HEAD_RUNS = {
+    "ForEntitySpanQA": "ReCoRD (run_record.py)",
+    "ForEntityMultipleChoice": "WikiHop / MedHop (run_multihop.py --task wikihop or medhop)",
+    "ForMultipleChoice": "WikiHop / MedHop (run_multihop.py --task wikihop or medhop)",
+    "PaperSystemForHotpotQA": "HotpotQA's paper system (run_multihop.py --task hotpotqa --system paper)",
+    "ForHotpotQA": "HotpotQA (run_multihop.py --task hotpotqa)",
+    "ForFactVerification": "FEVER (run_multihop.py --task fever)",
+    "ForEntityClassification": "entity typing (run_entity_tasks.py --task entity_typing)",
+    "ForEntityPairClassification": "relation classification (run_entity_tasks.py --task relation_classification)",
+    "ForEntitySpanClassification": "NER (run_entity_tasks.py --task ner)",
+    "ForMaskedLM": "pre-training (run_entity_tasks.py --task pretrain)",
+    "ForPreTraining": "pre-training (run_entity_tasks.py --task pretrain)",
+}
+
+
+def head_run(class_name: Any) -> str | None:
+    """What a head class (by name) is trained for and by which run (``HEAD_RUNS``); ``None`` when unknown."""
+    if not isinstance(class_name, str):
+        return None
+    ending = max((end for end in HEAD_RUNS if class_name.endswith(end)), key=len, default=None)
+    return None if ending is None else HEAD_RUNS[ending]
+
+
+__all__ = [
+    "HEAD_RUNS",
+    "VARIANTS",
+    "VariantSpec",
+    "head_run",
+    "knowledge_variant_of",
+    "reads_sentence_graphs",
+    "variant_of",
+]

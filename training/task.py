@@ -87,6 +87,8 @@ class Task(ABC):
         file_format: what ``--train_file`` etc. hold, for ``--help`` and messages.
         heads: ``--variant`` -> head class.
         metric_for_best_model: the main metric (no ``eval_`` prefix); it leads the summary line.
+        chance_metric: the metric ``chance`` gives when it is not the main one (FEVER: label accuracy), named beside
+            the chance level in the summary line.
         metric_names: how the summary line names the metrics it prints (``{"exact_match": "exact match"}``).
         unit: what the examples are (``queries``, ``claims``, ``sentences``): the summary line; ``item``: one of them;
             ``reference_name``: what its gold answer is called in the data (FEVER: ``label``), for messages.
@@ -111,6 +113,7 @@ class Task(ABC):
     file_format: str
     heads: Mapping[str, type[PreTrainedModel]] = field(default_factory=dict)
     metric_for_best_model: str = "accuracy"
+    chance_metric: str | None = None
     metric_names: Mapping[str, str] = field(default_factory=dict)
     unit: str = "examples"
     item: str = "example"
@@ -228,7 +231,8 @@ class Task(ABC):
         return examples[:count]
 
     def chance(self, examples: Any) -> float | None:
-        """The main metric of a model that guesses (``None``: no meaningful chance level), in the metric's scale."""
+        """The main metric (or ``chance_metric``) of a model that guesses, in percent as every script reports it
+        (``None``: no meaningful chance level)."""
         return None
 
     # ------------------------------------------------------------------------------------------- predictions

@@ -207,6 +207,7 @@ class HotpotQATask(XhTask):
     file_format: str = "HotpotQA JSON (official list, or Hub-layout rows as a JSON list or JSON lines)"
     heads: dict = field(default_factory=lambda: {"xh": XhForHotpotQA})
     metric_for_best_model: str = "joint_f1"
+    chance_metric: str | None = "em"
     metric_names: dict = field(default_factory=lambda: {"joint_f1": "joint F1", "em": "answer EM", "f1": "answer F1",
                                                         "sp_f1": "supporting-fact F1"})  # fmt: skip
     unit: str = "questions"
@@ -240,6 +241,12 @@ class HotpotQATask(XhTask):
 
     def reference(self, example: Mapping[str, Any]) -> str | None:
         return example.get("answer")
+
+    def chance(self, examples: Sequence[Mapping[str, Any]]) -> float | None:
+        """Answer EM of guessing: a coin for the yes/no questions, nothing for span answers (a span guessed among
+        a paragraph's thousands is right by chance too rarely to count), in percent."""
+        answers = [self.reference(example) for example in examples if self.reference(example) is not None]
+        return 100.0 * sum(answer in ("yes", "no") for answer in answers) / (2 * len(answers)) if answers else None
 
     def featurise(self, processor: XhTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
         return self.features_dataset(processor.encode_hotpot_rows(examples))
@@ -305,6 +312,7 @@ class FeverTask(XhTask):
     file_format: str = "FEVER shared-task JSON lines {id, claim, label, evidence}, with --wiki_pages"
     heads: dict = field(default_factory=lambda: {"xh": XhForFactVerification})
     metric_for_best_model: str = "fever_score"
+    chance_metric: str | None = "label_accuracy"
     metric_names: dict = field(
         default_factory=lambda: {"fever_score": "FEVER score", "label_accuracy": "label accuracy"}
     )
@@ -354,6 +362,11 @@ class FeverTask(XhTask):
 
     def reference(self, example: Mapping[str, Any]) -> str | None:
         return example.get("label")
+
+    def chance(self, examples: Sequence[Mapping[str, Any]]) -> float | None:
+        """Label accuracy of a uniform guess among the three labels, in percent (the FEVER score of a guess is lower:
+        a SUPPORTS / REFUTES claim needs its evidence too)."""
+        return 100.0 / 3 if any(self.reference(example) is not None for example in examples) else None
 
     def featurise(self, processor: XhTaskProcessor, examples: Any, split: str, data_args: Any) -> Dataset:
         """Training graphs hold the gold evidence among the candidates; evaluation and test graphs only what the

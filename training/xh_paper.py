@@ -53,7 +53,7 @@ from transformers import PreTrainedModel
 
 from ..configuration_variants import PAPER_SYSTEM_COMPONENTS, PAPER_TYPE_EDGES, XhPaperSystemConfig
 from ..inputs_gesa import InputError
-from ..loading_gesa import weights_problem
+from ..loading_gesa import component_problem, weights_problem
 from ..modeling_xh_paper import COMPONENT_CLASSES, QUESTION_TYPES, XhForSupportingFacts, XhPaperSystemForHotpotQA
 from ..pipeline_xh_paper import paper_system_predictions
 from ..processing_xh_tasks import XhTaskProcessor
@@ -239,10 +239,9 @@ class PaperHotpotQATask(HotpotQATask):
         first: a damaged one is named with its component and the fix."""
         folder = Path(path)
         if (folder / "config.json").is_file():
-            problem = weights_problem(folder)
+            problem = weights_problem(folder)  # every component's config.json and weights
         else:  # a folder written before the system's own config.json
-            problem = next((f"its {name} model: {found}" for name in COMPONENTS
-                            if (found := weights_problem(folder / name)) is not None), None)  # fmt: skip
+            problem = next((found for name in COMPONENTS if (found := component_problem(folder, name))), None)
         if problem is not None:
             raise ScriptArgumentError(
                 f"--model_name_or_path {path}: {problem}; copy the folder again, or train the system again with "
