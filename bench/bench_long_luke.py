@@ -55,6 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="the default long variant's lengths for memory per doubling (none: skip)")  # fmt: skip
     common.add_model_size_arguments(parser, layers=2, hidden=1024, heads=16, ffn=4096)
     parser.add_argument("--scaling-time", action="store_true", help="also time a step at each --scaling length")
+    parser.add_argument("--skip-comparison", action="store_true", help="only the --scaling lengths (no --kinds table)")
     parser.add_argument("--repeats", type=int, default=3)
     common.add_common_arguments(parser)
     parser.set_defaults(malloc="glibc")
@@ -175,13 +176,15 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {kind}: windows {config.per_layer('attention_window')}, dilation "
                   f"{config.per_layer('attention_dilation')}, random blocks {config.per_layer('num_random_blocks')} "
                   f"x {config.random_block_size}")  # fmt: skip
-    times = run_probe(args, argv, "time:" + ",".join(args.kinds), args.words)["times"]
+    kinds = [] if args.skip_comparison else args.kinds
+    times = run_probe(args, argv, "time:" + ",".join(kinds), args.words)["times"] if kinds else {}
     memory = {}
     if not args.skip_memory:
-        memory = {kind: run_probe(args, argv, kind, args.words) for kind in args.kinds}
+        memory = {kind: run_probe(args, argv, kind, args.words) for kind in kinds}
     base = median(times["pieces"]) if "pieces" in times else None
-    print(f"{'model':<14} {'step s':>8} {'x pieces':>9} {'per round':>16} {'peak MiB':>9} {'x pieces':>9}")
-    for kind in args.kinds:
+    if kinds:
+        print(f"{'model':<14} {'step s':>8} {'x pieces':>9} {'per round':>16} {'peak MiB':>9} {'x pieces':>9}")
+    for kind in kinds:
         seconds = median(times[kind])
         row = f"{kind:<14} {seconds:>8.3f}"
         if base:

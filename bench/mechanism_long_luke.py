@@ -86,7 +86,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "distance (a stronger signal for the tiny model's first steps)")  # fmt: skip
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--batch_size", type=int, default=8)
-    parser.add_argument("--learning_rate", type=float, default=3e-3)
+    parser.add_argument("--learning_rate", type=float, default=1e-2)
     parser.add_argument("--eval_size", type=int, default=128)
     parser.add_argument("--hidden_size", type=int, default=32)
     parser.add_argument("--heads", type=int, default=2)
