@@ -43,6 +43,7 @@ from .kernel_common_gesa import (
     band_sum_plan,
     dropout_keep_mask,
     saved_probabilities,
+    softmax_,
     softmax_dropout_,
     softmax_grad_,
     softmax_output_grad,
@@ -82,6 +83,8 @@ class WindowPlan:
             block`), or None without random keys.
         random_allowed: bool `(B, blocks, block, R)`: a random key is real, not global, not a padded draw and not
             already in the row's window.
+        recompute: keep no probabilities for the backward, which computes each chunk's scores again (the long
+            variant's layers, without label terms: one more score product per chunk, no `(rows, keys)` floats kept).
     """
 
     block: int
@@ -103,6 +106,7 @@ class WindowPlan:
     blocks_per_chunk: int
     random_index: torch.Tensor | None = None
     random_allowed: torch.Tensor | None = None
+    recompute: bool = False
 
 
 def dilation_order(word_length: int, dilation: int, device: torch.device) -> torch.Tensor:
@@ -205,6 +209,8 @@ def window_plan(
         blocks_per_chunk=chunk_blocks,
         random_index=random_index,
         random_allowed=random_allowed,
+        # the long variant's layers (a pattern, no label terms): scores computed again in the backward
+        recompute=pattern is not None,
     )
 
 
@@ -254,33 +260,16 @@ class WindowedAttention(torch.autograd.Function):
         E = P - L
         R = 0 if plan.random_index is None else plan.random_index.size(-1)
         context = q_word.new_empty(B, H, blocks * block, value.size(-1))
-        masked = torch.finfo(q_word.dtype).min
         saved = []
+        # the long variant's layers keep no probabilities: the backward computes each chunk's scores again
+        recompute = plan.recompute and distance is None
+        keys = (key_pad, global_keys, entity_keys)
         for b, heads, chunk, rows in _window_chunks(plan, B, H):
             n, m = heads.stop - heads.start, chunk.stop - chunk.start
-            queries = q_word[b, heads, rows].view(n, m, block, d)
-            band = torch.matmul(queries, key_pad[b, heads].unfold(1, width, block)[:, chunk])
-            if distance is not None:
-                labels = plan.band_labels.expand(n, m, block, width)
-                band.add_(distance[b, heads, rows].view(n, m, block, -1).gather(3, labels))
-            parts = [band.masked_fill_(~plan.band_allowed[b, chunk], masked).view(n, m * block, width)]
-            if G:
-                to_global = torch.bmm(q_word[b, heads, rows], global_keys[b, heads].transpose(1, 2))
-                if distance is not None:
-                    to_global.add_(_global_key_terms(distance, rank, plan, b, heads, rows))
-                parts.append(to_global.masked_fill_(~plan.global_allowed[b], masked))
-            if P > L:
-                to_entity = torch.bmm(q_entity[b, heads, rows], entity_keys[b, heads].transpose(1, 2))
-                if w2e is not None:
-                    to_entity.add_(w2e[b, heads, rows])
-                parts.append(to_entity.masked_fill_(~plan.entity_allowed[b], masked))
-            if R:
-                # each block's random key blocks (BigBird): one product per block, like its window
-                random_keys = _random_rows(key_pad, plan, b, heads, chunk)
-                to_random = torch.matmul(queries, random_keys.transpose(-1, -2))
-                parts.append(to_random.masked_fill_(~plan.random_allowed[b, chunk], masked).view(n, m * block, R))
-            scores = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
+            scores = _chunk_scores(q_word, q_entity, *keys, (distance, rank, w2e), plan, b, heads, chunk, rows, P)
             _, used = softmax_dropout_(scores, dropout_p, saved if save else None)
+            if save and recompute:
+                saved.pop()  # the probabilities; the bool keep mask (with dropout) stays
             value_windows = value_pad[b, heads].unfold(1, width, block)[:, chunk].transpose(-1, -2)
             out = torch.matmul(used[..., :width].view(n, m, block, width), value_windows).view(n, m * block, -1)
             if G:
@@ -296,10 +285,12 @@ class WindowedAttention(torch.autograd.Function):
         if dropout_p > 0:
             context.mul_(1.0 / (1.0 - dropout_p))
         if save:
-            # the keys and values as each part of a row reads them: its window, the global words, the entities
-            keys_values = (key_pad, value_pad, global_keys, global_values, entity_keys, entity_values)
+            # the keys and values as each part of a row reads them: its window, the global words, the entities (when
+            # recomputing, the keys and values themselves, which the global and entity rows' products keep anyway)
+            windows = (key, value) if recompute else (key_pad, value_pad)
+            keys_values = (*windows, global_keys, global_values, entity_keys, entity_values)
             ctx.save_for_backward(q_word, q_entity, *keys_values, *saved)
-            ctx.plan, ctx.dropout_p, ctx.sizes = plan, dropout_p, (L, P)
+            ctx.plan, ctx.dropout_p, ctx.sizes, ctx.recompute = plan, dropout_p, (L, P), recompute
             ctx.has_terms = (distance is not None, rank is not None, w2e is not None)
             ctx.dtypes = [None if x is None else x.dtype for x in (q_word, q_entity, key, value, distance, rank, w2e)]
         return context[:, :, :L]
@@ -317,6 +308,8 @@ class WindowedAttention(torch.autograd.Function):
         B, H, Lp, d = q_word.shape
         block, width = plan.block, plan.width
         w = (width - block) // 2
+        if ctx.recompute:  # the window-padded keys and values again from the keys and values
+            key_pad, value_pad = (F.pad(x[:, :, :L], (0, 0, w, w + Lp - L)).contiguous() for x in (key_pad, value_pad))
         G = 0 if global_keys is None else global_keys.size(2)
         E = P - L
         R = 0 if plan.random_index is None else plan.random_index.size(-1)
@@ -336,9 +329,15 @@ class WindowedAttention(torch.autograd.Function):
         def span(m: int) -> int:
             return (m - 1) * block + width  # padded rows read by m consecutive windows
 
+        keys = (key_pad, global_keys, entity_keys)
         for b, heads, chunk, rows in _window_chunks(plan, B, H):
             n, m = heads.stop - heads.start, chunk.stop - chunk.start
-            probs, used = saved_probabilities(saved, dropout_p, dtype)
+            if ctx.recompute:
+                kept = next(saved) if dropout_p > 0 else None
+                probs = softmax_(_chunk_scores(q_word, q_entity, *keys, (None,) * 3, plan, b, heads, chunk, rows, P))
+                used = probs if kept is None else torch.where(kept, probs, 0.0)
+            else:
+                probs, used = saved_probabilities(saved, dropout_p, dtype)
             g = grad_context[b, heads, rows]
             key_windows = key_pad[b, heads].unfold(1, width, block)[:, chunk]
             value_windows = value_pad[b, heads].unfold(1, width, block)[:, chunk]
@@ -415,6 +414,51 @@ class WindowedAttention(torch.autograd.Function):
         # the word rows (the padding cut off) in each input's own dtype
         rows = [None if g is None else (g if g is grad_key or g is grad_value else g[:, :, :L]) for g in grads]
         return (*(None if g is None else g.to(d) for g, d in zip(rows, ctx.dtypes, strict=True)), None, None)
+
+
+def _chunk_scores(
+    q_word: torch.Tensor,
+    q_entity: torch.Tensor | None,
+    key_pad: torch.Tensor,
+    global_keys: torch.Tensor | None,
+    entity_keys: torch.Tensor,
+    terms: tuple[torch.Tensor | None, ...],
+    plan: WindowPlan,
+    b: int,
+    heads: slice,
+    chunk: slice,
+    rows: slice,
+    P: int,
+) -> torch.Tensor:
+    """A chunk's masked scores `(n, rows, width + G + E + R)`: its window of word keys, the global words, the entities
+    and its random key blocks, with the label terms `terms` = (distance, rank, w2e) spread in (None: none)."""
+    distance, rank, w2e = terms
+    n, m, d = heads.stop - heads.start, chunk.stop - chunk.start, q_word.size(-1)
+    block, width = plan.block, plan.width
+    masked = torch.finfo(q_word.dtype).min
+    queries = q_word[b, heads, rows].view(n, m, block, d)
+    band = torch.matmul(queries, key_pad[b, heads].unfold(1, width, block)[:, chunk])
+    if distance is not None:
+        labels = plan.band_labels.expand(n, m, block, width)
+        band.add_(distance[b, heads, rows].view(n, m, block, -1).gather(3, labels))
+    parts = [band.masked_fill_(~plan.band_allowed[b, chunk], masked).view(n, m * block, width)]
+    if global_keys is not None:
+        to_global = torch.bmm(q_word[b, heads, rows], global_keys[b, heads].transpose(1, 2))
+        if distance is not None:
+            to_global.add_(_global_key_terms(distance, rank, plan, b, heads, rows))
+        parts.append(to_global.masked_fill_(~plan.global_allowed[b], masked))
+    if entity_keys.size(2):
+        to_entity = torch.bmm(q_entity[b, heads, rows], entity_keys[b, heads].transpose(1, 2))
+        if w2e is not None:
+            to_entity.add_(w2e[b, heads, rows])
+        parts.append(to_entity.masked_fill_(~plan.entity_allowed[b], masked))
+    if plan.random_index is not None:
+        # each block's random key blocks (BigBird): one product per block, like its window
+        random_keys = _random_rows(key_pad, plan, b, heads, chunk)
+        to_random = torch.matmul(queries, random_keys.transpose(-1, -2))
+        R = random_keys.size(2)
+        parts.append(to_random.masked_fill_(~plan.random_allowed[b, chunk], masked).view(n, m * block, R))
+    return torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
 
 
 def _global_key_terms(

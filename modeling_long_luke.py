@@ -92,11 +92,14 @@ class LongLukePreTrainedModel(GesaPreTrainedModel):
     def adapt_luke_weight(self, key: str, tensor: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """A LUKE position table grown to this model's rows: LUKE's 512 learned rows copied over and over
         (`position_init="copy"`, Longformer's recipe) or this model's freshly drawn rows beyond LUKE's
-        (`"random"`). The word table keeps its padding rows (`pad_token_id + 1` of them) in front; the entity table
-        indexes word positions from 0, so its period starts at row 0."""
+        (`"random"`); a table smaller than LUKE's keeps LUKE's first rows. The word table keeps its padding rows
+        (`pad_token_id + 1` of them) in front; the entity table indexes word positions from 0, so its period starts
+        at row 0."""
         table = POSITION_TABLES.get(key)
-        if table is None or tensor.size(0) >= target.size(0):
+        if table is None or tensor.size(0) == target.size(0):
             return tensor
+        if tensor.size(0) > target.size(0):  # fewer positions than LUKE's: its first rows
+            return tensor[: target.size(0)]
         offset = (self.config.pad_token_id or 0) + 1
         period = tensor.size(0) - offset  # LUKE's 512 learned positions
         start = offset if table == "words" else 0

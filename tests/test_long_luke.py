@@ -204,6 +204,42 @@ def test_dilation_and_random_keys_equal_a_plain_loop_over_their_definition(monke
         torch.testing.assert_close(context.transpose(1, 2)[real], expected.transpose(1, 2)[real], atol=1e-10, rtol=0)
 
 
+@pytest.mark.parametrize(
+    "patterns",
+    [
+        dict(attention_window=4, num_random_blocks=2, random_block_size=4),
+        dict(attention_window=6, attention_dilation=2, num_random_blocks=0),
+    ],
+)
+def test_the_recomputing_backward_is_the_gradient_with_dropout(monkeypatch, patterns):
+    """The long variant's layers keep no probabilities (the backward computes each chunk's scores again): gradcheck
+    of the local-row function in float64 over several chunks, dropout masks fixed by reseeding."""
+    monkeypatch.setattr(kernel_windowed_gesa, "WINDOW_BLOCK", 4)
+    monkeypatch.setattr(kernel_windowed_gesa, "SCORE_CHUNK_BYTES", 1)
+    model = tiny_long(num_hidden_layers=1, **patterns)
+    batch = long_batch([17, 13], entities=3, question=2)
+    attention_mask = torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], 1)
+    L, P = 17, 20
+    tokens = model.build_attention_structure(attention_mask, L, batch["global_attention_mask"]).layer(0).tokens
+    order = None
+    if tokens.pattern.dilation > 1:
+        order = kernel_windowed_gesa.dilation_order(L, tokens.pattern.dilation, torch.device("cpu"))
+    plan = kernel_windowed_gesa.window_plan(tokens, L, 2, torch.float64, order)
+    assert plan.recompute and plan.blocks > 1 and plan.heads_per_chunk == 1
+    g = torch.Generator().manual_seed(0)
+    shapes = [(2, 2, L, 8), (2, 2, L, 8), (2, 2, P, 8), (2, 2, P, 8)]
+    inputs = [torch.randn(*shape, generator=g, dtype=torch.float64, requires_grad=True) for shape in shapes]
+
+    def attend(*tensors):
+        torch.manual_seed(1)  # the same dropout masks at every evaluation
+        return kernel_windowed_gesa.WindowedAttention.apply(*tensors, None, None, None, plan, 0.3)
+
+    assert torch.autograd.gradcheck(attend, inputs, eps=1e-6, atol=1e-6, fast_mode=True)
+    assert (
+        attend(*inputs) != kernel_windowed_gesa.WindowedAttention.apply(*inputs, None, None, None, plan, 0.0)
+    ).any()
+
+
 def test_random_key_blocks_are_distinct_other_blocks_drawn_by_seed_and_length():
     counts = torch.tensor([200, 200, 70, 16])
     drawn = random_key_blocks(counts, 13, 3, 16, seed=5)
@@ -231,11 +267,19 @@ def test_random_key_blocks_are_distinct_other_blocks_drawn_by_seed_and_length():
         dict(attention_window=[2, 4], num_random_blocks=2, random_block_size=8),
     ],
 )
-def test_the_windowed_path_equals_the_dense_path_with_gradients(monkeypatch, patterns):
+def test_the_windowed_and_bias_paths_equal_the_dense_path_with_gradients(monkeypatch, patterns):
+    """The windowed kernel (CPU `"sdpa"`) and the bias path (what `torch.compile` and accelerators run) against the
+    eager path over the dense mask, outputs and gradients."""
     monkeypatch.setattr(kernel_windowed_gesa, "WINDOW_BLOCK", 8)
     model = tiny_long(**patterns).train()
     batch = {k: v for k, v in long_batch([53, 37]).items() if k in (*LUKE_INPUTS, "global_attention_mask")}
-    assert_same(outputs_and_grads(model, batch, "sdpa"), outputs_and_grads(model, batch, "eager"), atol=1e-4)
+    dense = outputs_and_grads(model, batch, "eager")
+    assert_same(outputs_and_grads(model, batch, "sdpa"), dense, atol=1e-4)
+    assert_same(outputs_and_grads(model, batch, "gesa_bias"), dense, atol=1e-4)
+    model.config._attn_implementation = "flex_attention"
+    if any(p.dilation > 1 or p.random_blocks for p in model.layer_patterns()):
+        with pytest.raises(ValueError, match="dilation or random keys"):
+            model.eval()(**batch)
 
 
 def test_a_long_document_allocates_nothing_quadratic():
