@@ -18,6 +18,7 @@ also copied next to every saved checkpoint, where `trust_remote_code=True` loads
 """
 
 from .configuration_gesa import ABLATION_PRESETS, DEFAULT_LABEL_SWITCHES, GesaConfig
+from .configuration_long_luke import LongLukeConfig
 from .configuration_luke_graph import LukeGraphConfig
 from .configuration_variants import ErnieConfig, KarConfig, XhConfig
 from .modeling_ernie import ErnieForDenoisingEntityAutoencoder, ErnieForEntitySpanQA, ErnieModel
@@ -35,6 +36,7 @@ from .modeling_gesa_entity import (
     GesaForMaskedLM,
 )
 from .modeling_kar import KarForEntitySpanQA, KarModel
+from .modeling_long_luke import LongLukeForEntitySpanQA, LongLukeModel
 from .modeling_luke_graph import LukeGraphForEntitySpanQA, LukeGraphModel
 from .modeling_xh import XhForEntitySpanQA, XhForFactVerification, XhForMultiHopQA, XhModel
 from .pipeline_gesa import EntityClozeQAPipeline
@@ -68,6 +70,9 @@ __all__ = [
     "KarConfig",
     "KarForEntitySpanQA",
     "KarModel",
+    "LongLukeConfig",
+    "LongLukeForEntitySpanQA",
+    "LongLukeModel",
     "LukeGraphConfig",
     "LukeGraphForEntitySpanQA",
     "LukeGraphModel",

@@ -80,6 +80,11 @@ def _window_needed(tokens: TokenStructure, dropout: float) -> str | None:
 
 
 def _no_dropout(tokens: TokenStructure, dropout: float) -> str | None:
+    if tokens.pattern is not None and (tokens.pattern.dilation > 1 or tokens.pattern.random_blocks):
+        return (
+            "masks by the plain window only: this layer's dilation or random keys (the long variant's "
+            "attention_dilation, num_random_blocks) take 'sdpa' (the windowed kernel), 'gesa_bias' or 'eager'."
+        )
     if dropout == 0:
         return None
     return (
@@ -182,6 +187,8 @@ def attention_function(implementation: str, doc: str) -> AttentionFunction:
         **kwargs,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         structure = _checked_structure(attention_mask, structure, implementation)
+        # the calling layer's window, dilation and random keys where the layers' patterns differ (the long variant)
+        structure = structure.layer(module.layer_idx)
         tokens, word_length = structure.tokens, structure.word_length
         if implementation == "eager" or tokens is None:
             # Eq. 1 over the dense labels; a structure built by hand in dense form has no per-token form

@@ -130,6 +130,8 @@ def convert_luke_checkpoint(
     for key, (tensor, _) in mapped.items():
         if key not in base_state:
             continue
+        # a variant's own fit of a LUKE weight (the long variant: position tables grown past LUKE's 512)
+        tensor = model.adapt_luke_weight(key, tensor, base_state[key])
         if tensor.shape != base_state[key].shape:
             raise ValueError(
                 f"LUKE weight {key} has shape {tuple(tensor.shape)} but GESA expects {tuple(base_state[key].shape)}; "
@@ -166,6 +168,25 @@ def convert_luke_checkpoint(
     return model
 
 
+def grow_position_table(
+    old: torch.Tensor, target: torch.Tensor, start: int, period: int, copy: bool = True
+) -> torch.Tensor:
+    """A position table `old` `(n, D)` grown to `target`'s rows `(N, D)` (N > n).
+
+    `copy` (Longformer's recipe for RoBERTa/LUKE beyond 512): rows from `start` on repeat `old[start : start +
+    period]` over and over, rows before `start` are `old`'s; otherwise `old`'s rows, then `target`'s own (fresh)
+    rows beyond them.
+    """
+    grown = target.detach().clone()
+    grown[: old.size(0)] = old
+    if copy:
+        learned = old[start : start + period]
+        for first in range(start, grown.size(0), period):
+            count = min(period, grown.size(0) - first)
+            grown[first : first + count] = learned[:count]
+    return grown
+
+
 def init_added_word_embeddings(model: PreTrainedModel, sources: dict[int, int]) -> None:
     """`model.init_added_word_embeddings`: grow the word table to hold new token ids and copy each from its source token (spec section 1).
 
@@ -185,4 +206,4 @@ def init_added_word_embeddings(model: PreTrainedModel, sources: dict[int, int]) 
             embeddings.weight[new_id] = embeddings.weight[source_id]
 
 
-__all__ = ["convert_luke_checkpoint", "init_added_word_embeddings"]
+__all__ = ["convert_luke_checkpoint", "grow_position_table", "init_added_word_embeddings"]

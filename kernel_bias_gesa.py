@@ -36,7 +36,7 @@ import torch.nn.functional as F
 
 from .kernel_common_gesa import BandPlan, band_label_sums, band_sum_plan, entity_key_correction
 from .labels_gesa import LabelTerms
-from .structure_gesa import TokenStructure, cached_plan
+from .structure_gesa import LayerPattern, TokenStructure, cached_plan, local_pairs_allowed
 
 # Row stride (elements) of the bias path's attention bias: SDPA's memory-efficient kernel copies a bias whose rows
 # are not aligned to it.
@@ -103,14 +103,23 @@ def bias_plan(tokens: TokenStructure, word_length: int, entity_terms: bool, dtyp
 
 
 def _outside_window(tokens: TokenStructure, word_length: int) -> torch.Tensor | None:
-    """Bool `(B, L, L)`: local word pairs farther apart than `attention_window` (None without a window)."""
+    """Bool `(B, L, L)`: local word pairs outside `attention_window` and the layer's dilation and random keys (None
+    without a window)."""
     if tokens.attention_window is None:
         return None
-    positions = torch.arange(word_length, device=tokens.attention_mask.device)
-    far = ((positions[None, :] - positions[:, None]).abs() > tokens.attention_window)[None]
+    pattern = tokens.pattern or LayerPattern(tokens.attention_window)
+    far = ~local_pairs_allowed(
+        tokens.attention_mask,
+        word_length,
+        tokens.attention_window,
+        pattern.dilation,
+        pattern.random_blocks,
+        pattern.random_block_size,
+        pattern.seed,
+    )
     if tokens.window_global is not None:
         far = far & ~tokens.window_global[:, :, None] & ~tokens.window_global[:, None, :]
-    return far.expand(tokens.attention_mask.size(0), word_length, word_length)
+    return far
 
 
 class LabelBias(torch.autograd.Function):

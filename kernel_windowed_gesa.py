@@ -20,7 +20,9 @@
 words and the entities (`WindowPlan`), one chunk of rows and heads at a time (`SCORE_CHUNK_BYTES`), with the label
 terms spread in from the compact `labels_gesa.LabelTerms`; the backward is written by hand. Global words and
 entities attend to every token: `windowed_attention` computes their `(G + E, P)` rows directly. Nothing quadratic in
-length exists. Its plan is read on the host, so under `torch.compile` / `torch.export` `attention_gesa` runs
+length exists. The long variant's layer pattern (`structure_gesa.LayerPattern`, no label terms) adds BigBird's random
+key blocks (a block of `random_block_size` rows also reads its drawn key blocks) and Longformer's dilation (the words
+regrouped by position modulo `dilation`, where the dilated window is a plain window within each group). Its plan is read on the host, so under `torch.compile` / `torch.export` `attention_gesa` runs
 `kernel_bias_gesa` with the window as a mask. `tests/test_kernels.py` checks it against `attention_reference_gesa`.
 
 Flat module: copied next to every saved checkpoint; it imports torch and its siblings `structure_gesa`,
@@ -36,15 +38,19 @@ import torch.nn.functional as F
 
 from .kernel_common_gesa import (
     BandPlan,
+    backward_dtype,
     band_label_sums,
     band_sum_plan,
     dropout_keep_mask,
     saved_probabilities,
     softmax_dropout_,
+    softmax_grad_,
     softmax_output_grad,
+    upcast,
+    without_autocast,
 )
 from .labels_gesa import LabelTerms
-from .structure_gesa import TokenStructure, cached_plan
+from .structure_gesa import TokenStructure, cached_plan, random_key_blocks
 
 # Rows per query block of the windowed path: each block reads `WINDOW_BLOCK + 2 * window` keys.
 WINDOW_BLOCK = 64
@@ -72,6 +78,10 @@ class WindowPlan:
             label of every (padded) word row with each global word.
         global_word_ranks, global_word_distance: `(B, 1, G, L)` long: the same for each global word's row.
         entity_allowed: bool `(B, E)`; key_allowed: bool `(B, 1, 1, P)`: real keys.
+        random_index: `(B, blocks, R)` long: the padded key rows of each block's random key blocks (`R = r *
+            block`), or None without random keys.
+        random_allowed: bool `(B, blocks, block, R)`: a random key is real, not global, not a padded draw and not
+            already in the row's window.
     """
 
     block: int
@@ -91,15 +101,30 @@ class WindowPlan:
     key_allowed: torch.Tensor
     heads_per_chunk: int
     blocks_per_chunk: int
+    random_index: torch.Tensor | None = None
+    random_allowed: torch.Tensor | None = None
 
 
-def window_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype: torch.dtype) -> WindowPlan:
-    """The windowed path's plan (eager mode only: the number of global words is read on the host)."""
+def dilation_order(word_length: int, dilation: int, device: torch.device) -> torch.Tensor:
+    """`(L,)` long: the words regrouped by position modulo `dilation` (in order within a group): in this order a
+    dilated window is a plain window that stays within its group."""
+    positions = torch.arange(word_length, device=device)
+    return torch.sort(positions % dilation, stable=True).indices
+
+
+def window_plan(
+    tokens: TokenStructure, word_length: int, num_heads: int, dtype: torch.dtype, order: torch.Tensor | None = None
+) -> WindowPlan:
+    """The windowed path's plan (eager mode only: the number of global words is read on the host). `order`: the
+    words' order the kernel reads them in (`dilation_order`), or None: as they come."""
     mask = tokens.attention_mask.bool()
     device = mask.device
     batch_size = mask.size(0)
     L, w, k = word_length, tokens.attention_window, tokens.distance_k
-    block = min(WINDOW_BLOCK, L)
+    pattern = tokens.pattern
+    random_blocks = 0 if pattern is None else pattern.random_blocks
+    # with random keys a kernel block is a block of the draw
+    block = pattern.random_block_size if random_blocks else min(WINDOW_BLOCK, L)
     blocks = -(-L // block)
     width = block + 2 * w
     rows = torch.arange(blocks * block, device=device).view(blocks, block)
@@ -108,12 +133,19 @@ def window_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype:
     is_global = tokens.window_global
     if is_global is None:
         is_global = torch.zeros(batch_size, L, dtype=torch.bool, device=device)
-    key_ok = (mask[:, :L] & ~is_global)[:, keys.clamp(0, L - 1)] & ((keys >= 0) & (keys < L))
-    band_allowed = (relative.abs() <= w) & key_ok[:, :, None, :]
-    band_labels = relative[0].clamp(-k, k) + k
     ranks = tokens.word_ranks
     if ranks is None:
         ranks = torch.zeros(batch_size, L, dtype=torch.long, device=device)
+    near = relative.abs() <= w
+    if order is not None:
+        # the regrouped words: a window pair must stay within its group (positions equal modulo the dilation)
+        mask = torch.cat([mask[:, :L][:, order], mask[:, L:]], dim=1)
+        is_global, ranks = is_global[:, order], ranks[:, order]
+        group = order % pattern.dilation
+        near = near & (group[rows.clamp(max=L - 1)][:, :, None] == group[keys.clamp(0, L - 1)][:, None, :])
+    key_ok = (mask[:, :L] & ~is_global)[:, keys.clamp(0, L - 1)] & ((keys >= 0) & (keys < L))
+    band_allowed = near & key_ok[:, :, None, :]
+    band_labels = relative[0].clamp(-k, k) + k
     counts = is_global.sum(1)
     G = int(counts.max()) if batch_size else 0
     global_words = global_allowed = global_slots = None
@@ -134,8 +166,23 @@ def window_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype:
             F.pad(pair, (0, 0, 0, padding)),
             F.pad(distance, (0, 0, 0, padding)),
         )
+    random_index = random_allowed = None
+    R = 0
+    if random_blocks:
+        counts = mask[:, :L].sum(1)
+        drawn = random_key_blocks(counts, blocks, random_blocks, block, pattern.seed)  # (B, blocks, r)
+        R = random_blocks * block
+        positions = drawn[..., None] * block + torch.arange(block, device=device)  # (B, blocks, r, block)
+        positions = positions.flatten(2)  # (B, blocks, R)
+        real = (drawn[..., None] >= 0).expand(-1, -1, -1, block).flatten(2) & (positions < L)
+        clamped = positions.clamp(0, L - 1)
+        real = real & (mask[:, :L] & ~is_global).gather(1, clamped.flatten(1)).view_as(real)
+        # a key already in the row's window is read there once
+        outside = (positions[:, :, None, :] - rows[None, :, :, None]).abs() > w
+        random_allowed = real[:, :, None, :] & outside
+        random_index = torch.where(real, positions + w, 0)  # rows of the keys padded by the window
     element = torch.finfo(dtype).bits // 8
-    per_head_block = block * (width + G + mask.size(1) - L) * element
+    per_head_block = block * (width + G + mask.size(1) - L + R) * element
     heads = min(num_heads, max(1, SCORE_CHUNK_BYTES // (per_head_block * blocks)))
     chunk_blocks = min(blocks, max(1, SCORE_CHUNK_BYTES // (per_head_block * heads)))
     return WindowPlan(
@@ -156,6 +203,8 @@ def window_plan(tokens: TokenStructure, word_length: int, num_heads: int, dtype:
         key_allowed=mask[:, None, None, :],
         heads_per_chunk=heads,
         blocks_per_chunk=chunk_blocks,
+        random_index=random_index,
+        random_allowed=random_allowed,
     )
 
 
@@ -202,6 +251,8 @@ class WindowedAttention(torch.autograd.Function):
             index = plan.global_words[:, None, :, None].expand(B, H, G, d)
             global_keys, global_values = key[:, :, :L].gather(2, index), value[:, :, :L].gather(2, index)
         entity_keys, entity_values = key[:, :, L:].contiguous(), value[:, :, L:].contiguous()
+        E = P - L
+        R = 0 if plan.random_index is None else plan.random_index.size(-1)
         context = q_word.new_empty(B, H, blocks * block, value.size(-1))
         masked = torch.finfo(q_word.dtype).min
         saved = []
@@ -223,36 +274,53 @@ class WindowedAttention(torch.autograd.Function):
                 if w2e is not None:
                     to_entity.add_(w2e[b, heads, rows])
                 parts.append(to_entity.masked_fill_(~plan.entity_allowed[b], masked))
+            if R:
+                # each block's random key blocks (BigBird): one product per block, like its window
+                random_keys = _random_rows(key_pad, plan, b, heads, chunk)
+                to_random = torch.matmul(queries, random_keys.transpose(-1, -2))
+                parts.append(to_random.masked_fill_(~plan.random_allowed[b, chunk], masked).view(n, m * block, R))
             scores = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
             _, used = softmax_dropout_(scores, dropout_p, saved if save else None)
             value_windows = value_pad[b, heads].unfold(1, width, block)[:, chunk].transpose(-1, -2)
             out = torch.matmul(used[..., :width].view(n, m, block, width), value_windows).view(n, m * block, -1)
             if G:
                 out.baddbmm_(used[..., width : width + G], global_values[b, heads])
-            if P > L:
-                out.baddbmm_(used[..., width + G :], entity_values[b, heads])
+            if E:
+                out.baddbmm_(used[..., width + G : width + G + E], entity_values[b, heads])
+            if R:
+                random_values = _random_rows(value_pad, plan, b, heads, chunk)
+                out += torch.matmul(used[..., width + G + E :].view(n, m, block, R), random_values).view(
+                    n, m * block, -1
+                )
             context[b, heads, rows] = out
         if dropout_p > 0:
             context.mul_(1.0 / (1.0 - dropout_p))
         if save:
             # the keys and values as each part of a row reads them: its window, the global words, the entities
             keys_values = (key_pad, value_pad, global_keys, global_values, entity_keys, entity_values)
-            ctx.save_for_backward(q_word, q_entity, context, *keys_values, *saved)
+            ctx.save_for_backward(q_word, q_entity, *keys_values, *saved)
             ctx.plan, ctx.dropout_p, ctx.sizes = plan, dropout_p, (L, P)
             ctx.has_terms = (distance is not None, rank is not None, w2e is not None)
+            ctx.dtypes = [None if x is None else x.dtype for x in (q_word, q_entity, key, value, distance, rank, w2e)]
         return context[:, :, :L]
 
     @staticmethod
+    @without_autocast
     def backward(ctx, grad_context):
-        q_word, q_entity, context, *keys_values = ctx.saved_tensors
-        key_pad, value_pad, global_keys, global_values, entity_keys, entity_values = keys_values[:6]
+        q_word, q_entity, *keys_values = ctx.saved_tensors
         saved = iter(keys_values[6:])
         plan, dropout_p, (L, P) = ctx.plan, ctx.dropout_p, ctx.sizes
+        # half precision: the whole backward in float32 (one score chunk at a time converted), cast back at the end
+        dtype = backward_dtype(q_word.dtype)
+        q_word, q_entity, grad_context, *keys_values = upcast(dtype, q_word, q_entity, grad_context, *keys_values[:6])
+        key_pad, value_pad, global_keys, global_values, entity_keys, entity_values = keys_values
         B, H, Lp, d = q_word.shape
         block, width = plan.block, plan.width
         w = (width - block) // 2
         G = 0 if global_keys is None else global_keys.size(2)
-        grad_context, delta = softmax_output_grad(F.pad(grad_context, (0, 0, 0, Lp - L)), context, dropout_p)
+        E = P - L
+        R = 0 if plan.random_index is None else plan.random_index.size(-1)
+        grad_context = softmax_output_grad(F.pad(grad_context, (0, 0, 0, Lp - L)), dropout_p)
         grad_q_word = torch.empty_like(q_word)
         grad_q_entity = None if q_entity is None else torch.empty_like(q_entity)
         grad_key_pad, grad_value_pad = torch.zeros_like(key_pad), torch.zeros_like(value_pad)
@@ -270,15 +338,20 @@ class WindowedAttention(torch.autograd.Function):
 
         for b, heads, chunk, rows in _window_chunks(plan, B, H):
             n, m = heads.stop - heads.start, chunk.stop - chunk.start
-            probs, used = saved_probabilities(saved, dropout_p)
+            probs, used = saved_probabilities(saved, dropout_p, dtype)
             g = grad_context[b, heads, rows]
             key_windows = key_pad[b, heads].unfold(1, width, block)[:, chunk]
             value_windows = value_pad[b, heads].unfold(1, width, block)[:, chunk]
             parts = [torch.matmul(g.view(n, m, block, d), value_windows).view(n, m * block, width)]
             if G:
                 parts.append(torch.bmm(g, global_values[b, heads].transpose(1, 2)))
-            if P > L:
+            if E:
                 parts.append(torch.bmm(g, entity_values[b, heads].transpose(1, 2)))
+            if R:
+                random_values = _random_rows(value_pad, plan, b, heads, chunk)
+                parts.append(
+                    torch.matmul(g.view(n, m, block, d), random_values.transpose(-1, -2)).view(n, m * block, R)
+                )
             grad_scores = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
             windows = torch.matmul(
                 used[..., :width].view(n, m, block, width).transpose(-1, -2), g.view(n, m, block, d)
@@ -287,9 +360,14 @@ class WindowedAttention(torch.autograd.Function):
             grad_value_pad[b, heads, first : first + span(m)] += _fold_windows(windows, span(m), block)
             if G:
                 grad_global_values[b, heads] += torch.bmm(used[..., width : width + G].transpose(1, 2), g)
-            if P > L:
-                grad_entity_values[b, heads] += torch.bmm(used[..., width + G :].transpose(1, 2), g)
-            grad_scores.mul_(used).addcmul_(probs, delta[b, heads, rows], value=-1)
+            if E:
+                grad_entity_values[b, heads] += torch.bmm(used[..., width + G : width + G + E].transpose(1, 2), g)
+            if R:
+                to_random = used[..., width + G + E :].view(n, m, block, R).transpose(-1, -2)
+                _add_random_rows(
+                    grad_value_pad, torch.matmul(to_random, g.view(n, m, block, d)), plan, b, heads, chunk
+                )
+            softmax_grad_(grad_scores, probs, used)
             del used
             band = grad_scores[..., :width].view(n, m, block, width)
             queries = q_word[b, heads, rows]
@@ -300,9 +378,15 @@ class WindowedAttention(torch.autograd.Function):
                 to_global = grad_scores[..., width : width + G]
                 grad_q.baddbmm_(to_global, global_keys[b, heads])
                 grad_global_keys[b, heads] += torch.bmm(to_global.transpose(1, 2), queries)
+            if R:
+                to_random = grad_scores[..., width + G + E :].view(n, m, block, R)
+                random_keys = _random_rows(key_pad, plan, b, heads, chunk)
+                grad_q += torch.matmul(to_random, random_keys).view(n, m * block, d)
+                grad_random_keys = torch.matmul(to_random.transpose(-1, -2), queries.view(n, m, block, d))
+                _add_random_rows(grad_key_pad, grad_random_keys, plan, b, heads, chunk)
             grad_q_word[b, heads, rows] = grad_q
-            if P > L:
-                to_entity = grad_scores[..., width + G :]
+            if E:
+                to_entity = grad_scores[..., width + G : width + G + E]
                 grad_q_entity[b, heads, rows] = torch.bmm(to_entity, entity_keys[b, heads])
                 grad_entity_keys[b, heads] += torch.bmm(to_entity.transpose(1, 2), q_entity[b, heads, rows])
                 if grad_w2e is not None:
@@ -327,20 +411,10 @@ class WindowedAttention(torch.autograd.Function):
             grad_key[:, :, :L].scatter_add_(2, index, grad_global_keys)
             grad_value[:, :, :L].scatter_add_(2, index, grad_global_values)
 
-        def rows_of(x):
-            return None if x is None else x[:, :, :L]
-
-        return (
-            rows_of(grad_q_word),
-            rows_of(grad_q_entity),
-            grad_key,
-            grad_value,
-            rows_of(grad_distance),
-            rows_of(grad_rank),
-            rows_of(grad_w2e),
-            None,
-            None,
-        )
+        grads = (grad_q_word, grad_q_entity, grad_key, grad_value, grad_distance, grad_rank, grad_w2e)
+        # the word rows (the padding cut off) in each input's own dtype
+        rows = [None if g is None else (g if g is grad_key or g is grad_value else g[:, :, :L]) for g in grads]
+        return (*(None if g is None else g.to(d) for g, d in zip(rows, ctx.dtypes, strict=True)), None, None)
 
 
 def _global_key_terms(
@@ -354,6 +428,20 @@ def _global_key_terms(
         return by_distance
     ranks = plan.local_global_ranks[b, rows]
     return torch.where(ranks > 0, rank[b, heads, rows].gather(2, ranks.expand_as(index)), by_distance)
+
+
+def _random_rows(padded: torch.Tensor, plan: WindowPlan, b: int, heads: slice, chunk: slice) -> torch.Tensor:
+    """The random key (or value) rows of a chunk's blocks `(n, m, R, d)`, from the window-padded `(B, H, rows, d)`."""
+    index = plan.random_index[b, chunk]  # (m, R)
+    return padded[b, heads][:, index.flatten()].view(heads.stop - heads.start, *index.shape, -1)
+
+
+def _add_random_rows(
+    grad_padded: torch.Tensor, grads: torch.Tensor, plan: WindowPlan, b: int, heads: slice, chunk: slice
+) -> None:
+    """Add a chunk's gradients of its random key (or value) rows `(n, m, R, d)` into the window-padded gradient."""
+    index = plan.random_index[b, chunk].flatten()
+    grad_padded[b, heads].index_add_(1, index, grads.flatten(1, 2))
 
 
 def _window_chunks(plan: WindowPlan, batch_size: int, num_heads: int):
@@ -388,9 +476,57 @@ def windowed_attention(
     every token: scores `(B, H, G + E, P)`, their label terms gathered per pair from the compact `terms` (never a
     `(P, P)` tensor). Returns the context `(B, H, P, d)`.
     """
+    H, L = q_to_word.size(1), word_length
+    pattern = tokens.pattern
+    sparse = pattern is not None and (pattern.dilation > 1 or pattern.random_blocks > 0)
+    if sparse and terms is not None:
+        raise ValueError(
+            "the windowed kernel's dilation and random keys (the long variant's attention_dilation, "
+            "num_random_blocks) come without relative-position label terms; use them with use_relative_labels=False."
+        )
+    order = None
+    if pattern is not None and pattern.dilation > 1:
+        if pattern.random_blocks:
+            raise ValueError(
+                "one layer cannot have both dilation and random keys (attention_dilation > 1 and num_random_blocks > "
+                "0): set one of the two to its off value for that layer."
+            )
+        # a dilated window is a plain one over the words regrouped by position modulo the dilation
+        order = cached_plan(
+            tokens, ("dilation_order", L), lambda: dilation_order(L, pattern.dilation, q_to_word.device)
+        )
+        q_to_word, q_to_entity, key, value = (
+            _words_in_order(x, order, L) for x in (q_to_word, q_to_entity, key, value)
+        )
+    plan = cached_plan(
+        tokens, ("window", L, H, q_to_word.dtype), lambda: window_plan(tokens, L, H, q_to_word.dtype, order)
+    )
+    words = _windowed_rows(q_to_word, q_to_entity, key, value, terms, plan, L, dropout_p)
+    if order is None:
+        return words
+    # back to the words' own order
+    return _words_in_order(words, torch.argsort(order), L)
+
+
+def _words_in_order(x: torch.Tensor, order: torch.Tensor, word_length: int) -> torch.Tensor:
+    """`(B, H, P, d)` with its word rows `[0, L)` taken in `order` (entities as they are)."""
+    return torch.cat([x[:, :, order], x[:, :, word_length:]], dim=2)
+
+
+def _windowed_rows(
+    q_to_word: torch.Tensor,
+    q_to_entity: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    terms: LabelTerms | None,
+    plan: WindowPlan,
+    word_length: int,
+    dropout_p: float,
+) -> torch.Tensor:
+    """`windowed_attention` given its plan: the local rows by `WindowedAttention`, the global words' and entities'
+    rows in full. Returns the context `(B, H, P, d)`."""
     B, H, P, d = q_to_word.shape
     L, E = word_length, P - word_length
-    plan = cached_plan(tokens, ("window", L, H, q_to_word.dtype), lambda: window_plan(tokens, L, H, q_to_word.dtype))
     G = 0 if plan.global_words is None else plan.global_words.size(1)
     distance = rank = w2e = None
     if terms is not None:
@@ -452,6 +588,7 @@ def windowed_attention(
 __all__ = [
     "WindowPlan",
     "WindowedAttention",
+    "dilation_order",
     "window_plan",
     "windowed_attention",
 ]

@@ -59,7 +59,15 @@ from .loading_gesa import (
     refuse_damaged_weights,
     save_pretrained_with_pipeline,
 )
-from .structure_gesa import LUKE_MASK_ENTITY_ID, AttentionStructure, RelativeLabels, build_attention_structure
+from .structure_gesa import (
+    CONTEXT_EDGE_KINDS,
+    CONTEXT_NO_EDGE_KINDS,
+    LUKE_MASK_ENTITY_ID,
+    AttentionStructure,
+    LayerPattern,
+    RelativeLabels,
+    build_attention_structure,
+)
 
 
 def create_position_ids_from_input_ids(input_ids: torch.Tensor, padding_idx: int) -> torch.Tensor:
@@ -173,8 +181,10 @@ class GesaSelfAttention(nn.Module):
     the dense labels), the only one that has the probabilities.
     """
 
-    def __init__(self, config: GesaConfig) -> None:
+    def __init__(self, config: GesaConfig, layer_idx: int | None = None) -> None:
         super().__init__()
+        # which layer this is: the long variant's layers each read their own window (`AttentionStructure.layer`)
+        self.layer_idx = layer_idx
         self.num_heads = config.num_attention_heads
         self.head_size = config.hidden_size // config.num_attention_heads
         self.all_head_size = self.num_heads * self.head_size
@@ -263,9 +273,9 @@ class GesaOutput(nn.Module):
 
 
 class GesaAttention(nn.Module):
-    def __init__(self, config: GesaConfig) -> None:
+    def __init__(self, config: GesaConfig, layer_idx: int | None = None) -> None:
         super().__init__()
-        self.self = GesaSelfAttention(config)
+        self.self = GesaSelfAttention(config, layer_idx)
         self.output = GesaOutput(config, config.hidden_size)
 
     def forward(
@@ -299,9 +309,9 @@ class GesaIntermediate(nn.Module):
 class GesaLayer(GradientCheckpointingLayer):
     """Attention + feed-forward over the concatenated word and entity sequence, split back afterwards."""
 
-    def __init__(self, config: GesaConfig) -> None:
+    def __init__(self, config: GesaConfig, layer_idx: int | None = None) -> None:
         super().__init__()
-        self.attention = GesaAttention(config)
+        self.attention = GesaAttention(config, layer_idx)
         self.intermediate = GesaIntermediate(config)
         self.output = GesaOutput(config, config.intermediate_size)
 
@@ -390,7 +400,7 @@ class GesaEncoder(nn.Module):
     def __init__(self, config: GesaConfig) -> None:
         super().__init__()
         self.config = config
-        self.layer = nn.ModuleList([GesaLayer(config) for _ in range(config.num_hidden_layers)])
+        self.layer = nn.ModuleList([GesaLayer(config, index) for index in range(config.num_hidden_layers)])
         self.states = GesaLayerStates()
         self.gradient_checkpointing = False
 
@@ -487,10 +497,10 @@ class GesaPreTrainedModel(PreTrainedModel):
     # e2e_local's entity-index distances, which are an order, not structure (scaled, they slow that preset's start).
     # `None`: every row at `initializer_range`, no turn (the init before this).
     entity_label_logit_std: float | None = ENTITY_LABEL_LOGIT_STD
-    # The graph's edge rows (PLC, SENT-BASED, MATCH, the shared edge label) turned like the mention row, so that every
-    # head of a candidate starts attending to its graph neighbours; without it (False: mention rows only, the init
-    # before) the query reaches a candidate through few heads and most small runs wait on the city level
-    # (docs/diagnostic.md).
+    # The graph's edge rows (PLC, SENT-BASED, MATCH, the shared edge label; the context graph's edge kinds) turned like
+    # the mention row, so that every head of a candidate starts attending to its graph neighbours; without it (False:
+    # mention rows only, the init before) the query reaches a candidate through few heads and most small runs wait on
+    # the city level (docs/diagnostic.md).
     turn_edge_label_rows: bool = True
     # the pipeline a saved checkpoint of this head answers through, named as data (`save_pretrained` writes it to
     # `custom_pipelines` and copies its code, `loading_gesa.checkpoint_pipeline`); None: the base models, pre-training
@@ -570,7 +580,9 @@ class GesaPreTrainedModel(PreTrainedModel):
         `[MASK]` candidate gives each of them the same positive logit in every head: `r = |r| u`, `u` the unit
         minimum-norm solution of `Q u = 1`, `Q` `(H, d)` the heads' queries `W LayerNorm([MASK] + type 0)` with the
         e2w query for the mention row and the e2e query for the edge rows (PLC, SENT-BASED, MATCH, the shared edge
-        label); exact while `H <= d` and the queries are independent. A random row gives about half of the heads a
+        label; with `entity_graph="context"` the context graph's edge kinds but its no-edge kinds,
+        `CONTEXT_NO_EDGE_KINDS`, as the merged graph's no-edge row); exact while `H <= d` and the queries are
+        independent. A random row gives about half of the heads a
         negative logit `q_h . r / sqrt(d)`: in those heads each candidate looks away from its own mention words, or
         from its graph neighbours, so the candidates stay alike and the query hardly reaches them
         (docs/diagnostic.md). Leaves a checkpoint's own tables alone (`fresh_only`: only tables drawn at init); uses
@@ -603,6 +615,12 @@ class GesaPreTrainedModel(PreTrainedModel):
         rows = {"e2w_query": [labels.mention]}
         if self.turn_edge_label_rows:
             rows["e2e_query"] = [labels.plc_edge, labels.sent_edge, labels.match_edge, labels.any_edge]
+            if getattr(self.config, "entity_graph", "merged") == "context":  # the context graph's edge kinds too
+                rows["e2e_query"] += [
+                    labels.context_edge(kind)
+                    for kind, name in enumerate(CONTEXT_EDGE_KINDS)
+                    if name not in CONTEXT_NO_EDGE_KINDS
+                ]
         for module in attentions:
             weight = module.label_embeddings.weight
             turned = weight.detach().clone()
@@ -633,6 +651,11 @@ class GesaPreTrainedModel(PreTrainedModel):
         auto_map.setdefault("AutoModel", f"{base_class.__module__.split('.')[-1]}.{base_class.__name__}")
         self.config.auto_map = auto_map
         save_pretrained_with_pipeline(self, super().save_pretrained, save_directory, *args, **kwargs)
+
+    def adapt_luke_weight(self, key: str, tensor: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """LUKE's weight `key` as this model takes it in a conversion (`from_luke_pretrained`), `target` the fresh
+        weight it replaces: unchanged here (the long variant grows its position tables)."""
+        return tensor
 
     # grow the word table for added tokens, each copied from its source token (`conversion_gesa`)
     init_added_word_embeddings = init_added_word_embeddings
@@ -780,8 +803,16 @@ class GesaModel(GesaPreTrainedModel):
     def build_attention_structure(self, attention_mask: torch.Tensor, word_length: int, *args) -> AttentionStructure:
         """`structure_gesa.build_attention_structure` with this model's config: masks and labels shared by every
         layer from the compact inputs (`attention_mask` `(B, P)`, then global mask, mention positions, placeholder,
-        string and sentence ids, the question's string ids, the context graph's edges)."""
-        return build_attention_structure(self.config, attention_mask, word_length, *args)
+        string and sentence ids, the question's string ids, the context graph's edges); each layer's own window,
+        dilation and random keys where the model has them (`layer_patterns`)."""
+        return build_attention_structure(
+            self.config, attention_mask, word_length, *args, layer_patterns=self.layer_patterns()
+        )
+
+    def layer_patterns(self) -> tuple[LayerPattern, ...] | None:
+        """One attention pattern per layer (`structure_gesa.LayerPattern`), or None: every layer reads
+        `config.attention_window` (GESA and its variants); the long variant's differ per layer."""
+        return None
 
     def _check_inputs(
         self, batch_size: int | None = None, word_length: int | None = None, **inputs: torch.Tensor | None

@@ -24,7 +24,7 @@ Flat module: copied next to every saved checkpoint; it imports torch only.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import torch
@@ -49,6 +49,9 @@ CONTEXT_EDGE_KINDS = (
     "sentence_sequence",
     "sentence_cross_document",
 )
+# The kinds that label the pairs no other rule joined (rules 7 and 8, off by default): the context graph's "no edge",
+# like the merged graph's `no_edge` label they are not turned towards a candidate at init (the other ten are).
+CONTEXT_NO_EDGE_KINDS = ("complement", "unconnected")
 
 
 class LabelConfig(Protocol):
@@ -340,25 +343,130 @@ def assemble_labels(w2w: torch.Tensor, e2w: torch.Tensor | None, e2e: torch.Tens
     return torch.cat([top, bottom], dim=1)
 
 
+@dataclass(frozen=True)
+class LayerPattern:
+    """One layer's sparse attention among local words (the long variant, `modeling_long_luke`; seed 002, 4.1.1).
+
+    Local word i attends local word j when `|i - j| <= window * dilation` and `dilation` divides `i - j` (Longformer's
+    sliding window, dilated), or when j lies in one of the `random_blocks` key blocks drawn for i's block
+    (`random_key_blocks`: BigBird's random attention, blocks of `random_block_size` words). Global words and entities
+    attend to every token and every token to them, whatever the pattern.
+
+    Args:
+        window: one-sided reach in attended keys (`w / 2` of Longformer's `attention_window` w).
+        dilation: Longformer's `d`: 1 is a contiguous window.
+        random_blocks: BigBird's `num_random_blocks` `r` (0: none).
+        random_block_size: BigBird's `block_size`: the query and key blocks of the random draw.
+        seed: this layer's seed of the draw (`random_key_blocks`).
+    """
+
+    window: int
+    dilation: int = 1
+    random_blocks: int = 0
+    random_block_size: int = 64
+    seed: int = 0
+
+
+def _draw_seed(seed: int, length: int) -> int:
+    """The generator seed of one layer's draw for a sequence of `length` real words (a hash, so that neighbouring
+    seeds and lengths give unrelated draws)."""
+    mixed = (seed * 0x9E3779B97F4A7C15 + length * 0xBF58476D1CE4E5B9) & (2**64 - 1)
+    for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):  # splitmix64's finaliser
+        mixed = ((mixed ^ (mixed >> shift)) * factor) & (2**64 - 1)
+    return (mixed ^ (mixed >> 31)) & (2**63 - 1)
+
+
+def random_key_blocks(
+    word_counts: torch.Tensor, num_blocks: int, random_blocks: int, block_size: int, seed: int
+) -> torch.Tensor:
+    """BigBird's random attention: `(B, num_blocks, random_blocks)` long, the key blocks drawn for each query block
+    of each example (-1: none; blocks of `block_size` words, block n holds words `[n * block_size, (n + 1) *
+    block_size)`).
+
+    Each query block of an example with `n` real words draws `random_blocks` distinct blocks uniformly among the
+    example's other `ceil(n / block_size) - 1` blocks (all of them when fewer; Floyd's sampling, linear in the number
+    of blocks). The draw depends only on `seed` and `n`: a document gets the same random keys in training and in
+    evaluation, whatever it is batched with. `word_counts` `(B,)`: the real words of each example (a prefix).
+    """
+    out = torch.full((word_counts.size(0), num_blocks, random_blocks), -1, dtype=torch.long)
+    if random_blocks == 0:
+        return out.to(word_counts.device)
+    for b, count in enumerate(word_counts.tolist()):
+        blocks = -(-count // block_size)
+        others = blocks - 1
+        take = min(random_blocks, others)
+        if take <= 0:
+            continue
+        generator = torch.Generator().manual_seed(_draw_seed(seed, count))
+        chosen = torch.empty(blocks, take, dtype=torch.long)
+        # Floyd: for j = others - take .. others - 1 draw t in [0, j]; t already chosen -> take j instead
+        for step, j in enumerate(range(others - take, others)):
+            t = (torch.rand(blocks, generator=generator) * (j + 1)).long().clamp(max=j)
+            seen = (chosen[:, :step] == t[:, None]).any(dim=1)
+            chosen[:, step] = torch.where(seen, torch.full_like(t, j), t)
+        # index among the other blocks -> block id, skipping the query block itself
+        query = torch.arange(blocks)[:, None]
+        out[b, :blocks, :take] = chosen + (chosen >= query).long()
+    return out.to(word_counts.device)
+
+
+def local_pairs_allowed(
+    attention_mask: torch.Tensor,
+    word_length: int,
+    window: int,
+    dilation: int = 1,
+    random_blocks: int = 0,
+    random_block_size: int = 64,
+    seed: int = 0,
+) -> torch.Tensor:
+    """Bool `(B, L, L)`: local word pairs the layer's pattern lets attend (`LayerPattern`): the (dilated) window and
+    the random key blocks. Dense (quadratic in length): the eager and bias paths' mask; the windowed kernel builds the
+    same pairs per block."""
+    L = word_length
+    device = attention_mask.device
+    positions = torch.arange(L, device=device)
+    relative = positions[None, :] - positions[:, None]
+    near = (relative.abs() <= window * dilation) & (relative % dilation == 0)
+    near = near.expand(attention_mask.size(0), L, L)
+    if random_blocks:
+        num_blocks = -(-L // random_block_size)
+        counts = attention_mask[:, :L].sum(1)
+        drawn = random_key_blocks(counts, num_blocks, random_blocks, random_block_size, seed)
+        block = positions // random_block_size
+        # drawn[b, block(i)] holds block(j)
+        hit = (drawn[:, block][:, :, None, :] == block[None, None, :, None]).any(-1)
+        near = near | hit
+    return near
+
+
 def build_attention_allowed(
     attention_mask: torch.Tensor,
     word_length: int,
     global_attention_mask: torch.Tensor | None,
     attention_window: int | None,
+    pattern: LayerPattern | None = None,
 ) -> torch.Tensor:
     """Bool `(B, 1, P, P)` (or `(B, 1, 1, P)` without a window): may query i attend to key j.
 
     Keys are masked by padding; with `attention_window`, word pairs farther apart than the window are masked
-    unless one side is a global token.
+    unless one side is a global token; `pattern` (the long variant's layer) adds its dilation and random keys.
     """
     key_allowed = attention_mask.bool()[:, None, None, :]
     if attention_window is None:
         return key_allowed
     L = word_length
     P = attention_mask.size(1)
-    positions = torch.arange(L, device=attention_mask.device)
-    near = (positions[None, :] - positions[:, None]).abs() <= attention_window
-    near = near.expand(attention_mask.size(0), L, L)
+    if pattern is None:
+        pattern = LayerPattern(attention_window)
+    near = local_pairs_allowed(
+        attention_mask,
+        L,
+        attention_window,
+        pattern.dilation,
+        pattern.random_blocks,
+        pattern.random_block_size,
+        pattern.seed,
+    )
     if global_attention_mask is not None:
         is_global = global_attention_mask != LOCAL
         near = near | is_global[:, :, None] | is_global[:, None, :]
@@ -380,7 +488,11 @@ class TokenStructure:
         layout: the label table layout (`RelativeLabels`).
         w2w_distance: local word pairs carry clipped-distance labels (else the NULL label).
         use_labels: layers add label terms at all.
-        attention_window: hard window for local word pairs, or None.
+        attention_window: hard window for local word pairs (one-sided), or None.
+        pattern: this layer's dilation and random keys (`LayerPattern`, its `window` = `attention_window`), or None
+            (a plain window).
+        layer_patterns: one `LayerPattern` per layer (the long variant), or None (every layer reads the fields
+            above); `for_layer` gives a layer's structure.
     """
 
     attention_mask: torch.Tensor
@@ -392,8 +504,28 @@ class TokenStructure:
     w2w_distance: bool
     use_labels: bool
     attention_window: int | None
+    pattern: LayerPattern | None = None
+    layer_patterns: tuple[LayerPattern, ...] | None = None
     # per-batch plans of the attention functions, shared by every layer, keyed by name (`cached_plan`)
     cache: dict = field(default_factory=dict, repr=False)
+
+    def for_layer(self, index: int | None) -> TokenStructure:
+        """Layer `index`'s structure: its own window, dilation and random keys with `layer_patterns` (sharing this
+        batch's plan cache), else this one."""
+        if self.layer_patterns is None:
+            return self
+        if index is None or not 0 <= index < len(self.layer_patterns):
+            raise ValueError(
+                f"this batch's attention has one pattern per layer ({len(self.layer_patterns)} layers) but the "
+                f"attention module's layer_idx is {index!r}; build the layers with their index (GesaLayer(config, i))."
+            )
+        pattern = self.layer_patterns[index]
+        return replace(self, attention_window=pattern.window, pattern=pattern, layer_patterns=None, cache=self.cache)
+
+    @property
+    def pattern_key(self) -> tuple:
+        """What a plan bakes in of this layer's pattern (`cached_plan` keys every plan by it)."""
+        return (self.attention_window, self.pattern)
 
     @property
     def distance_k(self) -> int:
@@ -406,6 +538,7 @@ class TokenStructure:
             word_length,
             None if self.window_global is None else self.window_global.long(),
             self.attention_window,
+            self.pattern,
         )
 
     def dense_labels(self, word_length: int) -> torch.Tensor | None:
@@ -444,6 +577,16 @@ class AttentionStructure:
         self.word_length = word_length
         self.tokens = tokens
 
+    def layer(self, index: int | None) -> AttentionStructure:
+        """Layer `index`'s structure (`TokenStructure.for_layer`): this one unless the layers' patterns differ;
+        built once per batch and layer."""
+        if self.tokens is None or self.tokens.layer_patterns is None:
+            return self
+        layers = self.__dict__.setdefault("_layers", {})
+        if index not in layers:
+            layers[index] = AttentionStructure(word_length=self.word_length, tokens=self.tokens.for_layer(index))
+        return layers[index]
+
     @property
     def allowed(self) -> torch.Tensor:
         if self._allowed is None:
@@ -468,9 +611,11 @@ def build_attention_structure(
     entity_sentence_ids: torch.Tensor | None = None,
     question_string_ids: torch.Tensor | None = None,
     entity_graph_edges: torch.Tensor | None = None,
+    layer_patterns: tuple[LayerPattern, ...] | None = None,
 ) -> AttentionStructure:
     """Masks and labels shared by every layer, from the compact inputs; `attention_mask` is `(B, P)` (words then
-    entities); `config` also gives `use_relative_labels` and `attention_window`. `question_string_ids` `(B, L)`:
+    entities); `config` also gives `use_relative_labels` and `attention_window` (unless `layer_patterns` gives each
+    layer its own window, dilation and random keys: the long variant). `question_string_ids` `(B, L)`:
     the question's string-matched occurrences of the candidates (`build_entity_word_labels`), or None.
     `entity_graph_edges` `(B, K, 3)`: the thesis's context-graph edges, read with `entity_graph="context"` (the e2e
     labels come from them instead of the merged PLC / SENT / MATCH graph; `build_context_entity_labels`).
@@ -506,7 +651,8 @@ def build_attention_structure(
         layout=RelativeLabels(config.max_relative_position),
         w2w_distance=config.label_switches["w2w_distance"],
         use_labels=use_labels,
-        attention_window=config.attention_window,
+        attention_window=config.attention_window if layer_patterns is None else None,
+        layer_patterns=layer_patterns,
     )
     return AttentionStructure(word_length=word_length, tokens=tokens)
 
@@ -525,9 +671,10 @@ def cached_plan(tokens: TokenStructure, key: tuple, build: Callable[[], Any]) ->
     """The batch's plan under `key`, built by `build()` on first use and shared by every layer.
 
     `key` names the plan and everything it bakes in beyond `tokens` itself (word length, heads, dtype, ...), so two
-    callers asking for different plans never share one.
+    callers asking for different plans never share one; the layer's pattern (`TokenStructure.pattern_key`) is part
+    of every key, so layers with different windows never share one either.
     """
-    key = tuple(_hashable(part) for part in key)
+    key = tuple(_hashable(part) for part in (*key, *tokens.pattern_key))
     if key not in tokens.cache:
         tokens.cache[key] = build()
     return tokens.cache[key]
@@ -536,10 +683,12 @@ def cached_plan(tokens: TokenStructure, key: tuple, build: Callable[[], Any]) ->
 __all__ = [
     "CLS_GLOBAL",
     "CONTEXT_EDGE_KINDS",
+    "CONTEXT_NO_EDGE_KINDS",
     "LOCAL",
     "build_attention_structure",
     "QUESTION_GLOBAL",
     "AttentionStructure",
+    "LayerPattern",
     "RelativeLabels",
     "TokenStructure",
     "assemble_labels",
@@ -555,6 +704,8 @@ __all__ = [
     "build_entity_word_labels",
     "build_word_word_labels",
     "cached_plan",
+    "local_pairs_allowed",
     "mention_membership",
+    "random_key_blocks",
     "word_label_ranks",
 ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import model_helpers
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from gesa import GesaConfig, GesaModel
 
@@ -109,3 +110,18 @@ def structure_of(model: GesaModel, batch: dict):
         batch.get("question_string_ids"),
         batch.get("entity_graph_edges"),
     )
+
+
+class LargestTensor(TorchDispatchMode):
+    """Records the largest number of elements of any tensor an operation returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.largest = max(self.largest, t.numel())
+        return out

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from long_helpers import TINY, long_batch, model_with_labels, structure_of
-from torch.utils._python_dispatch import TorchDispatchMode
+from long_helpers import TINY, LargestTensor, long_batch, model_with_labels, structure_of
 
 from gesa import kernel_bias_gesa, kernel_common_gesa, kernel_fused_gesa, kernel_windowed_gesa
 from gesa.attention_reference_gesa import reference_attention
@@ -31,21 +30,6 @@ from gesa.kernel_flex_gesa import flex_label_attention
 from gesa.kernel_fused_gesa import FusedAttention, fused_attention
 from gesa.kernel_windowed_gesa import WindowedAttention, windowed_attention
 from gesa.labels_gesa import label_terms
-
-
-class LargestTensor(TorchDispatchMode):
-    """Records the largest number of elements of any tensor an operation returns."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor):
-                self.largest = max(self.largest, t.numel())
-        return out
 
 
 def test_windowed_attention_allocates_nothing_quadratic():

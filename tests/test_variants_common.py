@@ -106,14 +106,14 @@ def test_gradient_checkpointing_matches_plain_backward(name):
 
 def test_registry_lists_every_variant_with_a_qa_class():
     registry = load_registry()
-    assert set(registry.VARIANTS) == {"gesa", "luke", "luke_graph", "kar", "xh", "ernie", "context_graph"}
+    assert set(registry.VARIANTS) == {"gesa", "luke", "luke_graph", "kar", "xh", "ernie", "context_graph", "long_luke"}
     assert registry.VARIANTS["luke"].config_overrides == {"ablation": "luke"}
     assert registry.VARIANTS["luke_graph"].config_overrides == {"ablation": "luke"}
     assert not registry.VARIANTS["kar"].shrink_entity_table and registry.VARIANTS["gesa"].shrink_entity_table
     assert not registry.VARIANTS["xh"].uses_gesa_features
     scratch = dict(TINY, max_position_embeddings=40)
     batch = record_like_batch()
-    for name in ("gesa", "luke", "luke_graph", "kar", "ernie"):
+    for name in ("gesa", "luke", "luke_graph", "kar", "ernie", "long_luke"):
         model = registry.VARIANTS[name].from_scratch(**scratch).eval()
         assert isinstance(model, registry.VARIANTS[name].model_class)
         with torch.no_grad():

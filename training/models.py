@@ -199,7 +199,10 @@ def position_limit(spec: VariantSpec, config: dict[str, Any], overrides: dict[st
         return None
     if not absolute:
         return None
-    return int(config.get("max_position_embeddings") or 0) - int(config.get("pad_token_id") or 0) - 1
+    positions = None
+    if config.get("model_type") == "luke":  # a conversion that sets its own positions (the long variant grows LUKE's)
+        positions = overrides.get("max_position_embeddings") or spec.config_overrides.get("max_position_embeddings")
+    return int(positions or config.get("max_position_embeddings") or 0) - int(config.get("pad_token_id") or 0) - 1
 
 
 def check_max_seq_length(length: int | None, limit: int | None, path: str, what: str = "words per sequence") -> None:

@@ -26,6 +26,7 @@ on; each task names its own head per variant (`training.task.Task.heads`, `Task.
 | `ernie` | `ErnieForEntitySpanQA`   | `GesaProcessor` + `KnowledgeInputBuilder("ernie")` in the collator | keep (= KB)  |
 | `xh`    | `XhForEntitySpanQA`      | `XhProcessor.encode_record_graphs` + `XhGraphCollator`            | shrink       |
 | `context_graph` | `ContextGraphForMultipleChoice` (WikiHop/MedHop only) | `ContextGraphProcessor` (the thesis's graphs) | shrink |
+| `long_luke` | `LongLukeForEntitySpanQA` | `GesaProcessor` (LUKE with Longformer/BigBird attention, whole documents) | shrink |
 
 "keep" means: do not pass `entity_rows` (do not shrink the tokenizer's entity vocabulary): KAR and ERNIE use LUKE's
 entity table as their knowledge base and its titles for candidate generation by default. A KAR/ERNIE config with a
@@ -59,6 +60,7 @@ from transformers import AutoConfig, PretrainedConfig, PreTrainedModel, PreTrain
 
 from ..configuration_context_graph import ContextGraphConfig
 from ..configuration_gesa import GesaConfig
+from ..configuration_long_luke import LongLukeConfig
 from ..configuration_luke_graph import LukeGraphConfig
 from ..configuration_variants import ErnieConfig, KarConfig, XhConfig
 from ..loading_gesa import KB_ENTITIES_FILE, knowledge_file
@@ -66,6 +68,7 @@ from ..modeling_context_graph import ContextGraphForMultipleChoice
 from ..modeling_ernie import ErnieForEntitySpanQA
 from ..modeling_gesa import GesaForEntitySpanQA
 from ..modeling_kar import KarForEntitySpanQA
+from ..modeling_long_luke import LongLukeForEntitySpanQA
 from ..modeling_luke_graph import LukeGraphForEntitySpanQA
 from ..modeling_xh import XhForEntitySpanQA
 from ..processing_kb import EntityCandidateGenerator, KnowledgeCollator, KnowledgeInputBuilder
@@ -278,6 +281,16 @@ VARIANTS: dict[str, VariantSpec] = {
             "Acton 2023's context-graph GNN (WikiHop/MedHop): the word encoder embeds each text, a GNN reads the graph",
             ContextGraphForMultipleChoice,
             ContextGraphConfig,
+        ),
+        VariantSpec(
+            "long_luke",
+            "LUKE for whole documents (seed 002): Longformer/BigBird attention, windows growing with depth",
+            LongLukeForEntitySpanQA,
+            LongLukeConfig,
+            # the position rows a conversion grows to (LUKE's 512 copied over them), not the checkpoint's 514
+            config_overrides={
+                "max_position_embeddings": LongLukeConfig.__dataclass_fields__["max_position_embeddings"].default
+            },
         ),
     )
 }

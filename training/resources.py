@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 # the package root: the checkout, or site-packages/gesa after a non-editable install (this module sits in training/)
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-METRICS = ("record", "hotpotqa", "fever", "wikihop")
+METRICS = ("record", "hotpotqa", "fever", "wikihop", "scirex")
 
 
 def shipped_file(relative: str | os.PathLike) -> Path:
@@ -66,7 +66,7 @@ def _metric_folder(name: str) -> Path:
 
 
 def load_metric(name: str, **kwargs) -> evaluate.EvaluationModule:
-    """``evaluate.load`` of the shipped metric ``name`` (``record``, ``hotpotqa``, ``fever``, ``wikihop``), offline.
+    """``evaluate.load`` of the shipped metric ``name`` (``record``, ``hotpotqa``, ``fever``, ``wikihop``, ``scirex``), offline.
 
     Keyword arguments go to ``evaluate.load``.
     """
