@@ -42,6 +42,9 @@ SAGE_AGGREGATIONS = ("sum", "mean")  # eq. 3.15 sums; the text calls it "mean-ba
 TOKEN_EMBEDDERS = ("luke", "gesa")
 SUMMARISER_HEADS = 6  # table 4.1
 SENTENCE_NODES = ("none", "all", "restricted")  # 3.1
+# How the graph modules' weights are drawn: "pytorch", as PyTorch (and PyTorch Geometric's GATConv / RGCNConv) draw
+# the modules the thesis built its model from (4.1); "normal": N(0, initializer_range), transformers' convention
+GRAPH_INITS = ("pytorch", "normal")
 # The node types of 3.1 (switch-summariser: one Transformer each) and the edge kinds of rules 1-12, in
 # `graph_context`'s order (the embedding rows of the edge-type tables).
 NUM_NODE_TYPES = 4
@@ -136,6 +139,14 @@ class ContextGraphConfig(GesaConfig):
             matrices (thesis 4.1.2). Both compute the same function.
         gnn_activation (`str`, defaults to `"relu"`): σ of the update functions.
         graph_dropout (`float`, defaults to 0.1): dropout of the graph modules (table 4.1).
+        graph_init (`str`, defaults to `"pytorch"`): how the graph modules (co-attention, summarisers, GNN, the
+            eq. 2.63 scorers) are drawn when built. `"pytorch"`: as the modules the thesis built its model from (4.1)
+            draw themselves: `nn.Linear` Kaiming-uniform, `nn.Embedding` (the type and edge-type embeddings) N(0, 1),
+            `nn.MultiheadAttention` Xavier, and, as PyTorch Geometric's `GATConv` / `RGCNConv`, Glorot for the
+            GAT-Core's projections and attention vectors and the Switch-Core's relation weights. `"normal"`: every
+            weight and embedding N(0, `initializer_range`), transformers' convention (edge-type embeddings about 50x
+            smaller than PyTorch's; `bench/mechanism_context_graph.py` measures what that costs). The word encoder
+            is LUKE's, loaded, either way.
         co_document_edges, complement_edges, unconnected_edges (`bool`, default `False`), sentence_nodes (`str`,
             defaults to `"none"`): the optional rules 6, 7, 8 and the sentence nodes (rules 9-12) of 3.1, read by
             the processor that builds the graphs; `co_mention_edges=False` drops rule 3 (table 5.19).
@@ -174,6 +185,7 @@ class ContextGraphConfig(GesaConfig):
     gnn_message_passing: str = validated_field(one_of(MESSAGE_PASSING), default="sparse")
     gnn_activation: str = validated_field(activation, default="relu")
     graph_dropout: float | int = validated_field(probability, default=0.1)
+    graph_init: str = validated_field(one_of(GRAPH_INITS), default="pytorch")
     co_document_edges: bool = False
     complement_edges: bool = False
     unconnected_edges: bool = False
@@ -259,6 +271,7 @@ class ContextGraphConfig(GesaConfig):
 __all__ = [
     "CONTEXT_GRAPH_PRESETS",
     "GNN_ASYMMETRIES",
+    "GRAPH_INITS",
     "GNN_CORES",
     "MESSAGE_PASSING",
     "NUM_EDGE_KINDS",

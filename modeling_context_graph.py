@@ -47,6 +47,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.utils import ModelOutput, can_return_tuple
 
@@ -474,6 +475,29 @@ class ContextGraphEncoder(nn.Module):
         return states
 
 
+def glorot_(tensor: torch.Tensor) -> None:
+    """PyTorch Geometric's `glorot`: uniform in +-sqrt(6 / (the sizes of the last two axes))."""
+    bound = (6.0 / (tensor.size(-2) + tensor.size(-1))) ** 0.5
+    init.uniform_(tensor, -bound, bound)
+
+
+def draw_as_pytorch(module: nn.Module) -> None:
+    """Draw one graph module's own weights as the thesis's modules draw themselves when built (4.1): `nn.Linear`,
+    `nn.Embedding`, `nn.LayerNorm`, `nn.MultiheadAttention` by their `reset_parameters`; a `GnnCore` (drawn after its
+    children) as PyTorch Geometric draws what its `GATConv` (`lin`, `lin_edge`, the attention vectors) and `RGCNConv`
+    (the relation weights) hold: Glorot. Through transformers' guarded init functions, so loaded weights stay."""
+    if isinstance(module, nn.MultiheadAttention):
+        module._reset_parameters()
+    elif isinstance(module, (nn.Linear, nn.Embedding, nn.LayerNorm)):
+        module.reset_parameters()
+    elif isinstance(module, GnnCore):
+        if hasattr(module, "relation_weights"):
+            glorot_(module.relation_weights)
+        if module.core == "gat":
+            for weight in (module.value.weight, module.edge_projection.weight, module.attention):
+                glorot_(weight)
+
+
 # 3.4 Output: eq. 2.62 (`Scorer`, `candidate_scores`) is `modeling_candidate_output`'s, shared with the WikiHop
 # heads of GESA, LUKE and LUKE-Graph.
 
@@ -504,18 +528,26 @@ class ContextGraphForMultipleChoice(GesaPreTrainedModel):
         self.encoder = ContextGraphEncoder(config)
         self.candidate_scorer = Scorer(config.hidden_size)  # MLP_c
         self.entity_scorer = Scorer(config.hidden_size)  # MLP_e
+        for part in (self.embedding, self.encoder, self.candidate_scorer, self.entity_scorer):
+            for module in part.modules():
+                module.graph_part = True  # drawn by `config.graph_init` (`_init_weights`)
         self.post_init()
         self.freeze_word_encoder(config.freeze_word_encoder)
         # set by `training.context_graph.FrozenEmbedderEpochs` for the first `freeze_word_encoder_epochs` epochs
         self.word_encoder_held = False
 
     def _init_weights(self, module: nn.Module) -> None:
+        """The word encoder as GESA's; the graph modules (marked `graph_part`) as PyTorch builds them
+        (`graph_init="pytorch"`, `draw_as_pytorch`) or N(0, `initializer_range`) (`"normal"`). Loaded weights are never
+        redrawn (transformers' guards)."""
+        if self.config.graph_init == "pytorch" and getattr(module, "graph_part", False):
+            draw_as_pytorch(module)
+            return
         super()._init_weights(module)
-        std = self.config.initializer_range
         if isinstance(module, GnnCore):  # its own parameters (the Linear / Embedding ones are handled above)
             for name in ("relation_weights", "attention"):
                 if hasattr(module, name):
-                    nn.init.normal_(getattr(module, name), std=std)
+                    init.normal_(getattr(module, name), std=self.config.initializer_range)
 
     @classmethod
     def from_pretrained(cls, *args: Any, **kwargs: Any) -> Any:
@@ -627,6 +659,7 @@ __all__ = [
     "Scorer",
     "candidate_scores",
     "check_graph_inputs",
+    "draw_as_pytorch",
     "kind_matrix_of",
     "segment_softmax",
     "shared_parts",

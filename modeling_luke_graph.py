@@ -23,8 +23,11 @@ GESA lives here:
    inputs (`placeholder_entity_mask`, `entity_string_ids`, `entity_sentence_ids`) by the same builder
    (`structure_gesa.build_entity_entity_labels`), as one dense adjacency per edge type: `A` `(B, R, E, E)` with
    `R = 3` (PLC, SENT-BASED, MATCH), padded entities cut off.
-3. **Relational layer** (R-GCN with mean aggregation per relation, as LUKE-Graph's `RGCNConv`):
-   `h'_i = relu(W_0 h_i + b + sum_r sum_{j in N_r(i)} W_r h_j / |N_r(i)|)`.
+3. **Relational layer** (`config.graph_layer`): by default an R-GCN with mean aggregation per relation, as the
+   released LUKE-Graph code's `RGCNConv`: `h'_i = relu(W_0 h_i + b + sum_r sum_{j in N_r(i)} W_r h_j / |N_r(i)|)`;
+   with `graph_layer="rgat"` the relational graph attention the paper names (Busbridge et al.'s RGAT, attention
+   within each relation): `1 / |N_r(i)|` becomes `alpha^r_ij = softmax_{j in N_r(i)} LeakyReLU(q^r . W_r h_i +
+   k^r . W_r h_j)`.
 4. **Question-aware gate** after each relational layer, over the question tokens' final word states `q_t`
    (`global_attention_mask == 2`):
    `s_it = sigmoid(W_s [h_i ; q_t] + b_s)` (one weight per feature), `q~_i = sum_t s_it * q_t`,
@@ -47,6 +50,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from transformers import initialization as init
 from transformers.processing_utils import Unpack
 from transformers.utils import can_return_tuple
 
@@ -123,6 +127,38 @@ class LukeGraphRelationalLayer(nn.Module):
         return F.relu(self.root(nodes) + aggregated)
 
 
+class LukeGraphAttentionLayer(LukeGraphRelationalLayer):
+    """Relational graph attention (Busbridge et al., 2019: WIRGAT, additive logits), the R-GCN's per-relation mean
+    replaced by attention over the same neighbours:
+
+    `g^r_i = W_r h_i`, `e^r_ij = LeakyReLU(q^r . g^r_i + k^r . g^r_j)` (slope 0.2), `alpha^r_ij = softmax_{j in N_r(i)}
+    e^r_ij`, `h'_i = relu(W_0 h_i + b + sum_r sum_{j in N_r(i)} alpha^r_ij g^r_j)`.
+
+    `q^r`, `k^r` are the query and key kernels of relation r (one head); with both zero every neighbour weighs
+    `1 / |N_r(i)|` and the layer is the R-GCN's."""
+
+    def __init__(self, config: LukeGraphConfig) -> None:
+        super().__init__(config)
+        # q^r and k^r of every relation: (2, R, D)
+        self.attention = nn.Parameter(torch.empty(2, self.num_relations, config.hidden_size))
+        nn.init.normal_(self.attention, std=config.initializer_range)
+
+    def forward(self, nodes: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:
+        """`nodes` `(B, E, D)`, bool `adjacency` `(B, R, E, E)` -> `(B, E, D)`."""
+        batch_size, entity_length, hidden = nodes.shape
+        messages = self.relations(nodes).view(batch_size, entity_length, self.num_relations, hidden)  # g^r_j
+        queries = torch.einsum("bjrd,rd->brj", messages, self.attention[0])
+        keys = torch.einsum("bjrd,rd->brj", messages, self.attention[1])
+        logits = F.leaky_relu(queries[..., :, None] + keys[..., None, :], 0.2)  # (B, R, E_i, E_j)
+        # softmax over each relation's neighbours; a node without neighbours of a relation receives nothing from it
+        weights = logits.masked_fill(~adjacency, float("-inf")).softmax(dim=-1).nan_to_num(0.0)
+        aggregated = torch.einsum("brij,bjrd->bid", weights, messages)
+        return F.relu(self.root(nodes) + aggregated)
+
+
+RELATIONAL_LAYERS = {"rgcn": LukeGraphRelationalLayer, "rgat": LukeGraphAttentionLayer}
+
+
 class LukeGraphQuestionGate(nn.Module):
     """Blend a per-node summary of the question into each node through a sigmoid gate.
 
@@ -157,11 +193,13 @@ class LukeGraphQuestionGate(nn.Module):
 
 
 class LukeGraphNetwork(nn.Module):
-    """`graph_num_layers` x (relational layer, question-aware gate) over the entity states."""
+    """`graph_num_layers` x (relational layer, question-aware gate) over the entity states; the layer is
+    `config.graph_layer`'s (R-GCN or relational graph attention)."""
 
     def __init__(self, config: LukeGraphConfig) -> None:
         super().__init__()
-        self.layers = nn.ModuleList([LukeGraphRelationalLayer(config) for _ in range(config.graph_num_layers)])
+        layer = RELATIONAL_LAYERS[config.graph_layer]
+        self.layers = nn.ModuleList([layer(config) for _ in range(config.graph_num_layers)])
         self.gates = nn.ModuleList([LukeGraphQuestionGate(config) for _ in range(config.graph_num_layers)])
 
     def forward(
@@ -211,6 +249,11 @@ class LukeGraphPreTrainedModel(GesaPreTrainedModel):
 
     config_class = LukeGraphConfig
     _no_split_modules = ["GesaLayer", "GesaEntityEmbeddings", "LukeGraphNetwork"]
+
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, LukeGraphAttentionLayer):  # its query and key kernels, like every other weight
+            init.normal_(module.attention, std=self.config.initializer_range)
 
     @classmethod
     def from_luke_pretrained(
@@ -287,6 +330,7 @@ LukeGraphModel.register_for_auto_class("AutoModel")
 LukeGraphForEntitySpanQA.register_for_auto_class("AutoModelForQuestionAnswering")
 
 __all__ = [
+    "LukeGraphAttentionLayer",
     "LukeGraphForEntitySpanQA",
     "LukeGraphModel",
     "LukeGraphModelOutput",

@@ -41,8 +41,10 @@ other's mean plus its spread, "inconclusive" when a run of either has not learne
 
     OMP_NUM_THREADS=1 python bench/diagnose_xh_hops.py --output_dir diagnostic_out/xh_hops
 
-(9 runs of 800 steps: 2-4 minutes each on one busy core, about 25 minutes in all). ``--output_dir`` is required:
-``results.json`` is written there.
+(9 runs of 800 steps: 2-4 minutes each on one busy core, about 25 minutes in all). Before the first run it times
+``--probe_steps`` training steps, featurising and predicting on a few questions on this machine and prints the
+estimate for the whole command. ``--output_dir`` is required: ``results.json`` is written there after every run
+(``"complete": false`` until the last), so a stopped command keeps what it measured.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import random
 import statistics
 import tempfile
@@ -102,6 +105,9 @@ class XhHopsArguments:
     num_attention_heads: int = field(default=4)
     hop_layers: int = field(default=2, metadata={"help": "XH's hop layers (the last K layers) when hops are on."})
     control_em: float = field(default=50.0, metadata={"help": "Control EM a run must reach to count as trained."})
+    probe_steps: int = field(
+        default=5, metadata={"help": "Training steps timed before the runs for the time estimate (0: no estimate)."}
+    )
     output_dir: str = field(default="", metadata={"help": "Required: the folder results.json is written to."})
 
     def __post_init__(self) -> None:
@@ -110,6 +116,8 @@ class XhHopsArguments:
         unknown = [name for name in self.system_list if name not in SYSTEMS]
         if unknown:
             raise SystemExit(f"diagnose_xh_hops.py: error: --systems: unknown {unknown}; choose from {list(SYSTEMS)}")
+        if self.probe_steps < 0:
+            raise SystemExit("diagnose_xh_hops.py: error: --probe_steps must be 0 (no estimate) or more")
         if self.people < 2 or min(self.train_size, self.eval_size, self.max_steps, self.batch_size) < 1:
             raise SystemExit("diagnose_xh_hops.py: error: --people must be at least 2, and --train_size, --eval_size, "
                              "--max_steps, --batch_size at least 1")  # fmt: skip
@@ -184,8 +192,11 @@ def build_luke(args: XhHopsArguments, tokenizer: Any, seed: int, path: Path) -> 
 
 
 def run_one(args: XhHopsArguments, luke: Path, tokenizer: Any, system: str, seed: int, train: list, dev: list,
-            workdir: Path) -> dict[str, Any]:  # fmt: skip
-    """One system trained on one seed: answer EM on the held-out bridge and control questions."""
+            workdir: Path, max_steps: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """One system trained on one seed (``max_steps``: ``args.max_steps`` unless given): answer EM on the held-out
+    bridge and control questions, the training losses, and the seconds featurising, training and predicting took."""
+    max_steps = args.max_steps if max_steps is None else max_steps
+    began = time.perf_counter()
     hops, edges, hop_attention = SYSTEMS[system]
     processor = XhTaskProcessor(tokenizer, max_node_length=64, max_query_length=40, hotpot_edges=edges,
                                 entity_mask_id=LUKE_MASK_ENTITY_ID)  # fmt: skip
@@ -194,9 +205,10 @@ def run_one(args: XhHopsArguments, luke: Path, tokenizer: Any, system: str, seed
                                                xh_num_hop_layers=args.hop_layers if hops else 0,
                                                xh_hop_attention=hop_attention)  # fmt: skip
     features = HOTPOTQA.featurise(processor, train, "train", None)
-    training = TrainingArguments(output_dir=str(workdir / "trainer"), max_steps=args.max_steps,
+    featurised = time.perf_counter() - began
+    training = TrainingArguments(output_dir=str(workdir / "trainer"), max_steps=max_steps,
                                  per_device_train_batch_size=args.batch_size, learning_rate=args.learning_rate,
-                                 logging_steps=max(1, args.max_steps // 8), save_strategy="no", report_to="none",
+                                 logging_steps=max(1, max_steps // 8), save_strategy="no", report_to="none",
                                  seed=seed, use_cpu=True, disable_tqdm=True, remove_unused_columns=False,
                                  dataloader_pin_memory=False)  # fmt: skip
     trainer = Trainer(model=model, args=training, train_dataset=features, data_collator=processor.get_data_collator())
@@ -204,11 +216,29 @@ def run_one(args: XhHopsArguments, luke: Path, tokenizer: Any, system: str, seed
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start
+    start = time.perf_counter()
     predictions = predict_task(HOTPOTQA, model.eval(), processor, dev, batch_size=32)
+    predicted = time.perf_counter() - start
     em = {kind: 100 * HOTPOTQA.score(predictions, [r for r in dev if r["type"] == kind])["em"]
           for kind in ("bridge", "control")}  # fmt: skip
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    return {"system": system, "seed": seed, "em": em, "loss": losses, "seconds": seconds}
+    return {"system": system, "seed": seed, "em": em, "loss": losses, "seconds": seconds,
+            "featurise_seconds": featurised, "predict_seconds": predicted}  # fmt: skip
+
+
+def estimate_seconds(args: XhHopsArguments, tokenizer: Any, train: list, dev: list, workdir: Path) -> dict[str, float]:
+    """Time one probe run on this machine (the first system, ``--probe_steps`` steps on a few questions) and scale it
+    to the whole command: per run, featurising ``--train_size`` questions, ``--max_steps`` steps and predicting
+    ``--eval_size`` questions; returns the per-step and total seconds."""
+    questions = max(2 * args.batch_size, 8)
+    luke = build_luke(args, tokenizer, args.seed_list[0], workdir / "luke-probe")
+    probe = run_one(args, luke, tokenizer, args.system_list[0], args.seed_list[0], train[:questions],
+                    dev[:questions], workdir / "probe", max_steps=args.probe_steps)  # fmt: skip
+    step = probe["seconds"] / args.probe_steps
+    per_run = (probe["featurise_seconds"] * len(train) + probe["predict_seconds"] * len(dev)) / questions
+    per_run += step * args.max_steps
+    runs = len(args.seed_list) * len(args.system_list)
+    return {"seconds_per_step": step, "seconds_per_run": per_run, "total_seconds": runs * per_run}
 
 
 # ----------------------------------------------------------------------------------------------- the table
@@ -274,9 +304,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         raise SystemExit(f"diagnose_xh_hops.py: error: --output_dir {output} is a file, not a folder")
     output.mkdir(parents=True, exist_ok=True)
     with quiet_libraries():
-        runs = train_all(args)
-    settings = {k: v for k, v in vars(args).items() if not k.endswith("_list")}
-    (output / "results.json").write_text(json.dumps({"args": settings, "runs": runs}, indent=2), encoding="utf-8")
+        runs = train_all(args, output / "results.json")
     rows = summarise(runs)
     print_table(args, rows)
     return rows
@@ -303,8 +331,17 @@ def quiet_libraries() -> Any:
             hf_logging.enable_progress_bar()
 
 
-def train_all(args: XhHopsArguments) -> list[dict[str, Any]]:
-    """Every system on every seed, on the same generated questions; each run printed as it ends."""
+def write_results(path: Path, args: XhHopsArguments, runs: list[dict[str, Any]], complete: bool) -> None:
+    """``results.json``: the settings, every run so far, and whether all of them ran (atomically replaced)."""
+    settings = {k: v for k, v in vars(args).items() if not k.endswith("_list")}
+    scratch = path.with_name(path.name + ".tmp")
+    scratch.write_text(json.dumps({"args": settings, "complete": complete, "runs": runs}, indent=2), encoding="utf-8")
+    scratch.replace(path)
+
+
+def train_all(args: XhHopsArguments, results: Path) -> list[dict[str, Any]]:
+    """Every system on every seed, on the same generated questions; the time estimate first, then each run printed
+    and written to ``results`` as it ends."""
     train = [to_hotpot_row(r, "generated", r["_id"]) for r in make_bridge_questions(args.train_size, args.data_seed,
                                                                                      args.people, "train")]  # fmt: skip
     dev = [to_hotpot_row(r, "generated", r["_id"]) for r in make_bridge_questions(
@@ -313,15 +350,23 @@ def train_all(args: XhHopsArguments) -> list[dict[str, Any]]:
     total = len(args.seed_list) * len(args.system_list)
     print(f"{total} runs of {args.max_steps} steps ({len(args.seed_list)} seeds x {len(args.system_list)} systems)",
           flush=True)  # fmt: skip
-    runs = []
+    runs: list[dict[str, Any]] = []
+    write_results(results, args, runs, complete=False)
     with tempfile.TemporaryDirectory(prefix="gesa-xh-hops-") as scratch:
         workdir = Path(scratch)
         tokenizer = train_sample_tokenizer(texts, vocab_size=800, min_frequency=1)
+        if args.probe_steps:
+            estimate = estimate_seconds(args, tokenizer, train, dev, workdir)
+            print(f"time estimate on this machine ({os.cpu_count()} CPUs, {torch.get_num_threads()} torch threads): "
+                  f"about {estimate['total_seconds'] / 60:.0f} min ({total} runs x {estimate['seconds_per_run']:.0f} s; "
+                  f"{estimate['seconds_per_step']:.2f} s per training step over {args.probe_steps} probe steps); "
+                  f"{results} is rewritten after every run", flush=True)  # fmt: skip
         for seed in args.seed_list:
             luke = build_luke(args, tokenizer, seed, workdir / f"luke-{seed}")
             for system in args.system_list:
                 run = run_one(args, luke, tokenizer, system, seed, train, dev, workdir)
                 runs.append(run)
+                write_results(results, args, runs, complete=len(runs) == total)
                 print(f"[seed {seed}] {system}: EM bridge {run['em']['bridge']:.1f}, control {run['em']['control']:.1f}"
                       f"; loss {' '.join(f'{x:.2f}' for x in run['loss'])} ({run['seconds']:.0f} s)", flush=True)  # fmt: skip
     return runs

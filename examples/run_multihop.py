@@ -58,6 +58,7 @@ from typing import Any
 
 from transformers import TrainingArguments
 
+from gesa.configuration_luke_graph import LUKE_GRAPH_LAYERS
 from gesa.training.driver import BaseDataArguments, BaseModelArguments, ExampleScript
 from gesa.training.fever_retrieval import RerankedFeverTask
 from gesa.training.machinery import needs, read_by
@@ -103,6 +104,7 @@ class ModelArguments(BaseModelArguments):
             variant=WIKIHOP_WINDOW_VARIANTS,
             why="the candidate score of the WikiHop heads; --variant context_graph always scores with eq. 2.62",
         ),
+        "graph_layer": read_by(task="wikihop medhop", variant="luke_graph", why="LUKE-Graph's relational layer"),
         "graph_config": read_by(
             task="wikihop medhop",
             variant="context_graph gesa",
@@ -145,6 +147,12 @@ class ModelArguments(BaseModelArguments):
                   "2.62, HDE's output; the default for a model converted from LUKE) or 'query_candidate' (a linear "
                   "layer on [query entity; candidate entity]); a trained checkpoint keeps its own",
                   "choices": ["hde", "query_candidate"]},
+    )  # fmt: skip
+    graph_layer: str | None = field(
+        default=None,
+        metadata={"help": "WikiHop with --variant luke_graph: its relational layer, 'rgcn' (the released code's R-GCN; "
+                  "the default) or 'rgat' (the relational graph attention the LUKE-Graph paper names); a trained "
+                  "checkpoint keeps its own", "choices": list(LUKE_GRAPH_LAYERS)},
     )  # fmt: skip
     graph_config: str | None = field(
         default=None,

@@ -70,6 +70,7 @@ from transformers import TrainerCallback, TrainingArguments
 
 try:
     from gesa import ABLATION_PRESETS
+    from gesa.configuration_luke_graph import LUKE_GRAPH_LAYERS
     from gesa.training.driver import BaseDataArguments, BaseModelArguments, ExampleScript
     from gesa.training.knowledge_base import (
         KB_ALIAS_TABLE_HELP,
@@ -155,7 +156,8 @@ class ModelArguments(BaseModelArguments):
     # (training.machinery.read_by)
     flags_read_by = {"kb_alias_table": read_by(variant="kar ernie", why=KB_WHY),
                      "kb_entity_vectors": read_by(variant="kar ernie", why=KB_WHY),
-                     "ner_model": read_by(variant="ernie", why=NER_WHY)}  # fmt: skip
+                     "ner_model": read_by(variant="ernie", why=NER_WHY),
+                     "graph_layer": read_by(variant="luke_graph", why="LUKE-Graph's relational layer")}  # fmt: skip
     flags_need = {"ner_model": needs("spacy")}
 
     model_name_or_path: str | None = field(
@@ -188,6 +190,12 @@ class ModelArguments(BaseModelArguments):
             "(always kept by --variant luke / --ablation luke, which mean exactly LUKE)."
         },  # fmt: skip
     )
+    graph_layer: str | None = field(
+        default=None,
+        metadata={"help": "--variant luke_graph: its relational layer, 'rgcn' (the released code's R-GCN with mean "
+                  "aggregation; the default) or 'rgat' (the relational graph attention the LUKE-Graph paper names); "
+                  "a trained checkpoint keeps its own", "choices": list(LUKE_GRAPH_LAYERS)},
+    )  # fmt: skip
     paper_defaults: bool = field(
         default=False,
         metadata={

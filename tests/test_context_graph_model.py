@@ -13,7 +13,8 @@
 # limitations under the License.
 """The thesis's context-graph model (Acton 2023, ch. 3): every GNN core against a plain loop over its equations, sparse
 and dense message passing alike, eq. 2.62 against a plain loop, the update functions of 3.3.2, every core x update
-combination trained a step and reloaded, the table 5.1 presets, and the processor's node spans."""
+combination trained a step and reloaded, the table 5.1 presets, the graph modules drawn as the thesis's PyTorch
+modules draw themselves, and the processor's node spans."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from huggingface_hub.errors import StrictDataclassClassValidationError
+from huggingface_hub.errors import StrictDataclassClassValidationError, StrictDataclassFieldValidationError
 
 from gesa.configuration_context_graph import CONTEXT_GRAPH_PRESETS, GNN_CORES, NUM_EDGE_KINDS, ContextGraphConfig
 from gesa.graph_context import CANDIDATE, DOCUMENT, ENTITY
@@ -31,6 +32,7 @@ from gesa.modeling_context_graph import (
     GnnCore,
     GnnUpdate,
     candidate_scores,
+    draw_as_pytorch,
     kind_matrix_of,
 )
 
@@ -450,3 +452,45 @@ def test_a_reloaded_model_keeps_its_word_encoder_frozen(tmp_path):
         assert all(
             parameter.requires_grad for name, parameter in model.named_parameters() if not name.startswith("gesa.")
         )
+
+
+def test_graph_modules_are_drawn_as_pytorch_builds_them_unless_normal_is_asked(tmp_path):
+    """`graph_init="pytorch"` (default): each graph module as a fresh PyTorch module of its kind (`nn.Embedding`:
+    N(0, 1), `nn.Linear`: Kaiming-uniform) and PyTorch Geometric's Glorot for the GAT-Core's projections and attention
+    vectors; `"normal"`: N(0, initializer_range). Weights loaded from a checkpoint are never redrawn."""
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(SIZE, 3)
+    torch.manual_seed(0)
+    drawn = torch.nn.Linear(SIZE, 3)
+    torch.nn.init.normal_(drawn.weight, std=0.02)
+    torch.manual_seed(0)
+    draw_as_pytorch(drawn)
+    assert torch.equal(drawn.weight, linear.weight) and torch.equal(drawn.bias, linear.bias)
+
+    config = tiny_config(gnn_core="gat", initializer_range=0.02)
+    assert config.graph_init == "pytorch"
+    torch.manual_seed(0)
+    model = ContextGraphForMultipleChoice(config)
+    core = model.encoder.layers[0].core
+    assert 0.7 < float(core.edge_embeddings.weight.std()) < 1.3  # nn.Embedding: N(0, 1)
+    assert 0.7 < float(model.embedding.type_embeddings.weight.std()) < 1.3
+    assert float(model.candidate_scorer.hidden.weight.abs().max()) <= SIZE**-0.5  # Kaiming-uniform: 1/sqrt(fan_in)
+    glorot = (6.0 / (HEADS + SIZE)) ** 0.5  # att_src / att_dst / att_edge of shape (heads, f)
+    assert float(core.attention.abs().max()) <= glorot and float(core.attention.std()) > glorot / 4
+    value_bound = (6.0 / (HEADS * SIZE + SIZE)) ** 0.5  # lin: f -> heads * f
+    assert float(core.value.weight.abs().max()) <= value_bound and float(core.value.weight.std()) > value_bound / 4
+    # the word encoder is not a graph module: transformers' draw either way
+    assert float(model.gesa.embeddings.word_embeddings.weight.std()) < 0.05
+
+    torch.manual_seed(0)
+    normal = ContextGraphForMultipleChoice(tiny_config(gnn_core="gat", initializer_range=0.02, graph_init="normal"))
+    normal_core = normal.encoder.layers[0].core
+    for weight in (normal_core.edge_embeddings.weight, normal_core.attention, normal.candidate_scorer.hidden.weight):
+        assert float(weight.std()) < 0.05
+
+    model.save_pretrained(tmp_path)
+    reloaded = ContextGraphForMultipleChoice.from_pretrained(tmp_path)
+    for (name, weight), (_, again) in zip(model.state_dict().items(), reloaded.state_dict().items(), strict=True):
+        assert torch.equal(weight, again), name
+    with pytest.raises(StrictDataclassFieldValidationError, match="graph_init"):
+        tiny_config(graph_init="xavier")

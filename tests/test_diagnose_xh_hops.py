@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """XH's hop mechanism check (bench/diagnose_xh_hops.py): the synthetic bridge task holds its answer where only the
-hop from the named paragraph can find it, the verdict needs three seeds and a learned control, one tiny run."""
+hop from the named paragraph can find it, the verdict needs three seeds and a learned control, the time estimate
+scales a timed probe, a stopped command keeps the runs it finished, one tiny run."""
 
 from __future__ import annotations
 
@@ -87,15 +88,59 @@ def test_the_verdict_needs_three_seeds_and_a_learned_control(bench):
     assert bench.verdict(rows, "hops", "reversed", 50.0) == "inconclusive (reversed did not run)"
 
 
+def fake_run(system: str, seed: int, seconds: float = 10.0) -> dict:
+    return {"system": system, "seed": seed, "em": {"bridge": 50.0, "control": 90.0}, "loss": [1.0], "seconds": seconds,
+            "featurise_seconds": 2.0, "predict_seconds": 1.0}  # fmt: skip
+
+
+def test_the_time_estimate_scales_a_timed_probe_to_every_run(bench, tmp_path, monkeypatch):
+    args = bench.XhHopsArguments(seeds="0,1", max_steps=100, batch_size=4, probe_steps=5, output_dir=str(tmp_path))
+    probes = []
+
+    def probe(args, luke, tokenizer, system, seed, train, dev, workdir, max_steps=None):
+        probes.append((system, len(train), len(dev), max_steps))
+        return fake_run(system, seed, seconds=1.0)  # 0.2 s per step; 2 s featurising, 1 s predicting 8 questions
+
+    monkeypatch.setattr(bench, "run_one", probe)
+    monkeypatch.setattr(bench, "build_luke", lambda *a: tmp_path)
+    estimate = bench.estimate_seconds(args, None, [{}] * 80, [{}] * 16, tmp_path)
+    assert probes == [("hops", 8, 8, 5)]
+    assert estimate["seconds_per_step"] == pytest.approx(0.2)
+    assert estimate["seconds_per_run"] == pytest.approx(2.0 * 10 + 1.0 * 2 + 0.2 * 100)  # 42 s per run
+    assert estimate["total_seconds"] == pytest.approx(6 * 42.0)  # 2 seeds x 3 systems
+
+
+def test_a_stopped_command_keeps_the_runs_it_finished(bench, tmp_path, monkeypatch):
+    finished = []
+
+    def run_or_stop(args, luke, tokenizer, system, seed, train, dev, workdir, max_steps=None):
+        if len(finished) == 2:
+            raise KeyboardInterrupt  # the user stops the command during the third run
+        finished.append(system)
+        return fake_run(system, seed)
+
+    monkeypatch.setattr(bench, "run_one", run_or_stop)
+    monkeypatch.setattr(bench, "build_luke", lambda *a: tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        bench.main(["--seeds", "0", "--train_size", "4", "--eval_size", "2", "--probe_steps", "0",
+                    "--output_dir", str(tmp_path)])  # fmt: skip
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["complete"] is False and [run["system"] for run in saved["runs"]] == ["hops", "no_hops"]
+    assert saved["runs"][0]["em"] == {"bridge": 50.0, "control": 90.0}
+
+
 @pytest.mark.slow
 def test_one_command_trains_the_three_systems_and_prints_the_table(bench, tmp_path, capsys):
     rows = bench.main(["--seeds", "0", "--max_steps", "3", "--train_size", "12", "--eval_size", "6",
-                       "--hidden_size", "16", "--num_hidden_layers", "2", "--hop_layers", "1",
+                       "--hidden_size", "16", "--num_hidden_layers", "2", "--hop_layers", "1", "--probe_steps", "2",
                        "--output_dir", str(tmp_path)])  # fmt: skip
     assert list(rows) == ["hops", "no_hops", "reversed"]
     printed = capsys.readouterr().out
+    first, second = printed.splitlines()[:2]
+    assert first.startswith("3 runs of 3 steps") and second.startswith("time estimate on this machine (")
+    assert "s per training step over 2 probe steps)" in second
     assert "| hops |" in printed and "| reversed |" in printed and "(choosing a company at random: 33 EM)" in printed
     assert "do the hops carry the answer? (hops vs no_hops): inconclusive (hops: 1 seed(s)" in printed
     saved = json.loads((tmp_path / "results.json").read_text())
-    assert [run["system"] for run in saved["runs"]] == ["hops", "no_hops", "reversed"]
+    assert saved["complete"] is True and [run["system"] for run in saved["runs"]] == ["hops", "no_hops", "reversed"]
     assert all(set(run["em"]) == {"bridge", "control"} for run in saved["runs"])

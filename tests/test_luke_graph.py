@@ -11,8 +11,9 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""LUKE-Graph on GESA's LUKE backbone: the gated relational graph network against a plain per-node loop,
-the graph it reads against the processor's, padding, LUKE conversion and the `trust_remote_code` reload.
+"""LUKE-Graph on GESA's LUKE backbone: the gated relational graph network (R-GCN, or relational graph attention with
+`graph_layer="rgat"`) against a plain per-node loop, the graph it reads against the processor's, padding, LUKE
+conversion, the attention option trained and reloaded, and the `trust_remote_code` reload.
 
 `run_record.py --variant luke_graph` (training lowers the loss, evaluation, reload) is a case of
 tests/test_run_record_variants.py.
@@ -33,6 +34,7 @@ from variant_helpers import gesa_features, reload_in_fresh_process
 from gesa import LukeGraphConfig, LukeGraphForEntitySpanQA, LukeGraphModel
 from gesa.configuration_luke_graph import LUKE_GRAPH_RELATIONS
 from gesa.modeling_luke_graph import (
+    LukeGraphAttentionLayer,
     LukeGraphNetwork,
     LukeGraphQuestionGate,
     LukeGraphRelationalLayer,
@@ -61,6 +63,29 @@ def loop_relational_layer(layer: LukeGraphRelationalLayer, nodes: torch.Tensor, 
                 neighbours = [j for j in range(entity_length) if adjacency[b, r, i, j]]
                 if neighbours:
                     total = total + sum(w_r @ nodes[b, j] for j in neighbours) / len(neighbours)
+            out[b, i] = torch.relu(total)
+    return out
+
+
+def loop_attention_layer(layer: LukeGraphAttentionLayer, nodes: torch.Tensor, adjacency: torch.Tensor):
+    """Busbridge et al.'s WIRGAT node by node: `g^r_j = W_r h_j`, `e^r_ij = LeakyReLU(q^r . g^r_i + k^r . g^r_j)`,
+    `alpha^r_ij = softmax over j in N_r(i)`, `h'_i = relu(W_0 h_i + b + sum_r sum_j alpha^r_ij g^r_j)`."""
+    batch_size, entity_length, hidden = nodes.shape
+    out = torch.zeros_like(nodes)
+    for b in range(batch_size):
+        for i in range(entity_length):
+            total = layer.root.weight @ nodes[b, i] + layer.root.bias
+            for r in range(len(LUKE_GRAPH_RELATIONS)):
+                w_r = layer.relations.weight[r * hidden : (r + 1) * hidden]
+                neighbours = [j for j in range(entity_length) if adjacency[b, r, i, j]]
+                if not neighbours:
+                    continue
+                g_i = w_r @ nodes[b, i]
+                logits = torch.stack([torch.nn.functional.leaky_relu(layer.attention[0, r] @ g_i
+                                                                     + layer.attention[1, r] @ (w_r @ nodes[b, j]), 0.2)
+                                      for j in neighbours])  # fmt: skip
+                weights = logits.softmax(dim=0)
+                total = total + sum(w * (w_r @ nodes[b, j]) for w, j in zip(weights, neighbours, strict=True))
             out[b, i] = torch.relu(total)
     return out
 
@@ -122,6 +147,26 @@ def test_relational_layer_and_gate_equal_a_plain_loop_over_nodes():
         for layer, gate in zip(network.layers, network.gates, strict=True):
             expected = loop_gate(gate, loop_relational_layer(layer, expected, adjacency), question, question_mask)
         torch.testing.assert_close(network(nodes, adjacency, question, question_mask), expected, atol=1e-10, rtol=0)
+
+
+def test_attention_layer_equals_a_plain_loop_and_is_the_rgcn_with_zero_kernels():
+    config = LukeGraphConfig(**{**LUKE_GRAPH_TINY, "hidden_size": 8, "num_attention_heads": 2, "graph_layer": "rgat"})
+    torch.manual_seed(0)
+    network = LukeGraphNetwork(config).double()
+    assert all(isinstance(layer, LukeGraphAttentionLayer) for layer in network.layers)
+    with torch.no_grad():
+        for parameter in network.parameters():
+            parameter.normal_(0.0, 0.5)
+    nodes, adjacency, question, question_mask = random_graph()
+    layer = network.layers[0]
+    with torch.no_grad():
+        attended = layer(nodes, adjacency)
+        torch.testing.assert_close(attended, loop_attention_layer(layer, nodes, adjacency), atol=1e-10, rtol=0)
+        mean = LukeGraphRelationalLayer(config).double()
+        mean.load_state_dict({k: v for k, v in layer.state_dict().items() if k != "attention"})
+        assert not torch.allclose(attended, mean(nodes, adjacency))  # the attention weighs the neighbours
+        layer.attention.zero_()  # equal logits: every neighbour weighs 1 / |N_r(i)|, the R-GCN's mean
+        torch.testing.assert_close(layer(nodes, adjacency), mean(nodes, adjacency), atol=1e-10, rtol=0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,6 +306,48 @@ def test_save_and_reload_with_remote_code_in_fresh_process(tiny_luke_dir, record
     torch.testing.assert_close(reloaded, expected, atol=1e-5, rtol=0)
 
 
+def test_the_attention_option_trains_and_reloads(tiny_luke_dir, record_batch, tmp_path):
+    """`graph_layer="rgat"` from a LUKE checkpoint: its kernels are drawn (not left empty), a training step moves
+    them, and the checkpoint reloads with the attention layer and the same scores."""
+    features, processor = record_batch
+    torch.manual_seed(0)
+    model = LukeGraphForEntitySpanQA.from_luke_pretrained(tiny_luke_dir, graph_layer="rgat")
+    model.init_added_word_embeddings(processor.added_token_sources())
+    kernels = model.gesa.graph.layers[0].attention
+    assert isinstance(model.gesa.graph.layers[0], LukeGraphAttentionLayer)
+    assert torch.isfinite(kernels.detach()).all() and 0 < float(kernels.detach().std()) < 1
+    batch = _tensors(processor.get_data_collator()(features))
+    before = kernels.detach().clone()
+    model.train()
+    loss = model(**batch).loss
+    loss.backward()
+    torch.optim.SGD(model.parameters(), lr=0.5).step()
+    assert torch.isfinite(loss) and not torch.equal(kernels.detach(), before)
+    model.eval().save_pretrained(tmp_path / "rgat")
+    reloaded = LukeGraphForEntitySpanQA.from_pretrained(tmp_path / "rgat").eval()
+    assert reloaded.config.graph_layer == "rgat" and isinstance(reloaded.gesa.graph.layers[1], LukeGraphAttentionLayer)
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(**batch).logits, model(**batch).logits)
+
+
+def test_the_graph_layer_flag_reaches_a_luke_conversion_and_a_trained_checkpoint_keeps_its_own():
+    """`run_record.py` / `run_multihop.py --variant luke_graph --graph_layer rgat`: a config value for a LUKE
+    conversion; a trained checkpoint of another layer is refused before any weight loads (its weights are its layer's);
+    the other variants refuse the flag (tests/test_script_flags.py)."""
+    from types import SimpleNamespace
+
+    from gesa.training.machinery import ScriptArgumentError
+    from gesa.training.models import graph_layer_overrides
+
+    args = SimpleNamespace(graph_layer="rgat", model_name_or_path="out/luke-graph")
+    assert graph_layer_overrides(args, {"model_type": "luke"}) == {"graph_layer": "rgat"}
+    assert graph_layer_overrides(args, {"model_type": "gesa_luke_graph", "graph_layer": "rgat"}) == {}
+    refused = "--graph_layer rgat: out/luke-graph is a trained LUKE-Graph checkpoint whose relational layer is 'rgcn'"
+    with pytest.raises(ScriptArgumentError, match=refused):
+        graph_layer_overrides(args, {"model_type": "gesa_luke_graph"})  # saved before the field: the R-GCN
+    assert graph_layer_overrides(SimpleNamespace(graph_layer=None), {"model_type": "luke"}) == {}
+
+
 # ---------------------------------------------------------------------------------------------
 # 5. Bad configuration and input
 # ---------------------------------------------------------------------------------------------
@@ -272,6 +359,7 @@ def test_save_and_reload_with_remote_code_in_fresh_process(tiny_luke_dir, record
         ({"ablation": "full"}, "ablation must be 'luke'"),
         ({"graph_num_layers": 0}, "graph_num_layers.*must be a positive integer"),
         ({"label_switches": {"single_edge_label": True}}, "single_edge_label off"),
+        ({"graph_layer": "gat"}, "graph_layer.*must be one of \\('rgcn', 'rgat'\\)"),
     ],
 )
 def test_bad_config_values_raise_clear_errors(kwargs, message):

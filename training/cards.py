@@ -70,7 +70,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         ),
     },
     "luke_graph": {
-        "title": "LUKE-Graph (LUKE + gated relational graph attention)",
+        "title": "LUKE-Graph (LUKE + gated relational graph network)",
         "tags": ["luke-graph"],
         "limitations": (
             "The graph network reads the entity tokens once, after the encoder, on the same window-local graph as"
@@ -79,7 +79,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "description": (
             "LUKE-Graph (Foolad & Kiani, 2023): LUKE, then a two-layer relational graph network over the entity "
             "tokens on the same heterogeneous graph as GESA (placeholder, same-sentence and string-match edges), each "
-            "layer followed by a question-aware gate. GESA's paper compares itself with it in its Table 2."
+            "layer followed by a question-aware gate; the layer is `graph_layer`'s (configuration table): the released "
+            "code's R-GCN (`rgcn`) or the relational graph attention the paper names (`rgat`). GESA's paper compares "
+            "itself with it in its Table 2."
         ),
         "citation": (
             "@article{foolad2023lukegraph,\n"
@@ -246,6 +248,7 @@ _CONFIG_FIELDS = [
     "attention_window",
     "ablation",
     "graph_num_layers",
+    "graph_layer",
     "kar_layer",
     "kar_entity_threshold",
     "xh_num_hop_layers",

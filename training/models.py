@@ -538,6 +538,24 @@ def attach_checkpoint_knowledge(
     return files
 
 
+def graph_layer_overrides(model_args: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+    """``--graph_layer`` (LUKE-Graph's relational layer: ``rgcn``, the released code's R-GCN, or ``rgat``, the
+    paper's relational graph attention) as a config value for a LUKE conversion; a trained LUKE-Graph checkpoint keeps
+    its own layer (its weights are that layer's): a different ``--graph_layer`` is refused before any weight loads."""
+    layer = getattr(model_args, "graph_layer", None)
+    if layer is None:
+        return {}
+    if config.get("model_type") == "luke":
+        return {"graph_layer": layer}
+    saved = config.get("graph_layer", "rgcn")  # a config without the field was saved with the R-GCN
+    if saved != layer:
+        raise ScriptArgumentError(
+            f"--graph_layer {layer}: {model_args.model_name_or_path} is a trained LUKE-Graph checkpoint whose "
+            f"relational layer is {saved!r}; it keeps it. Drop --graph_layer, or start from a LUKE checkpoint"
+        )
+    return {}
+
+
 __all__ = [
     "ModelRecipe",
     "TaskModel",
@@ -552,6 +570,7 @@ __all__ = [
     "check_max_seq_length",
     "check_model_source",
     "check_resume_config",
+    "graph_layer_overrides",
     "hub_kwargs",
     "load_for_task",
     "load_run_tokenizer",

@@ -58,6 +58,7 @@ from .knowledge_base import attach_knowledge_files, knowledge_candidates, load_n
 from .machinery import ScriptArgumentError, featurise_rows, write_json_atomically
 from .models import (
     ModelRecipe,
+    graph_layer_overrides,
     load_for_task,
     load_run_tokenizer,
 )
@@ -278,6 +279,8 @@ class RecordTask(Task):
         spec = self.variant_spec(model_args.variant)
         ablation = spec.config_overrides.get("ablation", model_args.ablation)
         overrides = {} if ablation is None else {"ablation": ablation}
+        if getattr(model_args, "graph_layer", None) is not None:  # LUKE-Graph's relational layer (a new model's)
+            overrides["graph_layer"] = model_args.graph_layer
         ner = load_ner(model_args)  # ERNIE's NER pipeline (--ner_model), before any weight loads
         path = model_args.model_name_or_path
         if path is None:
@@ -299,6 +302,7 @@ class RecordTask(Task):
             check_vocab=True,
             init_added_words=True,  # [HL] [PLC] [ENT] start from @ # *
             knowledge_files=True,
+            configure=functools.partial(graph_layer_overrides, model_args),
         )
         loaded = LoadedModel(*load_for_task(recipe, model_args, data_args, explicit))
         loaded.processor.ner_finder = ner

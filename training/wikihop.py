@@ -59,7 +59,7 @@ from ..structure_gesa import LUKE_MASK_ENTITY_ID
 from .context_graph import VARIANT as CONTEXT_GRAPH
 from .context_graph import load_context_graph
 from .machinery import ScriptArgumentError, disk_full, disk_full_error, featurise_rows, write_json_atomically
-from .models import ModelRecipe, load_for_task
+from .models import ModelRecipe, graph_layer_overrides, load_for_task
 from .resources import load_metric
 from .task import LoadedModel, Task, first_output
 from .tokenizer import special_entity_rows, train_sample_tokenizer
@@ -236,6 +236,7 @@ def choice_head_overrides(model_args: Any, config: dict[str, Any]) -> dict[str, 
                 "checkpoint"
             )
         overrides["choice_head"] = choice_head
+    overrides.update(graph_layer_overrides(model_args, config))  # LUKE-Graph's relational layer
     preset = ABLATION_PRESETS.get(model_args.ablation or "full", {})
     if model_args.variant == "gesa" and "entity_graph" not in preset and preset.get("use_relative_labels", True):
         # GESA reads the thesis's context graph, one label per edge kind (ablation merged_graph: the three labels)
