@@ -31,6 +31,7 @@ candidate's id) only.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -49,8 +50,15 @@ MERGE_RULE = (
 KNOWLEDGE_VARIANTS = ("kar", "ernie")
 
 
+# the one Unicode form of aliases, entity names and mention text (records_kb reads the KB files into it), so that a
+# KB file in NFD and a text in NFC link the same
+UNICODE_FORM = "NFC"
+
+
 def normalize_title(text: str) -> str:
-    """Alias / title key: case-folded, underscores as spaces, single spaces, surrounding punctuation stripped."""
+    """Alias / title key: Unicode NFC (`UNICODE_FORM`), case-folded, underscores as spaces, single spaces,
+    surrounding punctuation stripped."""
+    text = unicodedata.normalize(UNICODE_FORM, text)
     return " ".join(text.replace("_", " ").casefold().split()).strip(" .,;:!?\"'()[]")
 
 
@@ -437,6 +445,7 @@ class KnowledgeCollator:
 __all__ = [
     "KNOWLEDGE_VARIANTS",
     "MERGE_RULE",
+    "UNICODE_FORM",
     "EntityCandidateGenerator",
     "KnowledgeCollator",
     "KnowledgeInputBuilder",

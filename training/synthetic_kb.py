@@ -32,6 +32,20 @@ flags read, all invented for the project:
 ``write_linking_corpus`` writes ``train.json``, ``dev.json``, ``aliases.tsv``, ``entities.txt``, ``triples.tsv`` (the
 same KB as ``head<TAB>relation<TAB>tail`` facts, for ``examples/train_transe.py``) and ``links.jsonl`` into a folder.
 
+**KB-only typing** (``write_typing_corpus``): does a fact that is only in the KB reach the answer? Open Entity JSON
+lines whose mention is an invented name and whose sentence is neutral (the same templates for every type, the names
+drawn from one syllable pool): the type is recoverable from the entity's KB neighbours only. Dev entities are never
+seen in training, so a model can only type them through their KB vectors. Two generators, written apart:
+
+- ``hubs``: four types, each with three hub entities; every entity is ``related to`` two hubs of its type
+  (``TYPING_GENERATORS["hubs"]``);
+- ``circles``: five types, each with four anchors; every entity ``lives near`` one anchor of its type and ``knows``
+  two other entities of its type, with other relation names, name syllables and templates
+  (``TYPING_GENERATORS["circles"]``).
+
+``typing_swap`` gives, per dev entity, an entity of another type (the swap control: the mention's KB entity
+replaced).
+
 Flat module: imports the standard library only.
 """
 
@@ -40,6 +54,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -227,14 +242,170 @@ def write_linking_corpus(
     return paths
 
 
+@dataclass(frozen=True)
+class TypingGenerator:
+    """One KB-only typing generator: its types, name syllables, sentence templates and KB shape."""
+
+    types: tuple[str, ...]
+    syllables: tuple[tuple[str, ...], ...]  # one pool per syllable position of a name
+    templates: tuple[str, ...]  # neutral: the same for every type; {n} is the mention
+    anchors_per_type: int
+    anchor_relation: str
+    anchors_per_entity: int
+    peer_relation: str | None  # links to other entities of the same type (None: none)
+    peers_per_entity: int = 0
+
+
+TYPING_GENERATORS: dict[str, TypingGenerator] = {
+    "hubs": TypingGenerator(
+        types=("person", "place", "group", "object"),
+        syllables=(("Ka", "Lo", "Mi", "Ta", "Ve", "Ru", "So", "De", "Ni", "Fa"),
+                   ("ren", "dal", "mik", "sor", "vel", "tan", "lis", "gor", "ban", "pet"),
+                   ("a", "o", "is", "en", "ul", "ar")),
+        templates=(
+            "{n} was mentioned in the report .",
+            "the list included {n} again .",
+            "we talked about {n} for hours .",
+            "nobody expected {n} to appear here .",
+            "{n} came up in the meeting .",
+            "the article named {n} twice .",
+        ),
+        anchors_per_type=3, anchor_relation="related to", anchors_per_entity=2, peer_relation=None,
+    ),
+    "circles": TypingGenerator(
+        types=("plant", "vehicle", "song", "island", "tool"),
+        syllables=(("Bro", "Ish", "Qua", "Zel", "Hom", "Pry", "Uth", "Wex"),
+                   ("mi", "ta", "ko", "re", "su", "ny", "la"),
+                   ("th", "nd", "x", "rk", "ll", "sh")),
+        templates=(
+            "yesterday someone wrote about {n} .",
+            "i saw {n} on the old photo .",
+            "{n} is on page four .",
+            "they kept asking about {n} .",
+        ),
+        anchors_per_type=4, anchor_relation="lives near", anchors_per_entity=1, peer_relation="knows",
+        peers_per_entity=2,
+    ),
+}  # fmt: skip
+
+
+def typing_names(generator: TypingGenerator, count: int, seed: int) -> list[str]:
+    """``count`` distinct invented names from the generator's syllables (seeded; no syllable tells a type)."""
+    rng = random.Random(f"typing-names-{seed}")
+    names: list[str] = []
+    seen: set[str] = set()
+    while len(names) < count:
+        name = "".join(rng.choice(pool) for pool in generator.syllables)
+        if name not in seen:
+            seen.add(name)
+            names.append(name)
+    return names
+
+
+def typing_kb(
+    generator_name: str = "hubs", per_type: int = 40, seed: int = 0
+) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
+    """The KB of a typing corpus: entity -> type (the mentionable entities, ``per_type`` of each type) and its
+    triples (``head, relation, tail``), the type recoverable from each entity's neighbours only."""
+    generator = TYPING_GENERATORS[generator_name]
+    rng = random.Random(f"typing-kb-{generator_name}-{seed}")
+    names = typing_names(generator, per_type * len(generator.types), seed)
+    rng.shuffle(names)
+    types = {name: generator.types[index % len(generator.types)] for index, name in enumerate(names)}
+    triples: list[tuple[str, str, str]] = []
+    anchors = {kind: [f"Anchor {t}-{i}" for i in range(generator.anchors_per_type)]
+               for t, kind in enumerate(generator.types)}  # fmt: skip
+    members: dict[str, list[str]] = {kind: [] for kind in generator.types}
+    for name, kind in types.items():
+        members[kind].append(name)
+    for name, kind in types.items():
+        for anchor in rng.sample(anchors[kind], generator.anchors_per_entity):
+            triples.append((name, generator.anchor_relation, anchor))
+        if generator.peer_relation is not None:
+            peers = [other for other in members[kind] if other != name]
+            for peer in rng.sample(peers, generator.peers_per_entity):
+                triples.append((name, generator.peer_relation, peer))
+    return types, triples
+
+
+def typing_rows(
+    generator_name: str, entities: list[str], types: dict[str, str], per_entity: int, seed: int, prefix: str
+) -> list[dict[str, Any]]:
+    """Open Entity rows: ``per_entity`` neutral sentences per entity (``y_str``: its one type)."""
+    generator = TYPING_GENERATORS[generator_name]
+    rng = random.Random(f"typing-rows-{generator_name}-{seed}-{prefix}")
+    rows = []
+    for entity in entities:
+        for template in rng.sample(generator.templates, per_entity):
+            left, _, right = template.partition("{n}")
+            rows.append({"annot_id": f"{prefix}-{len(rows)}", "left_context_token": left.split(),
+                         "mention_span": entity, "right_context_token": right.split(), "y_str": [types[entity]]})  # fmt: skip
+    rng.shuffle(rows)
+    return rows
+
+
+def typing_swap(types: dict[str, str], entities: list[str], seed: int = 0) -> dict[str, str]:
+    """The swap control: each of ``entities`` -> an entity of another type (seeded), for the KB row its mention
+    reads."""
+    rng = random.Random(f"typing-swap-{seed}")
+    return {entity: rng.choice([other for other, kind in types.items() if kind != types[entity]])
+            for entity in entities}  # fmt: skip
+
+
+def write_typing_corpus(
+    directory: str | Path,
+    generator: str = "hubs",
+    seed: int = 0,
+    per_type: int = 40,
+    dev_per_type: int = 10,
+    train_sentences: int = 2,
+    dev_sentences: int = 3,
+) -> dict[str, Path]:
+    """A KB-only typing corpus under ``directory`` (module docstring): ``train.json`` / ``dev.json`` (Open Entity JSON
+    lines; the dev entities, ``dev_per_type`` of each type, are in no training sentence), ``aliases.tsv`` (every
+    entity its own alias, prior 1), ``triples.tsv`` (the KB for ``examples/train_transe.py``) and ``types.json``
+    (entity -> type, the dev entities listed). Returns the paths by role."""
+    if generator not in TYPING_GENERATORS:
+        raise ValueError(f"generator={generator!r}: choose one of {sorted(TYPING_GENERATORS)}")
+    if not 0 < dev_per_type < per_type:
+        raise ValueError(f"dev_per_type={dev_per_type} must be in [1, per_type={per_type})")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    types, triples = typing_kb(generator, per_type, seed)
+    dev, train = [], []
+    counts: dict[str, int] = {}
+    for entity, kind in types.items():
+        counts[kind] = counts.get(kind, 0) + 1
+        (dev if counts[kind] <= dev_per_type else train).append(entity)
+    paths = {role: directory / name for role, name in (
+        ("train", "train.json"), ("dev", "dev.json"), ("aliases", "aliases.tsv"), ("triples", "triples.tsv"),
+        ("types", "types.json"), ("vectors", "entities.txt"))}  # fmt: skip
+    for split, entities, count in (("train", train, train_sentences), ("dev", dev, dev_sentences)):
+        rows = typing_rows(generator, entities, types, count, seed, f"{split}{seed}")
+        paths[split].write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    paths["aliases"].write_text(
+        "alias\tentity\tprior\n" + "".join(f"{name}\t{name}\t1.0\n" for name in types), encoding="utf-8"
+    )
+    paths["triples"].write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in triples), encoding="utf-8")
+    paths["types"].write_text(json.dumps({"types": types, "dev": dev}, indent=1) + "\n", encoding="utf-8")
+    return paths
+
+
 __all__ = [
     "NAMES",
     "PEOPLE",
     "SENSES",
+    "TYPING_GENERATORS",
+    "TypingGenerator",
     "alias_table",
     "entity_vectors",
     "generate_sentences",
     "kb_entity",
     "kb_triples",
+    "typing_kb",
+    "typing_names",
+    "typing_rows",
+    "typing_swap",
     "write_linking_corpus",
+    "write_typing_corpus",
 ]
