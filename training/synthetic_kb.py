@@ -82,8 +82,28 @@ SENSES: dict[str, tuple[str | None, str, list[str]]] = {
         "{p} swam in the river {n} at dawn .",
         "{p} fished in {n} , the cold mountain river .",
     ]),
+    "band": (" (band)", "per:member_of", [
+        "{p} sings in the band {n} on weekends .",
+        "{p} plays drums for {n} , a rock band .",
+        "{p} toured with {n} , the band from the north .",
+    ]),
 }  # fmt: skip
 KINDS = ("person", "city", "company")
+KB_SENSES = ("city", "company", "band")  # the KB senses a name may have, in the order ``priors`` draws them
+
+
+def sense_priors(names: list[str], seed: int, priors: tuple[float, ...]) -> dict[str, dict[str, float]]:
+    """Per name, each of its ``len(priors)`` KB senses with its prior: the first senses of ``KB_SENSES`` in a seeded
+    order per name, the first of them at ``priors[0]`` (the favourite), and so on."""
+    if not 2 <= len(priors) <= len(KB_SENSES):
+        raise ValueError(f"priors={priors}: give 2 to {len(KB_SENSES)} priors, one per KB sense")
+    rng = random.Random(f"priors-{seed}")
+    out = {}
+    for name in names:
+        senses = list(KB_SENSES[: len(priors)])
+        rng.shuffle(senses)
+        out[name] = dict(zip(senses, priors, strict=True))
+    return out
 
 
 def kb_entity(name: str, sense: str) -> str | None:
@@ -120,7 +140,7 @@ def make_sentence(rng: random.Random, index: int, sense: str, name: str, prefix:
         "obj_start": spans["{n}"][0],
         "obj_end": spans["{n}"][1],
         "subj_type": "PERSON",
-        "obj_type": {"city": "CITY", "company": "ORGANIZATION", "river": "LOCATION"}[sense],
+        "obj_type": {"city": "CITY", "company": "ORGANIZATION", "river": "LOCATION", "band": "ORGANIZATION"}[sense],
     }
 
 
@@ -131,25 +151,36 @@ def generate_sentences(
     prior_wrong_share: float = 0.3,
     null_share: float = 0.15,
     prefix: str = "link",
+    priors: tuple[float, ...] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``count`` TACRED rows and their gold links (``{"id", "links": [[start, end, entity or None], ...]}``, end
     exclusive). Each row's object is the underdog sense with probability ``prior_wrong_share``, the river (NULL) with
-    ``null_share``, the favourite otherwise; the same ``seed`` gives the same rows."""
+    ``null_share``, the favourite otherwise; the same ``seed`` gives the same rows. With ``priors`` (e.g. ``(0.6,
+    0.3, 0.1)``: ``sense_priors``) each name has that many KB senses; a prior-wrong row takes one of the non-favourite
+    senses in proportion to their priors."""
     if not 0 < names <= len(NAMES):
         raise ValueError(f"names={names}: give 1..{len(NAMES)} ambiguous names")
     if not (0 <= prior_wrong_share and 0 <= null_share and prior_wrong_share + null_share <= 1):
         raise ValueError(f"prior_wrong_share={prior_wrong_share}, null_share={null_share}: shares in [0, 1], sum <= 1")
     chosen = NAMES[:names]
     favourite = favourite_senses(chosen, seed)
+    by_name = sense_priors(chosen, seed, priors) if priors is not None else None
     rng = random.Random(f"sentences-{seed}-{prefix}")
     rows, links = [], []
     for index in range(count):
         name = rng.choice(chosen)
         draw = rng.random()
+        if by_name is not None:
+            senses = list(by_name[name])  # favourite first
+            favourite[name] = senses[0]
         if draw < null_share:
             sense = "river"
         elif draw < null_share + prior_wrong_share:
-            sense = "company" if favourite[name] == "city" else "city"
+            if by_name is None:
+                sense = "company" if favourite[name] == "city" else "city"
+            else:  # the other KB senses, in proportion to their priors
+                others = senses[1:]
+                sense = rng.choices(others, weights=[by_name[name][other] for other in others])[0]
         else:
             sense = favourite[name]
         row = make_sentence(rng, index, sense, name, prefix)
@@ -162,45 +193,61 @@ def generate_sentences(
     return rows, links
 
 
-def alias_table(names: list[str], seed: int = 0, prior_high: float = 0.75) -> list[tuple[str, str, float]]:
+def alias_table(
+    names: list[str], seed: int = 0, prior_high: float = 0.75, priors: tuple[float, ...] | None = None
+) -> list[tuple[str, str, float]]:
     """``(alias, entity, prior)`` lines: each name -> its two KB senses (the favourite at ``prior_high``), the
     underdog first, then the same two lines for the name in lower case (as an alias table gathered from anchor texts
-    lists case variants; ``processing_kb.MERGE_RULE`` makes them one alias again); each person -> itself at prior 1."""
+    lists case variants; ``processing_kb.MERGE_RULE`` makes them one alias again); each person -> itself at prior 1.
+    With ``priors``: each name -> its ``sense_priors`` senses, the least probable first."""
     favourite = favourite_senses(names, seed)
+    by_name = sense_priors(names, seed, priors) if priors is not None else None
     lines = []
     for name in names:
         for alias in (name, name.lower()):
+            if by_name is not None:
+                for sense, prior in reversed(list(by_name[name].items())):
+                    lines.append((alias, kb_entity(name, sense), prior))
+                continue
             for sense in sorted(("city", "company"), key=lambda sense: sense == favourite[name]):
                 prior = prior_high if sense == favourite[name] else round(1 - prior_high, 6)
                 lines.append((alias, kb_entity(name, sense), prior))
     return lines + [(person, person, 1.0) for person in PEOPLE]
 
 
-def entity_vectors(names: list[str], dim: int = 16, seed: int = 0, noise: float = 0.5) -> dict[str, list[float]]:
+def entity_vectors(
+    names: list[str], dim: int = 16, seed: int = 0, noise: float = 0.5, senses: tuple[str, ...] = ("city", "company")
+) -> dict[str, list[float]]:
     """TransE-like vectors: each entity its kind's direction (unit length times ``sqrt(dim)``) plus Gaussian noise
-    of std ``noise`` per value."""
+    of std ``noise`` per value (``senses``: the KB senses of every name)."""
     rng = random.Random(f"vectors-{seed}")
     directions = {}
-    for kind in KINDS:
+    for kind in (*KINDS, *(sense for sense in senses if sense not in KINDS)):
         raw = [rng.gauss(0, 1) for _ in range(dim)]
         norm = math.sqrt(sum(v * v for v in raw))
         directions[kind] = [v / norm * math.sqrt(dim) for v in raw]
     entities = [(person, "person") for person in PEOPLE]
-    entities += [(kb_entity(name, sense), sense) for name in names for sense in ("city", "company")]
+    entities += [(kb_entity(name, sense), sense) for name in names for sense in senses]
     return {entity: [d + rng.gauss(0, noise) for d in directions[kind]] for entity, kind in entities}
 
 
-def kb_triples(names: list[str]) -> list[tuple[str, str, str]]:
+def kb_triples(names: list[str], senses: tuple[str, ...] = ("city", "company")) -> list[tuple[str, str, str]]:
     """The KB as facts (``examples/train_transe.py`` trains TransE vectors from them): every entity's kind, the cities
-    and companies of each name, the people's home city and employer."""
+    and companies of each name, the people's home city and employer (and, with the ``band`` sense, each band's home
+    city and a band of each person)."""
     triples = [(person, "instance of", "human") for person in PEOPLE]
     for name in names:
         triples.append((kb_entity(name, "city"), "instance of", "city"))
         triples.append((kb_entity(name, "company"), "instance of", "business"))
         triples.append((kb_entity(name, "company"), "headquarters location", kb_entity(name, "city")))
+        if "band" in senses:
+            triples.append((kb_entity(name, "band"), "instance of", "musical group"))
+            triples.append((kb_entity(name, "band"), "location of formation", kb_entity(name, "city")))
     for index, person in enumerate(PEOPLE):
         triples.append((person, "residence", kb_entity(names[index % len(names)], "city")))
         triples.append((person, "employer", kb_entity(names[(index + 1) % len(names)], "company")))
+        if "band" in senses:
+            triples.append((person, "member of", kb_entity(names[(index + 2) % len(names)], "band")))
     return triples
 
 
@@ -214,9 +261,11 @@ def write_linking_corpus(
     prior_wrong_share: float = 0.3,
     null_share: float = 0.15,
     prior_high: float = 0.75,
+    priors: tuple[float, ...] | None = None,
 ) -> dict[str, Path]:
     """The corpus and its KB files under ``directory`` (module docstring); returns their paths by role (``train``,
-    ``dev``, ``aliases``, ``vectors``, ``triples``, ``links``)."""
+    ``dev``, ``aliases``, ``vectors``, ``triples``, ``links``). ``priors`` (e.g. ``(0.6, 0.3, 0.1)``): that many KB
+    senses per name with those priors (``sense_priors``) instead of two at ``prior_high`` / ``1 - prior_high``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     chosen = NAMES[:names]
@@ -225,20 +274,24 @@ def write_linking_corpus(
         ("triples", "triples.tsv"), ("links", "links.jsonl"))}  # fmt: skip
     all_links = []
     for split, count in (("train", train_size), ("dev", eval_size)):
-        rows, links = generate_sentences(count, seed, names, prior_wrong_share, null_share, prefix=f"{split}{seed}")
+        rows, links = generate_sentences(
+            count, seed, names, prior_wrong_share, null_share, prefix=f"{split}{seed}", priors=priors
+        )
         paths[split].write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
         all_links += links
     paths["links"].write_text("".join(json.dumps(row) + "\n" for row in all_links), encoding="utf-8")
-    lines = alias_table(chosen, seed, prior_high)
+    lines = alias_table(chosen, seed, prior_high, priors)
+    senses = KB_SENSES[: len(priors)] if priors is not None else ("city", "company")
     paths["aliases"].write_text(
         "alias\tentity\tprior\n" + "".join(f"{a}\t{e}\t{p}\n" for a, e, p in lines), encoding="utf-8"
     )
-    vectors = entity_vectors(chosen, dim, seed)
+    vectors = entity_vectors(chosen, dim, seed, senses=senses)
     text = f"{len(vectors)} {dim}\n" + "".join(
         f"{name}\t" + " ".join(f"{v:.5f}" for v in values) + "\n" for name, values in vectors.items()
     )
     paths["vectors"].write_text(text, encoding="utf-8")
-    paths["triples"].write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in kb_triples(chosen)), encoding="utf-8")
+    triples = kb_triples(chosen, senses)
+    paths["triples"].write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in triples), encoding="utf-8")
     return paths
 
 
@@ -392,6 +445,7 @@ def write_typing_corpus(
 
 
 __all__ = [
+    "KB_SENSES",
     "NAMES",
     "PEOPLE",
     "SENSES",
@@ -402,6 +456,7 @@ __all__ = [
     "generate_sentences",
     "kb_entity",
     "kb_triples",
+    "sense_priors",
     "typing_kb",
     "typing_names",
     "typing_rows",
