@@ -92,12 +92,17 @@ class KarForEntitySpanClassification(KarEntityHead, KarPreTrainedModel, GesaForE
 
 
 def linking_accuracy_counts(
-    scores: torch.Tensor, candidate_ids: torch.Tensor, priors: torch.Tensor | None, gold: torch.Tensor
+    scores: torch.Tensor,
+    candidate_ids: torch.Tensor,
+    priors: torch.Tensor | None,
+    gold: torch.Tensor,
+    null_mask: torch.Tensor | None = None,
 ) -> dict[str, tuple[float, int]]:
     """Over the mentions with a gold candidate (`gold >= 0`), each metric's `(hits, items)`: how many the linker
-    (highest `psi`) and the prior alone (highest prior) link to the gold entity (the same KB row, or NULL), out of the
-    mentions (`linking_accuracy`, `linking_prior_accuracy`); and the linker's NULL precision (right NULLs out of its
-    NULLs, `linking_null_precision`) and recall (out of the gold NULLs, `linking_null_recall`)."""
+    (highest `psi`; NULL where `null_mask`: no candidate passed the threshold) and the prior alone (highest prior)
+    link to the gold entity (the same KB row, or NULL), out of the mentions (`linking_accuracy`,
+    `linking_prior_accuracy`); and the linker's NULL precision (right NULLs out of its NULLs,
+    `linking_null_precision`) and recall (out of the gold NULLs, `linking_null_recall`)."""
     rows, mentions = (gold >= 0).nonzero(as_tuple=True)
     if rows.numel() == 0:
         return {}
@@ -109,6 +114,10 @@ def linking_accuracy_counts(
             1, scores[rows, mentions].masked_fill(~valid, float("-inf")).argmax(-1, keepdim=True)
         )[:, 0]
     }
+    if null_mask is not None:
+        picked["linking_accuracy"] = picked["linking_accuracy"].masked_fill(
+            null_mask[rows, mentions], KAR_NULL_CANDIDATE
+        )
     if priors is not None:
         picked["linking_prior_accuracy"] = ids.gather(
             1, priors[rows, mentions].masked_fill(~valid, float("-inf")).argmax(-1, keepdim=True)
@@ -185,7 +194,9 @@ class KarForPreTraining(MaskedLmNspHeads, KarPreTrainedModel, GesaEntityHeadBase
             self.logged_losses["linking_loss"][-1] = float(linking.detach())  # logged unweighted, as fine-tuning's
         gold, ids = kwargs.get("kar_gold_candidates"), kwargs.get("kar_candidate_ids")
         if not self.training and gold is not None and ids is not None and outputs.linking_scores is not None:
-            counts = linking_accuracy_counts(outputs.linking_scores, ids, kwargs.get("kar_candidate_priors"), gold)
+            counts = linking_accuracy_counts(
+                outputs.linking_scores, ids, kwargs.get("kar_candidate_priors"), gold, outputs.null_mask
+            )
             for name, (hits, total) in counts.items():
                 self.count_for_evaluation({name: hits}, total)
         return KarPreTrainingOutput(

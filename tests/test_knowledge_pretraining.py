@@ -24,6 +24,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from script_helpers import RECORD_SAMPLE_DEV, RECORD_SAMPLE_TRAIN, load_entity_script, record_script
+from transformers import AutoTokenizer
 
 from gesa.modeling_ernie import DEA_ALIGNMENT_KINDS, dea_accuracy_by_alignment, dea_accuracy_counts
 from gesa.modeling_kar import KarForEntitySpanQA
@@ -145,6 +146,7 @@ def test_ernie_pretraining_goes_on_from_its_own_checkpoint_with_its_entity_vocab
     common = ["--task", "pretrain", "--variant", "ernie", "--train_file", str(train), "--do_train", "--max_steps",
               "1", *COMMON]  # fmt: skip
     load_entity_script().main([*common, "--model_name_or_path", str(luke), "--output_dir", str(tmp_path / "first")])
+    (tmp_path / "more").mkdir()
     more = write_demo_split(tmp_path / "more", "ner", "train", 12, 4)  # other mentions: the vocabulary stays
     argv = [*common, "--model_name_or_path", str(tmp_path / "first"), "--learning_rate", "0", "--output_dir",
             str(tmp_path / "second")]  # fmt: skip
@@ -153,8 +155,8 @@ def test_ernie_pretraining_goes_on_from_its_own_checkpoint_with_its_entity_vocab
     before = load_file(tmp_path / "first" / "model.safetensors")
     after = load_file(tmp_path / "second" / "model.safetensors")
     assert all(torch.equal(before[name], after[name]) for name in before)
-    vocabulary = [json.loads((tmp_path / run / "entity_vocab.json").read_text()) for run in ("first", "second")]
-    assert vocabulary[0] == vocabulary[1]
+    vocabulary = [AutoTokenizer.from_pretrained(tmp_path / run).entity_vocab for run in ("first", "second")]
+    assert len(vocabulary[0]) > 4 and vocabulary[0] == vocabulary[1]
 
 
 # ---------------------------------------------------------------------------------------------------- the metrics
@@ -217,6 +219,9 @@ def test_linking_accuracy_counts_compare_entities_of_the_linker_and_the_prior():
         "linking_null_precision": (1.0, 1),  # the linker's one NULL is right
         "linking_null_recall": (1.0, 1),  # of the one gold NULL
     }
+    # no candidate of mention 0 passed the threshold: the forward took the NULL embedding, so the linker linked NULL
+    counts = linking_accuracy_counts(scores, ids, priors, gold, null_mask=torch.tensor([[True, False]]))
+    assert counts["linking_accuracy"] == (1.0, 2) and counts["linking_null_precision"] == (1.0, 2)
 
 
 @pytest.mark.slow
