@@ -49,7 +49,8 @@ It prints each seed and the mean and spread over the seeds::
         --priors 0.6,0.3,0.1
     OMP_NUM_THREADS=1 python bench/knowledge_checks.py --output_dir typing_out --checks typing --generator hubs
 
-(three seeds; linking and dEA about 3 minutes on one idle core, typing about 15). ``--output_dir`` keeps each seed's
+(three seeds; linking and dEA about 3 minutes on one idle core; typing trains TransE and three models per seed, several
+times that, and ran about an hour a seed on the shared, loaded 2-core machine). ``--output_dir`` keeps each seed's
 data, tiny LUKE and checkpoints (``seed-N/``) and ``knowledge_checks.json`` (the tables' numbers).
 """
 
