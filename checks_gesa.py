@@ -530,18 +530,26 @@ KAR_NULL_CANDIDATE = -2
 """A `kar_candidate_ids` value: KnowBERT's NULL entity, a candidate of its own whose embedding is KAR's learned NULL
 embedding (it lets the linker prefer "no link" over the KB's candidates)."""
 
+ERNIE_HEAD_ENTITY = -2
+"""An `ernie_entity_ids` value: the entity slot of a token the task head reads (ERNIE's released fine-tuning code
+gives its `[CLS]` one, `ent_mask[0] = 1`): its input is the zero vector, its entity-stream state gathers the sequence's
+entities through the entity self-attention, and the fusion writes it into that token."""
 
-def check_kb_ids(name: str, ids: torch.Tensor, kb_size: int) -> None:
-    """`ids` must be KB rows in `[0, kb_size)` or -1 for padding; raise a `ValueError` naming `name` otherwise."""
+
+def check_kb_ids(name: str, ids: torch.Tensor, kb_size: int, special: tuple[int, str] | None = None) -> None:
+    """`ids` must be KB rows in `[0, kb_size)` or -1 for padding (or `special`'s value, named by its text); raise a
+    `ValueError` naming `name` otherwise."""
     if torch.compiler.is_compiling() or not ids.numel():
         return
     if ids.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
         raise ValueError(f"{name} must be integer KB ids, got dtype {ids.dtype}.")
-    low, high = int(ids.min()), int(ids.max())
+    checked = ids if special is None else ids[ids != special[0]]
+    low, high = (int(checked.min()), int(checked.max())) if checked.numel() else (0, 0)
     if low < -1 or high >= kb_size:
+        also = "" if special is None else f", {special[0]} for {special[1]}"
         raise ValueError(
-            f"{name} must be knowledge-base rows in [0, {kb_size - 1}] (kb_size) or -1 for padding; got values in "
-            f"[{low}, {high}]. Candidate ids index the KB table: the entity vocabulary when kb_size is None, else "
+            f"{name} must be knowledge-base rows in [0, {kb_size - 1}] (kb_size) or -1 for padding{also}; got values "
+            f"in [{low}, {high}]. Candidate ids index the KB table: the entity vocabulary when kb_size is None, else "
             "the rows given to set_knowledge_base."
         )
 
@@ -617,6 +625,7 @@ def check_kar_inputs(
 
 
 __all__ = [
+    "ERNIE_HEAD_ENTITY",
     "IGNORE_INDEX",
     "INTEGER_INPUTS",
     "KAR_NULL_CANDIDATE",

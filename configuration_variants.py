@@ -202,6 +202,12 @@ class KarConfig(VariantBackboneConfig):
             equals its backbone exactly until training moves `W2`.
         kar_linking_loss_weight (`float`, defaults to 1.0):
             Weight of the supervised linking loss `L_EL` added to the task loss when gold links are given.
+        kar_layer_norms (`bool`, defaults to `True`):
+            KnowBERT's released code's LayerNorms in the entity dimension: on the KB vectors before the linker
+            (`kg_layer_norm`), on the pooled mention spans (`projected_span_layer_norm`) and on the spans with their
+            entities, `s'_m = LayerNorm(s_m + e~_m)` (`weighted_entity_layer_norm`). They put a KB of any scale
+            (TransE's unit vectors, LUKE's table) on the scale of the word states, so the KB reaches the answer.
+            `False`: the paper's equations without them (a config saved before the field loads so).
         kb_size (`int`, *optional*):
             `None`: the knowledge base is the backbone's own entity table (LUKE's Wikipedia entities; candidate ids are
             entity-vocabulary ids). An integer: a separate, frozen `knowledge_base` table of that many rows
@@ -220,7 +226,20 @@ class KarConfig(VariantBackboneConfig):
     kar_linker_hidden_size: int = validated_field(positive, default=100)
     kar_output_init: str = validated_field(one_of(KAR_OUTPUT_INITS), default="pinv")
     kar_linking_loss_weight: float | int = validated_field(non_negative_finite, default=1.0)
+    kar_layer_norms: bool = True
     kb_size: int | None = validated_field(optional_positive, default=None)
+
+    @classmethod
+    def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> "KarConfig":
+        """`GesaConfig.from_dict`; a KAR config saved before `kar_layer_norms` existed has no such weights: it loads
+        with `kar_layer_norms=False`, as it was trained (every config saved since writes the field)."""
+        if config_dict.get("model_type") == cls.model_type and "kar_layer_norms" not in config_dict:
+            config_dict = {**config_dict, "kar_layer_norms": kwargs.pop("kar_layer_norms", False)}
+        return super().from_dict(config_dict, **kwargs)
+
+    def to_diff_dict(self) -> dict[str, Any]:
+        """`GesaConfig.to_diff_dict`, `kar_layer_norms` always written (`from_dict`)."""
+        return {**super().to_diff_dict(), "kar_layer_norms": self.kar_layer_norms}
 
     def __post_init__(self, **kwargs: Any) -> None:
         if self.kar_layer is None:
@@ -364,6 +383,12 @@ class ErnieConfig(VariantBackboneConfig):
             `e_k = LayerNorm_e(e~_k + W_e h_j + b_e)`; the backbone's pretrained FFN stays meaningful and a token with
             no aligned entity is computed exactly as in the backbone. `"gelu"`: the paper's equations literally,
             `w_j = gelu(W_t h_j + b_t)`, `e_k = gelu(W_e h_j + b_e)`.
+        ernie_head_entity (`bool`, defaults to `True`):
+            ERNIE's released fine-tuning code: the token the task head reads (its `[CLS]`; here the opening marker the
+            typing / pair heads read) has an entity slot of its own (`ernie_entity_ids` = `ERNIE_HEAD_ENTITY`, zero
+            input) that gathers the sequence's entities through the entity self-attention and is fused into that
+            token, so the head reads the KB directly. `False`: such slots are ignored, the head sees the KB only
+            through the attention to the mentions' words (a config saved before the field loads so).
         kb_size (`int`, *optional*):
             As in `KarConfig`: `None` uses the backbone's entity table as the knowledge base.
     """
@@ -373,7 +398,20 @@ class ErnieConfig(VariantBackboneConfig):
     ernie_num_fusion_layers: int | None = validated_field(optional_positive_or_zero, default=None)
     ernie_entity_num_attention_heads: int = validated_field(positive, default=4)
     ernie_fusion_output: str = validated_field(one_of(ERNIE_FUSION_OUTPUTS), default="residual_layernorm")
+    ernie_head_entity: bool = True
     kb_size: int | None = validated_field(optional_positive, default=None)
+
+    @classmethod
+    def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> "ErnieConfig":
+        """`GesaConfig.from_dict`; an ERNIE config saved before `ernie_head_entity` existed loads with it `False`, as
+        it was trained (every config saved since writes the field)."""
+        if config_dict.get("model_type") == cls.model_type and "ernie_head_entity" not in config_dict:
+            config_dict = {**config_dict, "ernie_head_entity": kwargs.pop("ernie_head_entity", False)}
+        return super().from_dict(config_dict, **kwargs)
+
+    def to_diff_dict(self) -> dict[str, Any]:
+        """`GesaConfig.to_diff_dict`, `ernie_head_entity` always written (`from_dict`)."""
+        return {**super().to_diff_dict(), "ernie_head_entity": self.ernie_head_entity}
 
     def __post_init__(self, **kwargs: Any) -> None:
         if self.ernie_num_fusion_layers is None:

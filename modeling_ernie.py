@@ -24,6 +24,9 @@ In each of the top M layers (the K-Encoder's aggregators):
 - information fusion, for token j aligned to entity k:
       h_j = gelu(W~_t w~_j + W~_e e~_k + b~);  w_j = out_t(h_j);  e_k = out_e(h_j)
   and for a token with no aligned entity `h_j = gelu(W~_t w~_j + b~)`, `w_j = out_t(h_j)`.
+- the head's entity (`ernie_head_entity`, ERNIE's released fine-tuning code: its `[CLS]` has an entity slot): a slot
+  `ERNIE_HEAD_ENTITY` aligned to the token a task head reads (the opening marker), zero input, which gathers the
+  sequence's entities in the entity self-attention and is fused into that token like any aligned entity.
   `W~_t, b~` are the backbone layer's FFN input (`intermediate.dense`) and `W_t, b_t` its FFN output
   (`output.dense`); `W~_e, W_e, b_e` are new. With `ernie_fusion_output="residual_layernorm"` (default, ERNIE's
   released code and the backbone's own sublayer) `out_t(h_j) = LayerNorm(w~_j + dropout(W_t h_j + b_t))` and
@@ -49,7 +52,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
-from .checks_gesa import check_kb_ids, check_shape, pop_inputs
+from .checks_gesa import ERNIE_HEAD_ENTITY, check_kb_ids, check_shape, pop_inputs
 from .configuration_variants import ErnieConfig
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import (
@@ -186,7 +189,9 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
 
     Inputs: GESA's (README "Model inputs") plus
 
-    - `ernie_entity_ids` `(B, N)` long: KB rows of the entities mentioned in the text, `-1` padded;
+    - `ernie_entity_ids` `(B, N)` long: KB rows of the entities mentioned in the text, `-1` padded, or
+      `ERNIE_HEAD_ENTITY` (-2) for the entity slot of a word the task head reads (zero input; with
+      `ernie_head_entity`, else ignored);
     - `ernie_entity_positions` `(B, N)` long: word index of the first token of each entity's mention (the alignment),
       `-1` for padding only. At most one entity per word.
 
@@ -224,8 +229,13 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
         check_shape(
             "ernie_entity_positions", ernie_entity_positions, tuple(ernie_entity_ids.shape), "(batch, entities)"
         )
-        check_kb_ids("ernie_entity_ids", ernie_entity_ids, knowledge_table(self).size(0))
-        real = ernie_entity_ids >= 0
+        special = (ERNIE_HEAD_ENTITY, "the entity slot of a word the head reads")
+        check_kb_ids("ernie_entity_ids", ernie_entity_ids, knowledge_table(self).size(0), special)
+        head_slots = ernie_entity_ids == ERNIE_HEAD_ENTITY
+        if not self.config.ernie_head_entity:  # a model without the head's entity (saved before it): ignored
+            ernie_entity_ids = ernie_entity_ids.masked_fill(head_slots, -1)
+            ernie_entity_positions = ernie_entity_positions.masked_fill(head_slots, -1)
+        real = ernie_entity_ids != -1
         if not torch.compiler.is_compiling() and real.any():
             positions = ernie_entity_positions[real]
             if (positions < 0).any():
@@ -265,7 +275,8 @@ class ErnieModel(ErniePreTrainedModel, GesaModel):
             words.device,
         )
         table = knowledge_table(self)
-        knowledge = (table[knowledge_ids.clamp(min=0)] * knowledge_mask[..., None].to(table.dtype)).to(words.dtype)
+        in_kb = (knowledge_ids >= 0)[..., None].to(table.dtype)  # the head's entity slots start at zero
+        knowledge = (table[knowledge_ids.clamp(min=0)] * in_kb).to(words.dtype)
         return ErnieBlocks(self, knowledge, knowledge_mask, alignment)
 
 
@@ -423,6 +434,27 @@ def denoising_entity_logits(
     return logits, loss
 
 
+DEA_ALIGNMENT_KINDS = ("kept", "masked", "replaced")
+"""What dEA's corruption did to an alignment (`corrupt_entity_alignments`): kept (80%: the word's own entity is in
+the input, a copy), masked (15%: no entity in the input) or replaced (5%: another entity in the input)."""
+
+
+def _dea_word_scores(
+    logits: torch.Tensor, candidates: torch.Tensor, dea_labels: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per word with a target: its row, its candidate index, hit (0/1) and chance (the share of its sequence's
+    candidates that are its entity)."""
+    rows, words = (dea_labels != -100).nonzero(as_tuple=True)
+    targets = dea_labels[rows, words]
+    gold = candidates[rows, targets]  # (W,) KB rows
+    row_candidates = candidates[rows]  # (W, N)
+    scores = logits[rows, words].masked_fill(row_candidates < 0, float("-inf"))
+    predicted = row_candidates.gather(1, scores.argmax(-1, keepdim=True))[:, 0]
+    same = (row_candidates == gold[:, None]).sum(-1).float()
+    valid = (row_candidates >= 0).sum(-1).clamp(min=1).float()
+    return rows, targets, (predicted == gold).float(), same / valid
+
+
 def dea_accuracy_counts(
     logits: torch.Tensor, candidates: torch.Tensor, dea_labels: torch.Tensor
 ) -> tuple[float, float, int]:
@@ -434,16 +466,27 @@ def dea_accuracy_counts(
         logits: `(B, L, N)` (`denoising_entity_logits`). candidates: `(B, N)` KB rows, -1 padded.
         dea_labels: `(B, L)` candidate index per word, -100 elsewhere.
     """
-    rows, words = (dea_labels != -100).nonzero(as_tuple=True)
-    if rows.numel() == 0:
-        return 0.0, 0.0, 0
-    gold = candidates[rows, dea_labels[rows, words]]  # (W,) KB rows
-    row_candidates = candidates[rows]  # (W, N)
-    scores = logits[rows, words].masked_fill(row_candidates < 0, float("-inf"))
-    predicted = row_candidates.gather(1, scores.argmax(-1, keepdim=True))[:, 0]
-    same = (row_candidates == gold[:, None]).sum(-1).float()
-    valid = (row_candidates >= 0).sum(-1).clamp(min=1).float()
-    return float((predicted == gold).sum()), float((same / valid).sum()), int(rows.numel())
+    _, _, hits, chance = _dea_word_scores(logits, candidates, dea_labels)
+    return float(hits.sum()), float(chance.sum()), int(hits.numel())
+
+
+def dea_accuracy_by_alignment(
+    logits: torch.Tensor, candidates: torch.Tensor, dea_labels: torch.Tensor, ernie_entity_ids: torch.Tensor
+) -> dict[str, tuple[float, float, int]]:
+    """`dea_accuracy_counts` split by what the corruption did to each word's alignment (`DEA_ALIGNMENT_KINDS`):
+    kept (the input holds the word's entity), masked (the input holds none), replaced (the input holds another).
+
+    Args:
+        logits, candidates, dea_labels: as `dea_accuracy_counts` (candidates: the uncorrupted entities).
+        ernie_entity_ids: `(B, N)` the corrupted input entities (`corrupt_entity_alignments`' `ernie_entity_ids`,
+            slot for slot with `candidates`; -1 where masked).
+    """
+    rows, targets, hits, chance = _dea_word_scores(logits, candidates, dea_labels)
+    given, original = ernie_entity_ids[rows, targets], candidates[rows, targets]
+    kinds = {"kept": given == original, "masked": given < 0, "replaced": (given >= 0) & (given != original)}
+    return {
+        kind: (float(hits[mask].sum()), float(chance[mask].sum()), int(mask.sum())) for kind, mask in kinds.items()
+    }
 
 
 class DenoisingEntityHead:
@@ -532,6 +575,7 @@ ErnieForEntitySpanQA.register_for_auto_class("AutoModelForQuestionAnswering")
 ErnieForDenoisingEntityAutoencoder.register_for_auto_class("AutoModelForPreTraining")
 
 __all__ = [
+    "DEA_ALIGNMENT_KINDS",
     "LUKE_SPECIAL_ENTITY_IDS",
     "DenoisingEntityHead",
     "ErnieDeaOutput",
@@ -543,6 +587,7 @@ __all__ = [
     "ErnieModelOutput",
     "ErniePreTrainedModel",
     "corrupt_entity_alignments",
+    "dea_accuracy_by_alignment",
     "dea_accuracy_counts",
     "denoising_entity_logits",
 ]

@@ -33,7 +33,14 @@ from transformers.utils import ModelOutput, can_return_tuple
 
 from .checks_gesa import pop_inputs
 from .loading_gesa import PipelineSpec
-from .modeling_ernie import DenoisingEntityHead, ErnieInputs, ErnieModel, ErniePreTrainedModel, dea_accuracy_counts
+from .modeling_ernie import (
+    DenoisingEntityHead,
+    ErnieInputs,
+    ErnieModel,
+    ErniePreTrainedModel,
+    dea_accuracy_by_alignment,
+    dea_accuracy_counts,
+)
 from .modeling_gesa import with_inputs_of
 from .modeling_gesa_entity import (
     GesaEntityHeadBase,
@@ -103,7 +110,8 @@ class ErnieForPreTraining(MaskedLmNspHeads, DenoisingEntityHead, ErniePreTrained
     the sequence's entities, `DenoisingEntityHead`); `loss = mlm_loss +
     nsp_loss + dea_loss` (those whose labels are given). While training, each loss is kept (`pop_logged_losses`) for
     the driver's log; while evaluating, dEA's accuracy and chance on the same words (`modeling_ernie.dea_accuracy_counts`,
-    `pop_evaluation_metrics`: percent).
+    `pop_evaluation_metrics`: percent), also apart for the kept, masked and replaced alignments
+    (`dea_accuracy_kept`, `dea_chance_kept`, ...: `modeling_ernie.dea_accuracy_by_alignment`).
     """
 
     base_model_class = ErnieModel
@@ -138,6 +146,11 @@ class ErnieForPreTraining(MaskedLmNspHeads, DenoisingEntityHead, ErniePreTrained
         if not self.training and dea_labels is not None and dea_logits is not None:
             hits, chance, words = dea_accuracy_counts(dea_logits, candidates, dea_labels)
             self.count_for_evaluation({"dea_accuracy": hits, "dea_chance": chance}, words)
+            if ernie_entity_ids is not None and dea_candidate_ids is not None:  # split by what the corruption did
+                split = dea_accuracy_by_alignment(dea_logits, candidates, dea_labels, ernie_entity_ids)
+                for kind, (kind_hits, kind_chance, kind_words) in split.items():
+                    counts = {f"dea_accuracy_{kind}": kind_hits, f"dea_chance_{kind}": kind_chance}
+                    self.count_for_evaluation(counts, kind_words)
         return ErniePreTrainingOutput(
             loss=loss,
             mlm_loss=mlm_loss,

@@ -477,17 +477,17 @@ class MaskedLmNspHeads:
         return means
 
     def count_for_evaluation(self, hits: dict[str, float], total: int) -> None:
-        """Add an evaluation batch's counts (``{metric: hits}`` over ``total`` items) to ``pop_evaluation_metrics``'."""
+        """Add an evaluation batch's counts (``{metric: hits}`` over ``total`` items, each metric its own items) to
+        ``pop_evaluation_metrics``'."""
         counts = self.__dict__.setdefault("evaluation_counts", {})
         for name, value in hits.items():
-            counts[name] = counts.get(name, 0.0) + value
-        counts[""] = counts.get("", 0) + total
+            seen = counts.get(name, (0.0, 0))
+            counts[name] = (seen[0] + value, seen[1] + total)
 
     def pop_evaluation_metrics(self) -> dict[str, float]:
         """Each counted metric over the evaluation batches since the last call, in percent (none without items)."""
         counts = self.__dict__.pop("evaluation_counts", {})
-        total = counts.pop("", 0)
-        return {name: 100.0 * value / total for name, value in counts.items()} if total else {}
+        return {name: 100.0 * value / total for name, (value, total) in counts.items() if total}
 
 
 GesaForEntityClassification.register_for_auto_class("AutoModelForSequenceClassification")

@@ -23,6 +23,11 @@ sits between backbone layers `kar_layer` and `kar_layer + 1` and rewrites the wo
    loss `L_EL = -sum_m log softmax(psi_m)[gold]`.
 4. `psi~` = softmax over the candidates with `psi >= delta`, 0 below; `e~_m = sum_k psi~_mk e_mk`, or the NULL
    embedding when no candidate passes; `s'_m = s_m + e~_m`.
+
+With `kar_layer_norms` (default), KnowBERT's released code's three LayerNorms: the KB vectors `e_mk` (not the NULL
+embedding) before steps 3-4 (`kg_layer_norm`), the pooled spans before the span encoder (`projected_span_layer_norm`)
+and `s'_m = LayerNorm(s_m + dropout(e~_m))` (`weighted_entity_layer_norm`): the KB enters on the scale of the word
+states whatever its vectors' norm (PyKEEN's TransE vectors have norm 1, the LayerNormed spans `sqrt(E)`).
 5. `H'_proj = MLP(MultiHeadAttn(H_proj, S', S'))` (KnowBERT's span-attention layer: attention and feed-forward,
    each with residual + LayerNorm); `H' = dropout(H'_proj W2 + b2) + H`, `W2` initialised as the pseudo-inverse of
    `W1` (`kar_output_init="pinv"`) or as zero (`"zero"`: the model starts as its backbone).
@@ -161,6 +166,10 @@ class KarLayer(GradientCheckpointingLayer):
         self.span_encoder = KarTransformerLayer(config)
         self.linker = KarLinker(config)
         self.null_embedding = nn.Parameter(torch.zeros(size))
+        if config.kar_layer_norms:  # KnowBERT's released code: kg_layer_norm, projected_span_ and weighted_entity_
+            self.kb_layer_norm = nn.LayerNorm(size, eps=1e-5)
+            self.span_layer_norm = nn.LayerNorm(size, eps=1e-5)
+            self.enhanced_layer_norm = nn.LayerNorm(size, eps=1e-5)
         self.recontextualizer = KarTransformerLayer(config)
         self.kg_to_bert = nn.Linear(size, config.hidden_size)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
@@ -205,12 +214,17 @@ class KarLayer(GradientCheckpointingLayer):
         span_mask = mention_spans[..., 0] >= 0
         projected = self.bert_to_kg(words)
         spans = self.pool_spans(projected, mention_spans)
+        if self.config.kar_layer_norms:
+            spans = self.span_layer_norm(spans)
         spans, _ = self.span_encoder(spans, spans, span_mask)
         scores = self.linker(spans, candidate_embeddings, candidate_priors)
         weights, linked = threshold_link_weights(scores, candidate_mask, self.config.kar_entity_threshold)
         entity = torch.einsum("bck,bcke->bce", weights, candidate_embeddings)
         entity = torch.where(linked[..., None], entity, self.null_embedding.to(entity.dtype))
-        enhanced = spans + entity
+        if self.config.kar_layer_norms:
+            enhanced = self.enhanced_layer_norm(spans + self.dropout(entity))
+        else:
+            enhanced = spans + entity
         recontextualised, span_attentions = self.recontextualizer(projected, enhanced, span_mask)
         new_words = self.dropout(self.kg_to_bert(recontextualised)) + words
         linking_scores = scores.masked_fill(~candidate_mask, torch.finfo(scores.dtype).min)
@@ -401,7 +415,10 @@ class KarModel(KarPreTrainedModel, GesaModel):
         null = candidate_ids == KAR_NULL_CANDIDATE
         in_kb = candidate_ids >= 0
         table = knowledge_table(self)
-        candidate_embeddings = table[candidate_ids.clamp(min=0)] * in_kb[..., None].to(table.dtype)
+        candidate_embeddings = table[candidate_ids.clamp(min=0)]
+        if self.config.kar_layer_norms:  # KnowBERT's kg_layer_norm: the KB on the word states' scale
+            candidate_embeddings = self.kar.kb_layer_norm(candidate_embeddings.to(self.kar.kb_layer_norm.weight.dtype))
+        candidate_embeddings = candidate_embeddings * in_kb[..., None].to(candidate_embeddings.dtype)
         # KnowBERT's NULL candidate: the learned NULL embedding (trained through the linker's weights)
         null_embedding = self.kar.null_embedding.to(candidate_embeddings.dtype)
         candidate_embeddings = torch.where(null[..., None], null_embedding, candidate_embeddings)

@@ -31,7 +31,7 @@ import torch
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, can_return_tuple
 
-from .checks_gesa import pop_inputs
+from .checks_gesa import KAR_NULL_CANDIDATE, pop_inputs
 from .loading_gesa import PipelineSpec
 from .modeling_gesa import GesaInputs, with_inputs_of
 from .modeling_gesa_entity import (
@@ -92,26 +92,42 @@ class KarForEntitySpanClassification(KarEntityHead, KarPreTrainedModel, GesaForE
 
 
 def linking_accuracy_counts(
-    scores: torch.Tensor, candidate_ids: torch.Tensor, priors: torch.Tensor | None, gold: torch.Tensor
-) -> tuple[dict[str, float], int]:
-    """Over the mentions with a gold candidate (`gold >= 0`): how many the linker (highest `psi`) and the prior alone
-    (highest prior) link to the gold entity (the same KB row, or NULL), and how many mentions there are."""
+    scores: torch.Tensor,
+    candidate_ids: torch.Tensor,
+    priors: torch.Tensor | None,
+    gold: torch.Tensor,
+    null_mask: torch.Tensor | None = None,
+) -> dict[str, tuple[float, int]]:
+    """Over the mentions with a gold candidate (`gold >= 0`), each metric's `(hits, items)`: how many the linker
+    (highest `psi`; NULL where `null_mask`: no candidate passed the threshold) and the prior alone (highest prior)
+    link to the gold entity (the same KB row, or NULL), out of the mentions (`linking_accuracy`,
+    `linking_prior_accuracy`); and the linker's NULL precision (right NULLs out of its NULLs,
+    `linking_null_precision`) and recall (out of the gold NULLs, `linking_null_recall`)."""
     rows, mentions = (gold >= 0).nonzero(as_tuple=True)
     if rows.numel() == 0:
-        return {}, 0
+        return {}
     ids = candidate_ids[rows, mentions]  # (M, K)
     target = ids.gather(1, gold[rows, mentions][:, None])[:, 0]
     valid = ids != -1
-    hits = {
+    picked = {
         "linking_accuracy": ids.gather(
             1, scores[rows, mentions].masked_fill(~valid, float("-inf")).argmax(-1, keepdim=True)
-        )
+        )[:, 0]
     }
-    if priors is not None:
-        hits["linking_prior_accuracy"] = ids.gather(
-            1, priors[rows, mentions].masked_fill(~valid, float("-inf")).argmax(-1, keepdim=True)
+    if null_mask is not None:
+        picked["linking_accuracy"] = picked["linking_accuracy"].masked_fill(
+            null_mask[rows, mentions], KAR_NULL_CANDIDATE
         )
-    return {name: float((picked[:, 0] == target).sum()) for name, picked in hits.items()}, int(rows.numel())
+    if priors is not None:
+        picked["linking_prior_accuracy"] = ids.gather(
+            1, priors[rows, mentions].masked_fill(~valid, float("-inf")).argmax(-1, keepdim=True)
+        )[:, 0]
+    counts = {name: (float((choice == target).sum()), int(rows.numel())) for name, choice in picked.items()}
+    linker_null, gold_null = picked["linking_accuracy"] == KAR_NULL_CANDIDATE, target == KAR_NULL_CANDIDATE
+    both = float((linker_null & gold_null).sum())
+    counts["linking_null_precision"] = (both, int(linker_null.sum()))
+    counts["linking_null_recall"] = (both, int(gold_null.sum()))
+    return counts
 
 
 class KarPreTrainingInputs(GesaInputs, total=False):
@@ -147,8 +163,8 @@ class KarForPreTraining(MaskedLmNspHeads, KarPreTrainedModel, GesaEntityHeadBase
     objective are jointly trained end-to-end in a multitask setting"): BERT's masked language modelling and
     next-sentence prediction (`MaskedLmNspHeads`) on KAR's encoder, plus the linker's `L_EL` where gold links are
     given; `loss = mlm_loss + nsp_loss + kar_linking_loss_weight * linking_loss` (those given), each kept apart for the
-    log; while evaluating, the linker's accuracy and the prior's on the gold links (`linking_accuracy_counts`,
-    `pop_evaluation_metrics`: percent). Its checkpoint starts the entity heads and the ReCoRD head
+    log; while evaluating, the linker's accuracy and the prior's on the gold links, and the linker's NULL precision
+    and recall (`linking_accuracy_counts`, `pop_evaluation_metrics`: percent). Its checkpoint starts the entity heads and the ReCoRD head
     (`KarForEntitySpanQA`) with the pre-trained KAR block: only the task head is new."""
 
     base_model_class = KarModel
@@ -178,10 +194,11 @@ class KarForPreTraining(MaskedLmNspHeads, KarPreTrainedModel, GesaEntityHeadBase
             self.logged_losses["linking_loss"][-1] = float(linking.detach())  # logged unweighted, as fine-tuning's
         gold, ids = kwargs.get("kar_gold_candidates"), kwargs.get("kar_candidate_ids")
         if not self.training and gold is not None and ids is not None and outputs.linking_scores is not None:
-            hits, total = linking_accuracy_counts(
-                outputs.linking_scores, ids, kwargs.get("kar_candidate_priors"), gold
+            counts = linking_accuracy_counts(
+                outputs.linking_scores, ids, kwargs.get("kar_candidate_priors"), gold, outputs.null_mask
             )
-            self.count_for_evaluation(hits, total)
+            for name, (hits, total) in counts.items():
+                self.count_for_evaluation({name: hits}, total)
         return KarPreTrainingOutput(
             loss=loss,
             mlm_loss=mlm_loss,

@@ -26,18 +26,19 @@ Candidate ids index the model's knowledge base: the entity table (entity-vocabul
 separate KB (`kb_size`), in which case the alias table must give KB rows.
 
 Flat module: copied next to every saved checkpoint, so it imports third-party packages and `checks_gesa` (the NULL
-candidate's id) only.
+candidate's and the head entity's ids) only.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from .checks_gesa import KAR_NULL_CANDIDATE
+from .checks_gesa import ERNIE_HEAD_ENTITY, KAR_NULL_CANDIDATE
 
 SPECIAL_ENTITY_TITLES = ("[PAD]", "[UNK]", "[MASK]", "[MASK2]")
 # how the candidates of an alias table are formed (`EntityCandidateGenerator`), also in the docs and the flag's help
@@ -49,8 +50,15 @@ MERGE_RULE = (
 KNOWLEDGE_VARIANTS = ("kar", "ernie")
 
 
+# the one Unicode form of aliases, entity names and mention text (records_kb reads the KB files into it), so that a
+# KB file in NFD and a text in NFC link the same
+UNICODE_FORM = "NFC"
+
+
 def normalize_title(text: str) -> str:
-    """Alias / title key: case-folded, underscores as spaces, single spaces, surrounding punctuation stripped."""
+    """Alias / title key: Unicode NFC (`UNICODE_FORM`), case-folded, underscores as spaces, single spaces,
+    surrounding punctuation stripped."""
+    text = unicodedata.normalize(UNICODE_FORM, text)
     return " ".join(text.replace("_", " ").casefold().split()).strip(" .,;:!?\"'()[]")
 
 
@@ -143,6 +151,8 @@ class KnowledgeInputBuilder:
     ERNIE (`variant="ernie"`): every mention with a candidate is linked to its best one (ERNIE links with TAGME: one
     entity per mention; here the top prior), aligned to the mention's first word, the task's mentions first, then
     the longest non-overlapping alias spans: `ernie_entity_ids` and `ernie_entity_positions` `(B, N)`, -1 padded.
+    A batch with `marker_positions` (the words the typing / pair heads read) also gets one `ERNIE_HEAD_ENTITY` slot
+    per marker (ERNIE's released code's `[CLS]` entity slot: the head reads the KB through it).
     With `ner` (a spaCy pipeline, `training.ner_spacy.SpacyMentionFinder`), the named entities over words no mention covers
     are ERNIE's mentions with a NULL entity: they feed the model nothing (an unaligned word) and are listed in
     `alignments` (the last batch's `(first, last, entity or None, "task" | "alias" | "ner")` per example).
@@ -379,8 +389,11 @@ class KnowledgeInputBuilder:
                         found.append((first, last, None, "ner"))
                         self.counts["ner_mentions"] += 1
                 self.alignments.append(sorted(found))
-                linked.append(sorted(aligned.items()))
                 self.counts["aligned_entities"] += len(aligned)
+                if "marker_positions" in batch:  # the words the head reads: ERNIE's [CLS] entity slot
+                    for position in batch["marker_positions"][b].tolist():
+                        aligned.setdefault(int(position), ERNIE_HEAD_ENTITY)
+                linked.append(sorted(aligned.items()))
             width = max([len(row) for row in linked] + [1])
             ids = torch.full((batch_size, width), -1, dtype=torch.long)
             positions = torch.full((batch_size, width), -1, dtype=torch.long)
@@ -437,6 +450,7 @@ class KnowledgeCollator:
 __all__ = [
     "KNOWLEDGE_VARIANTS",
     "MERGE_RULE",
+    "UNICODE_FORM",
     "EntityCandidateGenerator",
     "KnowledgeCollator",
     "KnowledgeInputBuilder",

@@ -27,9 +27,13 @@
   the vectors (``None``: the model's entity table, LUKE's) and the alias table as rows with priors, which gives the
   ``processing_kb.EntityCandidateGenerator`` of the collators.
 
-Entity names match after ``entity_key``: a wikipedia2vec ``ENTITY/`` prefix dropped, underscores read as spaces (so
-``ENTITY/Barack_Obama`` is ``Barack Obama``, LUKE's title). Every problem is one ``inputs_gesa.InputError`` naming the
-file, the line and the fix.
+Entity names match after ``entity_key``: Unicode NFC, a wikipedia2vec ``ENTITY/`` prefix dropped, underscores read as
+spaces (so ``ENTITY/Barack_Obama`` is ``Barack Obama``, LUKE's title). Aliases, entity names and the mention text are
+all compared in Unicode NFC (``processing_kb.UNICODE_FORM``), so a KB file written in NFD links the text as one in
+NFC does. Refused, naming the line: an alias or entity name holding an invisible character (a zero-width space, a
+soft hyphen, a direction mark: ``invisible_characters``), which no text would match, and two entity names of the
+vectors file that differ only in case (the aliases are case-insensitive, so one of the two could never be told
+apart). Every problem is one ``inputs_gesa.InputError`` naming the file, the line and the fix.
 
 Flat module: imports its siblings relatively (the input layer, the candidate generator), third-party packages
 otherwise.
@@ -40,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -49,6 +54,7 @@ import torch
 from .inputs_gesa import InputError, Location, read_text_lines
 from .loading_gesa import KB_ALIAS_TABLE_FILE, KB_ENTITIES_FILE, knowledge_file
 from .processing_kb import (
+    UNICODE_FORM,
     EntityCandidateGenerator,
     KnowledgeInputBuilder,
     knowledge_inputs_of,
@@ -64,11 +70,39 @@ VECTORS_FIX = (
 WIKIPEDIA2VEC_ENTITY = "ENTITY/"
 
 
+# format characters that are text in some scripts: the zero-width (non-)joiner of Persian, Indic scripts and emoji
+JOINERS = ("\u200c", "\u200d")
+
+
 def entity_key(name: str) -> str:
-    """The name an entity is matched by: a wikipedia2vec ``ENTITY/`` prefix dropped, underscores as spaces."""
+    """The name an entity is matched by: Unicode NFC, a wikipedia2vec ``ENTITY/`` prefix dropped, underscores as
+    spaces."""
+    name = unicodedata.normalize(UNICODE_FORM, name)
     if name.startswith(WIKIPEDIA2VEC_ENTITY):
         name = name[len(WIKIPEDIA2VEC_ENTITY) :]
     return " ".join(name.replace("_", " ").split())
+
+
+def invisible_characters(text: str) -> list[str]:
+    """The invisible characters of ``text`` as ``U+200B ZERO WIDTH SPACE``: Unicode format characters (category
+    ``Cf``: zero-width space, word joiner, soft hyphen, direction marks, a byte order mark) other than the joiners
+    that some scripts write (``JOINERS``)."""
+    return [
+        f"U+{ord(char):04X} {unicodedata.name(char, 'UNNAMED')}"
+        for char in dict.fromkeys(text)
+        if unicodedata.category(char) == "Cf" and char not in JOINERS
+    ]
+
+
+def check_visible(text: str, what: str, location: Location) -> None:
+    """One ``InputError`` at ``location`` when ``text`` (``what``: "alias 'x'") holds an invisible character."""
+    found = invisible_characters(text)
+    if found:
+        raise InputError(
+            f"{what} holds the invisible character(s) {', '.join(found)}, which no text matches",
+            location,
+            fix="delete them from that line of the file (retype the name if they cannot be seen in an editor)",
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,9 +129,11 @@ def read_alias_table(path: str | Path, where: str | None = None) -> list[AliasRo
                 f"has {len(fields)} tab-separated field(s), expected 3 (alias, entity, prior)", location,
                 fix=ALIAS_TABLE_FIX,
             )  # fmt: skip
-        alias, entity, prior_text = (field.strip() for field in fields)
+        alias, entity, prior_text = (unicodedata.normalize(UNICODE_FORM, field.strip()) for field in fields)
         if not alias or not entity:
             raise InputError("the alias and the entity must not be empty", location, fix=ALIAS_TABLE_FIX)
+        check_visible(alias, f"alias {alias!r}", location)
+        check_visible(entity, f"entity {entity!r}", location)
         try:
             prior = float(prior_text)
         except ValueError:
@@ -133,6 +169,7 @@ def read_entity_vectors(path: str | Path, where: str | None = None) -> tuple[lis
     names: list[str] = []
     vectors: list[list[float]] = []
     seen: dict[str, Location] = {}
+    folded: dict[str, tuple[str, Location]] = {}  # case-folded name -> the first name and its line
     for location, text in lines:
         if "\t" in text:
             name, _, values = text.partition("\t")
@@ -150,9 +187,18 @@ def read_entity_vectors(path: str | Path, where: str | None = None) -> tuple[lis
         if not all(math.isfinite(value) for value in vector):
             raise InputError(f"entity {name!r} has a value that is not finite", location, fix=VECTORS_FIX)
         key = entity_key(name)
+        check_visible(key, f"entity {name!r}", location)
         if key in seen:
             raise InputError(f"entity {name!r} is listed twice (first at {seen[key].place})", location,
                              fix="keep one vector per entity")  # fmt: skip
+        other, first = folded.setdefault(key.casefold(), (key, location))
+        if other != key:
+            raise InputError(
+                f"entity {key!r} differs only in case from {other!r} at {first.place}: aliases are matched "
+                "regardless of case, so the two could not be told apart",
+                location,
+                fix="rename one of the two (e.g. 'Name (kind)'), or keep one vector for both",
+            )
         seen[key] = location
         names.append(key)
         vectors.append(vector)
@@ -318,11 +364,14 @@ def checkpoint_knowledge_builder(model: Any, tokenizer: Any, user: str) -> Knowl
 
 
 __all__ = [
+    "JOINERS",
     "AliasRow",
     "KnowledgeBaseFiles",
     "checkpoint_knowledge_builder",
     "checkpoint_knowledge_files",
+    "check_visible",
     "entity_key",
+    "invisible_characters",
     "load_knowledge_files",
     "read_alias_table",
     "read_entity_list",

@@ -19,6 +19,7 @@ naming the file, the line and the fix; the scripts take the files by path."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -91,6 +92,53 @@ def test_bad_kb_files_name_the_file_the_line_and_the_fix(tmp_path, aliases, vect
     if vectors is not None:
         vectors_path.write_text(vectors, encoding="utf-8")
     with pytest.raises(InputError, match=message):
+        load_knowledge_files(alias_path, vectors_path)
+
+
+def write_unicode_kb(folder, form: str, alias_extra: str = "", entities: tuple[str, ...] = ("Zürich", "São Paulo")):
+    """An alias table and vectors file whose names carry accents, written in Unicode ``form`` (NFC or NFD)."""
+    import unicodedata
+
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "".join(f"{name}\t{name}\t1.0\n" for name in entities) + "Sao\tSão Paulo\t0.5\n" + alias_extra
+    lines = [f"{name}\t" + " ".join(["0.5"] * 4) for name in entities]
+    (folder / "aliases.tsv").write_text(unicodedata.normalize(form, text), encoding="utf-8")
+    (folder / "entities.txt").write_text(unicodedata.normalize(form, "\n".join(lines) + "\n"), encoding="utf-8")
+    return folder / "aliases.tsv", folder / "entities.txt"
+
+
+def test_kb_files_in_nfd_link_nfc_text_as_files_in_nfc_do(tmp_path):
+    import unicodedata
+
+    generators = {}
+    for form in ("NFC", "NFD"):
+        files = load_knowledge_files(*write_unicode_kb(tmp_path / form, form))
+        assert files.entities == ["Zürich", "São Paulo"]  # stored in NFC whatever the file's form
+        generators[form] = files.candidate_generator(entity_vocab=None)
+    for mention in ("Zürich", "São Paulo", "sao"):
+        for text_form in ("NFC", "NFD"):
+            text = unicodedata.normalize(text_form, mention)
+            assert generators["NFD"](text) == generators["NFC"](text) != []
+
+
+@pytest.mark.parametrize("character", ["\u200b", "\u00ad", "\u2060", "\ufeff", "\u200e"])
+def test_an_invisible_character_in_an_alias_is_refused_naming_the_line(tmp_path, character):
+    alias_path, vectors_path = write_unicode_kb(tmp_path, "NFC", alias_extra=f"Zü{character}rich\tZürich\t0.4\n")
+    code = re.escape(f"U+{ord(character):04X}")
+    with pytest.raises(InputError, match=rf"aliases\.tsv, line 4: alias .* invisible character\(s\) {code}.*delete"):
+        load_knowledge_files(alias_path, vectors_path)
+
+
+def test_a_joiner_that_scripts_write_is_kept_in_an_alias(tmp_path):
+    alias_path, vectors_path = write_unicode_kb(tmp_path, "NFC", alias_extra="\u0645\u06cc\u200c\u0631\tZürich\t0.4\n")
+    files = load_knowledge_files(alias_path, vectors_path)
+    assert files.candidate_generator(entity_vocab=None)("\u0645\u06cc\u200c\u0631") == [(0, 0.4)]
+
+
+def test_entity_names_that_differ_only_in_case_are_refused_naming_both_lines(tmp_path):
+    alias_path, vectors_path = write_unicode_kb(tmp_path, "NFC", entities=("Zürich", "São Paulo", "ZÜRICH"))
+    with pytest.raises(InputError, match=r"entities\.txt, line 3: entity 'ZÜRICH' differs only in case from 'Zürich' "
+                       r"at line 1.*rename one"):  # fmt: skip
         load_knowledge_files(alias_path, vectors_path)
 
 

@@ -35,7 +35,16 @@ from gesa.modeling_kar import KarModel
 from gesa.processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from gesa.records_kb import load_knowledge_files
 from gesa.training.knowledge_base import linking_report
-from gesa.training.synthetic_kb import NAMES, alias_table, generate_sentences, kb_entity
+from gesa.training.synthetic_kb import (
+    NAMES,
+    TYPING_GENERATORS,
+    alias_table,
+    generate_sentences,
+    kb_entity,
+    typing_rows,
+    typing_swap,
+    write_typing_corpus,
+)
 
 BENCH = ROOT / "bench" / "knowledge_checks.py"
 
@@ -137,7 +146,8 @@ def test_linking_report_counts_accuracy_on_prior_wrong_mentions_and_null():
 def test_the_linker_beats_the_prior_where_it_is_wrong_and_dea_beats_chance(tmp_path, capsys):
     bench = load_script(BENCH, "knowledge_checks_under_test")
     (run,) = bench.main(["--output_dir", str(tmp_path), "--seeds", "0", "--train_size", "160", "--eval_size", "60",
-                         "--names", "6", "--epochs", "8", "--logging_steps", "5", "--learning_rate", "3e-3"])  # fmt: skip
+                         "--names", "6", "--epochs", "8", "--logging_steps", "5", "--learning_rate", "3e-3",
+                         "--checks", "linking,dea"])  # fmt: skip
     assert run["prior_wrong_mentions"] >= 10 and run["prior_accuracy_prior_wrong"] == 0.0
     assert run["linker_accuracy_prior_wrong"] >= 0.5  # the context, not the prior
     assert run["linker_accuracy"] > run["prior_accuracy"]
@@ -146,4 +156,50 @@ def test_the_linker_beats_the_prior_where_it_is_wrong_and_dea_beats_chance(tmp_p
     printed = capsys.readouterr().out
     assert "dEA accuracy above chance after pre-training in 1 of 1 seeds" in printed
     assert "| linking accuracy, mentions the prior gets wrong | 0.0 |" in printed
+    assert "| kept |" in printed and "| masked |" in printed  # dEA split by what the corruption did
     assert json.loads((tmp_path / "knowledge_checks.json").read_text())["runs"][0]["seed"] == 0
+
+
+def test_typing_corpus_types_come_from_the_kb_only(tmp_path):
+    """The KB-only typing generators: the sentences are the same templates for every type (the text names no type),
+    the dev entities are in no training sentence, every entity's KB neighbours are of its own type, and the swap
+    control gives each dev entity one of another type."""
+    for generator in TYPING_GENERATORS:
+        paths = write_typing_corpus(tmp_path / generator, generator, seed=1, per_type=12, dev_per_type=3)
+        info = json.loads(paths["types"].read_text())
+        types = info["types"]
+        split = {
+            name: [json.loads(line) for line in paths[name].read_text().splitlines()] for name in ("train", "dev")
+        }
+        assert {row["mention_span"] for row in split["dev"]} == set(info["dev"])
+        assert set(info["dev"]).isdisjoint(row["mention_span"] for row in split["train"])
+        templates: dict[str, set] = {}
+        for row in typing_rows(generator, list(types), types, len(TYPING_GENERATORS[generator].templates), 1, "all"):
+            context = (tuple(row["left_context_token"]), tuple(row["right_context_token"]))
+            templates.setdefault(row["y_str"][0], set()).add(context)
+        assert len(templates) == len(TYPING_GENERATORS[generator].types)
+        assert len({frozenset(used) for used in templates.values()}) == 1
+        for line in paths["triples"].read_text().splitlines():
+            head, _, tail = line.split("\t")
+            assert types.get(tail, types[head]) == types[head]  # a neighbour entity is of the same type
+        swap = typing_swap(types, info["dev"], seed=1)
+        assert all(types[swap[name]] != types[name] for name in info["dev"])
+
+
+@pytest.mark.slow
+def test_the_typing_check_reports_kar_ernie_luke_and_the_swap_control(tmp_path, capsys):
+    bench = load_script(BENCH, "knowledge_checks_typing_under_test")
+    (run,) = bench.main(["--output_dir", str(tmp_path), "--seeds", "0", "--checks", "typing", "--typing_per_type",
+                         "6", "--typing_dev_per_type", "2", "--transe_epochs", "20", "--typing_epochs", "1",
+                         "--typing_hidden_size", "32", "--typing_num_hidden_layers", "2", "--typing_entity_size",
+                         "16"])  # fmt: skip
+    assert {
+        "typing_exact_kar",
+        "typing_exact_ernie",
+        "typing_exact_luke",
+        "swap_exact_kar",
+        "swap_follows_ernie",
+    } <= set(run)
+    assert 0.0 <= run["typing_probe"] <= 1.0
+    printed = capsys.readouterr().out
+    assert "KB-only typing (hubs: 4 types, chance 25.0" in printed and "| --variant ernie, swap control |" in printed

@@ -24,8 +24,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from script_helpers import RECORD_SAMPLE_DEV, RECORD_SAMPLE_TRAIN, load_entity_script, record_script
+from transformers import AutoTokenizer
 
-from gesa.modeling_ernie import dea_accuracy_counts
+from gesa.modeling_ernie import DEA_ALIGNMENT_KINDS, dea_accuracy_by_alignment, dea_accuracy_counts
 from gesa.modeling_kar import KarForEntitySpanQA
 from gesa.modeling_kar_entity import KarForEntityPairClassification, linking_accuracy_counts
 from gesa.training.entity import make_entity_sample
@@ -122,6 +123,42 @@ def test_the_record_kar_reads_the_pretrained_kar_layer(kar_pretrained, tmp_path)
     assert json.loads((tmp_path / "record" / "config.json").read_text())["architectures"] == ["KarForEntitySpanQA"]
 
 
+@pytest.mark.slow
+def test_kar_pretraining_goes_on_from_its_own_checkpoint_with_its_kb_files(kar_pretrained, tmp_path):
+    """``--task pretrain --variant kar --model_name_or_path <a KAR pre-training run>``, no KB flag: the run loads the
+    checkpoint (at learning rate 0 every weight is saved unchanged) and keeps its KB files."""
+    luke, output, _ = kar_pretrained
+    train = write_demo_split(tmp_path, "ner", "train", 12, 3)
+    argv = ["--task", "pretrain", "--variant", "kar", "--model_name_or_path", str(output), "--train_file", str(train),
+            "--entity_links", str(DATA / "kb_links.jsonl"), "--do_train", "--max_steps", "1", "--learning_rate", "0",
+            "--output_dir", str(tmp_path / "more"), *COMMON]  # fmt: skip
+    load_entity_script().main(argv)
+    before, after = load_file(output / "model.safetensors"), load_file(tmp_path / "more" / "model.safetensors")
+    assert before.keys() == after.keys() and all(torch.equal(before[name], after[name]) for name in before)
+    for name in ("kb_entities.txt", "kb_alias_table.tsv"):
+        assert (tmp_path / "more" / name).read_text() == (output / name).read_text()
+
+
+@pytest.mark.slow
+def test_ernie_pretraining_goes_on_from_its_own_checkpoint_with_its_entity_vocabulary(tmp_path):
+    train = write_demo_split(tmp_path, "ner", "train", 12, 1)
+    luke = build_demo_luke(tmp_path / "luke", [train.read_text()])
+    common = ["--task", "pretrain", "--variant", "ernie", "--train_file", str(train), "--do_train", "--max_steps",
+              "1", *COMMON]  # fmt: skip
+    load_entity_script().main([*common, "--model_name_or_path", str(luke), "--output_dir", str(tmp_path / "first")])
+    (tmp_path / "more").mkdir()
+    more = write_demo_split(tmp_path / "more", "ner", "train", 12, 4)  # other mentions: the vocabulary stays
+    argv = [*common, "--model_name_or_path", str(tmp_path / "first"), "--learning_rate", "0", "--output_dir",
+            str(tmp_path / "second")]  # fmt: skip
+    argv[argv.index(str(train))] = str(more)
+    load_entity_script().main(argv)
+    before = load_file(tmp_path / "first" / "model.safetensors")
+    after = load_file(tmp_path / "second" / "model.safetensors")
+    assert all(torch.equal(before[name], after[name]) for name in before)
+    vocabulary = [AutoTokenizer.from_pretrained(tmp_path / run).entity_vocab for run in ("first", "second")]
+    assert len(vocabulary[0]) > 4 and vocabulary[0] == vocabulary[1]
+
+
 # ---------------------------------------------------------------------------------------------------- the metrics
 
 
@@ -145,13 +182,46 @@ def test_dea_accuracy_and_chance_match_a_plain_loop():
     assert dea_accuracy_counts(logits, candidates, labels) == pytest.approx((hits, chance, words))
 
 
+def test_dea_accuracy_split_by_kept_masked_and_replaced_alignments_matches_a_plain_loop():
+    torch.manual_seed(1)
+    candidates = torch.tensor([[5, 7, 8, -1], [9, 4, 6, -1]])
+    given = torch.tensor([[5, -1, 3, -1], [9, 4, -1, -1]])  # slot 1 masked, slot 2 replaced; row 2: kept, kept, masked
+    logits = torch.randn(2, 5, 4)
+    labels = torch.full((2, 5), -100)
+    labels[0, 0], labels[0, 2], labels[0, 4], labels[1, 1], labels[1, 3], labels[1, 4] = 0, 1, 2, 0, 1, 2
+    expected = {kind: [0.0, 0.0, 0] for kind in DEA_ALIGNMENT_KINDS}
+    for b in range(2):
+        valid = [k for k in range(4) if candidates[b, k] >= 0]
+        for i in range(5):
+            if labels[b, i] == -100:
+                continue
+            slot = int(labels[b, i])
+            kind = "masked" if given[b, slot] < 0 else "kept" if given[b, slot] == candidates[b, slot] else "replaced"
+            best = max(valid, key=lambda k: float(logits[b, i, k]))
+            expected[kind][0] += int(candidates[b, best] == candidates[b, slot])
+            expected[kind][1] += 1 / len(valid)
+            expected[kind][2] += 1
+    split = dea_accuracy_by_alignment(logits, candidates, labels, given)
+    assert {kind: pytest.approx(tuple(value)) for kind, value in expected.items()} == split
+    assert [split[kind][2] for kind in DEA_ALIGNMENT_KINDS] == [3, 2, 1]
+    total = dea_accuracy_counts(logits, candidates, labels)
+    assert sum(value[0] for value in split.values()) == total[0] and sum(v[2] for v in split.values()) == total[2]
+
+
 def test_linking_accuracy_counts_compare_entities_of_the_linker_and_the_prior():
     ids = torch.tensor([[[3, 4, -2], [6, -2, -1]]])
     scores = torch.tensor([[[0.1, 2.0, 0.5], [0.0, 1.0, 9.0]]])  # 9.0 sits on padding: never picked
     priors = torch.tensor([[[0.8, 0.2, 0.0], [1.0, 0.0, 0.0]]])
     gold = torch.tensor([[1, 1]])  # entity 4 (the prior's second), NULL
-    counts, total = linking_accuracy_counts(scores, ids, priors, gold)
-    assert total == 2 and counts == {"linking_accuracy": 2.0, "linking_prior_accuracy": 0.0}
+    assert linking_accuracy_counts(scores, ids, priors, gold) == {
+        "linking_accuracy": (2.0, 2),
+        "linking_prior_accuracy": (0.0, 2),
+        "linking_null_precision": (1.0, 1),  # the linker's one NULL is right
+        "linking_null_recall": (1.0, 1),  # of the one gold NULL
+    }
+    # no candidate of mention 0 passed the threshold: the forward took the NULL embedding, so the linker linked NULL
+    counts = linking_accuracy_counts(scores, ids, priors, gold, null_mask=torch.tensor([[True, False]]))
+    assert counts["linking_accuracy"] == (1.0, 2) and counts["linking_null_precision"] == (1.0, 2)
 
 
 @pytest.mark.slow
@@ -164,6 +234,8 @@ def test_ernie_pretraining_reports_dea_accuracy_beside_chance(tmp_path, capsys):
             "10", "--learning_rate", "1e-2", "--output_dir", str(tmp_path / "ernie"), *COMMON]  # fmt: skip
     results = load_entity_script().main(argv)
     assert results["eval_dea_accuracy"] > results["eval_dea_chance"] > 0
+    assert results["eval_dea_chance_kept"] > 0  # the split by alignment kind (a kind with no dev word is left out)
+    assert set(results) >= {"eval_dea_accuracy_kept", "eval_dea_chance_kept"}
     history = json.loads((tmp_path / "ernie" / "trainer_state.json").read_text())["log_history"]
     start = next(entry for entry in history if entry.get("step") == 0 and "eval_loss" in entry)
     assert "eval_dea_accuracy" in start and "eval_dea_chance" in start

@@ -32,6 +32,7 @@ from variant_helpers import (
 from variant_inputs import ENTITY_IDS, POSITIONS, ernie_batch, ernie_config
 
 from gesa import GesaModel
+from gesa.checks_gesa import ERNIE_HEAD_ENTITY
 from gesa.configuration_variants import ErnieConfig
 from gesa.modeling_ernie import (
     ErnieForDenoisingEntityAutoencoder,
@@ -314,6 +315,57 @@ def test_bad_knowledge_inputs_raise_clear_errors(changes, message):
             batch[key] = value
     with pytest.raises(ValueError, match=message):
         model(**batch)
+
+
+# ---------------------------------------------------------------------------------------------
+# The head's entity (ERNIE's released fine-tuning code: the [CLS] has an entity slot)
+# ---------------------------------------------------------------------------------------------
+
+
+def head_entity_states(model: ErnieModel, kb_row: int, head_slot: bool) -> torch.Tensor:
+    """The final state of word 6 (a word the head reads: a marker) with the knowledge entity `kb_row` aligned to
+    word 7 and, with `head_slot`, the head's entity slot on word 6."""
+    batch = ernie_batch()
+    batch["ernie_entity_ids"] = torch.tensor([[kb_row, ERNIE_HEAD_ENTITY if head_slot else -1]] * 2)
+    batch["ernie_entity_positions"] = torch.tensor([[7, 6 if head_slot else -1]] * 2)
+    with torch.no_grad():
+        return model(**batch).last_hidden_state[:, 6]
+
+
+def test_the_head_entity_carries_the_kb_into_the_word_the_head_reads():
+    """In the one fusion layer of a two-layer model the aligned entity reaches only its own word; the head's entity
+    slot on word 6 (`ernie_head_entity`) gathers it through the entity self-attention and fuses it into word 6."""
+    torch.manual_seed(0)
+    model = ErnieModel(ernie_config(ernie_num_fusion_layers=1)).eval()
+    with torch.no_grad():
+        model.get_entity_embeddings().weight.normal_()  # distinct KB rows
+    without = [head_entity_states(model, row, head_slot=False) for row in (1, 3)]
+    torch.testing.assert_close(without[0], without[1], atol=0, rtol=0)  # the KB does not reach word 6
+    with_slot = [head_entity_states(model, row, head_slot=True) for row in (1, 3)]
+    assert (with_slot[0] - with_slot[1]).abs().max() > 1e-3
+    model.config.ernie_head_entity = False  # a model without it (saved before the field) ignores the slots
+    torch.testing.assert_close(head_entity_states(model, 1, head_slot=True), without[0], atol=1e-6, rtol=0)
+
+
+def test_an_ernie_config_saved_before_the_head_entity_loads_without_it():
+    saved = ernie_config().to_dict()
+    assert ernie_config().to_diff_dict()["ernie_head_entity"] is True  # written even at its default
+    saved.pop("ernie_head_entity")
+    assert ErnieConfig.from_dict(saved).ernie_head_entity is False
+
+
+def test_the_knowledge_builder_gives_each_marker_the_head_entity(tiny_luke_dir):
+    from transformers import AutoTokenizer
+
+    from gesa.processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_luke_dir)
+    builder = KnowledgeInputBuilder(tokenizer, EntityCandidateGenerator({"Paris": 5}), "ernie")
+    batch = dict(tokenizer("Yes Paris is big", entity_spans=[(4, 9)], entities=["[UNK]"], return_tensors="pt"))
+    batch["marker_positions"] = torch.tensor([[1]])
+    out = builder(batch)
+    slots = dict(zip(out["ernie_entity_positions"][0].tolist(), out["ernie_entity_ids"][0].tolist(), strict=True))
+    assert slots[1] == ERNIE_HEAD_ENTITY and 5 in slots.values()
 
 
 # ---------------------------------------------------------------------------------------------

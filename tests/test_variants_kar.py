@@ -127,30 +127,60 @@ def test_model_linker_weights_threshold_and_null():
     assert out.null_mask[0, 4] and out.null_mask[1, 2]  # mentions without candidates take NULL
 
 
-def test_null_embedding_enters_the_span_states():
+@pytest.mark.parametrize("layer_norms", [False, True])
+def test_null_embedding_enters_the_span_states(layer_norms):
+    """Step 4: `s'_m = s_m + e~_m` (the paper), or `LayerNorm(s_m + e~_m)` over LayerNormed pooled spans
+    (`kar_layer_norms`, KnowBERT's released code); a mention without a passing candidate takes the NULL embedding."""
     torch.manual_seed(0)
-    config = kar_config()
+    config = kar_config(kar_layer_norms=layer_norms)
     model = KarModel(config).eval()
+    kar = model.kar
     with torch.no_grad():
-        model.kar.null_embedding.copy_(torch.arange(config.entity_emb_size, dtype=torch.float))
+        kar.null_embedding.copy_(torch.arange(config.entity_emb_size, dtype=torch.float))
     words = torch.randn(1, 6, config.hidden_size)
     spans = torch.tensor([[[1, 2], [4, 4]]])
     table = torch.randn(3, config.entity_emb_size)
     ids = torch.tensor([[[0, 1], [-1, -1]]])
     embeddings = table[ids.clamp(min=0)] * (ids >= 0)[..., None]
     with torch.no_grad():
-        _, scores, weights, enhanced, null_mask, _ = model.kar(
+        _, scores, weights, enhanced, null_mask, _ = kar(
             words, spans, embeddings, torch.full(ids.shape, 0.5), ids >= 0
         )
-        pooled, _ = model.kar.span_encoder(
-            model.kar.pool_spans(model.kar.bert_to_kg(words), spans),
-            model.kar.pool_spans(model.kar.bert_to_kg(words), spans),
-            torch.tensor([[True, True]]),
-        )
+        pooled = kar.pool_spans(kar.bert_to_kg(words), spans)
+        if layer_norms:
+            pooled = kar.span_layer_norm(pooled)
+        pooled, _ = kar.span_encoder(pooled, pooled, torch.tensor([[True, True]]))
     assert null_mask.tolist() == [[not bool((scores[0, 0] >= 0).any()), True]]
-    torch.testing.assert_close(enhanced[0, 1] - pooled[0, 1], model.kar.null_embedding)
-    expected_entity = (weights[0, 0, :, None] * table[:2]).sum(0) if not null_mask[0, 0] else model.kar.null_embedding
-    torch.testing.assert_close(enhanced[0, 0] - pooled[0, 0], expected_entity)
+    entity = (weights[0, 0, :, None] * table[:2]).sum(0) if not null_mask[0, 0] else kar.null_embedding
+    combine = kar.enhanced_layer_norm if layer_norms else (lambda x: x)
+    torch.testing.assert_close(enhanced[0, 1], combine(pooled[0, 1] + kar.null_embedding))
+    torch.testing.assert_close(enhanced[0, 0], combine(pooled[0, 0] + entity))
+
+
+def test_kar_reads_a_kb_of_any_scale_on_the_scale_of_its_word_states():
+    """With KnowBERT's released LayerNorms (`kar_layer_norms`, the default) the KB vectors' norm does not change
+    the answer (PyKEEN's TransE writes unit vectors, LUKE's table has others); without them it does (the control)."""
+    batch = kar_batch()
+    table = torch.randn(KB_SIZE, TINY["entity_emb_size"], generator=torch.Generator().manual_seed(1))
+    for layer_norms in (True, False):
+        torch.manual_seed(0)
+        model = KarModel(kar_config(kar_layer_norms=layer_norms)).eval()
+        states = []
+        for scale in (1.0, 5.0):
+            model.set_knowledge_base(scale * table)
+            with torch.no_grad():
+                states.append(model(**batch).last_hidden_state)
+        same = torch.allclose(states[0], states[1], atol=1e-4, rtol=0)
+        assert same == layer_norms, layer_norms
+
+
+def test_a_kar_config_saved_before_its_layer_norms_loads_without_them(tmp_path):
+    saved = kar_config().to_dict()
+    assert kar_config().to_diff_dict()["kar_layer_norms"] is True  # written even at its default
+    saved.pop("kar_layer_norms")
+    assert KarConfig.from_dict(saved).kar_layer_norms is False
+    assert KarConfig.from_dict(saved, kar_layer_norms=True).kar_layer_norms is True
+    assert not any("layer_norm" in name for name, _ in KarModel(KarConfig.from_dict(saved)).kar.named_children())
 
 
 def test_w2_is_the_pseudo_inverse_of_w1_at_initialisation():

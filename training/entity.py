@@ -596,9 +596,15 @@ def load_model_and_tokenizer(
     tokenizer_path = tokenizer_name or name_or_path
     config = PretrainedConfig.get_config_dict(name_or_path, **hub)[0]
     if task_name == PRETRAIN.name:
+        head = PRETRAIN.head_for(variant)
+        if VARIANTS[variant].is_pretraining_checkpoint(config):  # its own pre-training goes on: weights, tokenizer
+            # (ERNIE: the pre-training entity vocabulary) and KB files (KAR: the loader attaches the ones it carries)
+            return head.from_pretrained(name_or_path, **hub), load_tokenizer(tokenizer_path, **hub), None
         if config.get("model_type") != "luke":
             raise ValueError(
-                f"--task pretrain starts from a LUKE checkpoint; this is a {config.get('model_type')!r} one"
+                f"--task pretrain starts from a LUKE checkpoint or goes on from a --task pretrain --variant {variant} "
+                f"checkpoint ({head.__name__}); this is a {config.get('model_type')!r} "
+                f"{(config.get('architectures') or ['model'])[0]}"
             )
         luke = load_tokenizer(tokenizer_path, **hub)
         check_luke_tokenizer(luke, tokenizer_path)
@@ -1060,6 +1066,8 @@ class PretrainTask(Task):
             "dea_chance": "dEA chance",
             "linking_accuracy": "linking accuracy",
             "linking_prior_accuracy": "prior's linking accuracy",
+            "linking_null_precision": "NULL precision",
+            "linking_null_recall": "NULL recall",
         }
     )
     unit: str = "sentences"

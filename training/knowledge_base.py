@@ -183,7 +183,8 @@ def load_entity_links(path: str) -> dict[str, list[EntityLink]]:
 
 def linking_decisions(model: Any, batches: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per mention with a gold link among its candidates (``kar_gold_candidates >= 0``): the entity (KB row, or
-    ``KAR_NULL_CANDIDATE``) of KAR's linker choice (the highest ``linking_scores``), of the prior's (the highest
+    ``KAR_NULL_CANDIDATE``) of KAR's linker choice (the highest ``linking_scores``, or NULL when no candidate passes
+    the threshold ``kar_entity_threshold``: the forward's ``null_mask``), of the prior's (the highest
     ``kar_candidate_priors``; NULL's prior is 0, so it never picks NULL) and of the gold, and whether each is NULL. ``model``: a KAR model or head (``linking_scores`` in
     its base model's output), run in eval mode without gradients on the collated ``batches``."""
     import torch
@@ -197,7 +198,8 @@ def linking_decisions(model: Any, batches: Iterable[Mapping[str, Any]]) -> list[
             gold = batch["kar_gold_candidates"]
             inputs = {k: v for k, v in batch.items() if k not in ("labels", "marker_positions", "kar_gold_candidates")}
             with torch.no_grad():
-                scores = base(**inputs).linking_scores
+                outputs = base(**inputs)
+            scores = outputs.linking_scores
             ids, priors = batch["kar_candidate_ids"], batch["kar_candidate_priors"]
             valid = ids != -1
             linker = scores.masked_fill(~valid, float("-inf")).argmax(-1)
@@ -206,6 +208,8 @@ def linking_decisions(model: Any, batches: Iterable[Mapping[str, Any]]) -> list[
                 # the entities (KB rows, KAR_NULL_CANDIDATE for NULL) each picks: equal ids are the same link
                 row = {name: int(ids[b, m, int(choice[b, m])]) for name, choice in
                        (("gold", gold), ("linker", linker), ("prior", prior))}  # fmt: skip
+                if outputs.null_mask[b, m]:  # no candidate passed delta: the forward took the NULL embedding
+                    row["linker"] = KAR_NULL_CANDIDATE
                 row["candidates"] = int(valid[b, m].sum())
                 for name in ("gold", "linker", "prior"):
                     row[f"{name}_null"] = row[name] == KAR_NULL_CANDIDATE
