@@ -17,8 +17,11 @@
 - the entity-key correction `(q_to_entity - q_to_word) . k_j` that lets one product with `q_to_word` serve the four
   query matrices (`entity_key_correction`: the bias and flex kernels);
 - a block's softmax in place with the dropout of the probabilities `a` (its keep mask drawn two elements per random
-  word), and their backward: the saved probabilities, `dO` and `rowsum(P * dP) = dO . O` (`softmax_dropout_`,
-  `saved_probabilities`, `softmax_output_grad`: the fused and windowed kernels' hand-written backwards);
+  word), and their backward: the saved probabilities, the scaled `dO` and `dS = P * (dP - rowsum(P * dP))` with the
+  row sum taken from the block (`softmax_dropout_`, `saved_probabilities`, `softmax_output_grad`, `softmax_grad_`:
+  the fused and windowed kernels' hand-written backwards), run in float32 for half-precision inputs
+  (`backward_dtype`, `upcast`): the difference cancels, and in bfloat16 `dO . O` for the row sum and a bfloat16 `dP`
+  tripled the queries' and keys' gradient error against float64 (`bench/bf16_numerics.py`);
 - the per-label sums of score gradients behind the label table's gradient (`dL/dr_l = sum_{(i,j) labelled l}
   dL/ds_ij q_i`): the clipped-distance labels read along a band of each score row, their two clipped ends from row
   prefix sums (`BandPlan`, `band_sum_plan`, `band_label_sums`: all three backwards).
@@ -32,7 +35,7 @@ Flat module: copied next to every saved checkpoint with the kernels; it imports 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -96,24 +99,52 @@ def softmax_dropout_(
     return probs, used
 
 
-def saved_probabilities(saved: Iterator[torch.Tensor], p: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """The next block's probabilities from `softmax_dropout_`'s saved tensors, and the dropped-out ones its product
-    used."""
+def backward_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype a hand-written backward computes in: float32 for half precision (the softmax backward's difference
+    `dP - rowsum(P * dP)` cancels, and half precision rounds `dP` before it), else `dtype`."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def without_autocast(backward: Callable) -> Callable:
+    """A hand-written backward run with autocast off (a `.backward()` called inside `torch.autocast` would otherwise
+    mix dtypes in its products): it picks its own dtype (`backward_dtype`)."""
+
+    def run(ctx, grad: torch.Tensor):
+        with torch.autocast(grad.device.type, enabled=False):
+            return backward(ctx, grad)
+
+    return run
+
+
+def upcast(dtype: torch.dtype, *tensors: torch.Tensor | None) -> list[torch.Tensor | None]:
+    """`tensors` (None kept) in `dtype` (`backward_dtype`'s): copies where they differ, the tensors themselves
+    elsewhere."""
+    return [t if t is None or t.dtype == dtype else t.to(dtype) for t in tensors]
+
+
+def saved_probabilities(
+    saved: Iterator[torch.Tensor], p: float, dtype: torch.dtype | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The next block's probabilities from `softmax_dropout_`'s saved tensors (in `dtype` where given: the backward's),
+    and the dropped-out ones its product used."""
     kept = next(saved) if p > 0 else None
     probs = next(saved)
+    if dtype is not None:
+        probs = probs.to(dtype)
     return probs, probs if kept is None else torch.where(kept, probs, 0.0)
 
 
-def softmax_output_grad(
-    grad_context: torch.Tensor, context: torch.Tensor, p: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The gradient of the dropped-out probabilities' product, `dO` scaled by the dropout's `1 / (1 - p)`, and the
-    softmax backward's `rowsum(P * dP)`, which is `dO . O` (the flash-attention identity), dropout or not; then a
-    block's score gradient is `dS = P' * (dO' V^T) - P * delta`."""
-    delta = (grad_context * context).sum(-1, keepdim=True)
-    if p > 0:
-        grad_context = grad_context * (1.0 / (1.0 - p))
-    return grad_context, delta
+def softmax_output_grad(grad_context: torch.Tensor, p: float) -> torch.Tensor:
+    """The gradient of the dropped-out probabilities' product: `dO` scaled by the dropout's `1 / (1 - p)`."""
+    return grad_context * (1.0 / (1.0 - p)) if p > 0 else grad_context
+
+
+def softmax_grad_(grad_scores: torch.Tensor, probs: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
+    """A block's score gradient in place of `dP'` (`grad_scores`: `dO' V^T` over whole score rows):
+    `dS = P' * dP' - P * delta` with `delta = rowsum(P' * dP')` summed from the block itself. (The flash-attention
+    identity `delta = dO . O` reads the rounded output instead: in half precision that difference cancels badly.)"""
+    grad_scores.mul_(used)
+    return grad_scores.addcmul_(probs, grad_scores.sum(-1, keepdim=True), value=-1)
 
 
 @dataclass
@@ -189,6 +220,7 @@ __all__ = [
     "BandPlan",
     "band_label_sums",
     "band_sum_plan",
+    "backward_dtype",
     "clipped_end_sums",
     "dropout_keep_mask",
     "entity_key_correction",
@@ -196,5 +228,8 @@ __all__ = [
     "saved_probabilities",
     "softmax_",
     "softmax_dropout_",
+    "softmax_grad_",
     "softmax_output_grad",
+    "upcast",
+    "without_autocast",
 ]

@@ -39,11 +39,15 @@ import torch.nn.functional as F
 
 from .kernel_common_gesa import (
     BandPlan,
+    backward_dtype,
     band_label_sums,
     band_sum_plan,
     saved_probabilities,
     softmax_dropout_,
+    softmax_grad_,
     softmax_output_grad,
+    upcast,
+    without_autocast,
 )
 from .structure_gesa import TokenStructure, cached_plan
 
@@ -220,18 +224,25 @@ class FusedAttention(torch.autograd.Function):
         if dropout_p > 0:
             context.mul_(1.0 / (1.0 - dropout_p))  # scale the small output rather than the P x P probabilities
         if save:
-            ctx.save_for_backward(q_word, q_entity, word_keys, entity_keys, value, context, table, *saved)
+            ctx.save_for_backward(q_word, q_entity, word_keys, entity_keys, value, table, *saved)
             ctx.plan, ctx.dropout_p = plan, dropout_p
         return context
 
     @staticmethod
+    @without_autocast
     def backward(ctx, grad_context):
-        q_word, q_entity, word_keys, entity_keys, value, context, table, *saved = ctx.saved_tensors
+        q_word, q_entity, word_keys, entity_keys, value, table, *saved = ctx.saved_tensors
         plan, dropout_p = ctx.plan, ctx.dropout_p
+        dtypes = [None if t is None else t.dtype for t in (q_word, q_entity, word_keys, value, table)]
+        # half precision: the whole backward in float32 (one score block at a time converted), cast back at the end
+        dtype = backward_dtype(q_word.dtype)
+        q_word, q_entity, word_keys, entity_keys, value, table, grad_context = upcast(
+            dtype, q_word, q_entity, word_keys, entity_keys, value, table, grad_context
+        )
         B, H, P, _ = q_word.shape
         L, K = plan.word_length, word_keys.size(2)
         E = P - L
-        grad_context, delta = softmax_output_grad(grad_context.contiguous(), context, dropout_p)
+        grad_context = softmax_output_grad(grad_context.contiguous(), dropout_p)
         grad_q_word, grad_key, grad_value = (
             torch.empty_like(q_word),
             q_word.new_empty(B, H, P, q_word.size(-1)),
@@ -258,7 +269,7 @@ class FusedAttention(torch.autograd.Function):
             for h0 in range(0, H, plan.heads_per_block):
                 heads = slice(h0, min(h0 + plan.heads_per_block, H))
                 n = heads.stop - heads.start
-                probs, used = saved_probabilities(blocks, dropout_p)  # used: the dropped-out probabilities
+                probs, used = saved_probabilities(blocks, dropout_p, dtype)  # used: the dropped-out probabilities
                 g = grad_context[b, heads]
                 # dS in a buffer with k zeros either side, so that `_band_view` can read its band as a strided view
                 pad = plan.distance_k if table is not None else 0
@@ -269,7 +280,7 @@ class FusedAttention(torch.autograd.Function):
                     g, value[b, heads].transpose(1, 2), out=buffer[pad : pad + n * P * P].view(n, P, P)
                 )
                 torch.bmm(used.transpose(1, 2), g, out=grad_value[b, heads])
-                grad_scores.mul_(used).addcmul_(probs, delta[b, heads], value=-1)  # dS = P' * dP' - P * delta
+                softmax_grad_(grad_scores, probs, used)  # dS = P' * dP' - P * delta
                 del used
                 to_words = grad_scores[:, :, :K]
                 torch.bmm(to_words, word_keys[b, heads], out=grad_q_word[b, heads])
@@ -326,7 +337,8 @@ class FusedAttention(torch.autograd.Function):
             )
             grad_table.index_add_(0, plan.entity_word_ids, grad_entity_word_rows)
             grad_table.index_add_(0, plan.entity_ids, _summed_outer(grad_e2e, q_to_entity[:, :, L:]))
-        return grad_q_word, grad_q_entity, grad_key, grad_value, grad_table, None, None
+        grads = (grad_q_word, grad_q_entity, grad_key, grad_value, grad_table)
+        return (*(None if g is None else g.to(d) for g, d in zip(grads, dtypes, strict=True)), None, None)
 
 
 def _summed_outer(grad_terms: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:

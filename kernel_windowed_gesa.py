@@ -36,12 +36,16 @@ import torch.nn.functional as F
 
 from .kernel_common_gesa import (
     BandPlan,
+    backward_dtype,
     band_label_sums,
     band_sum_plan,
     dropout_keep_mask,
     saved_probabilities,
     softmax_dropout_,
+    softmax_grad_,
     softmax_output_grad,
+    upcast,
+    without_autocast,
 )
 from .labels_gesa import LabelTerms
 from .structure_gesa import TokenStructure, cached_plan
@@ -237,22 +241,27 @@ class WindowedAttention(torch.autograd.Function):
         if save:
             # the keys and values as each part of a row reads them: its window, the global words, the entities
             keys_values = (key_pad, value_pad, global_keys, global_values, entity_keys, entity_values)
-            ctx.save_for_backward(q_word, q_entity, context, *keys_values, *saved)
+            ctx.save_for_backward(q_word, q_entity, *keys_values, *saved)
             ctx.plan, ctx.dropout_p, ctx.sizes = plan, dropout_p, (L, P)
             ctx.has_terms = (distance is not None, rank is not None, w2e is not None)
+            ctx.dtypes = [None if x is None else x.dtype for x in (q_word, q_entity, key, value, distance, rank, w2e)]
         return context[:, :, :L]
 
     @staticmethod
+    @without_autocast
     def backward(ctx, grad_context):
-        q_word, q_entity, context, *keys_values = ctx.saved_tensors
-        key_pad, value_pad, global_keys, global_values, entity_keys, entity_values = keys_values[:6]
+        q_word, q_entity, *keys_values = ctx.saved_tensors
         saved = iter(keys_values[6:])
         plan, dropout_p, (L, P) = ctx.plan, ctx.dropout_p, ctx.sizes
+        # half precision: the whole backward in float32 (one score chunk at a time converted), cast back at the end
+        dtype = backward_dtype(q_word.dtype)
+        q_word, q_entity, grad_context, *keys_values = upcast(dtype, q_word, q_entity, grad_context, *keys_values[:6])
+        key_pad, value_pad, global_keys, global_values, entity_keys, entity_values = keys_values
         B, H, Lp, d = q_word.shape
         block, width = plan.block, plan.width
         w = (width - block) // 2
         G = 0 if global_keys is None else global_keys.size(2)
-        grad_context, delta = softmax_output_grad(F.pad(grad_context, (0, 0, 0, Lp - L)), context, dropout_p)
+        grad_context = softmax_output_grad(F.pad(grad_context, (0, 0, 0, Lp - L)), dropout_p)
         grad_q_word = torch.empty_like(q_word)
         grad_q_entity = None if q_entity is None else torch.empty_like(q_entity)
         grad_key_pad, grad_value_pad = torch.zeros_like(key_pad), torch.zeros_like(value_pad)
@@ -270,7 +279,7 @@ class WindowedAttention(torch.autograd.Function):
 
         for b, heads, chunk, rows in _window_chunks(plan, B, H):
             n, m = heads.stop - heads.start, chunk.stop - chunk.start
-            probs, used = saved_probabilities(saved, dropout_p)
+            probs, used = saved_probabilities(saved, dropout_p, dtype)
             g = grad_context[b, heads, rows]
             key_windows = key_pad[b, heads].unfold(1, width, block)[:, chunk]
             value_windows = value_pad[b, heads].unfold(1, width, block)[:, chunk]
@@ -289,7 +298,7 @@ class WindowedAttention(torch.autograd.Function):
                 grad_global_values[b, heads] += torch.bmm(used[..., width : width + G].transpose(1, 2), g)
             if P > L:
                 grad_entity_values[b, heads] += torch.bmm(used[..., width + G :].transpose(1, 2), g)
-            grad_scores.mul_(used).addcmul_(probs, delta[b, heads, rows], value=-1)
+            softmax_grad_(grad_scores, probs, used)
             del used
             band = grad_scores[..., :width].view(n, m, block, width)
             queries = q_word[b, heads, rows]
@@ -327,20 +336,10 @@ class WindowedAttention(torch.autograd.Function):
             grad_key[:, :, :L].scatter_add_(2, index, grad_global_keys)
             grad_value[:, :, :L].scatter_add_(2, index, grad_global_values)
 
-        def rows_of(x):
-            return None if x is None else x[:, :, :L]
-
-        return (
-            rows_of(grad_q_word),
-            rows_of(grad_q_entity),
-            grad_key,
-            grad_value,
-            rows_of(grad_distance),
-            rows_of(grad_rank),
-            rows_of(grad_w2e),
-            None,
-            None,
-        )
+        grads = (grad_q_word, grad_q_entity, grad_key, grad_value, grad_distance, grad_rank, grad_w2e)
+        # the word rows (the padding cut off) in each input's own dtype
+        rows = [None if g is None else (g if g is grad_key or g is grad_value else g[:, :, :L]) for g in grads]
+        return (*(None if g is None else g.to(d) for g, d in zip(rows, ctx.dtypes, strict=True)), None, None)
 
 
 def _global_key_terms(

@@ -93,13 +93,15 @@ class _SpreadTerms(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         b, r, k = ctx.saved_tensors
-        grad_terms = grad.new_zeros(ctx.shape)
-        grad_terms[..., ctx.base] = grad.sum(-1)
-        picked = grad[b, :, r, ctx.c]  # (pairs, H)
+        # in float32 for half precision: the base slot's sum minus its other pairs cancels
+        dtype = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
+        grad_terms = grad.new_zeros(ctx.shape, dtype=dtype)
+        grad_terms[..., ctx.base] = grad.sum(-1, dtype=dtype)
+        picked = grad[b, :, r, ctx.c].to(dtype)  # (pairs, H)
         by_row = grad_terms.permute(0, 2, 3, 1)  # (B, R, K, H), a view
         by_row.index_put_((b, r, torch.full_like(k, ctx.base)), -picked, accumulate=True)
         by_row.index_put_((b, r, k), picked, accumulate=True)
-        return grad_terms, None, None, None, None, None, None
+        return grad_terms.to(grad.dtype), None, None, None, None, None, None
 
 
 def spread_label_terms(

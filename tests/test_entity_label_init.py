@@ -20,7 +20,7 @@ import torch
 from transformers import LukeConfig, LukeModel
 
 from gesa.modeling_gesa import GesaForEntitySpanQA, GesaModel, GesaPreTrainedModel
-from gesa.structure_gesa import RelativeLabels
+from gesa.structure_gesa import CONTEXT_EDGE_KINDS, CONTEXT_NO_EDGE_KINDS, RelativeLabels
 
 K = 8  # max_relative_position of the tiny models
 # the graph-edge rows turned like the mention row (GesaPreTrainedModel.turn_edge_label_rows)
@@ -194,6 +194,67 @@ def test_every_head_starts_with_a_candidate_attending_along_the_graph(luke_dir, 
             # the mention row is turned either way
             torch.testing.assert_close(mask_entity_logits(model, layer), mask_entity_logits(mention_only, unturned))
     assert not torch.cat(signs).all()
+
+
+def context_edge_logits(model, layer, kind: int) -> torch.Tensor:
+    """`(H,)` label logits of a `[MASK]` candidate's e2e query on the context graph's edge-kind `kind` row."""
+    embeddings = model.entity_embeddings
+    entity = embeddings.entity_embeddings.weight[2]
+    if embeddings.entity_embedding_dense is not None:
+        entity = embeddings.entity_embedding_dense(entity)
+    entity = embeddings.LayerNorm(entity + embeddings.token_type_embeddings.weight[0])
+    attention = layer.attention.self
+    queries = attention.e2e_query(entity).view(attention.num_heads, attention.head_size)
+    row = RelativeLabels(K).context_edge(kind)
+    return queries @ attention.label_embeddings.weight[row] / attention.head_size**0.5
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_context_graphs_edge_rows_start_with_one_sign_in_every_head(luke_dir, monkeypatch, seed):
+    """With `entity_graph="context"` (WikiHop) each edge kind of the thesis's graph is its own e2e row: turned like
+    the merged graph's edge rows, a `[MASK]` candidate gives each the same positive logit in every head of every
+    layer; the no-edge kinds (`complement`, `unconnected`) keep their draw, as the merged graph's no-edge row does."""
+    monkeypatch.setattr(GesaPreTrainedModel, "entity_label_logit_std", 3.0)
+    torch.manual_seed(seed)
+    model = GesaModel.from_luke_pretrained(luke_dir, max_relative_position=K, entity_graph="context").eval()
+    monkeypatch.setattr(GesaPreTrainedModel, "turn_edge_label_rows", False)
+    torch.manual_seed(seed)
+    unturned = GesaModel.from_luke_pretrained(luke_dir, max_relative_position=K, entity_graph="context").eval()
+    edges = [kind for kind, name in enumerate(CONTEXT_EDGE_KINDS) if name not in CONTEXT_NO_EDGE_KINDS]
+    assert len(edges) == 10
+    signs = []
+    with torch.no_grad():
+        for layer, plain in zip(model.encoder.layer, unturned.encoder.layer, strict=True):
+            for kind in edges:
+                logits = context_edge_logits(model, layer, kind)
+                assert (logits > 0).all(), (CONTEXT_EDGE_KINDS[kind], logits)
+                torch.testing.assert_close(logits, logits.mean().expand_as(logits))  # one logit in every head
+                signs.append(context_edge_logits(unturned, plain, kind) > 0)
+            a, b = layer.attention.self.label_embeddings.weight, plain.attention.self.label_embeddings.weight
+            rows = [RelativeLabels(K).context_edge(kind) for kind in range(len(CONTEXT_EDGE_KINDS))]
+            torch.testing.assert_close(a[rows].norm(dim=-1), b[rows].norm(dim=-1))  # rescaled alike, norms kept
+            for name in CONTEXT_NO_EDGE_KINDS:
+                row = RelativeLabels(K).context_edge(CONTEXT_EDGE_KINDS.index(name))
+                torch.testing.assert_close(a[row], b[row], rtol=0, atol=0)
+    assert not torch.cat(signs).all()  # drawn at random, some head of some kind starts negative
+
+
+def test_a_fresh_context_graph_model_starts_with_its_edge_rows_turned(monkeypatch):
+    """A model built from its config (no LUKE) turns the context graph's edge rows too."""
+    monkeypatch.setattr(GesaPreTrainedModel, "entity_label_logit_std", 3.0)
+    from gesa.configuration_gesa import GesaConfig
+    from gesa.modeling_gesa_multiple_choice import GesaForEntityMultipleChoice
+
+    config = GesaConfig(vocab_size=50, entity_vocab_size=4, hidden_size=32, entity_emb_size=16, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=37, max_relative_position=K,
+                        entity_graph="context")  # fmt: skip
+    torch.manual_seed(0)
+    model = GesaForEntityMultipleChoice(config)
+    with torch.no_grad():
+        for layer in model.gesa.encoder.layer:
+            for kind, name in enumerate(CONTEXT_EDGE_KINDS):
+                if name not in CONTEXT_NO_EDGE_KINDS:
+                    assert (context_edge_logits(model.gesa, layer, kind) > 0).all(), name
 
 
 def test_a_cut_entity_table_turns_towards_its_mask_row(luke_dir, monkeypatch):
