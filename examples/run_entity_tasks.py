@@ -100,7 +100,8 @@ class DataArguments(BaseDataArguments):
     pretrain_format: str = field(
         default="ner",
         metadata={"help": f"--task pretrain: the format of its files, one of {sorted(PRETRAIN.formats())} (docred: "
-                  "DocRED documents with entities and relations, for --objectives)."},
+                  "DocRED documents with entities and relations; scirex: SciREX's release, its clusters and N-ary "
+                  "relations; both for --objectives)."},
     )  # fmt: skip
     input_format: str | None = field(
         default=None,

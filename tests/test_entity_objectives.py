@@ -26,6 +26,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from script_helpers import load_entity_script
+from tiny_luke import SHARED
 
 from gesa.configuration_gesa import GesaConfig
 from gesa.modeling_gesa_objectives import (
@@ -36,7 +37,13 @@ from gesa.modeling_gesa_objectives import (
 )
 from gesa.training import entity_objectives
 from gesa.training.entity import pretraining_tokenizer, pretraining_vocabulary
-from gesa.training.entity_documents import Document, DocumentEntity, KnowledgeGraph, docred_record
+from gesa.training.entity_documents import (
+    Document,
+    DocumentEntity,
+    KnowledgeGraph,
+    docred_record,
+    read_scirex_documents,
+)
 from gesa.training.entity_objectives import EntityObjectivesProcessor
 from gesa.training.synthetic_documents import write_objective_corpus
 
@@ -311,3 +318,26 @@ def test_every_objective_loss_is_logged_and_falls_and_the_checkpoint_starts_a_ta
     assert "eval_f1" in results
     card = (tmp_path / "tacred" / "README.md").read_text()
     assert "pre-trained with" in card and "luke,erica,kbir" in card
+
+
+@pytest.mark.needs_shared
+def test_the_real_scirex_sample_gives_every_objective_a_finite_loss(tiny_luke_dir):
+    """SciREX's released papers (../shared): clusters and mentions become entities, N-ary relations binary ones, the
+    documents windows of the default 256 tokens; one batch of real windows trains every objective."""
+    documents = read_scirex_documents(SHARED / "data" / "scirex" / "dev10.jsonl")
+    assert len(documents) == 10 and all(document.entities for document in documents)
+    assert sum(len(document.relations) for document in documents) > 0
+    vocabulary = pretraining_vocabulary(documents)
+    tokenizer = pretraining_tokenizer(str(tiny_luke_dir), vocabulary)
+    settings = {"objectives": ["luke", "erica", "kbir"]}
+    processor = EntityObjectivesProcessor(tokenizer, settings, 256, seed=0)
+    features = processor.encode_all(documents[:2])
+    assert len(features) > 10 and all(len(f["word_ids"]) <= 254 - 16 for f in features)
+    related = [f for f in features if f["relation_ids"]][:4] + [f for f in features if not f["relation_ids"]][:4]
+    batch = processor.get_data_collator()(related)
+    config = GesaConfig(vocab_size=len(tokenizer), entity_vocab_size=len(vocabulary), hidden_size=16, entity_emb_size=8,
+                        num_hidden_layers=1, num_attention_heads=2, intermediate_size=20, ablation="luke",
+                        max_position_embeddings=300, pretraining_objectives=settings)  # fmt: skip
+    outputs = GesaForEntityPreTraining(config)(**batch)
+    for name in ("mlm_loss", "mep_loss", "ed_loss", "infill_loss", "lp_loss", "krc_loss"):
+        assert torch.isfinite(outputs[name]), name

@@ -82,7 +82,7 @@ from ..processing_entity import NO_ENTITY, EntityTaskProcessor, decode_ner, enco
 from ..processing_entity_markers import INPUT_FORMATS, MARKED_TASKS, MarkedEntityTaskProcessor, input_format_of
 from ..processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from ..records_entity import read_hub_rows, read_task_file
-from .entity_documents import read_docred_file
+from .entity_documents import read_docred_file, read_scirex_documents
 from .entity_metrics import figer_metrics, relation_micro_prf, span_f1, table2_lines, typing_micro_prf
 from .entity_objectives import (
     OBJECTIVE_METRIC_NAMES,
@@ -1084,7 +1084,9 @@ class PretrainTask(Task):
     objective_heads: dict = field(
         default_factory=lambda: {"gesa": GesaForEntityPreTraining, "luke": GesaForEntityPreTraining}
     )
-    document_readers: dict = field(default_factory=lambda: {"docred": read_docred_file})
+    document_readers: dict = field(
+        default_factory=lambda: {"docred": read_docred_file, "scirex": read_scirex_documents}
+    )
     metric_for_best_model: str = "loss"
     metric_names: dict = field(
         default_factory=lambda: {

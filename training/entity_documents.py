@@ -18,7 +18,8 @@ aligned to them.
   between entities (``(head, relation, tail)`` entity indices). Read from DocRED's public JSON format
   (``read_docred_file``: ``title``, ``sents``, ``vertexSet``, ``labels``; ERICA's own pre-training data is in it), or
   made from any entity task's examples (``documents_of``: a sentence whose mentions are one-mention entities; a TACRED
-  relation kept), or from a SciREX document (the SciREX task's reader; ``scirex_document``).
+  relation kept), or from SciREX's release (``read_scirex_documents``: the SciREX task's reader, ``records_scirex``,
+  its clusters and mentions as entities, its N-ary relations as binary ones).
 - ``KnowledgeGraph``: ``head<TAB>relation<TAB>tail`` triples (``read_triples``: the project's ``kb_triples.tsv``
   format, ``examples/train_transe.py --triples``); ERICA's distant supervision (``align``: a pair of a document's
   entities whose names a triple joins gets its relation), and its ``instance of`` triples are the typed entity list
@@ -28,18 +29,23 @@ Names are matched as the alias tables match them (``processing_kb.normalize_titl
 surrounding punctuation ignored). Every bad record is one ``InputError`` naming the flag, the file, the line or item,
 the record and the fix.
 
-Flat module: imports the root's input layer and the standard library.
+Flat module: imports the root's input layer and readers, and the standard library.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from transformers.utils import logging
+
 from ..inputs_gesa import InputError, Location, read_json_file, read_text_lines
 from ..processing_kb import normalize_title
+from ..records_scirex import ENTITY_TYPES, ScirexDocument, read_scirex_file
+
+logger = logging.get_logger(__name__)
 
 NO_RELATION = "no_relation"
 INSTANCE_OF = "instance of"
@@ -189,31 +195,52 @@ def documents_of(examples: Iterable[Any]) -> list[Document]:
     return documents
 
 
-def scirex_document(doc_id: str, words: Sequence[str], clusters: Mapping[str, Sequence[Sequence[int]]],
-                    types: Mapping[str, str | None], relations: Sequence[Mapping[str, Any]]) -> Document:  # fmt: skip
-    """A SciREX document as ERICA reads it: its salient entities (``coref``: name -> mention spans) with their types,
-    and each N-ary relation as the binary relations between its roles (``Method-Task``, ...: SciREX's own pairs).
-    A role naming an entity with no mention in the text (the release has such relations) gives no pair; how many is
-    kept in ``notes['roles_without_mention']``."""
-    names = [name for name, spans in clusters.items() if spans]
-    index = {name: i for i, name in enumerate(names)}
-    entities = tuple(
-        DocumentEntity(
-            name.replace("_", " "), types.get(name), tuple(sorted({(int(s), int(e)) for s, e in clusters[name]}))
-        )
-        for name in names
-    )
+def scirex_document(document: ScirexDocument) -> Document:
+    """A SciREX document (``records_scirex``, the SciREX task's reader) as ERICA and KBIR read it: every coreference
+    cluster with a mention in the text is an entity (a salient one named by its ``coref`` key, a non-salient one by its
+    first mention's words), every other ``ner`` mention an entity of its own; each typed by its mentions' type (the
+    four of SciREX). Each N-ary relation gives the binary relations between its roles (``Material-Method``, ...,
+    SciREX's own binary pairs) whose two entities are mentioned; a role naming an entity with no mention in the text
+    (the release has such relations: 59 of the 396 roles of the shared sample's 30 training papers) gives no pair,
+    counted in ``notes['roles_without_mention']``."""
+    kinds = {mention.span: mention.type for mention in document.mentions}
+    entities, index, covered = [], {}, set()
+    for cluster in document.clusters:
+        if not cluster.spans:
+            continue
+        spans = tuple(sorted(set(cluster.spans)))
+        types = [kinds[span] for span in spans if span in kinds]
+        name = cluster.name.replace("_", " ") if cluster.salient else document.text(spans[0])
+        index[cluster.name] = len(entities)
+        entities.append(DocumentEntity(name, max(set(types), key=types.count) if types else None, spans))
+        covered.update(spans)
+    for mention in document.mentions:
+        if mention.span not in covered:
+            entities.append(DocumentEntity(document.text(mention.span), mention.type, (mention.span,)))
     pairs, unmentioned = set(), 0
-    for relation in relations:
-        roles = sorted(role for role in relation if role != "score")
-        for i, first in enumerate(roles):
-            for second in roles[i + 1 :]:
-                head, tail = relation[first], relation[second]
-                if head not in index or tail not in index:
-                    unmentioned += 1
-                    continue
-                pairs.add((index[head], f"{first}-{second}", index[tail]))
-    return Document(doc_id, list(words), entities, tuple(sorted(pairs)), {"roles_without_mention": unmentioned})
+    for relation in document.relations:
+        roles = relation.as_dict()
+        for first, second in ((a, b) for i, a in enumerate(ENTITY_TYPES) for b in ENTITY_TYPES[i + 1 :]):
+            head, tail = roles[first], roles[second]
+            if head not in index or tail not in index:
+                unmentioned += 1
+                continue
+            pairs.add((index[head], f"{first}-{second}", index[tail]))
+    return Document(document.doc_id, list(document.words), tuple(entities), tuple(sorted(pairs)),
+                    {"roles_without_mention": unmentioned})  # fmt: skip
+
+
+def read_scirex_documents(path: str | Path, where: str | None = None) -> list[Document]:
+    """The documents of a SciREX release file (``records_scirex.read_scirex_file``: one error per bad document) as
+    ``scirex_document`` makes them; how many relation roles name an entity without a mention is logged."""
+    documents = [scirex_document(document) for document in read_scirex_file(path, where)]
+    unmentioned = sum(document.notes["roles_without_mention"] for document in documents)
+    if unmentioned:
+        logger.info(
+            f"{where or path}: {unmentioned} relation role pairs name an entity with no mention in its document "
+            "(SciREX's release has such relations): no ERICA pair for them"
+        )
+    return documents
 
 
 # ----------------------------------------------------------------------------------------------- the knowledge graph
@@ -293,6 +320,7 @@ __all__ = [
     "docred_record",
     "documents_of",
     "read_docred_file",
+    "read_scirex_documents",
     "read_knowledge_graph",
     "read_triples",
     "scirex_document",

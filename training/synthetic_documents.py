@@ -216,10 +216,10 @@ def mention_in(sentences: list[list[tuple[str, str | None]]], index: int, name: 
 
 
 def labelled_document(generator: Generator, world: World, rng: random.Random, target: tuple[str, str, str],
-                      pair: tuple[str, str], local: bool, doc_id: str) -> tuple[list, int]:  # fmt: skip
-    """A document stating ``target`` and two other facts; its labelled sentence (returned with the sentences) pairs
-    ``pair`` neutrally, or (``local``) is ``target``'s statement, first."""
-    others = rng.sample([f for f in world.facts if f != target and not {f[0], f[2]} & set(pair)], 2)
+                      pair: tuple[str, str], local: bool, doc_id: str, distractors: int = 1) -> tuple[list, int]:  # fmt: skip
+    """A document stating ``target`` and ``distractors`` other facts; its labelled sentence (returned with the
+    sentences) pairs ``pair`` neutrally, or (``local``) is ``target``'s statement, first."""
+    others = rng.sample([f for f in world.facts if f != target and not {f[0], f[2]} & set(pair)], distractors)
     if local:
         _, sentences, _ = document(generator, world, rng, others, [], doc_id)
         relation = {r.name: r for r in generator.relations}[target[1]]
@@ -229,10 +229,11 @@ def labelled_document(generator: Generator, world: World, rng: random.Random, ta
 
 
 def task_examples(generator: Generator, world: World, count: int, rng: random.Random, split: str,
-                  local: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
+                  local: bool = False, distractors: int = 1) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
     """``count`` TACRED records and ``count`` FIGER records (module docstring): each document states a role fact
-    and two others; the TACRED pair is the fact's own pair half of the time (its relation), else the fact's person
-    with an entity it has no fact with (``no_relation``); the FIGER mention is the fact's person."""
+    and ``distractors`` others; the TACRED pair is the fact's own pair half of the time (its relation), else the fact's person
+    with another entity of the partner's kind, in the same order, that it has no fact with (``no_relation``: the
+    kinds of the pair never tell the label); the FIGER mention is the fact's person."""
     relations_of = {(h, t): r for h, r, t in world.facts}
     roles = {r.name: r.role for r in generator.relations}
     people = [f for f in world.facts if roles.get(f[1])]
@@ -245,11 +246,14 @@ def task_examples(generator: Generator, world: World, count: int, rng: random.Ra
         if local or rng.random() < 0.5:
             pair = (target[0], target[2])
         else:
-            stranger = rng.choice([n for n in everyone if n != person and (person, n) not in relations_of
+            # an entity of the partner's kind the document does not relate to the person, in the fact's direction:
+            # the pair's kinds do not tell the label, only the document does
+            kind = world.kinds[partner]
+            stranger = rng.choice([n for n in world.entities[kind] if n != partner and (person, n) not in relations_of
                                    and (n, person) not in relations_of])  # fmt: skip
-            pair = (person, stranger) if rng.random() < 0.5 else (stranger, person)
+            pair = (person, stranger) if person == target[0] else (stranger, person)
         doc_id = f"{generator.name}-{split}-{index}"
-        sentences, labelled = labelled_document(generator, world, rng, target, pair, local, doc_id)
+        sentences, labelled = labelled_document(generator, world, rng, target, pair, local, doc_id, distractors)
         words = [w for s in sentences for w, _ in s]
         (hs, he), (ts, te) = mention_in(sentences, labelled, pair[0]), mention_in(sentences, labelled, pair[1])
         tacred.append({"id": doc_id, "token": words, "subj_start": hs, "subj_end": he - 1, "obj_start": ts,
@@ -259,7 +263,7 @@ def task_examples(generator: Generator, world: World, count: int, rng: random.Ra
         # typing: its own document, the person paired neutrally with an entity (its partner or not)
         other = partner if rng.random() < 0.5 else rng.choice([n for n in everyone if n not in (person, partner)])
         pair = (person, other) if rng.random() < 0.5 else (other, person)
-        sentences, labelled = labelled_document(generator, world, rng, target, pair, local, doc_id)
+        sentences, labelled = labelled_document(generator, world, rng, target, pair, local, doc_id, distractors)
         words = [w for s in sentences for w, _ in s]
         start, end = mention_in(sentences, labelled, person)
         text, offsets = "", []
@@ -281,7 +285,8 @@ def kg_lines(world: World, generator: Generator) -> list[str]:
 
 
 def write_objective_corpus(folder: str | Path, generator: str = "firms", seed: int = 0, documents: int = 400,
-                           task_examples_per_split: tuple[int, int] = (300, 200), people: int = 40) -> Path:  # fmt: skip
+                           task_examples_per_split: tuple[int, int] = (600, 200), people: int = 40,
+                           distractors: int = 1) -> Path:  # fmt: skip
     """Write the pre-training corpus, its knowledge graph and the downstream tasks (module docstring) of
     ``generator`` into ``folder``: ``pretrain.json``, ``pretrain_dev.json``, ``kg.tsv``, ``relation_{train,dev}.json``,
     ``typing_{train,dev}.json`` and the controls ``relation_local_{train,dev}.json``, ``typing_local_{train,dev}.json``.
@@ -297,7 +302,7 @@ def write_objective_corpus(folder: str | Path, generator: str = "firms", seed: i
     fresh = make_world(spec, people, rng, exclude=set(world.entities["person"]))
     for local in (False, True):
         for split, count in zip(("train", "dev"), task_examples_per_split, strict=True):
-            tacred, figer = task_examples(spec, fresh, count, rng, split, local=local)
+            tacred, figer = task_examples(spec, fresh, count, rng, split, local=local, distractors=distractors)
             infix = "_local" if local else ""
             (folder / f"relation{infix}_{split}.json").write_text(json.dumps(tacred) + "\n", encoding="utf-8")
             (folder / f"typing{infix}_{split}.json").write_text(json.dumps(figer) + "\n", encoding="utf-8")
