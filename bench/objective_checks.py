@@ -115,8 +115,9 @@ def pretrain(args: CheckArguments, corpus: Path, luke: Path, objectives: str, se
                     str(args.pretrain_epochs), "--learning_rate", str(args.pretrain_learning_rate),
                     "--per_device_train_batch_size", "8", *common(output, seed)], f"pre-training {objectives}")  # fmt: skip
     history = json.loads((output / "trainer_state.json").read_text())["log_history"]
-    evaluations = [entry for entry in history if "eval_loss" in entry]
-    return {"before": evaluations[0], "after": evaluations[-1], "losses": [e for e in history if "loss" in e]}
+    before = next(entry for entry in history if "eval_loss" in entry)  # --eval_on_start
+    after = json.loads((output / "all_results.json").read_text())  # the evaluation after training
+    return {"before": before, "after": after, "losses": [e for e in history if "loss" in e]}
 
 
 def finetune(args: CheckArguments, corpus: Path, model: Path, task: str, seed: int, output: Path) -> dict:

@@ -198,12 +198,17 @@ def docred(sentences: list[list[tuple[str, str | None]]], world: World, doc_id: 
 
 
 def pretraining_documents(generator: Generator, world: World, count: int, rng: random.Random) -> list[dict[str, Any]]:
-    """``count`` documents, each stating 2-4 facts of the world and 2 neutral pairs of its entities."""
+    """``count`` documents, each stating 2-4 facts of the world, and neutral sentences pairing its entities so that
+    every entity is mentioned at least twice (a coreference cluster of two or more mentions)."""
     documents = []
     for index in range(count):
         facts = rng.sample(world.facts, rng.randint(2, 4))
         names = sorted({x for h, _, t in facts for x in (h, t)})
-        neutral = [tuple(rng.sample(names, 2)) for _ in range(2)]
+        counts = {name: sum(name in (h, t) for h, _, t in facts) for name in names}
+        once = [name for name in names if counts[name] < 2]
+        rng.shuffle(once)
+        neutral = [(a, rng.choice([n for n in names if n != a]) if b is None else b)
+                   for a, b in zip(once[0::2], [*once[1::2], None], strict=False)]  # fmt: skip
         documents.append(document(generator, world, rng, facts, neutral, f"{generator.name}-pre-{index}")[0])
     return documents
 
