@@ -32,8 +32,8 @@ byte-level BPE trained on the corpus). Then, with the scripts' own command lines
   easy case, which the recipe must learn.
 
 - ``scirex``: seed 002's must-show: ``--task pretrain --pretrain_format scirex`` on the shared SciREX sample
-  (``../shared/data/scirex``: 30 papers to train on, 10 to evaluate) with each objective alone and all together, at
-  the script's defaults (``--max_seq_length`` 256, 3 epochs, learning rate 5e-5, batch 8; a tiny LUKE whose BPE is
+  (``../shared/data/scirex``: 30 papers to train on, 10 to evaluate) with each objective alone (ERICA; KBIR and its
+  two parts, KBI and KRC) and all together (with LUKE's own), at the script's defaults (``--max_seq_length`` 256, 3 epochs, learning rate 5e-5, batch 8; a tiny LUKE whose BPE is
   trained on the papers), logging every 10 steps: the return code and each loss's first and last logged value.
 
 It prints each seed and, per generator, the mean and half the range over the seeds, and how many seeds each objective
@@ -86,7 +86,10 @@ class CheckArguments:
     finetune_learning_rate: float = field(default=1e-3, metadata={"help": "Fine-tuning learning rate."})
     scirex: str = field(default=str(ROOT.parent / "shared" / "data" / "scirex"), metadata={"help": "SciREX sample."})
     scirex_objectives: str = field(
-        default="luke;erica;kbi;krc;kbir;luke,erica,kbir", metadata={"help": "--checks scirex: runs, ';'-separated."}
+        default="erica;kbi;krc;kbir;luke,erica,kbir", metadata={"help": "--checks scirex: runs, ';'-separated."}
+    )
+    scirex_variant: str | None = field(
+        default=None, metadata={"help": "--checks scirex: --variant (default: the script's, gesa); e.g. long_luke."}
     )
     hidden_size: int = field(default=64, metadata={"help": "The tiny LUKE's width."})
     layers: int = field(default=4, metadata={"help": "The tiny LUKE's layers."})
@@ -195,12 +198,17 @@ def scirex_runs(args: CheckArguments, output: Path) -> dict[str, Any]:
         build_demo_luke(luke, texts, vocab_size=4000)
     report = {}
     for objectives in args.scirex_objectives.split(";"):
-        folder = output / "scirex" / objectives.replace(",", "+")
+        folder = (
+            output
+            / "scirex"
+            / (objectives.replace(",", "+") + (f"-{args.scirex_variant}" if args.scirex_variant else ""))
+        )
         flags = ["--task", "pretrain", "--pretrain_format", "scirex", "--objectives", objectives,
                  "--model_name_or_path", str(luke), "--train_file", str(sample / "train30.jsonl"),
                  "--validation_file", str(sample / "dev10.jsonl"), "--do_train", "--do_eval", "--output_dir",
                  str(folder), "--overwrite_output_dir", "true", "--logging_steps", "10", "--report_to", "none",
                  "--save_strategy", "no", "--disable_tqdm", "true"]  # fmt: skip
+        flags += ["--variant", args.scirex_variant] if args.scirex_variant else []
         done = subprocess.run([sys.executable, str(SCRIPT_PATH), *flags], capture_output=True, text=True)
         losses: dict[str, list[float]] = {}
         if done.returncode == 0:
