@@ -76,6 +76,29 @@ ENTITY_GRAPHS = ("merged", "context")
 # The multiple-choice (WikiHop) head: "hde", the thesis's eq. 2.62 (HDE's output: MLP_c(candidate) + max over its
 # entity nodes of MLP_e); "query_candidate", the linear layer on [query entity; candidate entity].
 CHOICE_HEADS = ("hde", "query_candidate")
+# The pre-training objectives of seed 002 (3.1, 3.2, 4.1.1) a `GesaForEntityPreTraining` head trains: each name the
+# losses it adds (LUKE: eq. 23's masked entities + MLM; ERICA: eq. 26; KBIR: eqs. 29-30), and the settings of
+# `pretraining_objectives` with their defaults (ERICA's and KBIR's released code: NT-Xent temperature 0.05,
+# infilled spans of up to 10 tokens, 200-dimensional infilling positions; eq. 29-30 weights 1).
+PRETRAINING_OBJECTIVES: dict[str, tuple[str, ...]] = {
+    "luke": ("mlm", "mep"),
+    "erica": ("mlm", "ed", "rd"),
+    "kbi": ("mlm", "infill", "lp"),
+    "kbir": ("mlm", "infill", "lp", "krc"),
+    **{loss: (loss,) for loss in ("mlm", "mep", "ed", "rd", "infill", "lp", "krc")},
+}
+PRETRAINING_SETTINGS: dict[str, Any] = {
+    "objectives": ["luke"],
+    "alpha": 1.0,  # eq. 29: L_MLM
+    "gamma": 1.0,  # eq. 29: L_Infill
+    "sigma": 1.0,  # eq. 29: L_LP
+    "delta": 1.0,  # eq. 30: L_KRC
+    "temperature": 0.05,
+    "kbi_max_span_length": 10,
+    "kbi_position_size": 200,
+}
+
+
 # Edge kinds of the context graph (`structure_gesa.CONTEXT_EDGE_KINDS`, rules 1-12): label rows it adds.
 NUM_CONTEXT_EDGE_KINDS = 12
 
@@ -142,6 +165,31 @@ def label_switch_overrides(value: dict[str, bool] | None) -> None:
             )
         if not isinstance(on, bool):
             raise ValueError(f"label_switches[{key!r}] must be True or False, got {on!r}.")
+
+
+def pretraining_objectives_value(value: dict[str, Any] | None) -> None:
+    if value is None:
+        return
+    for key, setting in value.items():
+        if key not in PRETRAINING_SETTINGS:
+            raise ValueError(
+                f"pretraining_objectives[{key!r}] is unknown; known settings: {sorted(PRETRAINING_SETTINGS)}."
+            )
+        if key == "objectives":
+            names = [setting] if isinstance(setting, str) else setting
+            unknown = [name for name in names or [None] if name not in PRETRAINING_OBJECTIVES]
+            if not isinstance(names, list) or unknown:
+                raise ValueError(
+                    f"pretraining_objectives['objectives'] must be a non-empty list of objective names from "
+                    f"{sorted(PRETRAINING_OBJECTIVES)}, got {setting!r}."
+                )
+        elif key in ("kbi_max_span_length", "kbi_position_size"):
+            positive(setting)
+        else:
+            number = isinstance(setting, int | float) and not isinstance(setting, bool)
+            if not number or not math.isfinite(setting) or setting < 0 or (key == "temperature" and setting == 0):
+                bound = "> 0" if key == "temperature" else ">= 0"
+                raise ValueError(f"pretraining_objectives[{key!r}] must be a finite number {bound}, got {setting!r}.")
 
 
 # Fields an ablation preset may set, and their value when neither the preset nor the caller sets them.
@@ -212,6 +260,12 @@ class GesaConfig(PreTrainedConfig):
             The multiple-choice head's score (WikiHop, `GesaForEntityMultipleChoice`): `"hde"`, the thesis's eq. 2.62
             (`MLP_c(y_c) + max_e MLP_e(y_e)` over the candidate's mention entities, MLPs of width hidden/2);
             `"query_candidate"`, `w . [y_query ; y_c] + b`. Other heads ignore it.
+        pretraining_objectives (`dict`, *optional*):
+            What a pre-training head (`GesaForEntityPreTraining`) trains and a checkpoint was pre-trained with:
+            `objectives` (names of `PRETRAINING_OBJECTIVES`: `luke`, `erica`, `kbi`, `kbir` or single losses), the
+            loss weights `alpha`, `gamma`, `sigma`, `delta` (seed 002 eqs. 29-30), ERICA's `temperature` and KBIR's
+            `kbi_max_span_length` / `kbi_position_size` (`PRETRAINING_SETTINGS` gives the defaults). Other heads
+            ignore it.
         ablation (`str`, *optional*):
             Name of an `ABLATION_PRESETS` row (recorded for the model card). The preset sets its fields; a field given
             explicitly with another value than the preset's is an error (`ablation="luke"` means exactly LUKE).
@@ -250,6 +304,7 @@ class GesaConfig(PreTrainedConfig):
     entity_graph: str = validated_field(entity_graph_name, default="merged")
     choice_head: str = validated_field(choice_head_name, default="hde")
     ablation: str | None = validated_field(ablation_name, default=None)
+    pretraining_objectives: dict[str, Any] | None = validated_field(pretraining_objectives_value, default=None)
     pad_token_id: int | None = 1
     bos_token_id: int | None = 0
     eos_token_id: int | list[int] | None = 2
@@ -402,5 +457,7 @@ __all__ = [
     "CHOICE_HEADS",
     "ENTITY_GRAPHS",
     "NUM_CONTEXT_EDGE_KINDS",
+    "PRETRAINING_OBJECTIVES",
+    "PRETRAINING_SETTINGS",
     "GesaConfig",
 ]

@@ -416,7 +416,27 @@ class GesaForMaskedLM(GesaEntityHeadBase):
         )
 
 
-class MaskedLmNspHeads:
+class LoggedLosses:
+    """A pre-training head's separate losses kept for the driver's log while training (`log_losses`; read by
+    `training.entity.LoggedLossesCallback` through `pop_logged_losses`)."""
+
+    def log_losses(self, losses: dict[str, torch.Tensor | None]) -> torch.Tensor | None:
+        """Keep each given loss for the log (while training); their sum, or `None` when none is given."""
+        if self.training:
+            logged = self.__dict__.setdefault("logged_losses", {})
+            for name, value in losses.items():
+                if value is not None:
+                    logged.setdefault(name, []).append(float(value.detach()))
+        given = [value for value in losses.values() if value is not None]
+        return sum(given[1:], given[0]) if given else None
+
+    def pop_logged_losses(self) -> dict[str, float]:
+        """The mean of each loss over the training steps since the last call."""
+        logged = self.__dict__.pop("logged_losses", {})
+        return {name: sum(values) / len(values) for name, values in logged.items() if values}
+
+
+class MaskedLmNspHeads(LoggedLosses):
     """BERT's pre-training heads on an entity-head model (KnowBERT-KAR's and ERNIE's pre-training): masked language
     modelling (`lm_head`, LUKE's, tied to the word table) and next-sentence prediction (`seq_relationship` on the
     pooled `<s>` state, `nsp_pooler`, for batches of sentence pairs `<s> A </s></s> B </s>`); the model's own
@@ -435,7 +455,6 @@ class MaskedLmNspHeads:
         self.lm_head = LukeLMHead(config)
         self.nsp_pooler = GesaPooler(config)
         self.seq_relationship = nn.Linear(config.hidden_size, 2)
-        self.logged_losses: dict[str, list[float]] = {}
 
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_head.decoder
@@ -460,21 +479,6 @@ class MaskedLmNspHeads:
                 )
             nsp_loss = classification_loss(nsp_logits, next_sentence_label.to(nsp_logits.device), 1)
         return logits, mlm_loss, nsp_logits, nsp_loss
-
-    def log_losses(self, losses: dict[str, torch.Tensor | None]) -> torch.Tensor | None:
-        """Keep each given loss for the log (while training); their sum, or `None` when none is given."""
-        if self.training:
-            for name, value in losses.items():
-                if value is not None:
-                    self.logged_losses.setdefault(name, []).append(float(value.detach()))
-        given = [value for value in losses.values() if value is not None]
-        return sum(given[1:], given[0]) if given else None
-
-    def pop_logged_losses(self) -> dict[str, float]:
-        """The mean of each loss over the training steps since the last call."""
-        means = {name: sum(values) / len(values) for name, values in self.logged_losses.items() if values}
-        self.logged_losses = {}
-        return means
 
     def count_for_evaluation(self, hits: dict[str, float], total: int) -> None:
         """Add an evaluation batch's counts (``{metric: hits}`` over ``total`` items, each metric its own items) to
@@ -501,6 +505,7 @@ __all__ = [
     "GesaForEntityPairClassification",
     "GesaForEntitySpanClassification",
     "GesaForMaskedLM",
+    "LoggedLosses",
     "MaskedLmNspHeads",
     "classification_loss",
     "copy_luke_head",

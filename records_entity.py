@@ -14,6 +14,8 @@
 """Reading and validating the entity-task datasets' public formats into one canonical example per task.
 
 - Open Entity crowd JSON lines (``left_context_token, mention_span, right_context_token, y_str``) -> ``TypingExample``;
+- FIGER in ERNIE's JSON (a list of ``{sent, start, end, labels}``: character offsets of the mention in ``sent``,
+  hierarchical types such as ``/person/artist``, any number) -> ``TypingExample``;
 - TACRED JSON (a list of ``{id, token, subj_start, subj_end, obj_start, obj_end, subj_type, obj_type, relation}``,
   INCLUSIVE ends) and its Hub rows (the same fields) -> ``RelationExample``;
 - CoNLL-2003 column files (``word POS chunk NER``, blank line between sentences, ``-DOCSTART-`` lines) and the Hub's
@@ -40,6 +42,10 @@ NO_RELATION = "no_relation"
 OPEN_ENTITY_FIX = (
     "give JSON objects with left_context_token (list of str), mention_span (str), right_context_token "
     "(list of str) and y_str (list of type names)"
+)
+FIGER_FIX = (
+    "give records with sent (str), start and end (character offsets of the mention in sent, end exclusive) and labels "
+    "(a non-empty list of types such as '/person/artist')"
 )
 TACRED_FIX = (
     "give records with token (list of str), subj_start, subj_end, obj_start, obj_end (INCLUSIVE token indices), "
@@ -150,6 +156,47 @@ def open_entity_example(row: Any, position: int, source: str | None = None) -> T
     tokens = left + mention_tokens + right
     example_id = str(record_id if record_id is not None else position)
     return TypingExample(example_id, tokens, len(left), len(left) + len(mention_tokens), list(labels))
+
+
+# ---------------------------------------------------------------------------------------------
+# FIGER
+# ---------------------------------------------------------------------------------------------
+
+
+def figer_example(row: Any, position: int, source: str | None = None) -> TypingExample:
+    """One FIGER record in ERNIE's JSON (``position``: its item or line number, the id of a record without ``id``;
+    ``source``: where it was read). The words are the text split on white space; the mention is the words of
+    ``sent[start:end]``, which must begin and end at word boundaries."""
+    record_id = _record_id(row, "id")
+
+    def fail(message: str) -> InputError:
+        return InputError(message, source or f"row {position}", record="FIGER record", record_id=record_id,
+                          fix=FIGER_FIX)  # fmt: skip
+
+    if not isinstance(row, Mapping):
+        raise fail(f"is a {type(row).__name__}, not a JSON object")
+    text = row.get("sent")
+    if not isinstance(text, str) or not text.strip():
+        raise fail(f"field 'sent' must be a non-empty string (got {text!r:.40})")
+    start, end = _index(row, "start", fail), _index(row, "end", fail)
+    if not 0 <= start < end <= len(text) or not text[start:end].strip():
+        raise fail(f"start={start}, end={end} is not a non-blank character span of its {len(text)}-character sent")
+    if (start and not text[start - 1].isspace()) or (end < len(text) and not text[end].isspace()):
+        raise fail(f"the mention {text[start:end]!r} (start={start}, end={end}) cuts a word of sent; give offsets at "
+                   "word boundaries")  # fmt: skip
+    labels = row.get("labels")
+    if not isinstance(labels, list) or not labels or not all(isinstance(t, str) and t for t in labels):
+        raise fail(f"field 'labels' must be a non-empty list of type names (got {labels!r})")
+    left, mention = text[:start].split(), text[start:end].split()
+    tokens = left + mention + text[end:].split()
+    example_id = str(record_id if record_id is not None else position)
+    return TypingExample(example_id, tokens, len(left), len(left) + len(mention), list(labels))
+
+
+def read_figer_file(path: str | Path, where: str | None = None) -> list[TypingExample]:
+    """Every record of a FIGER file (ERNIE's JSON list, or JSON lines); ``where`` names it in errors."""
+    items = read_json_file(path, where, fix=FIGER_FIX, list_field=None)
+    return [figer_example(row, location.number, str(location)) for location, row in items]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,6 +386,7 @@ def read_hub_rows(task: str, rows: Iterable[Mapping[str, Any]], tag_names: Seque
 
 READERS = {
     "entity_typing": read_open_entity_file,
+    "figer": read_figer_file,
     "relation_classification": read_tacred_file,
     "ner": read_conll_file,
 }
@@ -361,9 +409,11 @@ __all__ = [
     "RelationExample",
     "TypingExample",
     "bio_spans",
+    "figer_example",
     "conll_hub_example",
     "open_entity_example",
     "read_conll_file",
+    "read_figer_file",
     "read_hub_rows",
     "read_open_entity_file",
     "read_tacred_file",

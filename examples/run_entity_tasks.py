@@ -42,6 +42,7 @@ from transformers import TrainingArguments
 
 from gesa.training.driver import BaseDataArguments, BaseModelArguments, ExampleScript
 from gesa.training.entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback, make_entity_sample
+from gesa.training.entity_objectives import KG_TRIPLES_HELP, OBJECTIVE_RUNS, OBJECTIVES_HELP, OBJECTIVES_WHY, WEIGHTS
 from gesa.training.knowledge_base import (
     ENTITY_LINKS_HELP,
     KB_ALIAS_TABLE_HELP,
@@ -51,6 +52,7 @@ from gesa.training.knowledge_base import (
     NER_WHY,
 )
 from gesa.training.machinery import explicit_flags, needs, read_by
+from gesa.training.synthetic_documents import corpus_texts, write_objective_corpus
 from gesa.training.wikihop import build_demo_luke
 
 TASKS = {**ENTITY_TASKS, PRETRAIN.name: PRETRAIN}
@@ -88,6 +90,7 @@ class DataArguments(BaseDataArguments):
         "max_entities": read_by(task="ner"),
         "mlm_probability": read_by(task="pretrain"),
         "entity_mask_probability": read_by(task="pretrain"),
+        **dict.fromkeys(("objectives", "kg_triples", *WEIGHTS), read_by(OBJECTIVE_RUNS, why=OBJECTIVES_WHY)),
     }
 
     task: str = field(
@@ -96,8 +99,11 @@ class DataArguments(BaseDataArguments):
                   "choices": list(TASKS)},
     )  # fmt: skip
     pretrain_format: str = field(
-        default="ner", metadata={"help": f"--task pretrain: the format of its files, one of {sorted(ENTITY_TASKS)}."}
-    )
+        default="ner",
+        metadata={"help": f"--task pretrain: the format of its files, one of {sorted(PRETRAIN.formats())} (docred: "
+                  "DocRED documents with entities and relations; scirex: SciREX's release, its clusters and N-ary "
+                  "relations; both for --objectives)."},
+    )  # fmt: skip
     input_format: str | None = field(
         default=None,
         metadata={"help": "entity_typing / relation_classification inputs: luke (the [MASK] entities' states), ernie "
@@ -112,6 +118,14 @@ class DataArguments(BaseDataArguments):
     max_entities: int = field(default=128, metadata={"help": "NER: candidate spans per feature."})
     mlm_probability: float = field(default=0.15, metadata={"help": "--task pretrain: share of words masked."})
     entity_mask_probability: float = field(default=0.15, metadata={"help": "pretrain: share of entities masked."})
+    objectives: str = field(default="luke", metadata={"help": OBJECTIVES_HELP})
+    alpha: float | None = field(default=None, metadata={"help": "--objectives: weight of L_MLM (eq. 29; default 1)."})
+    gamma: float | None = field(
+        default=None, metadata={"help": "--objectives: weight of L_Infill (eq. 29; default 1)."}
+    )
+    sigma: float | None = field(default=None, metadata={"help": "--objectives: weight of L_LP (eq. 29; default 1)."})
+    delta: float | None = field(default=None, metadata={"help": "--objectives: weight of L_KRC (eq. 30; default 1)."})
+    kg_triples: str | None = field(default=None, metadata={"help": KG_TRIPLES_HELP})
 
 
 USAGE = (
@@ -131,7 +145,7 @@ DEMO_ARGS = [
 # how long each demo takes on one idle core: its CPU time with OMP_NUM_THREADS=1, measured (README "Tasks")
 DEMO_SECONDS = {"entity_typing": 10, "relation_classification": 10, "ner": 10, "pretrain": 10}
 DEMO_FLAGS = ("task", "output_dir", "variant", "kb_alias_table", "kb_entity_vectors", "entity_links", "ner_model",
-              "input_format")  # fmt: skip
+              "input_format", "objectives", *WEIGHTS)  # fmt: skip
 # the demo KB (examples/data/build_kb_sample.py) a --variant kar / ernie demo reads unless given its own files
 DEMO_KB = Path(__file__).resolve().parent / "data"
 DEMO_KB_FLAGS = {"kb_alias_table": DEMO_KB / "kb_aliases.tsv", "kb_entity_vectors": DEMO_KB / "kb_entity_vectors.txt",
@@ -160,10 +174,17 @@ def demo_argv(
     extra += knowledge_demo_flags(variant, task, explicit_flags(extra))
     data_task = "ner" if task == PRETRAIN.name else task
     files = {}
-    for split, count, seed in (("train", 36, 1), ("dev", 12, 2)):
-        files[split] = directory / f"{split}.{'txt' if data_task == 'ner' else 'json'}"
-        files[split].write_text(make_entity_sample(data_task, count, seed), encoding="utf-8")
-    texts = [path.read_text(encoding="utf-8") for path in files.values()]
+    if task == PRETRAIN.name and parse_args(["--task", task, *extra])[1].objectives != "luke":
+        # seed 002's objectives: the generated documents (entities, mentions) and their knowledge graph
+        corpus = write_objective_corpus(directory / "documents", documents=48, task_examples_per_split=(8, 8))
+        files = {"train": corpus / "pretrain.json", "dev": corpus / "pretrain_dev.json"}
+        extra += ["--pretrain_format", "docred", "--kg_triples", str(corpus / "kg.tsv")]
+        texts = corpus_texts(corpus)
+    else:
+        for split, count, seed in (("train", 36, 1), ("dev", 12, 2)):
+            files[split] = directory / f"{split}.{'txt' if data_task == 'ner' else 'json'}"
+            files[split].write_text(make_entity_sample(data_task, count, seed), encoding="utf-8")
+        texts = [path.read_text(encoding="utf-8") for path in files.values()]
     luke = build_demo_luke(directory / "tiny-luke", texts)
     return ["--task", task, "--model_name_or_path", str(luke), "--train_file", str(files["train"]),
             "--validation_file", str(files["dev"]), "--output_dir", output_dir or f"outputs/{variant}-tiny-{task}",

@@ -41,7 +41,8 @@ import torch
 
 try:
     from gesa.extras_gesa import missing, missing_message
-    from gesa.inputs_gesa import InputError, read_text_lines
+    from gesa.inputs_gesa import InputError
+    from gesa.training.entity_documents import read_triples
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise SystemExit(f"train_transe.py needs the gesa package installed (pip install <gesa repo>): {error}") from None
 
@@ -50,25 +51,7 @@ DEMO_TRIPLES = Path(__file__).resolve().parent / "data" / "kb_triples.tsv"
 # the flags of a run with no argument (the demo KB's vectors, examples/data/kb_entity_vectors.txt)
 DEMO_ARGS = ["--triples", str(DEMO_TRIPLES), "--output", "outputs/transe-demo/kb_entity_vectors.txt", "--dim", "16",
              "--epochs", "200"]  # fmt: skip
-TRIPLES_FIX = "give one 'head<TAB>relation<TAB>tail' line per triple"
 DEMO_TIME = "about 1 min on one idle core"  # its CPU time with OMP_NUM_THREADS=1, measured: README "Tasks"
-
-
-def read_triples(path: str) -> list[tuple[str, str, str]]:
-    """The triples of a TSV file; one ``InputError`` naming the file and line of a bad one."""
-    triples = []
-    for location, text in read_text_lines(path, f"--triples {path}", fix=TRIPLES_FIX):
-        if not text.strip() or text.startswith("#"):
-            continue
-        fields = [field.strip() for field in text.split("\t")]
-        if len(fields) != 3 or not all(fields):
-            raise InputError(
-                f"has {len(fields)} non-empty tab-separated field(s), expected 3", location, fix=TRIPLES_FIX
-            )
-        triples.append((fields[0], fields[1], fields[2]))
-    if not triples:
-        raise InputError("holds no triple", f"--triples {path}", fix=TRIPLES_FIX)
-    return triples
 
 
 def train_transe(

@@ -377,6 +377,12 @@ class TaskTrainer(Trainer):
                 if disk_full(error, self.args.output_dir):
                     raise disk_full_error(error, self.args.output_dir, "writing the model card README.md") from None
                 raise
+        notes = self.task.card_notes(self.model)
+        card = Path(self.args.output_dir) / "README.md"
+        if notes and card.is_file():  # what the card cannot know from the run alone (how the model was pre-trained)
+            write_text_atomically(
+                card, card.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + "\n".join(notes) + "\n"
+            )
 
 
 @contextlib.contextmanager
@@ -560,6 +566,9 @@ def _run(
         notes = task.summary_notes(loaded.processor)
         line = summary_line(task, len(examples[split]), results, trainer.state.log_history, args, chance, notes)
         print(line if demo_data is None else f"{line[:-1]}; demo data: {demo_data})")
+        if args.do_eval:
+            for table_line in task.results_table(results, f"{model_args.variant} ({Path(args.output_dir).name})"):
+                print(table_line)
     return results
 
 

@@ -72,6 +72,7 @@ from ..modeling_gesa_entity import (
     GesaForEntitySpanClassification,
     GesaForMaskedLM,
 )
+from ..modeling_gesa_objectives import GesaForEntityPreTraining, objective_settings
 from ..modeling_kar_entity import (
     KarForEntityClassification,
     KarForEntityPairClassification,
@@ -82,13 +83,23 @@ from ..processing_entity import NO_ENTITY, EntityTaskProcessor, decode_ner, enco
 from ..processing_entity_markers import INPUT_FORMATS, MARKED_TASKS, MarkedEntityTaskProcessor, input_format_of
 from ..processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
 from ..records_entity import read_hub_rows, read_task_file
+from .entity_documents import read_docred_file, read_scirex_documents
 from .entity_metrics import (
+    figer_metrics,
     relation_chance,
     relation_micro_prf,
     span_chance,
     span_f1,
+    table2_lines,
     typing_chance,
     typing_micro_prf,
+)
+from .entity_objectives import (
+    OBJECTIVE_METRIC_NAMES,
+    EntityObjectivesProcessor,
+    objective_config,
+    pretraining_card_line,
+    read_graph_flag,
 )
 from .knowledge_base import (
     GoldLinker,
@@ -118,6 +129,13 @@ logger = logging.get_logger(__name__)
 def decode_types(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
     """Open Entity: every type whose logit is > 0 (sigmoid > 0.5), as LUKE's typing evaluation."""
     return [[names[i] for i in np.flatnonzero(row > 0)] for row in first_output(logits)]
+
+
+def decode_figer_types(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
+    """FIGER: every type whose logit is > 0, and the best-scoring type always (ERNIE's and ERICA's evaluation: a
+    mention gets at least one type)."""
+    rows = first_output(logits)
+    return [[names[i] for i in np.flatnonzero((row > 0) | (row == row.max()))] for row in rows]
 
 
 def decode_relations(examples: Sequence[Any], features: Sequence[Any], logits: Any, names: Sequence[str]) -> list:
@@ -154,6 +172,21 @@ class EntityTask(Task):
     )
     remove_unused_columns: bool = False  # the processor's collator drops what the model does not read
     official_fraction: bool = True
+    # the task whose features and head it shares (FIGER: entity_typing's); ``None``: its own name
+    features_task: str | None = None
+
+    @property
+    def features(self) -> str:
+        """The task name the processor, the markers and the KB links know this task by (``features_task``)."""
+        return self.features_task or self.name
+
+    def card_notes(self, model: Any) -> list[str]:
+        """What the checkpoint was pre-trained with, when it started from a ``--objectives`` pre-training."""
+        return pretraining_card_line(model.config)
+
+    def results_table(self, results: Mapping[str, float], method: str) -> list[str]:
+        """The run's row in seed 002's Table 2 layout (``training.entity_metrics.table2_lines``)."""
+        return table2_lines(self.name, method, dict(results))
 
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
         for name in ("max_seq_length", "max_span_length", "max_entities"):
@@ -164,7 +197,7 @@ class EntityTask(Task):
             raise ScriptArgumentError(
                 f"--input_format {input_format!r} is unknown; choose one of {list(INPUT_FORMATS)}"
             )
-        if input_format != "luke" and self.name not in MARKED_TASKS:
+        if input_format != "luke" and self.features not in MARKED_TASKS:
             raise ScriptArgumentError(
                 f"--input_format {input_format} marks the mentions of {', '.join(MARKED_TASKS)}; --task {self.name} "
                 "takes --input_format luke"
@@ -173,6 +206,10 @@ class EntityTask(Task):
 
     def example_id(self, example: Any) -> str:
         return str(example.id)
+
+    def config_overrides(self, data_args: Any) -> dict[str, Any]:
+        """Config values the task's flags set (none: the fine-tuning heads read the checkpoint's)."""
+        return {}
 
     def reference(self, example: Any) -> Any:
         return self.reference_of(example)
@@ -204,7 +241,7 @@ class EntityTask(Task):
 
     def label_names(self, examples: Sequence[Any]) -> list[str]:
         """Every label the examples use, sorted (NER: ``O`` first)."""
-        return EntityTaskProcessor.label_names_of(self.name, examples)
+        return EntityTaskProcessor.label_names_of(self.features, examples)
 
     def load(
         self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
@@ -217,7 +254,7 @@ class EntityTask(Task):
                 model, "started_from_pretraining"
             )
             processor = entity_task_processor(
-                tokenizer, self.name, loading.labels, data_args, model_args.variant, converted
+                tokenizer, self.features, loading.labels, data_args, model_args.variant, converted
             )
             if converted and hasattr(processor, "added_token_sources"):
                 model.init_added_word_embeddings(processor.added_token_sources())  # the markers, from LUKE's @ and #
@@ -247,7 +284,7 @@ class EntityTask(Task):
         features = processor.encode_all(examples)
         links = getattr(processor, "entity_links", None)
         if links is not None:
-            features = gold_links(self.name, examples, features, links, processor)
+            features = gold_links(self.features, examples, features, links, processor)
         return Dataset.from_list(features)
 
     def decode(self, examples: Any, features: Dataset, outputs: Any, processor: Any) -> dict[str, Any]:
@@ -357,6 +394,27 @@ ENTITY_TASKS: dict[str, EntityTask] = {
             chance_of=lambda examples: typing_chance([example.labels for example in examples]),
             unit="mentions",
             item="mention",
+        ),
+        EntityTask(
+            name="figer",
+            title="FIGER",
+            description="FIGER: hierarchical multi-label typing of one mention (BCE), strict accuracy, loose macro / "
+            "micro F1",
+            file_format="FIGER JSON (ERNIE's: sent, start, end, labels)",
+            heads={
+                "gesa": GesaForEntityClassification,
+                "luke": GesaForEntityClassification,
+                "kar": KarForEntityClassification,
+                "ernie": ErnieForEntityClassification,
+            },
+            decode_logits=decode_figer_types,
+            reference_of=lambda example: sorted(example.labels),
+            metric=figer_metrics,
+            metric_for_best_model="accuracy",
+            metric_names={"accuracy": "strict accuracy", "macro_f1": "loose macro-F1", "micro_f1": "loose micro-F1"},
+            unit="mentions",
+            item="mention",
+            features_task="entity_typing",
         ),
         EntityTask(
             name="relation_classification",
@@ -511,6 +569,7 @@ class EntityLoading:
             check_links_match(links_file, self.links, self.examples)
         self.ner = load_ner(model_args)
         overrides = {} if model_args.ablation is None else {"ablation": model_args.ablation}
+        overrides.update(self.task.config_overrides(self.data_args))
         try:
             model, tokenizer, self.labels = load_model_and_tokenizer(
                 self.task.name, model_args.variant, model_args.model_name_or_path, self.examples,
@@ -537,11 +596,12 @@ def check_entity_checkpoint(
     check_max_seq_length(max_seq_length, position_limit(spec, config, overrides), path)
     if config.get("model_type") == "luke":
         return config
-    pretraining = getattr(PRETRAIN.heads.get(spec.name), "__name__", None)  # its encoder starts a new task head
-    also = (pretraining,) if pretraining else ()
+    architecture = (config.get("architectures") or [None])[0]
+    pretraining = architecture if PRETRAIN.is_pretraining_head(spec.name, architecture) else None
+    also = (pretraining,) if pretraining else ()  # its encoder starts a new task head
     check_checkpoint_head(path, config, spec, run or f"--variant {spec.name}", also=also)
     check_config_values(path, config, spec.config_class)
-    if (config.get("architectures") or [None])[0] != pretraining:
+    if pretraining is None:
         check_id2label(path, config.get("id2label"))  # a pre-training checkpoint has no task classes yet
     return config
 
@@ -629,7 +689,8 @@ def load_model_and_tokenizer(
     architecture = (config.get("architectures") or [head.__name__])[0]
     if (
         config.get("model_type") == expected
-        and architecture == PRETRAIN.heads.get(variant, head).__name__ != head.__name__
+        and PRETRAIN.is_pretraining_head(variant, architecture)
+        and architecture != head.__name__
     ):
         # the variant's pre-training checkpoint (KnowBERT's KAR, ERNIE's fusion): its encoder, a new task head
         if "train" not in examples:
@@ -795,7 +856,7 @@ def build_pretraining_model(
     (ERNIE: its knowledge base, so every candidate the dEA collator draws is a row of it). Rows of entities LUKE's
     table lacks start random (normal, ``initializer_range``; ``seed``)."""
     spec = VARIANTS[variant]
-    head = PRETRAIN.head_for(variant)
+    head = PRETRAIN.head_for(variant, objectives=overrides.get("pretraining_objectives"))
     rows = pretraining_entity_rows(vocabulary, luke_tokenizer)
     model = head.from_luke_pretrained(
         name_or_path, entity_rows=rows, **(hub or {}), **spec.config_overrides, **overrides
@@ -1046,8 +1107,8 @@ class PretrainTask(Task):
     name: str = "pretrain"
     title: str = "Pre-training"
     description: str = (
-        "LUKE's MLM + masked-entity prediction (gesa, luke); ERNIE's MLM + NSP + dEA (ernie); KnowBERT's MLM + NSP + "
-        "L_EL (kar)"
+        "LUKE's MLM + masked-entity prediction (gesa, luke; with --objectives, ERICA's and KBIR's objectives too); "
+        "ERNIE's MLM + NSP + dEA (ernie); KnowBERT's MLM + NSP + L_EL (kar)"
     )
     file_format: str = "any entity task's files (--pretrain_format)"
     heads: dict = field(
@@ -1057,6 +1118,13 @@ class PretrainTask(Task):
             "ernie": ErnieForPreTraining,
             "kar": KarForPreTraining,
         }
+    )
+    # the head of --objectives other than LUKE's own (seed 002's ERICA and KBIR objectives; training.entity_objectives)
+    objective_heads: dict = field(
+        default_factory=lambda: {"gesa": GesaForEntityPreTraining, "luke": GesaForEntityPreTraining}
+    )
+    document_readers: dict = field(
+        default_factory=lambda: {"docred": read_docred_file, "scirex": read_scirex_documents}
     )
     metric_for_best_model: str = "loss"
     metric_names: dict = field(
@@ -1068,6 +1136,7 @@ class PretrainTask(Task):
             "linking_prior_accuracy": "prior's linking accuracy",
             "linking_null_precision": "NULL precision",
             "linking_null_recall": "NULL recall",
+            **OBJECTIVE_METRIC_NAMES,
         }
     )
     unit: str = "sentences"
@@ -1075,11 +1144,47 @@ class PretrainTask(Task):
     scores_predictions: bool = False
     remove_unused_columns: bool = False
 
+    def formats(self) -> list[str]:
+        """The ``--pretrain_format`` values: any entity task's, and the document formats (``document_readers``)."""
+        return [*ENTITY_TASKS, *self.document_readers]
+
+    def head_for(self, variant: str, objectives: Mapping[str, Any] | None = None) -> type[PreTrainedModel]:
+        """``--variant``'s pre-training head; with ``objectives`` (``--objectives`` other than ``luke``), the head of
+        seed 002's objectives (``objective_heads``)."""
+        if objectives is None:
+            return super().head_for(variant)
+        if variant not in self.objective_heads:
+            raise ValueError(f"--objectives train on {sorted(self.objective_heads)}; --variant {variant} has its own")
+        return self.objective_heads[variant]
+
+    def is_pretraining_head(self, variant: str, architecture: str | None) -> bool:
+        """Whether a checkpoint's ``architecture`` is one of ``--variant``'s pre-training heads (its encoder then
+        starts a task head)."""
+        heads = [self.heads.get(variant), self.objective_heads.get(variant)]
+        return architecture is not None and architecture in {head.__name__ for head in heads if head is not None}
+
+    def card_notes(self, model: Any) -> list[str]:
+        """The objectives the checkpoint was pre-trained with (``--objectives`` other than LUKE's own)."""
+        return pretraining_card_line(model.config)
+
+    def config_overrides(self, data_args: Any) -> dict[str, Any]:
+        """The config of ``--objectives`` other than LUKE's own (``pretraining_objectives``; none otherwise)."""
+        settings = objective_config(data_args)
+        return {} if settings is None else {"pretraining_objectives": settings}
+
     def check_arguments(self, model_args: Any, data_args: Any, args: Any) -> None:
-        if data_args.pretrain_format not in ENTITY_TASKS:
+        if data_args.pretrain_format not in self.formats():
             raise ScriptArgumentError(
-                f"--pretrain_format {data_args.pretrain_format!r} is unknown; choose one of {sorted(ENTITY_TASKS)}"
+                f"--pretrain_format {data_args.pretrain_format!r} is unknown; choose one of {sorted(self.formats())}"
             )
+        settings = objective_config(data_args)  # --objectives and the weights checked
+        if data_args.pretrain_format in self.document_readers and settings is None:
+            raise ScriptArgumentError(
+                f"--pretrain_format {data_args.pretrain_format} holds documents for --objectives (erica, kbi, kbir, ...); "
+                "LUKE's own objective reads the entity tasks' formats: give --objectives, or another --pretrain_format"
+            )
+        if getattr(data_args, "kg_triples", None) is not None and settings is None:
+            raise ScriptArgumentError("--kg_triples aligns relations for --objectives erica / kbir: give --objectives")
         if args.do_predict:
             raise ScriptArgumentError(
                 "--task pretrain has nothing to predict: drop --do_predict (--do_eval gives the loss)"
@@ -1092,9 +1197,17 @@ class PretrainTask(Task):
         check_links_and_label_names(model_args, data_args, args)
 
     def read_file(self, path: Path, where: str, split: str, data_args: Any, model_args: Any) -> list[Any]:
-        return ENTITY_TASKS[data_args.pretrain_format].read_file(path, where, split, data_args, model_args)
+        reader = self.document_readers.get(data_args.pretrain_format)
+        if reader is None:
+            return ENTITY_TASKS[data_args.pretrain_format].read_file(path, where, split, data_args, model_args)
+        try:
+            return reader(path, where)
+        except (InputError, FileNotFoundError) as error:
+            raise ScriptArgumentError(file_error(where, path, error)) from None
 
     def read_hub(self, data_args: Any, model_args: Any, split: str) -> list[Any]:
+        if data_args.pretrain_format in self.document_readers:
+            raise ScriptArgumentError(f"--pretrain_format {data_args.pretrain_format} reads files: give --train_file")
         return ENTITY_TASKS[data_args.pretrain_format].read_hub(data_args, model_args, split)
 
     def example_id(self, example: Any) -> str:
@@ -1107,8 +1220,14 @@ class PretrainTask(Task):
         self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
     ) -> LoadedModel:
         loading = EntityLoading(self, model_args, data_args, examples)
+        graph = read_graph_flag(data_args)  # before any weight loads
 
         def processor_for_model(model: PreTrainedModel, tokenizer: Any, config: dict[str, Any]) -> Any:
+            if isinstance(model, tuple(self.objective_heads.values())):
+                return EntityObjectivesProcessor(
+                    tokenizer, objective_settings(model.config), data_args.max_seq_length, data_args.mlm_probability,
+                    data_args.entity_mask_probability, graph, seed=0,
+                )  # fmt: skip
             return PretrainingProcessor(
                 tokenizer, model_args.variant, data_args.max_seq_length, model.config.entity_vocab_size,
                 data_args.mlm_probability, data_args.entity_mask_probability, seed=0, ner=loading.ner,
@@ -1171,12 +1290,19 @@ def make_entity_sample(task: str, count: int, seed: int = 0) -> str:
     for index in range(count):
         person, town, firm = f"{rng.choice(_FIRST)} {rng.choice(_LAST)}", rng.choice(_TOWNS), rng.choice(_FIRMS)
         kind = index % 3
-        if task == "entity_typing":
+        if task in ("entity_typing", "figer"):
             left, mention, right, types = [
                 (["Yesterday", ","], person, ["opened", "the", "bridge", "."], ["person"]),
                 (["They", "flew", "to"], town, ["for", "the", "summit", "."], ["location", "city"]),
                 ([], firm, ["reported", "record", "profits", "."], ["organization", "company"]),
             ][kind]
+            if task == "figer":  # ERNIE's JSON: character offsets, FIGER's hierarchical types
+                start = len(" ".join(left)) + bool(left)
+                figer = {"person": ["/person"], "location": ["/location", "/location/city"],
+                         "organization": ["/organization", "/organization/company"]}[types[0]]  # fmt: skip
+                rows.append({"id": f"figer-{seed}-{index}", "sent": " ".join([*left, mention, *right]), "start": start,
+                             "end": start + len(mention), "labels": figer, "ents": []})  # fmt: skip
+                continue
             rows.append({"annot_id": f"oe-{seed}-{index}", "left_context_token": left, "mention_span": mention,
                          "right_context_token": right, "y_str": types})  # fmt: skip
         elif task == "relation_classification":
@@ -1202,7 +1328,7 @@ def make_entity_sample(task: str, count: int, seed: int = 0) -> str:
             raise ValueError(f"no embedded sample for task {task!r}; choose one of {sorted(ENTITY_TASKS)}")
     if task == "entity_typing":
         return "".join(json.dumps(row) + "\n" for row in rows)
-    if task == "relation_classification":
+    if task in ("relation_classification", "figer"):
         return json.dumps(rows, indent=1) + "\n"
     sentences = ["\n".join(f"{word} X X {tag}" for word, tag in sentence) for sentence in rows]
     return "-DOCSTART- -X- -X- O\n\n" + "\n\n".join(sentences) + "\n"

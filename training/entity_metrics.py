@@ -12,8 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """The metrics the entity-aware papers report: micro P/R/F1 over predicted type sets (Open Entity, LUKE's
-`evaluate` of its typing task), micro P/R/F1 over relations excluding `no_relation` (TACRED's official scorer), and
-exact-match span F1 (CoNLL-2003, as seqeval's entity-level score).
+`evaluate` of its typing task), FIGER's strict accuracy, loose macro and loose micro P/R/F1 (Ling and Weld 2012, as
+ERNIE's and ERICA's FIGER evaluation computes them), micro P/R/F1 over relations excluding `no_relation` (TACRED's
+official scorer), and exact-match span F1 (CoNLL-2003, as seqeval's entity-level score); and the row of a run in
+seed 002's Table 2 layout (`table2_lines`).
 
 Flat module: imports only the standard library.
 """
@@ -43,6 +45,57 @@ def typing_micro_prf(predictions: Sequence[Iterable[str]], references: Sequence[
         predicted += len(prediction)
         gold += len(reference)
     return _prf(correct, predicted, gold)
+
+
+def figer_metrics(predictions: Sequence[Iterable[str]], references: Sequence[Iterable[str]]) -> dict[str, float]:
+    """FIGER's three metrics: strict accuracy (the predicted type set equals the gold set), loose macro P/R/F1
+    (precision and recall averaged over the mentions, a mention without predictions adding 0 precision; F1 of the
+    two averages) and loose micro P/R/F1 (over all (mention, type) pairs)."""
+    if len(predictions) != len(references):
+        raise ValueError(f"{len(predictions)} predictions for {len(references)} references.")
+    if not references:
+        raise ValueError("FIGER's metrics need at least one mention.")
+    strict = macro_p = macro_r = 0.0
+    for prediction, reference in zip(predictions, references, strict=True):
+        prediction, reference = set(prediction), set(reference)
+        strict += prediction == reference
+        overlap = len(prediction & reference)
+        macro_p += overlap / len(prediction) if prediction else 0.0
+        macro_r += overlap / len(reference) if reference else 0.0
+    macro_p, macro_r = macro_p / len(references), macro_r / len(references)
+    micro = typing_micro_prf(predictions, references)
+    return {
+        "accuracy": strict / len(references),
+        "macro_precision": macro_p,
+        "macro_recall": macro_r,
+        "macro_f1": 2 * macro_p * macro_r / (macro_p + macro_r) if macro_p + macro_r else 0.0,
+        "micro_precision": micro["precision"],
+        "micro_recall": micro["recall"],
+        "micro_f1": micro["f1"],
+    }
+
+
+# seed 002's Table 2: its datasets and columns, and the metric (in percent, the scripts' `eval_*`) of each column
+TABLE2_COLUMNS = {
+    "entity_typing": ("OpenEntity", (("P", "precision"), ("R", "recall"), ("micro-F1", "f1"))),
+    "figer": ("FIGER", (("Acc", "accuracy"), ("macro-F1", "macro_f1"), ("micro-F1", "micro_f1"))),
+    "relation_classification": ("TACRED", (("P", "precision"), ("R", "recall"), ("micro-F1", "f1"))),
+}
+
+
+def table2_lines(task: str, method: str, metrics: dict[str, float], prefix: str = "eval_") -> list[str]:
+    """A run's row in seed 002's Table 2 layout (Method | OpenEntity P R micro-F1 | FIGER Acc macro-F1 micro-F1 |
+    TACRED P R micro-F1), its own dataset's columns filled from ``metrics`` (percent) and the others ``-``, as the
+    table leaves a method's missing datasets; with the header line. Empty for a task the table has no column for."""
+    if task not in TABLE2_COLUMNS:
+        return []
+    header, row = ["Method"], [method]
+    for name, (dataset, columns) in TABLE2_COLUMNS.items():
+        for column, metric in columns:
+            header.append(f"{dataset} {column}")
+            value = metrics.get(prefix + metric) if name == task else None
+            row.append("-" if value is None else f"{value:.1f}")
+    return ["| " + " | ".join(header) + " |", "| " + " | ".join(row) + " |"]
 
 
 def relation_micro_prf(
@@ -114,10 +167,13 @@ def span_chance(
 
 __all__ = [
     "NO_RELATION",
+    "TABLE2_COLUMNS",
+    "figer_metrics",
     "relation_chance",
     "relation_micro_prf",
     "span_chance",
     "span_f1",
+    "table2_lines",
     "typing_chance",
     "typing_micro_prf",
 ]

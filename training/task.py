@@ -181,6 +181,11 @@ class Task(ABC):
         """A ``composite`` task's ``{example id: prediction}`` (its system run on the examples themselves)."""
         raise NotImplementedError(f"--task {self.name} predicts through Trainer (decode), not predict_examples")
 
+    def results_table(self, results: Mapping[str, float], method: str) -> list[str]:
+        """Lines the run prints after its summary line: its results as a paper's table lays them out (``method``:
+        the row's name); none by default."""
+        return []
+
     def summary_notes(self, processor: Any) -> list[str]:
         """What the run's summary line adds about its inputs (e.g. how many texts the processor cut); none."""
         return []
@@ -209,6 +214,10 @@ class Task(ABC):
     def card_kwargs(self, model_args: Any, data_args: Any, args: Any, files: Mapping[str, Path]) -> dict[str, Any]:
         """What ``write_model_card`` needs besides the output folder."""
         return {}
+
+    def card_notes(self, model: Any) -> list[str]:
+        """Lines the model card adds after its text (e.g. what the checkpoint was pre-trained with); none."""
+        return []
 
     def write_model_card(self, output_dir: str, card_kwargs: Mapping[str, Any]) -> bool:
         """Write the task's model card into ``output_dir``; ``False``: the task has none (``Trainer``'s own)."""
