@@ -32,8 +32,8 @@ Each run trains on both queries, mixed (``--train_size`` records, half of each),
 records of another data seed, per query. ``bridge_task_solvers`` reads the generated text plainly and checks these
 claims (tests/test_mechanism_gesa_wikihop.py).
 
-Rows, each trained by ``examples/run_multihop.py`` (the driver users run) from one tiny random LUKE built here (the
-regions, countries and candidates are the same graph nodes for every row):
+Rows, each trained by ``examples/run_multihop.py`` (the driver users run) from the tiny random LUKE of its seed
+(built here with a byte-level BPE trained on that seed's data; 64 wide, 4 layers, drawn at ``1/sqrt(width)``):
 
 - ``gesa``: ``--variant gesa``, GESA on the thesis's context graph (every edge kind its own e2e label; WikiHop's
   default);
@@ -82,6 +82,9 @@ DEFAULT_ROWS = ("gesa", "gesa_e2e_local", "luke")
 TASK, CONTROL = "country", "located_in_the_administrative_territorial_entity"
 QUERIES = {"task": TASK, "control": CONTROL}
 MIN_SEEDS = 3
+# the arguments every run of one table shares (rows, seeds and where results go may differ)
+SETTINGS = ("chains", "train_size", "eval_size", "epochs", "batch_size", "learning_rate", "hidden_size",
+            "num_hidden_layers", "initializer_range", "control_accuracy")  # fmt: skip
 _SYLLABLES = ["vel", "mor", "kas", "trel", "dun", "abo", "rin", "ost", "lam", "bre", "sar", "tho", "quil", "nad",
               "pel", "gor", "wen", "fai"]  # fmt: skip
 
@@ -101,13 +104,13 @@ class MechanismArguments:
     )
     chains: int = field(default=3, metadata={"help": "Chains (town -> region -> country) per record: 2 x chains "
                                                      "candidates."})  # fmt: skip
-    train_size: int = field(default=400, metadata={"help": "Training records per run (half of each query)."})
+    train_size: int = field(default=800, metadata={"help": "Training records per run (half of each query)."})
     eval_size: int = field(default=128, metadata={"help": "Evaluation records per run (half of each query)."})
-    epochs: float = field(default=30.0, metadata={"help": "Training epochs per run."})
-    batch_size: int = field(default=8)
-    learning_rate: float = field(default=3e-3, metadata={"help": "Peak learning rate of every row (linear decay)."})
-    hidden_size: int = field(default=32, metadata={"help": "The tiny LUKE's width (every row's)."})
-    num_hidden_layers: int = field(default=2, metadata={"help": "The tiny LUKE's layers."})
+    epochs: float = field(default=12.0, metadata={"help": "Training epochs per run (600 steps at the defaults)."})
+    batch_size: int = field(default=16)
+    learning_rate: float = field(default=1e-3, metadata={"help": "Peak learning rate of every row (linear decay)."})
+    hidden_size: int = field(default=64, metadata={"help": "The tiny LUKE's width (every row's)."})
+    num_hidden_layers: int = field(default=4, metadata={"help": "The tiny LUKE's layers."})
     initializer_range: float = field(
         default=0.0,
         metadata={"help": "The tiny LUKE's weight std; 0: 1/sqrt(hidden_size), as bench/diagnose_graph.py."},
@@ -116,7 +119,11 @@ class MechanismArguments:
         default=0.0, metadata={"help": "Accuracy a run must reach to count as having learned a query; 0: halfway "
                                        "between chance and 100."},
     )  # fmt: skip
-    from_results: str = field(default="", metadata={"help": "A results.json written before: print it, no training."})
+    from_results: str = field(
+        default="",
+        metadata={"help": "results.json files written before, comma-separated (runs of the same settings, e.g. rows "
+                  "run in parallel into two folders): print their runs as one table, no training."},
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         self.row_flags = dict(ROW_FLAGS)
@@ -245,8 +252,7 @@ def load_previous(path: Path, args: MechanismArguments) -> dict[str, Any]:
     if not path.is_file():
         return fresh
     previous = json.loads(path.read_text(encoding="utf-8"))
-    settings = {key: value for key, value in asdict(args).items() if key not in ("rows", "seeds", "from_results",
-                                                                                  "output_dir", "extra_rows")}  # fmt: skip
+    settings = {key: value for key, value in asdict(args).items() if key in SETTINGS}
     if any(previous.get("arguments", {}).get(key) != value for key, value in settings.items()):
         print(f"{path} holds runs of other settings: starting afresh (it is rewritten)", flush=True)
         return fresh
@@ -268,21 +274,27 @@ def run_all(args: MechanismArguments) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gesa-mechanism-") as scratch:
         scratch = Path(scratch)
         data: dict[int, dict[str, Any]] = {}
-        texts = []
-        for seed in args.seed_list:
+        width = args.hidden_size
+        for seed in sorted({seed for _, seed in todo}):
             train = make_bridge_task(args.train_size, 1000 + seed, args.chains)
             dev = make_bridge_task(args.eval_size, 2000 + seed, args.chains)
-            texts += sample_texts(train + dev)
+            # each seed its own tokenizer and tiny LUKE, from its own data: a run does not depend on the other seeds
+            luke = build_demo_luke(
+                scratch / f"tiny-luke-{seed}",
+                sample_texts(train + dev),
+                hidden_size=width,
+                num_hidden_layers=args.num_hidden_layers,
+                num_attention_heads=4,
+                intermediate_size=2 * width,
+                initializer_range=args.initializer_range or width**-0.5,
+            )
             data[seed] = {"train": write_wikihop_file(scratch / f"{seed}-train.json", train),
-                          "dev": write_wikihop_file(scratch / f"{seed}-dev.json", dev), "records": dev}  # fmt: skip
-        width = args.hidden_size
-        luke = build_demo_luke(scratch / "tiny-luke", texts, hidden_size=width, num_hidden_layers=args.num_hidden_layers,
-                               num_attention_heads=4, intermediate_size=2 * width,
-                               initializer_range=args.initializer_range or width**-0.5)  # fmt: skip
+                          "dev": write_wikihop_file(scratch / f"{seed}-dev.json", dev), "records": dev,
+                          "luke": luke}  # fmt: skip
         for row, seed in todo:
             start = time.perf_counter()
-            accuracy = run_one(script, luke, data[seed], data[seed]["records"], args.row_flags[row], seed, args,
-                               scratch / "run")  # fmt: skip
+            accuracy = run_one(script, data[seed]["luke"], data[seed], data[seed]["records"], args.row_flags[row],
+                               seed, args, scratch / "run")  # fmt: skip
             seconds = time.perf_counter() - start
             results["runs"][f"{row} s{seed}"] = {"row": row, "seed": seed, **accuracy, "seconds": round(seconds, 1)}
             path.write_text(json.dumps(results, indent=2), encoding="utf-8")  # kept if a later run stops
@@ -362,11 +374,32 @@ def table(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def merge_results(paths: list[Path]) -> dict[str, Any]:
+    """The runs of several ``results.json`` of the same settings as one (a run in two files: the later file's)."""
+    merged: dict[str, Any] = {}
+    for path in paths:
+        try:
+            results = json.loads(path.read_text(encoding="utf-8"))
+            arguments, runs = results["arguments"], results["runs"]
+        except (OSError, ValueError, KeyError) as error:
+            raise SystemExit(f"mechanism_gesa_wikihop.py: --from_results {path}: not a results.json of this script "
+                             f"({error})") from None  # fmt: skip
+        if merged:
+            differ = sorted(key for key in SETTINGS if arguments.get(key) != merged["arguments"].get(key))
+            if differ:
+                raise SystemExit(f"mechanism_gesa_wikihop.py: --from_results {path}: other settings than "
+                                 f"{paths[0]} ({', '.join(differ)}): their runs do not share a table")  # fmt: skip
+            merged["runs"].update(runs)
+        else:
+            merged = {"arguments": arguments, "runs": dict(runs)}
+    return merged
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = HfArgumentParser(MechanismArguments, description=__doc__.split("\n\n")[0])
     (args,) = parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False)
     if args.from_results:
-        results = json.loads(Path(args.from_results).read_text(encoding="utf-8"))
+        results = merge_results([Path(path) for path in args.from_results.split(",") if path])
     else:
         results = run_all(args)
     print("\n".join(table(results)))

@@ -65,8 +65,8 @@ def results(rows: dict[str, tuple[list[float], list[float]]]) -> dict:
     runs = {f"{row} s{seed}": run(row, seed, task, control)
             for row, (tasks, controls) in rows.items()
             for seed, (task, control) in enumerate(zip(tasks, controls, strict=True))}  # fmt: skip
-    return {"arguments": {"eval_size": 128, "epochs": 30, "train_size": 400, "chains": 3, "control_accuracy": 0.0},
-            "runs": runs}  # fmt: skip
+    arguments = {"eval_size": 128, "epochs": 12, "train_size": 800, "chains": 3, "control_accuracy": 0.0}
+    return {"arguments": arguments, "runs": runs}
 
 
 def verdict(lines: list[str], other: str) -> str:
@@ -85,6 +85,22 @@ def test_a_comparison_needs_both_controls_learned_and_three_seeds():
     assert verdict(lines, "luke") == "no"
     lines = BENCH.table(results({"gesa": ([90.0, 92.0], learned[:2]), "luke": ([30.0] * 2, learned[:2])}))
     assert verdict(lines, "luke") == "inconclusive (gesa: 2 seed(s), a verdict needs 3)"
+
+
+def test_runs_written_to_two_folders_print_as_one_table_when_their_settings_agree(tmp_path, capsys):
+    learned = [90.0, 95.0, 100.0]
+    first, second = results({"gesa": ([90.0, 92.0, 94.0], learned)}), results({"luke": ([30.0] * 3, learned)})
+    for name, saved in (("a", first), ("b", second)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(saved))
+    paths = f"{tmp_path / 'a' / 'results.json'},{tmp_path / 'b' / 'results.json'}"
+    merged = BENCH.main(["--from_results", paths])
+    assert sorted(merged["runs"]) == sorted([*first["runs"], *second["runs"]])
+    assert verdict(capsys.readouterr().out.splitlines(), "luke") == "yes"
+    second["arguments"]["epochs"] = 20
+    (tmp_path / "b" / "results.json").write_text(json.dumps(second))
+    with pytest.raises(SystemExit, match=r"other settings than .* \(epochs\)"):
+        BENCH.main(["--from_results", paths])
 
 
 def test_bad_flags_are_one_clear_error():
