@@ -140,8 +140,9 @@ def test_fresh_heads_get_the_new_init_too(monkeypatch):
     assert table[first:distances].std().item() == pytest.approx(model.entity_label_std(), rel=0.25)
 
 
-def mask_entity_logits(model, layer, row: str = "mention", query: str = "e2w_query") -> torch.Tensor:
-    """`(H,)` label logits `q_h . r_row / sqrt(d)` of a `[MASK]` candidate's `query`, computed from the weights."""
+def mask_entity_logits(model, layer, row: str | int = "mention", query: str = "e2w_query") -> torch.Tensor:
+    """`(H,)` label logits `q_h . r_row / sqrt(d)` of a `[MASK]` candidate's `query`, computed from the weights
+    (`row` a `RelativeLabels` name or a row index)."""
     embeddings = model.entity_embeddings
     entity = embeddings.entity_embeddings.weight[2]
     if embeddings.entity_embedding_dense is not None:
@@ -149,7 +150,7 @@ def mask_entity_logits(model, layer, row: str = "mention", query: str = "e2w_que
     entity = embeddings.LayerNorm(entity + embeddings.token_type_embeddings.weight[0])
     attention = layer.attention.self
     queries = getattr(attention, query)(entity).view(attention.num_heads, attention.head_size)
-    label = getattr(RelativeLabels(K), row)
+    label = getattr(RelativeLabels(K), row) if isinstance(row, str) else row
     return queries @ attention.label_embeddings.weight[label] / attention.head_size**0.5
 
 
@@ -198,15 +199,7 @@ def test_every_head_starts_with_a_candidate_attending_along_the_graph(luke_dir, 
 
 def context_edge_logits(model, layer, kind: int) -> torch.Tensor:
     """`(H,)` label logits of a `[MASK]` candidate's e2e query on the context graph's edge-kind `kind` row."""
-    embeddings = model.entity_embeddings
-    entity = embeddings.entity_embeddings.weight[2]
-    if embeddings.entity_embedding_dense is not None:
-        entity = embeddings.entity_embedding_dense(entity)
-    entity = embeddings.LayerNorm(entity + embeddings.token_type_embeddings.weight[0])
-    attention = layer.attention.self
-    queries = attention.e2e_query(entity).view(attention.num_heads, attention.head_size)
-    row = RelativeLabels(K).context_edge(kind)
-    return queries @ attention.label_embeddings.weight[row] / attention.head_size**0.5
+    return mask_entity_logits(model, layer, RelativeLabels(K).context_edge(kind), "e2e_query")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
