@@ -591,3 +591,42 @@ def test_inits_mention_leaves_the_edge_rows_unturned_and_new_turns_them(diagnose
             assert (turned > 0).all()
             drawn = b.e2e_query(entity).view(b.num_heads, b.head_size) @ b.label_embeddings.weight[edges].T
             assert not torch.allclose(drawn, drawn[:1].expand_as(drawn))
+
+
+# ----------------------------------------------------------------------------------------------- a user's checkpoint
+
+
+@pytest.mark.slow
+def test_a_users_luke_checkpoint_is_converted_for_every_seed_and_exported_as_is(diagnose, tiny_luke_dir, tmp_path,
+                                                                                capsys):  # fmt: skip
+    """--model_name_or_path: no tiny LUKE is drawn; each seed converts the user's checkpoint with its own tokenizer,
+    the table reports the share of seeds on it, and the exported run_record.py commands train from it."""
+    toy = ["--model_name_or_path", str(tiny_luke_dir), "--presets", "full", "--headline", "", "--seeds", "0,1",
+           "--max_steps", "2", "--logging_steps", "2", "--train_size", "16", "--eval_size", "4",
+           "--generator", "harbours", "--no_plot"]  # fmt: skip
+    rows = diagnose.main([*toy, "--output_dir", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert [row["seeds"] for row in rows] == [[0, 1]]
+    assert printed.count(f"converted from {tiny_luke_dir}") == 1 and "learned" in printed
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["args"]["model_name_or_path"] == str(tiny_luke_dir)
+    assert saved["args"]["hidden_size"] == 32  # the checkpoint's own width, not the tiny LUKE's flag
+    diagnose.main([*toy, "--export_run_record", str(tmp_path / "export")])
+    commands = (tmp_path / "export" / "run_record.sh").read_text().splitlines()[2:]
+    assert len(commands) == 2 and all(f"--model_name_or_path {tiny_luke_dir} " in c for c in commands)
+    assert not list((tmp_path / "export").glob("luke-seed*"))
+
+
+def test_a_users_checkpoint_refuses_the_tiny_luke_flags_and_names_a_bad_folder(diagnose, tiny_luke_dir, tmp_path,
+                                                                               capsys):  # fmt: skip
+    line = error_line(
+        diagnose,
+        ["--model_name_or_path", str(tiny_luke_dir), "--initializer_range", "0.02", "--output_dir", str(tmp_path)],
+        capsys,
+    )
+    assert "--initializer_range 0.02: these set the tiny LUKE the diagnostic draws" in line
+    (tmp_path / "empty").mkdir()
+    line = error_line(
+        diagnose, ["--model_name_or_path", str(tmp_path / "empty"), "--output_dir", str(tmp_path / "out")], capsys
+    )
+    assert f"--model_name_or_path {tmp_path / 'empty'}" in line
