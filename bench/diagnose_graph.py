@@ -42,10 +42,16 @@ passage's sentences (the predictions should move with the passage) and the answe
 inputs and the predictions must not change).
 
 --inits: `old` = every label row at initializer_range (the init before the entity rows were scaled); `new` = the
-default: entity label rows at ENTITY_LABEL_LOGIT_STD, mention and graph-edge rows turned towards the [MASK] entity's
-queries (GesaPreTrainedModel.align_entity_label_rows); `mention` = the same with the mention rows turned only (the
-default before); a number = that label-logit std, rows turned. `luke` has no label tables: it runs once per seed. The plot needs matplotlib (the `dev` extra: pip install -e ".[dev]"), or
---no_plot.
+default: the entity-aware queries copied from LUKE's query brought up to unit gain (GesaPreTrainedModel.
+entity_query_gain), entity label rows at ENTITY_LABEL_LOGIT_STD for those queries, mention and graph-edge rows turned
+towards the [MASK] entity's queries (GesaPreTrainedModel.align_entity_label_rows); `mention` = the same with the
+mention rows turned only; `copies` = the same with the queries exact copies (the default before); a number = that
+label-logit std, rows turned. `luke` has no label tables: it runs once per seed. The plot needs matplotlib (the `dev`
+extra: pip install -e ".[dev]"), or --no_plot.
+
+--model_name_or_path DIR runs the diagnostic on your own LUKE checkpoint (with its tokenizer) instead of drawing a
+tiny LUKE per seed: the seeds then vary the new parameters and the data order, and the table reports the share of
+seeds that learned the one-hop control on that checkpoint.
 """
 
 from __future__ import annotations
@@ -111,7 +117,8 @@ class DiagnosticArguments:
     inits: str = field(
         default="new",
         metadata={"help": "Entity label row init per GESA run: 'old' (initializer_range), 'new', 'mention' (new, the "
-                  "edge rows not turned), or a logit std."},
+                  "edge rows not turned), 'copies' (new, the entity-aware queries exact copies of LUKE's), or a logit "
+                  "std."},
     )  # fmt: skip
     seeds: str = field(
         default="0,1,2",
@@ -324,10 +331,11 @@ def parse_seeds(value: str, flag: str) -> list[int]:
 
 
 def parse_init(value: str) -> tuple[str, float | None]:
-    """'old' -> ('old', None); 'new' and 'mention' -> (value, ENTITY_LABEL_LOGIT_STD); '0.5' -> ('0.5', 0.5)."""
+    """'old' -> ('old', None); 'new', 'mention' and 'copies' -> (value, ENTITY_LABEL_LOGIT_STD); '0.5' -> ('0.5',
+    0.5)."""
     if value == "old":
         return value, None
-    if value in ("new", "mention"):
+    if value in ("new", "mention", "copies"):
         return value, ENTITY_LABEL_LOGIT_STD
     try:
         number = float(value)
@@ -335,7 +343,7 @@ def parse_init(value: str) -> tuple[str, float | None]:
         number = math.nan
     if not (math.isfinite(number) and number > 0):
         raise ScriptArgumentError(
-            f"--inits: {value!r} is not 'old', 'new', 'mention' or a positive number (e.g. --inits new)"
+            f"--inits: {value!r} is not 'old', 'new', 'mention', 'copies' or a positive number (e.g. --inits new)"
         )
     return value, number
 
@@ -617,18 +625,25 @@ def city_level_loss(features: dict[str, list], answerable: set[str]) -> float:
 
 def convert(
     luke_dir: Path | str, preset: str, std: float | None, processor: GesaProcessor, seed: int, turn_edges: bool = True,
-    entity_rows: list[int] | None = None,
+    entity_rows: list[int] | None = None, copy_queries: bool = False,
 ) -> Any:  # fmt: skip
     """GESA `preset` from the tiny LUKE (or `--model_name_or_path`, `entity_rows` the rows of its entity table kept),
     its entity label rows at `std` (None: `initializer_range`, no turn), the graph-edge rows turned with the mention
-    rows unless `turn_edges` is False (``--inits mention``)."""
-    previous = GesaPreTrainedModel.entity_label_logit_std, GesaPreTrainedModel.turn_edge_label_rows
-    GesaPreTrainedModel.entity_label_logit_std, GesaPreTrainedModel.turn_edge_label_rows = std, turn_edges
+    rows unless `turn_edges` is False (``--inits mention``), the entity-aware queries exact copies of LUKE's query
+    with `copy_queries` (``--inits copies``; else brought up to unit gain, `GesaPreTrainedModel.entity_query_gain`)."""
+    settings = ("entity_label_logit_std", "turn_edge_label_rows", "entity_query_gain")
+    previous = {name: getattr(GesaPreTrainedModel, name) for name in settings}
+    chosen = {"entity_label_logit_std": std, "turn_edge_label_rows": turn_edges}
+    if copy_queries:
+        chosen["entity_query_gain"] = None
     try:
+        for name, value in chosen.items():
+            setattr(GesaPreTrainedModel, name, value)
         torch.manual_seed(seed)
         model = GesaForEntitySpanQA.from_luke_pretrained(luke_dir, entity_rows=entity_rows, ablation=preset)
     finally:
-        GesaPreTrainedModel.entity_label_logit_std, GesaPreTrainedModel.turn_edge_label_rows = previous
+        for name, value in previous.items():
+            setattr(GesaPreTrainedModel, name, value)
     model.init_added_word_embeddings(processor.added_token_sources())
     return model
 
@@ -725,12 +740,12 @@ def prepare(args: DiagnosticArguments, tasks: Tasks, workdir: Path) -> Prepared:
 
 def run_one(
     args: DiagnosticArguments, luke_dir: Path | str, prepared: Prepared, preset: str, std: float | None, seed: int,
-    workdir: Path, turn_edges: bool = True,
+    workdir: Path, turn_edges: bool = True, copy_queries: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """Train one model; with `--curriculum_steps`, first that many steps on one-hop queries, then the rest on all
     (a second `Trainer` on the same model: the learning rate schedule starts again). Returns the logged curve, the
     dev EM per hop count, the seconds, the conversion summary and (`--leakage_checks`) the checks."""
-    model = convert(luke_dir, preset, std, prepared.processor, seed, turn_edges, prepared.entity_rows)
+    model = convert(luke_dir, preset, std, prepared.processor, seed, turn_edges, prepared.entity_rows, copy_queries)
     phases = [(prepared.train, args.max_steps)]
     if args.curriculum_steps:
         phases = [
@@ -1367,7 +1382,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                 luke_dirs[seed] = args.model_name_or_path
             elif seed not in luke_dirs:
                 luke_dirs[seed] = build_tiny_luke(args, prepared.tokenizer, seed, workdir / f"luke-{seed}")
-            result = run_one(args, luke_dirs[seed], prepared, preset, std, seed, workdir, init != "mention")
+            result = run_one(
+                args, luke_dirs[seed], prepared, preset, std, seed, workdir, init != "mention", init == "copies"
+            )
             conversion = result.pop("conversion")
             first = not any(run["preset"] == preset for run in runs)  # one conversion line per preset
             runs.append({"preset": preset, "init": init, "seed": seed, **result})

@@ -433,7 +433,7 @@ def test_answers_removed_or_changed_leave_the_model_inputs_alone(diagnose, tmp_p
         (["--batch_size", "x"], "--batch-size: invalid int value: 'x'"),
         (["--presets", "fulll"], "--presets: unknown preset(s) ['fulll']"),
         (["--headline", "fulll"], "--headline: 'fulll' is no preset"),
-        (["--inits", "huge"], "--inits: 'huge' is not 'old', 'new', 'mention' or a positive number"),
+        (["--inits", "huge"], "--inits: 'huge' is not 'old', 'new', 'mention', 'copies' or a positive number"),
         (["--learning_rate", "-1"], "--learning_rate must be a finite number > 0"),
         (["--control_em", "0"], "--control_em must be in (0, 100]"),
         (["--pairs", "17"], "--pairs 17: the cities generator has 16 places"),
@@ -630,3 +630,25 @@ def test_a_users_checkpoint_refuses_the_tiny_luke_flags_and_names_a_bad_folder(d
         diagnose, ["--model_name_or_path", str(tmp_path / "empty"), "--output_dir", str(tmp_path / "out")], capsys
     )
     assert f"--model_name_or_path {tmp_path / 'empty'}" in line
+
+
+def test_inits_copies_keeps_lukes_query_and_new_brings_it_to_unit_gain(diagnose, tmp_path):
+    """`--inits new` (the default) starts a small-weight LUKE's entity-aware queries at unit gain; `--inits copies`
+    keeps them exact copies of LUKE's word query (the default before)."""
+    from gesa.training.synthetic_cloze import generate_records
+
+    args = diagnose.DiagnosticArguments(
+        inits="new,copies", hidden_size=32, num_hidden_layers=2, initializer_range=0.02
+    )
+    records = generate_records(20, (1, 2), 0)
+    tokenizer = diagnose.train_tokenizer([r["passage"]["text"] for r in records], tmp_path)
+    processor = diagnose.GesaProcessor(tokenizer, **diagnose.WINDOW, candidate_source="annotations")
+    luke = diagnose.build_tiny_luke(args, tokenizer, 0, tmp_path / "luke")
+    new = diagnose.convert(luke, "full", 3.0, processor, 0)
+    copies = diagnose.convert(luke, "full", 3.0, processor, 0, copy_queries=True)
+    query = diagnose.LukeModel.from_pretrained(luke).encoder.layer[0].attention.self.query.weight
+    gain = query.pow(2).sum(dim=1).mean().sqrt()
+    assert gain < 0.2
+    assert torch.equal(copies.gesa.encoder.layer[0].attention.self.e2w_query.weight, query)
+    torch.testing.assert_close(new.gesa.encoder.layer[0].attention.self.e2w_query.weight, query / gain)
+    assert diagnose.GesaPreTrainedModel.entity_query_gain == 1.0  # the class setting is restored
