@@ -327,7 +327,8 @@ def luke_drawn_at(path, initializer_range: float, seed: int = 0):
 
 def test_the_label_start_does_not_depend_on_the_checkpoints_weight_scale(tmp_path, monkeypatch):
     """A LUKE drawn at LukeConfig's 0.02 and one drawn at 1/sqrt(width) convert to the same start: entity-aware
-    queries of unit gain, entity label rows of the same size, mention logits of the same size. Without the query gain
+    queries of about unit gain (the second's kept as exact copies), entity label rows and mention logits of the same
+    size. Without the query gain
     (`entity_query_gain=None`) the small checkpoint's rows are 1/gain times larger: what the first optimiser steps on
     its small queries turned into label logits swinging by tens (docs/diagnostic.md)."""
     monkeypatch.setattr(GesaPreTrainedModel, "entity_label_logit_std", 3.0)
@@ -339,11 +340,12 @@ def test_the_label_start_does_not_depend_on_the_checkpoints_weight_scale(tmp_pat
                 attention = layer.attention.self
                 for name in ("w2e_query", "e2w_query", "e2e_query"):
                     gain = getattr(attention, name).weight.pow(2).sum(dim=1).mean().sqrt().item()
-                    assert gain == pytest.approx(1.0, abs=0.05) if scale == 0.02 else gain >= 1.0 - 0.1
+                    assert gain == pytest.approx(1.0, abs=0.1 if scale == 0.02 else 0.2)
             rows[scale] = torch.stack([layer.attention.self.label_embeddings.weight[model.entity_graph_label_rows()]
                                        .std() for layer in model.encoder.layer])  # fmt: skip
             logits[scale] = torch.cat([mask_entity_logits(model, layer) for layer in model.encoder.layer])
-        assert model.luke_conversion_info["scaled_queries"] or scale != 0.02
+        # scaled at 0.02; at 1/sqrt(width) already near unit gain: exact copies, the conversion as before
+        assert bool(model.luke_conversion_info["scaled_queries"]) == (scale == 0.02)
     torch.testing.assert_close(rows[0.02], rows[32**-0.5], rtol=0.25, atol=0)
     assert (logits[0.02] > 0).all() and logits[0.02].mean() == pytest.approx(logits[32**-0.5].mean().item(), rel=0.5)
     monkeypatch.setattr(GesaPreTrainedModel, "entity_query_gain", None)
