@@ -139,7 +139,9 @@ def convert_luke_checkpoint(
             )
         used[key] = tensor
     base.load_state_dict(used, strict=False)
-    # fresh label tables: entity rows fit to LUKE's queries, mention rows turned towards its [MASK] entity
+    # the copied entity-aware queries brought to unit gain where LUKE's are smaller (`entity_query_gain`), then the
+    # fresh label tables: entity rows fit to those queries, mention and edge rows turned towards LUKE's [MASK] entity
+    scaled = {} if keep_entity_aware_queries else model.scale_copied_entity_queries()
     model.fit_entity_label_rows_to_queries(entity_rows)
     prefix = f"{cls.base_model_prefix}." if model is not base else ""
     missing = sorted(prefix + k for k in base_state if k not in used)
@@ -158,7 +160,15 @@ def convert_luke_checkpoint(
     if dropped:  # one line, as transformers' own load report: not one warning per weight
         shown = ", ".join(dropped[:8]) + (f", ... ({len(dropped) - 8} more)" if len(dropped) > 8 else "")
         logger.warning("LUKE weights not used by %s: %s.", cls.__name__, shown)
-    model.luke_conversion_info = {"missing_keys": missing, "unexpected_keys": unused}
+    if scaled:
+        logger.info(
+            "Entity-aware queries (copies of LUKE's word query) scaled to gain %s: x%.2f-%.2f over %d matrices.",
+            model.entity_query_gain,
+            min(scaled.values()),
+            max(scaled.values()),
+            len(scaled),
+        )
+    model.luke_conversion_info = {"missing_keys": missing, "unexpected_keys": unused, "scaled_queries": scaled}
     logger.warning(
         "Converted LUKE checkpoint %s: %d GESA parameters newly initialised, %d LUKE weights unused.",
         pretrained_model_name_or_path,

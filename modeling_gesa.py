@@ -76,6 +76,10 @@ def create_position_ids_from_input_ids(input_ids: torch.Tensor, padding_idx: int
     return (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + padding_idx
 
 
+# the queries of Eq. 1 whose keys or queries are entities (GESA's own; from LUKE, copies of its word query, paper 4.1)
+ENTITY_AWARE_QUERIES = ("w2e_query", "e2w_query", "e2e_query")
+# entity-aware queries whose gain is at least this share of `GesaPreTrainedModel.entity_query_gain` stay exact copies
+ENTITY_QUERY_GAIN_KEPT = 0.9
 # Initial std of the label logits `q_i . r_ij / sqrt(d)` of the entity families
 # (`GesaPreTrainedModel.entity_label_logit_std`; docs/diagnostic.md measures 2, 3 and 4).
 ENTITY_LABEL_LOGIT_STD = 3.0
@@ -502,6 +506,15 @@ class GesaPreTrainedModel(PreTrainedModel):
     # mention rows only, the init before) the query reaches a candidate through few heads and most small runs wait on
     # the city level (docs/diagnostic.md).
     turn_edge_label_rows: bool = True
+    # From a LUKE checkpoint, the entity-aware queries GESA copies from LUKE's word query (paper 4.1: w2e, e2w, e2e)
+    # start at this gain at least: the RMS norm of the query matrix's rows, i.e. the std of a query entry for the unit-
+    # variance LayerNorm outputs it reads. The label logits above are `q . r`: on a checkpoint with smaller queries (a
+    # tiny LUKE drawn at LukeConfig's 0.02: gain 0.16 at width 64) they need rows 1/gain times larger, and the first
+    # optimiser steps on those small queries then swing every label logit by tens, which undoes the turn and saturates
+    # the candidates' attention (docs/diagnostic.md). Queries within `ENTITY_QUERY_GAIN_KEPT` of it stay exact copies
+    # (a checkpoint drawn at 1/sqrt(width) converts as before), and the word query (w2w) stays LUKE's, so words compute
+    # what they did. `None`: exact copies always (the conversion before).
+    entity_query_gain: float | None = 1.0
     # the pipeline a saved checkpoint of this head answers through, named as data (`save_pretrained` writes it to
     # `custom_pipelines` and copies its code, `loading_gesa.checkpoint_pipeline`); None: the base models, pre-training
     pipeline: PipelineSpec | None = None
@@ -548,6 +561,30 @@ class GesaPreTrainedModel(PreTrainedModel):
         for rows in self.entity_label_row_groups():
             rescaled[rows] *= self.entity_label_std() / (self.config.initializer_range or 0.02)
         init.copy_(weight, rescaled)
+
+    @torch.no_grad()
+    def scale_copied_entity_queries(self) -> dict[str, float]:
+        """After LUKE's word query was copied into the entity-aware queries (`from_luke_pretrained`): scale each layer's
+        w2e, e2w and e2e query (weight and bias) up to `entity_query_gain` where the copy's gain (RMS row norm) is below
+        `ENTITY_QUERY_GAIN_KEPT` of it, before the entity label rows are fit to them (`fit_entity_label_rows_to_queries`). Returns the factor per
+        scaled matrix (`{parameter prefix: factor}`); none without entity label rows or with `entity_query_gain=None`."""
+        if self.entity_query_gain is None or self.entity_label_logit_std is None:
+            return {}
+        factors = {}
+        for prefix, module in self.named_modules():
+            if not isinstance(module, GesaSelfAttention) or not module.entity_aware or module.label_embeddings is None:
+                continue
+            for name in ENTITY_AWARE_QUERIES:
+                linear = getattr(module, name)
+                gain = float(linear.weight.float().pow(2).sum(dim=1).mean().sqrt())
+                if gain >= ENTITY_QUERY_GAIN_KEPT * self.entity_query_gain:
+                    continue
+                factor = self.entity_query_gain / max(gain, 1e-12)
+                linear.weight.mul_(factor)
+                if linear.bias is not None:
+                    linear.bias.mul_(factor)
+                factors[f"{prefix}.{name}"] = factor
+        return factors
 
     @torch.no_grad()
     def fit_entity_label_rows_to_queries(self, entity_rows: list[int] | None = None) -> None:

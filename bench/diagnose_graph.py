@@ -42,10 +42,16 @@ passage's sentences (the predictions should move with the passage) and the answe
 inputs and the predictions must not change).
 
 --inits: `old` = every label row at initializer_range (the init before the entity rows were scaled); `new` = the
-default: entity label rows at ENTITY_LABEL_LOGIT_STD, mention and graph-edge rows turned towards the [MASK] entity's
-queries (GesaPreTrainedModel.align_entity_label_rows); `mention` = the same with the mention rows turned only (the
-default before); a number = that label-logit std, rows turned. `luke` has no label tables: it runs once per seed. The plot needs matplotlib (the `dev` extra: pip install -e ".[dev]"), or
---no_plot.
+default: the entity-aware queries copied from LUKE's query brought up to unit gain (GesaPreTrainedModel.
+entity_query_gain), entity label rows at ENTITY_LABEL_LOGIT_STD for those queries, mention and graph-edge rows turned
+towards the [MASK] entity's queries (GesaPreTrainedModel.align_entity_label_rows); `mention` = the same with the
+mention rows turned only; `copies` = the same with the queries exact copies (the default before); a number = that
+label-logit std, rows turned. `luke` has no label tables: it runs once per seed. The plot needs matplotlib (the `dev`
+extra: pip install -e ".[dev]"), or --no_plot.
+
+--model_name_or_path DIR runs the diagnostic on your own LUKE checkpoint (with its tokenizer) instead of drawing a
+tiny LUKE per seed: the seeds then vary the new parameters and the data order, and the table reports the share of
+seeds that learned the one-hop control on that checkpoint.
 """
 
 from __future__ import annotations
@@ -68,7 +74,15 @@ from typing import Any
 import numpy as np
 import torch
 from datasets import Dataset
-from transformers import HfArgumentParser, LukeConfig, LukeModel, LukeTokenizer, Trainer, TrainingArguments
+from transformers import (
+    HfArgumentParser,
+    LukeConfig,
+    LukeModel,
+    LukeTokenizer,
+    PreTrainedTokenizerBase,
+    Trainer,
+    TrainingArguments,
+)
 from transformers.trainer_callback import PrinterCallback
 from transformers.utils import logging as hf_logging
 
@@ -76,11 +90,15 @@ from gesa.configuration_gesa import ABLATION_PRESETS
 from gesa.conversion_gesa import convert_luke_checkpoint
 from gesa.extras_gesa import missing, missing_message, require
 from gesa.inputs_gesa import InputError
+from gesa.loading_gesa import load_tokenizer
 from gesa.modeling_gesa import ENTITY_LABEL_LOGIT_STD, GesaForEntitySpanQA, GesaPreTrainedModel
 from gesa.processing_gesa import GesaProcessor
 from gesa.records_gesa import check_record_file, item_shape, item_to_examples, read_record_file
 from gesa.training.machinery import ScriptArgumentError, one_error_line
+from gesa.training.models import check_model_source, check_vocab_size
+from gesa.training.registry import VARIANTS
 from gesa.training.synthetic_cloze import WORLDS, generate_records, hop_count
+from gesa.training.tokenizer import shrink_entity_vocab
 
 SCRIPT = "diagnose_graph.py"
 ENTITY_VOCAB = {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3}
@@ -99,7 +117,8 @@ class DiagnosticArguments:
     inits: str = field(
         default="new",
         metadata={"help": "Entity label row init per GESA run: 'old' (initializer_range), 'new', 'mention' (new, the "
-                  "edge rows not turned), or a logit std."},
+                  "edge rows not turned), 'copies' (new, the entity-aware queries exact copies of LUKE's), or a logit "
+                  "std."},
     )  # fmt: skip
     seeds: str = field(
         default="0,1,2",
@@ -154,6 +173,14 @@ class DiagnosticArguments:
     leave_margin: float = field(
         default=0.05, metadata={"help": "A run leaves a level when its loss is below (1 - this) x the level."}
     )
+    model_name_or_path: str = field(
+        default="",
+        metadata={"help": "Your own LUKE checkpoint (a folder saved with save_pretrained, with its LukeTokenizer, or a "
+                  "Hub id): every run converts it (from_luke_pretrained, as examples/run_record.py does) instead of "
+                  "drawing a tiny LUKE per seed, so the seeds vary the new parameters' draw and the data order. "
+                  "--hidden_size, --num_hidden_layers, --num_attention_heads and --initializer_range then do not "
+                  "apply."},
+    )  # fmt: skip
     hidden_size: int = field(default=64, metadata={"help": "Width of the tiny LUKE."})
     num_hidden_layers: int = field(default=4, metadata={"help": "Layers of the tiny LUKE."})
     num_attention_heads: int = field(default=4, metadata={"help": "Attention heads of the tiny LUKE."})
@@ -255,6 +282,16 @@ def check_values(args: DiagnosticArguments) -> None:
             f"--hidden_size ({args.hidden_size}) must be a multiple of --num_attention_heads "
             f"({args.num_attention_heads}), e.g. --hidden_size 64 --num_attention_heads 4"
         )
+    if args.model_name_or_path:
+        drawn = {"hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "initializer_range": 0.0}
+        given = [
+            f"--{name} {getattr(args, name):g}" for name, default in drawn.items() if getattr(args, name) != default
+        ]
+        if given:
+            raise ScriptArgumentError(
+                f"{', '.join(given)}: these set the tiny LUKE the diagnostic draws; --model_name_or_path "
+                f"{args.model_name_or_path} brings its own weights: drop them, or drop --model_name_or_path"
+            )
     if args.train_file or args.validation_file:
         if not (args.train_file and args.validation_file):
             missing = "--validation_file" if args.train_file else "--train_file"
@@ -294,10 +331,11 @@ def parse_seeds(value: str, flag: str) -> list[int]:
 
 
 def parse_init(value: str) -> tuple[str, float | None]:
-    """'old' -> ('old', None); 'new' and 'mention' -> (value, ENTITY_LABEL_LOGIT_STD); '0.5' -> ('0.5', 0.5)."""
+    """'old' -> ('old', None); 'new', 'mention' and 'copies' -> (value, ENTITY_LABEL_LOGIT_STD); '0.5' -> ('0.5',
+    0.5)."""
     if value == "old":
         return value, None
-    if value in ("new", "mention"):
+    if value in ("new", "mention", "copies"):
         return value, ENTITY_LABEL_LOGIT_STD
     try:
         number = float(value)
@@ -305,7 +343,7 @@ def parse_init(value: str) -> tuple[str, float | None]:
         number = math.nan
     if not (math.isfinite(number) and number > 0):
         raise ScriptArgumentError(
-            f"--inits: {value!r} is not 'old', 'new', 'mention' or a positive number (e.g. --inits new)"
+            f"--inits: {value!r} is not 'old', 'new', 'mention', 'copies' or a positive number (e.g. --inits new)"
         )
     return value, number
 
@@ -488,6 +526,27 @@ def train_tokenizer(texts: list[str], directory: Path) -> LukeTokenizer:
     )
 
 
+def user_checkpoint(path: str) -> tuple[PreTrainedTokenizerBase, list[int], dict[str, Any]]:
+    """`--model_name_or_path`: its tokenizer with LUKE's special entities kept (as run_record.py keeps them), the rows
+    of its entity table they come from, and its config; each problem one error naming the flag and the fix."""
+    config = check_model_source(path, VARIANTS["gesa"], f"{SCRIPT} --model_name_or_path")
+    if config.get("model_type") != "luke":
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path} holds a {config.get('model_type')!r} model: the diagnostic trains GESA "
+            "converted from a LUKE checkpoint (LukeModel or a LukeFor* head saved with save_pretrained); give one"
+        )
+    try:
+        tokenizer = load_tokenizer(path, config)
+    except Exception as error:  # OSError, ValueError, the tokenizers library's bare Exception on a cut file
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ScriptArgumentError(
+            f"--model_name_or_path {path}: cannot load its tokenizer ({reason}); save the checkpoint's LukeTokenizer "
+            "beside its weights (tokenizer.save_pretrained)"
+        ) from None
+    check_vocab_size(tokenizer, config, path, path, added="")
+    return tokenizer, shrink_entity_vocab(tokenizer, f"--model_name_or_path {path}"), config
+
+
 def tiny_luke_initializer_range(args: DiagnosticArguments) -> float:
     """`--initializer_range`, or 1/sqrt(width): weights that keep a vector's scale through each projection.
 
@@ -565,17 +624,26 @@ def city_level_loss(features: dict[str, list], answerable: set[str]) -> float:
 
 
 def convert(
-    luke_dir: Path, preset: str, std: float | None, processor: GesaProcessor, seed: int, turn_edges: bool = True
-) -> Any:
-    """GESA `preset` from the tiny LUKE, its entity label rows at `std` (None: `initializer_range`, no turn), the
-    graph-edge rows turned with the mention rows unless `turn_edges` is False (``--inits mention``)."""
-    previous = GesaPreTrainedModel.entity_label_logit_std, GesaPreTrainedModel.turn_edge_label_rows
-    GesaPreTrainedModel.entity_label_logit_std, GesaPreTrainedModel.turn_edge_label_rows = std, turn_edges
+    luke_dir: Path | str, preset: str, std: float | None, processor: GesaProcessor, seed: int, turn_edges: bool = True,
+    entity_rows: list[int] | None = None, copy_queries: bool = False,
+) -> Any:  # fmt: skip
+    """GESA `preset` from the tiny LUKE (or `--model_name_or_path`, `entity_rows` the rows of its entity table kept),
+    its entity label rows at `std` (None: `initializer_range`, no turn), the graph-edge rows turned with the mention
+    rows unless `turn_edges` is False (``--inits mention``), the entity-aware queries exact copies of LUKE's query
+    with `copy_queries` (``--inits copies``; else brought up to unit gain, `GesaPreTrainedModel.entity_query_gain`)."""
+    settings = ("entity_label_logit_std", "turn_edge_label_rows", "entity_query_gain")
+    previous = {name: getattr(GesaPreTrainedModel, name) for name in settings}
+    chosen = {"entity_label_logit_std": std, "turn_edge_label_rows": turn_edges}
+    if copy_queries:
+        chosen["entity_query_gain"] = None
     try:
+        for name, value in chosen.items():
+            setattr(GesaPreTrainedModel, name, value)
         torch.manual_seed(seed)
-        model = GesaForEntitySpanQA.from_luke_pretrained(luke_dir, ablation=preset)
+        model = GesaForEntitySpanQA.from_luke_pretrained(luke_dir, entity_rows=entity_rows, ablation=preset)
     finally:
-        GesaPreTrainedModel.entity_label_logit_std, GesaPreTrainedModel.turn_edge_label_rows = previous
+        for name, value in previous.items():
+            setattr(GesaPreTrainedModel, name, value)
     model.init_added_word_embeddings(processor.added_token_sources())
     return model
 
@@ -622,19 +690,29 @@ class Prepared:
 
     tasks: Tasks
     processor: GesaProcessor
-    tokenizer: LukeTokenizer
+    tokenizer: PreTrainedTokenizerBase
     train: Dataset
     one_hop_train: Dataset | None
     dev: Encoded
     constant_level: float
     city_level: float
     answerable: set[str]
+    # --model_name_or_path: the rows of its entity table every conversion keeps (None: the tiny LUKE's whole table)
+    entity_rows: list[int] | None = None
 
 
 def prepare(args: DiagnosticArguments, tasks: Tasks, workdir: Path) -> Prepared:
-    """Tokenizer (trained on the training text), processor, training features and the two levels, dev features."""
-    texts = [r["passage"]["text"] for r in tasks.train] + [qa["query"] for r in tasks.train for qa in r["qas"]]
-    tokenizer = train_tokenizer(texts, workdir)
+    """Tokenizer (trained on the training text, or `--model_name_or_path`'s own), processor, training features and the
+    two levels, dev features."""
+    entity_rows = None
+    if args.model_name_or_path:
+        tokenizer, entity_rows, config = user_checkpoint(args.model_name_or_path)
+        # the checkpoint's sizes, for the time estimate and results.json
+        args.hidden_size, args.num_hidden_layers = config["hidden_size"], config["num_hidden_layers"]
+        args.num_attention_heads = config["num_attention_heads"]
+    else:
+        texts = [r["passage"]["text"] for r in tasks.train] + [qa["query"] for r in tasks.train for qa in r["qas"]]
+        tokenizer = train_tokenizer(texts, workdir)
     processor = GesaProcessor(tokenizer, **WINDOW, candidate_source="annotations")
     encoded = processor.encode_records(tasks.train)
     answerable = answer_strings(tasks.train)
@@ -655,18 +733,19 @@ def prepare(args: DiagnosticArguments, tasks: Tasks, workdir: Path) -> Prepared:
         one_hop_train = Encoded.of(processor, one_hop).inputs
     dev = Encoded.of(processor, tasks.dev)
     return Prepared(
-        tasks, processor, tokenizer, train, one_hop_train, dev, constant_score_loss(train), city_level, answerable
-    )
+        tasks, processor, tokenizer, train, one_hop_train, dev, constant_score_loss(train), city_level, answerable,
+        entity_rows,
+    )  # fmt: skip
 
 
 def run_one(
-    args: DiagnosticArguments, luke_dir: Path, prepared: Prepared, preset: str, std: float | None, seed: int,
-    workdir: Path, turn_edges: bool = True,
+    args: DiagnosticArguments, luke_dir: Path | str, prepared: Prepared, preset: str, std: float | None, seed: int,
+    workdir: Path, turn_edges: bool = True, copy_queries: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """Train one model; with `--curriculum_steps`, first that many steps on one-hop queries, then the rest on all
     (a second `Trainer` on the same model: the learning rate schedule starts again). Returns the logged curve, the
     dev EM per hop count, the seconds, the conversion summary and (`--leakage_checks`) the checks."""
-    model = convert(luke_dir, preset, std, prepared.processor, seed, turn_edges)
+    model = convert(luke_dir, preset, std, prepared.processor, seed, turn_edges, prepared.entity_rows, copy_queries)
     phases = [(prepared.train, args.max_steps)]
     if args.curriculum_steps:
         phases = [
@@ -1085,7 +1164,7 @@ def run_record_command(args: DiagnosticArguments, folder: Path, preset: str, see
     optimiser, schedule and seed) and evaluates it on the one-hop dev queries."""
     command = [
         "python", "examples/run_record.py",
-        "--model_name_or_path", str(folder / f"luke-seed{seed}"),
+        "--model_name_or_path", args.model_name_or_path or str(folder / f"luke-seed{seed}"),
         "--train_file", str(folder / "train.jsonl"),
         "--validation_file", str(folder / "dev_1hop.jsonl"),
         "--do_train", "--do_eval",
@@ -1110,7 +1189,8 @@ def run_record_command(args: DiagnosticArguments, folder: Path, preset: str, see
 
 
 def export_run_record(args: DiagnosticArguments, tasks: Tasks, prepared: Prepared, folder: Path) -> list[str]:
-    """Write the data, the tiny LUKE of every seed and run_record.sh into `folder`; returns the commands."""
+    """Write the data, the tiny LUKE of every seed (none with `--model_name_or_path`: the commands convert it) and
+    run_record.sh into `folder`; returns the commands."""
     from gesa.training.synthetic_cloze import write_jsonl
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -1122,7 +1202,7 @@ def export_run_record(args: DiagnosticArguments, tasks: Tasks, prepared: Prepare
     for seed, preset, init, _ in planned_runs(args):
         if init not in ("-", "new"):
             continue  # run_record.py builds the default init only
-        if not (folder / f"luke-seed{seed}").exists():
+        if not args.model_name_or_path and not (folder / f"luke-seed{seed}").exists():
             build_tiny_luke(args, prepared.tokenizer, seed, folder / f"luke-seed{seed}")
         commands.append(" ".join(run_record_command(args, folder, preset, seed)))
     script = "#!/bin/sh\n# written by bench/diagnose_graph.py --export_run_record; run from the repository root\n"
@@ -1296,11 +1376,15 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             "unloaded CPU core (OMP_NUM_THREADS=1); longer on a busy one",
             flush=True,
         )
-        luke_dirs: dict[int, Path] = {}
+        luke_dirs: dict[int, Path | str] = {}
         for seed, preset, init, std in plan:
-            if seed not in luke_dirs:
+            if args.model_name_or_path:
+                luke_dirs[seed] = args.model_name_or_path
+            elif seed not in luke_dirs:
                 luke_dirs[seed] = build_tiny_luke(args, prepared.tokenizer, seed, workdir / f"luke-{seed}")
-            result = run_one(args, luke_dirs[seed], prepared, preset, std, seed, workdir, init != "mention")
+            result = run_one(
+                args, luke_dirs[seed], prepared, preset, std, seed, workdir, init != "mention", init == "copies"
+            )
             conversion = result.pop("conversion")
             first = not any(run["preset"] == preset for run in runs)  # one conversion line per preset
             runs.append({"preset": preset, "init": init, "seed": seed, **result})
@@ -1309,7 +1393,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             print(f"[seed {seed}] {preset} init={init}: EM {em}; loss {losses}", flush=True)
             if first:
                 print(
-                    f"  converted from the tiny LUKE: {len(conversion['missing_keys'])} parameters newly "
+                    f"  converted from {args.model_name_or_path or 'the tiny LUKE'}: "
+                    f"{len(conversion['missing_keys'])} parameters newly "
                     f"initialised, {len(conversion['unexpected_keys'])} LUKE weights unused",
                     flush=True,
                 )

@@ -16,7 +16,9 @@ rejected config value raises."""
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -87,6 +89,21 @@ WITHOUT_GESA = textwrap.dedent("""
     else:
         raise SystemExit("gesa is importable")
 """)
+
+
+@contextlib.contextmanager
+def lukes_own_queries() -> Iterator[None]:
+    """Conversions inside keep the entity-aware queries exact copies of LUKE's word query
+    (`GesaPreTrainedModel.entity_query_gain = None`): for tests whose label tables are drawn at a size chosen for the
+    tiny LUKE's own query scale (`randomize_label_tables`)."""
+    from gesa.modeling_gesa import GesaPreTrainedModel
+
+    previous = GesaPreTrainedModel.entity_query_gain
+    GesaPreTrainedModel.entity_query_gain = None
+    try:
+        yield
+    finally:
+        GesaPreTrainedModel.entity_query_gain = previous
 
 
 def randomize_label_tables(model: torch.nn.Module, std: float, seed: int = 0) -> None:

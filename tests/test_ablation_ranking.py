@@ -31,7 +31,7 @@ import math
 
 import pytest
 import torch
-from model_helpers import randomize_label_tables
+from model_helpers import lukes_own_queries, randomize_label_tables
 from transformers import AutoTokenizer
 from variant_helpers import gesa_features, train_steps
 
@@ -56,7 +56,8 @@ def sample(tiny_luke_dir):
 
 
 def converted(tiny_luke_dir, processor, **config) -> GesaForEntitySpanQA:
-    model = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir, **config)
+    with lukes_own_queries():  # TRAINED_LABEL_STD is sized for the tiny LUKE's own queries
+        model = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir, **config)
     model.init_added_word_embeddings(processor.added_token_sources())
     return model
 

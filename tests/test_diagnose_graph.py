@@ -433,7 +433,7 @@ def test_answers_removed_or_changed_leave_the_model_inputs_alone(diagnose, tmp_p
         (["--batch_size", "x"], "--batch-size: invalid int value: 'x'"),
         (["--presets", "fulll"], "--presets: unknown preset(s) ['fulll']"),
         (["--headline", "fulll"], "--headline: 'fulll' is no preset"),
-        (["--inits", "huge"], "--inits: 'huge' is not 'old', 'new', 'mention' or a positive number"),
+        (["--inits", "huge"], "--inits: 'huge' is not 'old', 'new', 'mention', 'copies' or a positive number"),
         (["--learning_rate", "-1"], "--learning_rate must be a finite number > 0"),
         (["--control_em", "0"], "--control_em must be in (0, 100]"),
         (["--pairs", "17"], "--pairs 17: the cities generator has 16 places"),
@@ -591,3 +591,64 @@ def test_inits_mention_leaves_the_edge_rows_unturned_and_new_turns_them(diagnose
             assert (turned > 0).all()
             drawn = b.e2e_query(entity).view(b.num_heads, b.head_size) @ b.label_embeddings.weight[edges].T
             assert not torch.allclose(drawn, drawn[:1].expand_as(drawn))
+
+
+# ----------------------------------------------------------------------------------------------- a user's checkpoint
+
+
+@pytest.mark.slow
+def test_a_users_luke_checkpoint_is_converted_for_every_seed_and_exported_as_is(diagnose, tiny_luke_dir, tmp_path,
+                                                                                capsys):  # fmt: skip
+    """--model_name_or_path: no tiny LUKE is drawn; each seed converts the user's checkpoint with its own tokenizer,
+    the table reports the share of seeds on it, and the exported run_record.py commands train from it."""
+    toy = ["--model_name_or_path", str(tiny_luke_dir), "--presets", "full", "--headline", "", "--seeds", "0,1",
+           "--max_steps", "2", "--logging_steps", "2", "--train_size", "16", "--eval_size", "4",
+           "--generator", "harbours", "--no_plot"]  # fmt: skip
+    rows = diagnose.main([*toy, "--output_dir", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert [row["seeds"] for row in rows] == [[0, 1]]
+    assert printed.count(f"converted from {tiny_luke_dir}") == 1 and "learned" in printed
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["args"]["model_name_or_path"] == str(tiny_luke_dir)
+    assert saved["args"]["hidden_size"] == 32  # the checkpoint's own width, not the tiny LUKE's flag
+    diagnose.main([*toy, "--export_run_record", str(tmp_path / "export")])
+    commands = (tmp_path / "export" / "run_record.sh").read_text().splitlines()[2:]
+    assert len(commands) == 2 and all(f"--model_name_or_path {tiny_luke_dir} " in c for c in commands)
+    assert not list((tmp_path / "export").glob("luke-seed*"))
+
+
+def test_a_users_checkpoint_refuses_the_tiny_luke_flags_and_names_a_bad_folder(diagnose, tiny_luke_dir, tmp_path,
+                                                                               capsys):  # fmt: skip
+    line = error_line(
+        diagnose,
+        ["--model_name_or_path", str(tiny_luke_dir), "--initializer_range", "0.02", "--output_dir", str(tmp_path)],
+        capsys,
+    )
+    assert "--initializer_range 0.02: these set the tiny LUKE the diagnostic draws" in line
+    (tmp_path / "empty").mkdir()
+    line = error_line(
+        diagnose, ["--model_name_or_path", str(tmp_path / "empty"), "--output_dir", str(tmp_path / "out")], capsys
+    )
+    assert f"--model_name_or_path {tmp_path / 'empty'}" in line
+
+
+def test_inits_copies_keeps_lukes_query_and_new_brings_it_to_unit_gain(diagnose, tmp_path):
+    """`--inits new` (the default) starts a small-weight LUKE's entity-aware queries at unit gain; `--inits copies`
+    keeps them exact copies of LUKE's word query (the default before)."""
+    from gesa.training.synthetic_cloze import generate_records
+
+    args = diagnose.DiagnosticArguments(
+        inits="new,copies", hidden_size=32, num_hidden_layers=2, initializer_range=0.02
+    )
+    records = generate_records(20, (1, 2), 0)
+    tokenizer = diagnose.train_tokenizer([r["passage"]["text"] for r in records], tmp_path)
+    processor = diagnose.GesaProcessor(tokenizer, **diagnose.WINDOW, candidate_source="annotations")
+    luke = diagnose.build_tiny_luke(args, tokenizer, 0, tmp_path / "luke")
+    new = diagnose.convert(luke, "full", 3.0, processor, 0)
+    copies = diagnose.convert(luke, "full", 3.0, processor, 0, copy_queries=True)
+    query = diagnose.LukeModel.from_pretrained(luke).encoder.layer[0].attention.self.query.weight
+    gain = query.pow(2).sum(dim=1).mean().sqrt()
+    assert gain < 0.2
+    assert torch.equal(copies.gesa.encoder.layer[0].attention.self.e2w_query.weight, query)
+    torch.testing.assert_close(new.gesa.encoder.layer[0].attention.self.e2w_query.weight, query / gain)
+    assert diagnose.GesaPreTrainedModel.entity_query_gain == 1.0  # the class setting is restored

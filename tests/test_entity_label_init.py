@@ -301,3 +301,49 @@ def test_a_model_drawn_from_its_config_equals_one_loaded_with_every_weight_missi
     loaded = head.from_pretrained(None, config=config, state_dict={}).state_dict()
     assert sorted(built) == sorted(loaded)
     assert [name for name in built if not torch.equal(built[name], loaded[name])] == []
+
+
+def luke_drawn_at(path, initializer_range: float, seed: int = 0):
+    torch.manual_seed(seed)
+    config = LukeConfig(vocab_size=120, entity_vocab_size=4, hidden_size=32, entity_emb_size=16, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=37, max_position_embeddings=80,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        initializer_range=initializer_range)  # fmt: skip
+    luke = LukeModel(config)
+    for layer in luke.encoder.layer:  # the entity-aware queries tied to the word query, as in released LUKE
+        attention = layer.attention.self
+        for name in ("w2e_query", "e2w_query", "e2e_query"):
+            getattr(attention, name).load_state_dict(attention.query.state_dict())
+    luke.save_pretrained(path)
+    return path
+
+
+def test_the_label_start_does_not_depend_on_the_checkpoints_weight_scale(tmp_path, monkeypatch):
+    """A LUKE drawn at LukeConfig's 0.02 and one drawn at 1/sqrt(width) convert to the same start: entity-aware
+    queries of about unit gain (the second's kept as exact copies), entity label rows and mention logits of the same
+    size. Without the query gain
+    (`entity_query_gain=None`) the small checkpoint's rows are 1/gain times larger: what the first optimiser steps on
+    its small queries turned into label logits swinging by tens (docs/diagnostic.md)."""
+    monkeypatch.setattr(GesaPreTrainedModel, "entity_label_logit_std", 3.0)
+    rows, logits = {}, {}
+    for scale in (0.02, 32**-0.5):
+        model = GesaModel.from_luke_pretrained(luke_drawn_at(tmp_path / str(scale), scale), max_relative_position=K)
+        with torch.no_grad():
+            for layer in model.encoder.layer:
+                attention = layer.attention.self
+                for name in ("w2e_query", "e2w_query", "e2e_query"):
+                    gain = getattr(attention, name).weight.pow(2).sum(dim=1).mean().sqrt().item()
+                    assert gain == pytest.approx(1.0, abs=0.1 if scale == 0.02 else 0.2)
+            rows[scale] = torch.stack([layer.attention.self.label_embeddings.weight[model.entity_graph_label_rows()]
+                                       .std() for layer in model.encoder.layer])  # fmt: skip
+            logits[scale] = torch.cat([mask_entity_logits(model, layer) for layer in model.encoder.layer])
+        # scaled at 0.02; at 1/sqrt(width) already near unit gain: exact copies, the conversion as before
+        assert bool(model.luke_conversion_info["scaled_queries"]) == (scale == 0.02)
+    torch.testing.assert_close(rows[0.02], rows[32**-0.5], rtol=0.25, atol=0)
+    assert (logits[0.02] > 0).all() and logits[0.02].mean() == pytest.approx(logits[32**-0.5].mean().item(), rel=0.5)
+    monkeypatch.setattr(GesaPreTrainedModel, "entity_query_gain", None)
+    copied = GesaModel.from_luke_pretrained(tmp_path / "0.02", max_relative_position=K)
+    assert copied.luke_conversion_info["scaled_queries"] == {}
+    big = torch.stack([layer.attention.self.label_embeddings.weight[copied.entity_graph_label_rows()].std()
+                       for layer in copied.encoder.layer])  # fmt: skip
+    assert (big > 5 * rows[0.02]).all()

@@ -26,6 +26,7 @@ from transformers import LukeModel, PreTrainedConfig
 from variant_helpers import reload_in_fresh_process
 
 from gesa import ABLATION_PRESETS, GesaConfig, GesaForEntitySpanQA, GesaModel
+from gesa.modeling_gesa import GesaPreTrainedModel
 from gesa.structure_gesa import (
     AttentionStructure,
     RelativeLabels,
@@ -58,14 +59,23 @@ def test_luke_preset_reproduces_luke_model(tiny_luke_dir):
     assert not GesaConfig(ablation="luke").use_relative_labels
 
 
-def test_conversion_copies_word_query_into_four_queries(tiny_luke_dir):
+def test_conversion_copies_word_query_into_four_queries(tiny_luke_dir, monkeypatch):
+    """Paper 4.1: LUKE's word query starts all four queries; the entity-aware copies are brought up to unit gain
+    (`entity_query_gain`: this tiny LUKE's queries, drawn at 0.02, are smaller), exact copies with None."""
     luke = LukeModel.from_pretrained(tiny_luke_dir)
     model = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir)
-    for luke_layer, layer in zip(luke.encoder.layer, model.gesa.encoder.layer, strict=True):
-        attn = layer.attention.self
-        for name in ("w2w_query", "w2e_query", "e2w_query", "e2e_query"):
-            assert torch.equal(getattr(attn, name).weight, luke_layer.attention.self.query.weight), name
-            assert torch.equal(getattr(attn, name).bias, luke_layer.attention.self.query.bias), name
+    monkeypatch.setattr(GesaPreTrainedModel, "entity_query_gain", None)
+    exact = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir)
+    for luke_layer, layer, copied in zip(luke.encoder.layer, model.gesa.encoder.layer, exact.gesa.encoder.layer,
+                                         strict=True):  # fmt: skip
+        attn, query = layer.attention.self, luke_layer.attention.self.query
+        assert torch.equal(attn.w2w_query.weight, query.weight) and torch.equal(attn.w2w_query.bias, query.bias)
+        gain = query.weight.pow(2).sum(dim=1).mean().sqrt()
+        for name in ("w2e_query", "e2w_query", "e2e_query"):
+            torch.testing.assert_close(getattr(attn, name).weight, query.weight / gain, rtol=1e-5, atol=0)
+            torch.testing.assert_close(getattr(attn, name).bias, query.bias / gain, rtol=1e-5, atol=0)
+            assert torch.equal(getattr(copied.attention.self, name).weight, query.weight), name
+            assert torch.equal(getattr(copied.attention.self, name).bias, query.bias), name
         assert torch.equal(attn.key.weight, luke_layer.attention.self.key.weight)
         assert torch.equal(layer.output.dense.weight, luke_layer.output.dense.weight)
     assert model.config.model_type == "gesa" and not model.config.use_absolute_position_embeddings
@@ -836,6 +846,9 @@ def test_luke_ablation_conversion_keeps_luke_entity_aware_queries_and_equals_luk
     with torch.no_grad():
         expected, actual = luke(**inputs), model(**inputs)
     torch.testing.assert_close(actual.entity_last_hidden_state, expected.entity_last_hidden_state, atol=1e-5, rtol=0)
-    # the paper's conversion (any other preset) still copies the word query into the four queries
+    # the paper's conversion (any other preset) still starts the four queries from the word query (the entity-aware
+    # copies brought up to unit gain: GesaPreTrainedModel.entity_query_gain)
     paper = GesaModel.from_luke_pretrained(path)
-    assert torch.equal(paper.encoder.layer[0].attention.self.e2e_query.weight, luke_attn.query.weight)
+    copied = paper.encoder.layer[0].attention.self.e2e_query.weight
+    factor = (copied.norm() / luke_attn.query.weight.norm()).item()
+    assert factor >= 1 and torch.allclose(copied, luke_attn.query.weight * factor, rtol=1e-5, atol=0)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from model_helpers import randomize_label_tables
+from model_helpers import lukes_own_queries, randomize_label_tables
 from record_fixtures import features_of, project_records, read_jsonl
 from tiny_luke import RECORD_DIR
 from transformers import AutoTokenizer
@@ -139,7 +139,8 @@ def test_mention_labels_link_the_words_a_plain_loop_finds(tiny_luke_dir, ablatio
 
 
 def converted(tiny_luke_dir, processor, ablation: str) -> GesaForEntitySpanQA:
-    model = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir, ablation=ablation)
+    with lukes_own_queries():  # LABEL_STD is sized for the tiny LUKE's own queries
+        model = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir, ablation=ablation)
     model.init_added_word_embeddings(processor.added_token_sources())
     randomize_label_tables(model, LABEL_STD)
     return model.eval()
@@ -147,7 +148,8 @@ def converted(tiny_luke_dir, processor, ablation: str) -> GesaForEntitySpanQA:
 
 def one_set_of_weights(tiny_luke_dir, processor) -> tuple[GesaForEntitySpanQA, GesaForEntitySpanQA]:
     full = converted(tiny_luke_dir, processor, "full")
-    without = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir, ablation="no_question_mentions")
+    with lukes_own_queries():
+        without = GesaForEntitySpanQA.from_luke_pretrained(tiny_luke_dir, ablation="no_question_mentions")
     without.init_added_word_embeddings(processor.added_token_sources())
     without.load_state_dict(full.state_dict())
     return full, without.eval()
@@ -315,9 +317,10 @@ def xh_with_random_labels(tiny_luke_dir, processor, ablation: str):
     from gesa.modeling_xh import XhForEntitySpanQA
 
     backbone = "luke" if ablation == "luke" else "gesa"
-    model = XhForEntitySpanQA.from_luke_pretrained(
-        tiny_luke_dir, ablation=ablation, backbone=backbone, xh_num_hop_layers=2, classifier_dropout=0.0
-    )
+    with lukes_own_queries():  # LABEL_STD is sized for the tiny LUKE's own queries
+        model = XhForEntitySpanQA.from_luke_pretrained(
+            tiny_luke_dir, ablation=ablation, backbone=backbone, xh_num_hop_layers=2, classifier_dropout=0.0
+        )
     model.init_added_word_embeddings(processor.added_token_sources())
     randomize_label_tables(model, LABEL_STD)
     return model.eval()

@@ -133,8 +133,11 @@ def test_registry_builds_each_variant_from_luke_and_collates(tiny_luke_dir):
         assert type(model) is spec.model_class, name
         assert isinstance(model.config, spec.config_class)
         attention = model.gesa.encoder.layer[1].attention.self
-        for query in ("w2w_query", "w2e_query", "e2w_query", "e2e_query"):  # LUKE's query copied four times
-            assert torch.equal(getattr(attention, query).weight, luke_query), (name, query)
+        assert torch.equal(attention.w2w_query.weight, luke_query), name
+        for query in ("w2e_query", "e2w_query", "e2e_query"):  # LUKE's query copied, scaled up to unit gain at most
+            weight = getattr(attention, query).weight
+            factor = (weight.norm() / luke_query.norm()).item()
+            assert factor >= 1 and torch.allclose(weight, luke_query * factor, rtol=1e-5, atol=0), (name, query)
     assert registry.VARIANTS["xh"].from_luke(tiny_luke_dir).config.xh_num_hop_layers == 2
     assert isinstance(registry.VARIANTS["gesa"].from_luke(tiny_luke_dir), GesaForEntitySpanQA)
     with pytest.raises(ValueError, match="do not shrink it"):
