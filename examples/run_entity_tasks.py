@@ -143,7 +143,7 @@ DEMO_ARGS = [
 
 # the flags a demo takes (``wants_demo``); the others name a real run's data and model
 # how long each demo takes on one idle core: its CPU time with OMP_NUM_THREADS=1, measured (README "Tasks")
-DEMO_SECONDS = {"entity_typing": 10, "relation_classification": 10, "ner": 10, "pretrain": 10}
+DEMO_SECONDS = {"entity_typing": 10, "figer": 10, "relation_classification": 10, "ner": 10, "pretrain": 10}
 DEMO_FLAGS = ("task", "output_dir", "variant", "kb_alias_table", "kb_entity_vectors", "entity_links", "ner_model",
               "input_format", "objectives", *WEIGHTS)  # fmt: skip
 # the demo KB (examples/data/build_kb_sample.py) a --variant kar / ernie demo reads unless given its own files

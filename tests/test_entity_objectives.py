@@ -341,3 +341,20 @@ def test_the_real_scirex_sample_gives_every_objective_a_finite_loss(tiny_luke_di
     outputs = GesaForEntityPreTraining(config)(**batch)
     for name in ("mlm_loss", "mep_loss", "ed_loss", "infill_loss", "lp_loss", "krc_loss"):
         assert torch.isfinite(outputs[name]), name
+
+
+@pytest.mark.slow
+def test_the_objectives_demo_ends_with_each_accuracy_beside_its_chance(tmp_path, capsys):
+    """`--task pretrain --objectives luke,erica,kbir` with no data: the offline demo trains and its last line is the
+    summary, every objective's accuracy before and after training beside its chance (no LUKE-only chance note)."""
+    capsys.readouterr()
+    output_dir = tmp_path / "objectives-demo"
+    load_entity_script().main(
+        ["--task", "pretrain", "--objectives", "luke,erica,kbir", "--output_dir", str(output_dir)]
+    )
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("Pre-training 12 sentences: loss "), last
+    for name in ("ED accuracy", "ED chance", "RD accuracy", "RD chance", "KBI infilling accuracy",
+                 "KBI unigram baseline", "KRC balanced accuracy", "; before training: "):  # fmt: skip
+        assert name in last, (name, last)
+    assert "a uniform guess of each masked word and entity" not in last

@@ -86,3 +86,26 @@ def test_figer_and_tacred_runs_print_their_table2_rows(tiny_luke_dir, tmp_path, 
     figer_row, tacred_row = (row.split(" | ") for row in rows)
     assert figer_row[1:4] == ["-"] * 3 and figer_row[4] != "-" and tacred_row[7] != "-"
     assert ENTITY_TASKS["figer"].features == "entity_typing"
+
+
+def test_figer_chance_is_the_loose_micro_f1_of_a_coin_per_type():
+    """A coin per type of the inventory (an untrained sigmoid head): its expected (mention, type) counts, summed by a
+    plain loop, give the loose micro F1 the FIGER summary prints as its chance."""
+    references = [["/person"], ["/location", "/location/city"], ["/organization"], ["/location"]]
+    inventory = sorted({label for labels in references for label in labels})
+    correct = predicted = gold = 0.0
+    for labels in references:
+        for label in inventory:
+            predicted += 0.5
+            correct += 0.5 * (label in labels)
+        gold += len(labels)
+    precision, recall = correct / predicted, correct / gold
+    expected = 100 * 2 * precision * recall / (precision + recall)
+
+    class Example:
+        def __init__(self, labels):
+            self.labels = labels
+
+    task = ENTITY_TASKS["figer"]
+    assert task.chance([Example(labels) for labels in references]) == pytest.approx(expected)
+    assert task.chance_metric == "micro_f1" and task.metric_names["micro_f1"] == "loose micro-F1"

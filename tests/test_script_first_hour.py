@@ -122,6 +122,7 @@ def test_fever_demo_trains_offline_and_its_folder_answers_through_its_own_pipeli
         ("relation_classification", "TACRED 12 sentences: micro F1 ", "RelationClassificationPipeline"),
         ("ner", "CoNLL-2003 12 sentences: span F1 ", "EntitySpanClassificationPipeline"),
         ("pretrain", "Pre-training 12 sentences: loss ", None),
+        ("figer", "FIGER 12 mentions: strict accuracy ", None),
     ],
 )
 def test_entity_task_demos_train_offline_and_say_how_they_did(tmp_path, capsys, task, title, pipeline_class):

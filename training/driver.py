@@ -565,10 +565,10 @@ def _run(
         chance = task.chance(examples["validation"]) if args.do_eval else None
         notes = task.summary_notes(loaded.processor)
         line = summary_line(task, len(examples[split]), results, trainer.state.log_history, args, chance, notes)
-        print(line if demo_data is None else f"{line[:-1]}; demo data: {demo_data})")
-        if args.do_eval:
+        if args.do_eval:  # the paper's table first: the summary line stays the run's last
             for table_line in task.results_table(results, f"{model_args.variant} ({Path(args.output_dir).name})"):
                 print(table_line)
+        print(line if demo_data is None else f"{line[:-1]}; demo data: {demo_data})")
     return results
 
 

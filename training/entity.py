@@ -410,6 +410,8 @@ ENTITY_TASKS: dict[str, EntityTask] = {
             decode_logits=decode_figer_types,
             reference_of=lambda example: sorted(example.labels),
             metric=figer_metrics,
+            chance_of=lambda examples: typing_chance([example.labels for example in examples]),
+            chance_metric="micro_f1",  # a coin per type: its loose micro F1 is Open Entity's micro F1
             metric_for_best_model="accuracy",
             metric_names={"accuracy": "strict accuracy", "macro_f1": "loose macro-F1", "micro_f1": "loose micro-F1"},
             unit="mentions",
@@ -1250,8 +1252,12 @@ class PretrainTask(Task):
     def summary_notes(self, processor: Any) -> list[str]:
         """LUKE's objective (``gesa``, ``luke``): the loss of a uniform guess, ``ln(words) + ln(entities)`` (the masked
         word's and the masked entity's cross-entropy), as the chance level of the evaluation loss; ERNIE and KAR
-        report their own (``dEA chance``, the prior's linking accuracy)."""
-        if PRETRAIN.head_for(processor.variant) is not GesaForMaskedLM:
+        report their own (``dEA chance``, the prior's linking accuracy), and so do seed 002's objectives
+        (``--objectives``: each accuracy beside its chance, ``eval_ed_chance`` ...)."""
+        if (
+            isinstance(processor, EntityObjectivesProcessor)
+            or PRETRAIN.head_for(processor.variant) is not GesaForMaskedLM
+        ):
             return []
         uniform = math.log(len(processor.tokenizer)) + math.log(processor.kb_size)
         return [f"chance (a uniform guess of each masked word and entity) loss {uniform:.2f}"]

@@ -182,8 +182,8 @@ class Task(ABC):
         raise NotImplementedError(f"--task {self.name} predicts through Trainer (decode), not predict_examples")
 
     def results_table(self, results: Mapping[str, float], method: str) -> list[str]:
-        """Lines the run prints after its summary line: its results as a paper's table lays them out (``method``:
-        the row's name); none by default."""
+        """Lines the run prints just before its summary line (which stays the last): its results as a paper's table
+        lays them out (``method``: the row's name); none by default."""
         return []
 
     def summary_notes(self, processor: Any) -> list[str]:
