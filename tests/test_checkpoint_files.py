@@ -325,7 +325,8 @@ def test_a_gesa_record_checkpoint_holds_exactly_gesas_own_chain(saved):
     variant and the registry before; GESA's own chain is 26 files since Eq. 1's kernels are one file each: about 7,900
     lines then, 8,501 with the thesis's context-graph labels, eq. 2.62's config and the KB files' loading; 27 files
     with the optional libraries' install hints, extras_gesa; about 9,060 lines since the shared windowed kernel also
-    runs the long variant's per-layer patterns: dilation and random key blocks)."""
+    runs the long variant's per-layer patterns: dilation and random key blocks; about 9,310 with the conversion's
+    entity-query gain and seed 002's pre-training objectives' config field)."""
     from transformers.dynamic_module_utils import get_relative_import_files
 
     files = {path.name for path in saved["record-gesa"]["folder"].glob("*.py")}
@@ -335,7 +336,7 @@ def test_a_gesa_record_checkpoint_holds_exactly_gesas_own_chain(saved):
     assert files == chain, (files - chain, chain - files)
     assert not {name for name in files if name.removesuffix(".py") in NEVER}
     assert (
-        len(files) <= 27 and sum(len((ROOT / name).read_text(encoding="utf-8").splitlines()) for name in files) < 9200
+        len(files) <= 27 and sum(len((ROOT / name).read_text(encoding="utf-8").splitlines()) for name in files) < 9500
     )
 
 

@@ -296,6 +296,21 @@ def _toy_data(folder: Path, luke: Path) -> dict[str, str]:
     first = write_json_lines(folder / "wiki-001.jsonl", everything[: len(everything) // 2])
     second = write_json_lines(folder / "wiki-002.jsonl", everything[len(everything) // 2 :])
     data["wiki-001.jsonl,wiki-002.jsonl"] = f"{first},{second}"
+    # seed 002's objectives: DocRED documents and their KG, SciREX release records, FIGER
+    from gesa.training.synthetic_documents import write_objective_corpus
+    from gesa.training.synthetic_scirex import make_scirex_sample
+
+    corpus = write_objective_corpus(folder / "objectives", documents=12, task_examples_per_split=(8, 4))
+    data.update({"docs.json": str(corpus / "pretrain.json"), "kg.tsv": str(corpus / "kg.tsv")})
+    for split, seed in (("train30", 1), ("dev10", 2)):
+        path = folder / f"scirex-{split}.jsonl"
+        path.write_text(make_scirex_sample(2, seed=seed), encoding="utf-8")
+        data[f"../shared/data/scirex/{split}.jsonl"] = str(path)
+    (folder / "figer").mkdir()
+    for split, seed in (("train", 1), ("dev", 2), ("test", 3)):
+        path = folder / "figer" / f"{split}.json"
+        path.write_text(make_entity_sample("figer", 8, seed), encoding="utf-8")
+        data[f"figer/{split}.json"] = str(path)
     return data
 
 
