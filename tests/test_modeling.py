@@ -560,7 +560,11 @@ BAD_GESA_FIELDS = [
     ("pad_token_id", "1", "doesn't match any type"),
     ("bos_token_id", 0.5, "doesn't match any type"),
     ("eos_token_id", "2", "doesn't match any type"),
-    ("pretraining_objectives", {"objectives": ["bert"]}, r"pretraining_objectives\['objectives'\] must be a non-empty"),
+    (
+        "pretraining_objectives",
+        {"objectives": ["bert"]},
+        r"pretraining_objectives\['objectives'\] must be a non-empty",
+    ),
 ]
 
 
