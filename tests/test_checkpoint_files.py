@@ -429,6 +429,31 @@ def test_a_pipeline_built_on_a_head_that_names_another_one_is_refused_with_its_n
         pipeline("entity-cloze-qa", model=case["model"], tokenizer=case["processor"].tokenizer)
 
 
+def long_pretraining(tmp_path: Path) -> Path:
+    """A ``--task pretrain --variant long_luke --objectives`` checkpoint (``LongLukeForEntityPreTraining``), saved."""
+    from gesa.modeling_long_luke_objectives import LongLukeForEntityPreTraining
+
+    config = LongLukeConfig(vocab_size=40, entity_vocab_size=6, attention_window=8, num_random_blocks=0,
+                            max_position_embeddings=130, pretraining_objectives={"objectives": ["luke", "erica"]},
+                            **TINY_SIZES)  # fmt: skip
+    LongLukeForEntityPreTraining(config).save_pretrained(tmp_path / "long-pretrain")
+    return tmp_path / "long-pretrain"
+
+
+def test_a_long_pretraining_checkpoint_carries_its_head_and_the_long_backbone_only(tmp_path):
+    """The long variant's pre-training head (seed 002's objectives) ships its own chain: the objectives' head, the long
+    backbone, GESA's shared modules; no other variant's model and no task head."""
+    folder = long_pretraining(tmp_path)
+    files = {path.stem for path in folder.glob("*.py")}
+    assert files == chain("modeling_long_luke_objectives"), sorted(files ^ chain("modeling_long_luke_objectives"))
+    assert {"modeling_gesa_objectives", "modeling_long_luke", "configuration_long_luke"} <= files
+    assert not files & (NEVER | OTHER_VARIANTS["long_luke"] | {"modeling_long_luke_document_ie"}), sorted(files)
+    config = json.loads((folder / "config.json").read_text())
+    assert config["auto_map"]["AutoModelForPreTraining"] == (
+        "modeling_long_luke_objectives.LongLukeForEntityPreTraining"
+    )
+
+
 def test_the_root_holds_exactly_what_checkpoints_carry(saved, tmp_path):
     """The package root is the code checkpoints ship: every flat module is in some saved checkpoint (these cases, a
     pre-training checkpoint of seed 002's objectives, or the paper system's, whose folder the XH tests save), and no
@@ -437,7 +462,7 @@ def test_the_root_holds_exactly_what_checkpoints_carry(saved, tmp_path):
     from gesa.modeling_gesa_objectives import GesaForEntityPreTraining
 
     GesaForEntityPreTraining(Config(**TINY, vocab_size=40, entity_vocab_size=6)).save_pretrained(tmp_path / "pretrain")
-    folders = [case["folder"] for case in saved.values()] + [tmp_path / "pretrain"]
+    folders = [case["folder"] for case in saved.values()] + [tmp_path / "pretrain", long_pretraining(tmp_path)]
     carried = {path.stem for folder in folders for path in folder.glob("*.py")}
     root = {path.stem for path in ROOT.glob("*.py")} - {"__init__", "setup", "conftest"}
     training = {path.stem for path in (ROOT / "training").glob("*.py")}

@@ -25,18 +25,27 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from script_helpers import load_entity_script
+from scirex_fixtures import small_document, write_jsonl
+from script_helpers import EXAMPLES, load_entity_script, load_script
 from tiny_luke import SHARED
 
 from gesa.configuration_gesa import GesaConfig
+from gesa.configuration_long_luke import LongLukeConfig
+from gesa.loading_gesa import load_tokenizer
 from gesa.modeling_gesa_objectives import (
     GesaForEntityPreTraining,
     entity_discrimination,
     entity_representations,
     relation_discrimination,
 )
+from gesa.modeling_long_luke_objectives import LongLukeForEntityPreTraining
 from gesa.training import entity_objectives
-from gesa.training.entity import pretraining_tokenizer, pretraining_vocabulary
+from gesa.training.entity import (
+    LONG_PRETRAIN_LENGTHS,
+    build_pretraining_model,
+    pretraining_tokenizer,
+    pretraining_vocabulary,
+)
 from gesa.training.entity_documents import (
     Document,
     DocumentEntity,
@@ -358,3 +367,95 @@ def test_the_objectives_demo_ends_with_each_accuracy_beside_its_chance(tmp_path,
                  "KBI unigram baseline", "KRC balanced accuracy", "; before training: "):  # fmt: skip
         assert name in last, (name, last)
     assert "a uniform guess of each masked word and entity" not in last
+
+
+# ----------------------------------------------------------------------------------------------- the long variant
+
+
+def test_the_long_variant_at_a_covering_window_has_lukes_objective_losses(tiny_luke_dir):
+    """`--variant long_luke`'s head, converted from LUKE with a window covering the input and no random keys, gives
+    every objective the loss LUKE's (`GesaForEntityPreTraining`, `ablation="luke"`) gives on the same batch; a narrow
+    window does not (the comparison can fail)."""
+    settings = {"objectives": ["luke", "erica", "kbir"]}
+    processor, features = processor_for(tiny_luke_dir, settings["objectives"])
+    batch = processor.get_data_collator()(features)
+    vocabulary, luke = pretraining_vocabulary(documents()), load_tokenizer(str(tiny_luke_dir))
+
+    def build(variant, **overrides):
+        torch.manual_seed(0)
+        return build_pretraining_model(variant, str(tiny_luke_dir), vocabulary, luke, pretraining_objectives=settings,
+                                       **overrides).eval()  # fmt: skip
+
+    reference = build("luke", keep_entity_aware_queries=True)
+    long = build("long_luke", attention_window=512, num_random_blocks=0)
+    assert type(long) is LongLukeForEntityPreTraining and long.config.max_position_embeddings > 4096
+    # the conversion: the encoder is LUKE's, the position tables grown (LUKE's 512 learned positions kept, copied
+    # beyond); the infilling decoder starts as the word table. The heads new to a LukeModel checkpoint start random:
+    # the reference's are copied over
+    theirs = reference.state_dict()
+    for name, value in long.state_dict().items():
+        if name.startswith("gesa."):
+            rows = 512 if "position_embeddings" in name else theirs[name].size(0)
+            torch.testing.assert_close(value[:rows], theirs[name][:rows], atol=0, rtol=0, msg=name)
+    assert torch.equal(long.infill.decoder.weight, long.gesa.embeddings.word_embeddings.weight)
+    long.load_state_dict({name: value for name, value in theirs.items() if not name.startswith("gesa.")}, strict=False)
+    with torch.no_grad():
+        expected, actual = reference(**batch), long(**batch)
+    for name in ("mlm_loss", "mep_loss", "ed_loss", "rd_loss", "infill_loss", "lp_loss", "krc_loss", "loss"):
+        assert expected[name] is not None, name
+        torch.testing.assert_close(actual[name], expected[name], atol=1e-5, rtol=0, msg=name)
+    narrow = build("long_luke", attention_window=4, num_random_blocks=0)
+    with torch.no_grad():
+        assert (narrow(**batch).loss - expected.loss).abs() > 1e-4
+
+
+def test_long_luke_pretrains_every_objective_and_its_checkpoint_starts_scirex(
+    tiny_luke_dir, corpus, tmp_path, monkeypatch
+):
+    """`--task pretrain --variant long_luke --objectives luke,erica,kbir` at its default window length logs every
+    loss and saves a `LongLukeForEntityPreTraining` checkpoint carrying its own code, whose encoder then starts
+    `run_document_ie.py --variant long_luke` (SciREX's heads new)."""
+    output = tmp_path / "long"
+    argv = pretrain_argv(tiny_luke_dir, corpus, output, "--variant", "long_luke", "--objectives", "luke,erica,kbir",
+                         "--do_train", "--max_steps", "2", "--per_device_train_batch_size", "8", "--logging_steps",
+                         "1", "--seed", "0")  # fmt: skip
+    del argv[argv.index("--max_seq_length") : argv.index("--max_seq_length") + 2]  # the long variant's default
+    lengths = []
+    encode_all = EntityObjectivesProcessor.encode_all
+    monkeypatch.setattr(EntityObjectivesProcessor, "encode_all",
+                        lambda self, examples: lengths.append(self.max_length) or encode_all(self, examples))  # fmt: skip
+    load_entity_script().main(argv)
+    assert lengths and set(lengths) == {LONG_PRETRAIN_LENGTHS["long_luke"]}
+    history = json.loads((output / "trainer_state.json").read_text())["log_history"]
+    logged = [entry for entry in history if "loss" in entry]
+    for name in ("mlm_loss", "mep_loss", "ed_loss", "rd_loss", "infill_loss", "lp_loss", "krc_loss"):
+        assert any(math.isfinite(entry.get(name, math.nan)) for entry in logged), (name, logged)
+    config = json.loads((output / "config.json").read_text())
+    assert (
+        config["architectures"] == ["LongLukeForEntityPreTraining"]
+        and config["model_type"] == LongLukeConfig.model_type
+    )
+    assert config["pretraining_objectives"]["objectives"] == ["luke", "erica", "kbir"]
+    assert "modeling_long_luke_objectives.py" in {path.name for path in output.glob("*.py")}
+    scirex = write_jsonl(tmp_path / "scirex.jsonl", [small_document("paper-1"), small_document("paper-2")])
+    results = load_script(EXAMPLES / "run_document_ie.py", "run_document_ie_from_pretraining").main([
+        "--variant", "long_luke", "--model_name_or_path", str(output), "--train_file", str(scirex),
+        "--validation_file", str(scirex), "--do_train", "--do_eval", "--max_steps", "1", "--output_dir",
+        str(tmp_path / "scirex"), "--report_to", "none", "--save_strategy", "no", "--use_cpu", "true",
+        "--disable_tqdm", "true"])  # fmt: skip
+    assert "eval_mention_f1" in results
+    scirex_config = json.loads((tmp_path / "scirex" / "config.json").read_text())
+    assert scirex_config["architectures"] == ["LongLukeForDocumentIE"]
+    assert scirex_config["pretraining_objectives"]["objectives"] == ["luke", "erica", "kbir"]
+
+
+def test_long_luke_pretraining_without_objectives_is_one_error_line(tiny_luke_dir, corpus, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        load_entity_script().main(pretrain_argv(tiny_luke_dir, corpus, tmp_path / "out", "--variant", "long_luke",
+                                                "--do_train"))  # fmt: skip
+    assert stop.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert (
+        "--task pretrain --variant long_luke trains seed 002's objectives on whole documents: give --objectives"
+        in (error)
+    )

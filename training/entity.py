@@ -79,6 +79,7 @@ from ..modeling_kar_entity import (
     KarForEntitySpanClassification,
     KarForPreTraining,
 )
+from ..modeling_long_luke_objectives import LongLukeForEntityPreTraining
 from ..processing_entity import NO_ENTITY, EntityTaskProcessor, decode_ner, encode_word_prefix
 from ..processing_entity_markers import INPUT_FORMATS, MARKED_TASKS, MarkedEntityTaskProcessor, input_format_of
 from ..processing_kb import EntityCandidateGenerator, KnowledgeInputBuilder
@@ -1101,6 +1102,11 @@ class PretrainingProcessor:
         self.tokenizer.save_pretrained(save_directory, **kwargs)
 
 
+# the word tokens per pre-training window of a long variant unless --max_seq_length says otherwise (256 for the
+# others): Longformer's pre-training length, a SciREX paper (about 6,000 words) in two windows
+LONG_PRETRAIN_LENGTHS = {"long_luke": 4096}
+
+
 @dataclass
 class PretrainTask(Task):
     """``--task pretrain``: the objective per variant (module docstring); the data of any entity task's format
@@ -1110,7 +1116,8 @@ class PretrainTask(Task):
     title: str = "Pre-training"
     description: str = (
         "LUKE's MLM + masked-entity prediction (gesa, luke; with --objectives, ERICA's and KBIR's objectives too); "
-        "ERNIE's MLM + NSP + dEA (ernie); KnowBERT's MLM + NSP + L_EL (kar)"
+        "ERNIE's MLM + NSP + dEA (ernie); KnowBERT's MLM + NSP + L_EL (kar); with --objectives, seed 002's "
+        "objectives on whole documents (long_luke)"
     )
     file_format: str = "any entity task's files (--pretrain_format)"
     heads: dict = field(
@@ -1119,11 +1126,17 @@ class PretrainTask(Task):
             "luke": GesaForMaskedLM,
             "ernie": ErnieForPreTraining,
             "kar": KarForPreTraining,
+            # the long variant pre-trains through seed 002's objectives only (--objectives; check_arguments)
+            "long_luke": LongLukeForEntityPreTraining,
         }
     )
     # the head of --objectives other than LUKE's own (seed 002's ERICA and KBIR objectives; training.entity_objectives)
     objective_heads: dict = field(
-        default_factory=lambda: {"gesa": GesaForEntityPreTraining, "luke": GesaForEntityPreTraining}
+        default_factory=lambda: {
+            "gesa": GesaForEntityPreTraining,
+            "luke": GesaForEntityPreTraining,
+            "long_luke": LongLukeForEntityPreTraining,
+        }
     )
     document_readers: dict = field(
         default_factory=lambda: {"docred": read_docred_file, "scirex": read_scirex_documents}
@@ -1180,6 +1193,11 @@ class PretrainTask(Task):
                 f"--pretrain_format {data_args.pretrain_format!r} is unknown; choose one of {sorted(self.formats())}"
             )
         settings = objective_config(data_args)  # --objectives and the weights checked
+        if settings is None and model_args.variant in LONG_PRETRAIN_LENGTHS:
+            raise ScriptArgumentError(
+                f"--task pretrain --variant {model_args.variant} trains seed 002's objectives on whole documents: give "
+                "--objectives (e.g. luke,erica or luke,erica,kbir) with --pretrain_format docred or scirex"
+            )
         if data_args.pretrain_format in self.document_readers and settings is None:
             raise ScriptArgumentError(
                 f"--pretrain_format {data_args.pretrain_format} holds documents for --objectives (erica, kbi, kbir, ...); "
@@ -1221,6 +1239,8 @@ class PretrainTask(Task):
     def load(
         self, model_args: Any, data_args: Any, examples: Mapping[str, Any], explicit: set[str] | None
     ) -> LoadedModel:
+        if model_args.variant in LONG_PRETRAIN_LENGTHS and explicit is not None and "max_seq_length" not in explicit:
+            data_args.max_seq_length = LONG_PRETRAIN_LENGTHS[model_args.variant]  # windows of whole sections
         loading = EntityLoading(self, model_args, data_args, examples)
         graph = read_graph_flag(data_args)  # before any weight loads
 

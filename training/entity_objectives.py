@@ -61,8 +61,10 @@ logger = logging.get_logger(__name__)
 
 WEIGHTS = ("alpha", "gamma", "sigma", "delta")
 # the runs that read --objectives, the weights and --kg_triples (the variants with GesaForEntityPreTraining)
-OBJECTIVE_RUNS = {"task": "pretrain", "variant": "gesa luke"}
-OBJECTIVES_WHY = "seed 002's pre-training objectives train on LUKE's / GESA's encoder (--variant luke or gesa)"
+OBJECTIVE_RUNS = {"task": "pretrain", "variant": "gesa luke long_luke"}
+OBJECTIVES_WHY = (
+    "seed 002's pre-training objectives train on LUKE's / GESA's encoder (--variant luke, gesa or long_luke)"
+)
 OBJECTIVES_HELP = (
     "--task pretrain: the objectives, comma-separated: luke (MLM + masked entities, LUKE's own, the default), erica "
     "(MLM + entity and relation discrimination, eq. 26), kbi (MLM + boundary infilling + length, eq. 29), kbir (kbi + "

@@ -100,7 +100,8 @@ class VariantSpec:
         keep_entity_aware_queries: convert LUKE keeping its own w2e/e2w/e2e queries even when not asked to
             (LUKE-Graph fine-tunes LUKE as it is).
         pretraining_head: the class name of the variant's pre-training head (``run_entity_tasks.py --task
-            pretrain``: KnowBERT's ``KarForPreTraining``, ``ErnieForPreTraining``), whose checkpoint a task head
+            pretrain``: KnowBERT's ``KarForPreTraining``, ``ErnieForPreTraining``, the long variant's
+            ``LongLukeForEntityPreTraining``), whose checkpoint a task head
             starts from (its encoder loaded, the task head new: ``is_pretraining_checkpoint``).
     """
 
@@ -291,6 +292,8 @@ VARIANTS: dict[str, VariantSpec] = {
             config_overrides={
                 "max_position_embeddings": LongLukeConfig.__dataclass_fields__["max_position_embeddings"].default
             },
+            # seed 002's objectives (run_entity_tasks.py --task pretrain --variant long_luke --objectives ...)
+            pretraining_head="LongLukeForEntityPreTraining",
         ),
     )
 }
