@@ -17,7 +17,7 @@ with the 🤗 ``Trainer``, in the shape of transformers' run_qa.py.
 
 Run with no arguments, the script trains a tiny model converted from a tiny random LUKE (byte-level BPE trained
 offline) on invented papers in SciREX's release format that it writes, and evaluates it before and after training: a
-pipeline check, not a benchmark (about a minute on one core). Typical use::
+pipeline check, not a benchmark (about 25 s on one idle core, a minute with ``--variant long_luke``). Typical use::
 
     python examples/run_document_ie.py --model_name_or_path studio-ousia/luke-large --variant luke \\
         --train_file scirex/train.jsonl --validation_file scirex/dev.jsonl --do_train --do_eval \\
@@ -122,6 +122,7 @@ SCRIPT = ExampleScript(
     demo_output=lambda model_args, data_args: f"outputs/{model_args.variant}-tiny-scirex",
     demo=write_demo,
     demo_flags=("output_dir", "variant", "mention_representation"),
+    demo_seconds={"scirex": 25, "scirex:long_luke": 60},  # CPU time with OMP_NUM_THREADS=1, measured: README "Tasks"
 )
 wants_demo, parse_args = SCRIPT.wants_demo, SCRIPT.parse_args
 

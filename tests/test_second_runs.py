@@ -199,9 +199,13 @@ def test_every_multihop_demo_trains_its_variant_into_a_folder_named_after_it(
 
 
 def test_the_demo_says_how_long_it_takes():
-    for script in (run_record, load_multihop_script(), load_entity_script()):
+    from script_helpers import EXAMPLES, load_script
+
+    document_ie = load_script(EXAMPLES / "run_document_ie.py", "run_document_ie_demo_time")
+    for script in (run_record, load_multihop_script(), load_entity_script(), document_ie):
         for name, task in script.SCRIPT.tasks.items():
             assert script.SCRIPT.demo_time(task).startswith("about "), (script.SCRIPT.name, name)
+    assert document_ie.SCRIPT.demo_time(document_ie.SCIREX, "long_luke") == "about 60 s on one idle core"
 
 
 # ----------------------------------------------------------------------------------------------- other tasks
