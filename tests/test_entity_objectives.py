@@ -26,7 +26,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from scirex_fixtures import small_document, write_jsonl
-from script_helpers import EXAMPLES, load_entity_script, load_script
+from script_helpers import ENTITY_TASK_FILES, EXAMPLES, load_entity_script, load_script
 from tiny_luke import SHARED
 
 from gesa.configuration_gesa import GesaConfig
@@ -459,3 +459,40 @@ def test_long_luke_pretraining_without_objectives_is_one_error_line(tiny_luke_di
         "--task pretrain --variant long_luke trains seed 002's objectives on whole documents: give --objectives"
         in (error)
     )
+
+
+@pytest.mark.slow
+def test_a_luke_objectives_checkpoint_starts_scirex_and_record_and_goes_on_only_with_objectives(
+    tiny_luke_dir, corpus, tmp_path, capsys
+):
+    """`--variant luke --objectives erica`'s checkpoint (`GesaForEntityPreTraining`): its encoder starts SciREX's heads
+    (`run_document_ie.py --variant luke`) and ReCoRD's (`run_record.py --variant luke`); pre-training goes on from it
+    with --objectives (its objectives then this run's) and, without them, is one error line naming the fix."""
+    run_record = load_script(EXAMPLES / "run_record.py", "run_record_from_erica")
+    output = tmp_path / "erica"
+    load_entity_script().main(pretrain_argv(tiny_luke_dir, corpus, output, "--variant", "luke", "--objectives",
+                                            "erica", "--do_train", "--max_steps", "2"))  # fmt: skip
+    assert json.loads((output / "config.json").read_text())["architectures"] == ["GesaForEntityPreTraining"]
+    common = ["--report_to", "none", "--save_strategy", "no", "--use_cpu", "true", "--disable_tqdm", "true",
+              "--do_train", "--do_eval", "--max_steps", "1"]  # fmt: skip
+    scirex = write_jsonl(tmp_path / "scirex.jsonl", [small_document("paper-1"), small_document("paper-2")])
+    results = load_script(EXAMPLES / "run_document_ie.py", "run_document_ie_from_erica").main([
+        "--variant", "luke", "--model_name_or_path", str(output), "--train_file", str(scirex), "--validation_file",
+        str(scirex), "--output_dir", str(tmp_path / "scirex"), *common])  # fmt: skip
+    assert "eval_mention_f1" in results
+    record = str(EXAMPLES / "data" / "record_cloze_dev.jsonl")
+    results = run_record.main(["--variant", "luke", "--model_name_or_path", str(output), "--train_file", record,
+                               "--validation_file", record, "--output_dir", str(tmp_path / "record"), *common])  # fmt: skip
+    assert "eval_exact_match" in results
+    again = pretrain_argv(output, corpus, tmp_path / "again", "--variant", "luke", "--objectives", "kbir", "--do_train",
+                          "--max_steps", "1")  # fmt: skip
+    load_entity_script().main(again)
+    config = json.loads((tmp_path / "again" / "config.json").read_text())
+    assert config["pretraining_objectives"]["objectives"] == ["kbir"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        load_entity_script().main(["--task", "pretrain", "--variant", "luke", "--model_name_or_path", str(output),
+                                   "--train_file", str(ENTITY_TASK_FILES["ner"]), "--do_train", "--output_dir",
+                                   str(tmp_path / "plain"), "--report_to", "none"])  # fmt: skip
+    refused = capsys.readouterr().err
+    assert "holds a GesaForEntityPreTraining" in refused and "go on with --objectives" in refused

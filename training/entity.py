@@ -659,10 +659,19 @@ def load_model_and_tokenizer(
     tokenizer_path = tokenizer_name or name_or_path
     config = PretrainedConfig.get_config_dict(name_or_path, **hub)[0]
     if task_name == PRETRAIN.name:
-        head = PRETRAIN.head_for(variant)
+        objectives = overrides.get("pretraining_objectives")
+        head = PRETRAIN.head_for(variant, objectives=objectives)
         if VARIANTS[variant].is_pretraining_checkpoint(config):  # its own pre-training goes on: weights, tokenizer
             # (ERNIE: the pre-training entity vocabulary) and KB files (KAR: the loader attaches the ones it carries)
-            return head.from_pretrained(name_or_path, **hub), load_tokenizer(tokenizer_path, **hub), None
+            architecture = (config.get("architectures") or [None])[0]
+            if architecture != head.__name__:  # seed 002's objectives' head, or LUKE's, goes on only as itself
+                with_objectives = "with --objectives" if objectives is None else "without --objectives"
+                raise ValueError(
+                    f"holds a {architecture} (--task pretrain --variant {variant} {with_objectives}), but this run "
+                    f"trains a {head.__name__}; go on {with_objectives}, or give a LUKE checkpoint"
+                )
+            extra = {} if objectives is None else {"pretraining_objectives": objectives}  # this run's objectives
+            return head.from_pretrained(name_or_path, **extra, **hub), load_tokenizer(tokenizer_path, **hub), None
         if config.get("model_type") != "luke":
             raise ValueError(
                 f"--task pretrain starts from a LUKE checkpoint or goes on from a --task pretrain --variant {variant} "

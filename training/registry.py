@@ -236,13 +236,21 @@ class VariantSpec:
 VARIANTS: dict[str, VariantSpec] = {
     spec.name: spec
     for spec in (
-        VariantSpec("gesa", "GESA: relative-position labels on LUKE", GesaForEntitySpanQA, GesaConfig),
+        VariantSpec(
+            "gesa",
+            "GESA: relative-position labels on LUKE",
+            GesaForEntitySpanQA,
+            GesaConfig,
+            # seed 002's objectives (run_entity_tasks.py --task pretrain --objectives ...): its encoder starts a task
+            pretraining_head="GesaForEntityPreTraining",
+        ),
         VariantSpec(
             "luke",
             "LUKE exactly (absolute positions, no labels)",
             GesaForEntitySpanQA,
             GesaConfig,
             config_overrides={"ablation": "luke"},
+            pretraining_head="GesaForEntityPreTraining",
         ),
         VariantSpec(
             "luke_graph",
