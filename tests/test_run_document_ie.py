@@ -84,3 +84,25 @@ def test_a_document_past_the_word_limit_is_refused_before_any_weight_loads(tmp_p
     line = error_line(capsys, ["--model_name_or_path", str(tmp_path / "none"), "--validation_file", str(path),
                                "--do_eval", "--max_document_words", "20", "--output_dir", str(tmp_path / "out")])  # fmt: skip
     assert "has 38 words, more than the configured limit of 20; raise the limit (--max_document_words)" in line
+
+
+def test_the_chance_level_is_the_mention_f1_of_a_uniform_guess_per_span():
+    """SciREX's chance (mention F1): every span of at most 16 words within a sentence guessed one of the types seen
+    or "no mention" uniformly; its expected counts, summed by a plain loop over the sentences, give the F1."""
+    from gesa.records_scirex import scirex_document
+    from gesa.training.document_ie import SCIREX
+
+    documents = [scirex_document(small_document(f"paper-{i}"), f"paper-{i}") for i in (1, 2)]
+    types = {mention.type for document in documents for mention in document.mentions}
+    correct = predicted = gold = 0.0
+    for document in documents:
+        for start, end in document.sentences:
+            length = end - start
+            spans = sum(length - width + 1 for width in range(1, min(16, length) + 1))
+            mentions = sum(start <= mention.start < end for mention in document.mentions)
+            predicted += spans * len(types) / (len(types) + 1)
+            correct += mentions / (len(types) + 1)
+            gold += mentions
+    precision, recall = correct / predicted, correct / gold
+    assert SCIREX.chance(documents) == pytest.approx(100 * 2 * precision * recall / (precision + recall))
+    assert SCIREX.chance_metric == "mention_f1" and gold > 0

@@ -38,6 +38,7 @@ from ..modeling_document_ie import DocumentIESettings, GesaForDocumentIE
 from ..modeling_long_luke_document_ie import LongLukeForDocumentIE
 from ..processing_document_ie import DocumentIEProcessor
 from ..records_scirex import ENTITY_TYPES, ScirexDocument, read_scirex_file
+from .entity_metrics import span_chance
 from .machinery import ScriptArgumentError, write_text_atomically
 from .models import ModelRecipe, load_for_task
 from .resources import metric_module
@@ -92,6 +93,7 @@ class DocumentIETask(Task):
         default_factory=lambda: {"luke": GesaForDocumentIE, "long_luke": LongLukeForDocumentIE}
     )
     metric_for_best_model: str = "mention_f1"
+    chance_metric: str | None = "mention_f1"  # the one group a guess has a closed form for (``chance``)
     metric_names: Mapping[str, str] = field(
         default_factory=lambda: {"mention_f1": "mention F1", "cluster_f1": "salient-cluster F1",
                                  "relation_n2_f1": "relation n=2 F1", "relation_n4_f1": "relation n=4 F1"}
@@ -132,6 +134,17 @@ class DocumentIETask(Task):
 
     def reference(self, example: ScirexDocument) -> Any:
         return example if example.labelled else None
+
+    def chance(self, examples: Sequence[ScirexDocument]) -> float | None:
+        """Mention F1 (percent) of a model that guesses: every span of at most 16 words within a sentence labelled
+        one of the four types or "no mention" with equal probability (CoNLL-2003's chance, ``span_chance``), on the
+        labelled documents' sentences."""
+        references, lengths = [], []
+        for document in (example for example in examples if example.labelled):
+            for start, end in document.sentences:
+                references.append({(m.start, m.end, m.type) for m in document.mentions if start <= m.start < end})
+                lengths.append(end - start)
+        return 100.0 * span_chance(references, lengths) if references else None
 
     # ------------------------------------------------------------------ model
 
