@@ -188,6 +188,7 @@ def test_typing_corpus_types_come_from_the_kb_only(tmp_path):
 
 @pytest.mark.slow
 def test_the_typing_check_reports_kar_ernie_luke_and_the_swap_control(tmp_path, capsys):
+    pytest.importorskip("pykeen", reason="the typing check trains TransE vectors: pip install 'gesa[kge]'")
     bench = load_script(BENCH, "knowledge_checks_typing_under_test")
     (run,) = bench.main(["--output_dir", str(tmp_path), "--seeds", "0", "--checks", "typing", "--typing_per_type",
                          "6", "--typing_dev_per_type", "2", "--transe_epochs", "20", "--typing_epochs", "1",

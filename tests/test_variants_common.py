@@ -443,6 +443,7 @@ BAD_VARIANT_FIELDS = {
         ("kar_linker_hidden_size", 0, "positive integer"),
         ("kar_output_init", "eye", "'eye' is unknown"),
         ("kar_linking_loss_weight", -1.0, "finite number >= 0"),
+        ("kar_layer_norms", "yes", "expected bool, got str"),
         ("kb_size", 0, "positive integer"),
     ],
     "ernie": [
@@ -450,6 +451,7 @@ BAD_VARIANT_FIELDS = {
         ("ernie_num_fusion_layers", -1, "non-negative integer"),
         ("ernie_entity_num_attention_heads", 0, "positive integer"),
         ("ernie_fusion_output", "tanh", "'tanh' is unknown"),
+        ("ernie_head_entity", "yes", "expected bool, got str"),
         ("kb_size", 1.5, "doesn't match any type"),
     ],
     "xh": [
