@@ -375,6 +375,20 @@ def entity_task_processor(
     return MarkedEntityTaskProcessor(tokenizer, task, labels, *settings, input_format=input_format)
 
 
+# Open Entity's and FIGER's typing head per variant (FIGER trains the same head on its own types) and their chance
+TYPING_HEADS = {
+    "gesa": GesaForEntityClassification,
+    "luke": GesaForEntityClassification,
+    "kar": KarForEntityClassification,
+    "ernie": ErnieForEntityClassification,
+}
+
+
+def typing_chance_of(examples: Sequence[Any]) -> float:
+    """A coin per type (``typing_chance``) on the examples' type sets."""
+    return typing_chance([example.labels for example in examples])
+
+
 ENTITY_TASKS: dict[str, EntityTask] = {
     task.name: task
     for task in (
@@ -383,16 +397,11 @@ ENTITY_TASKS: dict[str, EntityTask] = {
             title="Open Entity",
             description="Open Entity: multi-label typing of one mention (BCE), micro P/R/F1",
             file_format="Open Entity crowd JSON lines",
-            heads={
-                "gesa": GesaForEntityClassification,
-                "luke": GesaForEntityClassification,
-                "kar": KarForEntityClassification,
-                "ernie": ErnieForEntityClassification,
-            },
+            heads=TYPING_HEADS,
             decode_logits=decode_types,
             reference_of=lambda example: sorted(example.labels),
             metric=typing_micro_prf,
-            chance_of=lambda examples: typing_chance([example.labels for example in examples]),
+            chance_of=typing_chance_of,
             unit="mentions",
             item="mention",
         ),
@@ -402,16 +411,11 @@ ENTITY_TASKS: dict[str, EntityTask] = {
             description="FIGER: hierarchical multi-label typing of one mention (BCE), strict accuracy, loose macro / "
             "micro F1",
             file_format="FIGER JSON (ERNIE's: sent, start, end, labels)",
-            heads={
-                "gesa": GesaForEntityClassification,
-                "luke": GesaForEntityClassification,
-                "kar": KarForEntityClassification,
-                "ernie": ErnieForEntityClassification,
-            },
+            heads=TYPING_HEADS,
             decode_logits=decode_figer_types,
             reference_of=lambda example: sorted(example.labels),
             metric=figer_metrics,
-            chance_of=lambda examples: typing_chance([example.labels for example in examples]),
+            chance_of=typing_chance_of,
             chance_metric="micro_f1",  # a coin per type: its loose micro F1 is Open Entity's micro F1
             metric_for_best_model="accuracy",
             metric_names={"accuracy": "strict accuracy", "macro_f1": "loose macro-F1", "micro_f1": "loose micro-F1"},
