@@ -87,6 +87,11 @@ PRETRAINING_OBJECTIVES: dict[str, tuple[str, ...]] = {
     "kbir": ("mlm", "infill", "lp", "krc"),
     **{loss: (loss,) for loss in ("mlm", "mep", "ed", "rd", "infill", "lp", "krc")},
 }
+# what KRC puts in place of an entity: another of its type (seed 002, eq. 30), any other (KBIR's released code), or
+# one of another type (a control: the sentence alone shows the replacement)
+KRC_REPLACEMENTS = ("same_type", "any", "other_type")
+# the words KRC's classifier reads: the span's outer boundary (KBIR's) or its own first and last words (ours)
+KRC_READOUTS = ("boundary", "span")
 PRETRAINING_SETTINGS: dict[str, Any] = {
     "objectives": ["luke"],
     "alpha": 1.0,  # eq. 29: L_MLM
@@ -94,6 +99,10 @@ PRETRAINING_SETTINGS: dict[str, Any] = {
     "sigma": 1.0,  # eq. 29: L_LP
     "delta": 1.0,  # eq. 30: L_KRC
     "temperature": 0.05,
+    "krc_probability": 0.1,  # KBIR's keyphrase-replace-percentage: the share of KRC's items replaced
+    "krc_replaced_weight": 1.0,  # our option: L_KRC's weight of a replaced item (1: KBIR's plain cross-entropy)
+    "krc_replacement": "same_type",  # seed 002's rule; "any": KBIR's released code (any other keyphrase)
+    "krc_readout": "boundary",  # KBIR's [x_{s-1} ; x_{e+1}]; "span": our option, the span's own [x_s ; x_e]
     "kbi_max_span_length": 10,
     "kbi_position_size": 200,
 }
@@ -185,10 +194,15 @@ def pretraining_objectives_value(value: dict[str, Any] | None) -> None:
                 )
         elif key in ("kbi_max_span_length", "kbi_position_size"):
             positive(setting)
+        elif key in ("krc_replacement", "krc_readout"):
+            choices = KRC_REPLACEMENTS if key == "krc_replacement" else KRC_READOUTS
+            if setting not in choices:
+                raise ValueError(f"pretraining_objectives[{key!r}] must be one of {list(choices)}, got {setting!r}.")
         else:
             number = isinstance(setting, int | float) and not isinstance(setting, bool)
-            if not number or not math.isfinite(setting) or setting < 0 or (key == "temperature" and setting == 0):
-                bound = "> 0" if key == "temperature" else ">= 0"
+            bad_bound = (key == "temperature" and setting == 0) or (key == "krc_probability" and setting > 1)
+            if not number or not math.isfinite(setting) or setting < 0 or bad_bound:
+                bound = {"temperature": "> 0", "krc_probability": "in [0, 1]"}.get(key, ">= 0")
                 raise ValueError(f"pretraining_objectives[{key!r}] must be a finite number {bound}, got {setting!r}.")
 
 
@@ -263,9 +277,13 @@ class GesaConfig(PreTrainedConfig):
         pretraining_objectives (`dict`, *optional*):
             What a pre-training head (`GesaForEntityPreTraining`) trains and a checkpoint was pre-trained with:
             `objectives` (names of `PRETRAINING_OBJECTIVES`: `luke`, `erica`, `kbi`, `kbir` or single losses), the
-            loss weights `alpha`, `gamma`, `sigma`, `delta` (seed 002 eqs. 29-30), ERICA's `temperature` and KBIR's
-            `kbi_max_span_length` / `kbi_position_size` (`PRETRAINING_SETTINGS` gives the defaults). Other heads
-            ignore it.
+            loss weights `alpha`, `gamma`, `sigma`, `delta` (seed 002 eqs. 29-30), ERICA's `temperature`, KBIR's
+            `kbi_max_span_length` / `kbi_position_size` / `krc_probability` (the share of KRC's items replaced) /
+            `krc_replacement` (`"same_type"`, seed 002's rule; `"any"`, KBIR's released code; `"other_type"`, a
+            control whose replacement the sentence alone shows) and our `krc_readout` (`"boundary"`, KBIR's
+            `[x_{s-1} ; x_{e+1}]`, or `"span"`, the span's own first and last words) and
+            `krc_replaced_weight` (L_KRC's weight of a replaced item; 1 is KBIR's plain cross-entropy)
+            (`PRETRAINING_SETTINGS` gives the defaults). Other heads ignore it.
         ablation (`str`, *optional*):
             Name of an `ABLATION_PRESETS` row (recorded for the model card). The preset sets its fields; a field given
             explicitly with another value than the preset's is an error (`ablation="luke"` means exactly LUKE).
@@ -458,6 +476,8 @@ __all__ = [
     "ENTITY_GRAPHS",
     "NUM_CONTEXT_EDGE_KINDS",
     "PRETRAINING_OBJECTIVES",
+    "KRC_READOUTS",
+    "KRC_REPLACEMENTS",
     "PRETRAINING_SETTINGS",
     "GesaConfig",
 ]

@@ -28,6 +28,7 @@ Flat module: copied next to every saved checkpoint, so it imports only its sibli
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,6 +187,16 @@ def boundary_states(words: torch.Tensor, boundaries: torch.Tensor) -> torch.Tens
     return torch.cat([left, right], dim=-1)
 
 
+def roc_auc(scores: Sequence[float], targets: Sequence[int]) -> float:
+    """ROC AUC: the share of (target 1, target 0) pairs whose 1 scores higher, ties counted half; 0.5 where one
+    class is absent."""
+    scores_t, targets_t = torch.tensor(scores, dtype=torch.float64), torch.tensor(targets)
+    positive, negative = scores_t[targets_t == 1, None], scores_t[None, targets_t == 0]
+    if not positive.numel() or not negative.numel():
+        return 0.5
+    return float((positive > negative).double().mean() + 0.5 * (positive == negative).double().mean())
+
+
 class BoundaryInfillingHead(nn.Module):
     """KBI (eqs. 27-29): an entity span replaced by ONE `[MASK]` is infilled token by token from its two boundary
     words and a position embedding, `y_i = f(x_{s-1}, x_{e+1}, p_i)` (`f`: the MLP, then the word decoder, which
@@ -338,12 +349,18 @@ class GesaForEntityPreTraining(LoggedLosses, GesaForMaskedLM):
             self.count("lp", length_logits.argmax(-1) == lengths)
         if krc_boundaries is not None and (krc_labels != IGNORE_INDEX).any():
             asked = krc_labels != IGNORE_INDEX
-            scores = self.replacement_classifier(boundary_states(words, krc_boundaries.to(words.device))[asked])
+            boundaries = krc_boundaries.to(words.device)
+            if settings["krc_readout"] == "span":  # our option: the span's own first and last words
+                boundaries = boundaries + boundaries.new_tensor([1, -1])
+            scores = self.replacement_classifier(boundary_states(words, boundaries)[asked])
             targets = krc_labels.to(words.device)[asked]
-            losses["krc_loss"] = F.cross_entropy(scores, targets)
+            # our option krc_replaced_weight: a replaced item's weight (1: KBIR's plain cross-entropy)
+            weight = scores.new_tensor([1.0, settings["krc_replaced_weight"]])
+            losses["krc_loss"] = F.cross_entropy(scores, targets, weight=weight)
             hits = scores.argmax(-1) == targets
             self.count("krc_replaced", hits[targets == 1])
             self.count("krc_kept", hits[targets == 0])
+            self.keep_scores("krc", scores[:, 1] - scores[:, 0], targets)
         weighted = {name: value if name not in LOSS_WEIGHTS else settings[LOSS_WEIGHTS[name]] * value
                     for name, value in losses.items() if value is not None}  # fmt: skip
         self.log_losses(losses)
@@ -365,6 +382,14 @@ class GesaForEntityPreTraining(LoggedLosses, GesaForMaskedLM):
         if chance is not None:
             entry[2] += float(chance.float().sum())
 
+    def keep_scores(self, name: str, scores: torch.Tensor, targets: torch.Tensor) -> None:
+        """While evaluating, keep a batch's scores `(N,)` and 0/1 targets `(N,)` for `name`'s ROC AUC."""
+        if self.training:
+            return
+        kept = self.__dict__.setdefault("evaluation_scores", {}).setdefault(name, ([], []))
+        kept[0].extend(scores.detach().float().cpu().tolist())
+        kept[1].extend(targets.detach().cpu().tolist())
+
     def count_labels(self, name: str, targets: torch.Tensor) -> None:
         """While evaluating, count each slot's target tokens (the best constant guess per slot: the unigram
         baseline of `pop_evaluation_metrics`)."""
@@ -383,9 +408,11 @@ class GesaForEntityPreTraining(LoggedLosses, GesaForMaskedLM):
         anchor's positive and negatives), `infill_accuracy` / `infill_unigram_accuracy` (each slot's most frequent
         token of the same evaluation: a unigram guess that knows the answers' distribution), `lp_accuracy`,
         `krc_accuracy` (balanced: the mean of the replaced and the kept recall; chance 50) with `krc_replaced_recall`
-        and `krc_kept_recall`."""
+        and `krc_kept_recall`, and `krc_auc` (ROC AUC in percent: how often a replaced item scores above a kept one,
+        ties half; chance 50 at any threshold, so it shows a separation the argmax at a 1-in-10 share may hide)."""
         counts = self.__dict__.pop("evaluation_counts", {})
         labels = self.__dict__.pop("evaluation_labels", {})
+        scores = self.__dict__.pop("evaluation_scores", {})
         metrics: dict[str, float] = {}
         for name in ("ed", "rd", "infill", "lp"):
             if counts.get(name, [0, 0])[1]:
@@ -403,6 +430,7 @@ class GesaForEntityPreTraining(LoggedLosses, GesaForMaskedLM):
         ]
         if len(recalls) == 2:
             metrics.update(krc_accuracy=sum(recalls) / 2, krc_replaced_recall=recalls[0], krc_kept_recall=recalls[1])
+            metrics["krc_auc"] = 100.0 * roc_auc(*scores["krc"])
         return metrics
 
 
@@ -420,4 +448,5 @@ __all__ = [
     "objective_losses",
     "objective_settings",
     "relation_discrimination",
+    "roc_auc",
 ]

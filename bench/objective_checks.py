@@ -57,18 +57,31 @@ from typing import Any
 
 from transformers import HfArgumentParser
 
+from gesa.modeling_gesa_objectives import objective_losses
 from gesa.training.synthetic_documents import corpus_texts, write_objective_corpus
 from gesa.training.wikihop import build_demo_luke
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "objective_checks.py"
 SCRIPT_PATH = ROOT / "examples" / "run_entity_tasks.py"
+# (the loss a condition must train, metric, its chance / baseline, title)
 MECHANISM = [
-    ("erica", "ed_accuracy", "ed_chance", "ED accuracy (chance: a uniform guess)"),
-    ("erica", "rd_accuracy", "rd_chance", "RD accuracy (chance)"),
-    ("kbir", "infill_accuracy", "infill_unigram_accuracy", "KBI infilling accuracy (unigram baseline)"),
-    ("kbir", "krc_accuracy", None, "KRC balanced accuracy (chance 50)"),
+    ("ed", "ed_accuracy", "ed_chance", "ED accuracy (chance: a uniform guess)"),
+    ("rd", "rd_accuracy", "rd_chance", "RD accuracy (chance)"),
+    ("infill", "infill_accuracy", "infill_unigram_accuracy", "KBI infilling accuracy (unigram baseline)"),
+    ("krc", "krc_accuracy", None, "KRC balanced accuracy (chance 50)"),
+    ("krc", "krc_auc", None, "KRC ROC AUC (chance 50)"),
+    ("krc", "krc_boundary_sensitivity", "", "KRC: change of its input when the span is masked (%; 0: blind to it)"),
 ]
+# pre-training conditions beyond the objectives' names: (objectives, extra flags); the KRC suspects' experiments
+CONDITIONS = {
+    "kbir_weighted": ("kbir", ["--krc_replaced_weight", "9"]),  # class balance by the loss: (1 - 0.1) / 0.1
+    "kbir_half": ("kbir", ["--krc_probability", "0.5"]),  # class balance by the data: half the items replaced
+    "kbir_any": ("kbir", ["--krc_replacement", "any"]),  # the easy case: any other entity (KBIR's released code)
+    "mlm_krc": ("mlm,krc", []),  # KRC without infilling, which removes the kept names' other mentions
+    "kbir_other": ("kbir", ["--krc_replacement", "other_type"]),  # the easy control: the sentence shows it
+    "kbir_other_span": ("kbir", ["--krc_replacement", "other_type", "--krc_readout", "span"]),  # and the span's words
+}
 
 
 @dataclass
@@ -76,7 +89,12 @@ class CheckArguments:
     output_dir: str = field(metadata={"help": "Where each generator's and seed's corpus, LUKE and runs are kept."})
     generators: str = field(default="firms,bands", metadata={"help": "Comma-separated corpus generators."})
     seeds: str = field(default="0,1,2", metadata={"help": "Comma-separated seeds (corpus, training)."})
-    objectives: str = field(default="mlm,erica,kbir", metadata={"help": "Pre-training conditions (mlm: the control)."})
+    objectives: str = field(
+        default="mlm,erica,kbir",
+        metadata={
+            "help": f"Pre-training conditions (mlm: the control; also {', '.join(CONDITIONS)}: KRC's suspects)."
+        },
+    )
     checks: str = field(default="mechanism,downstream", metadata={"help": "mechanism, downstream (comma-separated)."})
     documents: int = field(default=400, metadata={"help": "Pre-training documents (and a quarter more held out)."})
     task_size: str = field(default="600,200", metadata={"help": "Downstream train,dev examples."})
@@ -109,9 +127,11 @@ def common(output: Path, seed: int) -> list[str]:
 
 
 def pretrain(args: CheckArguments, corpus: Path, luke: Path, objectives: str, seed: int, output: Path) -> dict:
-    """One pre-training run; its evaluation before and after (``log_history``) and its logged losses."""
+    """One pre-training run of ``objectives`` (or a ``CONDITIONS`` name); its evaluation before and after
+    (``log_history``) and its logged losses."""
+    objectives, extra = CONDITIONS.get(objectives, (objectives, []))
     if not (output / "all_results.json").is_file():
-        run_script(["--task", "pretrain", "--pretrain_format", "docred", "--objectives", objectives, "--kg_triples",
+        run_script([*extra, "--task", "pretrain", "--pretrain_format", "docred", "--objectives", objectives, "--kg_triples",
                     str(corpus / "kg.tsv"), "--model_name_or_path", str(luke), "--train_file",
                     str(corpus / "pretrain.json"), "--validation_file", str(corpus / "pretrain_dev.json"),
                     "--do_train", "--do_eval", "--eval_on_start", "true", "--num_train_epochs",
@@ -140,6 +160,38 @@ def finetune(args: CheckArguments, corpus: Path, model: Path, task: str, seed: i
     return {"main": main, "f1": results.get("eval_f1", results.get("eval_micro_f1"))}
 
 
+def boundary_sensitivity(model_dir: Path, corpus: Path, windows: int = 32) -> float:
+    """How much KRC's input sees its span: the median, over the held-out windows' KRC items, of the relative change
+    of the boundary words' final states ``[x_{s-1} ; x_{e+1}]`` when the span's tokens become ``<mask>`` (percent;
+    0 when the classifier's input does not depend on what stands between the boundaries)."""
+    import torch
+    from transformers import AutoModelForPreTraining
+
+    from gesa.loading_gesa import load_tokenizer
+    from gesa.modeling_gesa_objectives import boundary_states
+    from gesa.training.entity_documents import KnowledgeGraph, read_docred_file, read_triples
+    from gesa.training.entity_objectives import EntityObjectivesProcessor
+
+    model = AutoModelForPreTraining.from_pretrained(model_dir, trust_remote_code=True).eval()
+    tokenizer = load_tokenizer(str(model_dir))
+    graph = KnowledgeGraph.from_triples(read_triples(corpus / "kg.tsv", "kg.tsv"))
+    processor = EntityObjectivesProcessor(tokenizer, {"objectives": ["krc"], "krc_probability": 0.0}, 128, graph=graph)
+    features = processor.encode_all(read_docred_file(corpus / "pretrain_dev.json"))[:windows]
+    changes = []
+    for feature in features:
+        batch = processor.get_data_collator()([feature])
+        boundaries, labels = batch.pop("krc_boundaries"), batch.pop("krc_labels")
+        with torch.no_grad():
+            before = boundary_states(model(**batch, output_hidden_states=True).hidden_states[-1], boundaries)
+            for item in (labels[0] != -100).nonzero().flatten().tolist():
+                left, right = boundaries[0, item].tolist()
+                masked = dict(batch, input_ids=batch["input_ids"].clone())
+                masked["input_ids"][0, left + 1 : right] = tokenizer.mask_token_id
+                after = boundary_states(model(**masked, output_hidden_states=True).hidden_states[-1], boundaries)
+                changes.append(float((after[0, item] - before[0, item]).norm() / before[0, item].norm()))
+    return 100.0 * statistics.median(changes)
+
+
 def cell(values: list[float]) -> str:
     """``mean ± half the range (v1, v2, ...)``."""
     if not values:
@@ -153,14 +205,18 @@ def print_mechanism(generator: str, runs: dict[int, dict]) -> None:
     print(f"\nMechanism ({generator}; seeds {', '.join(map(str, runs))}; mean ± half the range)")
     print("| objective: metric | before pre-training | after | baseline after |")
     print("|---|---|---|---|")
-    for objective, metric, baseline, title in MECHANISM:
-        seeds = [run["pretrain"][objective] for run in runs.values() if objective in run["pretrain"]]
-        if not seeds:
+    conditions = list(next(iter(runs.values()))["pretrain"]) if runs else []
+    for (loss, metric, baseline, title), objective in ((row, c) for row in MECHANISM for c in conditions):
+        if loss not in objective_losses(CONDITIONS.get(objective, (objective,))[0].split(",")):
             continue
+        seeds = [run["pretrain"][objective] for run in runs.values() if objective in run["pretrain"]]
         before = [s["before"].get(f"eval_{metric}") for s in seeds]
         after = [s["after"].get(f"eval_{metric}") for s in seeds]
         chance = [s["after"].get(f"eval_{baseline}") for s in seeds] if baseline else [50.0] * len(seeds)
         above = sum(a is not None and c is not None and a > c for a, c in zip(after, chance, strict=True))
+        if baseline == "":  # a measurement without a baseline
+            print(f"| {objective}: {title} | - | {cell([v for v in after if v is not None])} | - |")
+            continue
         print(f"| {objective}: {title} | {cell([v for v in before if v is not None])} | "
               f"{cell([v for v in after if v is not None])} | {cell([v for v in chance if v is not None])} "
               f"({above}/{len(seeds)} seeds above) |")  # fmt: skip
@@ -248,6 +304,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             run = runs[seed] = {"pretrain": {}, "downstream": {}}
             for objective in objectives:
                 run["pretrain"][objective] = pretrain(args, corpus, luke, objective, seed, folder / f"pre-{objective}")
+                if "krc" in objective_losses(CONDITIONS.get(objective, (objective,))[0].split(",")):
+                    sensitivity = boundary_sensitivity(folder / f"pre-{objective}", corpus)
+                    run["pretrain"][objective]["after"]["eval_krc_boundary_sensitivity"] = sensitivity
             if "downstream" in checks:
                 for condition in objectives:
                     model = folder / f"pre-{condition}"
@@ -257,7 +316,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         for task in tasks
                     }
             print(f"{generator} seed {seed}: " + json.dumps({
-                "mechanism": {o: {k: round(v, 1) for k, v in r["after"].items() if k.endswith(("accuracy", "chance"))}
+                "mechanism": {o: {k: round(v, 1) for k, v in r["after"].items() if k.endswith(("accuracy", "chance", "auc", "sensitivity"))}
                               for o, r in run["pretrain"].items()},
                 "downstream": {c: {t: round(v["main"], 1) for t, v in d.items()} for c, d in run["downstream"].items()},
             }), flush=True)  # fmt: skip

@@ -42,7 +42,14 @@ from transformers import TrainingArguments
 
 from gesa.training.driver import BaseDataArguments, BaseModelArguments, ExampleScript
 from gesa.training.entity import ENTITY_TASKS, PRETRAIN, LoggedLossesCallback, make_entity_sample
-from gesa.training.entity_objectives import KG_TRIPLES_HELP, OBJECTIVE_RUNS, OBJECTIVES_HELP, OBJECTIVES_WHY, WEIGHTS
+from gesa.training.entity_objectives import (
+    KG_TRIPLES_HELP,
+    KRC_SETTINGS,
+    OBJECTIVE_RUNS,
+    OBJECTIVES_HELP,
+    OBJECTIVES_WHY,
+    WEIGHTS,
+)
 from gesa.training.knowledge_base import (
     ENTITY_LINKS_HELP,
     KB_ALIAS_TABLE_HELP,
@@ -90,7 +97,9 @@ class DataArguments(BaseDataArguments):
         "max_entities": read_by(task="ner"),
         "mlm_probability": read_by(task="pretrain"),
         "entity_mask_probability": read_by(task="pretrain"),
-        **dict.fromkeys(("objectives", "kg_triples", *WEIGHTS), read_by(OBJECTIVE_RUNS, why=OBJECTIVES_WHY)),
+        **dict.fromkeys(
+            ("objectives", "kg_triples", *WEIGHTS, *KRC_SETTINGS), read_by(OBJECTIVE_RUNS, why=OBJECTIVES_WHY)
+        ),
     }
 
     task: str = field(
@@ -125,6 +134,27 @@ class DataArguments(BaseDataArguments):
     )
     sigma: float | None = field(default=None, metadata={"help": "--objectives: weight of L_LP (eq. 29; default 1)."})
     delta: float | None = field(default=None, metadata={"help": "--objectives: weight of L_KRC (eq. 30; default 1)."})
+    krc_probability: float | None = field(
+        default=None, metadata={"help": "--objectives with KRC: share of its items replaced (KBIR's 0.1 by default)."}
+    )
+    krc_replaced_weight: float | None = field(
+        default=None,
+        metadata={"help": "--objectives with KRC: L_KRC's weight of a replaced item, an option of ours (default 1, "
+                  "KBIR's plain cross-entropy; (1 - p) / p, e.g. 9, weighs both classes equally)."},
+    )  # fmt: skip
+    krc_replacement: str | None = field(
+        default=None,
+        metadata={"help": "--objectives with KRC: what replaces an entity: same_type (another entity of its type, "
+                  "seed 002's rule, the default), any (any other entity, KBIR's released code) or other_type (an entity of "
+                  "another type: a control, the sentence alone shows the replacement).",
+                  "choices": ["same_type", "any", "other_type"]},
+    )  # fmt: skip
+    krc_readout: str | None = field(
+        default=None,
+        metadata={"help": "--objectives with KRC: the words its classifier reads: boundary (the words around the "
+                  "span, KBIR's, the default) or span (the span's own first and last words, an option of ours).",
+                  "choices": ["boundary", "span"]},
+    )  # fmt: skip
     kg_triples: str | None = field(default=None, metadata={"help": KG_TRIPLES_HELP})
 
 
@@ -145,7 +175,7 @@ DEMO_ARGS = [
 # how long each demo takes on one idle core: its CPU time with OMP_NUM_THREADS=1, measured (README "Tasks")
 DEMO_SECONDS = {"entity_typing": 10, "figer": 10, "relation_classification": 10, "ner": 10, "pretrain": 10}
 DEMO_FLAGS = ("task", "output_dir", "variant", "kb_alias_table", "kb_entity_vectors", "entity_links", "ner_model",
-              "input_format", "objectives", *WEIGHTS)  # fmt: skip
+              "input_format", "objectives", *WEIGHTS, *KRC_SETTINGS)  # fmt: skip
 # the demo KB (examples/data/build_kb_sample.py) a --variant kar / ernie demo reads unless given its own files
 DEMO_KB = Path(__file__).resolve().parent / "data"
 DEMO_KB_FLAGS = {"kb_alias_table": DEMO_KB / "kb_aliases.tsv", "kb_entity_vectors": DEMO_KB / "kb_entity_vectors.txt",

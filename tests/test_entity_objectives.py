@@ -37,6 +37,7 @@ from gesa.modeling_gesa_objectives import (
     entity_discrimination,
     entity_representations,
     relation_discrimination,
+    roc_auc,
 )
 from gesa.modeling_long_luke_objectives import LongLukeForEntityPreTraining
 from gesa.training import entity_objectives
@@ -123,6 +124,48 @@ def test_boundary_infilling_predicts_each_token_from_both_boundaries_and_its_pos
     assert torch.allclose(lengths, head.length_classifier(boundaries))
 
 
+def test_krc_loss_weighs_replaced_items_by_krc_replaced_weight_and_reports_roc_auc():
+    """L_KRC with `krc_replaced_weight` w: sum_i w_{y_i} nll_i / sum_i w_{y_i} (w_0 = 1), a plain loop over the items,
+    reading the words around the span (`krc_readout="boundary"`) or its own first and last words (`"span"`); the
+    evaluation's `krc_auc` equals a pairwise count over (replaced, kept) pairs, ties half."""
+    torch.manual_seed(0)
+    for weight, readout in ((1.0, "boundary"), (9.0, "span")):
+        config = GesaConfig(vocab_size=30, entity_vocab_size=6, hidden_size=8, entity_emb_size=4, num_hidden_layers=1,
+                            num_attention_heads=2, intermediate_size=12, ablation="luke",
+                            pretraining_objectives={"objectives": ["krc"], "krc_replaced_weight": weight,
+                                                    "krc_readout": readout})  # fmt: skip
+        model = GesaForEntityPreTraining(config).eval()
+        input_ids = torch.randint(3, 30, (2, 9))
+        boundaries = torch.tensor([[[0, 3], [3, 6], [5, 8]], [[1, 4], [2, 5], [1, 0]]])
+        labels = torch.tensor([[1, 0, 0], [0, 1, -100]])
+        with torch.no_grad():
+            outputs = model(
+                input_ids=input_ids, krc_boundaries=boundaries, krc_labels=labels, output_hidden_states=True
+            )
+            words = outputs.hidden_states[-1]
+            total, norm, scores, targets = 0.0, 0.0, [], []
+            for b in range(2):
+                for k in range(3):
+                    if labels[b, k] == -100:
+                        continue
+                    left, right = boundaries[b, k].tolist()
+                    if readout == "span":  # the span (left, right) exclusive: its first and last words
+                        left, right = left + 1, right - 1
+                    logits = model.replacement_classifier(torch.cat([words[b, left], words[b, right]]))
+                    w = weight if labels[b, k] == 1 else 1.0
+                    total += w * -torch.log_softmax(logits, -1)[labels[b, k]].item()
+                    norm += w
+                    scores.append((logits[1] - logits[0]).item())
+                    targets.append(int(labels[b, k]))
+        assert outputs.krc_loss.item() == pytest.approx(total / norm, rel=1e-5)
+        pairs = [(p, n) for p, t in zip(scores, targets, strict=True) if t == 1
+                 for n, u in zip(scores, targets, strict=True) if u == 0]  # fmt: skip
+        expected = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in pairs) / len(pairs)
+        assert model.pop_evaluation_metrics()["krc_auc"] == pytest.approx(100 * expected, rel=1e-5)
+    assert roc_auc([0.3, 0.3, 0.1, 0.9], [1, 0, 0, 1]) == pytest.approx((1 + 0.5 + 1 + 1) / 4)
+    assert roc_auc([0.1, 0.2], [0, 0]) == 0.5  # one class only: no pair to order
+
+
 # ----------------------------------------------------------------------------------------------- the batches
 
 
@@ -142,10 +185,10 @@ def documents():
     return [first, second, first, second]
 
 
-def processor_for(tiny_luke_dir, objectives, max_length=128):
+def processor_for(tiny_luke_dir, objectives, max_length=128, **settings):
     vocabulary = pretraining_vocabulary(documents())
     tokenizer = pretraining_tokenizer(str(tiny_luke_dir), vocabulary)
-    processor = EntityObjectivesProcessor(tokenizer, {"objectives": objectives}, max_length, seed=0)
+    processor = EntityObjectivesProcessor(tokenizer, {"objectives": objectives, **settings}, max_length, seed=0)
     return processor, processor.encode_all(documents())
 
 
@@ -179,9 +222,8 @@ def test_kbi_puts_one_mask_per_span_and_targets_its_original_tokens(tiny_luke_di
     assert ((batch["labels"][0] != -100) & torch.isin(torch.arange(len(ids)), torch.tensor(masks))).sum() == 0
 
 
-def test_krc_replaces_an_entity_by_another_of_its_type(tiny_luke_dir, monkeypatch):
-    monkeypatch.setattr(entity_objectives, "KRC_PROBABILITY", 1.0)
-    processor, features = processor_for(tiny_luke_dir, ["krc"])
+def test_krc_replaces_an_entity_by_another_of_its_type(tiny_luke_dir):
+    processor, features = processor_for(tiny_luke_dir, ["krc"], krc_probability=1.0)
     batch = processor.get_data_collator()(features[:1])
     names = {kind: {key: tokens for key, tokens in members.items()} for kind, members in processor.universe.items()}
     ids = batch["input_ids"][0].tolist()
@@ -191,6 +233,46 @@ def test_krc_replaces_an_entity_by_another_of_its_type(tiny_luke_dir, monkeypatc
             kinds = [kind for kind, members in names.items() if inserted in members.values()]
             assert kinds, f"{inserted} is no typed entity's name"
     assert 1 in batch["krc_labels"][0].tolist()  # every entity with a same-type other is replaced
+
+
+@pytest.mark.parametrize("rule", ["any", "other_type"])
+def test_krc_replacement_any_or_other_type_draws_entities_of_other_types(tiny_luke_dir, rule):
+    """``krc_replacement="any"`` (KBIR's released code): the replacement is any other entity of the universe, so over
+    a few batches some replaced span holds a name of another type than the entity it replaced; ``"other_type"`` (the
+    easy control): every one does."""
+    processor, features = processor_for(tiny_luke_dir, ["krc"], krc_probability=1.0, krc_replacement=rule)
+    kind_of = {tuple(tokens): kind for kind, members in processor.universe.items() for tokens in members.values()}
+    crossed = total = 0
+    for _ in range(5):
+        batch = processor.get_data_collator()(features[:1])
+        ids = batch["input_ids"][0].tolist()
+        original = features[0]
+        spans = zip(original["mention_starts"], original["mention_ends"], original["mention_entities"], strict=True)
+        kinds = [original["entity_types"][entity] for _, _, entity in spans]
+        replaced = [(k, (left, right)) for k, ((left, right), label) in enumerate(
+            zip(batch["krc_boundaries"][0].tolist(), batch["krc_labels"][0].tolist(), strict=True)) if label == 1]  # fmt: skip
+        for item, (left, right) in replaced:
+            assert tuple(ids[left + 1 : right]) in kind_of  # a typed entity's name
+            crossed += kind_of[tuple(ids[left + 1 : right])] != kinds[item]
+            total += 1
+    assert crossed > 0 and (crossed == total) == (rule == "other_type")
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"krc_probability": 1.5}, r"pretraining_objectives\['krc_probability'\] must be a finite number in \[0, 1\]"),
+        (
+            {"krc_replaced_weight": -1.0},
+            r"pretraining_objectives\['krc_replaced_weight'\] must be a finite number >= 0",
+        ),
+        ({"krc_replacement": "other"}, r"pretraining_objectives\['krc_replacement'\] must be one of"),
+        ({"krc_readout": "middle"}, r"pretraining_objectives\['krc_readout'\] must be one of"),
+    ],
+)
+def test_bad_krc_settings_are_refused_by_the_config(settings, message):
+    with pytest.raises(Exception, match=message):
+        GesaConfig(pretraining_objectives={"objectives": ["kbir"], **settings})
 
 
 def test_erica_batch_asks_ed_after_the_query_and_pairs_rd_relations_across_documents(tiny_luke_dir):
@@ -263,6 +345,15 @@ def pretrain_argv(luke, corpus, output_dir, *extra):
         (["--objectives", "kbir", "--delta", "nan"], "--delta nan: a loss weight must be a finite number >= 0"),
         (["--objectives", "kbir", "--sigma", "abc"], "--sigma"),
         (["--objectives", "erica", "--delta", "2"], "--delta weighs L_KRC, which --objectives erica does not train"),
+        (
+            ["--objectives", "kbir", "--krc_probability", "1.5"],
+            "--krc_probability 1.5: a probability must be a number in [0, 1]",
+        ),
+        (["--objectives", "kbir", "--krc_replaced_weight", "-2"], "--krc_replaced_weight -2.0: a loss weight must be"),
+        (
+            ["--objectives", "erica", "--krc_replaced_weight", "9"],
+            "--krc_replaced_weight acts on L_KRC, which --objectives erica does not train",
+        ),
         (["--objectives", "luke"], "--pretrain_format docred holds documents for --objectives"),
     ],
 )

@@ -66,12 +66,21 @@ def test_generated_tasks_label_a_neutral_sentence_by_a_fact_stated_elsewhere(tmp
 
 
 @pytest.mark.slow
-def test_the_objective_bench_reports_erica_against_chance_at_toy_size(tmp_path, capsys):
+def test_the_objective_bench_reports_erica_and_krc_against_chance_at_toy_size(tmp_path, capsys):
+    """ERICA's rows beside chance; a KRC condition (the easy control, ``kbir_other``) with its ROC AUC and how much
+    its classifier's input moves when the span is masked (a percentage, measured on the saved checkpoint)."""
     load_script(BENCH, "objective_checks_under_test").main([
-        "--output_dir", str(tmp_path), "--generators", "firms", "--seeds", "0", "--objectives", "erica", "--checks",
-        "mechanism", "--documents", "24", "--pretrain_epochs", "2", "--hidden_size", "16", "--layers", "1"])  # fmt: skip
+        "--output_dir", str(tmp_path), "--generators", "firms", "--seeds", "0", "--objectives", "erica,kbir_other",
+        "--checks", "mechanism", "--documents", "24", "--pretrain_epochs", "2", "--hidden_size", "16", "--layers",
+        "1"])  # fmt: skip
     printed = capsys.readouterr().out
     assert "| erica: ED accuracy (chance: a uniform guess) |" in printed
+    assert "| kbir_other: KRC ROC AUC (chance 50) |" in printed
+    assert "| kbir_other: KRC: change of its input when the span is masked" in printed
     report = json.loads((tmp_path / "objective_checks.json").read_text())
     after = report["firms"]["0"]["pretrain"]["erica"]["after"]
     assert after["eval_ed_chance"] > 0 and "eval_rd_accuracy" in after
+    krc = report["firms"]["0"]["pretrain"]["kbir_other"]["after"]
+    assert 0 <= krc["eval_krc_auc"] <= 100 and krc["eval_krc_boundary_sensitivity"] > 0
+    config = json.loads((tmp_path / "firms" / "seed-0" / "pre-kbir_other" / "config.json").read_text())
+    assert config["pretraining_objectives"]["krc_replacement"] == "other_type"

@@ -27,7 +27,7 @@ paper-vs-here tables name each):
   except pairs of the same document sharing the head or the tail. Entity mentions are never masked for MLM.
 - KBIR: each mention (non-overlapping, in text order) is infilled with probability 0.4 (its span becomes ONE
   ``[MASK]``; at most 10 per window have targets, each up to ``kbi_max_span_length`` tokens), else replaced with
-  probability 0.1 by another entity of its type (the typed entity list: the documents' typed entities and the knowledge
+  probability 0.1 (``--krc_probability``) by another entity of its type (``--krc_replacement any``: of any type) (the typed entity list: the documents' typed entities and the knowledge
   graph's ``instance of`` triples); the first 20 mentions neither infilled nor masked are KRC's items (1 replaced, 0
   kept). Words outside mentions are masked for MLM with ``--mlm_probability`` (80/10/10).
 - LUKE (``mep``): the entity inputs are the mentions' entities (the pre-training vocabulary), masked with
@@ -60,6 +60,8 @@ from .machinery import ScriptArgumentError
 logger = logging.get_logger(__name__)
 
 WEIGHTS = ("alpha", "gamma", "sigma", "delta")
+# KRC's settings from the command line: KBIR's replacement share and our class weight of a replaced item
+KRC_SETTINGS = ("krc_probability", "krc_replaced_weight", "krc_replacement", "krc_readout")
 # the runs that read --objectives, the weights and --kg_triples (the variants with GesaForEntityPreTraining)
 OBJECTIVE_RUNS = {"task": "pretrain", "variant": "gesa luke long_luke"}
 OBJECTIVES_WHY = (
@@ -82,7 +84,6 @@ ERICA_NEGATIVES = 64  # negatives per RD anchor (neg_sample_num)
 ED_QUERY_TOKENS = 16  # the ED query's budget in the window: the relation's words and the head's first mention
 KBI_PROBABILITY = 0.4  # keyphrase-mask-percentage with infilling
 KBI_MAX_SPANS = 10  # max-mask-keyphrase-pairs
-KRC_PROBABILITY = 0.1  # keyphrase-replace-percentage
 KRC_MAX_ITEMS = 20  # max-keyphrase-pairs
 MAX_MENTION_TOKENS = 30  # LUKE's max_mention_length: positions an entity input averages
 
@@ -109,11 +110,14 @@ def pretraining_card_line(config: Any) -> list[str]:
     settings = {**PRETRAINING_SETTINGS, **settings}
     losses = objective_losses(settings["objectives"])
     weights = ", ".join(f"{name}={settings[name]:g}" for name in WEIGHTS)
+    krc = [f"{name} {settings[name]:g}" if isinstance(settings[name], float) else f"{name} {settings[name]}"
+           for name in KRC_SETTINGS if settings[name] != PRETRAINING_SETTINGS[name]]  # fmt: skip
+    flags = "".join(f" --{entry}" for entry in krc) if "krc" in losses else ""
     return [
         f"**Pre-training**: pre-trained with seed 002's objectives {','.join(settings['objectives'])} (losses: "
         f"{', '.join(losses)}; weights {weights}; ERICA temperature {settings['temperature']:g}) by "
         "`run_entity_tasks.py --task pretrain --objectives "
-        f"{','.join(settings['objectives'])}` (docs/entity_tasks.md, seed 002's objectives)."
+        f"{','.join(settings['objectives'])}{flags}` (docs/entity_tasks.md, seed 002's objectives)."
     ]
 
 
@@ -144,23 +148,40 @@ def parse_objectives(text: str) -> list[str]:
 
 
 def objective_config(data_args: Any) -> dict[str, Any] | None:
-    """The head's ``pretraining_objectives`` from ``--objectives`` and the weights ``--alpha``, ``--gamma``,
-    ``--sigma``, ``--delta`` (``None``: LUKE's own objective, ``GesaForMaskedLM``). A weight that is negative, not a
-    finite number, or given for no loss it weighs is one ``ScriptArgumentError``."""
+    """The head's ``pretraining_objectives`` from ``--objectives``, the weights ``--alpha``, ``--gamma``,
+    ``--sigma``, ``--delta`` and KRC's ``--krc_probability`` / ``--krc_replaced_weight`` (``None``: LUKE's own
+    objective, ``GesaForMaskedLM``). A value that is negative, not a finite number (a probability above 1), or given
+    for no loss it acts on is one ``ScriptArgumentError``."""
     names = parse_objectives(getattr(data_args, "objectives", None) or "luke")
     losses = objective_losses(names)
-    weighs = {"alpha": "mlm", "gamma": "infill", "sigma": "lp", "delta": "krc"}
+    weighs = {"alpha": "mlm", "gamma": "infill", "sigma": "lp", "delta": "krc", **dict.fromkeys(KRC_SETTINGS, "krc")}
     settings: dict[str, Any] = {"objectives": names}
-    for name in WEIGHTS:
+    for name in (*WEIGHTS, *KRC_SETTINGS):
         value = getattr(data_args, name, None)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-            raise ScriptArgumentError(f"--{name} {value!r}: a loss weight must be a finite number >= 0")
+        if name in ("krc_replacement", "krc_readout"):  # a choice HfArgumentParser checked
+            if value != PRETRAINING_SETTINGS[name] and "krc" not in losses:
+                raise ScriptArgumentError(
+                    f"--{name} acts on L_KRC, which --objectives {','.join(names)} does not train: drop --{name}, "
+                    "or add an objective with it"
+                )
+            settings[name] = value
+            continue
+        limit = 1 if name == "krc_probability" else math.inf
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or not 0 <= value <= limit:
+            what = (
+                "a probability must be a number in [0, 1]"
+                if limit == 1
+                else "a loss weight must be a finite number >= 0"
+            )
+            raise ScriptArgumentError(f"--{name} {value!r}: {what}")
         if weighs[name] not in losses and value != PRETRAINING_SETTINGS[name]:
+            verb = "weighs" if name in WEIGHTS else "acts on"
             raise ScriptArgumentError(
-                f"--{name} weighs L_{weighs[name].upper()}, which --objectives {','.join(names)} does not train: drop "
-                f"--{name}, or add an objective with it"
+                f"--{name} {verb} L_{weighs[name].upper()}, which --objectives {','.join(names)} does not train: "
+                f"drop --{name}, or add an objective with it"
             )
         settings[name] = float(value)
     if names == ["luke"]:
@@ -366,11 +387,13 @@ class EntityObjectivesCollator:
                 growth += 1 - (end - start)
             elif "krc" in self.losses:
                 actions[index] = ("keep", [])
-                kind = feature["entity_types"][entity]
-                others = [
-                    v for k, v in processor.universe.get(kind, {}).items() if k != feature["entity_keys"][entity]
-                ]
-                if others and draw.random() < KRC_PROBABILITY:
+                kind, rule = feature["entity_types"][entity], processor.settings["krc_replacement"]
+                kinds = {"same_type": [kind], "any": sorted(processor.universe)}.get(rule)  # any: KBIR's code
+                if kinds is None:  # other_type: the easy control, a sentence alone shows the replacement
+                    kinds = [other for other in sorted(processor.universe) if other != kind]
+                key = feature["entity_keys"][entity]
+                others = [v for kind in kinds for k, v in processor.universe.get(kind, {}).items() if k != key]
+                if others and draw.random() < self.processor.settings["krc_probability"]:
                     replacement = draw.choice(others)
                     fits = (
                         2 + len(query) + len(words) + growth + len(replacement) - (end - start) <= processor.max_length
@@ -551,7 +574,7 @@ __all__ = [
     "EntityObjectivesCollator",
     "EntityObjectivesProcessor",
     "KBI_PROBABILITY",
-    "KRC_PROBABILITY",
+    "KRC_SETTINGS",
     "WEIGHTS",
     "check_relations",
     "objective_config",
