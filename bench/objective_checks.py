@@ -71,7 +71,7 @@ MECHANISM = [
     ("infill", "infill_accuracy", "infill_unigram_accuracy", "KBI infilling accuracy (unigram baseline)"),
     ("krc", "krc_accuracy", None, "KRC balanced accuracy (chance 50)"),
     ("krc", "krc_auc", None, "KRC ROC AUC (chance 50)"),
-    ("krc", "krc_boundary_sensitivity", "", "KRC: change of its input when the span is masked (%; 0: blind to it)"),
+    ("krc", "krc_boundary_sensitivity", "", "KRC: change of the boundary words when the span is masked (%; 0: blind)"),
 ]
 # pre-training conditions beyond the objectives' names: (objectives, extra flags); the KRC suspects' experiments
 CONDITIONS = {

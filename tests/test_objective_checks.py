@@ -76,7 +76,7 @@ def test_the_objective_bench_reports_erica_and_krc_against_chance_at_toy_size(tm
     printed = capsys.readouterr().out
     assert "| erica: ED accuracy (chance: a uniform guess) |" in printed
     assert "| kbir_other: KRC ROC AUC (chance 50) |" in printed
-    assert "| kbir_other: KRC: change of its input when the span is masked" in printed
+    assert "| kbir_other: KRC: change of the boundary words when the span is masked" in printed
     report = json.loads((tmp_path / "objective_checks.json").read_text())
     after = report["firms"]["0"]["pretrain"]["erica"]["after"]
     assert after["eval_ed_chance"] > 0 and "eval_rd_accuracy" in after
