@@ -42,7 +42,10 @@ beats MLM alone::
     OMP_NUM_THREADS=1 python bench/objective_checks.py --output_dir objectives_out
 
 (``--generators firms,bands``: ``firms`` is the generator the recipe was tuned on, ``bands`` one written after it was
-fixed; three seeds each). ``--output_dir`` keeps each run and ``objective_checks.json`` (the tables' numbers).
+fixed; three seeds each). KRC's suspects are conditions of ``--objectives`` beside the objectives' names
+(``CONDITIONS``: class-balanced loss or data, KBIR's any-type rule, no infilling, the easy control of another type,
+the span's own words); every KRC condition's table adds its ROC AUC and how much the boundary words' states move when
+the span is masked (``boundary_sensitivity``). ``--output_dir`` keeps each run and ``objective_checks.json`` (the tables' numbers).
 """
 
 from __future__ import annotations
