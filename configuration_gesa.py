@@ -280,10 +280,10 @@ class GesaConfig(PreTrainedConfig):
             loss weights `alpha`, `gamma`, `sigma`, `delta` (seed 002 eqs. 29-30), ERICA's `temperature`, KBIR's
             `kbi_max_span_length` / `kbi_position_size` / `krc_probability` (the share of KRC's items replaced) /
             `krc_replacement` (`"same_type"`, seed 002's rule; `"any"`, KBIR's released code; `"other_type"`, a
-            control whose replacement the sentence alone shows) and our `krc_readout` (`"boundary"`, KBIR's
-            `[x_{s-1} ; x_{e+1}]`, or `"span"`, the span's own first and last words) and
-            `krc_replaced_weight` (L_KRC's weight of a replaced item; 1 is KBIR's plain cross-entropy)
-            (`PRETRAINING_SETTINGS` gives the defaults). Other heads ignore it.
+            control whose replacement the sentence alone shows), and two options of ours: `krc_readout`
+            (`"boundary"`, KBIR's `[x_{s-1} ; x_{e+1}]`, or `"span"`, the span's own first and last words) and
+            `krc_replaced_weight` (L_KRC's weight of a replaced item; 1 is KBIR's plain cross-entropy).
+            `PRETRAINING_SETTINGS` gives the defaults. Other heads ignore it.
         ablation (`str`, *optional*):
             Name of an `ABLATION_PRESETS` row (recorded for the model card). The preset sets its fields; a field given
             explicitly with another value than the preset's is an error (`ablation="luke"` means exactly LUKE).

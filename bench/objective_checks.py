@@ -163,6 +163,11 @@ def finetune(args: CheckArguments, corpus: Path, model: Path, task: str, seed: i
     return {"main": main, "f1": results.get("eval_f1", results.get("eval_micro_f1"))}
 
 
+def condition_losses(condition: str) -> list[str]:
+    """The losses a pre-training condition (an objective name, a comma-separated list or a ``CONDITIONS`` name) trains."""
+    return objective_losses(CONDITIONS.get(condition, (condition,))[0].split(","))
+
+
 def boundary_sensitivity(model_dir: Path, corpus: Path, windows: int = 32) -> float:
     """How much KRC's input sees its span: the median, over the held-out windows' KRC items, of the relative change
     of the boundary words' final states ``[x_{s-1} ; x_{e+1}]`` when the span's tokens become ``<mask>`` (percent;
@@ -180,9 +185,9 @@ def boundary_sensitivity(model_dir: Path, corpus: Path, windows: int = 32) -> fl
     graph = KnowledgeGraph.from_triples(read_triples(corpus / "kg.tsv", "kg.tsv"))
     processor = EntityObjectivesProcessor(tokenizer, {"objectives": ["krc"], "krc_probability": 0.0}, 128, graph=graph)
     features = processor.encode_all(read_docred_file(corpus / "pretrain_dev.json"))[:windows]
-    changes = []
+    changes, collator = [], processor.get_data_collator()
     for feature in features:
-        batch = processor.get_data_collator()([feature])
+        batch = collator([feature])
         boundaries, labels = batch.pop("krc_boundaries"), batch.pop("krc_labels")
         with torch.no_grad():
             before = boundary_states(model(**batch, output_hidden_states=True).hidden_states[-1], boundaries)
@@ -210,7 +215,7 @@ def print_mechanism(generator: str, runs: dict[int, dict]) -> None:
     print("|---|---|---|---|")
     conditions = list(next(iter(runs.values()))["pretrain"]) if runs else []
     for (loss, metric, baseline, title), objective in ((row, c) for row in MECHANISM for c in conditions):
-        if loss not in objective_losses(CONDITIONS.get(objective, (objective,))[0].split(",")):
+        if loss not in condition_losses(objective):
             continue
         seeds = [run["pretrain"][objective] for run in runs.values() if objective in run["pretrain"]]
         before = [s["before"].get(f"eval_{metric}") for s in seeds]
@@ -307,7 +312,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             run = runs[seed] = {"pretrain": {}, "downstream": {}}
             for objective in objectives:
                 run["pretrain"][objective] = pretrain(args, corpus, luke, objective, seed, folder / f"pre-{objective}")
-                if "krc" in objective_losses(CONDITIONS.get(objective, (objective,))[0].split(",")):
+                if "krc" in condition_losses(objective):
                     sensitivity = boundary_sensitivity(folder / f"pre-{objective}", corpus)
                     run["pretrain"][objective]["after"]["eval_krc_boundary_sensitivity"] = sensitivity
             if "downstream" in checks:

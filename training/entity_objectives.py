@@ -27,8 +27,8 @@ paper-vs-here tables name each):
   except pairs of the same document sharing the head or the tail. Entity mentions are never masked for MLM.
 - KBIR: each mention (non-overlapping, in text order) is infilled with probability 0.4 (its span becomes ONE
   ``[MASK]``; at most 10 per window have targets, each up to ``kbi_max_span_length`` tokens), else replaced with
-  probability 0.1 (``--krc_probability``) by another entity of its type (``--krc_replacement any``: of any type) (the typed entity list: the documents' typed entities and the knowledge
-  graph's ``instance of`` triples); the first 20 mentions neither infilled nor masked are KRC's items (1 replaced, 0
+  probability 0.1 (``--krc_probability``) by another entity of its type from the typed entity list (the documents'
+  typed entities and the knowledge graph's ``instance of`` triples; ``--krc_replacement any``: of any type); the first 20 mentions neither infilled nor masked are KRC's items (1 replaced, 0
   kept). Words outside mentions are masked for MLM with ``--mlm_probability`` (80/10/10).
 - LUKE (``mep``): the entity inputs are the mentions' entities (the pre-training vocabulary), masked with
   ``--entity_mask_probability``; without ``mep`` every mention's entity input is ``[MASK]`` (as the fine-tuning
@@ -60,7 +60,7 @@ from .machinery import ScriptArgumentError
 logger = logging.get_logger(__name__)
 
 WEIGHTS = ("alpha", "gamma", "sigma", "delta")
-# KRC's settings from the command line: KBIR's replacement share and our class weight of a replaced item
+# KRC's settings from the command line: KBIR's replacement share and rule, our class weight and readout
 KRC_SETTINGS = ("krc_probability", "krc_replaced_weight", "krc_replacement", "krc_readout")
 # the runs that read --objectives, the weights and --kg_triples (the variants with GesaForEntityPreTraining)
 OBJECTIVE_RUNS = {"task": "pretrain", "variant": "gesa luke long_luke"}
@@ -149,8 +149,8 @@ def parse_objectives(text: str) -> list[str]:
 
 def objective_config(data_args: Any) -> dict[str, Any] | None:
     """The head's ``pretraining_objectives`` from ``--objectives``, the weights ``--alpha``, ``--gamma``,
-    ``--sigma``, ``--delta`` and KRC's ``--krc_probability`` / ``--krc_replaced_weight`` (``None``: LUKE's own
-    objective, ``GesaForMaskedLM``). A value that is negative, not a finite number (a probability above 1), or given
+    ``--sigma``, ``--delta`` and KRC's ``--krc_probability`` / ``--krc_replaced_weight`` / ``--krc_replacement`` /
+    ``--krc_readout`` (``None``: LUKE's own objective, ``GesaForMaskedLM``). A value that is negative, not a finite number (a probability above 1), or given
     for no loss it acts on is one ``ScriptArgumentError``."""
     names = parse_objectives(getattr(data_args, "objectives", None) or "luke")
     losses = objective_losses(names)
@@ -392,8 +392,8 @@ class EntityObjectivesCollator:
                 if kinds is None:  # other_type: the easy control, a sentence alone shows the replacement
                     kinds = [other for other in sorted(processor.universe) if other != kind]
                 key = feature["entity_keys"][entity]
-                others = [v for kind in kinds for k, v in processor.universe.get(kind, {}).items() if k != key]
-                if others and draw.random() < self.processor.settings["krc_probability"]:
+                others = [v for other in kinds for k, v in processor.universe.get(other, {}).items() if k != key]
+                if others and draw.random() < processor.settings["krc_probability"]:
                     replacement = draw.choice(others)
                     fits = (
                         2 + len(query) + len(words) + growth + len(replacement) - (end - start) <= processor.max_length
