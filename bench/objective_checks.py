@@ -51,6 +51,7 @@ the span is masked (``boundary_sensitivity``). ``--output_dir`` keeps each run a
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -114,6 +115,10 @@ class CheckArguments:
     )
     hidden_size: int = field(default=64, metadata={"help": "The tiny LUKE's width."})
     layers: int = field(default=4, metadata={"help": "The tiny LUKE's layers."})
+    initializer_range: float = field(
+        default=0.02,
+        metadata={"help": "The tiny LUKE's init std (LukeConfig's 0.02; 1/sqrt(width), 0.125, sharpens attention)."},
+    )
 
 
 def run_script(flags: list[str], what: str) -> None:
@@ -296,6 +301,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     objectives = args.objectives.split(",")
     checks = set(args.checks.split(","))
     train_size, dev_size = (int(n) for n in args.task_size.split(","))
+    if not (math.isfinite(args.initializer_range) and args.initializer_range > 0):
+        raise SystemExit(
+            f"{SCRIPT}: --initializer_range must be a number > 0 (e.g. 0.02), got {args.initializer_range}"
+        )
     report: dict[str, Any] = {}
     if "scirex" in checks:
         report["scirex"] = scirex_runs(args, output)
@@ -305,10 +314,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             folder = output / generator / f"seed-{seed}"
             corpus = write_objective_corpus(folder / "data", generator, seed, args.documents, (train_size, dev_size))
             luke = folder / "tiny-luke"
-            if not (luke / "config.json").is_file():
+            drawn = json.loads((luke / "config.json").read_text()) if (luke / "config.json").is_file() else None
+            if drawn is not None and drawn["initializer_range"] != args.initializer_range:  # its runs would be mixed
+                raise SystemExit(f"{SCRIPT}: {luke} was drawn at initializer_range {drawn['initializer_range']}, not "
+                                 f"--initializer_range {args.initializer_range}; give another --output_dir")  # fmt: skip
+            if drawn is None:
                 build_demo_luke(luke, corpus_texts(corpus), vocab_size=600, hidden_size=args.hidden_size,
                                 num_attention_heads=4, intermediate_size=2 * args.hidden_size,
-                                num_hidden_layers=args.layers, entity_emb_size=args.hidden_size // 2)  # fmt: skip
+                                num_hidden_layers=args.layers, entity_emb_size=args.hidden_size // 2,
+                                initializer_range=args.initializer_range)  # fmt: skip
             run = runs[seed] = {"pretrain": {}, "downstream": {}}
             for objective in objectives:
                 run["pretrain"][objective] = pretrain(args, corpus, luke, objective, seed, folder / f"pre-{objective}")

@@ -72,7 +72,7 @@ def test_the_objective_bench_reports_erica_and_krc_against_chance_at_toy_size(tm
     load_script(BENCH, "objective_checks_under_test").main([
         "--output_dir", str(tmp_path), "--generators", "firms", "--seeds", "0", "--objectives", "erica,kbir_other",
         "--checks", "mechanism", "--documents", "24", "--pretrain_epochs", "2", "--hidden_size", "16", "--layers",
-        "1"])  # fmt: skip
+        "1", "--initializer_range", "0.25"])  # fmt: skip
     printed = capsys.readouterr().out
     assert "| erica: ED accuracy (chance: a uniform guess) |" in printed
     assert "| kbir_other: KRC ROC AUC (chance 50) |" in printed
@@ -84,3 +84,26 @@ def test_the_objective_bench_reports_erica_and_krc_against_chance_at_toy_size(tm
     assert 0 <= krc["eval_krc_auc"] <= 100 and krc["eval_krc_boundary_sensitivity"] > 0
     config = json.loads((tmp_path / "firms" / "seed-0" / "pre-kbir_other" / "config.json").read_text())
     assert config["pretraining_objectives"]["krc_replacement"] == "other_type"
+    assert config["initializer_range"] == 0.25  # the tiny LUKE drawn at --initializer_range
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_the_objective_bench_refuses_an_initializer_range_that_is_not_positive(tmp_path, value):
+    with pytest.raises(SystemExit, match=r"--initializer_range must be a number > 0 \(e\.g\. 0\.02\)"):
+        load_script(BENCH, "objective_checks_under_test").main(
+            ["--output_dir", str(tmp_path), "--initializer_range", value]
+        )
+
+
+def test_the_objective_bench_refuses_to_mix_runs_of_a_tiny_luke_drawn_at_another_initializer_range(tmp_path):
+    """A kept output folder's tiny LUKE is reused; one drawn at another std would mix two experiments' runs."""
+    luke = tmp_path / "firms" / "seed-0" / "tiny-luke"
+    luke.mkdir(parents=True)
+    (luke / "config.json").write_text(json.dumps({"initializer_range": 0.02}))
+    with pytest.raises(
+        SystemExit, match="drawn at initializer_range 0.02, not --initializer_range 0.125; give another"
+    ):
+        load_script(BENCH, "objective_checks_under_test").main([
+            "--output_dir", str(tmp_path), "--generators", "firms", "--seeds", "0", "--documents", "12",
+            "--task_size", "8,4", "--initializer_range", "0.125"])  # fmt: skip
+    assert json.loads((luke / "config.json").read_text()) == {"initializer_range": 0.02}  # nothing overwritten
