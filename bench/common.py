@@ -11,7 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""What the GESA benchmarks share: the clock, the matmul limit, one training step, peak memory, the allocator.
+"""What the GESA benchmarks share: the clock, the matmul limit, one training step, peak memory, the allocator, and
+the random LUKE checkpoints the diagnostics draw.
 
 The allocator matters on CPU: glibc's `malloc` serves every block above its mmap threshold (at most 32 MiB) with
 a fresh `mmap`, so each such tensor page-faults and is zeroed by the kernel on first touch, every step. Tensors
@@ -238,3 +239,21 @@ def run_probe(script: str, argv: list[str], probe: list[str], threads: int, what
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def save_random_luke(config, tokenizer, seed: int, path: Path) -> Path:
+    """A `transformers.LukeModel` drawn from `config` with `seed`, its entity-aware queries (w2e, e2w, e2e) set to the
+    word query as LUKE's released checkpoints leave them, saved at `path` with `tokenizer` like a Hub checkpoint."""
+    from transformers import LukeModel
+
+    torch.manual_seed(seed)
+    model = LukeModel(config)
+    with torch.no_grad():
+        for layer in model.encoder.layer:
+            attention = layer.attention.self
+            for name in ("w2e_query", "e2w_query", "e2e_query"):
+                getattr(attention, name).weight.copy_(attention.query.weight)
+                getattr(attention, name).bias.copy_(attention.query.bias)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -73,11 +73,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from common import save_random_luke
 from datasets import Dataset
 from transformers import (
     HfArgumentParser,
     LukeConfig,
-    LukeModel,
     LukeTokenizer,
     PreTrainedTokenizerBase,
     Trainer,
@@ -573,17 +573,7 @@ def build_tiny_luke(args: DiagnosticArguments, tokenizer: LukeTokenizer, seed: i
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
     )
-    torch.manual_seed(seed)
-    model = LukeModel(config)
-    with torch.no_grad():
-        for layer in model.encoder.layer:
-            attention = layer.attention.self
-            for name in ("w2e_query", "e2w_query", "e2e_query"):
-                getattr(attention, name).weight.copy_(attention.query.weight)
-                getattr(attention, name).bias.copy_(attention.query.bias)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return save_random_luke(config, tokenizer, seed, path)
 
 
 def constant_score_loss(features: Dataset) -> float:

@@ -33,8 +33,8 @@ import argparse
 import sys
 from pathlib import Path
 
-import torch
-from transformers import LukeConfig, LukeModel, LukeTokenizer
+from common import save_random_luke
+from transformers import LukeConfig, LukeTokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 ROBERTA_DIR = ROOT.parent / "shared" / "tokenizers" / "roberta-base"
@@ -66,17 +66,7 @@ def build(path: Path, seed: int, initializer_range: float, tokenizer_dir: Path) 
         attention_probs_dropout_prob=0.0,
         initializer_range=initializer_range,
     )
-    torch.manual_seed(seed)
-    model = LukeModel(config)
-    with torch.no_grad():
-        for layer in model.encoder.layer:
-            attention = layer.attention.self
-            for name in ("w2e_query", "e2w_query", "e2e_query"):
-                getattr(attention, name).weight.copy_(attention.query.weight)
-                getattr(attention, name).bias.copy_(attention.query.bias)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return save_random_luke(config, tokenizer, seed, path)
 
 
 def command(checkpoint: Path, data: Path, output_dir: Path, seed: int) -> str:

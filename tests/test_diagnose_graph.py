@@ -31,7 +31,9 @@ SCRIPT = ROOT / "bench" / "diagnose_graph.py"
 
 @pytest.fixture(scope="module")
 def diagnose():
-    return load_script(SCRIPT, "diagnose_graph")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(ROOT / "bench"))  # as `python bench/diagnose_graph.py` does: its folder's `common`
+        return load_script(SCRIPT, "diagnose_graph")
 
 
 def test_constant_score_loss_is_the_entropy_of_the_positive_rate(diagnose):
@@ -635,6 +637,8 @@ def test_a_users_checkpoint_refuses_the_tiny_luke_flags_and_names_a_bad_folder(d
 def test_inits_copies_keeps_lukes_query_and_new_brings_it_to_unit_gain(diagnose, tmp_path):
     """`--inits new` (the default) starts a small-weight LUKE's entity-aware queries at unit gain; `--inits copies`
     keeps them exact copies of LUKE's word query (the default before)."""
+    from transformers import LukeModel
+
     from gesa.training.synthetic_cloze import generate_records
 
     args = diagnose.DiagnosticArguments(
@@ -646,7 +650,7 @@ def test_inits_copies_keeps_lukes_query_and_new_brings_it_to_unit_gain(diagnose,
     luke = diagnose.build_tiny_luke(args, tokenizer, 0, tmp_path / "luke")
     new = diagnose.convert(luke, "full", 3.0, processor, 0)
     copies = diagnose.convert(luke, "full", 3.0, processor, 0, copy_queries=True)
-    query = diagnose.LukeModel.from_pretrained(luke).encoder.layer[0].attention.self.query.weight
+    query = LukeModel.from_pretrained(luke).encoder.layer[0].attention.self.query.weight
     gain = query.pow(2).sum(dim=1).mean().sqrt()
     assert gain < 0.2
     assert torch.equal(copies.gesa.encoder.layer[0].attention.self.e2w_query.weight, query)
