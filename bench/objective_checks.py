@@ -17,8 +17,8 @@ relations a document states?
 Everything is built here, offline, per generator and seed: the corpus (``gesa.training.synthetic_documents``:
 documents stating facts of an invented world among neutral sentences, its knowledge graph, and downstream tasks over
 new persons whose labels a sentence ELSEWHERE in the document gives) and a tiny random LUKE (hidden 64, 4 layers,
-byte-level BPE trained on the corpus). Then, with the scripts' own command lines (``examples/run_entity_tasks.py``,
-``--variant luke``):
+byte-level BPE trained on the corpus; drawn at ``--initializer_range``, LukeConfig's 0.02 unless told). Then, with
+the scripts' own command lines (``examples/run_entity_tasks.py``, ``--variant luke``):
 
 - ``mechanism``: ``--task pretrain --pretrain_format docred --kg_triples kg.tsv --objectives erica`` and ``kbir``
   (and ``mlm``, the control), evaluated before and after on the held-out documents: ED and RD accuracy beside chance
